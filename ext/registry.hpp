@@ -1,0 +1,33 @@
+// The register function of each area, called in order by sqlite3_precisionprobe_init.
+// Each returns an SQLite result code; on failure sqlite3_errmsg(db) says why.
+#pragma once
+#include "ext/connection.hpp"
+
+namespace pp {
+
+int register_core_functions(const Registration& r);      // ext/core_functions.cpp
+int register_settings_table(const Registration& r);      // vtab/pp_settings.cpp
+int register_regex_functions(const Registration& r);     // ext/regex_functions.cpp
+int register_prometheus_tables(const Registration& r);   // vtab/prom_*.cpp
+
+}  // namespace pp
+
+namespace pp {
+
+using ScalarCallback = void (*)(sqlite3_context*, int, sqlite3_value**);
+
+// A scalar function whose user data is the connection's shared state.
+inline int create_connection_function(const Registration& r, const char* name, int arguments,
+                                      int flags, ScalarCallback callback) {
+  return sqlite3_create_function_v2(r.db, name, arguments, flags, share_connection(r.connection),
+                                    callback, nullptr, nullptr, release_connection);
+}
+
+// An eponymous (table-valued) module whose client data is the connection's shared state.
+inline int create_connection_module(const Registration& r, const char* name,
+                                    const sqlite3_module* module) {
+  return sqlite3_create_module_v2(r.db, name, module, share_connection(r.connection),
+                                  release_connection);
+}
+
+}  // namespace pp

@@ -1,0 +1,47 @@
+// Per-connection settings, read and written with pp_config(key [, value]) and listed by the
+// pp_settings table. Each setting is registered once, with its type, default and description,
+// in the table at the top of settings.cpp (DuckDB's way of declaring extension options).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pp {
+
+enum class SettingType { Text, Url, Integer, Boolean, Path, HeadersJson };
+
+struct SettingDefinition {
+  const char* name;
+  SettingType type;
+  const char* default_value;  // before environment overrides
+  const char* environment;    // variable that overrides the default, or nullptr
+  const char* description;
+};
+
+const std::vector<SettingDefinition>& setting_definitions();
+const char* setting_type_name(SettingType type);
+
+class Settings {
+ public:
+  Settings();  // defaults, with environment overrides applied
+
+  // Raw value; throws pp::Error naming `function` for an unknown key.
+  const std::string& get(const std::string& key, const char* function = "pp_config") const;
+  int64_t get_int(const std::string& key) const;
+  bool get_bool(const std::string& key) const;
+
+  // Validates and stores; throws pp::Error ("pp_config: ...") for unknown keys or bad values.
+  void set(const std::string& key, const std::string& value);
+
+  // The value as it may be shown to a user: passwords in URLs and header values are masked.
+  std::string display(const std::string& key) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+// "http://user:secret@host:9090/x" -> "http://user:***@host:9090/x"; safe for messages.
+std::string redact_url(const std::string& url);
+
+}  // namespace pp

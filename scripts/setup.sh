@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every system package precisionprobe needs to build, test and run its main job.
+# Idempotent: packages already present are skipped, so both README commands can call it every time.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config clang
+  sqlite3 libsqlite3-dev
+  libcurl4-openssl-dev nlohmann-json3-dev libre2-dev libeigen3-dev
+  googletest libgtest-dev
+  prometheus victoria-metrics
+  python3 python3-pytest python3-torch python3-numpy python3-matplotlib python3-pandas
+  python3-nbconvert python3-ipykernel jupyter-nbconvert
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}" >&2
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+# Never start the Debian services (prometheus, victoria-metrics) on install: tests start their own
+# instances on free loopback ports with temporary storage.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | "${sudo_cmd[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+  "${sudo_cmd[@]}" chmod +x /usr/sbin/policy-rc.d
+  remove_policy=1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ "${remove_policy:-0}" = 1 ]; then "${sudo_cmd[@]}" rm -f /usr/sbin/policy-rc.d; fi
