@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ext/http_client.hpp"
 #include "ext/settings.hpp"
 #include "ext/sqlite_api.hpp"
 
@@ -21,6 +22,7 @@ class Connection {
   sqlite3* db() const { return db_; }
 
   Settings& settings() { return settings_; }
+  HttpClient& http() { return http_; }
 
   // Warnings (Prometheus "warnings", skipped input lines, ...) of the current statement, read
   // with pp_last_warnings(). They are cleared when a statement opens the first cursor on
@@ -42,6 +44,7 @@ class Connection {
  private:
   sqlite3* db_;
   Settings settings_;
+  HttpClient http_;
   mutable std::mutex mutex_;
   std::vector<std::string> warnings_;
   int open_cursors_ = 0;

@@ -1,8 +1,20 @@
-// Registration of the Prometheus table-valued functions (one module per file in vtab/).
+// Registration of the Prometheus table-valued functions, one module per file in vtab/.
 #include "ext/registry.hpp"
 
 namespace pp {
 
-int register_prometheus_tables(const Registration&) { return SQLITE_OK; }
+int register_prom_range(const Registration& r);         // vtab/prom_range.cpp
+int register_prom_samples(const Registration& r);       // vtab/prom_samples.cpp
+int register_prom_series(const Registration& r);        // vtab/prom_series.cpp
+int register_prom_label_values(const Registration& r);  // vtab/prom_label_values.cpp
+
+int register_prometheus_tables(const Registration& r) {
+  for (auto register_table : {register_prom_range, register_prom_samples, register_prom_series,
+                              register_prom_label_values}) {
+    const int rc = register_table(r);
+    if (rc != SQLITE_OK) return rc;
+  }
+  return SQLITE_OK;
+}
 
 }  // namespace pp

@@ -1,0 +1,20 @@
+// PromQL text the engine builds itself: quoted label values and metric-name push-down into a
+// series selector. Every value from data or SQL goes through promql_quote, so quotes, braces
+// and backslashes in label values cannot change the meaning of a selector.
+#pragma once
+#include <optional>
+#include <string>
+
+namespace pp {
+
+// "say \"hi\"" style double-quoted PromQL string literal.
+std::string promql_quote(const std::string& value);
+
+// Adds a matcher on __name__ to a plain series selector such as `{gpu="0"}` or `up`.
+// op is "=" or "=~". Returns the new selector; nullopt when the selector cannot take the matcher
+// exactly (it is not a plain selector, or names a metric and op is "=~"); `empty_result` is set
+// when the selector names another metric than an "=" matcher, so no series can match.
+std::optional<std::string> add_metric_matcher(const std::string& selector, const std::string& op,
+                                              const std::string& value, bool& empty_result);
+
+}  // namespace pp

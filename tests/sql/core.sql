@@ -1,0 +1,15 @@
+-- Core functions: version, settings, regular expressions in PromQL's dialect.
+SELECT pp_version() GLOB '[0-9]*.[0-9]*.[0-9]*';
+SELECT pp_config('timeout_ms', 1500) = '1500';
+SELECT pp_config('timeout_ms') = '1500';
+SELECT (SELECT value FROM pp_settings WHERE name = 'timeout_ms') = '1500';
+SELECT count(*) >= 13 FROM pp_settings;
+-- A password in the URL is never shown back.
+SELECT pp_config('prometheus_url', 'http://reader:s3cret@127.0.0.1:1/') NOT LIKE '%s3cret%';
+SELECT (SELECT group_concat(value) FROM pp_settings) NOT LIKE '%s3cret%';
+-- REGEXP searches anywhere; prom_match is anchored like PromQL's =~.
+SELECT 'DCGM_FI_DEV_GPU_UTIL' REGEXP 'GPU_UTIL';
+SELECT prom_match('DCGM_FI_PROF_.*', 'DCGM_FI_PROF_SM_ACTIVE');
+SELECT prom_match('GPU_UTIL', 'DCGM_FI_DEV_GPU_UTIL') = 0;
+SELECT prom_match('nvidia[0-9]+', NULL) IS NULL;
+SELECT pp_last_warnings() = '[]';
