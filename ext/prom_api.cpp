@@ -202,7 +202,10 @@ std::shared_ptr<const PromMatrix> PromClient::query_range(const std::string& que
                                                           int64_t end_ms, int64_t step_ms) {
   HttpClient& http = connection_.http();
   const std::string form = "query=" + http.escape(query) + "&start=" + format_seconds(start_ms) +
-                           "&end=" + format_seconds(end_ms) + "&step=" + format_seconds(step_ms);
+                           "&end=" + format_seconds(end_ms) + "&step=" + format_seconds(step_ms) +
+                           // VictoriaMetrics otherwise moves start to a multiple of step (for its
+                           // cache), shifting every point; Prometheus ignores the parameter.
+                           "&nocache=1";
   return cached_call<PromMatrix>("/api/v1/query_range", form, true,
                                  [&](const HttpResponse& r, const std::string& url, auto& w) {
                                    return parse_matrix_body(r, url, function_, w);

@@ -29,8 +29,8 @@ def substitute(text, env):
     return re.sub(r"\$\{([A-Za-z0-9_]+)\}", value, text)
 
 
-def run_shell(extension, sql, environ):
-    script = f".bail on\n.load {extension}\n{sql}\n"
+def run_shell(extension, sql, environ, echo=False):
+    script = f".bail on\n.load {extension}\n{'.echo on' if echo else ''}\n{sql}\n"
     return subprocess.run(["sqlite3", ":memory:"], input=script, capture_output=True, text=True,
                           env=environ, timeout=300)
 
@@ -60,6 +60,11 @@ def main():
         if result.returncode != 0 or result.stderr or bad or not rows:
             print(f"FAIL {args.file}: exit {result.returncode}\nstderr: {result.stderr}"
                   f"\nrows that are not 1: {bad}\nrows: {len(rows)}")
+            # Again with each statement echoed before its rows, to show which check failed.
+            echoed = run_shell(args.extension, text, environ, echo=True).stdout.splitlines()
+            for i, line in enumerate(echoed):
+                if line.strip() in bad:
+                    print("failing check:\n  " + "\n  ".join(echoed[max(0, i - 4):i + 1]))
             return 1
         print(f"ok {args.file}: {len(rows)} checks")
         return 0

@@ -1,0 +1,25 @@
+SELECT pp_config('retries', 1);
+-- error: prom_range: HTTP 502 from ${hostile_url}/html/api/v1/query_range is not a Prometheus API response: <html><body><h1>502 Bad Gateway
+SELECT pp_config('prometheus_url', '${hostile_url}/html');
+SELECT * FROM prom_range('up', 1700000000, 1700000010);
+-- error: prom_samples: Prometheus error execution (HTTP 422): query processing would load too many samples
+SELECT pp_config('prometheus_url', '${hostile_url}/execution');
+SELECT * FROM prom_samples('up', 1700000000, 1700000010);
+-- error: prom_range: cannot reach ${hostile_url}/slow/api/v1/query_range: timed out after 500 ms
+SELECT pp_config('prometheus_url', '${hostile_url}/slow'); SELECT pp_config('timeout_ms', 500);
+SELECT * FROM prom_range('up', 1700000000, 1700000010);
+-- error: exceeds max_response_bytes (1000000 bytes)
+SELECT pp_config('prometheus_url', '${hostile_url}/huge'); SELECT pp_config('max_response_bytes', 1000000);
+SELECT * FROM prom_range('up', 1700000000, 1700000010);
+-- error: prom_range: HTTP 200 from ${hostile_url}/truncated/api/v1/query_range is not a Prometheus API response
+SELECT pp_config('prometheus_url', '${hostile_url}/truncated');
+SELECT * FROM prom_range('up', 1700000000, 1700000010);
+-- error: prom_samples: expected a matrix result from ${hostile_url}/vector/api/v1/query, got 'vector'
+SELECT pp_config('prometheus_url', '${hostile_url}/vector');
+SELECT * FROM prom_samples('up', 1700000000, 1700000010);
+-- error: prom_range: sample value 'twelve' is not a number
+SELECT pp_config('prometheus_url', '${hostile_url}/notnumber');
+SELECT * FROM prom_range('up', 1700000000, 1700000010);
+-- error: prom_range: cannot read the file named by setting 'bearer_token_file': '/nonexistent/token'
+SELECT pp_config('prometheus_url', '${hostile_url}/auth'); SELECT pp_config('bearer_token_file', '/nonexistent/token');
+SELECT * FROM prom_range('up', 1700000000, 1700000010);

@@ -1,0 +1,26 @@
+-- What a real Prometheus never sends, from tests/fixtures/hostile_server.py.
+SELECT pp_config('retries', 2) = '2';
+-- Retries after 503 complete the request (the server fails twice per query).
+SELECT pp_config('prometheus_url', '${hostile_url}/flaky') IS NOT NULL;
+SELECT count(*) = 2 FROM prom_range('hostile', 1700000000, 1700000001, 1);
+-- Retry-After on 429 is honoured.
+SELECT pp_config('prometheus_url', '${hostile_url}/retry-after') IS NOT NULL;
+SELECT count(*) = 2 FROM prom_samples('hostile', 1700000000, 1700000001);
+-- Warnings are kept for pp_last_warnings().
+SELECT pp_config('prometheus_url', '${hostile_url}/warn') IS NOT NULL;
+SELECT count(*) = 2 FROM prom_range('hostile', 1700000000, 1700000001, 1);
+SELECT pp_last_warnings() = '["PromQL info: metric might not be a counter"]';
+-- Bearer token from a file, basic auth and custom headers are sent.
+SELECT pp_config('prometheus_url', '${hostile_url}/auth') IS NOT NULL;
+SELECT pp_config('headers', '{"X-Scope-OrgID":"team-a"}') IS NOT NULL;
+SELECT pp_config('basic_auth_user', 'reader') IS NOT NULL;
+SELECT pp_config('basic_auth_password_file', '${TOKEN_FILE}') IS NOT NULL;
+SELECT json_extract(labels, '$.org') = 'team-a' AND json_extract(labels, '$.authorization') = 'Basic ' || 'cmVhZGVyOnMzY3JldC10b2tlbg=='
+  FROM prom_range('x', 1700000000, 1700000001, 1) LIMIT 1;
+SELECT pp_config('basic_auth_user', '') = '';
+SELECT pp_config('bearer_token_file', '${TOKEN_FILE}') IS NOT NULL;
+SELECT json_extract(labels, '$.authorization') = 'Bearer s3cret-token'
+  FROM prom_range('x', 1700000000, 1700000001, 1) LIMIT 1;
+-- Secrets never come back through pp_config or pp_settings.
+SELECT pp_config('headers') = '{"X-Scope-OrgID":"***"}';
+SELECT (SELECT group_concat(value) FROM pp_settings) NOT LIKE '%s3cret%';

@@ -1,0 +1,40 @@
+-- prom_range evaluates PromQL at start + k*step; points repeat the last sample (lookback).
+-- pp_test_long has one sample every 10 s from LONG_START, value = sample index.
+
+-- 50,000 points per series come back whole, each point once, through 11,000-point chunks.
+CREATE TEMP VIEW long AS
+  SELECT * FROM prom_range('pp_test_long', ${LONG_START}, ${LONG_START} + 49999, 1);
+SELECT count(*) = 50000 AND count(DISTINCT ts) = 50000 FROM long;
+SELECT min(ts) = ${LONG_START} AND max(ts) = ${LONG_START} + 49999 FROM long;
+SELECT count(*) = 0 FROM long WHERE value <> CAST((ts - ${LONG_START}) / 10 AS INTEGER);
+
+-- Smaller chunks, same answer.
+SELECT pp_config('max_points_per_series', 777) = '777';
+SELECT count(*) = 50000 AND count(DISTINCT ts) = 50000 AND sum(value) = (SELECT sum(value) FROM long)
+  FROM prom_range('pp_test_long', ${LONG_START}, ${LONG_START} + 49999, 1);
+SELECT pp_config('max_points_per_series', 11000) = '11000';
+
+-- Steps as Prometheus durations; a step that does not divide the range stops before end.
+SELECT count(*) = 101 FROM prom_range('pp_test_long', ${LONG_START}, ${LONG_START} + 9000, '1m30s');
+SELECT count(*) = 4 AND max(ts) = ${LONG_START} + 30 FROM prom_range('pp_test_long', ${LONG_START}, ${LONG_START} + 39, '10s');
+SELECT count(*) = 11 FROM prom_range('pp_test_long', ${LONG_START}, ${LONG_START} + 10, 1.0);
+-- Fractional steps keep milliseconds.
+SELECT group_concat(printf('%.3f', ts)) = printf('%d.000,%d.250,%d.500', ${LONG_START}, ${LONG_START}, ${LONG_START})
+  FROM prom_range('pp_test_long', ${LONG_START}, ${LONG_START} + 0.5, '250ms');
+
+-- Without a step: about 1,000 points.
+SELECT count(*) BETWEEN 990 AND 1001 FROM prom_range('pp_test_long', ${LONG_START}, ${LONG_START} + 50000);
+-- start = end: one point.
+SELECT count(*) = 1 FROM prom_range('pp_test_long', ${LONG_START} + 100, ${LONG_START} + 100);
+
+-- Expressions: aggregation drops __name__ (metric is NULL), keeps the grouping labels.
+SELECT count(*) = 2 FROM prom_range('sum by (Hostname) (DCGM_FI_DEV_FB_USED)', ${T0}, ${T0});
+SELECT metric IS NULL AND labels = '{"Hostname":"node-a"}' AND value = 1000 + 1100
+  FROM prom_range('sum by (Hostname) (DCGM_FI_DEV_FB_USED)', ${T0}, ${T0})
+ WHERE json_extract(labels, '$.Hostname') = 'node-a';
+-- Hidden argument columns show the arguments.
+SELECT query = 'pp_test_long' AND step = '10s'
+  FROM prom_range('pp_test_long', ${LONG_START}, ${LONG_START} + 10, '10s') LIMIT 1;
+-- Identical requests in one statement are sent once: a correlated join stays cheap and exact.
+SELECT count(*) = 3 * 5 FROM generate_series(1, 3) AS g,
+       prom_range('pp_test_long', ${LONG_START}, ${LONG_START} + 40, '10s') AS r;

@@ -1,0 +1,340 @@
+// The arithmetic of pp_mean states (ext/mean_state.hpp): incremental updates, merges of any
+// partition, the inverse used by sliding frames, and the stored encoding.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ext/mean_state.hpp"
+
+namespace {
+
+using pp::MeanState;
+
+struct Observation {
+  double x;
+  double w;
+};
+
+// Two-pass reference in long double (64-bit mantissa on x86-64).
+struct Reference {
+  long double weight = 0, mean = 0, m2 = 0;
+  double min = INFINITY, max = -INFINITY;
+  explicit Reference(const std::vector<Observation>& data) {
+    long double sum = 0;
+    for (const auto& o : data) {
+      weight += o.w;
+      sum += static_cast<long double>(o.w) * o.x;
+      min = std::min(min, o.x);
+      max = std::max(max, o.x);
+    }
+    mean = sum / weight;
+    for (const auto& o : data) m2 += o.w * (o.x - mean) * (o.x - mean);
+  }
+  double stddev() const { return static_cast<double>(std::sqrt(m2 / (weight - 1))); }
+};
+
+double relative_error(double got, double want) {
+  if (got == want) return 0;
+  return std::fabs(got - want) / std::max(std::fabs(want), 1e-300);
+}
+
+MeanState fold(const std::vector<Observation>& data) {
+  MeanState s{};
+  for (const auto& o : data) s.add(o.x, o.w);
+  return s;
+}
+
+// Draws data: offset + scale * N(0, 1); weights 1 or uniform in (0, 5].
+std::vector<Observation> draw(std::mt19937_64& rng, size_t n, double offset, double scale, bool weighted) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_real_distribution<double> weight(0.001, 5.0);
+  std::vector<Observation> data(n);
+  for (auto& o : data) o = {offset + scale * normal(rng), weighted ? weight(rng) : 1.0};
+  return data;
+}
+
+// Splits data into `parts` random, possibly uneven, non-empty-or-empty groups.
+std::vector<std::vector<Observation>> partition(std::mt19937_64& rng, const std::vector<Observation>& data,
+                                                size_t parts) {
+  std::vector<std::vector<Observation>> groups(parts);
+  // Uneven sizes: each group gets a random share of probability.
+  std::vector<double> shares(parts);
+  std::exponential_distribution<double> share(1.0);
+  for (auto& s : shares) s = share(rng);
+  std::discrete_distribution<size_t> pick(shares.begin(), shares.end());
+  for (const auto& o : data) groups[pick(rng)].push_back(o);
+  return groups;
+}
+
+void expect_matches(const MeanState& s, const Reference& ref, size_t n, const std::string& what) {
+  ASSERT_EQ(s.count, static_cast<int64_t>(n)) << what;
+  EXPECT_LT(relative_error(*s.value(), static_cast<double>(ref.mean)), 1e-12) << what;
+  EXPECT_LT(relative_error(s.weight, static_cast<double>(ref.weight)), 1e-12) << what;
+  ASSERT_TRUE(s.stddev().has_value()) << what;
+  EXPECT_LT(relative_error(*s.stddev(), ref.stddev()), 1e-12) << what;
+  EXPECT_EQ(s.minimum(), ref.min) << what;
+  EXPECT_EQ(s.maximum(), ref.max) << what;
+}
+
+TEST(MeanState, EmptyIsZeroFilled) {
+  MeanState s;
+  std::memset(static_cast<void*>(&s), 0, sizeof s);
+  EXPECT_TRUE(s.empty());
+  EXPECT_FALSE(s.value());
+  EXPECT_FALSE(s.stddev());
+  EXPECT_FALSE(s.minimum());
+  EXPECT_FALSE(s.maximum());
+}
+
+TEST(MeanState, TextbookValues) {
+  MeanState s{};
+  for (double x : {2, 4, 4, 4, 5, 5, 7, 9}) s.add(x);
+  EXPECT_EQ(s.count, 8);
+  EXPECT_EQ(s.weight, 8.0);
+  EXPECT_DOUBLE_EQ(*s.value(), 5.0);
+  EXPECT_DOUBLE_EQ(*s.stddev(), std::sqrt(32.0 / 7.0));  // sample stddev
+  EXPECT_EQ(*s.minimum(), 2.0);
+  EXPECT_EQ(*s.maximum(), 9.0);
+  MeanState one = MeanState::of(3.5);
+  EXPECT_EQ(*one.value(), 3.5);
+  EXPECT_FALSE(one.stddev());  // a single observation has no sample spread
+}
+
+TEST(MeanState, FrequencyWeightsEqualRepetition) {
+  // Weight k means "observed k times": same mean, M2 and stddev as repeating the value.
+  MeanState weighted{}, repeated{};
+  const std::vector<std::pair<double, int>> data = {{1.5, 3}, {-2.0, 1}, {7.25, 4}, {0.0, 2}};
+  for (const auto& [x, k] : data) {
+    weighted.add(x, k);
+    for (int i = 0; i < k; ++i) repeated.add(x);
+  }
+  EXPECT_EQ(weighted.weight, repeated.weight);
+  EXPECT_NEAR(*weighted.value(), *repeated.value(), 1e-15);
+  EXPECT_NEAR(*weighted.stddev(), *repeated.stddev(), 1e-14);
+  EXPECT_EQ(weighted.count, 4);  // count is rows folded in, not weight
+  // Weights below one unit in total leave the sample stddev undefined.
+  MeanState light{};
+  light.add(1.0, 0.25);
+  light.add(2.0, 0.5);
+  EXPECT_NEAR(*light.value(), 5.0 / 3.0, 1e-15);
+  EXPECT_FALSE(light.stddev());
+}
+
+TEST(MeanState, MergeOfAnyPartitionIsTheWhole) {
+  std::mt19937_64 rng(20240517);
+  struct Case {
+    double offset, scale;
+    bool weighted;
+  };
+  const Case cases[] = {{0, 1, false}, {1e6, 1, false}, {1e6, 1, true}, {-3e6, 0.01, false},
+                        {1e6, 1e-3, true}, {50, 20, true}, {0, 1e-9, false}};
+  for (const Case& c : cases) {
+    for (int round = 0; round < 20; ++round) {
+      const size_t n = 2 + rng() % 20000;
+      const auto data = draw(rng, n, c.offset, c.scale, c.weighted);
+      const Reference ref(data);
+      const std::string what = "offset " + std::to_string(c.offset) + " scale " + std::to_string(c.scale) +
+                               (c.weighted ? " weighted" : "") + " n " + std::to_string(n);
+      const MeanState whole = fold(data);
+      expect_matches(whole, ref, n, what + " (sequential)");
+
+      auto groups = partition(rng, data, 1 + rng() % 64);
+      std::vector<MeanState> states;
+      for (const auto& g : groups) states.push_back(fold(g));
+      // Left fold in a random order.
+      std::shuffle(states.begin(), states.end(), rng);
+      MeanState merged{};
+      for (const auto& s : states) merged.merge(s);
+      expect_matches(merged, ref, n, what + " (merged in random order)");
+      // Pairwise tree, as a GROUP BY of GROUP BYs would do.
+      while (states.size() > 1) {
+        std::vector<MeanState> next;
+        for (size_t i = 0; i + 1 < states.size(); i += 2) {
+          MeanState a = states[i];
+          a.merge(states[i + 1]);
+          next.push_back(a);
+        }
+        if (states.size() % 2) next.push_back(states.back());
+        states.swap(next);
+      }
+      expect_matches(states[0], ref, n, what + " (merged as a tree)");
+      EXPECT_LT(relative_error(*merged.stddev(), *whole.stddev()), 1e-12) << what;
+    }
+  }
+}
+
+TEST(MeanState, MergeWithEmptyIsIdentity) {
+  MeanState a{};
+  a.add(1);
+  a.add(4);
+  MeanState b = a;
+  b.merge(MeanState{});
+  EXPECT_EQ(encode_mean_state(a), encode_mean_state(b));
+  MeanState c{};
+  c.merge(a);
+  EXPECT_EQ(encode_mean_state(a), encode_mean_state(c));
+}
+
+TEST(MeanState, RemoveUndoesAdd) {
+  std::mt19937_64 rng(7);
+  for (bool weighted : {false, true}) {
+    const auto data = draw(rng, 5000, 1e6, 1, weighted);
+    MeanState s = fold(data);
+    // Remove the first 4000 in random order: the rest is what remains.
+    std::vector<size_t> order(4000);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (size_t i : order) s.remove(data[i].x, data[i].w);
+    const std::vector<Observation> rest(data.begin() + 4000, data.end());
+    const Reference ref(rest);
+    EXPECT_EQ(s.count, 1000);
+    EXPECT_LT(relative_error(*s.value(), static_cast<double>(ref.mean)), 1e-12);
+    EXPECT_LT(relative_error(*s.stddev(), ref.stddev()), 1e-9);
+    // Removing everything gives exactly the empty state.
+    for (const auto& o : rest) s.remove(o.x, o.w);
+    EXPECT_TRUE(s.empty());
+    EXPECT_EQ(encode_mean_state(s), encode_mean_state(MeanState{}));
+  }
+}
+
+TEST(MeanState, SlidingWindowStaysAccurate) {
+  std::mt19937_64 rng(11);
+  const auto data = draw(rng, 20000, 1e6, 1, false);
+  const size_t width = 50;
+  MeanState s{};
+  double worst_mean = 0, worst_stddev = 0;
+  for (size_t i = 0; i < data.size(); ++i) {
+    s.add(data[i].x);
+    if (i >= width) s.remove(data[i - width].x);
+    if (i + 1 >= width) {
+      const std::vector<Observation> frame(data.begin() + (i + 1 - width), data.begin() + i + 1);
+      const Reference ref(frame);
+      worst_mean = std::max(worst_mean, relative_error(*s.value(), static_cast<double>(ref.mean)));
+      worst_stddev = std::max(worst_stddev, relative_error(*s.stddev(), ref.stddev()));
+    }
+  }
+  EXPECT_LT(worst_mean, 1e-14);
+  EXPECT_LT(worst_stddev, 1e-8);
+}
+
+TEST(MeanState, UnmergeIsTheInverseOfMerge) {
+  std::mt19937_64 rng(3);
+  const auto a = draw(rng, 3000, 1e6, 2, true);
+  const auto b = draw(rng, 1000, 1e6 + 3, 1, true);
+  MeanState whole = fold(a);
+  whole.merge(fold(b));
+  whole.unmerge(fold(b));
+  const Reference ref(a);
+  EXPECT_EQ(whole.count, 3000);
+  EXPECT_LT(relative_error(*whole.value(), static_cast<double>(ref.mean)), 1e-13);
+  EXPECT_LT(relative_error(*whole.stddev(), ref.stddev()), 1e-10);
+  MeanState small = fold(b);
+  EXPECT_THROW(small.unmerge(fold(a)), std::logic_error);
+}
+
+TEST(MeanState, ExtremaAfterRemovalAreExactOrUnknown) {
+  MeanState s{};
+  for (double x : {5.0, 1.0, 9.0, 3.0}) s.add(x);
+  s.remove(3.0);  // strictly inside: both extrema survive
+  EXPECT_EQ(s.minimum(), 1.0);
+  EXPECT_EQ(s.maximum(), 9.0);
+  s.remove(1.0);  // the minimum leaves: the new minimum (5) is not recoverable
+  EXPECT_FALSE(s.minimum());
+  EXPECT_EQ(s.maximum(), 9.0);
+  s.add(0.5);  // still unknown: the true minimum is min(5, 0.5) but we cannot know the 5
+  EXPECT_FALSE(s.minimum());
+  s.remove(9.0);
+  EXPECT_FALSE(s.maximum());
+  // Removing a duplicate of the minimum also makes it unknown (the other copy may remain,
+  // but the state cannot tell).
+  MeanState d{};
+  for (double x : {2.0, 2.0, 4.0}) d.add(x);
+  d.remove(2.0);
+  EXPECT_FALSE(d.minimum());
+  // Emptying the state makes the extrema known again.
+  for (double x : {2.0, 4.0}) d.remove(x);
+  EXPECT_TRUE(d.empty());
+  d.add(6.0);
+  EXPECT_EQ(d.minimum(), 6.0);
+  EXPECT_EQ(d.maximum(), 6.0);
+  // Merging with an unknown extremum gives an unknown extremum.
+  MeanState m{};
+  m.add(100.0);
+  m.merge(s);
+  EXPECT_FALSE(m.minimum());
+  EXPECT_FALSE(m.maximum());
+}
+
+TEST(MeanState, EncodingRoundTripsExactly) {
+  std::mt19937_64 rng(5);
+  const auto data = draw(rng, 777, 1e6, 1, true);
+  MeanState s = fold(data);
+  s.remove(data[0].x, data[0].w);
+  const std::string blob = encode_mean_state(s);
+  ASSERT_EQ(blob.size(), pp::kMeanStateBytes);
+  EXPECT_EQ(blob.substr(0, 3), std::string("pm\x01", 3));
+  const auto back = pp::decode_mean_state(blob.data(), blob.size());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->count, s.count);
+  EXPECT_EQ(back->weight, s.weight);
+  EXPECT_EQ(back->mean, s.mean);
+  EXPECT_EQ(back->mean_low, s.mean_low);
+  EXPECT_EQ(back->m2, s.m2);
+  EXPECT_EQ(back->minimum(), s.minimum());
+  EXPECT_EQ(back->maximum(), s.maximum());
+  EXPECT_EQ(encode_mean_state(*back), blob);
+}
+
+TEST(MeanState, EncodingIsLittleEndianAndDocumented) {
+  MeanState s{};
+  s.add(2.0);
+  s.add(4.0);
+  const std::string blob = encode_mean_state(s);
+  const std::string expected_prefix("pm\x01\x03\x02\0\0\0\0\0\0\0", 12);  // both extrema known, count 2
+  EXPECT_EQ(blob.substr(0, 12), expected_prefix);
+  double weight = 0;
+  std::memcpy(&weight, blob.data() + 12, 8);  // this test runs on little-endian hosts
+  EXPECT_EQ(weight, 2.0);
+  double mean = 0;
+  std::memcpy(&mean, blob.data() + 20, 8);
+  EXPECT_EQ(mean, 3.0);
+}
+
+TEST(MeanState, MalformedEncodingsAreRejected) {
+  MeanState s{};
+  s.add(1.0);
+  s.add(2.0);
+  const std::string good = encode_mean_state(s);
+  ASSERT_TRUE(pp::decode_mean_state(good.data(), good.size()));
+  EXPECT_FALSE(pp::decode_mean_state(nullptr, 0));
+  EXPECT_FALSE(pp::decode_mean_state(good.data(), good.size() - 1));
+  EXPECT_FALSE(pp::decode_mean_state((good + "x").data(), good.size() + 1));
+  auto corrupt = [&](size_t offset, const std::string& bytes) {
+    std::string b = good;
+    b.replace(offset, bytes.size(), bytes);
+    return pp::decode_mean_state(b.data(), b.size()).has_value();
+  };
+  EXPECT_FALSE(corrupt(0, "x"));                                 // magic
+  EXPECT_FALSE(corrupt(2, "\x02"));                              // unknown version
+  EXPECT_FALSE(corrupt(3, "\x07"));                              // reserved flag bit
+  EXPECT_FALSE(corrupt(4, std::string("\xff\xff\xff\xff\xff\xff\xff\xff", 8)));  // count -1
+  EXPECT_FALSE(corrupt(12, std::string("\0\0\0\0\0\0\xf8\x7f", 8)));             // weight NaN
+  EXPECT_FALSE(corrupt(12, std::string("\0\0\0\0\0\0\0\0", 8)));                 // weight 0, count 2
+  EXPECT_FALSE(corrupt(36, std::string("\0\0\0\0\0\0\xf0\xbf", 8)));             // M2 -1
+  EXPECT_FALSE(corrupt(44, std::string("\0\0\0\0\0\0\x24\x40", 8)));             // min 10 > max 2
+  // The empty state has exactly one encoding.
+  const std::string empty = encode_mean_state(MeanState{});
+  EXPECT_TRUE(pp::decode_mean_state(empty.data(), empty.size()));
+  std::string bad_empty = empty;
+  bad_empty[20] = 1;
+  EXPECT_FALSE(pp::decode_mean_state(bad_empty.data(), bad_empty.size()));
+}
+
+}  // namespace
