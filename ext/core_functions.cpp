@@ -1,4 +1,4 @@
-// pp_version(), pp_config(key [, value]) and pp_last_warnings().
+// pp_version(), pp_config(key [, value]), pp_last_warnings() and pp_http_stats().
 #include <nlohmann/json.hpp>
 
 #include "ext/connection.hpp"
@@ -32,6 +32,16 @@ void pp_last_warnings(sqlite3_context* ctx, int, sqlite3_value**) {
   });
 }
 
+// JSON {"requests": N, "bytes": M}: HTTP requests this connection has sent (retries included)
+// and response bytes received, so a user can see what a query cost.
+void pp_http_stats(sqlite3_context* ctx, int, sqlite3_value**) {
+  guard_function(ctx, "pp_http_stats", [&] {
+    HttpClient& http = connection_from(sqlite3_user_data(ctx)).http();
+    nlohmann::json stats = {{"requests", http.requests_sent()}, {"bytes", http.bytes_received()}};
+    result_text(ctx, stats.dump());
+  });
+}
+
 }  // namespace
 
 int register_core_functions(const Registration& r) {
@@ -43,6 +53,8 @@ int register_core_functions(const Registration& r) {
   if (rc == SQLITE_OK) rc = create_connection_function(r, "pp_config", 2, kIoFunction, pp_config);
   if (rc == SQLITE_OK)
     rc = create_connection_function(r, "pp_last_warnings", 0, SQLITE_UTF8, pp_last_warnings);
+  if (rc == SQLITE_OK)
+    rc = create_connection_function(r, "pp_http_stats", 0, SQLITE_UTF8, pp_http_stats);
   return rc;
 }
 

@@ -155,6 +155,7 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
     ++requests_sent_;
     const CURLcode code = curl_easy_perform(curl);
     response.attempts = attempt + 1;
+    bytes_received_ += static_cast<long long>(response.body.size());
     response.status = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
     response.content_type = transfer.content_type;

@@ -33,14 +33,17 @@ class HttpClient {
   // URL-encodes one form or query value.
   std::string escape(const std::string& value);
 
-  // Requests sent on the wire (retries included), for benchmarks and tests.
+  // Requests sent on the wire (retries included) and response bytes received (after
+  // decompression), for pp_http_stats(), benchmarks and tests.
   long requests_sent() const { return requests_sent_; }
+  long long bytes_received() const { return bytes_received_; }
 
  private:
   struct Handle;
   std::unique_ptr<Handle> handle_;
   std::mutex mutex_;
   long requests_sent_ = 0;
+  long long bytes_received_ = 0;
 };
 
 }  // namespace pp

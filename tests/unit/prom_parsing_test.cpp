@@ -1,0 +1,123 @@
+// Parsers under the Prometheus tables: times, durations, sample values, response envelopes,
+// and the PromQL the engine writes itself.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ext/errors.hpp"
+#include "ext/prom_api.hpp"
+#include "ext/promql.hpp"
+#include "ext/time_parse.hpp"
+
+namespace {
+
+pp::HttpResponse response(long status, const std::string& body) {
+  pp::HttpResponse r;
+  r.status = status;
+  r.body = body;
+  return r;
+}
+
+std::string error_of(const std::string& body, long status = 200) {
+  std::vector<std::string> warnings;
+  try {
+    pp::parse_matrix_body(response(status, body), "http://prom:9090/api/v1/query", "prom_range", warnings);
+  } catch (const pp::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(PromParsing, Rfc3339AndSqliteDatetime) {
+  int64_t ms = 0;
+  ASSERT_TRUE(pp::parse_rfc3339_ms("2023-11-14T22:13:20Z", ms));
+  EXPECT_EQ(ms, 1700000000000);
+  ASSERT_TRUE(pp::parse_rfc3339_ms("2023-11-14T23:13:20.123456+01:00", ms));
+  EXPECT_EQ(ms, 1700000000123);
+  ASSERT_TRUE(pp::parse_rfc3339_ms("2023-11-14 22:13:20", ms));  // datetime('now') style, UTC
+  EXPECT_EQ(ms, 1700000000000);
+  EXPECT_FALSE(pp::parse_rfc3339_ms("2023-11-14T22:13:20", ms));  // RFC3339 needs a zone
+  EXPECT_FALSE(pp::parse_rfc3339_ms("2023-13-14T22:13:20Z", ms));
+  EXPECT_FALSE(pp::parse_rfc3339_ms("yesterday", ms));
+}
+
+TEST(PromParsing, PrometheusDurations) {
+  int64_t ms = 0;
+  ASSERT_TRUE(pp::parse_prometheus_duration_ms("1m30s", ms));
+  EXPECT_EQ(ms, 90000);
+  ASSERT_TRUE(pp::parse_prometheus_duration_ms("250ms", ms));
+  EXPECT_EQ(ms, 250);
+  ASSERT_TRUE(pp::parse_prometheus_duration_ms("1h5m", ms));
+  EXPECT_EQ(ms, 3900000);
+  EXPECT_FALSE(pp::parse_prometheus_duration_ms("5 minutes", ms));
+  EXPECT_FALSE(pp::parse_prometheus_duration_ms("s", ms));
+  EXPECT_EQ(pp::format_seconds(1700000000123), "1700000000.123");
+  EXPECT_EQ(pp::format_seconds(1700000000000), "1700000000");
+  EXPECT_EQ(pp::format_promql_duration(3600000), "3600s");
+  EXPECT_EQ(pp::format_promql_duration(1500), "1500ms");
+}
+
+TEST(PromParsing, SampleValuesIncludingSpecials) {
+  double v = 0;
+  bool is_null = false;
+  ASSERT_TRUE(pp::parse_sample_value("0.512000", v, is_null));
+  EXPECT_DOUBLE_EQ(v, 0.512);
+  ASSERT_TRUE(pp::parse_sample_value("1e-07", v, is_null));
+  EXPECT_DOUBLE_EQ(v, 1e-07);
+  ASSERT_TRUE(pp::parse_sample_value("+Inf", v, is_null));
+  EXPECT_TRUE(std::isinf(v) && v > 0);
+  ASSERT_TRUE(pp::parse_sample_value("-Inf", v, is_null));
+  EXPECT_TRUE(std::isinf(v) && v < 0);
+  ASSERT_TRUE(pp::parse_sample_value("NaN", v, is_null));
+  EXPECT_TRUE(is_null);
+  EXPECT_FALSE(pp::parse_sample_value("twelve", v, is_null));
+  EXPECT_FALSE(pp::parse_sample_value("", v, is_null));
+  EXPECT_FALSE(pp::parse_sample_value("1e999", v, is_null));  // overflow is not a value
+}
+
+TEST(PromParsing, MatrixBodyWithLabelsAndWarnings) {
+  std::vector<std::string> warnings;
+  const auto matrix = pp::parse_matrix_body(
+      response(200, R"({"status":"success","warnings":["w1"],"data":{"resultType":"matrix","result":[
+        {"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"0","UUID":"GPU-1"},
+         "values":[[1714000000.123,"65"],[1714000001,"NaN"]]}]}})"),
+      "u", "prom_range", warnings);
+  ASSERT_EQ(matrix.series.size(), 1u);
+  EXPECT_EQ(*matrix.series[0].metric, "DCGM_FI_DEV_GPU_UTIL");
+  EXPECT_EQ(matrix.series[0].labels_json, R"({"UUID":"GPU-1","gpu":"0"})");
+  EXPECT_EQ(matrix.series[0].points[0].ts_ms, 1714000000123);
+  EXPECT_EQ(matrix.series[0].points[0].value, 65);
+  EXPECT_TRUE(matrix.series[0].points[1].is_null);
+  EXPECT_EQ(warnings, std::vector<std::string>{"w1"});
+}
+
+TEST(PromParsing, ErrorsSayWhatWasWrong) {
+  EXPECT_EQ(error_of(R"({"status":"error","errorType":"bad_data","error":"parse error"})", 400),
+            "prom_range: Prometheus error bad_data (HTTP 400): parse error");
+  EXPECT_EQ(error_of("<html>Bad Gateway</html>", 502),
+            "prom_range: HTTP 502 from http://prom:9090/api/v1/query is not a Prometheus API "
+            "response: <html>Bad Gateway</html>");
+  EXPECT_EQ(error_of("", 503), "prom_range: HTTP 503 with an empty body from http://prom:9090/api/v1/query");
+  EXPECT_EQ(error_of(R"({"status":"success","data":{"resultType":"vector","result":[]}})"),
+            "prom_range: expected a matrix result from http://prom:9090/api/v1/query, got 'vector'");
+  EXPECT_EQ(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,2]]}]}})"),
+            "prom_range: malformed sample [1,2] (expected [unix_seconds, \"value\"])");
+  EXPECT_EQ(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":1},"values":[]}]}})"),
+            "prom_range: label 'a' is not a string");
+  EXPECT_NE(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[)"), "");
+}
+
+TEST(PromQL, QuotingCannotChangeASelector) {
+  EXPECT_EQ(pp::promql_quote(R"(say "hi" C:\gpu {x})"), R"("say \"hi\" C:\\gpu {x}")");
+  bool empty = false;
+  EXPECT_EQ(*pp::add_metric_matcher(R"({gpu="0"})", "=", "up", empty), R"({__name__="up",gpu="0"})");
+  EXPECT_EQ(*pp::add_metric_matcher("{}", "=~", "DCGM.*", empty), R"({__name__=~"DCGM.*"})");
+  EXPECT_EQ(*pp::add_metric_matcher(R"(up{a="}"})", "=", "up", empty), R"(up{a="}"})");
+  EXPECT_FALSE(empty);
+  pp::add_metric_matcher("up", "=", "down", empty);
+  EXPECT_TRUE(empty);
+  EXPECT_FALSE(pp::add_metric_matcher("rate(up[1m])", "=", "up", empty).has_value());
+  EXPECT_FALSE(pp::add_metric_matcher("up", "=~", "u.*", empty).has_value());
+}
