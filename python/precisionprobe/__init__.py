@@ -1,0 +1,65 @@
+"""precisionprobe: records which PyTorch layer ran when, to attribute GPU counters to layers.
+
+In a notebook or script:
+
+    import precisionprobe
+    precisionprobe.attach(job_id="dlrm-exp1", out="runs/dlrm-exp1")
+    ...train...
+    precisionprobe.detach()   # writes what is queued, prints "precisionprobe: wrote N events, ..."
+
+Without touching the script: `python3 -m precisionprobe run --out DIR -- python3 train.py ...`.
+Importing this package does not import torch; attach() does.
+"""
+import os
+import sys
+import threading
+
+__version__ = "0.1.0"
+__all__ = ["attach", "detach", "active_probe", "__version__"]
+
+_lock = threading.Lock()
+_active = None
+
+
+def attach(job_id=None, out=None, *, clock="auto", flush_interval=0.2, summary="always"):
+    """Installs the global hooks in this process and returns the Probe.
+
+    job_id: defaults to $PRECISIONPROBE_JOB_ID, else "job-<date>-<time>-<pid>".
+    out: directory of the events file, defaults to runs/<job_id>/ (created on first write).
+    clock: "auto" (CUDA events when CUDA is available), "cpu" or "cuda".
+    summary: "always" prints the summary line at detach; "auto" only if something was recorded.
+    Calling attach() again while attached returns the probe already installed.
+    """
+    global _active
+    with _lock:
+        if _active is not None:
+            print("precisionprobe: already attached; keeping the probe writing to "
+                  f"{_active.out_dir}", file=sys.stderr)
+            return _active
+        from .probe import Probe
+        _active = Probe(job_id=job_id, out=out, clock=clock, flush_interval=flush_interval,
+                        summary=summary).install()
+        return _active
+
+
+def detach():
+    """Removes the hooks and flushes every event; returns (events written, events dropped)."""
+    global _active
+    with _lock:
+        probe, _active = _active, None
+    if probe is None:
+        return 0, 0
+    return probe.close()
+
+
+def active_probe():
+    return _active
+
+
+def _after_fork_in_child():
+    if _active is not None:
+        _active.after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,26 @@
+"""Command line: `python3 -m precisionprobe run [--out DIR] [--job-id ID] -- COMMAND...`."""
+import argparse
+import sys
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python3 -m precisionprobe",
+                                     description="Record PyTorch layer events of a training job.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run a command with the probe attached",
+                              description="Runs COMMAND with layer hooks installed in each of "
+                                          "its Python processes; exits with COMMAND's status.")
+    run.add_argument("--out", help="directory for events-<host>-<pid>.jsonl (default runs/<job id>)")
+    run.add_argument("--job-id", help="job id written in every event (default "
+                                      "$PRECISIONPROBE_JOB_ID or job-<date>-<time>-<pid>)")
+    run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
+    args = parser.parse_args(argv)
+    command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not command:
+        parser.error("run: missing COMMAND (put it after --)")
+    from .launcher import run as run_command
+    return run_command(command, out=args.out, job_id=args.job_id)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""The JSON Lines format: one event per line with exactly EVENT_FIELDS, plus one job header line.
+
+Event line (keys in this order, nothing else):
+  {"job_id":"j1","host_name":"node3","ip":"10.0.0.7","pod":"dlrm-0","namespace":"ml",
+   "gpu_uuid":"GPU-5d5b...","gpu":0,"rank":0,"local_rank":0,"world_size":1,"pid":4242,
+   "epoch":0,"batch":12,"layer":"top_l.2","layer_type":"Linear","forward":true,
+   "t_start_ns":1714000000123456789,"t_end_ns":1714000000123556789,"cpu_num":8.0}
+
+Header line: the first line of each file, once per process, told apart by "record": "job" and by
+having no "layer" key. See job_header() for its keys.
+
+Lines are built by string concatenation from fragments computed once (per process, per device, per
+module), which is what keeps the writer thread cheap; json.dumps escapes every string it pastes.
+"""
+import json
+import sys
+
+EVENT_FIELDS = (
+    "job_id", "host_name", "ip", "pod", "namespace", "gpu_uuid", "gpu", "rank", "local_rank",
+    "world_size", "pid", "epoch", "batch", "layer", "layer_type", "forward", "t_start_ns",
+    "t_end_ns", "cpu_num",
+)
+HEADER_RECORD = "job"
+FORMAT_VERSION = 1
+
+
+class EventFormatter:
+    """Formats event tuples; gpu_lookup(torch_index) -> (uuid, host index) for CUDA devices."""
+
+    def __init__(self, identity, gpu_lookup=None):
+        self._identity = identity
+        self._gpu_lookup = gpu_lookup
+        self._prefixes = {None: self._prefix("cpu", None)}
+        self._suffix = f',"cpu_num":{json.dumps(float(identity.cpu_num))}}}\n'
+
+    def _prefix(self, gpu_uuid, gpu):
+        i = self._identity
+        head = json.dumps({"job_id": i.job_id, "host_name": i.host_name, "ip": i.ip, "pod": i.pod,
+                           "namespace": i.namespace, "gpu_uuid": gpu_uuid, "gpu": gpu,
+                           "rank": i.rank, "local_rank": i.local_rank,
+                           "world_size": i.world_size, "pid": i.pid}, separators=(",", ":"))
+        return head[:-1] + ","  # keep the object open for the per-event fields
+
+    def line(self, info, forward, batch, epoch, t_start_ns, t_end_ns, device):
+        prefix = self._prefixes.get(device)
+        if prefix is None:
+            uuid, gpu = self._gpu_lookup(device)
+            prefix = self._prefixes[device] = self._prefix(uuid, gpu)
+        return (f'{prefix}"epoch":{epoch},"batch":{batch},{info.fragment}'
+                f'"forward":{"true" if forward else "false"},'
+                f'"t_start_ns":{t_start_ns},"t_end_ns":{t_end_ns}{self._suffix}')
+
+
+def job_header(identity, *, command, torch_version, start_time_ns, parameters, model, clock,
+               package_version):
+    """The job-level record: what ran, where, and how big the model is."""
+    record = {
+        "record": HEADER_RECORD,
+        "format_version": FORMAT_VERSION,
+        "job_id": identity.job_id,
+        "host_name": identity.host_name,
+        "ip": identity.ip,
+        "pod": identity.pod,
+        "namespace": identity.namespace,
+        "rank": identity.rank,
+        "local_rank": identity.local_rank,
+        "world_size": identity.world_size,
+        "pid": identity.pid,
+        "cpu_num": float(identity.cpu_num),
+        "command": list(command),
+        "python_version": sys.version.split()[0],
+        "torch_version": torch_version,
+        "precisionprobe_version": package_version,
+        "start_time_ns": start_time_ns,
+        "model": model,            # class name of the first top-level module called
+        "parameters": parameters,  # its parameter count (numel summed)
+        "clock": clock,            # "cpu": time.time_ns() at hooks; "cuda": CUDA events
+    }
+    return json.dumps(record, separators=(",", ":")) + "\n"

@@ -1,0 +1,190 @@
+"""The background writer: the training thread appends tuples to a deque and never touches disk.
+
+Every `flush_interval` seconds (and at close) the writer thread drains the deque, formats the
+events into JSON lines and appends them to the process's file with whole-line writes: when a
+write fails part-way (disk full), the file is truncated back to the end of the last whole line,
+so every event written before the failure stays intact. The first failure (directory that cannot
+be created, permission, disk full) prints ONE warning to stderr; from then on events are only
+counted as dropped, and close() returns the counts for the summary line.
+
+Queue items are tuples: (ModuleInfo, forward, batch, epoch, t_start, t_end, device) for events,
+where t_start/t_end are unix ns ints or, on CUDA, events that the resolver converts once the GPU
+has passed them; (HEADER, text) for the job header line.
+"""
+import collections
+import os
+import sys
+import threading
+import time
+
+HEADER = object()  # first element of a header item
+REANCHOR_INTERVAL_S = 10.0
+
+
+class EventWriter:
+    def __init__(self, out_dir, file_name, formatter, cuda_clock=None, flush_interval=0.2,
+                 stderr=None):
+        self.path = os.path.join(out_dir, file_name)
+        self._out_dir = out_dir
+        self._formatter = formatter
+        self._cuda_clock = cuda_clock
+        self._flush_interval = flush_interval
+        self._stderr = stderr
+        self._queue = collections.deque()
+        self.put = self._queue.append  # the only thing the training thread calls
+        self._unresolved = collections.deque()  # CUDA items waiting for the GPU, in order
+        self._anchored_at = {}  # device -> monotonic time of its last anchor
+        self._fd = None
+        self._size = 0
+        self._failed = False
+        self.written = 0
+        self.dropped = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="precisionprobe-writer", daemon=True)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def close(self, timeout=30.0):
+        """Stops the thread, writes what is left (waiting for the GPU if needed), closes the file."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        if self._cuda_clock is not None:
+            try:
+                self._cuda_clock.synchronize()  # detach is off the training path: waiting is fine
+            except Exception:  # noqa: BLE001 - a broken CUDA context must not hide the CPU events
+                pass
+        self._drain(final=True)
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        return self.written, self.dropped
+
+    def _run(self):
+        while not self._stop.wait(self._flush_interval):
+            self._drain(final=False)
+
+    def _drain(self, final):
+        try:
+            self._drain_unsafe(final)
+        except Exception as error:  # noqa: BLE001 - never let the writer die silently
+            self._fail(f"internal error while formatting events: {error!r}")
+            self.dropped += len(self._unresolved) + len(self._queue)
+            self._unresolved.clear()
+            self._queue.clear()
+
+    def _drain_unsafe(self, final):
+        queue, unresolved = self._queue, self._unresolved
+        chunk, chunk_events = [], 0
+        while queue:
+            item = queue.popleft()
+            if self._failed:
+                self.dropped += item[0] is not HEADER
+                continue
+            if unresolved or (item[0] is not HEADER
+                              and (type(item[4]) is not int or type(item[5]) is not int)):
+                unresolved.append(item)
+                continue
+            chunk.append(self._format(item))
+            chunk_events += item[0] is not HEADER
+            if len(chunk) >= 4096:
+                self._write(chunk, chunk_events)
+                chunk, chunk_events = [], 0
+        while unresolved and not self._failed:
+            item = unresolved[0]
+            if item[0] is not HEADER and not self._resolve(item, final):
+                break
+            unresolved.popleft()
+            if item[0] is HEADER:
+                chunk.append(item[1])
+            else:
+                chunk.append(self._format_resolved(item))
+                chunk_events += 1
+        if self._failed:
+            self.dropped += sum(item[0] is not HEADER for item in unresolved)
+            unresolved.clear()
+        if chunk:
+            self._write(chunk, chunk_events)
+
+    def _format(self, item):
+        if item[0] is HEADER:
+            return item[1]
+        return self._formatter.line(*item)
+
+    def _resolve(self, item, final):
+        """True when both CUDA timestamps of the item can be read now."""
+        start, end, device = item[4], item[5], item[6]
+        resolver = self._cuda_clock.resolver
+        for stamp in (start, end):
+            if type(stamp) is not int and not resolver.is_ready(stamp):
+                if not final:
+                    return False
+        now = time.monotonic()
+        if not resolver.has_anchor(device) or now - self._anchored_at[device] > REANCHOR_INTERVAL_S:
+            self._cuda_clock.anchor(device)
+            self._anchored_at[device] = now
+        return True
+
+    def _format_resolved(self, item):
+        info, forward, batch, epoch, start, end, device = item
+        resolver = self._cuda_clock.resolver
+        if type(start) is not int:
+            start = resolver.wall_ns(device, start)
+        if type(end) is not int:
+            end = resolver.wall_ns(device, end)
+        return self._formatter.line(info, forward, batch, epoch, start, end, device)
+
+    def _write(self, lines, event_count):
+        if self._failed:
+            self.dropped += event_count
+            return
+        data = "".join(lines).encode()
+        try:
+            if self._fd is None:
+                self._open()
+            self._write_whole(data)
+        except OSError as error:
+            self.dropped += event_count
+            self._fail(f"cannot write layer events to {self.path}: {error.strerror or error}")
+            return
+        self.written += event_count
+
+    def _open(self):
+        os.makedirs(self._out_dir, exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        base, ext = os.path.splitext(self.path)
+        for attempt in range(100):  # a file from an earlier process with the same pid stays
+            path = self.path if attempt == 0 else f"{base}.{attempt}{ext}"
+            try:
+                self._fd = os.open(path, flags, 0o644)
+            except FileExistsError:
+                continue
+            self.path = path
+            return
+        raise FileExistsError(f"too many files named {self.path}*")
+
+    def _write_whole(self, data):
+        """Writes all of data or, on failure, cuts the file back to where it was."""
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                if written <= 0:
+                    raise OSError(28, "No space left on device")
+                view = view[written:]
+        except OSError:
+            try:
+                os.ftruncate(self._fd, self._size)
+            except OSError:
+                pass
+            raise
+        self._size += len(data)
+
+    def _fail(self, message):
+        if not self._failed:
+            self._failed = True
+            stream = self._stderr or sys.stderr
+            print(f"precisionprobe: warning: {message}; training continues, "
+                  "further layer events are dropped", file=stream, flush=True)

@@ -1,0 +1,79 @@
+"""The `gpu_uuid` and `gpu` fields: which physical GPU a CUDA device index of this process is.
+
+dcgm-exporter labels series with the GPU UUID ("GPU-5d5b...") and the host's GPU index, which need
+not match torch's index when CUDA_VISIBLE_DEVICES remaps devices. Sources, best first:
+CUDA_VISIBLE_DEVICES entries (a UUID or a host index), torch's device properties (`uuid` exists
+in torch >= 2.0), and one `nvidia-smi` query made when the first CUDA event is written.
+"""
+import os
+import subprocess
+
+CPU_UUID = "cpu"
+
+
+def parse_nvidia_smi(text):
+    """Rows of `nvidia-smi --query-gpu=index,uuid --format=csv,noheader` -> {index: uuid}."""
+    table = {}
+    for line in text.splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) >= 2 and fields[0].isdigit():
+            table[int(fields[0])] = fields[1]
+    return table
+
+
+def query_nvidia_smi():
+    try:
+        text = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return parse_nvidia_smi(text)
+
+
+def resolve_gpu(torch_index, visible_devices=None, smi_table=None, torch_uuid=None):
+    """(uuid, host index) of torch's device `torch_index`; either may be None when unknown.
+
+    visible_devices: the CUDA_VISIBLE_DEVICES value; smi_table: parse_nvidia_smi's result;
+    torch_uuid: the UUID torch reports, when it does.
+    """
+    smi_table = smi_table or {}
+    host_index = torch_index
+    uuid = None
+    if visible_devices:
+        entries = [e.strip() for e in visible_devices.split(",") if e.strip()]
+        if torch_index < len(entries):
+            entry = entries[torch_index]
+            if entry.isdigit():
+                host_index = int(entry)
+            else:  # a UUID (possibly abbreviated, as CUDA accepts prefixes)
+                host_index = next((i for i, u in smi_table.items() if u.startswith(entry)), None)
+                uuid = smi_table.get(host_index, entry) if host_index is not None else entry
+    if uuid is None and torch_uuid:
+        uuid = torch_uuid if torch_uuid.startswith(("GPU-", "MIG-")) else f"GPU-{torch_uuid}"
+        host_index = next((i for i, u in smi_table.items() if u == uuid), host_index)
+    if uuid is None:
+        uuid = smi_table.get(host_index)
+    return uuid, host_index
+
+
+class GpuDirectory:
+    """Caches (uuid, host index) per torch device index for the writer thread."""
+
+    def __init__(self, torch_module):
+        self._torch = torch_module
+        self._cache = {}
+        self._smi_table = None
+
+    def lookup(self, torch_index):
+        if torch_index not in self._cache:
+            if self._smi_table is None:
+                self._smi_table = query_nvidia_smi()
+            torch_uuid = None
+            try:
+                torch_uuid = str(getattr(self._torch.cuda.get_device_properties(torch_index), "uuid", "")) or None
+            except Exception:  # noqa: BLE001 - old torch or driver trouble: fall back to nvidia-smi
+                pass
+            uuid, host_index = resolve_gpu(torch_index, os.environ.get("CUDA_VISIBLE_DEVICES"),
+                                           self._smi_table, torch_uuid)
+            self._cache[torch_index] = (uuid or f"cuda:{torch_index}", host_index)
+        return self._cache[torch_index]

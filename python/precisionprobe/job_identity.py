@@ -1,0 +1,93 @@
+"""Who is running: the job, host, pod and distributed rank fields shared by every event of a process.
+
+Kubernetes pods learn their own name, namespace and IP through the downward API as environment
+variables (POD_NAME, POD_NAMESPACE, POD_IP); torchrun sets RANK, LOCAL_RANK and WORLD_SIZE.
+Outside those environments the fallbacks are the host name, "" and a local interface address.
+"""
+import os
+import socket
+import struct
+import time
+from dataclasses import dataclass
+
+from .cpu_quota import usable_cpu_count
+
+
+@dataclass(frozen=True)
+class JobIdentity:
+    job_id: str
+    host_name: str
+    ip: str
+    pod: str
+    namespace: str
+    rank: int
+    local_rank: int
+    world_size: int
+    pid: int
+    cpu_num: float
+
+    @classmethod
+    def from_environment(cls, job_id=None, environ=None):
+        env = os.environ if environ is None else environ
+        host_name = socket.gethostname()
+        return cls(
+            job_id=job_id or env.get("PRECISIONPROBE_JOB_ID") or default_job_id(),
+            host_name=host_name,
+            ip=env.get("POD_IP") or local_ipv4(),
+            pod=env.get("POD_NAME") or host_name,
+            namespace=env.get("POD_NAMESPACE", ""),
+            rank=_int_env(env, "RANK", 0),
+            local_rank=_int_env(env, "LOCAL_RANK", 0),
+            world_size=_int_env(env, "WORLD_SIZE", 1),
+            pid=os.getpid(),
+            cpu_num=usable_cpu_count(),
+        )
+
+    def for_current_process(self):
+        """The same identity after a fork: only pid changes."""
+        return JobIdentity(**{**self.__dict__, "pid": os.getpid()})
+
+
+def default_job_id(now=None):
+    """A readable id that sorts by start time, unique per launching process."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    return f"job-{stamp}-{os.getpid()}"
+
+
+def _int_env(env, name, default):
+    try:
+        return int(env.get(name, default))
+    except ValueError:
+        return default
+
+
+def local_ipv4():
+    """The IPv4 address of the first non-loopback interface, without sending any packet."""
+    for address in _interface_addresses():
+        if not address.startswith("127."):
+            return address
+    try:
+        address = socket.gethostbyname(socket.gethostname())
+        if not address.startswith("127."):
+            return address
+    except OSError:
+        pass
+    return "127.0.0.1"
+
+
+def _interface_addresses():
+    try:
+        import fcntl
+        names = [name for _, name in socket.if_nameindex()]
+    except (ImportError, OSError, AttributeError):
+        return []
+    siocgifaddr = 0x8915
+    addresses = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for name in names:
+            try:
+                packed = fcntl.ioctl(probe.fileno(), siocgifaddr, struct.pack("256s", name[:15].encode()))
+            except OSError:  # interface without an IPv4 address
+                continue
+            addresses.append(socket.inet_ntoa(packed[20:24]))
+    return addresses

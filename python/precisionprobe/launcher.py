@@ -1,0 +1,66 @@
+"""`precisionprobe run`: runs an unmodified command with the probe attached to its Python processes.
+
+The command inherits an environment that makes every Python process of the job attach at startup
+(see autoattach.py). The launcher waits for the command, forwards the signals that were meant for
+it, and returns the command's exit status (128+N when a signal N killed it, as shells do).
+"""
+import os
+import signal
+import subprocess
+import sys
+
+from . import autoattach
+from .job_identity import default_job_id
+from .probe import default_out_dir
+
+BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+SI_KERNEL = 0x80  # siginfo.si_code of signals the terminal sends (Ctrl-C), as opposed to kill()
+
+
+def job_environment(job_id, out_dir, environ=None):
+    env = dict(os.environ if environ is None else environ)
+    env[autoattach.ENV_ATTACH] = "1"
+    env[autoattach.ENV_JOB_ID] = job_id
+    env[autoattach.ENV_OUT] = out_dir
+    env[autoattach.ENV_LAUNCHER_PID] = str(os.getpid())
+    existing = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = BOOTSTRAP_DIR + (os.pathsep + existing if existing else "")
+    return env
+
+
+def run(command, out=None, job_id=None):
+    """Runs command (a list) with the probe attached; returns its exit status."""
+    job_id = job_id or os.environ.get(autoattach.ENV_JOB_ID) or default_job_id()
+    out_dir = os.path.abspath(out or default_out_dir(job_id))
+    print(f"precisionprobe: job {job_id}, events in {out_dir}", file=sys.stderr, flush=True)
+    try:
+        child = subprocess.Popen(command, env=job_environment(job_id, out_dir))
+    except OSError as error:
+        print(f"precisionprobe: cannot run {command[0]}: {error.strerror}", file=sys.stderr)
+        return 127
+    status = _wait_forwarding_signals(child)
+    return status if status >= 0 else 128 - status
+
+
+def _wait_forwarding_signals(child):
+    """Waits for the child; signals sent to the launcher with kill() are passed on to it.
+
+    A Ctrl-C in the terminal reaches the whole foreground process group, the child included, so
+    the launcher does not send it a second time (such signals come with si_code SI_KERNEL).
+    """
+    waited = set(FORWARDED_SIGNALS) | {signal.SIGCHLD}
+    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, waited)
+    try:
+        while child.poll() is None:
+            info = signal.sigtimedwait(waited, 0.5)
+            if info is None or info.si_signo == signal.SIGCHLD:
+                continue
+            if info.si_code != SI_KERNEL:
+                try:
+                    child.send_signal(info.si_signo)
+                except ProcessLookupError:
+                    pass
+        return child.returncode
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)

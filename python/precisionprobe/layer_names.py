@@ -1,0 +1,64 @@
+"""Names and types of modules, computed once per module and cached for the hot path.
+
+A layer's name is its qualified path in the model that contains it (`top_l.2`, `emb_l.3`,
+`loss_fn`), the key `named_modules()` gives it. Global hooks see modules, not models, so when a
+module with children is called at top level its whole tree is named at once; a module called
+before any model containing it has been seen keeps its class name as its layer name.
+"""
+import json
+import weakref
+
+
+class ModuleInfo:
+    """What the writer needs about one module: its JSON fragment, ready to paste into a line."""
+    __slots__ = ("name", "type_name", "is_leaf", "provisional", "fragment")
+
+    def __init__(self, name, type_name, is_leaf, provisional=False):
+        self.name = name
+        self.type_name = type_name
+        self.is_leaf = is_leaf
+        self.provisional = provisional  # named after its class until a model containing it is seen
+        self.fragment = f'"layer":{json.dumps(name)},"layer_type":{json.dumps(type_name)},'
+
+
+def is_leaf_module(module):
+    """Containers (modules with child modules) are not layers; `None` placeholders do not count."""
+    return not any(child is not None for child in module._modules.values())
+
+
+class LayerRegistry:
+    """id(module) -> ModuleInfo; an entry disappears when its module is garbage collected."""
+
+    def __init__(self):
+        self._infos = {}
+        self._refs = {}
+        self.get_by_id = self._infos.get  # hot path: registry.get_by_id(id(module))
+
+    def describe(self, module, top_level_module=None):
+        """Slow path for a module not seen yet; names the whole tree of the top-level module."""
+        if top_level_module is not None:
+            self._name_tree(top_level_module)
+        info = self._infos.get(id(module))
+        if info is None:
+            info = self._add(module, type(module).__name__, provisional=True)
+        return info
+
+    def _name_tree(self, root):
+        for name, module in root.named_modules():
+            known = self._infos.get(id(module))
+            if known is None or (known.provisional and name):
+                self._add(module, name or type(module).__name__, provisional=not name)
+
+    def _add(self, module, name, provisional):
+        info = ModuleInfo(name, type(module).__name__, is_leaf_module(module), provisional)
+        key = id(module)
+        infos, refs = self._infos, self._refs
+
+        def forget(_ref):  # runs when the module is freed, before its id can be reused
+            infos.pop(key, None)
+            refs.pop(key, None)
+
+        infos[key] = info
+        if key not in refs:
+            refs[key] = weakref.ref(module, forget)
+        return info

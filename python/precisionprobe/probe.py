@@ -1,0 +1,264 @@
+"""The probe: global module hooks that time every leaf-module call, forward and backward.
+
+Hot path (runs on the training thread for every module call):
+  pre-hook:  one dict lookup for the module's cached ModuleInfo, a per-thread stack push, a
+             timestamp, and, when grad is on, the inputs' grad_fn (the backward end markers).
+  post-hook: a timestamp, one tuple appended to the writer's deque, and for outputs that need
+             grad two or three autograd node pre-hooks (see backward_spans.py).
+No dict building, JSON or I/O happens there: the writer thread formats and writes.
+
+Containers (modules with children) are only tracked for nesting depth; a call made when nothing
+else is on this thread's stack is a top-level call, which drives batch detection (batch_tracker.py).
+"""
+import atexit
+import os
+import sys
+import threading
+import time
+import weakref
+
+from . import __version__
+from .backward_spans import BackwardSpan, BackwardTimeline
+from .batch_tracker import BatchTracker
+from .cuda_clock import CudaClock
+from .epoch_tracker import EpochTracker
+from .event_format import EventFormatter, job_header
+from .event_writer import HEADER, EventWriter
+from .gpu_identity import GpuDirectory
+from .job_identity import JobIdentity
+from .layer_names import LayerRegistry
+
+
+def default_out_dir(job_id):
+    return os.path.join("runs", job_id)
+
+
+def event_file_name(identity):
+    return f"events-{identity.host_name}-{identity.pid}.jsonl"
+
+
+class Probe:
+    """Installs the hooks (install()) and removes them, flushing every event (close())."""
+
+    def __init__(self, job_id=None, out=None, clock="auto", flush_interval=0.2, command=None,
+                 summary="always", stderr=None):
+        import torch
+        self._torch = torch
+        self._stderr = stderr
+        self.identity = JobIdentity.from_environment(job_id)
+        self.out_dir = os.path.abspath(out or default_out_dir(self.identity.job_id))
+        self._command = list(command or getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
+        self._start_time_ns = time.time_ns()
+        self._summary = summary  # "always", or "auto": only when something was recorded
+        self._flush_interval = flush_interval
+        use_cuda = clock == "cuda" or (clock == "auto" and torch.cuda.is_available())
+        self._cuda_clock = CudaClock(torch) if use_cuda else None
+        self._gpu_directory = GpuDirectory(torch) if use_cuda else None
+        self._layers = LayerRegistry()
+        self._batches = BatchTracker()
+        self._epochs = EpochTracker()
+        self._handles = []
+        self._installed = False
+        self._broken = False
+        self._new_process_state()
+
+    def _new_process_state(self):
+        """Everything that is per process: the writer, its file, and per-thread state."""
+        self._writer = EventWriter(self.out_dir, event_file_name(self.identity),
+                                   EventFormatter(self.identity, self._gpu_lookup),
+                                   cuda_clock=self._cuda_clock,
+                                   flush_interval=self._flush_interval, stderr=self._stderr)
+        self._emit = self._writer.put
+        self._writer_started = False
+        self._header_written = False
+        self._local = threading.local()
+        self._timeline = BackwardTimeline(self._emit_backward, self._stamp_span,
+                                          self._queue_end_of_pass, self._batches.on_backward)
+
+    def _gpu_lookup(self, device):
+        return self._gpu_directory.lookup(device)
+
+    # -- installing ---------------------------------------------------------------------------
+
+    def install(self):
+        torch = self._torch
+        module_hooks = torch.nn.modules.module
+        self._handles = [module_hooks.register_module_forward_pre_hook(self._pre_hook),
+                         module_hooks.register_module_forward_hook(self._post_hook)]
+        self._epochs.install(torch.utils.data.DataLoader)
+        self._execution_engine = torch.autograd.Variable._execution_engine
+        self._is_grad_enabled = torch.is_grad_enabled
+        self._tensor_type = torch.Tensor
+        self._time_ns = time.time_ns
+        self._get_info = self._layers.get_by_id
+        self._installed = True
+        atexit.register(self._close_at_exit)
+        return self
+
+    def close(self):
+        """Removes the hooks, writes every queued event, prints the summary; returns the counts."""
+        if not self._installed:
+            return self._writer.written, self._writer.dropped
+        self._installed = False
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        self._epochs.uninstall()
+        atexit.unregister(self._close_at_exit)
+        written, dropped = self._writer.close() if self._writer_started else (0, 0)
+        if self._summary == "always" or written or dropped:
+            where = self._writer.path if written else "no file written"
+            print(f"precisionprobe: wrote {written} events, dropped {dropped} ({where})",
+                  file=self._stderr or sys.stderr, flush=True)
+        return written, dropped
+
+    def _close_at_exit(self):
+        self.close()
+
+    def after_fork_in_child(self):
+        """A forked child (DataLoader worker) gets its own pid, file and writer thread."""
+        self.identity = self.identity.for_current_process()
+        self._new_process_state()
+
+    # -- timestamps ---------------------------------------------------------------------------
+
+    def _input_device(self, inputs):
+        """CUDA device index of the first tensor input, None for CPU (CUDA clock only)."""
+        for x in inputs:
+            if isinstance(x, self._tensor_type):
+                return x.get_device() if x.is_cuda else None
+        return None
+
+    def _stamp(self, device):
+        if device is None:
+            return self._time_ns()
+        return self._cuda_clock.stamp(device)
+
+    def _stamp_span(self, span):
+        return self._stamp(span.device)
+
+    def _queue_end_of_pass(self, callback):
+        self._execution_engine.queue_callback(callback)
+
+    # -- hooks --------------------------------------------------------------------------------
+
+    def _pre_hook(self, module, inputs):
+        if self._broken:
+            return
+        try:
+            local = self._local
+            try:
+                stack = local.stack
+            except AttributeError:
+                stack = local.stack = []
+            info = self._get_info(id(module))
+            if not stack:
+                info = self._on_top_level_call(module, info)
+            elif info is None:
+                info = self._layers.describe(module, local.top_level_module())
+            if not info.is_leaf:
+                stack.append((info, None, None, None))
+                return
+            boundary = None
+            if self._is_grad_enabled():
+                tensor_type = self._tensor_type
+                boundary = [x.grad_fn for x in inputs
+                            if isinstance(x, tensor_type) and x.grad_fn is not None]
+            device = None if self._cuda_clock is None else self._input_device(inputs)
+            stack.append((info, self._time_ns() if device is None else self._stamp(device),
+                          boundary, device))
+        except Exception as error:  # noqa: BLE001 - the probe must never break training
+            self._break(error)
+
+    def _post_hook(self, module, inputs, output):
+        if self._broken:
+            return
+        t_end = self._time_ns()
+        try:
+            stack = self._local.stack
+            entry = stack.pop()
+        except (AttributeError, IndexError):
+            return  # hooks installed while this module was already running: no start to pair with
+        try:
+            if entry[0] is not self._get_info(id(module)):
+                entry = self._unwind(stack, module, entry)
+                if entry is None:
+                    return
+            info, t_start, boundary, device = entry
+            if t_start is None:  # a container
+                return
+            if device is not None:
+                t_end = self._stamp(device)
+            batch, epoch = self._batches.batch, self._epochs.epoch
+            self._emit((info, True, batch, epoch, t_start, t_end, device))
+            if boundary is None:  # grad disabled: no backward
+                return
+            node = _first_grad_fn(output, self._tensor_type)
+            if node is None or any(node is b for b in boundary):  # no graph, or input passed through
+                return
+            span = BackwardSpan(self._timeline, info, batch, epoch, device)
+            node.register_prehook(span.on_output_grad)
+            for input_node in boundary:
+                input_node.register_prehook(span.on_input_grad)
+        except Exception as error:  # noqa: BLE001
+            self._break(error)
+
+    def _unwind(self, stack, module, popped):
+        """A forward that raised left entries behind: drop them down to this module's entry.
+
+        Returns None (and leaves the stack as it was) when this module has no entry at all.
+        """
+        info = self._get_info(id(module))
+        for depth in range(len(stack) - 1, -1, -1):
+            if stack[depth][0] is info:
+                entry = stack[depth]
+                del stack[depth:]
+                return entry
+        stack.append(popped)
+        return None
+
+    def _on_top_level_call(self, module, info):
+        if info is None:
+            info = self._layers.describe(module, module)
+        self._local.top_level_module = weakref.ref(module)
+        if not self._timeline.in_backward_pass():  # activation checkpointing re-runs forwards
+            self._batches.on_top_level_call(module, self._is_grad_enabled())
+        if not self._header_written:
+            self._header_written = True
+            self._write_header(module)
+        return info
+
+    def _write_header(self, model):
+        if not self._writer_started:
+            self._writer.start()
+            self._writer_started = True
+        parameters = sum(p.numel() for p in model.parameters())
+        header = job_header(self.identity, command=self._command,
+                            torch_version=self._torch.__version__,
+                            start_time_ns=self._start_time_ns, parameters=parameters,
+                            model=type(model).__name__,
+                            clock="cpu" if self._cuda_clock is None else "cuda",
+                            package_version=__version__)
+        self._emit((HEADER, header))
+
+    def _emit_backward(self, span, t_start, t_end):
+        self._emit((span.info, False, span.batch, span.epoch, t_start, t_end, span.device))
+
+    def _break(self, error):
+        self._broken = True
+        print(f"precisionprobe: warning: hooks disabled after an internal error: {error!r}",
+              file=self._stderr or sys.stderr, flush=True)
+
+
+def _first_grad_fn(output, tensor_type):
+    """grad_fn of the module's (first) output tensor, looking into tuples, lists and dicts."""
+    if isinstance(output, tensor_type):
+        return output.grad_fn
+    if isinstance(output, dict):
+        output = list(output.values())
+    if isinstance(output, (tuple, list)):
+        for item in output:
+            node = _first_grad_fn(item, tensor_type)
+            if node is not None:
+                return node
+    return None

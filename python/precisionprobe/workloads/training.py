@@ -1,0 +1,76 @@
+"""What the three workloads share: common flags, device choice, and the timed training loop."""
+import argparse
+import time
+
+import torch
+
+
+def common_arguments(description, batch_size):
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--iterations", type=int, default=10, help="training steps per epoch")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=batch_size)
+    parser.add_argument("--learning-rate", type=float, default=0.01)
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="auto: cuda when available")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    parser.add_argument("--quiet", action="store_true", help="print only the summary line")
+    return parser
+
+
+def setup(args):
+    """Seeds, threads, device: call before building the model."""
+    torch.manual_seed(args.seed)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(args.device)
+
+
+def batch_loader(batches):
+    """A DataLoader over ready-made batches (so epochs are real DataLoader restarts)."""
+    return torch.utils.data.DataLoader(_Batches(batches), batch_size=None, shuffle=False)
+
+
+class _Batches(torch.utils.data.Dataset):
+    def __init__(self, batches):
+        self._batches = batches
+
+    def __len__(self):
+        return len(self._batches)
+
+    def __getitem__(self, index):
+        return self._batches[index]
+
+
+def train(step, loader, epochs, device, name, quiet=False):
+    """Runs step(batch) -> loss tensor for every batch of every epoch; returns the losses.
+
+    Prints one line per step (unless quiet) and a summary line with the median step time.
+    """
+    losses, step_times = [], []
+    for epoch in range(epochs):
+        for index, batch in enumerate(loader):
+            batch = _to_device(batch, device)
+            started = time.perf_counter()
+            loss = step(batch)
+            value = loss.item()  # waits for the GPU: the step time includes its work
+            step_times.append(time.perf_counter() - started)
+            losses.append(value)
+            if not quiet:
+                print(f"{name}: epoch {epoch} step {index} loss {value:.6f} "
+                      f"time {step_times[-1] * 1e3:.1f} ms", flush=True)
+    median = sorted(step_times)[len(step_times) // 2] if step_times else 0.0
+    print(f"{name}: {len(losses)} steps on {device}, median step {median * 1e3:.1f} ms, "
+          f"last loss {losses[-1] if losses else float('nan'):.6f}", flush=True)
+    return losses
+
+
+def _to_device(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to_device(item, device) for item in batch)
+    return batch
