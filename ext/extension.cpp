@@ -17,6 +17,7 @@ constexpr RegisterFunction kAreas[] = {
     pp::register_settings_table,   // pp_settings
     pp::register_regex_functions,  // regexp, prom_match
     pp::register_prometheus_tables,  // prom_range, prom_samples, prom_series, prom_label_values
+    pp::register_layer_events,       // layer_events
 };
 
 }  // namespace

@@ -1,0 +1,595 @@
+#include "ext/event_reader.hpp"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <new>
+
+#include "ext/errors.hpp"
+
+namespace pp {
+namespace {
+
+// ---- Field table ------------------------------------------------------------------------
+
+enum Field : int {
+  kJobId, kHostName, kIp, kPod, kNamespace, kGpuUuid, kGpu, kRank, kLocalRank, kWorldSize, kPid,
+  kEpoch, kBatch, kLayer, kLayerType, kForward, kTStartNs, kTEndNs, kCpuNum,
+  kFieldCount,
+  kRecord = kFieldCount,  // "job" on the job header line
+  kUnknown,
+};
+
+constexpr std::string_view kFieldNames[kFieldCount + 1] = {
+    "job_id", "host_name", "ip", "pod", "namespace", "gpu_uuid", "gpu", "rank", "local_rank",
+    "world_size", "pid", "epoch", "batch", "layer", "layer_type", "forward", "t_start_ns",
+    "t_end_ns", "cpu_num", "record"};
+
+enum class FieldType { Text, NullableText, Integer, NullableInteger, Boolean, Number };
+
+FieldType field_type(Field f) {
+  switch (f) {
+    case kHostName: case kIp: case kPod: case kNamespace: return FieldType::NullableText;
+    case kJobId: case kGpuUuid: case kLayer: case kLayerType: return FieldType::Text;
+    case kGpu: return FieldType::NullableInteger;
+    case kForward: return FieldType::Boolean;
+    case kCpuNum: return FieldType::Number;
+    default: return FieldType::Integer;
+  }
+}
+
+const char* type_phrase(FieldType t) {
+  switch (t) {
+    case FieldType::Text: return "is not text";
+    case FieldType::NullableText: return "is not text or null";
+    case FieldType::Integer: return "is not an integer";
+    case FieldType::NullableInteger: return "is not an integer or null";
+    case FieldType::Boolean: return "is not true or false";
+    case FieldType::Number: return "is not a number";
+  }
+  return "has the wrong type";
+}
+
+// The client writes keys in column order, so the field after the previous one is tried first.
+Field field_of(std::string_view key, int& hint) {
+  if (hint <= kRecord && kFieldNames[hint] == key) return static_cast<Field>(hint++);
+  for (int f = 0; f <= kRecord; ++f)
+    if (kFieldNames[f] == key) {
+      hint = f + 1;
+      return static_cast<Field>(f);
+    }
+  return kUnknown;
+}
+
+// ---- JSON syntax ----------------------------------------------------------------------
+
+// Length of the valid UTF-8 sequence starting at p (RFC 3629: no overlongs, no surrogates,
+// nothing above U+10FFFF), or 0.
+int utf8_length(const unsigned char* p, const unsigned char* end) {
+  const unsigned c = p[0];
+  auto cont = [&](int i, unsigned lo = 0x80, unsigned hi = 0xBF) {
+    return p + i < end && p[i] >= lo && p[i] <= hi;
+  };
+  if (c < 0x80) return 1;
+  if (c < 0xC2) return 0;
+  if (c < 0xE0) return cont(1) ? 2 : 0;
+  if (c < 0xF0) {
+    const bool first = c == 0xE0 ? cont(1, 0xA0) : c == 0xED ? cont(1, 0x80, 0x9F) : cont(1);
+    return first && cont(2) ? 3 : 0;
+  }
+  if (c < 0xF5) {
+    const bool first = c == 0xF0 ? cont(1, 0x90) : c == 0xF4 ? cont(1, 0x80, 0x8F) : cont(1);
+    return first && cont(2) && cont(3) ? 4 : 0;
+  }
+  return 0;
+}
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+constexpr int kMaxDepth = 256;
+
+// Parses one line as a JSON object (RFC 8259), decoding the event fields into `event` and
+// validating everything else without building it.
+class LineParser {
+ public:
+  LineParser(std::string_view line, LayerEvent& event)
+      : begin_(line.data()), p_(line.data()), end_(line.data() + line.size()), event_(event) {}
+
+  LineKind run(std::string& problem) {
+    if (end_ - p_ >= 3 && std::memcmp(p_, "\xEF\xBB\xBF", 3) == 0) p_ += 3;  // UTF-8 BOM
+    skip_ws();
+    if (p_ == end_) return LineKind::Blank;
+    if (*p_ != '{') {
+      problem = "not a JSON object";
+      return LineKind::Malformed;
+    }
+    if (!parse_object() || (skip_ws(), p_ != end_)) {
+      problem = "invalid JSON at byte " + std::to_string(p_ - begin_ + 1);
+      return LineKind::Malformed;
+    }
+    if (is_job_header_) return LineKind::JobHeader;
+    if (wrong_type_ != kUnknown) {
+      problem = "field '" + std::string(kFieldNames[wrong_type_]) + "' " +
+                (out_of_range_ ? "is out of range" : type_phrase(field_type(wrong_type_)));
+      return LineKind::Malformed;
+    }
+    for (int f = 0; f < kFieldCount; ++f)
+      if (!(seen_ & (1u << f))) {
+        problem = "missing field '" + std::string(kFieldNames[f]) + "'";
+        return LineKind::Malformed;
+      }
+    return LineKind::Event;
+  }
+
+ private:
+  void skip_ws() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r' || *p_ == '\n')) ++p_;
+  }
+
+  bool parse_object() {  // at '{'; the top level, where the event fields live
+    ++p_;
+    skip_ws();
+    if (p_ < end_ && *p_ == '}') return ++p_, true;
+    int hint = 0;
+    for (;;) {
+      std::string_view key;
+      if (p_ == end_ || *p_ != '"' || !parse_string(key, key_scratch_)) return false;
+      skip_ws();
+      if (p_ == end_ || *p_ != ':') return false;
+      ++p_;
+      skip_ws();
+      if (p_ == end_ || !parse_field(field_of(key, hint))) return false;
+      skip_ws();
+      if (p_ == end_) return false;
+      if (*p_ == '}') return ++p_, true;
+      if (*p_ != ',') return false;
+      ++p_;
+      skip_ws();
+    }
+  }
+
+  // A value that should be field f: decoded when of the right type, otherwise remembered as
+  // the line's problem and skipped (a header line may hold other types; syntax still counts).
+  bool parse_field(Field f) {
+    if (f == kUnknown) return skip_value(0);
+    if (f == kRecord) {
+      if (*p_ != '"') return skip_value(0);
+      std::string_view value;
+      if (!parse_string(value, value_scratch_)) return false;
+      is_job_header_ = value == "job";
+      return true;
+    }
+    const FieldType type = field_type(f);
+    const char c = *p_;
+    bool typed = false;
+    if (c == 'n' && (type == FieldType::NullableText || type == FieldType::NullableInteger)) {
+      if (!literal("null")) return false;
+      set_null(f, true);
+      typed = true;
+    } else if (c == '"' && (type == FieldType::Text || type == FieldType::NullableText)) {
+      std::string_view value;
+      if (!parse_string(value, value_scratch_)) return false;
+      text_field(f).assign(value.data(), value.size());
+      set_null(f, false);
+      typed = true;
+    } else if ((c == '-' || (c >= '0' && c <= '9')) &&
+               (type == FieldType::Integer || type == FieldType::NullableInteger ||
+                type == FieldType::Number)) {
+      std::string_view lexeme;
+      bool integral = false;
+      if (!scan_number(lexeme, integral)) return false;
+      typed = store_number(f, type, lexeme, integral);
+      if (!typed) return true;  // syntax fine, value unusable: wrong_type_ is set
+    } else if ((c == 't' || c == 'f') && type == FieldType::Boolean) {
+      if (!literal(c == 't' ? "true" : "false")) return false;
+      event_.forward = c == 't';
+      typed = true;
+    }
+    if (typed) {
+      seen_ |= 1u << f;
+      return true;
+    }
+    mistyped(f, /*out_of_range=*/false);
+    return skip_value(0);
+  }
+
+  bool store_number(Field f, FieldType type, std::string_view lexeme, bool integral) {
+    const char* first = lexeme.data();
+    const char* last = first + lexeme.size();
+    if (type == FieldType::Number) {
+      const auto [end, ec] = std::from_chars(first, last, event_.cpu_num);
+      if (ec == std::errc() && end == last) return true;
+      mistyped(f, /*out_of_range=*/true);
+      return false;
+    }
+    if (!integral) {
+      mistyped(f, /*out_of_range=*/false);
+      return false;
+    }
+    int64_t& out = integer_field(f);
+    const auto [end, ec] = std::from_chars(first, last, out);
+    if (ec == std::errc() && end == last) {
+      if (f == kGpu) event_.gpu_null = false;
+      return true;
+    }
+    mistyped(f, /*out_of_range=*/true);
+    return false;
+  }
+
+  // Remembers the first field whose value is unusable; the line is malformed unless it turns
+  // out to be a job header.
+  void mistyped(Field f, bool out_of_range) {
+    if (wrong_type_ != kUnknown) return;
+    wrong_type_ = f;
+    out_of_range_ = out_of_range;
+  }
+
+  std::string& text_field(Field f) {
+    switch (f) {
+      case kJobId: return event_.job_id;
+      case kHostName: return event_.host_name;
+      case kIp: return event_.ip;
+      case kPod: return event_.pod;
+      case kNamespace: return event_.namespace_;
+      case kGpuUuid: return event_.gpu_uuid;
+      case kLayer: return event_.layer;
+      default: return event_.layer_type;
+    }
+  }
+
+  int64_t& integer_field(Field f) {
+    switch (f) {
+      case kGpu: return event_.gpu;
+      case kRank: return event_.rank;
+      case kLocalRank: return event_.local_rank;
+      case kWorldSize: return event_.world_size;
+      case kPid: return event_.pid;
+      case kEpoch: return event_.epoch;
+      case kBatch: return event_.batch;
+      case kTStartNs: return event_.t_start_ns;
+      default: return event_.t_end_ns;
+    }
+  }
+
+  void set_null(Field f, bool null) {
+    switch (f) {
+      case kHostName: event_.host_name_null = null; break;
+      case kIp: event_.ip_null = null; break;
+      case kPod: event_.pod_null = null; break;
+      case kNamespace: event_.namespace_null = null; break;
+      case kGpu: event_.gpu_null = null; break;
+      default: break;
+    }
+  }
+
+  bool literal(std::string_view word) {
+    if (static_cast<size_t>(end_ - p_) < word.size() || std::string_view(p_, word.size()) != word)
+      return false;
+    p_ += word.size();
+    return true;
+  }
+
+  // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+  bool scan_number(std::string_view& lexeme, bool& integral) {
+    const char* start = p_;
+    auto digits = [&] {
+      const char* s = p_;
+      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
+      return p_ > s;
+    };
+    if (p_ < end_ && *p_ == '-') ++p_;
+    if (p_ < end_ && *p_ == '0') {
+      ++p_;
+    } else if (!digits()) {
+      return false;
+    }
+    integral = true;
+    if (p_ < end_ && *p_ == '.') {
+      ++p_;
+      if (!digits()) return false;
+      integral = false;
+    }
+    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+      ++p_;
+      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (!digits()) return false;
+      integral = false;
+    }
+    lexeme = std::string_view(start, p_ - start);
+    return true;
+  }
+
+  // At '"'. The common case (no escapes) returns a view into the line without copying.
+  bool parse_string(std::string_view& out, std::string& scratch) {
+    const char* start = ++p_;
+    while (p_ < end_) {
+      const auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        out = std::string_view(start, p_ - start);
+        ++p_;
+        return true;
+      }
+      if (c == '\\') break;
+      if (c < 0x20) return false;
+      if (c < 0x80) {
+        ++p_;
+      } else {
+        const int n = utf8_length(reinterpret_cast<const unsigned char*>(p_),
+                                  reinterpret_cast<const unsigned char*>(end_));
+        if (n == 0) return false;
+        p_ += n;
+      }
+    }
+    if (p_ == end_) return false;
+    scratch.assign(start, p_);
+    while (p_ < end_) {
+      const auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        ++p_;
+        out = scratch;
+        return true;
+      }
+      if (c < 0x20) return false;
+      if (c >= 0x80) {
+        const int n = utf8_length(reinterpret_cast<const unsigned char*>(p_),
+                                  reinterpret_cast<const unsigned char*>(end_));
+        if (n == 0) return false;
+        scratch.append(p_, n);
+        p_ += n;
+        continue;
+      }
+      if (c != '\\') {
+        scratch += static_cast<char>(c);
+        ++p_;
+        continue;
+      }
+      if (++p_ == end_) return false;
+      switch (*p_++) {
+        case '"': scratch += '"'; break;
+        case '\\': scratch += '\\'; break;
+        case '/': scratch += '/'; break;
+        case 'b': scratch += '\b'; break;
+        case 'f': scratch += '\f'; break;
+        case 'n': scratch += '\n'; break;
+        case 'r': scratch += '\r'; break;
+        case 't': scratch += '\t'; break;
+        case 'u': {
+          uint32_t cp = 0;
+          if (!hex4(cp)) return false;
+          if (cp >= 0xDC00 && cp <= 0xDFFF) return false;  // lone low surrogate
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            uint32_t low = 0;
+            if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') return false;
+            p_ += 2;
+            if (!hex4(low) || low < 0xDC00 || low > 0xDFFF) return false;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          }
+          append_utf8(scratch, cp);
+          break;
+        }
+        default: return false;
+      }
+    }
+    return false;
+  }
+
+  bool hex4(uint32_t& out) {
+    if (end_ - p_ < 4) return false;
+    out = 0;
+    for (int i = 0; i < 4; ++i) {
+      const int h = hex_value(p_[i]);
+      if (h < 0) return false;
+      out = out * 16 + static_cast<uint32_t>(h);
+    }
+    p_ += 4;
+    return true;
+  }
+
+  // Validates any JSON value and moves past it.
+  bool skip_value(int depth) {
+    if (p_ == end_ || depth > kMaxDepth) return false;
+    switch (*p_) {
+      case '"': {
+        std::string_view ignored;
+        return parse_string(ignored, value_scratch_);
+      }
+      case 't': return literal("true");
+      case 'f': return literal("false");
+      case 'n': return literal("null");
+      case '{':
+      case '[': {
+        const bool object = *p_ == '{';
+        const char close = object ? '}' : ']';
+        ++p_;
+        skip_ws();
+        if (p_ < end_ && *p_ == close) return ++p_, true;
+        for (;;) {
+          if (object) {
+            std::string_view ignored;
+            if (p_ == end_ || *p_ != '"' || !parse_string(ignored, value_scratch_)) return false;
+            skip_ws();
+            if (p_ == end_ || *p_ != ':') return false;
+            ++p_;
+            skip_ws();
+          }
+          if (!skip_value(depth + 1)) return false;
+          skip_ws();
+          if (p_ == end_) return false;
+          if (*p_ == close) return ++p_, true;
+          if (*p_ != ',') return false;
+          ++p_;
+          skip_ws();
+        }
+      }
+      default: {
+        std::string_view ignored;
+        bool integral = false;
+        return scan_number(ignored, integral);
+      }
+    }
+  }
+
+  const char* begin_;
+  const char* p_;
+  const char* end_;
+  LayerEvent& event_;
+  std::string key_scratch_, value_scratch_;
+  uint32_t seen_ = 0;
+  Field wrong_type_ = kUnknown;
+  bool out_of_range_ = false;
+  bool is_job_header_ = false;
+};
+
+static_assert(kFieldCount <= 32, "seen_ is a 32-bit mask");
+
+// ---- Files ------------------------------------------------------------------------------
+
+[[noreturn]] void throw_errno(const char* what, const std::string& path, int error) {
+  throw Error(std::string("layer_events: ") + what + " '" + path + "': " + std::strerror(error));
+}
+
+void append_jsonl_files(const std::string& directory, std::vector<std::string>& files,
+                        std::vector<std::string>& notes) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::string> found;
+  fs::recursive_directory_iterator it(directory, fs::directory_options::skip_permission_denied, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->path().extension() == ".jsonl" && it->is_regular_file(type_ec))
+      found.push_back(it->path().string());
+  }
+  if (ec) throw Error("layer_events: cannot read directory '" + directory + "': " + ec.message());
+  if (found.empty()) notes.push_back("layer_events: no *.jsonl files in directory '" + directory + "'");
+  std::sort(found.begin(), found.end());
+  files.insert(files.end(), found.begin(), found.end());
+}
+
+}  // namespace
+
+LineKind parse_event_line(std::string_view line, LayerEvent& event, std::string& problem) {
+  return LineParser(line, event).run(problem);
+}
+
+LineReader::LineReader(const std::string& path) : path_(path) {
+  do fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  while (fd_ < 0 && errno == EINTR);
+  if (fd_ < 0) throw_errno("cannot open", path, errno);
+  ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+  buffer_.resize(256 * 1024);
+}
+
+LineReader::~LineReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool LineReader::fill() {
+  if (begin_ > 0) {
+    std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);  // a line longer than the buffer
+  ssize_t n;
+  do n = ::read(fd_, buffer_.data() + end_, buffer_.size() - end_);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) throw_errno("cannot read", path_, errno);
+  if (n == 0) {
+    eof_ = true;
+    return false;
+  }
+  end_ += static_cast<size_t>(n);
+  return true;
+}
+
+bool LineReader::next(std::string_view& line, bool& complete) {
+  size_t scanned = begin_;  // bytes before this offset hold no '\n'
+  for (;;) {
+    const char* data = buffer_.data();
+    if (scanned < end_) {
+      const void* newline = std::memchr(data + scanned, '\n', end_ - scanned);
+      if (newline) {
+        const size_t stop = static_cast<const char*>(newline) - data;
+        line = std::string_view(data + begin_, stop - begin_);
+        begin_ = stop + 1;
+        complete = true;
+        ++line_number_;
+        return true;
+      }
+    }
+    scanned = end_ - begin_;  // offsets move to the front in fill()
+    if (eof_ || !fill()) break;
+  }
+  if (begin_ == end_) return false;
+  line = std::string_view(buffer_.data() + begin_, end_ - begin_);
+  begin_ = end_;
+  complete = false;
+  ++line_number_;
+  return true;
+}
+
+std::vector<std::string> event_files(const std::string& path, std::vector<std::string>& notes) {
+  std::vector<std::string> files;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      append_jsonl_files(path, files, notes);
+    else
+      files.push_back(path);
+    return files;
+  }
+  if (errno != ENOENT && errno != ENOTDIR) throw_errno("cannot access", path, errno);
+  if (path.find_first_of("*?[") != std::string::npos) {
+    glob_t matches{};
+    const int rc = ::glob(path.c_str(), 0, nullptr, &matches);
+    struct Free {
+      glob_t* g;
+      ~Free() { ::globfree(g); }
+    } free_matches{&matches};
+    if (rc == GLOB_NOSPACE) throw std::bad_alloc();
+    if (rc == GLOB_ABORTED) throw Error("layer_events: cannot read the directories of '" + path + "'");
+    if (rc == 0) {
+      for (size_t i = 0; i < matches.gl_pathc; ++i) {
+        const std::string match = matches.gl_pathv[i];
+        if (::stat(match.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+          append_jsonl_files(match, files, notes);
+        else
+          files.push_back(match);
+      }
+      return files;
+    }
+  }
+  throw Error("layer_events: no such file or directory: '" + path + "'");
+}
+
+}  // namespace pp

@@ -1,0 +1,85 @@
+// Reading layer events: the JSON Lines files written by the Python hook client (issue #3),
+// one event per line, plus one job header line per process ({"record": "job", ...}).
+//
+// Files are read in bounded memory (a buffer the size of the longest line), so a scan of a
+// multi-GB file costs no more memory than a scan of a small one, and a file that is still
+// being written is read up to its current end. Each line is parsed by a purpose-built JSON
+// parser that validates the whole line (strings, escapes, UTF-8, numbers, nesting) but
+// decodes only the fields of an event: a general JSON DOM per line would cost several times
+// more than the rest of the scan.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pp {
+
+// One event, in the column order of layer_events. Text fields that may be JSON null in the
+// file (host_name, ip, pod, namespace: absent outside Kubernetes) and gpu (null on CPU) have
+// a flag; every other field is required.
+struct LayerEvent {
+  std::string job_id, host_name, ip, pod, namespace_, gpu_uuid, layer, layer_type;
+  bool host_name_null = false, ip_null = false, pod_null = false, namespace_null = false;
+  bool gpu_null = false;
+  int64_t gpu = 0, rank = 0, local_rank = 0, world_size = 0, pid = 0, epoch = 0, batch = 0;
+  bool forward = false;
+  int64_t t_start_ns = 0, t_end_ns = 0;
+  double cpu_num = 0;
+};
+
+// Unix nanoseconds as unix seconds, the double nearest the exact value (so that
+// t_start = 1714000000.1004 holds for t_start_ns = 1714000000100400000): whole seconds and the
+// fraction are converted separately, since ns itself has no exact double above 2^53.
+inline double ns_to_seconds(int64_t ns) {
+  return static_cast<double>(ns / 1000000000) + static_cast<double>(ns % 1000000000) / 1e9;
+}
+
+enum class LineKind {
+  Event,      // `event` holds the line's event
+  JobHeader,  // {"record": "job", ...}: once per process, not an event
+  Blank,      // empty or whitespace only
+  Malformed,  // not JSON, not an object, or a field missing or of the wrong type
+};
+
+// Parses one line (without its '\n'). For Malformed, `problem` says why ("missing field
+// 'layer'", "invalid JSON at byte 17"); fields of `event` are then unspecified.
+// Unknown fields are ignored, so newer clients can add fields without breaking old readers.
+LineKind parse_event_line(std::string_view line, LayerEvent& event, std::string& problem);
+
+// Reads a file line by line with one growing buffer. Throws pp::Error naming the file when
+// it cannot be opened or read.
+class LineReader {
+ public:
+  explicit LineReader(const std::string& path);
+  ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  // The next line without its '\n' (valid until the next call), or false at the file's
+  // current end. `complete` is false for a last line with no '\n' (possibly torn).
+  bool next(std::string_view& line, bool& complete);
+  // 1-based number of the line last returned.
+  int64_t line_number() const { return line_number_; }
+
+ private:
+  bool fill();  // reads more; false at end of file
+
+  std::string path_;
+  int fd_ = -1;
+  std::vector<char> buffer_;
+  size_t begin_ = 0, end_ = 0;  // unread bytes are buffer_[begin_, end_)
+  bool eof_ = false;
+  int64_t line_number_ = 0;
+};
+
+// The files that a layer_events path argument names, in the order they are read:
+//   * an existing file: that file;
+//   * a directory: every *.jsonl file below it (subdirectories included), sorted by path;
+//   * otherwise a glob(3) pattern ("runs/*/rank*.jsonl"): its matches, sorted, with matching
+//     directories expanded as above.
+// Throws pp::Error "layer_events: no such file or directory: 'PATH'" when nothing matches.
+// A directory without *.jsonl files gives no files and a note in `notes`.
+std::vector<std::string> event_files(const std::string& path, std::vector<std::string>& notes);
+
+}  // namespace pp
