@@ -10,6 +10,7 @@ int register_settings_table(const Registration& r);      // vtab/pp_settings.cpp
 int register_regex_functions(const Registration& r);     // ext/regex_functions.cpp
 int register_prometheus_tables(const Registration& r);   // vtab/prom_*.cpp
 int register_layer_events(const Registration& r);  // vtab/layer_events.cpp
+int register_mean_functions(const Registration& r);        // ext/mean_functions.cpp
 
 }  // namespace pp
 

@@ -338,3 +338,46 @@ TEST(MeanState, MalformedEncodingsAreRejected) {
 }
 
 }  // namespace
+
+// The SQL functions store exactly the state the arithmetic computes.
+#include "unit/test_db.hpp"
+
+namespace {
+
+TEST(MeanSql, StoredStateIsTheComputedState) {
+  pp_test::TestDb db;
+  db.exec("CREATE TABLE t(i INTEGER PRIMARY KEY, x REAL, w REAL)");
+  std::mt19937_64 rng(9);
+  const auto data = draw(rng, 500, 1e6, 1, true);
+  for (size_t i = 0; i < data.size(); ++i) {
+    db.query("INSERT INTO t VALUES (?, ?, ?)", {std::to_string(i), std::to_string(data[i].x), std::to_string(data[i].w)});
+  }
+  // Fold the values as stored (text round trip of REAL) in the same order as the query.
+  const auto rows = db.query("SELECT x, w FROM t ORDER BY i");
+  MeanState expected{}, expected_weighted{};
+  for (const auto& row : rows) {
+    expected.add(row[0].real);
+    expected_weighted.add(row[0].real, row[1].real);
+  }
+  const auto states = db.query("SELECT pp_mean(x), pp_mean(x, w) FROM (SELECT * FROM t ORDER BY i)");
+  EXPECT_EQ(states[0][0].text, pp::encode_mean_state(expected));
+  EXPECT_EQ(states[0][1].text, pp::encode_mean_state(expected_weighted));
+  const auto running = db.query("SELECT pp_mean(x) OVER (ORDER BY i) FROM t ORDER BY i");
+  ASSERT_EQ(running.size(), 500u);
+  EXPECT_EQ(running.back()[0].text, pp::encode_mean_state(expected));
+  // Readers agree with the decoded state.
+  const auto read = db.query("SELECT pp_mean_value(s), pp_mean_stddev(s), pp_mean_count(s) FROM "
+                             "(SELECT pp_mean(x, w) AS s FROM (SELECT * FROM t ORDER BY i))");
+  EXPECT_EQ(read[0][0].real, *expected_weighted.value());
+  EXPECT_EQ(read[0][1].real, *expected_weighted.stddev());
+  EXPECT_EQ(read[0][2].integer, 500);
+}
+
+TEST(MeanSql, ErrorsNameFunctionAndArgument) {
+  pp_test::TestDb db;
+  EXPECT_EQ(db.error("SELECT pp_mean_value(x'00')"), "pp_mean_value: argument 'state' is not a pp_mean state");
+  EXPECT_EQ(db.error("SELECT pp_mean(1, -2)"), "pp_mean: argument 'w' must be a finite number >= 0");
+  EXPECT_EQ(db.error("SELECT pp_mean_merge(1, NULL)"), "pp_mean_merge: argument 'a' is not a pp_mean state");
+}
+
+}  // namespace

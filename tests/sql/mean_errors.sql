@@ -1,0 +1,48 @@
+-- Errors of the pp_mean functions: each names the function and the argument.
+CREATE TABLE t(x, w);
+INSERT INTO t VALUES (1, 1), (2, 2), (3, 0.5);
+CREATE TABLE states AS SELECT pp_mean(x) AS s FROM t;
+-- error: pp_mean: argument 'w' must be a finite number >= 0
+SELECT pp_mean(x, -1) FROM t;
+-- error: pp_mean: argument 'w' must be a finite number >= 0
+SELECT pp_mean(x, 9e999) FROM t;
+-- error: pp_mean: argument 'w' must be a finite number >= 0
+SELECT pp_mean(NULL, -0.5);
+-- error: pp_mean: argument 'w' is not a number: 'heavy'
+SELECT pp_mean(x, 'heavy') FROM t;
+-- error: pp_mean: argument 'x' is not a number: 'abc'
+SELECT pp_mean('abc');
+-- error: pp_mean: argument 'x' must be finite
+SELECT pp_mean(-9e999);
+-- error: pp_mean: argument 'w' must be a finite number >= 0
+SELECT pp_mean(x, w - 1) OVER (ORDER BY x ROWS 1 PRECEDING) FROM t;
+-- error: pp_mean_value: argument 'state' is not a pp_mean state
+SELECT pp_mean_value(x'00');
+-- error: pp_mean_value: argument 'state' is not a pp_mean state
+SELECT pp_mean_value('5.0');
+-- error: pp_mean_value: argument 'state' is not a pp_mean state
+SELECT pp_mean_value(42);
+-- error: pp_mean_value: argument 'state' is not a pp_mean state
+SELECT pp_mean_value(substr(s, 1, 59)) FROM states;
+-- error: pp_mean_value: argument 'state' is not a pp_mean state
+SELECT pp_mean_value(x'706D02' || substr(s, 4)) FROM states;
+-- error: pp_mean_value: argument 'state' is not a pp_mean state
+SELECT pp_mean_value(zeroblob(60));
+-- error: pp_mean_count: argument 'state' is not a pp_mean state
+SELECT pp_mean_count(x'706D');
+-- error: pp_mean_stddev: argument 'state' is not a pp_mean state
+SELECT pp_mean_stddev('x');
+-- error: pp_mean_min: argument 'state' is not a pp_mean state
+SELECT pp_mean_min(1.5);
+-- error: pp_mean_max: argument 'state' is not a pp_mean state
+SELECT pp_mean_max(x'');
+-- error: pp_mean_json: argument 'state' is not a pp_mean state
+SELECT pp_mean_json(randomblob(60));
+-- error: pp_mean_merge: argument 'a' is not a pp_mean state
+SELECT pp_mean_merge(x'01', NULL);
+-- error: pp_mean_merge: argument 'b' is not a pp_mean state
+SELECT pp_mean_merge(s, 7) FROM states;
+-- error: pp_mean_merge: argument 'state' is not a pp_mean state
+SELECT pp_mean_merge(x) FROM t;
+-- error: wrong number of arguments to function pp_mean()
+SELECT pp_mean(x, w, 1) FROM t;
