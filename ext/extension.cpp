@@ -19,6 +19,7 @@ constexpr RegisterFunction kAreas[] = {
     pp::register_prometheus_tables,  // prom_range, prom_samples, prom_series, prom_label_values
     pp::register_layer_events,       // layer_events
     pp::register_mean_functions,        // pp_mean, pp_mean_merge, pp_mean_value/count/stddev/min/max/json
+    pp::register_similarity_functions,  // pp_similar, pp_novel
 };
 
 }  // namespace

@@ -11,6 +11,7 @@ int register_regex_functions(const Registration& r);     // ext/regex_functions.
 int register_prometheus_tables(const Registration& r);   // vtab/prom_*.cpp
 int register_layer_events(const Registration& r);  // vtab/layer_events.cpp
 int register_mean_functions(const Registration& r);        // ext/mean_functions.cpp
+int register_similarity_functions(const Registration& r);  // ext/similarity_functions.cpp
 
 }  // namespace pp
 
