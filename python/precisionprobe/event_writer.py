@@ -116,6 +116,8 @@ class EventWriter:
     def _resolve(self, item, final):
         """True when both CUDA timestamps of the item can be read now."""
         start, end, device = item[4], item[5], item[6]
+        if type(start) is int and type(end) is int:  # a CPU event queued behind CUDA ones
+            return True
         resolver = self._cuda_clock.resolver
         for stamp in (start, end):
             if type(stamp) is not int and not resolver.is_ready(stamp):

@@ -1,0 +1,93 @@
+"""precisionprobe.attach()/detach() in a running process, as in a notebook."""
+import torch
+from torch import nn
+
+from conftest import read_records
+
+
+def train(model, steps, seed=0):
+    torch.manual_seed(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss_fn = nn.MSELoss()
+    losses = []
+    for _ in range(steps):
+        x, y = torch.randn(8, 4), torch.randn(8, 1)
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def mlp():
+    torch.manual_seed(1)
+    return nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1))
+
+
+def test_attach_records_layers_until_detach(tmp_path, fresh_probe, capsys):
+    model = mlp()
+    probe = fresh_probe.attach(job_id="notebook", out=tmp_path)
+    assert fresh_probe.attach() is probe  # attaching twice keeps the first probe
+    train(model, steps=2)
+    written, dropped = fresh_probe.detach()
+    assert (written, dropped) == (2 * 2 * 4, 0)  # 2 steps x (3 layers + MSELoss) x 2 directions
+    assert f"precisionprobe: wrote {written} events, dropped 0" in capsys.readouterr().err
+
+    headers, events = read_records(tmp_path)
+    assert [h["job_id"] for h in headers] == ["notebook"]
+    assert {e["job_id"] for e in events} == {"notebook"}
+    assert [(e["layer"], e["forward"]) for e in events if e["batch"] == 1] == [
+        ("0", True), ("1", True), ("2", True), ("MSELoss", True),
+        ("MSELoss", False), ("2", False), ("1", False), ("0", False)]
+
+    train(model, steps=1)  # detached: nothing more is written
+    assert len(read_records(tmp_path)[1]) == len(events)
+
+
+def test_loss_module_outside_the_model_is_named_after_its_class(tmp_path, fresh_probe):
+    fresh_probe.attach(out=tmp_path)
+    train(mlp(), steps=1)
+    fresh_probe.detach()
+    assert "MSELoss" in {e["layer"] for e in read_records(tmp_path)[1]}
+
+
+def test_modules_whose_output_needs_no_grad_have_no_backward_event(tmp_path, fresh_probe):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Identity(), nn.Linear(8, 1))
+    model[0].requires_grad_(False)  # frozen first layer, and the input needs no grad either
+    fresh_probe.attach(out=tmp_path)
+    model(torch.randn(2, 4)).sum().backward()
+    fresh_probe.detach()
+    events = read_records(tmp_path)[1]
+    assert [e["layer"] for e in events if e["forward"]] == ["0", "1", "2", "3"]
+    # "0" and "1": no grad flows into them. "2" (Identity) returns its input: no work of its own.
+    assert [e["layer"] for e in events if not e["forward"]] == ["3"]
+
+
+def test_inference_under_no_grad_gives_forward_events_one_batch_per_call(tmp_path, fresh_probe):
+    model = mlp()
+    fresh_probe.attach(out=tmp_path)
+    with torch.no_grad():
+        for _ in range(3):
+            model(torch.randn(2, 4))
+    fresh_probe.detach()
+    events = read_records(tmp_path)[1]
+    assert all(e["forward"] for e in events)
+    assert [e["batch"] for e in events] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+
+
+def test_layer_names_are_paths_in_the_model(tmp_path, fresh_probe):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+            self.head = nn.Linear(4, 1)
+
+        def forward(self, x):
+            return self.head(self.encoder(x))
+
+    fresh_probe.attach(out=tmp_path)
+    Net()(torch.randn(1, 4))
+    fresh_probe.detach()
+    assert [e["layer"] for e in read_records(tmp_path)[1]] == ["encoder.0", "encoder.1", "head"]

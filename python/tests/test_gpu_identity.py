@@ -1,0 +1,34 @@
+"""gpu_uuid / gpu: torch's device index mapped to the host's GPU as dcgm-exporter labels it."""
+from precisionprobe.gpu_identity import parse_nvidia_smi, resolve_gpu
+
+SMI = """0, GPU-aaaaaaaa-0000-0000-0000-000000000000
+1, GPU-bbbbbbbb-0000-0000-0000-000000000000
+2, GPU-cccccccc-0000-0000-0000-000000000000
+"""
+TABLE = parse_nvidia_smi(SMI)
+
+
+def test_parse_nvidia_smi_csv():
+    assert TABLE[2] == "GPU-cccccccc-0000-0000-0000-000000000000"
+    assert parse_nvidia_smi("No devices were found\n") == {}
+
+
+def test_no_remapping():
+    assert resolve_gpu(1, None, TABLE) == ("GPU-bbbbbbbb-0000-0000-0000-000000000000", 1)
+
+
+def test_cuda_visible_devices_by_index():
+    assert resolve_gpu(0, "2,0", TABLE) == ("GPU-cccccccc-0000-0000-0000-000000000000", 2)
+
+
+def test_cuda_visible_devices_by_uuid_prefix():
+    assert resolve_gpu(0, "GPU-bbbb", TABLE) == ("GPU-bbbbbbbb-0000-0000-0000-000000000000", 1)
+
+
+def test_uuid_reported_by_newer_torch():
+    uuid, index = resolve_gpu(0, None, TABLE, torch_uuid="cccccccc-0000-0000-0000-000000000000")
+    assert (uuid, index) == ("GPU-cccccccc-0000-0000-0000-000000000000", 2)
+
+
+def test_nothing_known_keeps_the_torch_index():
+    assert resolve_gpu(3, None, {}) == (None, 3)
