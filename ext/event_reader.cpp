@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -56,6 +57,34 @@ const char* type_phrase(FieldType t) {
   }
   return "has the wrong type";
 }
+
+// Each key with its quotes ("job_id" is 8 bytes, none is over 16) as two little-endian words and
+// masks, so the key a line is expected to have next is checked with two loads.
+struct KeyPattern {
+  uint64_t word[2] = {0, 0};
+  uint64_t mask[2] = {0, 0};
+  size_t size = 0;
+};
+
+constexpr std::array<KeyPattern, kRecord + 1> make_key_patterns() {
+  std::array<KeyPattern, kRecord + 1> patterns{};
+  for (size_t f = 0; f < patterns.size(); ++f) {
+    const std::string_view name = kFieldNames[f];
+    KeyPattern& k = patterns[f];
+    k.size = name.size() + 2;
+    for (size_t i = 0; i < k.size; ++i) {
+      const char c = i == 0 || i == k.size - 1 ? '"' : name[i - 1];
+      k.word[i / 8] |= uint64_t{static_cast<unsigned char>(c)} << (8 * (i % 8));
+      k.mask[i / 8] |= uint64_t{0xFF} << (8 * (i % 8));
+    }
+  }
+  return patterns;
+}
+
+constexpr std::array<KeyPattern, kRecord + 1> kKeyPatterns = make_key_patterns();
+static_assert(kKeyPatterns[kLocalRank].size <= 16 && kKeyPatterns[kWorldSize].size <= 16 &&
+                  kKeyPatterns[kLayerType].size <= 16 && kKeyPatterns[kTStartNs].size <= 16,
+              "keys fit two words");
 
 // The client writes keys in column order, so the field after the previous one is tried first.
 Field field_of(std::string_view key, int& hint) {
@@ -118,6 +147,15 @@ int hex_value(char c) {
 
 constexpr int kMaxDepth = 256;
 
+// A scanned JSON number.
+struct Number {
+  std::string_view lexeme;
+  bool integral = true;   // no fraction or exponent
+  bool negative = false;
+  bool exact = true;      // magnitude holds the integer part (at most 19 digits)
+  uint64_t magnitude = 0;
+};
+
 // Parses one line as a JSON object (RFC 8259), decoding the event fields into `event` and
 // validating everything else without building it.
 class LineParser {
@@ -162,13 +200,18 @@ class LineParser {
     if (p_ < end_ && *p_ == '}') return ++p_, true;
     int hint = 0;
     for (;;) {
-      std::string_view key;
-      if (p_ == end_ || *p_ != '"' || !parse_string(key, key_scratch_)) return false;
+      if (p_ == end_ || *p_ != '"') return false;
+      Field field;
+      if (!expected_key(hint, field)) {
+        std::string_view key;
+        if (!parse_string(key, key_scratch_)) return false;
+        field = field_of(key, hint);
+      }
       skip_ws();
       if (p_ == end_ || *p_ != ':') return false;
       ++p_;
       skip_ws();
-      if (p_ == end_ || !parse_field(field_of(key, hint))) return false;
+      if (p_ == end_ || !parse_field(field)) return false;
       skip_ws();
       if (p_ == end_) return false;
       if (*p_ == '}') return ++p_, true;
@@ -205,10 +248,9 @@ class LineParser {
     } else if ((c == '-' || (c >= '0' && c <= '9')) &&
                (type == FieldType::Integer || type == FieldType::NullableInteger ||
                 type == FieldType::Number)) {
-      std::string_view lexeme;
-      bool integral = false;
-      if (!scan_number(lexeme, integral)) return false;
-      typed = store_number(f, type, lexeme, integral);
+      Number number;
+      if (!scan_number(number)) return false;
+      typed = store_number(f, type, number);
       if (!typed) return true;  // syntax fine, value unusable: wrong_type_ is set
     } else if ((c == 't' || c == 'f') && type == FieldType::Boolean) {
       if (!literal(c == 't' ? "true" : "false")) return false;
@@ -223,28 +265,37 @@ class LineParser {
     return skip_value(0);
   }
 
-  bool store_number(Field f, FieldType type, std::string_view lexeme, bool integral) {
-    const char* first = lexeme.data();
-    const char* last = first + lexeme.size();
+  bool store_number(Field f, FieldType type, const Number& number) {
+    const char* first = number.lexeme.data();
+    const char* last = first + number.lexeme.size();
     if (type == FieldType::Number) {
+      if (number.integral && number.exact && number.magnitude <= (uint64_t{1} << 53)) {
+        const double d = static_cast<double>(number.magnitude);
+        event_.cpu_num = number.negative ? -d : d;
+        return true;
+      }
       const auto [end, ec] = std::from_chars(first, last, event_.cpu_num);
       if (ec == std::errc() && end == last) return true;
       mistyped(f, /*out_of_range=*/true);
       return false;
     }
-    if (!integral) {
+    if (!number.integral) {
       mistyped(f, /*out_of_range=*/false);
       return false;
     }
     int64_t& out = integer_field(f);
-    const auto [end, ec] = std::from_chars(first, last, out);
-    if (ec == std::errc() && end == last) {
+    constexpr uint64_t kMax = uint64_t{INT64_MAX};
+    if (number.exact && number.magnitude <= kMax + (number.negative ? 1 : 0)) {
+      // -2^63 has no positive counterpart: negate in unsigned arithmetic.
+      out = number.negative ? static_cast<int64_t>(~number.magnitude + 1)
+                            : static_cast<int64_t>(number.magnitude);
       if (f == kGpu) event_.gpu_null = false;
       return true;
     }
     mistyped(f, /*out_of_range=*/true);
     return false;
   }
+
 
   // Remembers the first field whose value is unusable; the line is malformed unless it turns
   // out to be a job header.
@@ -292,46 +343,88 @@ class LineParser {
     }
   }
 
+  // Byte loops rather than memcmp: the words are a few bytes, and a libc call per key or
+  // literal was a tenth of the scan.
   bool literal(std::string_view word) {
-    if (static_cast<size_t>(end_ - p_) < word.size() || std::string_view(p_, word.size()) != word)
-      return false;
+    if (static_cast<size_t>(end_ - p_) < word.size() || !same_bytes(p_, word)) return false;
     p_ += word.size();
     return true;
   }
 
-  // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-  bool scan_number(std::string_view& lexeme, bool& integral) {
+  static bool same_bytes(const char* p, std::string_view word) {
+    for (size_t i = 0; i < word.size(); ++i)
+      if (p[i] != word[i]) return false;
+    return true;
+  }
+
+  // The key the client writes next, matched in place ("job_id" needs no escapes), so the usual
+  // key costs one comparison instead of a string scan and a table lookup.
+  bool expected_key(int& hint, Field& field) {
+    if (hint > kRecord) return false;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (end_ - p_ >= 16) {
+      const KeyPattern& k = kKeyPatterns[hint];
+      uint64_t a, b;
+      std::memcpy(&a, p_, 8);
+      std::memcpy(&b, p_ + 8, 8);
+      if (((a ^ k.word[0]) & k.mask[0]) | ((b ^ k.word[1]) & k.mask[1])) return false;
+      p_ += k.size;
+      field = static_cast<Field>(hint++);
+      return true;
+    }
+#endif
+    const std::string_view name = kFieldNames[hint];
+    if (static_cast<size_t>(end_ - p_) < name.size() + 2 || p_[name.size() + 1] != '"' ||
+        !same_bytes(p_ + 1, name))
+      return false;
+    p_ += name.size() + 2;
+    field = static_cast<Field>(hint++);
+    return true;
+  }
+
+  // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?; the integer part's value is accumulated
+  // while scanning, so integers need no second pass.
+  bool scan_number(Number& number) {
     const char* start = p_;
     auto digits = [&] {
       const char* s = p_;
       while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
       return p_ > s;
     };
-    if (p_ < end_ && *p_ == '-') ++p_;
+    if (p_ < end_ && *p_ == '-') {
+      number.negative = true;
+      ++p_;
+    }
     if (p_ < end_ && *p_ == '0') {
       ++p_;
-    } else if (!digits()) {
-      return false;
+    } else {
+      const char* first = p_;
+      uint64_t magnitude = 0;
+      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') magnitude = magnitude * 10 + (*p_++ - '0');
+      if (p_ == first) return false;
+      number.exact = p_ - first <= 19;  // 10^19 - 1 < 2^64: no wrap-around
+      number.magnitude = magnitude;
     }
-    integral = true;
     if (p_ < end_ && *p_ == '.') {
       ++p_;
       if (!digits()) return false;
-      integral = false;
+      number.integral = false;
     }
     if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
       ++p_;
       if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
       if (!digits()) return false;
-      integral = false;
+      number.integral = false;
     }
-    lexeme = std::string_view(start, p_ - start);
+    number.lexeme = std::string_view(start, p_ - start);
     return true;
   }
+
 
   // At '"'. The common case (no escapes) returns a view into the line without copying.
   bool parse_string(std::string_view& out, std::string& scratch) {
     const char* start = ++p_;
+    skip_plain_bytes();
     while (p_ < end_) {
       const auto c = static_cast<unsigned char>(*p_);
       if (c == '"') {
@@ -403,6 +496,29 @@ class LineParser {
     return false;
   }
 
+  // Moves p_ over bytes that need no attention inside a string (not '"', '\\', a control
+  // character or a non-ASCII byte), eight at a time.
+  void skip_plain_bytes() {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+    while (end_ - p_ >= 8) {
+      uint64_t v;
+      std::memcpy(&v, p_, 8);
+      const uint64_t quote = v ^ (kOnes * '"'), backslash = v ^ (kOnes * '\\');
+      // A byte's high bit is set where it is zero after the xor / below 0x20 / non-ASCII. Borrows
+      // only mark bytes above a marked one, so the lowest mark is exact.
+      const uint64_t special = ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) |
+                               ((v - kOnes * 0x20) & ~v) | v;
+      const uint64_t marks = special & kHigh;
+      if (marks) {
+        p_ += __builtin_ctzll(marks) >> 3;
+        return;
+      }
+      p_ += 8;
+    }
+#endif
+  }
+
   bool hex4(uint32_t& out) {
     if (end_ - p_ < 4) return false;
     out = 0;
@@ -452,9 +568,8 @@ class LineParser {
         }
       }
       default: {
-        std::string_view ignored;
-        bool integral = false;
-        return scan_number(ignored, integral);
+        Number ignored;
+        return scan_number(ignored);
       }
     }
   }

@@ -273,7 +273,21 @@ TEST(LayerEventsParse, SyntaxAgreesWithNlohmann) {
       R"(1e5)", R"(1E+5)", R"(1e-5)", R"(1e)", R"(-1.25e-3)", R"(+1)", R"(0x10)", R"(true)",
       R"(tru)", R"(false)", R"(null)", R"(nul)", R"(NaN)", R"(Infinity)", R"([])", R"([1,2,])",
       R"([1 2])", R"({})", R"({"a":[{"b":null}]})", R"({"a"})", R"({"a":1,})", R"({a:1})",
-      R"([[[[[[[[[[]]]]]]]]]])", R"([)", R"(})", R"('x')", "\"tab\there\"", R"(1e999)"};
+      R"([[[[[[[[[[]]]]]]]]]])", R"([)", R"(})", R"('x')", "\"tab\there\"", R"(1e999)",
+      R"(-9223372036854775808)", R"(9223372036854775807)", R"(9223372036854775808)",
+      R"(-9223372036854775809)", R"(18446744073709551615)", R"(18446744073709551616)",
+      R"(123456789012345678901234)", R"(9007199254740993)", R"(-0.0)", R"(1234567890123456789)",
+      R"(0.1)", R"(2.5e-3)", R"(1E2)"};
+  // Strings whose special byte falls at every offset of the 8-byte scan.
+  std::vector<std::string> strings;
+  for (int at = 0; at < 18; ++at)
+    for (const char* special : {"\\\"", "\\n", "\x01", "\xC3\xA9", "\xC3", "\x7f", "\xFF"})
+      strings.push_back("\"" + std::string(at, 'a') + special + std::string(11, 'b') + "\"");
+  for (const std::string& value : strings) {
+    ordered_json j = event_json(4);
+    j.erase("layer");
+    check_against_reference("{\"layer\":" + value + "," + j.dump().substr(1));
+  }
   for (const std::string& value : values) {
     const std::string base = event_line(4);
     check_against_reference(base.substr(0, base.size() - 1) + ",\"extra\":" + value + "}");
@@ -285,6 +299,9 @@ TEST(LayerEventsParse, SyntaxAgreesWithNlohmann) {
     j = event_json(4);
     j.erase("cpu_num");
     check_against_reference("{\"cpu_num\":" + value + "," + j.dump().substr(1));
+    j = event_json(4);
+    j.erase("rank");
+    check_against_reference("{\"rank\":" + value + "," + j.dump().substr(1));
   }
   for (const std::string& line : {std::string("{}x"), std::string("{} {}"), std::string("5"),
                                   std::string("\"s\""), event_line(1) + " ", " " + event_line(1),
