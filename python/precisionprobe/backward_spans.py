@@ -55,13 +55,14 @@ class _ThreadState:
 class BackwardTimeline:
     """Keeps at most one open span per autograd thread and closes it by the rules above.
 
-    emit(span, t_start, t_end) receives every closed interval; stamp(span) returns "now" on the
-    span's clock; queue_end_of_pass(fn) arranges for fn() to run when the backward pass ends;
-    on_backward() tells the batch tracker that a backward pass is under way.
+    put(event tuple) receives every closed interval as (info, False, batch, epoch, t_start,
+    t_end, device), the writer's queue format; stamp(span) returns "now" on the span's clock;
+    queue_end_of_pass(fn) arranges for fn() to run when the backward pass ends; on_backward()
+    tells the batch tracker that a backward pass is under way.
     """
 
-    def __init__(self, emit, stamp, queue_end_of_pass, on_backward):
-        self._emit = emit
+    def __init__(self, put, stamp, queue_end_of_pass, on_backward):
+        self._put = put
         self._stamp = stamp
         self._queue_end_of_pass = queue_end_of_pass
         self._on_backward = on_backward
@@ -76,6 +77,9 @@ class BackwardTimeline:
 
     def in_backward_pass(self):
         return self._state().in_pass
+
+    def _emit(self, span, t_start, t_end):
+        self._put((span.info, False, span.batch, span.epoch, t_start, t_end, span.device))
 
     def start(self, span):
         state = self._state()

@@ -41,7 +41,7 @@ class Probe:
     """Installs the hooks (install()) and removes them, flushing every event (close())."""
 
     def __init__(self, job_id=None, out=None, clock="auto", flush_interval=0.2, command=None,
-                 summary="always", stderr=None):
+                 summary="always", stderr=None, sink=None):
         import torch
         self._torch = torch
         self._stderr = stderr
@@ -51,6 +51,7 @@ class Probe:
         self._start_time_ns = time.time_ns()
         self._summary = summary  # "always", or "auto": only when something was recorded
         self._flush_interval = flush_interval
+        self._sink = sink  # replaces the writer's queue (bench/hook_overhead.py sends events over HTTP)
         use_cuda = clock == "cuda" or (clock == "auto" and torch.cuda.is_available())
         self._cuda_clock = CudaClock(torch) if use_cuda else None
         self._gpu_directory = GpuDirectory(torch) if use_cuda else None
@@ -68,12 +69,17 @@ class Probe:
                                    EventFormatter(self.identity, self._gpu_lookup),
                                    cuda_clock=self._cuda_clock,
                                    flush_interval=self._flush_interval, stderr=self._stderr)
-        self._emit = self._writer.put
+        self._emit = self._sink or self._writer.put
         self._writer_started = False
         self._header_written = False
         self._local = threading.local()
-        self._timeline = BackwardTimeline(self._emit_backward, self._stamp_span,
-                                          self._queue_end_of_pass, self._batches.on_backward)
+        if self._cuda_clock is None:
+            time_ns = time.time_ns
+            stamp_span = lambda span: time_ns()  # noqa: E731 - one call less per backward hook
+        else:
+            stamp_span = self._stamp_span
+        self._timeline = BackwardTimeline(self._emit, stamp_span, self._queue_end_of_pass,
+                                          self._batches.on_backward)
 
     def _gpu_lookup(self, device):
         return self._gpu_directory.lookup(device)
@@ -151,6 +157,7 @@ class Probe:
                 stack = local.stack
             except AttributeError:
                 stack = local.stack = []
+                local.chain_node = None
             info = self._get_info(id(module))
             if not stack:
                 info = self._on_top_level_call(module, info)
@@ -159,14 +166,13 @@ class Probe:
             if not info.is_leaf:
                 stack.append((info, None, None, None))
                 return
-            boundary = None
+            input_nodes = None
             if self._is_grad_enabled():
                 tensor_type = self._tensor_type
-                boundary = [x.grad_fn for x in inputs
-                            if isinstance(x, tensor_type) and x.grad_fn is not None]
+                input_nodes = [x.grad_fn for x in inputs if isinstance(x, tensor_type)]
             device = None if self._cuda_clock is None else self._input_device(inputs)
             stack.append((info, self._time_ns() if device is None else self._stamp(device),
-                          boundary, device))
+                          input_nodes, device))
         except Exception as error:  # noqa: BLE001 - the probe must never break training
             self._break(error)
 
@@ -174,8 +180,9 @@ class Probe:
         if self._broken:
             return
         t_end = self._time_ns()
+        local = self._local
         try:
-            stack = self._local.stack
+            stack = local.stack
             entry = stack.pop()
         except (AttributeError, IndexError):
             return  # hooks installed while this module was already running: no start to pair with
@@ -184,22 +191,29 @@ class Probe:
                 entry = self._unwind(stack, module, entry)
                 if entry is None:
                     return
-            info, t_start, boundary, device = entry
+            info, t_start, input_nodes, device = entry
             if t_start is None:  # a container
                 return
             if device is not None:
                 t_end = self._stamp(device)
             batch, epoch = self._batches.batch, self._epochs.epoch
             self._emit((info, True, batch, epoch, t_start, t_end, device))
-            if boundary is None:  # grad disabled: no backward
+            if input_nodes is None:  # grad disabled: no backward
                 return
-            node = _first_grad_fn(output, self._tensor_type)
-            if node is None or any(node is b for b in boundary):  # no graph, or input passed through
+            node = (output.grad_fn if isinstance(output, self._tensor_type)
+                    else _first_grad_fn(output, self._tensor_type))
+            if node is None or node in input_nodes:  # no graph, or input passed through unchanged
+                local.chain_node = None
                 return
             span = BackwardSpan(self._timeline, info, batch, epoch, device)
             node.register_prehook(span.on_output_grad)
-            for input_node in boundary:
-                input_node.register_prehook(span.on_input_grad)
+            # End markers. An input made by the previous leaf layer needs none: that layer's start
+            # hook sits on the same node and closes this span at the same moment.
+            chain_node = local.chain_node
+            for input_node in input_nodes:
+                if input_node is not None and input_node is not chain_node:
+                    input_node.register_prehook(span.on_input_grad)
+            local.chain_node = node
         except Exception as error:  # noqa: BLE001
             self._break(error)
 
@@ -221,6 +235,7 @@ class Probe:
         if info is None:
             info = self._layers.describe(module, module)
         self._local.top_level_module = weakref.ref(module)
+        self._local.chain_node = None  # do not keep last step's graph alive
         if not self._timeline.in_backward_pass():  # activation checkpointing re-runs forwards
             self._batches.on_top_level_call(module, self._is_grad_enabled())
         if not self._header_written:
@@ -240,9 +255,6 @@ class Probe:
                             clock="cpu" if self._cuda_clock is None else "cuda",
                             package_version=__version__)
         self._emit((HEADER, header))
-
-    def _emit_backward(self, span, t_start, t_end):
-        self._emit((span.info, False, span.batch, span.epoch, t_start, t_end, span.device))
 
     def _break(self, error):
         self._broken = True

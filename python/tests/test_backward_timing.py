@@ -24,8 +24,11 @@ class FakeAutograd:
     def timeline(self):
         def on_backward():
             self.backward_passes += 1
-        return BackwardTimeline(lambda span, t0, t1: self.emitted.append((span.info, t0, t1)),
-                                self.stamp, self.end_of_pass.append, on_backward)
+        def put(event):
+            info, forward, batch, epoch, t_start, t_end, device = event
+            assert forward is False
+            self.emitted.append((info, t_start, t_end))
+        return BackwardTimeline(put, self.stamp, self.end_of_pass.append, on_backward)
 
     def finish_pass(self):
         callbacks = list(self.end_of_pass)

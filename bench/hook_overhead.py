@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Cost of layer hooks on the training step of the CPU DLRM.
+
+Three ways to run the same steps, interleaved round by round (same process, model, batches,
+seed and torch threads):
+  none            no hooks
+  precisionprobe  the probe: tuples on a queue, JSON formatted and written by a background thread
+  http-per-event  the paper's design: each layer event sent as one synchronous HTTP POST, here to
+                  a loopback server this script starts on 127.0.0.1 (keep-alive connection, so
+                  this is a lower bound for a hook that opens a connection per request)
+It prints the median step time of each and the overhead of the two hooked runs over `none`.
+
+  PYTHONPATH=python /usr/bin/python3 bench/hook_overhead.py [--rounds 5 --steps 30]
+"""
+import argparse
+import http.client
+import http.server
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+
+import torch  # noqa: E402
+
+from precisionprobe.event_format import EventFormatter  # noqa: E402
+from precisionprobe.event_writer import HEADER  # noqa: E402
+from precisionprobe.probe import Probe  # noqa: E402
+from precisionprobe.workloads import dlrm  # noqa: E402
+
+# Steps of a few tens of ms on 2 cores: small enough that hook costs would show.
+BENCH_DLRM = ["--batch-size", "64", "--mlp-bot", "512-256-64", "--mlp-top", "256-256-256-1",
+              "--rows-per-table", "10000", "--distinct-batches", "8"]
+
+
+class _Sink(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive
+    received = 0
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).received += 1
+        self.send_response(204)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+class HttpPerEvent:
+    """A probe sink that POSTs every event, as JSON, before the training thread may go on."""
+
+    def __init__(self, port, identity):
+        self._connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        self._formatter = EventFormatter(identity)
+
+    def __call__(self, item):
+        if item[0] is HEADER:
+            return
+        body = self._formatter.line(*item).encode()
+        self._connection.request("POST", "/event", body, {"Content-Type": "application/json"})
+        self._connection.getresponse().read()
+
+    def close(self):
+        self._connection.close()
+
+
+def timed_steps(step, batches, steps):
+    times = []
+    for i in range(steps):
+        started = time.perf_counter()
+        step(batches[i % len(batches)]).item()
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=30, help="timed steps per mode and round")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads; 1 leaves the second core of a 2-core box to the writer")
+    options, dlrm_flags = parser.parse_known_args()
+
+    args = dlrm.parse_args([*BENCH_DLRM, *dlrm_flags, "--iterations", "8", "--threads", str(options.threads)])
+    device = dlrm.setup(args)  # seed and threads, once for all modes
+    model, optimizer = dlrm.build(args, device)
+    step = dlrm.training_step(model, optimizer)
+    batches = dlrm.make_batches(args)
+    leaves = sum(1 for m in model.modules() if not list(m.children()))
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    out = tempfile.mkdtemp(prefix="hook-overhead-")
+
+    times = {"none": [], "precisionprobe": [], "http-per-event": []}
+    events = {"precisionprobe": 0}
+    timed_steps(step, batches, 3)  # warm-up: allocator, caches
+    for round_index in range(options.rounds):
+        order = list(times)[round_index % 3:] + list(times)[:round_index % 3]  # rotate positions
+        for mode in order:
+            probe, sink = None, None
+            if mode == "precisionprobe":
+                probe = Probe(job_id="bench", out=out, summary="auto", stderr=open(os.devnull, "w")).install()
+            elif mode == "http-per-event":
+                probe = Probe(job_id="bench", out=out, summary="auto")
+                sink = HttpPerEvent(server.server_address[1], probe.identity)
+                probe = Probe(job_id="bench", out=out, summary="auto", sink=sink).install()
+            timed_steps(step, batches, 1)  # the first step after attaching names the layers
+            times[mode] += timed_steps(step, batches, options.steps)
+            if probe is not None:
+                written, _ = probe.close()
+                events["precisionprobe"] += written if mode == "precisionprobe" else 0
+            if sink is not None:
+                sink.close()
+    server.shutdown()
+
+    medians = {mode: statistics.median(samples) for mode, samples in times.items()}
+    base = medians["none"]
+    print(f"DLRM {' '.join(BENCH_DLRM + dlrm_flags)}, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads, {leaves} leaf layers = {2 * leaves} events/step")
+    print(f"{options.rounds} rounds x {options.steps} steps per mode, interleaved; median step time:")
+    for mode, median in medians.items():
+        overhead = "" if mode == "none" else f"  overhead {100 * (median / base - 1):+.1f}%"
+        print(f"  {mode:15s} {median * 1e3:8.2f} ms{overhead}")
+    print(f"precisionprobe wrote {events['precisionprobe']} events; "
+          f"the HTTP sink received {_Sink.received} requests")
+
+
+if __name__ == "__main__":
+    main()

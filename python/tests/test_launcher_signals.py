@@ -1,0 +1,59 @@
+"""The launcher returns the command's exit status and passes on signals sent to it."""
+import signal
+import subprocess
+import sys
+import textwrap
+
+from conftest import child_environment
+
+WAITING_CHILD = textwrap.dedent("""
+    import signal, sys, time
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    print("ready", flush=True)
+    try:
+        for _ in range(300):  # 30 s at most
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        sys.exit(5)
+    sys.exit(0)
+""")
+
+
+def start_launcher(tmp_path):
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "precisionprobe", "run", "--out", str(tmp_path), "--",
+         sys.executable, "-c", WAITING_CHILD],
+        env=child_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert launcher.stdout.readline().strip() == "ready"
+    return launcher
+
+
+def test_ctrl_c_sent_to_the_launcher_reaches_the_command(tmp_path):
+    launcher = start_launcher(tmp_path)
+    launcher.send_signal(signal.SIGINT)
+    stdout, _ = launcher.communicate(timeout=30)
+    assert "interrupted" in stdout
+    assert launcher.returncode == 5
+
+
+def test_command_killed_by_a_signal_exits_128_plus_the_signal(tmp_path):
+    launcher = start_launcher(tmp_path)
+    launcher.send_signal(signal.SIGTERM)
+    launcher.communicate(timeout=30)
+    assert launcher.returncode == 128 + signal.SIGTERM
+
+
+def test_missing_command_exits_127(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--out", str(tmp_path),
+                             "--", str(tmp_path / "no-such-program")],
+                            env=child_environment(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 127
+    assert "cannot run" in result.stderr
+
+
+def test_run_needs_a_command():
+    result = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--"],
+                            env=child_environment(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "missing COMMAND" in result.stderr
