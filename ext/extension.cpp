@@ -13,13 +13,14 @@ namespace {
 using RegisterFunction = int (*)(const pp::Registration&);
 
 constexpr RegisterFunction kAreas[] = {
-    pp::register_core_functions,   // pp_version, pp_config, pp_last_warnings
+    pp::register_core_functions,   // pp_version, pp_config, pp_last_warnings, pp_http_stats
     pp::register_settings_table,   // pp_settings
     pp::register_regex_functions,  // regexp, prom_match
     pp::register_prometheus_tables,  // prom_range, prom_samples, prom_series, prom_label_values
     pp::register_layer_events,       // layer_events
     pp::register_mean_functions,        // pp_mean, pp_mean_merge, pp_mean_value/count/stddev/min/max/json
     pp::register_similarity_functions,  // pp_similar, pp_novel
+    pp::register_attribution,           // pp_install_views, pp_refresh
 };
 
 }  // namespace

@@ -32,6 +32,14 @@ const std::vector<SettingDefinition>& setting_definitions() {
        "Time span of one raw-sample request made by prom_samples"},
       {"max_response_bytes", SettingType::Integer, "268435456", nullptr,
        "Largest HTTP response body accepted, in bytes"},
+      {"sample_interval_ms", SettingType::Integer, "0", nullptr,
+       "DCGM collection interval used by attribution; 0 = each series' median sample spacing"},
+      {"attribution_margin_seconds", SettingType::Integer, "60", nullptr,
+       "pp_refresh: a job whose last event is older than this is complete, so all its sample "
+       "windows are folded"},
+      {"dedup_rel_tol", SettingType::Real, "0.05", nullptr,
+       "pp_refresh: a layer's new means are kept in layer_history only when they differ from "
+       "the last kept ones by more than this relative tolerance"},
       {"tls_verify", SettingType::Boolean, "on", nullptr, "Verify the server's TLS certificate"},
       {"tls_ca_file", SettingType::Path, "", nullptr, "CA bundle used to verify the server"},
   };
@@ -43,6 +51,7 @@ const char* setting_type_name(SettingType type) {
     case SettingType::Text: return "text";
     case SettingType::Url: return "url";
     case SettingType::Integer: return "integer";
+    case SettingType::Real: return "real";
     case SettingType::Boolean: return "boolean";
     case SettingType::Path: return "path";
     case SettingType::HeadersJson: return "json";
@@ -68,6 +77,12 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
       if (!parse_int64(value, n) || n < 0)
         throw Error(where + "needs a non-negative integer, got '" + value + "'");
       return std::to_string(n);
+    }
+    case SettingType::Real: {
+      double d = 0;
+      if (!parse_double(value, d) || d < 0)
+        throw Error(where + "needs a non-negative number, got '" + value + "'");
+      return std::string(trim(value));
     }
     case SettingType::Boolean: {
       const std::string v = to_lower(value);
@@ -126,6 +141,12 @@ int64_t Settings::get_int(const std::string& key) const {
   int64_t n = 0;
   parse_int64(get(key), n);
   return n;
+}
+
+double Settings::get_real(const std::string& key) const {
+  double d = 0;
+  parse_double(get(key), d);
+  return d;
 }
 
 bool Settings::get_bool(const std::string& key) const { return get(key) == "on"; }

@@ -9,7 +9,7 @@
 
 namespace pp {
 
-enum class SettingType { Text, Url, Integer, Boolean, Path, HeadersJson };
+enum class SettingType { Text, Url, Integer, Real, Boolean, Path, HeadersJson };
 
 struct SettingDefinition {
   const char* name;
@@ -29,6 +29,7 @@ class Settings {
   // Raw value; throws pp::Error naming `function` for an unknown key.
   const std::string& get(const std::string& key, const char* function = "pp_config") const;
   int64_t get_int(const std::string& key) const;
+  double get_real(const std::string& key) const;
   bool get_bool(const std::string& key) const;
 
   // Validates and stores; throws pp::Error ("pp_config: ...") for unknown keys or bad values.

@@ -8,7 +8,7 @@ Two kinds of file:
     shell, after the lines before the first marker (the setup), and must fail with an error
     message containing TEXT.
 `${NAME}` in a file is replaced by the value NAME from the servers' env.json (see
-tests/fixtures/servers.py), e.g. ${T0}; the chosen server's URL is put in
+tests/fixtures/servers.py), e.g. ${T0}, and ${SOURCE_DIR} by the repository's root; the chosen server's URL is put in
 PRECISIONPROBE_PROMETHEUS_URL, so files never name a port.
 """
 import argparse
@@ -49,6 +49,7 @@ def main():
     if f"{args.server}_url" in env:
         environ["PRECISIONPROBE_PROMETHEUS_URL"] = env[f"{args.server}_url"]
     env["SERVER"] = args.server
+    env["SOURCE_DIR"] = str(Path(__file__).resolve().parent.parent)
     text = substitute(Path(args.file).read_text(), env)
 
     parts = re.split(r"^-- error: (.*)$", text, flags=re.M)

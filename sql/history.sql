@@ -1,0 +1,16 @@
+-- The paper's dedup rule, applied after each refresh: a layer's six current means are kept as
+-- a new layer_history row only when they differ from its last kept row beyond ?1 (relative
+-- tolerance); similar results are not persisted. ?2 is the refresh time.
+WITH current AS (
+  SELECT job_id, layer, forward, data_num,
+         json_array(gpu_util, gpu_mem, dram_active, fp32_active, sm_occupancy, sm_active) AS metrics
+    FROM main.layer_metrics WHERE data_num > 0),
+last_kept AS (
+  SELECT h.job_id, h.layer, h.forward, h.metrics
+    FROM main.layer_history AS h
+   WHERE h.rowid = (SELECT max(rowid) FROM main.layer_history AS k
+                     WHERE k.job_id = h.job_id AND k.layer = h.layer AND k.forward = h.forward))
+INSERT INTO main.layer_history(job_id, layer, forward, refreshed_at, data_num, metrics)
+SELECT c.job_id, c.layer, c.forward, ?2, c.data_num, c.metrics
+  FROM current AS c LEFT JOIN last_kept AS k USING (job_id, layer, forward)
+ WHERE k.metrics IS NULL OR NOT pp_similar(c.metrics, k.metrics, ?1);

@@ -1,0 +1,61 @@
+-- Persistent tables of the attribution engine, created by pp_install_views().
+-- They hold data, not requests, so they are safe in any database file.
+
+-- Layer events imported from the hook client's JSON Lines (one row per line, never twice).
+CREATE TABLE IF NOT EXISTS pp_events(
+  id INTEGER PRIMARY KEY,
+  job_id TEXT NOT NULL, host_name TEXT, ip TEXT, pod TEXT, namespace TEXT,
+  gpu_uuid TEXT NOT NULL, gpu INTEGER, rank INTEGER, pid INTEGER, epoch INTEGER, batch INTEGER,
+  layer TEXT NOT NULL, layer_type TEXT, forward INTEGER NOT NULL,
+  t_start_ns INTEGER NOT NULL, t_end_ns INTEGER NOT NULL,  -- exact: overlaps are computed on these
+  t_start REAL NOT NULL, t_end REAL NOT NULL, cpu_num REAL,  -- unix seconds, for reading
+  source_file TEXT NOT NULL, line INTEGER NOT NULL,
+  folded INTEGER NOT NULL DEFAULT 0,      -- 1 once its duration is in layer_state
+  UNIQUE (source_file, line));
+CREATE INDEX IF NOT EXISTS pp_events_by_gpu_time ON pp_events(gpu_uuid, t_start_ns);
+
+-- Raw DCGM samples of the GPUs the events ran on. A sample at ts_ms is the average over the
+-- collection interval (ts_ms - interval, ts_ms] of its series. Prometheus stores milliseconds.
+CREATE TABLE IF NOT EXISTS pp_samples(
+  uuid TEXT NOT NULL, metric TEXT NOT NULL, ts_ms INTEGER NOT NULL, value REAL,
+  host TEXT, gpu TEXT,
+  PRIMARY KEY (uuid, metric, ts_ms)) WITHOUT ROWID;
+
+-- Collection interval per series: the median spacing of its samples ('median'), the
+-- sample_interval_ms setting ('setting'), or a value a user wrote here ('user').
+CREATE TABLE IF NOT EXISTS pp_intervals(
+  uuid TEXT NOT NULL, metric TEXT NOT NULL, interval_ms INTEGER NOT NULL CHECK (interval_ms > 0),
+  source TEXT NOT NULL DEFAULT 'user',
+  PRIMARY KEY (uuid, metric));
+
+-- Per GPU: sample windows with ts_ms <= folded_through_ms are already in layer_state.
+CREATE TABLE IF NOT EXISTS pp_fold_state(uuid TEXT PRIMARY KEY, folded_through_ms INTEGER NOT NULL);
+
+-- The six metrics of the paper's Table I and their Table II column names.
+CREATE TABLE IF NOT EXISTS pp_metrics(metric TEXT PRIMARY KEY, column_name TEXT NOT NULL);
+INSERT OR IGNORE INTO pp_metrics VALUES
+  ('DCGM_FI_DEV_GPU_UTIL', 'gpu_util'), ('DCGM_FI_DEV_FB_USED', 'gpu_mem'),
+  ('DCGM_FI_PROF_DRAM_ACTIVE', 'dram_active'), ('DCGM_FI_PROF_PIPE_FP32_ACTIVE', 'fp32_active'),
+  ('DCGM_FI_PROF_SM_OCCUPANCY', 'sm_occupancy'), ('DCGM_FI_PROF_SM_ACTIVE', 'sm_active');
+
+-- One row per (job, layer, direction): what does not change with more data.
+CREATE TABLE IF NOT EXISTS pp_layers(
+  job_id TEXT NOT NULL, layer TEXT NOT NULL, forward INTEGER NOT NULL,
+  layer_type TEXT, host_name TEXT, ip TEXT, cpu_num REAL, gpu_uuid TEXT,
+  PRIMARY KEY (job_id, layer, forward));
+
+-- The result table: per (job, layer, direction, metric) a mergeable pp_mean state of the
+-- overlap-weighted sample values; metric '_duration' holds the layer's call durations.
+-- Refreshing folds new data in with pp_mean_merge, never recomputing from history.
+CREATE TABLE IF NOT EXISTS layer_state(
+  job_id TEXT NOT NULL, layer TEXT NOT NULL, forward INTEGER NOT NULL, metric TEXT NOT NULL,
+  state BLOB NOT NULL,
+  PRIMARY KEY (job_id, layer, forward, metric));
+
+-- The paper's storage rule: after each refresh a layer's six means are kept as a snapshot
+-- only when they differ from the last kept snapshot beyond dedup_rel_tol.
+CREATE TABLE IF NOT EXISTS layer_history(
+  job_id TEXT NOT NULL, layer TEXT NOT NULL, forward INTEGER NOT NULL,
+  refreshed_at REAL NOT NULL, data_num INTEGER NOT NULL,
+  metrics TEXT NOT NULL);                -- JSON array in pp_metrics order of column_name
+CREATE INDEX IF NOT EXISTS layer_history_by_layer ON layer_history(job_id, layer, forward);

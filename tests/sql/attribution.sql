@@ -1,0 +1,79 @@
+-- Attribution by overlap, checked against hand-computed values.
+-- Events: tests/data/attribution/part1.jsonl and part2.jsonl. Samples: tests/fixtures/dcgm_data.py,
+-- 1 s interval, so the sample at T0+i covers (T0+i-1, T0+i]. GPU 0: GPU_UTIL = 7i % 101,
+-- FB_USED = 1000 + i, DRAM_ACTIVE = 37i % 1000 / 1000. GPU 1: GPU_UTIL = (7i + 13) % 101.
+--   jobA on GPU 0: l1 fwd [0.5, 1.5] straddles windows 1 and 2; l2 fwd [2, 5] spans windows 3-5;
+--                  a gap [5, 6.25]; l1 bwd [6.25, 6.75] in window 7.
+--   jobB on GPU 1 (same host): two calls of emb, [10, 10.1] and [10.5, 10.6], both in window 11.
+--   jobC on CPU only.
+-- One request fetches the samples of both GPUs.
+SELECT events_added = 6 AND samples_added > 0 AND http_requests = 1
+  FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/*.jsonl');
+SELECT (SELECT count(*) FROM pp_events) = 6;
+-- The median spacing of the 1 s series.
+SELECT count(*) = 12 AND min(interval_ms) = 1000 AND max(interval_ms) = 1000 AND min(source) = 'median' FROM pp_intervals;
+
+-- Table II, exactly the paper's columns first.
+SELECT group_concat(name, ',') = 'job_id,host_name,ip,forward,layer,cpu_num,data_num,gpu_util,gpu_mem,dram_active,fp32_active,sm_occupancy,sm_active,layer_type,calls,mean_duration_ms,resolution,note'
+  FROM pragma_table_info('layer_metrics');
+-- l1 forward: half of window 1 (7) and half of window 2 (14).
+SELECT data_num = 2 AND abs(gpu_util - 10.5) < 1e-9 AND abs(gpu_mem - 1001.5) < 1e-9
+   AND abs(dram_active - 0.0555) < 1e-9 AND calls = 1 AND abs(mean_duration_ms - 1000) < 1e-6
+   AND abs(resolution - 1.0) < 1e-9 AND host_name = 'node-a' AND ip = '10.0.0.1' AND cpu_num = 4.0
+   AND layer_type = 'Linear'
+  FROM layer_metrics WHERE job_id = 'jobA' AND layer = 'l1' AND forward = 1;
+-- l2: windows 3, 4, 5 whole: (21 + 28 + 35) / 3; memory (1003 + 1004 + 1005) / 3.
+SELECT data_num = 3 AND abs(gpu_util - 28) < 1e-9 AND abs(gpu_mem - 1004) < 1e-9
+  FROM layer_metrics WHERE job_id = 'jobA' AND layer = 'l2';
+-- l1 backward: half of window 7 (49).
+SELECT data_num = 1 AND abs(gpu_util - 49) < 1e-9 FROM layer_metrics WHERE job_id = 'jobA' AND layer = 'l1' AND forward = 0;
+-- Untracked time of jobA: 0.5 s of window 2 (14), all of window 6 (42), 0.25 s of window 7 (49).
+SELECT data_num = 3 AND abs(gpu_util - (0.5 * 14 + 42 + 0.25 * 49) / 1.75) < 1e-9 AND note LIKE 'GPU time%'
+  FROM layer_metrics WHERE job_id = 'jobA' AND layer = '(untracked)';
+-- jobB: two calls in one window; same host, other GPU, other job.
+SELECT data_num = 2 AND abs(gpu_util - 90) < 1e-9 AND calls = 2 AND abs(mean_duration_ms - 100) < 1e-9
+   AND abs(resolution - 0.1) < 1e-12
+  FROM layer_metrics WHERE job_id = 'jobB' AND layer = 'emb';
+SELECT abs(gpu_util - 90) < 1e-9 FROM layer_metrics WHERE job_id = 'jobB' AND layer = '(untracked)';
+-- jobC ran on CPU only: no samples, and the row says so.
+SELECT data_num = 0 AND gpu_util IS NULL AND calls = 1 AND note = 'ran on CPU: no GPU samples'
+  FROM layer_metrics WHERE job_id = 'jobC';
+-- Column types: REAL metrics, INTEGER counts.
+SELECT typeof(gpu_util) = 'real' AND typeof(data_num) = 'integer' AND typeof(forward) = 'integer'
+   AND typeof(calls) = 'integer' FROM layer_metrics WHERE layer = 'l2';
+
+-- Per event and metric: l2 takes three whole windows.
+SELECT count(*) = 3 AND sum(weight) = 3.0 FROM layer_attribution
+ WHERE layer = 'l2' AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+SELECT count(*) = 2 AND abs(sum(weight) - 1.0) < 1e-9 FROM layer_attribution
+ WHERE layer = 'l1' AND forward = 1 AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+
+-- Table III: the job's time-weighted utilization over its 6.25 GPU seconds.
+SELECT abs(gpu_util - 180.25 / 6.25) < 1e-9 AND gpus = 1 AND layers = 3 AND abs(gpu_seconds - 6.25) < 1e-6
+  FROM job_overview WHERE job_id = 'jobA';
+-- Per layer type (the paper's Figure 2).
+SELECT abs(gpu_util - 10.5) < 1e-9 AND layers = 1 FROM layer_type_metrics
+ WHERE job_id = 'jobA' AND layer_type = 'Linear' AND forward = 1;
+
+-- Refreshing again with nothing new changes nothing.
+CREATE TEMP TABLE before AS SELECT job_id, layer, forward, metric, state FROM layer_state;
+SELECT events_added = 0 AND samples_added = 0 AND windows_folded = 0 AND history_kept = 0
+  FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/*.jsonl');
+SELECT (SELECT count(*) FROM (SELECT * FROM before EXCEPT SELECT job_id, layer, forward, metric, state FROM layer_state)) = 0
+   AND (SELECT count(*) FROM before) = (SELECT count(*) FROM layer_state);
+-- The dedup rule kept one snapshot per layer with data.
+SELECT count(*) = (SELECT count(*) FROM layer_metrics WHERE data_num > 0) FROM layer_history;
+
+-- Incremental: the first half while the jobs are still live, then the rest, then final,
+-- gives the same states as one refresh over everything.
+DELETE FROM pp_events; DELETE FROM pp_samples; DELETE FROM pp_intervals; DELETE FROM pp_fold_state;
+DELETE FROM pp_layers; DELETE FROM layer_state; DELETE FROM layer_history;
+SELECT pp_config('attribution_margin_seconds', 1000000000) = '1000000000';
+SELECT events_added = 3 FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part1.jsonl');
+SELECT (SELECT count(*) FROM layer_state) < (SELECT count(*) FROM before);
+SELECT events_added = 3 FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/*.jsonl');
+SELECT events_added = 0 AND windows_folded > 0 FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/*.jsonl', 1);
+SELECT (SELECT count(*) FROM before) = (SELECT count(*) FROM layer_state);
+SELECT count(*) = 0 FROM before AS b JOIN layer_state AS s USING (job_id, layer, forward, metric)
+ WHERE pp_mean_count(b.state) <> pp_mean_count(s.state)
+    OR abs(pp_mean_value(b.state) - pp_mean_value(s.state)) > 1e-9 * abs(pp_mean_value(b.state));

@@ -1,0 +1,291 @@
+// pp_refresh: brings the attribution tables up to date for a job, in one statement.
+//
+//   SELECT pp_install_views();                      -- once per database (pp_refresh does it too)
+//   SELECT * FROM pp_refresh('runs/job1');          -- events path in, result tables out
+//   SELECT * FROM layer_metrics WHERE job_id = 'job1';
+//
+// Arguments (hidden columns path, final):
+//   path   events written by the hook client: a file, a directory or a glob (as layer_events)
+//   final  optional; 1 folds every sample window now, including the last one of a job that is
+//          still running. Without it a job is complete once its last event is older than
+//          attribution_margin_seconds.
+// One row: events_added, samples_added, windows_folded, history_kept, http_requests.
+//
+// Steps, in one savepoint (a failure leaves the tables as they were):
+//   1. new lines of the event files go into pp_events (a line is never imported twice);
+//   2. raw samples of the six Table I metrics for the GPUs of unfolded events, over their time
+//      span, go into pp_samples: one prom_samples call for all GPUs, so one request per chunk,
+//      never one per event. Series are matched by the UUID label, then `uuid`, then Hostname +
+//      gpu index;
+//   3. each series' collection interval (median spacing, or the sample_interval_ms setting);
+//   4. sample windows whose events are all known are folded into layer_state (sql/fold.sql);
+//   5. the paper's dedup rule appends changed layers to layer_history (sql/history.sql).
+// Refreshing again after more events folds only what is new, and gives the same layer_state
+// as one refresh over everything; refreshing twice with nothing new changes nothing.
+#include <re2/re2.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "ext/promql.hpp"
+#include "ext/registry.hpp"
+#include "ext/sql_script.hpp"
+#include "ext/sql_values.hpp"
+#include "vtab/text_rows_cursor.hpp"
+
+namespace pp {
+namespace {
+
+constexpr const char* kName = "pp_refresh";
+const std::vector<ArgumentSpec> kArguments = {{"path", true}, {"final", false}};
+constexpr const char* kMetricsRegex =
+    "DCGM_FI_DEV_GPU_UTIL|DCGM_FI_DEV_FB_USED|DCGM_FI_PROF_DRAM_ACTIVE|"
+    "DCGM_FI_PROF_PIPE_FP32_ACTIVE|DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_PROF_SM_OCCUPANCY";
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+struct Summary {
+  long long events_added = 0, samples_added = 0, windows_folded = 0, history_kept = 0;
+  long requests = 0;
+};
+
+// A selector for the six metrics of the GPUs whose `label` is one of values.
+std::string selector_for(const std::string& label, const std::vector<std::string>& values) {
+  std::string alternatives;
+  for (const auto& v : values) alternatives += (alternatives.empty() ? "" : "|") + RE2::QuoteMeta(v);
+  return "{__name__=~" + promql_quote(kMetricsRegex) + "," + label + "=~" + promql_quote(alternatives) + "}";
+}
+
+class Refresh {
+ public:
+  Refresh(Connection& connection, std::string path, bool final)
+      : connection_(connection), db_(connection.db()), path_(std::move(path)), final_(final) {}
+
+  Summary run() {
+    const long requests_before = connection_.http().requests_sent();
+    install_attribution_schema(db_, kName);
+    summary_.events_added = run_sql_script(db_, kImportEvents, {SqlParameter::of(path_)}, kName);
+    fetch_samples();
+    set_intervals();
+    fold();
+    summary_.history_kept = run_sql_script(
+        db_, embedded_sql("history"),
+        {SqlParameter::of(connection_.settings().get_real("dedup_rel_tol")), SqlParameter::of(now_)}, kName);
+    summary_.requests = connection_.http().requests_sent() - requests_before;
+    return summary_;
+  }
+
+ private:
+  static constexpr const char* kImportEvents =
+      "INSERT OR IGNORE INTO main.pp_events(job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, "
+      "rank, pid, epoch, batch, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, cpu_num, "
+      "source_file, line) "
+      "SELECT job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, pid, epoch, batch, layer, "
+      "layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, cpu_num, source_file, line "
+      "FROM layer_events(?1)";
+
+  // GPUs with unfolded events and no samples yet over their span; one request per chunk for
+  // all of them, then the label fallbacks for GPUs that the UUID label did not find.
+  void fetch_samples() {
+    // The sample covering an event's end arrives up to one collection interval later (30 s by
+    // dcgm-exporter's default): fetch that far past the last event, with room to spare.
+    const double margin = std::max(60.0, 2 * query_double(db_, "SELECT max(interval_ms) / 1e3 FROM main.pp_intervals",
+                                                           {}, kName, 0));
+    const double start = query_double(
+        db_,
+        "SELECT min(max(e.first_start, coalesce((SELECT max(ts_ms) / 1e3 FROM main.pp_samples s WHERE s.uuid = e.uuid), 0))) "
+        "FROM (SELECT gpu_uuid AS uuid, min(t_start) AS first_start FROM main.pp_events "
+        "      WHERE folded = 0 AND gpu_uuid <> 'cpu' GROUP BY gpu_uuid) AS e",
+        {}, kName, NAN);
+    if (std::isnan(start)) return;
+    const double last_end = query_double(
+        db_, "SELECT max(t_end) FROM main.pp_events WHERE folded = 0 AND gpu_uuid <> 'cpu'", {}, kName, start);
+    const double end = std::min(now_, last_end + margin);
+    if (end <= start) return;
+
+    const char* insert_by_uuid =
+        "INSERT OR IGNORE INTO main.pp_samples(uuid, metric, ts_ms, value, host, gpu) "
+        "SELECT uuid, metric, ts_ms, value, host, gpu FROM ("
+        "  SELECT coalesce(json_extract(labels, '$.UUID'), json_extract(labels, '$.uuid')) AS uuid, metric,"
+        "         CAST(round(ts * 1000) AS INTEGER) AS ts_ms, value,"
+        "         coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname')) AS host,"
+        "         json_extract(labels, '$.gpu') AS gpu"
+        "    FROM prom_samples(?1, ?2, ?3)) "
+        "WHERE uuid IN (SELECT gpu_uuid FROM main.pp_events WHERE folded = 0)";
+    const char* insert_by_host =
+        "INSERT OR IGNORE INTO main.pp_samples(uuid, metric, ts_ms, value, host, gpu) "
+        "SELECT (SELECT gpu_uuid FROM main.pp_events e WHERE e.host_name = p.host AND e.gpu = CAST(p.gpu AS INTEGER) LIMIT 1),"
+        "       metric, CAST(round(ts * 1000) AS INTEGER), value, host, gpu FROM ("
+        "  SELECT coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname')) AS host,"
+        "         json_extract(labels, '$.gpu') AS gpu, metric, ts, value FROM prom_samples(?1, ?2, ?3)) AS p "
+        "WHERE EXISTS (SELECT 1 FROM main.pp_events e WHERE e.folded = 0 AND e.host_name = p.host AND e.gpu = CAST(p.gpu AS INTEGER))";
+
+    struct Pass { const char* label; const char* insert; bool by_host; };
+    for (const Pass& pass : {Pass{"UUID", insert_by_uuid, false}, Pass{"uuid", insert_by_uuid, false},
+                             Pass{"Hostname", insert_by_host, true}}) {
+      const std::vector<std::string> missing = gpus_without_samples(pass.by_host);
+      if (missing.empty()) break;
+      summary_.samples_added += run_sql_script(
+          db_, pass.insert,
+          {SqlParameter::of(selector_for(pass.label, missing)), SqlParameter::of(start), SqlParameter::of(end)},
+          kName);
+    }
+  }
+
+  // UUIDs (or host names, for the last fallback) of GPUs with unfolded events and no samples.
+  std::vector<std::string> gpus_without_samples(bool host_names) {
+    const std::string sql = std::string("SELECT DISTINCT ") + (host_names ? "host_name" : "gpu_uuid") +
+                            " FROM main.pp_events e WHERE folded = 0 AND gpu_uuid <> 'cpu' "
+                            "AND NOT EXISTS (SELECT 1 FROM main.pp_samples s WHERE s.uuid = e.gpu_uuid) "
+                            "AND " + (host_names ? "host_name" : "gpu_uuid") + " IS NOT NULL";
+    std::vector<std::string> out;
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK)
+      throw Error(std::string(kName) + ": " + sqlite3_errmsg(db_));
+    while (sqlite3_step(stmt) == SQLITE_ROW)
+      out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)));
+    sqlite3_finalize(stmt);
+    return out;
+  }
+
+  // Intervals are fixed once known, so every later fold uses the same windows.
+  void set_intervals() {
+    const int64_t setting_ms = connection_.settings().get_int("sample_interval_ms");
+    if (setting_ms > 0) {
+      run_sql_script(db_,
+                     "INSERT INTO main.pp_intervals(uuid, metric, interval_ms, source) "
+                     "SELECT DISTINCT uuid, metric, ?1, 'setting' FROM main.pp_samples WHERE true "
+                     "ON CONFLICT (uuid, metric) DO UPDATE SET interval_ms = excluded.interval_ms, "
+                     "source = 'setting' WHERE source <> 'user'",
+                     {SqlParameter::of(static_cast<double>(setting_ms))}, kName);
+      return;
+    }
+    run_sql_script(db_,
+                   "WITH gaps AS ("
+                   "  SELECT uuid, metric, ts_ms - lag(ts_ms) OVER (PARTITION BY uuid, metric ORDER BY ts_ms) AS gap"
+                   "    FROM main.pp_samples"
+                   "   WHERE NOT EXISTS (SELECT 1 FROM main.pp_intervals i WHERE i.uuid = pp_samples.uuid"
+                   "                       AND i.metric = pp_samples.metric)),"
+                   " ranked AS ("
+                   "  SELECT uuid, metric, gap, row_number() OVER (PARTITION BY uuid, metric ORDER BY gap) AS k,"
+                   "         count(*) OVER (PARTITION BY uuid, metric) AS n FROM gaps WHERE gap > 0)"
+                   "INSERT OR IGNORE INTO main.pp_intervals(uuid, metric, interval_ms, source) "
+                   "SELECT uuid, metric, gap, 'median' FROM ranked WHERE k = (n + 1) / 2 AND n >= 2",
+                   {}, kName);
+  }
+
+  // Fold windows per GPU: up to the last sample, or, while the job may still write events
+  // into the last windows, up to the start of its last known event.
+  void fold() {
+    const double margin = static_cast<double>(connection_.settings().get_int("attribution_margin_seconds"));
+    run_sql_script(db_,
+                   "CREATE TEMP TABLE IF NOT EXISTS pp_fold_window(uuid TEXT PRIMARY KEY, after_ms INTEGER, through_ms INTEGER);"
+                   "DELETE FROM temp.pp_fold_window;"
+                   "INSERT INTO temp.pp_fold_window(uuid, after_ms, through_ms) "
+                   "SELECT s.uuid, coalesce(f.folded_through_ms, 0),"
+                   "       CASE WHEN ?1 OR ?2 - e.last_end > ?3 THEN s.last_ms ELSE min(s.last_ms, e.last_start_ms) END"
+                   "  FROM (SELECT uuid, max(ts_ms) AS last_ms FROM main.pp_samples GROUP BY uuid) AS s"
+                   "  JOIN (SELECT gpu_uuid, max(t_start_ns) / 1000000 AS last_start_ms, max(t_end) AS last_end"
+                   "          FROM main.pp_events GROUP BY gpu_uuid) AS e ON e.gpu_uuid = s.uuid"
+                   "  LEFT JOIN main.pp_fold_state AS f ON f.uuid = s.uuid"
+                   " WHERE EXISTS (SELECT 1 FROM main.pp_intervals i WHERE i.uuid = s.uuid);"
+                   // CPU events have no samples: their durations fold at once.
+                   "INSERT INTO temp.pp_fold_window(uuid, after_ms, through_ms) "
+                   "SELECT 'cpu', 0, 4102444800000 WHERE EXISTS (SELECT 1 FROM main.pp_events WHERE gpu_uuid = 'cpu' AND folded = 0);"
+                   "DELETE FROM temp.pp_fold_window WHERE through_ms <= after_ms;",
+                   {SqlParameter::of(final_ ? 1.0 : 0.0), SqlParameter::of(now_), SqlParameter::of(margin)},
+                   kName);
+    const double longest_ns = query_double(db_, "SELECT max(t_end_ns - t_start_ns) FROM main.pp_events", {}, kName, 0);
+    run_sql_script(db_, embedded_sql("fold"), {SqlParameter::of(longest_ns + 1)}, kName);
+    summary_.windows_folded = static_cast<long long>(
+        query_double(db_, "SELECT count(*) FROM (SELECT DISTINCT uuid, ts_ms FROM temp.pp_fold_samples)", {}, kName, 0));
+  }
+
+  Connection& connection_;
+  sqlite3* db_;
+  std::string path_;
+  bool final_;
+  double now_ = now_seconds();
+  Summary summary_;
+};
+
+// Runs the refresh inside a savepoint: all of it lands, or none of it.
+Summary refresh(Connection& connection, const std::string& path, bool final) {
+  sqlite3* db = connection.db();
+  run_sql_script(db, "SAVEPOINT pp_refresh", {}, kName);
+  try {
+    Summary summary = Refresh(connection, path, final).run();
+    run_sql_script(db, "RELEASE pp_refresh", {}, kName);
+    return summary;
+  } catch (...) {
+    sqlite3_exec(db, "ROLLBACK TO pp_refresh; RELEASE pp_refresh", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+int xConnect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char** error) {
+  return connect_table(db, aux,
+                       "CREATE TABLE x(events_added INTEGER, samples_added INTEGER, windows_folded INTEGER, "
+                       "history_kept INTEGER, http_requests INTEGER, path HIDDEN, final HIDDEN)",
+                       /*does_io=*/true, out, error);
+}
+
+int xBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) {
+  const int rc = plan_arguments(vtab, info, kName, /*first_argument_column=*/5, kArguments);
+  info->estimatedRows = 1;
+  info->estimatedCost = 1e7;
+  return rc;
+}
+
+int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlite3_value** argv) {
+  auto* cursor = static_cast<TextRowsCursor*>(base);
+  return guard_vtab(base->pVtab, kName, [&] {
+    const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
+    const std::string path = required_text(args[0], kName, "path");
+    const bool final = args[1] && sqlite3_value_int(args[1]) != 0;
+    const Summary s = refresh(*cursor->connection, path, final);
+    cursor->start({{std::to_string(s.events_added), std::to_string(s.samples_added),
+                    std::to_string(s.windows_folded), std::to_string(s.history_kept),
+                    std::to_string(s.requests)}},
+                  args);
+    return SQLITE_OK;
+  });
+}
+
+sqlite3_module make_module() {
+  sqlite3_module m{};
+  fill_text_rows_module<5>(m);
+  m.xConnect = xConnect;
+  m.xBestIndex = xBestIndex;
+  m.xFilter = xFilter;
+  return m;
+}
+
+const sqlite3_module kModule = make_module();
+
+// pp_install_views(): creates the attribution tables and views; returns what it installed.
+void pp_install_views(sqlite3_context* ctx, int, sqlite3_value**) {
+  guard_function(ctx, "pp_install_views", [&] {
+    install_attribution_schema(sqlite3_context_db_handle(ctx), "pp_install_views");
+    result_text(ctx,
+                "tables: pp_events, pp_samples, pp_intervals, pp_fold_state, pp_metrics, pp_layers, "
+                "layer_state, layer_history; views: pp_job_spans, layer_attribution, layer_metrics, "
+                "layer_type_metrics, job_overview");
+  });
+}
+
+}  // namespace
+
+int register_attribution(const Registration& r) {
+  int rc = create_connection_module(r, kName, &kModule);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function_v2(r.db, "pp_install_views", 0, kIoFunction, nullptr, pp_install_views,
+                                    nullptr, nullptr, nullptr);
+  return rc;
+}
+
+}  // namespace pp
