@@ -33,12 +33,12 @@ SELECT e.job_id, e.layer, e.forward, f.uuid, f.metric, f.ts_ms, f.value,
 -- never spread over the layers.
 INSERT INTO temp.pp_fold_overlaps
 SELECT j.job_id, '(untracked)', 0, f.uuid, f.metric, f.ts_ms, f.value,
-       max(0, min(f.end_ns, j.last_ns) - max(f.start_ns, j.first_ns)
-              - coalesce((SELECT sum(o.weight_ns) FROM temp.pp_fold_overlaps AS o
-                           WHERE o.uuid = f.uuid AND o.metric = f.metric AND o.ts_ms = f.ts_ms
-                             AND o.job_id = j.job_id), 0))
+       max(0, min(f.end_ns, j.last_ns) - max(f.start_ns, j.first_ns) - coalesce(c.covered_ns, 0))
   FROM temp.pp_fold_samples AS f
-  JOIN main.pp_job_spans AS j ON j.uuid = f.uuid AND f.end_ns > j.first_ns AND f.start_ns < j.last_ns;
+  JOIN main.pp_job_spans AS j ON j.uuid = f.uuid AND f.end_ns > j.first_ns AND f.start_ns < j.last_ns
+  LEFT JOIN (SELECT job_id, uuid, metric, ts_ms, sum(weight_ns) AS covered_ns
+               FROM temp.pp_fold_overlaps GROUP BY job_id, uuid, metric, ts_ms) AS c
+    ON c.job_id = j.job_id AND c.uuid = f.uuid AND c.metric = f.metric AND c.ts_ms = f.ts_ms;
 
 INSERT INTO main.layer_state(job_id, layer, forward, metric, state)
 SELECT job_id, layer, forward, metric, pp_mean(value, weight_ns / 1e9)
