@@ -8,7 +8,8 @@ seed and torch threads):
   http-per-event  the paper's design: each layer event sent as one synchronous HTTP POST, here to
                   a loopback server this script starts on 127.0.0.1 (keep-alive connection, so
                   this is a lower bound for a hook that opens a connection per request)
-It prints the median step time of each and the overhead of the two hooked runs over `none`.
+  none-again      no hooks, a second time: its "overhead" is the noise floor of the measurement
+It prints the median step time of each and the overhead of the hooked runs over `none`.
 
   PYTHONPATH=python /usr/bin/python3 bench/hook_overhead.py [--rounds 5 --steps 30]
 """
@@ -28,6 +29,7 @@ import torch  # noqa: E402
 
 from precisionprobe.event_format import EventFormatter  # noqa: E402
 from precisionprobe.event_writer import HEADER  # noqa: E402
+from precisionprobe.job_identity import JobIdentity  # noqa: E402
 from precisionprobe.probe import Probe  # noqa: E402
 from precisionprobe.workloads import dlrm  # noqa: E402
 
@@ -70,11 +72,13 @@ class HttpPerEvent:
 
 
 def timed_steps(step, batches, steps):
+    """[(wall seconds, training-thread CPU seconds)] per step. CPU time is less disturbed by other
+    processes on a shared machine; it leaves out the writer thread, which wall time includes."""
     times = []
     for i in range(steps):
-        started = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.thread_time()
         step(batches[i % len(batches)]).item()
-        times.append(time.perf_counter() - started)
+        times.append((time.perf_counter() - wall, time.thread_time() - cpu))
     return times
 
 
@@ -97,19 +101,19 @@ def main():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     out = tempfile.mkdtemp(prefix="hook-overhead-")
 
-    times = {"none": [], "precisionprobe": [], "http-per-event": []}
+    times = {"none": [], "precisionprobe": [], "http-per-event": [], "none-again": []}
     events = {"precisionprobe": 0}
     timed_steps(step, batches, 3)  # warm-up: allocator, caches
     for round_index in range(options.rounds):
-        order = list(times)[round_index % 3:] + list(times)[:round_index % 3]  # rotate positions
+        shift = round_index % len(times)
+        order = list(times)[shift:] + list(times)[:shift]  # rotate: no mode always runs first
         for mode in order:
             probe, sink = None, None
             if mode == "precisionprobe":
-                probe = Probe(job_id="bench", out=out, summary="auto", stderr=open(os.devnull, "w")).install()
+                probe = Probe(job_id="bench", out=out, summary="never").install()
             elif mode == "http-per-event":
-                probe = Probe(job_id="bench", out=out, summary="auto")
-                sink = HttpPerEvent(server.server_address[1], probe.identity)
-                probe = Probe(job_id="bench", out=out, summary="auto", sink=sink).install()
+                sink = HttpPerEvent(server.server_address[1], JobIdentity.from_environment("bench"))
+                probe = Probe(job_id="bench", out=out, summary="never", sink=sink).install()
             timed_steps(step, batches, 1)  # the first step after attaching names the layers
             times[mode] += timed_steps(step, batches, options.steps)
             if probe is not None:
@@ -119,14 +123,15 @@ def main():
                 sink.close()
     server.shutdown()
 
-    medians = {mode: statistics.median(samples) for mode, samples in times.items()}
-    base = medians["none"]
     print(f"DLRM {' '.join(BENCH_DLRM + dlrm_flags)}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads, {leaves} leaf layers = {2 * leaves} events/step")
-    print(f"{options.rounds} rounds x {options.steps} steps per mode, interleaved; median step time:")
-    for mode, median in medians.items():
-        overhead = "" if mode == "none" else f"  overhead {100 * (median / base - 1):+.1f}%"
-        print(f"  {mode:15s} {median * 1e3:8.2f} ms{overhead}")
+    print(f"{options.rounds} rounds x {options.steps} steps per mode, interleaved; median per step:")
+    print(f"  {'':15s} {'wall':>9s} {'overhead':>9s}   {'thread CPU':>10s} {'overhead':>9s}")
+    base = [statistics.median(t[k] for t in times["none"]) for k in (0, 1)]
+    for mode, samples in times.items():
+        wall, cpu = (statistics.median(t[k] for t in samples) for k in (0, 1))
+        over = ["" if mode == "none" else f"{100 * (v / b - 1):+8.1f}%" for v, b in zip((wall, cpu), base)]
+        print(f"  {mode:15s} {wall * 1e3:6.2f} ms {over[0]:>9s}   {cpu * 1e3:7.2f} ms {over[1]:>9s}")
     print(f"precisionprobe wrote {events['precisionprobe']} events; "
           f"the HTTP sink received {_Sink.received} requests")
 

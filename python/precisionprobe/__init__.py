@@ -27,7 +27,8 @@ def attach(job_id=None, out=None, *, clock="auto", flush_interval=0.2, summary="
     job_id: defaults to $PRECISIONPROBE_JOB_ID, else "job-<date>-<time>-<pid>".
     out: directory of the events file, defaults to runs/<job_id>/ (created on first write).
     clock: "auto" (CUDA events when CUDA is available), "cpu" or "cuda".
-    summary: "always" prints the summary line at detach; "auto" only if something was recorded.
+    summary: "always" prints the summary line at detach; "auto" only if something was recorded;
+    "never" (the counts are still returned by detach()).
     Calling attach() again while attached returns the probe already installed.
     """
     global _active

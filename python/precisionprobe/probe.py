@@ -49,7 +49,7 @@ class Probe:
         self.out_dir = os.path.abspath(out or default_out_dir(self.identity.job_id))
         self._command = list(command or getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
         self._start_time_ns = time.time_ns()
-        self._summary = summary  # "always", or "auto": only when something was recorded
+        self._summary = summary  # "always"; "auto": only when something was recorded; "never"
         self._flush_interval = flush_interval
         self._sink = sink  # replaces the writer's queue (bench/hook_overhead.py sends events over HTTP)
         use_cuda = clock == "cuda" or (clock == "auto" and torch.cuda.is_available())
@@ -112,7 +112,7 @@ class Probe:
         self._epochs.uninstall()
         atexit.unregister(self._close_at_exit)
         written, dropped = self._writer.close() if self._writer_started else (0, 0)
-        if self._summary == "always" or written or dropped:
+        if self._summary == "always" or (self._summary == "auto" and (written or dropped)):
             where = self._writer.path if written else "no file written"
             print(f"precisionprobe: wrote {written} events, dropped {dropped} ({where})",
                   file=self._stderr or sys.stderr, flush=True)
