@@ -1,18 +1,18 @@
 -- layer_events: errors name the function and what is wrong.
--- error: layer_events: no such file or directory: 'tests/data/events/nope'
-SELECT * FROM layer_events('tests/data/events/nope');
--- error: layer_events: no such file or directory: 'tests/data/events/*.json'
-SELECT * FROM layer_events('tests/data/events/*.json');
+-- error: layer_events: no such file or directory: '${SOURCE_DIR}/tests/data/events/nope'
+SELECT * FROM layer_events('${SOURCE_DIR}/tests/data/events/nope');
+-- error: layer_events: no such file or directory: '${SOURCE_DIR}/tests/data/events/*.json'
+SELECT * FROM layer_events('${SOURCE_DIR}/tests/data/events/*.json');
 -- error: layer_events: missing required argument 'path'
 SELECT * FROM layer_events;
 -- error: layer_events: argument 'path' is NULL
 SELECT * FROM layer_events(NULL);
 -- error: unsafe use of virtual table "layer_events"
-CREATE VIEW stored_events AS SELECT * FROM layer_events('tests/data/events/job1');
+CREATE VIEW stored_events AS SELECT * FROM layer_events('${SOURCE_DIR}/tests/data/events/job1');
 SELECT count(*) FROM stored_events;
 -- error: unsafe use of virtual table "layer_events"
 CREATE TABLE log(x);
 CREATE TRIGGER log_events AFTER INSERT ON log BEGIN
-  INSERT INTO log SELECT layer FROM layer_events('tests/data/events/job1');
+  INSERT INTO log SELECT layer FROM layer_events('${SOURCE_DIR}/tests/data/events/job1');
 END;
 INSERT INTO log VALUES (1);
