@@ -91,3 +91,14 @@ def test_layer_names_are_paths_in_the_model(tmp_path, fresh_probe):
     Net()(torch.randn(1, 4))
     fresh_probe.detach()
     assert [e["layer"] for e in read_records(tmp_path)[1]] == ["encoder.0", "encoder.1", "head"]
+
+
+def test_backward_run_twice_gives_two_backward_events(tmp_path, fresh_probe):
+    model = nn.Sequential(nn.Linear(3, 3), nn.Tanh())
+    fresh_probe.attach(out=tmp_path)
+    loss = model(torch.randn(2, 3)).sum()
+    loss.backward(retain_graph=True)
+    loss.backward()
+    fresh_probe.detach()
+    assert [(e["layer"], e["forward"]) for e in read_records(tmp_path)[1]] == [
+        ("0", True), ("1", True), ("1", False), ("0", False), ("1", False), ("0", False)]

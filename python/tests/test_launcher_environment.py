@@ -1,0 +1,51 @@
+"""What the launcher sets up for the command: defaults, lazy attach, the shadowed sitecustomize."""
+import re
+import sys
+
+import subprocess
+
+from conftest import child_environment, read_records, run_launched
+
+TRAIN_ONE_STEP = "import torch; m = torch.nn.Linear(2, 1); m(torch.ones(1, 2)).sum().backward()"
+
+
+def test_torch_is_not_imported_for_processes_that_do_not_use_it(tmp_path):
+    result = run_launched(tmp_path, [sys.executable, "-c",
+                                     "import sys; print('torch' in sys.modules)"])
+    assert result.stdout.strip() == "False"
+
+
+def test_attaches_when_torch_is_imported_late(tmp_path):
+    script = "import json, time; time.sleep(0.1); " + TRAIN_ONE_STEP
+    result = run_launched(tmp_path, [sys.executable, "-c", script])
+    assert result.returncode == 0, result.stderr
+    _, events = read_records(tmp_path)
+    assert [(e["layer"], e["forward"]) for e in events] == [("Linear", True), ("Linear", False)]
+
+
+def test_sitecustomize_that_the_bootstrap_shadows_still_runs(tmp_path):
+    user_site = tmp_path / "user-site"
+    user_site.mkdir()
+    (user_site / "sitecustomize.py").write_text(  # the launcher, a Python process too, runs it as well
+        "import sys\nif sys.orig_argv[1:2] == ['-c']: print('user sitecustomize ran in the command')\n")
+    env = child_environment()
+    env["PYTHONPATH"] = f"{env['PYTHONPATH']}:{user_site}"
+    result = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--out", str(tmp_path / "out"),
+                             "--", sys.executable, "-c", TRAIN_ONE_STEP],
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("user sitecustomize ran in the command") == 1
+    assert len(read_records(tmp_path / "out")[1]) == 2
+
+
+def test_default_job_id_and_output_directory(tmp_path):
+    env = child_environment()
+    env.pop("PRECISIONPROBE_JOB_ID", None)
+    result = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--",
+                             sys.executable, "-c", TRAIN_ONE_STEP],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    (job_dir,) = (tmp_path / "runs").iterdir()
+    assert re.fullmatch(r"job-\d{8}-\d{6}-\d+", job_dir.name)
+    headers, events = read_records(job_dir)
+    assert {r["job_id"] for r in headers + events} == {job_dir.name}
