@@ -125,4 +125,4 @@ SELECT count(*) = 51 FROM (
     FROM chunk_states c)
  WHERE pp_mean_count(moving) = pp_mean_count(direct)
    AND abs(pp_mean_value(moving) / pp_mean_value(direct) - 1) < 1e-13
-   AND abs(pp_mean_stddev(moving) / pp_mean_stddev(direct) - 1) < 1e-9;
+   AND abs(pp_mean_stddev(moving) / pp_mean_stddev(direct) - 1) < 1e-12;
