@@ -9,7 +9,9 @@ seed and torch threads):
                   a loopback server this script starts on 127.0.0.1 (keep-alive connection, so
                   this is a lower bound for a hook that opens a connection per request)
   none-again      no hooks, a second time: its "overhead" is the noise floor of the measurement
-It prints the median step time of each and the overhead of the hooked runs over `none`.
+It prints the median step time of each and the overhead of the hooked runs over `none`. Then,
+as a check that a noisy machine cannot blur, it measures the probe's cost per event directly on a
+tiny DLRM whose step is mostly hook work, and what that cost is as a share of the step above.
 
   PYTHONPATH=python /usr/bin/python3 bench/hook_overhead.py [--rounds 5 --steps 30]
 """
@@ -82,6 +84,28 @@ def timed_steps(step, batches, steps):
     return times
 
 
+TINY_DLRM = ["--batch-size", "2", "--mlp-bot", "8-8-4", "--mlp-top", "8-8-8-1", "--rows-per-table", "10"]
+
+
+def cost_per_event(out, rounds=7, steps=200):
+    """Training-thread CPU microseconds the probe adds per event, on a tiny DLRM."""
+    args = dlrm.parse_args([*TINY_DLRM, "--iterations", "8"])
+    model, optimizer = dlrm.build(args, torch.device("cpu"))
+    step, batches = dlrm.training_step(model, optimizer), dlrm.make_batches(args)
+    timed_steps(step, batches, 50)
+    cpu = {"none": [], "precisionprobe": []}
+    for _ in range(rounds):
+        for mode in cpu:
+            probe = Probe(job_id="bench", out=out, summary="never").install() if mode != "none" else None
+            timed_steps(step, batches, 5)
+            cpu[mode] += [c for _, c in timed_steps(step, batches, steps)]
+            if probe is not None:
+                probe.close()
+    events = 2 * sum(1 for m in model.modules() if not list(m.children()))
+    added = statistics.median(cpu["precisionprobe"]) - statistics.median(cpu["none"])
+    return added / events, statistics.median(cpu["none"])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -134,6 +158,10 @@ def main():
         print(f"  {mode:15s} {wall * 1e3:6.2f} ms {over[0]:>9s}   {cpu * 1e3:7.2f} ms {over[1]:>9s}")
     print(f"precisionprobe wrote {events['precisionprobe']} events; "
           f"the HTTP sink received {_Sink.received} requests")
+    per_event, tiny_step = cost_per_event(out)
+    print(f"probe cost per event (tiny DLRM, {tiny_step * 1e6:.0f} us/step without hooks): "
+          f"{per_event * 1e6:.1f} us of training-thread CPU; x {2 * leaves} events = "
+          f"{100 * per_event * 2 * leaves / base[1]:.1f}% of the {base[1] * 1e3:.1f} ms step above")
 
 
 if __name__ == "__main__":
