@@ -1,0 +1,104 @@
+"""Command line of the precisionprobe DCGM emulator (emulated counters, not measurements)."""
+import argparse
+import sys
+
+from .exposition import EMULATOR_NAME
+from .profile import PROFILES_DIR, Profile, ProfileError
+
+DESCRIPTION = (f"{EMULATOR_NAME}: a dcgm-exporter stand-in for EMULATED GPUs. Its counters are "
+               "window averages of a ground-truth profile, not measurements of any GPU; use it "
+               "to test and benchmark attribution.")
+
+
+def interval(text):
+    value = int(text)
+    if value < 100:
+        raise argparse.ArgumentTypeError("the floor for DCGM profiling fields is 100 ms")
+    return value
+
+
+def fraction(text):
+    value = float(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError("expected a fraction in [0, 1)")
+    return value
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="python3 -m precisionprobe.emulator", description=DESCRIPTION)
+    commands = p.add_subparsers(dest="command", required=True)
+
+    def common(sub):
+        sub.add_argument("-c", "--interval-ms", type=interval, default=1000,
+                         help="collection interval in ms, as dcgm-exporter's -c (default 1000, floor 100)")
+        sub.add_argument("--noise", type=fraction, default=0.0,
+                         help="multiplicative noise, std as a fraction (0.005 = 0.5%%; default 0)")
+        sub.add_argument("--mux-zero", type=fraction, default=0.0,
+                         help="probability that a DCGM_FI_PROF_* sample reads 0 (multiplexing; default 0)")
+        sub.add_argument("--seed", type=int, default=0, help="seed of noise (and offline timeline)")
+
+    live = commands.add_parser(
+        "live", help="follow a running job's layer events and serve emulated /metrics",
+        description=DESCRIPTION + " live: follows the JSON Lines a running job writes and serves "
+        "/metrics on 127.0.0.1 for Prometheus to scrape; events rewritten to name the emulated "
+        "GPUs go to --mirror, which is what pp_refresh should read.")
+    live.add_argument("--events", required=True, help="directory the hook client writes (--out of precisionprobe run)")
+    live.add_argument("--profile", required=True, help=f"profile JSON (e.g. {PROFILES_DIR}/dlrm.json)")
+    live.add_argument("--port", type=int, default=9400, help="loopback port (default 9400; 0: any free)")
+    live.add_argument("--gpus", type=int, default=1, help="emulated GPUs (default 1)")
+    live.add_argument("--gpu-uuid", action="append", default=[],
+                      help="UUID of emulated GPU i, in order (repeat; default: generated per host and index)")
+    live.add_argument("--cpu-gpu", type=int, default=0,
+                      help="emulated GPU that runs the events of CPU runs (gpu_uuid \"cpu\"; default 0)")
+    live.add_argument("--mirror", help="where rewritten events go (default: EVENTS.emulated)")
+    live.add_argument("--lag-ms", type=int, default=500,
+                      help="publish windows that ended this long ago (events arrive late; default 500)")
+    live.add_argument("--poll-ms", type=int, default=50, help="how often to read new events (default 50)")
+    live.add_argument("--hostname", help="Hostname label (default: this host's name)")
+    live.add_argument("--pod", default="", help="pod label")
+    live.add_argument("--namespace", default="", help="namespace label")
+    live.add_argument("--container", default="", help="container label")
+    live.add_argument("--duration", type=float, help="stop after this many seconds (default: until SIGINT/SIGTERM)")
+    common(live)
+
+    offline = commands.add_parser(
+        "offline", help="generate a DLRM-like recording: OpenMetrics, events, ground truth",
+        description=DESCRIPTION + " offline: writes OUT/metrics.om (for `promtool tsdb "
+        "create-blocks-from openmetrics`), OUT/events/*.jsonl and OUT/truth.json.")
+    offline.add_argument("--out", required=True, help="output directory")
+    offline.add_argument("--minutes", type=float, default=10.0, help="recording length (default 10)")
+    offline.add_argument("--profile", default="dlrm", help="profile JSON or a name in python/profiles (default dlrm)")
+    offline.add_argument("--start", type=int, default=None,
+                         help="recording start, unix seconds (default 2024-05-01T10:00:00Z)")
+    common(offline)
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    try:
+        profile = Profile.named(args.profile)
+        if args.command == "live":
+            from . import live
+            if args.gpus < 1:
+                raise ValueError("--gpus must be at least 1")
+            return live.run(args, profile)
+        from . import offline
+        if args.minutes <= 0:
+            raise ValueError("--minutes must be positive")
+        start = args.start if args.start is not None else offline.DEFAULT_START_S
+        rec = offline.record(args.minutes * 60, args.interval_ms, args.noise, args.seed, profile,
+                             args.mux_zero, start)
+        paths = offline.write(rec, args.out, ["python3", "-m", "precisionprobe.emulator", *sys.argv[1:]])
+        print(f"{EMULATOR_NAME}: {len(rec.events)} layer events, {len(rec.tick_ms)} samples per "
+              f"metric of emulated GPU {rec.gpu.uuid} (interval {rec.interval_ms} ms, noise {rec.noise})")
+        for what, path in paths.items():
+            print(f"  {what}: {path}")
+        return 0
+    except (ProfileError, ValueError, OSError) as error:
+        print(f"{EMULATOR_NAME}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

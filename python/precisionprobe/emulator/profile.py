@@ -1,0 +1,126 @@
+"""Profiles: the ground-truth counter values of an emulated GPU, per layer type and direction.
+
+A profile is a JSON file:
+
+  {
+    "description": "what this models and why these numbers",
+    "model_name": "Emulated Tesla V100-SXM2-32GB (precisionprobe emulator)",   # optional
+    "idle":        {METRIC: value, ...},          # between layers: nothing of ours runs
+    "layer_types": {"Linear": {"forward": {METRIC: value, ...}, "backward": {...}}, ...},
+    "default":     {"forward": {...}, "backward": {...}},    # optional: unknown layer types
+    "layers":      {"emb_l.0": {"forward": {...}}}           # optional: one layer's own values
+  }
+
+Every values object names all six METRICS. Units are those dcgm-exporter publishes: GPU_UTIL in
+percent (0-100), FB_USED in MiB, the four DCGM_FI_PROF_* fields as ratios (0-1). A layer's value
+is, in this order of precedence, its own ("layers"), its type's, or the default; a layer type
+that none of these covers is an error when the emulator meets it (say so in "default").
+"""
+import json
+from pathlib import Path
+
+import numpy as np
+
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+FB_USED = "DCGM_FI_DEV_FB_USED"
+DRAM_ACTIVE = "DCGM_FI_PROF_DRAM_ACTIVE"
+FP32_ACTIVE = "DCGM_FI_PROF_PIPE_FP32_ACTIVE"
+SM_ACTIVE = "DCGM_FI_PROF_SM_ACTIVE"
+SM_OCCUPANCY = "DCGM_FI_PROF_SM_OCCUPANCY"
+# The paper's Table I, in the order every values array of this package uses.
+METRICS = (GPU_UTIL, FB_USED, DRAM_ACTIVE, FP32_ACTIVE, SM_ACTIVE, SM_OCCUPANCY)
+INTEGER_METRICS = (GPU_UTIL, FB_USED)  # dcgm-exporter prints these with %d
+PROF_METRICS = (DRAM_ACTIVE, FP32_ACTIVE, SM_ACTIVE, SM_OCCUPANCY)
+UPPER_BOUNDS = {GPU_UTIL: 100.0, DRAM_ACTIVE: 1.0, FP32_ACTIVE: 1.0, SM_ACTIVE: 1.0, SM_OCCUPANCY: 1.0}
+DIRECTIONS = ("forward", "backward")
+DEFAULT_MODEL_NAME = "Emulated Tesla V100-SXM2-32GB (precisionprobe emulator)"
+# The repository's profiles (python/profiles/); an installed package has none and needs --profile.
+PROFILES_DIR = Path(__file__).resolve().parents[2] / "profiles"
+
+
+class ProfileError(ValueError):
+    pass
+
+
+def _values(obj, where):
+    if not isinstance(obj, dict):
+        raise ProfileError(f"{where}: expected an object of the six metrics")
+    missing = [m for m in METRICS if m not in obj]
+    unknown = sorted(set(obj) - set(METRICS))
+    if missing or unknown:
+        raise ProfileError(f"{where}: missing {missing}" if missing else f"{where}: unknown metrics {unknown}")
+    out = np.empty(len(METRICS))
+    for k, metric in enumerate(METRICS):
+        value = obj[metric]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ProfileError(f"{where}.{metric}: not a number: {value!r}")
+        upper = UPPER_BOUNDS.get(metric, float("inf"))
+        if not 0 <= value <= upper:
+            raise ProfileError(f"{where}.{metric}: {value} outside [0, {upper}]")
+        out[k] = float(value)
+    return out
+
+
+def _directions(obj, where, required):
+    if not isinstance(obj, dict):
+        raise ProfileError(f"{where}: expected {{\"forward\": ..., \"backward\": ...}}")
+    unknown = sorted(set(obj) - set(DIRECTIONS))
+    if unknown:
+        raise ProfileError(f"{where}: unknown keys {unknown} (use forward, backward)")
+    out = {}
+    for direction in DIRECTIONS:
+        if direction in obj:
+            out[direction == "forward"] = _values(obj[direction], f"{where}.{direction}")
+        elif required:
+            raise ProfileError(f"{where}: missing {direction}")
+    return out
+
+
+class Profile:
+    """Ground-truth values: value(layer, layer_type, forward) -> array in METRICS order."""
+
+    def __init__(self, data, source="<profile>"):
+        if not isinstance(data, dict):
+            raise ProfileError(f"{source}: a profile is a JSON object")
+        self.source = str(source)
+        self.description = data.get("description", "")
+        self.model_name = data.get("model_name", DEFAULT_MODEL_NAME)
+        if "idle" not in data or "layer_types" not in data:
+            raise ProfileError(f"{source}: needs \"idle\" and \"layer_types\"")
+        self.idle = _values(data["idle"], "idle")
+        self.types = {name: _directions(v, f"layer_types.{name}", True)
+                      for name, v in data["layer_types"].items()}
+        self.default = _directions(data["default"], "default", True) if "default" in data else None
+        self.layers = {name: _directions(v, f"layers.{name}", False)
+                       for name, v in data.get("layers", {}).items()}
+        self.data = data
+
+    @classmethod
+    def load(cls, path):
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except OSError as error:
+            raise ProfileError(f"cannot read profile {path}: {error.strerror or error}") from None
+        except json.JSONDecodeError as error:
+            raise ProfileError(f"{path}: not JSON: {error}") from None
+        return cls(data, path)
+
+    @classmethod
+    def named(cls, name):
+        """A profile of python/profiles by name ("dlrm"), or a path."""
+        path = Path(name)
+        if not path.suffix and not path.exists():
+            path = PROFILES_DIR / f"{name}.json"
+        return cls.load(path)
+
+    def value(self, layer, layer_type, forward):
+        forward = bool(forward)
+        own = self.layers.get(layer)
+        if own and forward in own:
+            return own[forward]
+        by_type = self.types.get(layer_type) or self.default
+        if by_type is None:
+            raise ProfileError(f"{self.source}: no values for layer type {layer_type!r} "
+                               f"(layer {layer!r}) and no \"default\"")
+        return by_type[forward]
