@@ -25,6 +25,10 @@ unchanged (`nn.Identity`), or when its output does not reach the loss.
 import threading
 
 
+def _nothing():
+    pass
+
+
 class BackwardSpan:
     """One module call's backward interval; its bound methods are the autograd hooks."""
     __slots__ = ("info", "batch", "epoch", "device", "t_start", "timeline")
@@ -76,7 +80,21 @@ class BackwardTimeline:
             return state
 
     def in_backward_pass(self):
-        return self._state().in_pass
+        """True while a backward pass that reached a tracked layer runs on this thread.
+
+        A pass that raised never runs its end-of-pass callback; asking the engine to queue a
+        (no-op) callback tells: outside a pass it refuses, and the stale state is dropped.
+        """
+        state = self._state()
+        if not state.in_pass:
+            return False
+        try:
+            self._queue_end_of_pass(_nothing)
+        except RuntimeError:
+            state.in_pass = False
+            state.open_span = None  # its end was never reached
+            return False
+        return True
 
     def _emit(self, span, t_start, t_end):
         self._put((span.info, False, span.batch, span.epoch, t_start, t_end, span.device))

@@ -4,7 +4,8 @@ Hot path (runs on the training thread for every module call):
   pre-hook:  one dict lookup for the module's cached ModuleInfo, a per-thread stack push, a
              timestamp, and, when grad is on, the inputs' grad_fn (the backward end markers).
   post-hook: a timestamp, one tuple appended to the writer's deque, and for outputs that need
-             grad two or three autograd node pre-hooks (see backward_spans.py).
+             grad one autograd node pre-hook for the backward start, plus end markers on input
+             nodes that the previous layer did not make (see backward_spans.py).
 No dict building, JSON or I/O happens there: the writer thread formats and writes.
 
 Containers (modules with children) are only tracked for nesting depth; a call made when nothing

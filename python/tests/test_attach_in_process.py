@@ -102,3 +102,25 @@ def test_backward_run_twice_gives_two_backward_events(tmp_path, fresh_probe):
     fresh_probe.detach()
     assert [(e["layer"], e["forward"]) for e in read_records(tmp_path)[1]] == [
         ("0", True), ("1", True), ("1", False), ("0", False), ("1", False), ("0", False)]
+
+
+def test_a_backward_pass_that_raises_does_not_stop_batch_counting(tmp_path, fresh_probe):
+    model = mlp()
+    fresh_probe.attach(out=tmp_path)
+    output = model(torch.randn(2, 4))
+
+    def fail(grad):
+        raise RuntimeError("simulated failure inside backward")
+
+    output.register_hook(fail)
+    try:
+        output.sum().backward()
+    except RuntimeError:
+        pass
+    train(model, steps=2)
+    fresh_probe.detach()
+    events = read_records(tmp_path)[1]
+    assert sorted({e["batch"] for e in events}) == [0, 1, 2]
+    for batch in (1, 2):  # the steps after the failure are timed as usual
+        assert [e["layer"] for e in events if e["batch"] == batch and not e["forward"]] == [
+            "MSELoss", "2", "1", "0"]
