@@ -12,7 +12,6 @@ loss_fn.
 512->64); --mlp-top lists the widths after the interaction ("1024-1024-1024-1"), whose input width
 is computed. The last bottom width is the embedding dimension.
 """
-import numpy as np
 import torch
 from torch import nn
 
@@ -133,7 +132,6 @@ def main(argv=None):
     args = parse_args(argv)
     device = setup(args)
     model, optimizer = build(args, device)
-    np.random.seed(args.seed)  # for user code that expects numpy seeded, as the reference does
     return train(training_step(model, optimizer), batch_loader(make_batches(args)), args.epochs,
                  device, "dlrm", args.quiet)
 
