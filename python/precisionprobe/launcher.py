@@ -63,4 +63,6 @@ def _wait_forwarding_signals(child):
                     pass
         return child.returncode
     finally:
+        while signal.sigtimedwait(waited, 0) is not None:  # meant for the child, which is gone
+            pass
         signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
