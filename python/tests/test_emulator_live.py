@@ -1,0 +1,190 @@
+"""Live emulation end to end: a real CPU DLRM run under the launcher, the emulator following its
+events, a real Prometheus scraping the emulator every 100 ms, and pp_refresh over the mirror."""
+import json
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import SMALL_DLRM, child_environment, read_records, run_launched
+from precisionprobe.emulator.profile import METRICS, Profile
+from precisionprobe.emulator.truth import Timeline
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+import servers  # noqa: E402
+
+pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None, reason="needs Debian's prometheus")
+INTERVAL_MS = 100
+ITERATIONS = 300
+
+
+def extension_path():
+    path = os.environ.get("PP_EXTENSION", str(ROOT / "build" / "precisionprobe"))
+    if not Path(path + ".so").exists() and not Path(path).exists():
+        pytest.skip(f"extension not built at {path} (set PP_EXTENSION)")
+    return path
+
+
+def get_json(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+def newest_sample_ms(prometheus_url, uuid):
+    """Timestamp (ms) of the newest stored GPU_UTIL sample of the emulated GPU, or None."""
+    query = urllib.parse.quote(f'DCGM_FI_DEV_GPU_UTIL{{UUID="{uuid}"}}[1m]')
+    try:
+        result = get_json(f"{prometheus_url}/api/v1/query?query={query}")["data"]["result"]
+    except OSError:
+        return None
+    return max((round(float(t) * 1000) for series in result for t, _ in series["values"]), default=None)
+
+
+def wait_for(predicate, seconds, what):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {seconds} s waiting for {what}")
+
+
+def stop(process):
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    work = tmp_path_factory.mktemp("emulator-live")
+    run_dir, mirror_dir = work / "run", work / "run.emulated"
+    emulator = subprocess.Popen(
+        [sys.executable, "-m", "precisionprobe.emulator", "live", "--events", str(run_dir),
+         "--profile", str(ROOT / "python" / "profiles" / "dlrm.json"), "--port", "0",
+         "--interval-ms", str(INTERVAL_MS), "--lag-ms", "1000", "--duration", "120"],
+        env=child_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    prometheus = None
+    try:
+        first_line = emulator.stdout.readline()  # printed once the port is bound
+        assert "serving http://127.0.0.1:" in first_line, first_line + emulator.stderr.read()
+        port = int(first_line.split("http://127.0.0.1:")[1].split("/")[0])
+        uuid = re.search(r"\((GPU-[0-9a-f-]+)\)", first_line).group(1)
+        config = work / "prometheus.yml"
+        config.write_text("global:\n  scrape_interval: 100ms\n  scrape_timeout: 100ms\n"
+                          "scrape_configs:\n  - job_name: dcgm-emulator\n    static_configs:\n"
+                          f"      - targets: ['127.0.0.1:{port}']\n")
+        prometheus_port = servers.free_port()
+        prometheus_url = f"http://127.0.0.1:{prometheus_port}"
+        prometheus = subprocess.Popen(
+            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={work / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{prometheus_port}"],
+            stdout=open(work / "prometheus.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+        # Start the job only once Prometheus stores the emulator's samples.
+        wait_for(lambda: newest_sample_ms(prometheus_url, uuid), 30, "the first scraped sample")
+
+        result = run_launched(run_dir, [sys.executable, "-m", "precisionprobe.workloads.dlrm",
+                                        *SMALL_DLRM, "--iterations", str(ITERATIONS)],
+                              job_id="emulated-live", timeout=120)
+        assert result.returncode == 0, result.stderr
+        _, events = read_records(run_dir)
+        last_end_ms = max(e["t_end_ns"] for e in events) // 10**6
+        # Every event mirrored, and a window past the job's end stored.
+        wait_for(lambda: len(read_records(mirror_dir)[1]) == len(events), 20, "the mirror")
+        wait_for(lambda: (newest_sample_ms(prometheus_url, uuid) or 0) > last_end_ms + INTERVAL_MS,
+                 20, "samples past the job's end")
+        stop(emulator)
+        yield {"run_dir": run_dir, "mirror_dir": mirror_dir, "events": events, "uuid": uuid,
+               "prometheus_url": prometheus_url, "emulator_stderr": emulator.stderr.read(),
+               "emulator_stdout": first_line + emulator.stdout.read()}
+    finally:
+        stop(emulator)
+        if prometheus is not None:
+            stop(prometheus)
+
+
+@pytest.fixture(scope="module")
+def refreshed(live):
+    conn = sqlite3.connect(":memory:")
+    conn.enable_load_extension(True)
+    conn.load_extension(extension_path())
+    conn.execute("SELECT pp_config('prometheus_url', ?)", (live["prometheus_url"],))
+    summary = conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(live["mirror_dir"]),)).fetchone()
+    return conn, summary
+
+
+def test_emulator_followed_every_event_in_time(live):
+    assert f"followed {len(live['events'])} events, 0 on no emulated GPU, 0 late" in live["emulator_stderr"]
+    assert "NOT real GPU counters" in live["emulator_stdout"]
+    assert all(e["gpu_uuid"] == "cpu" for e in live["events"])  # a CPU run
+    _, mirrored = read_records(live["mirror_dir"])
+    assert {e["gpu_uuid"] for e in mirrored} == {live["uuid"]} and {e["gpu"] for e in mirrored} == {0}
+
+
+def test_pp_refresh_over_the_mirror_gives_layer_metrics_with_data(live, refreshed):
+    conn, (events_added, samples_added, windows, _, requests) = refreshed
+    assert int(events_added) == len(live["events"]) and int(samples_added) > 0 and int(windows) > 5
+    assert int(requests) >= 1
+    rows = conn.execute("SELECT layer, forward, data_num, gpu_util, dram_active, calls, note "
+                        "FROM layer_metrics WHERE job_id = 'emulated-live'").fetchall()
+    layers = [r for r in rows if r[0] != "(untracked)"]
+    assert len(layers) == 2 * 21  # every leaf layer of the DLRM, both directions
+    for layer, forward, data_num, gpu_util, dram, calls, note in layers:
+        assert data_num > 0 and gpu_util is not None and dram is not None, layer
+        assert calls == ITERATIONS and note is None
+    gpus, util = conn.execute("SELECT gpus, gpu_util FROM job_overview WHERE job_id = 'emulated-live'").fetchone()
+    assert gpus == 1 and 0 < util <= 100
+    emb = conn.execute("SELECT dram_active FROM layer_type_metrics WHERE job_id = 'emulated-live' "
+                       "AND layer_type = 'EmbeddingBag' AND forward = 1").fetchone()[0]
+    assert 0 < emb <= 1
+
+
+def test_scraped_samples_are_window_averages_of_the_events(live, refreshed):
+    """Every stored sample equals the profile's average over its window, from the mirrored events."""
+    conn, _ = refreshed
+    profile = Profile.named("dlrm")
+    _, events = read_records(live["mirror_dir"])
+    timeline = Timeline([e["t_start_ns"] for e in events], [e["t_end_ns"] for e in events],
+                        [profile.value(e["layer"], e["layer_type"], e["forward"]) for e in events],
+                        profile.idle)
+    first, last = events[0]["t_start_ns"] // 10**6, events[-1]["t_end_ns"] // 10**6
+    for m, metric in enumerate(METRICS):
+        rows = conn.execute("SELECT ts_ms, value FROM pp_samples WHERE metric = ? AND uuid = ? "
+                            "ORDER BY ts_ms", (metric, live["uuid"])).fetchall()
+        ts = np.array([r[0] for r in rows], dtype=np.int64)
+        during = (ts > first) & (ts - INTERVAL_MS < last + INTERVAL_MS)
+        assert during.sum() >= 5 and np.all(ts % INTERVAL_MS == 0)
+        expected = timeline.window_means(ts * 10**6, INTERVAL_MS * 10**6)[:, m]
+        got = np.array([r[1] for r in rows])
+        tolerance = 0.5 if metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED") else 5e-7
+        np.testing.assert_allclose(got, expected, rtol=0, atol=tolerance + 1e-9, err_msg=metric)
+        if metric == "DCGM_FI_DEV_GPU_UTIL":
+            assert got[during].max() > 0  # the job's layers show up
+
+
+def test_original_cpu_events_have_no_gpu_samples(live):
+    """Why the mirror exists: the hook client's own CPU events match no GPU series."""
+    conn = sqlite3.connect(":memory:")
+    conn.enable_load_extension(True)
+    conn.load_extension(extension_path())
+    conn.execute("SELECT pp_config('prometheus_url', ?)", (live["prometheus_url"],))
+    conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(live["run_dir"]),)).fetchone()
+    notes = {r[0] for r in conn.execute("SELECT note FROM layer_metrics WHERE layer <> '(untracked)'")}
+    assert notes == {"ran on CPU: no GPU samples"}
