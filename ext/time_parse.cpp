@@ -103,6 +103,14 @@ int64_t parse_time_ms(sqlite3_value* value, const char* function, const char* ar
   }
 }
 
+TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end, const char* function) {
+  const TimeRange range{parse_time_ms(start, function, "start"), parse_time_ms(end, function, "end")};
+  if (range.end_ms < range.start_ms)
+    throw Error(std::string(function) + ": argument 'end' (" + format_seconds(range.end_ms) +
+                ") is before 'start' (" + format_seconds(range.start_ms) + ")");
+  return range;
+}
+
 bool parse_prometheus_duration_ms(std::string_view text, int64_t& out_ms) {
   text = trim(text);
   if (text.empty()) return false;

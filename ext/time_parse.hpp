@@ -15,6 +15,13 @@ namespace pp {
 int64_t parse_time_ms(sqlite3_value* value, const char* function, const char* argument);
 bool parse_rfc3339_ms(std::string_view text, int64_t& out_ms);
 
+// start and end arguments together: both parsed, end not before start (error names both).
+struct TimeRange {
+  int64_t start_ms;
+  int64_t end_ms;
+};
+TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end, const char* function);
+
 // A step or range: seconds (number or numeric text) or a Prometheus duration ("15s", "1m30s",
 // "250ms", "1h", "2d", "1w", "1y"). Throws pp::Error unless the result is > 0.
 int64_t parse_duration_ms(sqlite3_value* value, const char* function, const char* argument);

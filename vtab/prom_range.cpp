@@ -80,11 +80,7 @@ int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlit
   return guard_vtab(base->pVtab, kName, [&] {
     const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
     const std::string query = required_text(args[0], kName, "query");
-    const int64_t start = parse_time_ms(args[1], kName, "start");
-    const int64_t end = parse_time_ms(args[2], kName, "end");
-    if (end < start)
-      throw Error(std::string(kName) + ": argument 'end' (" + format_seconds(end) +
-                  ") is before 'start' (" + format_seconds(start) + ")");
+    const auto [start, end] = parse_time_range(args[1], args[2], kName);
     const int64_t step = args[3] ? parse_duration_ms(args[3], kName, "step") : default_step_ms(end - start);
     std::vector<sqlite3_value*> shown(args.begin(), args.end());
     cursor->start(plan(*cursor->connection, query, start, end, step), static_cast<int>(shown.size()),

@@ -76,11 +76,7 @@ int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlit
   return guard_vtab(base->pVtab, kName, [&] {
     auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
     const std::string selector = required_text(args[0], kName, "selector");
-    const int64_t start = parse_time_ms(args[1], kName, "start");
-    const int64_t end = parse_time_ms(args[2], kName, "end");
-    if (end < start)
-      throw Error(std::string(kName) + ": argument 'end' (" + format_seconds(end) +
-                  ") is before 'start' (" + format_seconds(start) + ")");
+    const auto [start, end] = parse_time_range(args[1], args[2], kName);
     const auto pushed = apply_metric_pushdown(selector, idx_num, argc, argv);
     cursor->start(pushed ? plan(*cursor->connection, *pushed, start, end) : std::vector<MatrixChunk>{},
                   static_cast<int>(args.size()), args.data());

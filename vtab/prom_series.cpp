@@ -43,16 +43,15 @@ int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlit
   return guard_vtab(base->pVtab, kName, [&] {
     const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
     const std::string match = required_text(args[0], kName, "match");
-    // The series API needs both bounds; absent ones default to all time up to now.
-    const int64_t start = args[1] ? parse_time_ms(args[1], kName, "start") : 0;
-    const int64_t end = args[2] ? parse_time_ms(args[2], kName, "end") : 4102444800000;  // 2100
-    if (end < start)
-      throw Error(std::string(kName) + ": argument 'end' (" + format_seconds(end) +
-                  ") is before 'start' (" + format_seconds(start) + ")");
+    // The series API needs both bounds; absent ones mean all time (through the year 2100).
+    TimeRange range{0, 4102444800000};
+    if (args[1] && args[2]) range = parse_time_range(args[1], args[2], kName);
+    else if (args[1]) range.start_ms = parse_time_ms(args[1], kName, "start");
+    else if (args[2]) range.end_ms = parse_time_ms(args[2], kName, "end");
     std::vector<TextRow> rows;
     if (const auto pushed = apply_metric_pushdown(match, idx_num, argc, argv)) {
       PromClient client(*cursor->connection, kName);
-      for (const PromSeries& s : *client.series(*pushed, start, end)) rows.push_back({s.metric, s.labels_json});
+      for (const PromSeries& s : *client.series(*pushed, range.start_ms, range.end_ms)) rows.push_back({s.metric, s.labels_json});
     }
     cursor->start(std::move(rows), args);
     return SQLITE_OK;
