@@ -72,12 +72,15 @@ class Recording:
         return out
 
 
-def record(seconds, interval_ms, noise, seed, profile, mux_zero=0.0, start_s=DEFAULT_START_S):
+def record(seconds, interval_ms, noise, seed, profile, mux_zero=0.0, start_s=DEFAULT_START_S, events=None):
+    """The recording of `seconds` from start_s; events: a timeline made earlier with the same
+    start and length (to sample one timeline at several intervals), else dlrm_timeline(seed)."""
     interval_ms = int(interval_ms)
     if interval_ms < 100:
         raise ValueError("interval_ms: DCGM's floor for profiling fields is 100 ms")
     start_ns = int(start_s) * 10**9
-    events = dlrm_timeline(start_ns, seconds, seed)
+    if events is None:
+        events = dlrm_timeline(start_ns, seconds, seed)
     layer_values = {(lid, fwd): profile.value(name, kind, fwd)
                     for lid, (name, kind) in enumerate(events.layers) for fwd in (True, False)}
     call_values = np.array([layer_values[(lid, fwd)]
