@@ -34,35 +34,40 @@ def run(command, out=None, job_id=None):
     job_id = job_id or os.environ.get(autoattach.ENV_JOB_ID) or default_job_id()
     out_dir = os.path.abspath(out or default_out_dir(job_id))
     print(f"precisionprobe: job {job_id}, events in {out_dir}", file=sys.stderr, flush=True)
-    try:
-        child = subprocess.Popen(command, env=job_environment(job_id, out_dir))
-    except OSError as error:
-        print(f"precisionprobe: cannot run {command[0]}: {error.strerror}", file=sys.stderr)
-        return 127
-    status = _wait_forwarding_signals(child)
-    return status if status >= 0 else 128 - status
-
-
-def _wait_forwarding_signals(child):
-    """Waits for the child; signals sent to the launcher with kill() are passed on to it.
-
-    A Ctrl-C in the terminal reaches the whole foreground process group, the child included, so
-    the launcher does not send it a second time (such signals come with si_code SI_KERNEL).
-    """
+    # Signals are blocked from before the child exists (none can slip past the forwarding loop)
+    # and unblocked again in the child before it runs the command.
     waited = set(FORWARDED_SIGNALS) | {signal.SIGCHLD}
     previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, waited)
     try:
-        while child.poll() is None:
-            info = signal.sigtimedwait(waited, 0.5)
-            if info is None or info.si_signo == signal.SIGCHLD:
-                continue
-            if info.si_code != SI_KERNEL:
-                try:
-                    child.send_signal(info.si_signo)
-                except ProcessLookupError:
-                    pass
-        return child.returncode
+        try:
+            child = subprocess.Popen(command, env=job_environment(job_id, out_dir),
+                                     preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK,
+                                                                               previous_mask))
+        except OSError as error:
+            print(f"precisionprobe: cannot run {command[0]}: {error.strerror}", file=sys.stderr)
+            return 127
+        status = _wait_forwarding_signals(child, waited)
     finally:
         while signal.sigtimedwait(waited, 0) is not None:  # meant for the child, which is gone
             pass
         signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
+    return status if status >= 0 else 128 - status
+
+
+def _wait_forwarding_signals(child, waited):
+    """Waits for the child; signals sent to the launcher with kill() are passed on to it.
+
+    A Ctrl-C in the terminal reaches the whole foreground process group, the child included, so
+    the launcher does not send it a second time (such signals come with si_code SI_KERNEL).
+    The caller has blocked `waited`, so they queue up for sigtimedwait instead of acting.
+    """
+    while child.poll() is None:
+        info = signal.sigtimedwait(waited, 0.5)
+        if info is None or info.si_signo == signal.SIGCHLD:
+            continue
+        if info.si_code != SI_KERNEL:
+            try:
+                child.send_signal(info.si_signo)
+            except ProcessLookupError:
+                pass
+    return child.returncode
