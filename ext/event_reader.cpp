@@ -11,7 +11,9 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <new>
+#include <nlohmann/json.hpp>
 
 #include "ext/errors.hpp"
 
@@ -589,12 +591,13 @@ static_assert(kFieldCount <= 32, "seen_ is a 32-bit mask");
 
 // ---- Files ------------------------------------------------------------------------------
 
-[[noreturn]] void throw_errno(const char* what, const std::string& path, int error) {
-  throw Error(std::string("layer_events: ") + what + " '" + path + "': " + std::strerror(error));
+[[noreturn]] void throw_errno(const char* function, const char* what, const std::string& path,
+                              int error) {
+  throw Error(std::string(function) + ": " + what + " '" + path + "': " + std::strerror(error));
 }
 
-void append_jsonl_files(const std::string& directory, std::vector<std::string>& files,
-                        std::vector<std::string>& notes) {
+void append_jsonl_files(const std::string& directory, const char* function,
+                        std::vector<std::string>& files, std::vector<std::string>& notes) {
   namespace fs = std::filesystem;
   std::error_code ec;
   std::vector<std::string> found;
@@ -604,10 +607,37 @@ void append_jsonl_files(const std::string& directory, std::vector<std::string>& 
     if (it->path().extension() == ".jsonl" && it->is_regular_file(type_ec))
       found.push_back(it->path().string());
   }
-  if (ec) throw Error("layer_events: cannot read directory '" + directory + "': " + ec.message());
-  if (found.empty()) notes.push_back("layer_events: no *.jsonl files in directory '" + directory + "'");
+  if (ec)
+    throw Error(std::string(function) + ": cannot read directory '" + directory + "': " + ec.message());
+  if (found.empty())
+    notes.push_back(std::string(function) + ": no *.jsonl files in directory '" + directory + "'");
   std::sort(found.begin(), found.end());
   files.insert(files.end(), found.begin(), found.end());
+}
+
+// Header fields: each optional one is absent, null, or of its type.
+bool header_text(const nlohmann::json& doc, const char* key, std::optional<std::string>& out,
+                 std::string& problem) {
+  const auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) return true;
+  if (!it->is_string()) return problem = std::string("field '") + key + "' is not text or null", false;
+  out = it->get<std::string>();
+  return true;
+}
+
+bool header_integer(const nlohmann::json& doc, const char* key, std::optional<int64_t>& out,
+                    std::string& problem) {
+  const auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) return true;
+  if (it->is_number_integer() &&
+      (!it->is_number_unsigned() ||
+       it->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
+    out = it->get<int64_t>();
+    return true;
+  }
+  problem = std::string("field '") + key + "' " +
+            (it->is_number_integer() ? "is out of range" : "is not an integer or null");
+  return false;
 }
 
 }  // namespace
@@ -616,10 +646,36 @@ LineKind parse_event_line(std::string_view line, LayerEvent& event, std::string&
   return LineParser(line, event).run(problem);
 }
 
-LineReader::LineReader(const std::string& path) : path_(path) {
+bool parse_job_header(std::string_view line, JobHeader& header, std::string& problem) {
+  header = JobHeader();
+  // parse_event_line() has validated the line (UTF-8 included), so this parse succeeds.
+  const nlohmann::json doc = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+  if (!doc.is_object()) return problem = "invalid JSON", false;
+  const auto job_id = doc.find("job_id");
+  if (job_id == doc.end()) return problem = "job header without field 'job_id'", false;
+  if (!job_id->is_string()) return problem = "field 'job_id' is not text", false;
+  header.job_id = job_id->get<std::string>();
+  if (!header_text(doc, "host_name", header.host_name, problem) ||
+      !header_text(doc, "torch_version", header.torch_version, problem) ||
+      !header_integer(doc, "pid", header.pid, problem) ||
+      !header_integer(doc, "start_time_ns", header.start_time_ns, problem) ||
+      !header_integer(doc, "parameters", header.params, problem))
+    return false;
+  const auto params = doc.find("params");
+  if (!header.params && params != doc.end() && params->is_number_integer()) {
+    std::string ignored;
+    header_integer(doc, "params", header.params, ignored);
+  }
+  const auto command = doc.find("command");
+  if (command != doc.end() && !command->is_null()) header.command = command->dump();
+  return true;
+}
+
+LineReader::LineReader(const std::string& path, const char* function)
+    : path_(path), function_(function) {
   do fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   while (fd_ < 0 && errno == EINTR);
-  if (fd_ < 0) throw_errno("cannot open", path, errno);
+  if (fd_ < 0) throw_errno(function_, "cannot open", path, errno);
   ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
   buffer_.resize(256 * 1024);
 }
@@ -638,7 +694,7 @@ bool LineReader::fill() {
   ssize_t n;
   do n = ::read(fd_, buffer_.data() + end_, buffer_.size() - end_);
   while (n < 0 && errno == EINTR);
-  if (n < 0) throw_errno("cannot read", path_, errno);
+  if (n < 0) throw_errno(function_, "cannot read", path_, errno);
   if (n == 0) {
     eof_ = true;
     return false;
@@ -673,17 +729,18 @@ bool LineReader::next(std::string_view& line, bool& complete) {
   return true;
 }
 
-std::vector<std::string> event_files(const std::string& path, std::vector<std::string>& notes) {
+std::vector<std::string> event_files(const std::string& path, const char* function,
+                                     std::vector<std::string>& notes) {
   std::vector<std::string> files;
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode))
-      append_jsonl_files(path, files, notes);
+      append_jsonl_files(path, function, files, notes);
     else
       files.push_back(path);
     return files;
   }
-  if (errno != ENOENT && errno != ENOTDIR) throw_errno("cannot access", path, errno);
+  if (errno != ENOENT && errno != ENOTDIR) throw_errno(function, "cannot access", path, errno);
   if (path.find_first_of("*?[") != std::string::npos) {
     glob_t matches{};
     const int rc = ::glob(path.c_str(), 0, nullptr, &matches);
@@ -692,19 +749,67 @@ std::vector<std::string> event_files(const std::string& path, std::vector<std::s
       ~Free() { ::globfree(g); }
     } free_matches{&matches};
     if (rc == GLOB_NOSPACE) throw std::bad_alloc();
-    if (rc == GLOB_ABORTED) throw Error("layer_events: cannot read the directories of '" + path + "'");
+    if (rc == GLOB_ABORTED)
+      throw Error(std::string(function) + ": cannot read the directories of '" + path + "'");
     if (rc == 0) {
       for (size_t i = 0; i < matches.gl_pathc; ++i) {
         const std::string match = matches.gl_pathv[i];
         if (::stat(match.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-          append_jsonl_files(match, files, notes);
+          append_jsonl_files(match, function, files, notes);
         else
           files.push_back(match);
       }
       return files;
     }
   }
-  throw Error("layer_events: no such file or directory: '" + path + "'");
+  throw Error(std::string(function) + ": no such file or directory: '" + path + "'");
+}
+
+void EventFileScan::start(const std::string& path) {
+  reader_.reset();
+  next_file_ = 0;
+  skipped_ = 0;
+  std::vector<std::string> notes;
+  files_ = event_files(path, function_, notes);
+  for (const std::string& note : notes) warn_(note);
+}
+
+bool EventFileScan::next(std::string_view& line, bool& complete) {
+  for (;;) {
+    if (!reader_) {
+      if (next_file_ == files_.size()) return false;
+      source_file_ = files_[next_file_++];
+      reader_ = std::make_unique<LineReader>(source_file_, function_);
+    }
+    if (reader_->next(line, complete)) return true;
+    finish_file();
+  }
+}
+
+bool EventFileScan::next_record(LayerEvent& event, LineKind& kind, std::string_view& line,
+                                bool& complete) {
+  while (next(line, complete)) {
+    kind = parse_event_line(line, event, problem_);
+    if (kind == LineKind::Event || kind == LineKind::JobHeader) return true;
+    if (kind == LineKind::Malformed) skip(problem_, complete);
+  }
+  return false;
+}
+
+void EventFileScan::skip(const std::string& problem, bool complete) {
+  if (skipped_++ == 0) {
+    first_skipped_line_ = reader_->line_number();
+    first_skipped_problem_ = complete ? problem : "incomplete last line (" + problem + ")";
+  }
+}
+
+void EventFileScan::finish_file() {
+  if (skipped_ > 0)
+    warn_(std::string(function_) + ": skipped " + std::to_string(skipped_) +
+          (skipped_ == 1 ? " malformed line in " : " malformed lines in ") + source_file_ +
+          " (first at line " + std::to_string(first_skipped_line_) + ": " + first_skipped_problem_ + ")");
+  skipped_ = 0;
+  reader_.reset();
 }
 
 }  // namespace pp

@@ -9,6 +9,9 @@
 // more than the rest of the scan.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,11 +50,27 @@ enum class LineKind {
 // Unknown fields are ignored, so newer clients can add fields without breaking old readers.
 LineKind parse_event_line(std::string_view line, LayerEvent& event, std::string& problem);
 
-// Reads a file line by line with one growing buffer. Throws pp::Error naming the file when
-// it cannot be opened or read.
+// The job header line ({"record": "job", ...}) that the hook client writes once per process
+// (python/precisionprobe/event_format.py, job_header). A field that is absent or null is nullopt.
+struct JobHeader {
+  std::string job_id;
+  std::optional<std::string> host_name, torch_version;
+  std::optional<std::string> command;  // the JSON text of the value (the client writes a list)
+  std::optional<int64_t> pid, params, start_time_ns;
+};
+
+// Decodes a line that parse_event_line() classified as LineKind::JobHeader. Returns false, with
+// `problem`, when job_id is missing or a field has the wrong type. The parameter count is the
+// client's "parameters", or "params" when that is an integer (earlier writers; an object there
+// is something else and gives nullopt). Headers are one line per process, so this one builds a
+// JSON document rather than adding cases to the event parser.
+bool parse_job_header(std::string_view line, JobHeader& header, std::string& problem);
+
+// Reads a file line by line with one growing buffer. Throws pp::Error("FUNCTION: ...") naming
+// the file when it cannot be opened or read.
 class LineReader {
  public:
-  explicit LineReader(const std::string& path);
+  LineReader(const std::string& path, const char* function);
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
@@ -66,6 +85,7 @@ class LineReader {
   bool fill();  // reads more; false at end of file
 
   std::string path_;
+  const char* function_;
   int fd_ = -1;
   std::vector<char> buffer_;
   size_t begin_ = 0, end_ = 0;  // unread bytes are buffer_[begin_, end_)
@@ -78,8 +98,48 @@ class LineReader {
 //   * a directory: every *.jsonl file below it (subdirectories included), sorted by path;
 //   * otherwise a glob(3) pattern ("runs/*/rank*.jsonl"): its matches, sorted, with matching
 //     directories expanded as above.
-// Throws pp::Error "layer_events: no such file or directory: 'PATH'" when nothing matches.
+// Throws pp::Error "FUNCTION: no such file or directory: 'PATH'" when nothing matches.
 // A directory without *.jsonl files gives no files and a note in `notes`.
-std::vector<std::string> event_files(const std::string& path, std::vector<std::string>& notes);
+std::vector<std::string> event_files(const std::string& path, const char* function,
+                                     std::vector<std::string>& notes);
+
+// The lines of every file that a path argument names, one file after another: the reading
+// half of layer_events and layer_jobs. The caller classifies each line and calls skip() for
+// a line it cannot use; leaving a file with skipped lines gives one warning through `warn`:
+// "FUNCTION: skipped 2 malformed lines in F (first at line 17: missing field 'layer')".
+class EventFileScan {
+ public:
+  using Warn = std::function<void(const std::string&)>;
+  EventFileScan(const char* function, Warn warn) : function_(function), warn_(std::move(warn)) {}
+
+  // Starts over with the files that `path` names (event_files(); its notes become warnings).
+  void start(const std::string& path);
+  // The next line (valid until the next call), opening files as needed; false after the last
+  // line of the last file. `complete` as in LineReader::next.
+  bool next(std::string_view& line, bool& complete);
+  // Counts the line last returned as malformed, for the file's warning.
+  void skip(const std::string& problem, bool complete);
+  // The next event or job header line: blank lines are passed over and malformed ones
+  // skipped. `kind` says which (Event: decoded into `event`); `line` is the header's text.
+  // False after the last line of the last file.
+  bool next_record(LayerEvent& event, LineKind& kind, std::string_view& line, bool& complete);
+
+  const std::string& source_file() const { return source_file_; }
+  int64_t line_number() const { return reader_ ? reader_->line_number() : 0; }
+
+ private:
+  void finish_file();
+
+  const char* function_;
+  Warn warn_;
+  std::vector<std::string> files_;
+  size_t next_file_ = 0;
+  std::unique_ptr<LineReader> reader_;
+  std::string source_file_;
+  std::string problem_;
+  int64_t skipped_ = 0;
+  int64_t first_skipped_line_ = 0;
+  std::string first_skipped_problem_;
+};
 
 }  // namespace pp

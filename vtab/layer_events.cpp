@@ -48,7 +48,7 @@
 #include "ext/event_reader.hpp"
 #include "ext/registry.hpp"
 #include "ext/sql_values.hpp"
-#include "vtab/table_function.hpp"
+#include "vtab/scan_module.hpp"
 
 namespace pp {
 namespace {
@@ -94,25 +94,27 @@ struct RangeFilter {
   }
 };
 
+void result_nullable_text(sqlite3_context* ctx, const std::string& text, bool null) {
+  if (null)
+    sqlite3_result_null(ctx);
+  else
+    sqlite3_result_text(ctx, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+}
+
 struct EventsCursor : ConnectionCursor {
-  using ConnectionCursor::ConnectionCursor;
+  static constexpr const char* kName = pp::kName;
+
+  explicit EventsCursor(ConnectionTable* table)
+      : ConnectionCursor(table),
+        scan(kName, [connection = connection.get()](const std::string& w) { connection->add_warning(w); }) {}
 
   // The scan.
   std::string path;  // the argument, shown in the hidden column
-  std::vector<std::string> files;
-  size_t next_file = 0;
-  std::unique_ptr<LineReader> reader;
-  std::string source_file;
+  EventFileScan scan;
   LayerEvent event;
   int64_t line = 0;
   int64_t rowid = 0;
   bool eof = true;
-  std::string problem;
-
-  // Lines of the current file that were skipped.
-  int64_t skipped = 0;
-  int64_t first_skipped_line = 0;
-  std::string first_skipped_problem;
 
   // Pushed-down constraints.
   std::optional<std::string> job_id;
@@ -125,53 +127,53 @@ struct EventsCursor : ConnectionCursor {
     return true;
   }
 
-  void skip_line(bool complete) {
-    if (skipped++ == 0) {
-      first_skipped_line = reader->line_number();
-      first_skipped_problem = complete ? problem : "incomplete last line (" + problem + ")";
-    }
-  }
-
-  void finish_file() {
-    if (skipped > 0)
-      connection->add_warning(std::string(kName) + ": skipped " + std::to_string(skipped) +
-                              (skipped == 1 ? " malformed line in " : " malformed lines in ") +
-                              source_file + " (first at line " + std::to_string(first_skipped_line) +
-                              ": " + first_skipped_problem + ")");
-    skipped = 0;
-    reader.reset();
-  }
-
   // Moves to the next wanted event, opening files as needed; sets eof after the last.
   void advance() {
     std::string_view text;
     bool complete = false;
-    for (;;) {
-      if (!reader) {
-        if (next_file == files.size()) {
-          eof = true;
-          return;
-        }
-        source_file = files[next_file++];
-        reader = std::make_unique<LineReader>(source_file);
+    LineKind kind;
+    while (scan.next_record(event, kind, text, complete))
+      if (kind == LineKind::Event && wanted()) {
+        line = scan.line_number();
+        ++rowid;
+        return;
       }
-      if (!reader->next(text, complete)) {
-        finish_file();
-        continue;
-      }
-      switch (parse_event_line(text, event, problem)) {
-        case LineKind::Event:
-          if (!wanted()) continue;
-          line = reader->line_number();
-          ++rowid;
-          return;
-        case LineKind::Malformed:
-          skip_line(complete);
-          continue;
-        case LineKind::JobHeader:
-        case LineKind::Blank:
-          continue;
-      }
+    eof = true;
+  }
+
+  void column(sqlite3_context* ctx, int column) const {
+    const LayerEvent& e = event;
+    switch (column) {
+      case kJobId: result_nullable_text(ctx, e.job_id, false); break;
+      case kHostName: result_nullable_text(ctx, e.host_name, e.host_name_null); break;
+      case kIp: result_nullable_text(ctx, e.ip, e.ip_null); break;
+      case kPod: result_nullable_text(ctx, e.pod, e.pod_null); break;
+      case kNamespace: result_nullable_text(ctx, e.namespace_, e.namespace_null); break;
+      case kGpuUuid: result_nullable_text(ctx, e.gpu_uuid, false); break;
+      case kGpu:
+        if (e.gpu_null)
+          sqlite3_result_null(ctx);
+        else
+          sqlite3_result_int64(ctx, e.gpu);
+        break;
+      case kRank: sqlite3_result_int64(ctx, e.rank); break;
+      case kLocalRank: sqlite3_result_int64(ctx, e.local_rank); break;
+      case kWorldSize: sqlite3_result_int64(ctx, e.world_size); break;
+      case kPid: sqlite3_result_int64(ctx, e.pid); break;
+      case kEpoch: sqlite3_result_int64(ctx, e.epoch); break;
+      case kBatch: sqlite3_result_int64(ctx, e.batch); break;
+      case kLayer: result_nullable_text(ctx, e.layer, false); break;
+      case kLayerType: result_nullable_text(ctx, e.layer_type, false); break;
+      case kForward: sqlite3_result_int(ctx, e.forward ? 1 : 0); break;
+      case kTStartNs: sqlite3_result_int64(ctx, e.t_start_ns); break;
+      case kTEndNs: sqlite3_result_int64(ctx, e.t_end_ns); break;
+      case kCpuNum: sqlite3_result_double(ctx, e.cpu_num); break;
+      case kTStart: sqlite3_result_double(ctx, ns_to_seconds(e.t_start_ns)); break;
+      case kTEnd: sqlite3_result_double(ctx, ns_to_seconds(e.t_end_ns)); break;
+      case kSourceFile: result_nullable_text(ctx, scan.source_file(), false); break;
+      case kLine: sqlite3_result_int64(ctx, line); break;
+      case kPath: result_nullable_text(ctx, path, false); break;
+      default: sqlite3_result_null(ctx); break;
     }
   }
 };
@@ -229,25 +231,9 @@ int xBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) {
   });
 }
 
-int xOpen(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) {
-  return guard_vtab(vtab, kName, [&] {
-    *out = new EventsCursor(static_cast<ConnectionTable*>(vtab));
-    return SQLITE_OK;
-  });
-}
-
-int xClose(sqlite3_vtab_cursor* cursor) {
-  delete static_cast<EventsCursor*>(cursor);
-  return SQLITE_OK;
-}
-
 int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlite3_value** argv) {
   auto* cursor = static_cast<EventsCursor*>(base);
   return guard_vtab(base->pVtab, kName, [&] {
-    cursor->reader.reset();
-    cursor->files.clear();
-    cursor->next_file = 0;
-    cursor->skipped = 0;
     cursor->rowid = 0;
     cursor->eof = true;
     cursor->job_id.reset();
@@ -273,9 +259,7 @@ int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlit
       }
     }
 
-    std::vector<std::string> notes;
-    cursor->files = event_files(cursor->path, notes);
-    for (const std::string& note : notes) cursor->connection->add_warning(note);
+    cursor->scan.start(cursor->path);
     if (impossible) return SQLITE_OK;
     cursor->eof = false;
     cursor->advance();
@@ -283,87 +267,16 @@ int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlit
   });
 }
 
-int xNext(sqlite3_vtab_cursor* base) {
-  auto* cursor = static_cast<EventsCursor*>(base);
-  return guard_vtab(base->pVtab, kName, [&] {
-    cursor->advance();
-    return SQLITE_OK;
-  });
-}
-
-int xEof(sqlite3_vtab_cursor* cursor) { return static_cast<EventsCursor*>(cursor)->eof; }
-
-void result_nullable_text(sqlite3_context* ctx, const std::string& text, bool null) {
-  if (null)
-    sqlite3_result_null(ctx);
-  else
-    sqlite3_result_text(ctx, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-}
-
-int xColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) {
-  auto* cursor = static_cast<EventsCursor*>(base);
-  const LayerEvent& e = cursor->event;
-  switch (column) {
-    case kJobId: result_nullable_text(ctx, e.job_id, false); break;
-    case kHostName: result_nullable_text(ctx, e.host_name, e.host_name_null); break;
-    case kIp: result_nullable_text(ctx, e.ip, e.ip_null); break;
-    case kPod: result_nullable_text(ctx, e.pod, e.pod_null); break;
-    case kNamespace: result_nullable_text(ctx, e.namespace_, e.namespace_null); break;
-    case kGpuUuid: result_nullable_text(ctx, e.gpu_uuid, false); break;
-    case kGpu:
-      if (e.gpu_null)
-        sqlite3_result_null(ctx);
-      else
-        sqlite3_result_int64(ctx, e.gpu);
-      break;
-    case kRank: sqlite3_result_int64(ctx, e.rank); break;
-    case kLocalRank: sqlite3_result_int64(ctx, e.local_rank); break;
-    case kWorldSize: sqlite3_result_int64(ctx, e.world_size); break;
-    case kPid: sqlite3_result_int64(ctx, e.pid); break;
-    case kEpoch: sqlite3_result_int64(ctx, e.epoch); break;
-    case kBatch: sqlite3_result_int64(ctx, e.batch); break;
-    case kLayer: result_nullable_text(ctx, e.layer, false); break;
-    case kLayerType: result_nullable_text(ctx, e.layer_type, false); break;
-    case kForward: sqlite3_result_int(ctx, e.forward ? 1 : 0); break;
-    case kTStartNs: sqlite3_result_int64(ctx, e.t_start_ns); break;
-    case kTEndNs: sqlite3_result_int64(ctx, e.t_end_ns); break;
-    case kCpuNum: sqlite3_result_double(ctx, e.cpu_num); break;
-    case kTStart: sqlite3_result_double(ctx, ns_to_seconds(e.t_start_ns)); break;
-    case kTEnd: sqlite3_result_double(ctx, ns_to_seconds(e.t_end_ns)); break;
-    case kSourceFile: result_nullable_text(ctx, cursor->source_file, false); break;
-    case kLine: sqlite3_result_int64(ctx, cursor->line); break;
-    case kPath: result_nullable_text(ctx, cursor->path, false); break;
-    default: sqlite3_result_null(ctx); break;
-  }
-  return SQLITE_OK;
-}
-
-int xRowid(sqlite3_vtab_cursor* cursor, sqlite3_int64* rowid) {
-  *rowid = static_cast<EventsCursor*>(cursor)->rowid;
-  return SQLITE_OK;
-}
-
-sqlite3_module make_module() {
-  sqlite3_module m{};  // eponymous: no xCreate/xDestroy, read-only
-  m.xConnect = xConnect;
-  m.xBestIndex = xBestIndex;
-  m.xDisconnect = disconnect_table;
-  m.xOpen = xOpen;
-  m.xClose = xClose;
-  m.xFilter = xFilter;
-  m.xNext = xNext;
-  m.xEof = xEof;
-  m.xColumn = xColumn;
-  m.xRowid = xRowid;
-  return m;
-}
-
-const sqlite3_module kModule = make_module();
+const sqlite3_module kModule = scan_module<EventsCursor>(xConnect, xBestIndex, xFilter);
 
 }  // namespace
 
+int register_layer_jobs(const Registration& r);  // vtab/layer_jobs.cpp: the same files' headers
+
 int register_layer_events(const Registration& r) {
-  return create_connection_module(r, kName, &kModule);
+  int rc = create_connection_module(r, kName, &kModule);
+  if (rc == SQLITE_OK) rc = register_layer_jobs(r);
+  return rc;
 }
 
 }  // namespace pp

@@ -224,6 +224,45 @@ TEST(LayerEventsParse, JobHeaderBlankAndUnknownFields) {
   EXPECT_EQ(parse("\xEF\xBB\xBF" + event_line(1)), LineKind::Event);  // BOM
 }
 
+TEST(LayerEventsParse, JobHeaderFields) {
+  pp::JobHeader h;
+  std::string problem;
+  ASSERT_TRUE(pp::parse_job_header(
+      R"({"record":"job","job_id":"j\u00e9","host_name":"n","pid":7,"parameters":514363393,)"
+      R"("params":{"lr":0.1},"command":["python3","x.py"],"torch_version":"2.1",)"
+      R"("start_time_ns":1714000000123456789})",
+      h, problem))
+      << problem;
+  EXPECT_EQ(h.job_id, "j\u00e9");
+  EXPECT_EQ(h.host_name, "n");
+  EXPECT_EQ(h.pid, 7);
+  EXPECT_EQ(h.params, 514363393);  // "parameters" wins over "params"
+  EXPECT_EQ(h.command, R"(["python3","x.py"])");
+  EXPECT_EQ(h.torch_version, "2.1");
+  EXPECT_EQ(h.start_time_ns, 1714000000123456789);
+  // Absent and null are both nullopt; an integer "params" is the count.
+  ASSERT_TRUE(pp::parse_job_header(R"({"record":"job","job_id":"j","host_name":null,"params":-1})", h, problem));
+  EXPECT_FALSE(h.host_name || h.pid || h.command || h.torch_version || h.start_time_ns);
+  EXPECT_EQ(h.params, -1);
+  // Wrong types and out-of-range integers are errors, named.
+  EXPECT_FALSE(pp::parse_job_header(R"({"record":"job"})", h, problem));
+  EXPECT_EQ(problem, "job header without field 'job_id'");
+  EXPECT_FALSE(pp::parse_job_header(R"({"record":"job","job_id":7})", h, problem));
+  EXPECT_EQ(problem, "field 'job_id' is not text");
+  EXPECT_FALSE(pp::parse_job_header(R"({"record":"job","job_id":"j","parameters":9223372036854775808})", h, problem));
+  EXPECT_EQ(problem, "field 'parameters' is out of range");
+  EXPECT_FALSE(pp::parse_job_header(R"({"record":"job","job_id":"j","pid":1.0})", h, problem));
+  EXPECT_EQ(problem, "field 'pid' is not an integer or null");
+  EXPECT_FALSE(pp::parse_job_header(R"({"record":"job","job_id":"j","torch_version":2})", h, problem));
+  EXPECT_EQ(problem, "field 'torch_version' is not text or null");
+  // Largest and smallest int64 survive.
+  ASSERT_TRUE(pp::parse_job_header(
+      R"({"record":"job","job_id":"j","parameters":9223372036854775807,"start_time_ns":-9223372036854775808})", h,
+      problem));
+  EXPECT_EQ(h.params, INT64_MAX);
+  EXPECT_EQ(h.start_time_ns, INT64_MIN);
+}
+
 TEST(LayerEventsParse, MissingOrMistypedFieldIsMalformed) {
   for (const FieldSpec& f : kFields) {
     SCOPED_TRACE(f.name);
@@ -400,7 +439,7 @@ TEST(LayerEventsReader, LinesAcrossBufferBoundsAndLongLines) {
   content += event_line(3001);  // no final newline
   const std::string file = dir.write("a.jsonl", content);
 
-  pp::LineReader reader(file);
+  pp::LineReader reader(file, "layer_events");
   std::string_view line;
   bool complete = false;
   int count = 0;
@@ -414,7 +453,7 @@ TEST(LayerEventsReader, LinesAcrossBufferBoundsAndLongLines) {
     EXPECT_EQ(complete, count != 3002);
   }
   EXPECT_EQ(count, 3002);
-  EXPECT_THROW(pp::LineReader(dir / "missing.jsonl"), std::runtime_error);  // pp::Error
+  EXPECT_THROW(pp::LineReader(dir / "missing.jsonl", "layer_events"), std::runtime_error);  // pp::Error
 }
 
 TEST(LayerEventsReader, PathExpansion) {
@@ -424,17 +463,17 @@ TEST(LayerEventsReader, PathExpansion) {
   dir.write("notes.txt", "");
   dir.write("sub/c.jsonl", "");
   std::vector<std::string> notes;
-  EXPECT_EQ(pp::event_files(dir.path(), notes),
+  EXPECT_EQ(pp::event_files(dir.path(), "layer_events", notes),
             (std::vector<std::string>{dir / "a.jsonl", dir / "b.jsonl", dir / "sub/c.jsonl"}));
-  EXPECT_EQ(pp::event_files(dir / "*.jsonl", notes),
+  EXPECT_EQ(pp::event_files(dir / "*.jsonl", "layer_events", notes),
             (std::vector<std::string>{dir / "a.jsonl", dir / "b.jsonl"}));
-  EXPECT_EQ(pp::event_files(dir / "notes.txt", notes), std::vector<std::string>{dir / "notes.txt"});
+  EXPECT_EQ(pp::event_files(dir / "notes.txt", "layer_events", notes), std::vector<std::string>{dir / "notes.txt"});
   EXPECT_TRUE(notes.empty());
   fs::create_directories(dir / "empty");
-  EXPECT_TRUE(pp::event_files(dir / "empty", notes).empty());
+  EXPECT_TRUE(pp::event_files(dir / "empty", "layer_events", notes).empty());
   EXPECT_EQ(notes.size(), 1u);
   try {
-    pp::event_files(dir / "nope*", notes);
+    pp::event_files(dir / "nope*", "layer_events", notes);
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {  // pp::Error
     EXPECT_EQ(std::string(e.what()), "layer_events: no such file or directory: '" + (dir / "nope*") + "'");
