@@ -14,6 +14,15 @@ CREATE TABLE IF NOT EXISTS pp_events(
   UNIQUE (source_file, line));
 CREATE INDEX IF NOT EXISTS pp_events_by_gpu_time ON pp_events(gpu_uuid, t_start_ns);
 
+-- The job header of each process (layer_jobs): what ran and how big the model is.
+CREATE TABLE IF NOT EXISTS pp_jobs(
+  job_id TEXT NOT NULL, host_name TEXT, pid INTEGER,
+  params INTEGER,                         -- the model's parameter count
+  command TEXT, torch_version TEXT,       -- command: JSON array text
+  start_time REAL,                        -- unix seconds
+  source_file TEXT NOT NULL, line INTEGER NOT NULL,
+  UNIQUE (source_file, line));
+
 -- Raw DCGM samples of the GPUs the events ran on. A sample at ts_ms is the average over the
 -- collection interval (ts_ms - interval, ts_ms] of its series. Prometheus stores milliseconds.
 CREATE TABLE IF NOT EXISTS pp_samples(

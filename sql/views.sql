@@ -67,13 +67,15 @@ SELECT job_id, layer_type, forward, max(layers) AS layers,
        max(CASE metric WHEN '_duration' THEN pp_mean_value(state) END) * 1e3 AS mean_duration_ms
   FROM merged GROUP BY job_id, layer_type, forward;
 
--- The paper's Table III per job: every GPU second of the job's span (layers and untracked
--- time together), so gpu_util is the job's time-weighted average utilization.
+-- The paper's Table III per job: the model's parameter count (the largest a process of the job
+-- reported in its header), then every GPU second of the job's span (layers and untracked time
+-- together), so gpu_util is the job's time-weighted average utilization.
 CREATE VIEW IF NOT EXISTS job_overview AS
 WITH merged AS (
   SELECT job_id, metric, pp_mean_merge(state) AS state
     FROM layer_state WHERE metric <> '_duration' GROUP BY job_id, metric)
 SELECT j.job_id,
+       (SELECT max(params) FROM pp_jobs AS p WHERE p.job_id = j.job_id) AS parameters,
        (SELECT group_concat(DISTINCT host_name) FROM pp_layers AS l WHERE l.job_id = j.job_id) AS host_name,
        (SELECT count(DISTINCT gpu_uuid) FROM pp_layers AS l WHERE l.job_id = j.job_id AND gpu_uuid <> 'cpu') AS gpus,
        (SELECT count(*) FROM pp_layers AS l WHERE l.job_id = j.job_id AND layer <> '(untracked)') AS layers,

@@ -12,7 +12,8 @@
 // One row: events_added, samples_added, windows_folded, history_kept, http_requests.
 //
 // Steps, in one savepoint (a failure leaves the tables as they were):
-//   1. new lines of the event files go into pp_events (a line is never imported twice);
+//   1. new lines of the event files go into pp_events, their job headers into pp_jobs (a line
+//      is never imported twice);
 //   2. raw samples of the six Table I metrics for the GPUs of unfolded events, over their time
 //      span, go into pp_samples: one prom_samples call for all GPUs, so one request per chunk,
 //      never one per event. Series are matched by the UUID label, then `uuid`, then Hostname +
@@ -69,6 +70,7 @@ class Refresh {
     const long requests_before = connection_.http().requests_sent();
     install_attribution_schema(db_, kName);
     summary_.events_added = run_sql_script(db_, kImportEvents, {SqlParameter::of(path_)}, kName);
+    run_sql_script(db_, kImportJobs, {SqlParameter::of(path_)}, kName);
     fetch_samples();
     set_intervals();
     fold();
@@ -87,6 +89,11 @@ class Refresh {
       "SELECT job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, pid, epoch, batch, layer, "
       "layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, cpu_num, source_file, line "
       "FROM layer_events(?1)";
+  static constexpr const char* kImportJobs =
+      "INSERT OR IGNORE INTO main.pp_jobs(job_id, host_name, pid, params, command, torch_version, "
+      "start_time, source_file, line) "
+      "SELECT job_id, host_name, pid, params, command, torch_version, start_time, source_file, line "
+      "FROM layer_jobs(?1)";
 
   // GPUs with unfolded events and no samples yet over their span; one request per chunk for
   // all of them, then the label fallbacks for GPUs that the UUID label did not find.
@@ -272,7 +279,7 @@ void pp_install_views(sqlite3_context* ctx, int, sqlite3_value**) {
   guard_function(ctx, "pp_install_views", [&] {
     install_attribution_schema(sqlite3_context_db_handle(ctx), "pp_install_views");
     result_text(ctx,
-                "tables: pp_events, pp_samples, pp_intervals, pp_fold_state, pp_metrics, pp_layers, "
+                "tables: pp_events, pp_jobs, pp_samples, pp_intervals, pp_fold_state, pp_metrics, pp_layers, "
                 "layer_state, layer_history; views: pp_job_spans, layer_attribution, layer_metrics, "
                 "layer_type_metrics, job_overview");
   });

@@ -48,9 +48,18 @@ SELECT count(*) = 3 AND sum(weight) = 3.0 FROM layer_attribution
 SELECT count(*) = 2 AND abs(sum(weight) - 1.0) < 1e-9 FROM layer_attribution
  WHERE layer = 'l1' AND forward = 1 AND metric = 'DCGM_FI_DEV_GPU_UTIL';
 
--- Table III: the job's time-weighted utilization over its 6.25 GPU seconds.
-SELECT abs(gpu_util - 180.25 / 6.25) < 1e-9 AND gpus = 1 AND layers = 3 AND abs(gpu_seconds - 6.25) < 1e-6
+-- Job headers: one per file that has one (both parts start with jobA's, "params": 1234).
+SELECT count(*) = 2 AND sum(params) = 2468 AND group_concat(line) = '1,1' AND count(DISTINCT source_file) = 2
+  FROM pp_jobs WHERE job_id = 'jobA';
+SELECT count(*) = 2 FROM pp_jobs;
+-- Table III: parameters, then the job's time-weighted utilization over its 6.25 GPU seconds.
+SELECT group_concat(name, ',') = 'job_id,parameters,host_name,gpus,layers,gpu_util,gpu_mem_gib,gpu_mem_peak_gib,dram_active,fp32_active,sm_active,sm_occupancy,gpu_seconds'
+  FROM pragma_table_info('job_overview');
+SELECT parameters = 1234 AND typeof(parameters) = 'integer'
+   AND abs(gpu_util - 180.25 / 6.25) < 1e-9 AND gpus = 1 AND layers = 3 AND abs(gpu_seconds - 6.25) < 1e-6
   FROM job_overview WHERE job_id = 'jobA';
+-- jobB and jobC wrote no header: no parameter count.
+SELECT count(*) = 2 AND count(parameters) = 0 FROM job_overview WHERE job_id IN ('jobB', 'jobC');
 -- Per layer type (the paper's Figure 2).
 SELECT abs(gpu_util - 10.5) < 1e-9 AND layers = 1 FROM layer_type_metrics
  WHERE job_id = 'jobA' AND layer_type = 'Linear' AND forward = 1;
@@ -61,15 +70,17 @@ SELECT events_added = 0 AND samples_added = 0 AND windows_folded = 0 AND history
   FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/*.jsonl');
 SELECT (SELECT count(*) FROM (SELECT * FROM before EXCEPT SELECT job_id, layer, forward, metric, state FROM layer_state)) = 0
    AND (SELECT count(*) FROM before) = (SELECT count(*) FROM layer_state);
+SELECT count(*) = 2 FROM pp_jobs;
 -- The dedup rule kept one snapshot per layer with data.
 SELECT count(*) = (SELECT count(*) FROM layer_metrics WHERE data_num > 0) FROM layer_history;
 
 -- Incremental: the first half while the jobs are still live, then the rest, then final,
 -- gives the same states as one refresh over everything.
 DELETE FROM pp_events; DELETE FROM pp_samples; DELETE FROM pp_intervals; DELETE FROM pp_fold_state;
-DELETE FROM pp_layers; DELETE FROM layer_state; DELETE FROM layer_history;
+DELETE FROM pp_layers; DELETE FROM layer_state; DELETE FROM layer_history; DELETE FROM pp_jobs;
 SELECT pp_config('attribution_margin_seconds', 1000000000) = '1000000000';
 SELECT events_added = 3 FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part1.jsonl');
+SELECT count(*) = 1 FROM pp_jobs;
 SELECT (SELECT count(*) FROM layer_state) < (SELECT count(*) FROM before);
 SELECT events_added = 3 FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/*.jsonl');
 SELECT events_added = 0 AND windows_folded > 0 FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/*.jsonl', 1);
