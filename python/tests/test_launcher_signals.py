@@ -9,8 +9,8 @@ from conftest import child_environment
 WAITING_CHILD = textwrap.dedent("""
     import signal, sys, time
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    print("ready", flush=True)
     try:
+        print("ready", flush=True)  # inside try: a Ctrl-C right after it is still caught
         for _ in range(300):  # 30 s at most
             time.sleep(0.1)
     except KeyboardInterrupt:
