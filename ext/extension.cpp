@@ -21,6 +21,7 @@ constexpr RegisterFunction kAreas[] = {
     pp::register_mean_functions,        // pp_mean, pp_mean_merge, pp_mean_value/count/stddev/min/max/json
     pp::register_similarity_functions,  // pp_similar, pp_novel
     pp::register_attribution,           // pp_install_views, pp_refresh
+    pp::register_deconvolve_function,   // pp_deconvolve
 };
 
 }  // namespace

@@ -13,6 +13,7 @@ int register_layer_events(const Registration& r);  // vtab/layer_events.cpp
 int register_mean_functions(const Registration& r);        // ext/mean_functions.cpp
 int register_similarity_functions(const Registration& r);  // ext/similarity_functions.cpp
 int register_attribution(const Registration& r);          // vtab/pp_refresh.cpp
+int register_deconvolve_function(const Registration& r);  // ext/deconvolve_function.cpp
 
 }  // namespace pp
 

@@ -1,0 +1,151 @@
+// Per-layer values from blended samples: the estimator behind pp_deconvolve (GUIDE §2,
+// "Consequence for attribution"; docs/deconvolve.md is the user documentation).
+//
+// A DCGM sample is the average over its window, so with the overlap fraction A_ik of window i
+// spent in layer k (the idle/untracked time being one more "layer"),
+//     y_i = sum_k A_ik x_k + noise_i,
+// and the per-layer values x solve a bounded linear least-squares problem over many windows
+// whose mix of layers differs a little. This header is the numerics only (no SQLite):
+//   DeconvolveData    the rows as pp_deconvolve's xStep receives them, checked and compacted
+//   deconvolve()      bounded least squares (BVLS) + standard errors, 90% intervals and an
+//                     `identified` verdict per unknown
+//   deconvolve_json() the result as pp_deconvolve returns it
+//   solve_bvls()      the bounded solver on its own, for a small dense system
+#pragma once
+#include <Eigen/Core>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace pp {
+
+// An unusable argument value; what() is the problem, argument() the SQL argument it concerns.
+// The SQL layer turns it into "pp_deconvolve: argument 'ARG' PROBLEM".
+class DeconvolveInputError : public std::runtime_error {
+ public:
+  DeconvolveInputError(std::string argument, const std::string& problem)
+      : std::runtime_error(problem), argument_(std::move(argument)) {}
+  const std::string& argument() const { return argument_; }
+
+ private:
+  std::string argument_;
+};
+
+// Keys identifying a sample window, whatever SQL type its id has. Equal SQL values give equal
+// keys (a REAL with an integral value is the same window as that INTEGER); a TEXT '1' is not
+// the INTEGER 1.
+std::string sample_key_integer(int64_t id);
+std::string sample_key_real(double id);
+std::string sample_key_text(std::string_view id);
+std::string sample_key_blob(const void* data, size_t bytes);
+// The id as a reader of an error message would write it: 17, 1.5, 'w-3', x'00ff'.
+std::string sample_key_label(const std::string& key);
+
+// Limits and tolerances, also quoted by docs/deconvolve.md.
+struct DeconvolveLimits {
+  static constexpr size_t kMaxUnknowns = 1000;       // distinct layer keys (+ '(rest)')
+  static constexpr double kWeightSlack = 1e-9;       // a weight may exceed 1 by this much
+  static constexpr double kSumSlack = 1e-6;          // weights of one sample may sum to 1 + this
+  static constexpr double kRestThreshold = 1e-6;     // a remainder above this makes '(rest)'
+  static constexpr int64_t kMinSamples = 3;          // n below this: not identified
+  // `identified` needs a 90% half-width of at most 10% of the estimate, or 1% of the scale
+  static constexpr double kMaxRelativeHalfWidth = 0.05;
+  static constexpr double kMinHalfWidth = 0.005;
+  static constexpr double kCollinearVif = 1e10;      // 1 / (distance to the other columns)^2
+};
+
+// The rows of one pp_deconvolve group. Rows may come in any order; rows repeating a
+// (sample, layer) pair add their weights.
+class DeconvolveData {
+ public:
+  static constexpr const char* kRest = "(rest)";       // the implicit unknown of missing weight
+  static constexpr const char* kSystemKey = "_system";  // reserved: the JSON key of the summary
+
+  // One row. weight must be in [0, 1]; value is nullopt for SQL NULL (the row's weight still
+  // counts when another row of the sample gives the value; a sample without any value is
+  // skipped). Throws DeconvolveInputError naming the argument.
+  void add(const std::string& sample_key, std::string_view layer, double weight, std::optional<double> value);
+  // The bounds of the 6-argument form, on every row: the same on all rows, lower <= upper;
+  // -inf/+inf for no bound.
+  void set_bounds(double lower, double upper);
+
+  double lower() const { return lower_; }
+  double upper() const { return upper_; }
+  size_t rows() const { return rows_; }
+
+ private:
+  friend class DeconvolveSolver;
+  struct Sample {
+    double value = 0;
+    bool has_value = false;
+    double weight_sum = 0;
+  };
+  struct Entry {
+    uint32_t sample;
+    uint32_t layer;
+    double weight;
+  };
+  uint32_t layer_index(std::string_view layer);
+
+  std::unordered_map<std::string, uint32_t> sample_index_;
+  std::vector<std::string> sample_keys_;  // for error messages, by index
+  std::vector<Sample> samples_;
+  std::unordered_map<std::string, uint32_t> layer_index_;
+  std::vector<std::string> layers_;
+  std::vector<Entry> entries_;  // weight > 0 only
+  size_t rows_ = 0;
+  bool bounds_set_ = false;
+  double lower_ = -std::numeric_limits<double>::infinity();
+  double upper_ = std::numeric_limits<double>::infinity();
+};
+
+// One unknown of the result. Optional fields are null in JSON: estimate without data (n = 0),
+// std_error when it cannot be estimated (no residual degrees of freedom, or the layer is not
+// separable from others), an interval end that is an infinite bound.
+struct DeconvolveUnknown {
+  std::string name;
+  int64_t n = 0;  // samples in which the unknown has weight > 0
+  std::optional<double> estimate, std_error, lower90, upper90;
+  int at_bound = 0;  // -1 at the lower bound, +1 at the upper bound, 0 inside
+  bool identified = false;
+};
+
+struct DeconvolveResult {
+  std::vector<DeconvolveUnknown> unknowns;  // sorted by name
+  int64_t samples = 0;                      // samples with a value
+  int64_t free = 0;                         // unknowns with data strictly inside the bounds
+  int64_t dof = 0;                          // samples - free
+  std::optional<double> condition;          // 2-norm condition of A (columns with data); null: singular
+  std::optional<double> condition_scaled;   // the same with unit-norm columns
+  double residual_rms = 0;                  // sqrt(RSS / samples)
+  std::optional<double> sigma;              // sqrt(RSS / dof), null when dof <= 0
+  double t90 = 0;                           // the t quantile used for the 90% intervals
+  double scale = 0;                         // the scale that `identified` compares widths with
+  bool converged = true;
+  int iterations = 0;
+};
+
+DeconvolveResult deconvolve(const DeconvolveData& data);
+std::string deconvolve_json(const DeconvolveResult& result);
+
+// min ||C u - d|| subject to lo <= u <= hi (entries may be infinite), by Stark and Parker's
+// BVLS (an active-set method generalizing Lawson-Hanson NNLS to two-sided bounds), each
+// subproblem solved by Eigen's ColPivHouseholderQR on the free columns.
+struct BvlsSolution {
+  Eigen::VectorXd u;
+  std::vector<int> state;  // -1 at lower, +1 at upper, 0 free
+  bool converged = true;
+  int iterations = 0;
+};
+BvlsSolution solve_bvls(const Eigen::MatrixXd& C, const Eigen::VectorXd& d, const Eigen::VectorXd& lo,
+                        const Eigen::VectorXd& hi);
+
+// The p-quantile of Student's t with dof degrees of freedom (dof >= 1; p in (0.5, 1)).
+double student_t_quantile(double p, int64_t dof);
+
+}  // namespace pp
