@@ -1,0 +1,39 @@
+-- Errors of pp_deconvolve: each names the function and the argument.
+CREATE TABLE t(sample, layer, weight, value);
+INSERT INTO t VALUES (1, 'A', 0.5, 0.5), (1, 'B', 0.5, 0.5), (2, 'A', 1, 0.7);
+-- error: pp_deconvolve: argument 'value' differs within sample 1: 0.5 and 0.6 (a sample has one value, the same on all its rows)
+SELECT pp_deconvolve(sample, layer, weight, CASE layer WHEN 'B' THEN 0.6 ELSE value END) FROM t;
+-- error: pp_deconvolve: argument 'value' differs within sample 'w1': 1 and 2
+SELECT pp_deconvolve('w1', layer, 0.1, sample) FROM t;
+-- error: pp_deconvolve: argument 'weight' must be between 0 and 1
+SELECT pp_deconvolve(sample, layer, weight + 0.6, value) FROM t;
+-- error: pp_deconvolve: argument 'weight' must be between 0 and 1
+SELECT pp_deconvolve(sample, layer, -0.1, value) FROM t;
+-- error: pp_deconvolve: argument 'weight' sums to 1.5 over the rows of sample 1
+SELECT pp_deconvolve(sample, layer, weight, value) FROM (SELECT * FROM t UNION ALL SELECT 1, 'C', 0.5, 0.5);
+-- error: pp_deconvolve: argument 'weight' is not a number: 'half'
+SELECT pp_deconvolve(1, 'A', 'half', 0.5);
+-- error: pp_deconvolve: argument 'value' is not a number: 'high'
+SELECT pp_deconvolve(1, 'A', 0.5, 'high');
+-- error: pp_deconvolve: argument 'value' must be finite
+SELECT pp_deconvolve(1, 'A', 0.5, 9e999);
+-- error: pp_deconvolve: argument 'sample_id' is NULL
+SELECT pp_deconvolve(NULL, layer, weight, value) FROM t;
+-- error: pp_deconvolve: argument 'layer_key' is NULL
+SELECT pp_deconvolve(sample, NULL, weight, value) FROM t;
+-- error: pp_deconvolve: argument 'layer_key' '_system' is reserved
+SELECT pp_deconvolve(sample, '_system', weight, value) FROM t;
+-- error: pp_deconvolve: argument 'lower' must be the same on every row of a group
+SELECT pp_deconvolve(sample, layer, weight, value, sample, 5) FROM t;
+-- error: pp_deconvolve: argument 'upper' must be the same on every row of a group
+SELECT pp_deconvolve(sample, layer, weight, value, 0, CASE sample WHEN 1 THEN 1 END) FROM t;
+-- error: pp_deconvolve: argument 'upper' must not be below argument 'lower'
+SELECT pp_deconvolve(sample, layer, weight, value, 1, 0) FROM t;
+-- error: pp_deconvolve: argument 'lower' must be a number (NULL: no lower bound)
+SELECT pp_deconvolve(sample, layer, weight, value, 9e999, NULL) FROM t;
+-- error: pp_deconvolve: argument 'lower' is not a number: 'zero'
+SELECT pp_deconvolve(sample, layer, weight, value, 'zero', 1) FROM t;
+-- error: wrong number of arguments to function pp_deconvolve()
+SELECT pp_deconvolve(sample, layer, weight) FROM t;
+-- error: wrong number of arguments to function pp_deconvolve()
+SELECT pp_deconvolve(sample, layer, weight, value, 0) FROM t;
