@@ -7,6 +7,11 @@ so every event written before the failure stays intact. The first failure (direc
 be created, permission, disk full) prints ONE warning to stderr; from then on events are only
 counted as dropped, and close() returns the counts for the summary line.
 
+A file that is removed while open (rm -rf of the output directory) still accepts writes on
+Linux, into an inode no path names. So before each write and at close the writer checks that
+its path still names the file it holds; if not, it warns, counts the events in that file as
+dropped (nobody can read them), and goes on in a new file at the same path, job header first.
+
 Queue items are tuples: (ModuleInfo, forward, batch, epoch, t_start, t_end, device) for events,
 where t_start/t_end are unix ns ints or, on CUDA, events that the resolver converts once the GPU
 has passed them; (HEADER, text) for the job header line.
@@ -36,6 +41,10 @@ class EventWriter:
         self._anchored_at = {}  # device -> monotonic time of its last anchor
         self._fd = None
         self._size = 0
+        self._in_file = 0  # events written to the file now open
+        self._header = None  # the job header line, to start a new file with
+        self._restart_with_header = False
+        self._base_path = self.path
         self._failed = False
         self.written = 0
         self.dropped = 0
@@ -57,6 +66,8 @@ class EventWriter:
             except Exception:  # noqa: BLE001 - a broken CUDA context must not hide the CPU events
                 pass
         self._drain(final=True)
+        if self._fd is not None:
+            self._check_still_there(at_close=True)
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -98,6 +109,7 @@ class EventWriter:
                 break
             unresolved.popleft()
             if item[0] is HEADER:
+                self._header = item[1]
                 chunk.append(item[1])
             else:
                 chunk.append(self._format_resolved(item))
@@ -110,6 +122,7 @@ class EventWriter:
 
     def _format(self, item):
         if item[0] is HEADER:
+            self._header = item[1]
             return item[1]
         return self._formatter.line(*item)
 
@@ -144,14 +157,44 @@ class EventWriter:
             return
         data = "".join(lines).encode()
         try:
+            if self._fd is not None:
+                self._check_still_there(at_close=False)
             if self._fd is None:
                 self._open()
+                if self._restart_with_header:  # a file after a removed one: header first again
+                    self._restart_with_header = False
+                    data = self._header.encode() + data
             self._write_whole(data)
         except OSError as error:
             self.dropped += event_count
             self._fail(f"cannot write layer events to {self.path}: {error.strerror or error}")
             return
         self.written += event_count
+        self._in_file += event_count
+
+    def _check_still_there(self, at_close):
+        """If the open file's path no longer names it (removed, replaced), lets it go: its events
+        are counted as dropped and the next write starts a new file."""
+        try:
+            held = os.fstat(self._fd)
+            at_path = os.stat(self.path)
+            if held.st_nlink > 0 and (at_path.st_dev, at_path.st_ino) == (held.st_dev, held.st_ino):
+                return
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # gone
+        except OSError:
+            return  # cannot tell (a transient error on a network filesystem): keep writing
+        lost = self._in_file
+        self.written -= lost
+        self.dropped += lost
+        os.close(self._fd)
+        self._fd, self._size, self._in_file = None, 0, 0
+        self._restart_with_header = self._header is not None
+        removed, self.path = self.path, self._base_path
+        goes_on = "" if at_close else "; training continues, recording goes on in a new file"
+        print(f"precisionprobe: warning: {removed} was removed while being written; its {lost} "
+              f"events are counted as dropped{goes_on}", file=self._stderr or sys.stderr,
+              flush=True)
 
     def _open(self):
         os.makedirs(self._out_dir, exist_ok=True)
