@@ -13,6 +13,7 @@ else is on this thread's stack is a top-level call, which drives batch detection
 """
 import atexit
 import os
+import signal
 import sys
 import threading
 import time
@@ -28,6 +29,9 @@ from .event_writer import HEADER, EventWriter
 from .gpu_identity import GpuDirectory
 from .job_identity import JobIdentity
 from .layer_names import LayerRegistry
+
+# Signals whose default action ends the process without running atexit (so without a flush).
+FLUSHED_SIGNALS = (signal.SIGTERM,)
 
 
 def default_out_dir(job_id):
@@ -62,6 +66,7 @@ class Probe:
         self._handles = []
         self._installed = False
         self._broken = False
+        self._signal_handlers = []  # signals this probe handles
         self._new_process_state()
 
     def _new_process_state(self):
@@ -100,6 +105,7 @@ class Probe:
         self._get_info = self._layers.get_by_id
         self._installed = True
         atexit.register(self._close_at_exit)
+        self._handle_terminating_signals()
         return self
 
     def close(self):
@@ -112,6 +118,7 @@ class Probe:
         self._handles = []
         self._epochs.uninstall()
         atexit.unregister(self._close_at_exit)
+        self._restore_signal_handlers()
         written, dropped = self._writer.close() if self._writer_started else (0, 0)
         if self._summary == "always" or (self._summary == "auto" and (written or dropped)):
             where = self._writer.path if written else "no file written"
@@ -121,6 +128,39 @@ class Probe:
 
     def _close_at_exit(self):
         self.close()
+
+    def _handle_terminating_signals(self):
+        """SIGTERM (Kubernetes, Slurm, torchrun) ends a Python process at once by default: no
+        atexit, so the events still queued were lost and no summary printed. Where its action is
+        still the default, a handler closes the probe first, then ends the process by the same
+        signal, as it would have ended. A handler the program sets itself replaces this one."""
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal.signal() works on the main thread only
+        for signum in FLUSHED_SIGNALS:
+            try:
+                if signal.getsignal(signum) == signal.SIG_DFL:
+                    signal.signal(signum, self._on_terminating_signal)
+                    self._signal_handlers.append(signum)
+            except (ValueError, OSError):
+                pass
+
+    def _on_terminating_signal(self, signum, frame):
+        signal.signal(signum, signal.SIG_DFL)  # a second signal ends the process at once
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - e.g. stderr busy in the interrupted code: still end
+            pass
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, (signum,))
+        os.kill(os.getpid(), signum)
+
+    def _restore_signal_handlers(self):
+        for signum in self._signal_handlers:
+            try:
+                if signal.getsignal(signum) == self._on_terminating_signal:
+                    signal.signal(signum, signal.SIG_DFL)
+            except (ValueError, OSError):  # detach() from another thread: leave it, it only closes
+                pass
+        self._signal_handlers = []
 
     def after_fork_in_child(self):
         """A forked child (DataLoader worker) gets its own pid, file and writer thread."""
