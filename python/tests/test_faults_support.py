@@ -139,23 +139,29 @@ class Reference:
 
 @functools.lru_cache(maxsize=None)
 def reference():
-    """The fault-free runs: one without hooks (losses), one under the launcher (events)."""
-    plain = subprocess.run(DLRM_COMMAND, env=child_environment(), capture_output=True, text=True,
-                           timeout=300)
-    assert plain.returncode == 0, plain.stderr
-    assert "precisionprobe" not in plain.stderr  # really without hooks
+    """The fault-free runs: one without hooks (losses), one under the launcher (events).
+
+    They run side by side (computed once per pytest session): they share no files."""
+    plain = subprocess.Popen(DLRM_COMMAND, env=child_environment(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
     out = Path(tempfile.mkdtemp(prefix="pp-faults-reference-"))
     try:
         hooked = run_launched(out, DLRM_COMMAND, job_id=JOB_ID)
+        plain_stdout, plain_stderr = plain.communicate(timeout=300)
+        assert plain.returncode == 0, plain_stderr
+        assert "precisionprobe" not in plain_stderr  # really without hooks
         assert hooked.returncode == 0, hooked.stderr
-        assert step_losses(hooked.stdout) == step_losses(plain.stdout)
+        assert step_losses(hooked.stdout) == step_losses(plain_stdout)
         events = EventFile.read(only_events_file(out))
         assert summary(hooked.stderr)[:2] == (len(events.events), 0)
         assert events.torn == b""
         assert len(events.events) == PRODUCED
-        return Reference(step_losses(plain.stdout), [event_key(e) for e in events.events],
+        return Reference(step_losses(plain_stdout), [event_key(e) for e in events.events],
                          events.event_bytes, events.pid, events.size)
     finally:
+        if plain.poll() is None:
+            plain.kill()
+            plain.communicate()
         shutil.rmtree(out, ignore_errors=True)
 
 
