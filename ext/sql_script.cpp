@@ -60,6 +60,7 @@ double query_double(sqlite3* db, const std::string& sql, const std::vector<SqlPa
 void install_attribution_schema(sqlite3* db, const char* function) {
   run_sql_script(db, embedded_sql("schema"), {}, function);
   run_sql_script(db, embedded_sql("views"), {}, function);
+  run_sql_script(db, embedded_sql("estimates"), {}, function);
 }
 
 }  // namespace pp
