@@ -9,7 +9,8 @@
 //   4. uncertainty from the SVD of the scaled R: the classical covariance sigma^2 (A^T A)^-1 and
 //      the heteroscedasticity-robust HC3 sandwich, the larger of the two, over all unknowns with
 //      data (not only the free ones: which bounds are active is itself uncertain);
-//   5. 90% intervals (two-sided inside the box, one-sided at a bound) and `identified`.
+//   5. 90% intervals (two-sided inside the box, one-sided at a bound, joined with the interval
+//      of the unconstrained estimate, cut at the bounds) and `identified`.
 #include "ext/deconvolve.hpp"
 
 #include <Eigen/QR>
@@ -550,7 +551,12 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
     for (Index j = 0; j < q; ++j) variance(j) = std::max(sigma2 * G(j, j), hc3(j));
   }
 
-  // 5. Intervals and identification.
+  // 5. Intervals and identification. Under the model the unconstrained least-squares estimate
+  // (G C^T d, the pseudo-inverse solution) is unbiased and its t interval has the nominal
+  // coverage; the bounded estimate is what is reported, but where active bounds pull it away
+  // from the unconstrained one, the interval is the hull of both intervals, so it keeps that
+  // coverage. Then it is cut at the bounds, which hold the truth by assumption.
+  const Eigen::VectorXd unconstrained = G * (C.transpose() * d);
   for (Index j = 0; j < q; ++j) {
     DeconvolveUnknown& u = result.unknowns[data_columns[j]];
     if (collinear[j] || !result.sigma || !std::isfinite(variance(j))) continue;  // interval: the bounds
@@ -558,21 +564,23 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
     const double half = result.t90 * se;
     const double est = *u.estimate;
     u.std_error = se;
-    double low = est - half, high = est + half;
-    if (u.at_bound < 0) {
-      low = L;
-      high = L + half;
-    } else if (u.at_bound > 0) {
-      low = U - half;
-      high = U;
+    // Around the bounded estimate: two-sided, or one-sided from the bound it sits on.
+    double low = u.at_bound < 0 ? L : u.at_bound > 0 ? U - half : est - half;
+    double high = u.at_bound < 0 ? L + half : u.at_bound > 0 ? U : est + half;
+    const double free_estimate = unconstrained(j) / norms(j);
+    if (std::isfinite(free_estimate)) {
+      low = std::min(low, free_estimate - half);
+      high = std::max(high, free_estimate + half);
     }
     low = std::max(low, L);
     high = std::min(high, U);
     u.lower90 = std::isfinite(low) ? std::optional<double>(low) : std::nullopt;
     u.upper90 = std::isfinite(high) ? std::optional<double>(high) : std::nullopt;
+    // Identified: the interval reaches no further from the estimate than the precision asked for.
+    const double reach = std::max(est - low, high - est);
     u.identified = u.n >= DeconvolveLimits::kMinSamples &&
-                   half <= std::max(DeconvolveLimits::kMaxRelativeHalfWidth * std::fabs(est),
-                                    DeconvolveLimits::kMinHalfWidth * result.scale);
+                   reach <= std::max(DeconvolveLimits::kMaxRelativeHalfWidth * std::fabs(est),
+                                     DeconvolveLimits::kMinHalfWidth * result.scale);
   }
   return result;
 }
