@@ -133,7 +133,7 @@ def main(argv=None):
     device = setup(args)
     model, optimizer = build(args, device)
     return train(training_step(model, optimizer), batch_loader(make_batches(args)), args.epochs,
-                 device, "dlrm", args.quiet)
+                 device, "dlrm", args.quiet, args.seconds)
 
 
 if __name__ == "__main__":

@@ -104,7 +104,7 @@ def main(argv=None):
     device = setup(args)
     model, optimizer = build(args, device)
     return train(training_step(model, optimizer), batch_loader(make_batches(args)), args.epochs,
-                 device, "resnext", args.quiet)
+                 device, "resnext", args.quiet, args.seconds)
 
 
 if __name__ == "__main__":

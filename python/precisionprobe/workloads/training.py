@@ -16,6 +16,9 @@ def common_arguments(description, batch_size):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     parser.add_argument("--quiet", action="store_true", help="print only the summary line")
+    parser.add_argument("--seconds", type=float, default=0,
+                        help="stop after the step that passes this many seconds of training "
+                             "(0: run every iteration of every epoch)")
     return parser
 
 
@@ -45,14 +48,21 @@ class _Batches(torch.utils.data.Dataset):
         return self._batches[index]
 
 
-def train(step, loader, epochs, device, name, quiet=False):
+def train(step, loader, epochs, device, name, quiet=False, seconds=0):
     """Runs step(batch) -> loss tensor for every batch of every epoch; returns the losses.
 
-    Prints one line per step (unless quiet) and a summary line with the median step time.
+    With seconds > 0 it stops after the first step that ends past that much training time, so a
+    run takes about as long on a fast machine as on a slow one. Prints one line per step
+    (unless quiet) and a summary line with the median step time.
     """
     losses, step_times = [], []
+    deadline = time.perf_counter() + seconds if seconds > 0 else None
     for epoch in range(epochs):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
         for index, batch in enumerate(loader):
+            if deadline is not None and time.perf_counter() > deadline:
+                break
             batch = _to_device(batch, device)
             started = time.perf_counter()
             loss = step(batch)
