@@ -227,11 +227,13 @@ def pct(errs, worst=False):
     return f"{100 * (errs.max() if worst else errs.mean()):5.1f}"
 
 
-def provenance(extension):
+def provenance(extension, built_from=None):
     """What produced the numbers: the extension's version and the source tree's commit."""
     import subprocess
     conn = connect(extension)
     version = conn.execute("SELECT pp_version()").fetchone()[0]
+    if built_from:
+        return f"extension {extension} (pp_version {version}), built from {built_from}"
     try:
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, timeout=10).stdout.strip()
@@ -251,6 +253,7 @@ def main():
     parser.add_argument("--intervals", default="100,1000,10000", help="sample intervals, ms")
     parser.add_argument("--noises", default="0,0.005,0.02", help="multiplicative noise, fractions")
     parser.add_argument("--minutes", default="1,10", help="recording lengths, minutes")
+    parser.add_argument("--built-from", help="say what the extension was built from (default: this tree's commit)")
     parser.add_argument("--seed", type=int, default=SEED, help=f"timeline and noise seed (default {SEED})")
     args = parser.parse_args()
     EXTENSION = args.extension
@@ -265,7 +268,7 @@ def main():
         print(text, flush=True)
         lines.append(text)
 
-    say(provenance(args.extension))
+    say(provenance(args.extension, args.built_from))
     say("Per-layer-type attribution error vs the DCGM emulator's ground truth (precisionprobe emulator,")
     say(f"profile python/profiles/dlrm.json, DLRM-like timeline seed {seed}; 10 groups = 5 layer types x fwd/bwd).")
     say("Errors: relative, in %, mean and worst over (group, metric) pairs of the 5 activity metrics.")
