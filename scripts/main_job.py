@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""The main job: a real PyTorch DLRM run observed by the hook client, GPU counters through a
+real Prometheus, attribution in SQL, the paper's tables and figures.
+
+Without --prometheus there is no GPU here, so the counters come from the DCGM EMULATOR
+(python/precisionprobe/emulator, profile python/profiles/dlrm.json): it follows the job's layer
+events and serves dcgm-exporter's /metrics, which a local Prometheus scrapes every 100 ms. Only
+the layer timings are measured; every counter value is the emulator's. With --prometheus URL
+the job reads a real dcgm-exporter's Prometheus instead and starts no emulator.
+
+Steps: start Prometheus (loopback, temporary storage) and the emulator; train the CPU DLRM under
+`python3 -m precisionprobe run` for --seconds; pp_refresh the events into OUT/precisionprobe.db;
+print Table II, the per-type estimates and Table III through the sqlite3 shell with .load;
+write OUT/figure2a.png and OUT/figure2b.png. Every process it starts is stopped, on Ctrl-C or
+failure too.
+"""
+import argparse
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+from servers import free_port, wait_ready  # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+EXTENSION = ROOT / "build" / "precisionprobe"
+INTERVAL_MS = 100
+
+
+class Processes:
+    """Starts processes in their own sessions and stops all of them, whatever happens."""
+
+    def __init__(self):
+        self.running = []
+
+    def start(self, name, command, log, **kwargs):
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                   **kwargs)
+        self.running.append((name, process))
+        return process
+
+    def stop_all(self):
+        for name, process in reversed(self.running):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.time() + 10
+        for name, process in reversed(self.running):
+            try:
+                process.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def start_local_prometheus(procs, work, target_port, log):
+    config = work / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 100ms\n  scrape_timeout: 90ms\n"
+        "scrape_configs:\n  - job_name: dcgm-emulator\n"
+        f"    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n")
+    port = free_port()
+    process = procs.start("prometheus", ["prometheus", f"--config.file={config}",
+                                         f"--storage.tsdb.path={work / 'tsdb'}",
+                                         f"--web.listen-address=127.0.0.1:{port}"], log)
+    url = f"http://127.0.0.1:{port}"
+    wait_ready(url + "/-/ready", process, "prometheus")
+    return url
+
+
+def shell(database, sql):
+    """Runs SQL in the sqlite3 shell with the extension loaded, as a user would."""
+    script = f".load {EXTENSION}\n.mode box\n{sql}\n"
+    result = subprocess.run(["sqlite3", str(database)], input=script, text=True, capture_output=True)
+    sys.stdout.write(result.stdout)
+    if result.returncode or result.stderr:
+        raise SystemExit(f"sqlite3: {result.stderr.strip()}")
+
+
+REPORT = """
+.print 'Table II (layer_metrics): overlap-weighted means per layer; resolution < 1 means the layer is'
+.print 'shorter than one sample window, so its row blends neighbouring layers (see the estimates).'
+SELECT layer, forward AS fwd, data_num AS n,
+       round(gpu_util, 1) AS util, round(gpu_mem) AS mem, round(dram_active, 3) AS dram,
+       round(fp32_active, 3) AS fp32, round(sm_occupancy, 3) AS sm_occ, round(sm_active, 3) AS sm_act,
+       calls, round(mean_duration_ms, 2) AS ms, round(resolution, 2) AS res
+  FROM layer_metrics WHERE job_id = '{job}' ORDER BY layer = '(untracked)', layer, fwd DESC;
+.print ''
+.print 'Per layer type (Figure 2): overlap means beside the estimator (90% intervals).'
+SELECT m.layer_type AS type,
+       CASE WHEN m.layer_type = '(untracked)' THEN '' WHEN m.forward THEN 'fwd' ELSE 'bwd' END AS dir,
+       round(m.gpu_util, 1) AS util_ovl, round(e.estimate, 1) AS util_est,
+       printf('%.1f-%.1f', e.lower90, e.upper90) AS util_90,
+       round(m.dram_active, 3) AS dram_ovl, round(d.estimate, 3) AS dram_est,
+       CASE e.confidence WHEN 'identified' THEN 'yes' ELSE 'no' END AS identified
+  FROM layer_type_metrics AS m
+  LEFT JOIN layer_type_estimates AS e ON e.job_id = m.job_id AND e.layer_type = m.layer_type
+        AND e.forward = m.forward AND e.metric = 'DCGM_FI_DEV_GPU_UTIL'
+  LEFT JOIN layer_type_estimates AS d ON d.job_id = m.job_id AND d.layer_type = m.layer_type
+        AND d.forward = m.forward AND d.metric = 'DCGM_FI_PROF_DRAM_ACTIVE'
+ WHERE m.job_id = '{job}' ORDER BY m.layer_type, m.forward DESC;
+.print ''
+.print 'Table III (job_overview):'
+SELECT job_id, parameters, gpus, layers, round(gpu_util, 2) AS gpu_util,
+       round(gpu_mem_gib, 2) AS mem_gib, round(dram_active, 3) AS dram, round(fp32_active, 3) AS fp32,
+       round(sm_active, 3) AS sm_act, round(gpu_seconds, 1) AS gpu_s
+  FROM job_overview WHERE job_id = '{job}';
+"""
+
+
+def draw_figures(database, job, out, emulated):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    conn = sqlite3.connect(database)
+    conn.enable_load_extension(True)
+    conn.load_extension(str(EXTENSION))
+    source = ("EMULATED counters (DCGM emulator, profile dlrm.json); layer timings measured on CPU"
+              if emulated else "DCGM counters from Prometheus")
+    rows = conn.execute(
+        "SELECT m.layer_type, m.forward, m.gpu_util, m.dram_active, m.fp32_active, m.sm_active, "
+        "m.sm_occupancy FROM layer_type_metrics AS m WHERE m.job_id = ? AND m.layer_type <> '(untracked)' "
+        "ORDER BY m.layer_type", (job,)).fetchall()
+    estimates = {(t, f, metric): (e, lo, hi, ok) for t, f, metric, e, lo, hi, ok in conn.execute(
+        "SELECT layer_type, forward, metric, estimate, lower90, upper90, confidence = 'identified' "
+        "FROM layer_type_estimates WHERE job_id = ?", (job,))}
+    types = sorted({r[0] for r in rows})
+
+    def bars(ax, metric, column, label):
+        width = 0.2
+        for k, (forward, name) in enumerate(((1, "forward"), (0, "backward"))):
+            overlap = [next((r[column] for r in rows if r[0] == t and r[1] == forward), None) for t in types]
+            est = [estimates.get((t, forward, metric), (None, None, None, False)) for t in types]
+            xs = [i + (k - 0.5) * 2 * width for i in range(len(types))]
+            ax.bar([x - width / 2 for x in xs], [v or 0 for v in overlap], width, label=f"{name}: overlap mean")
+            # The estimator with its 90% interval; hatched where the data do not identify it.
+            bars_ = ax.bar([x + width / 2 for x in xs], [e[0] or 0 for e in est], width,
+                           label=f"{name}: estimator (hatched: not identified)",
+                           yerr=[[max(0, (e[0] or 0) - (e[1] if e[1] is not None else (e[0] or 0))) for e in est],
+                                 [max(0, (e[2] if e[2] is not None else (e[0] or 0)) - (e[0] or 0)) for e in est]],
+                           capsize=2)
+            for bar, e in zip(bars_, est):
+                if not e[3]:
+                    bar.set_hatch("//")
+                    bar.set_alpha(0.5)
+        ax.set_xticks(range(len(types)), types, rotation=20)
+        ax.set_ylabel(label)
+
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    bars(ax, "DCGM_FI_DEV_GPU_UTIL", 2, "GPU utilization (%)")
+    ax.set_title(f"Figure 2a: GPU utilization per layer type, {job}\n{source}", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    fig.savefig(out / "figure2a.png", dpi=110)
+
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7))
+    for ax, (metric, column, label) in zip(axes.flat, (
+            ("DCGM_FI_PROF_DRAM_ACTIVE", 3, "DRAMActive"), ("DCGM_FI_PROF_PIPE_FP32_ACTIVE", 4, "FP32Active"),
+            ("DCGM_FI_PROF_SM_ACTIVE", 5, "SMActive"), ("DCGM_FI_PROF_SM_OCCUPANCY", 6, "SMOccupancy"))):
+        bars(ax, metric, column, label)
+    axes.flat[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.suptitle(f"Figure 2b: DRAM, FP32, SM activity per layer type, {job}\n{source}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out / "figure2b.png", dpi=110)
+    print(f"\nfigures: {out / 'figure2a.png'}, {out / 'figure2b.png'}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--prometheus", help="a real dcgm-exporter's Prometheus (no emulator then)")
+    parser.add_argument("--seconds", type=float, default=60, help="training time (default 60)")
+    parser.add_argument("--job-id", default="dlrm-main")
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "main")
+    parser.add_argument("--settle", type=float, default=None,
+                        help="seconds to wait after training for the last samples (default 2, or 65 "
+                             "with --prometheus: dcgm-exporter's default interval is 30 s)")
+    args = parser.parse_args()
+    emulated = args.prometheus is None
+    settle = args.settle if args.settle is not None else (2 if emulated else 65)
+
+    shutil.rmtree(args.out, ignore_errors=True)
+    (args.out / "events").mkdir(parents=True)
+    work = Path(tempfile.mkdtemp(prefix="pp-main-"))
+    log = open(args.out / "services.log", "w")
+    procs = Processes()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    try:
+        if emulated:
+            emulator_port = free_port()
+            procs.start("emulator", [PYTHON, "-m", "precisionprobe.emulator", "live",
+                                     "--events", str(args.out / "events"), "--mirror", str(args.out / "emulated"),
+                                     "--profile", str(ROOT / "python" / "profiles" / "dlrm.json"),
+                                     "--port", str(emulator_port), "--interval-ms", str(INTERVAL_MS),
+                                     "--noise", "0.005"], log, env=env)
+            url = start_local_prometheus(procs, work, emulator_port, log)
+            events_for_refresh = args.out / "emulated"
+            print(f"Prometheus {url} scraping the DCGM EMULATOR (emulated counters, not a GPU) every "
+                  f"{INTERVAL_MS} ms")
+        else:
+            url = args.prometheus
+            events_for_refresh = args.out / "events"
+        print(f"training the DLRM for {args.seconds:.0f} s under the hook client ...", flush=True)
+        training = subprocess.run(
+            [PYTHON, "-m", "precisionprobe", "run", "--out", str(args.out / "events"), "--job-id", args.job_id,
+             "--", PYTHON, "-m", "precisionprobe.workloads.dlrm", "--seconds", str(args.seconds),
+             "--iterations", "1000000", "--batch-size", "32", "--rows-per-table", "20000", "--threads", "1",
+             "--quiet"], env=env, text=True, capture_output=True)
+        print(training.stdout.strip())
+        print("\n".join(line for line in training.stderr.splitlines() if line.startswith("precisionprobe")))
+        if training.returncode:
+            raise SystemExit(f"training failed ({training.returncode}):\n{training.stderr[-2000:]}")
+        time.sleep(settle)
+
+        database = args.out / "precisionprobe.db"
+        conn = sqlite3.connect(database)
+        conn.enable_load_extension(True)
+        conn.load_extension(str(EXTENSION))
+        conn.execute("SELECT pp_config('prometheus_url', ?)", (url,))
+        started = time.perf_counter()
+        refresh = conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(events_for_refresh),)).fetchone()
+        conn.commit()
+        conn.close()
+        print(f"pp_refresh: {refresh[0]} events, {refresh[1]} samples, {refresh[2]} windows folded, "
+              f"{refresh[4]} HTTP requests, {time.perf_counter() - started:.1f} s\n")
+        shell(database, REPORT.replace("{job}", args.job_id))
+        draw_figures(database, args.job_id, args.out, emulated)
+        print(f"database: {database}")
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        procs.stop_all()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
