@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ext/errors.hpp"
+#include "ext/text.hpp"
 
 namespace pp {
 namespace {
@@ -100,27 +101,6 @@ Field field_of(std::string_view key, int& hint) {
 }
 
 // ---- JSON syntax ----------------------------------------------------------------------
-
-// Length of the valid UTF-8 sequence starting at p (RFC 3629: no overlongs, no surrogates,
-// nothing above U+10FFFF), or 0.
-int utf8_length(const unsigned char* p, const unsigned char* end) {
-  const unsigned c = p[0];
-  auto cont = [&](int i, unsigned lo = 0x80, unsigned hi = 0xBF) {
-    return p + i < end && p[i] >= lo && p[i] <= hi;
-  };
-  if (c < 0x80) return 1;
-  if (c < 0xC2) return 0;
-  if (c < 0xE0) return cont(1) ? 2 : 0;
-  if (c < 0xF0) {
-    const bool first = c == 0xE0 ? cont(1, 0xA0) : c == 0xED ? cont(1, 0x80, 0x9F) : cont(1);
-    return first && cont(2) ? 3 : 0;
-  }
-  if (c < 0xF5) {
-    const bool first = c == 0xF0 ? cont(1, 0x90) : c == 0xF4 ? cont(1, 0x80, 0x8F) : cont(1);
-    return first && cont(2) && cont(3) ? 4 : 0;
-  }
-  return 0;
-}
 
 void append_utf8(std::string& out, uint32_t cp) {
   if (cp < 0x80) {

@@ -13,24 +13,40 @@ namespace {
 
 using json = nlohmann::json;
 
+// The first 200 bytes of a body for an error message: on one line, valid UTF-8.
 std::string body_start(const std::string& body) {
-  std::string start = body.substr(0, 200);
+  std::string start = valid_utf8(body, 200);
   for (char& c : start)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  return start + (body.size() > 200 ? "..." : "");
+  return start;
 }
 
 // Checks the envelope and returns its "data" member. Collects "warnings" and "infos".
+// `keep`, when given, sees every value as it is parsed and may drop it from the document.
 json envelope_data(const HttpResponse& response, const std::string& shown_url, const char* function,
-                   std::vector<std::string>& warnings) {
+                   std::vector<std::string>& warnings, const json::parser_callback_t& keep = nullptr) {
   const std::string where = std::string(function) + ": ";
-  json doc = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("status")) {
+  json doc;
+  std::string invalid;  // why a body that looks like JSON is not
+  try {
+    doc = json::parse(response.body, keep);
+  } catch (const json::parse_error& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 95: ..."; the text it
+    // quotes from the body may hold bytes that are not UTF-8.
+    const std::string what = e.what();
+    const size_t tag_end = what.find("] ");
+    invalid = " (invalid JSON: " + valid_utf8(tag_end == std::string::npos ? what : what.substr(tag_end + 2), 300) + ")";
+    doc = json();
+  }
+  if (!doc.is_object() || !doc.contains("status")) {
     if (response.body.empty())
       throw Error(where + "HTTP " + std::to_string(response.status) + " with an empty body from " +
                   shown_url);
+    const size_t first = response.body.find_first_not_of(" \t\r\n");
+    const bool looks_like_json = first != std::string::npos && (response.body[first] == '{' || response.body[first] == '[');
     throw Error(where + "HTTP " + std::to_string(response.status) + " from " + shown_url +
-                " is not a Prometheus API response: " + body_start(response.body));
+                " is not a Prometheus API response" + (looks_like_json ? invalid : "") + ": " +
+                body_start(response.body));
   }
   for (const char* key : {"warnings", "infos"}) {
     auto it = doc.find(key);
@@ -67,7 +83,7 @@ void split_labels(json& metric, PromSeries& series) {
 
 PromPoint parse_point(const json& pair, const char* function) {
   if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number() || !pair[1].is_string())
-    throw Error(std::string(function) + ": malformed sample " + pair.dump().substr(0, 80) +
+    throw Error(std::string(function) + ": malformed sample " + valid_utf8(pair.dump(), 80) +
                 " (expected [unix_seconds, \"value\"])");
   PromPoint point{};
   const double seconds = pair[0].get<double>();
@@ -75,8 +91,30 @@ PromPoint parse_point(const json& pair, const char* function) {
   point.ts_ms = std::llround(seconds * 1000.0);
   const std::string& text = pair[1].get_ref<const std::string&>();
   if (!parse_sample_value(text, point.value, point.is_null))
-    throw Error(std::string(function) + ": sample value '" + text.substr(0, 40) + "' is not a number");
+    throw Error(std::string(function) + ": sample value '" + valid_utf8(text, 40) + "' is not a number");
   return point;
+}
+
+// One item of a matrix result: {"metric": {...}, "values": [[ts, "v"], ...]}.
+PromSeries matrix_series(json& item, const char* function, size_t& histograms) {
+  auto metric = item.find("metric");
+  if (metric == item.end() || !metric->is_object())
+    throw Error(std::string(function) + ": matrix item without a 'metric' object");
+  PromSeries series;
+  try {
+    split_labels(*metric, series);
+  } catch (const Error& e) {
+    throw Error(std::string(function) + ": " + e.what());
+  }
+  auto values = item.find("values");
+  if (values != item.end()) {
+    if (!values->is_array()) throw Error(std::string(function) + ": 'values' is not a list");
+    series.points.reserve(values->size());
+    for (const auto& pair : *values) series.points.push_back(parse_point(pair, function));
+  }
+  auto hist = item.find("histograms");
+  if (hist != item.end() && hist->is_array()) histograms += hist->size();
+  return series;
 }
 
 }  // namespace
@@ -101,7 +139,21 @@ bool parse_sample_value(std::string_view text, double& value, bool& is_null) {
 
 PromMatrix parse_matrix_body(const HttpResponse& response, const std::string& shown_url,
                              const char* function, std::vector<std::string>& warnings) {
-  json data = envelope_data(response, shown_url, function, warnings);
+  // Each series is converted as soon as the parser has read it and then dropped from the
+  // document, so that a response of 50,000 series never exists as a whole JSON tree: memory
+  // stays near the body's size instead of several times it.
+  PromMatrix matrix;
+  matrix.bytes = response.body.size();
+  size_t histograms = 0;
+  std::string keys[3];  // the key being read at depths 1 and 2 ("data", then "result")
+  const json::parser_callback_t convert = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::key && depth <= 2) keys[depth] = parsed.get<std::string>();
+    if (event != json::parse_event_t::object_end || depth != 3 || keys[1] != "data" || keys[2] != "result")
+      return true;
+    matrix.series.push_back(matrix_series(parsed, function, histograms));
+    return false;
+  };
+  json data = envelope_data(response, shown_url, function, warnings, convert);
   const std::string type = data.value("resultType", std::string());
   if (type != "matrix")
     throw Error(std::string(function) + ": expected a matrix result from " + shown_url + ", got '" +
@@ -109,30 +161,8 @@ PromMatrix parse_matrix_body(const HttpResponse& response, const std::string& sh
   auto result = data.find("result");
   if (result == data.end() || !result->is_array())
     throw Error(std::string(function) + ": matrix result from " + shown_url + " has no result list");
-  PromMatrix matrix;
-  matrix.bytes = response.body.size();
-  matrix.series.reserve(result->size());
-  size_t histograms = 0;
-  for (auto& item : *result) {
-    auto metric = item.find("metric");
-    if (!item.is_object() || metric == item.end() || !metric->is_object())
-      throw Error(std::string(function) + ": matrix item without a 'metric' object");
-    PromSeries series;
-    try {
-      split_labels(*metric, series);
-    } catch (const Error& e) {
-      throw Error(std::string(function) + ": " + e.what());
-    }
-    auto values = item.find("values");
-    if (values != item.end()) {
-      if (!values->is_array()) throw Error(std::string(function) + ": 'values' is not a list");
-      series.points.reserve(values->size());
-      for (const auto& pair : *values) series.points.push_back(parse_point(pair, function));
-    }
-    auto hist = item.find("histograms");
-    if (hist != item.end() && hist->is_array()) histograms += hist->size();
-    matrix.series.push_back(std::move(series));
-  }
+  if (!result->empty())  // items that are not objects were left in the list
+    throw Error(std::string(function) + ": matrix item without a 'metric' object");
   if (histograms)
     warnings.push_back(std::string(function) + ": " + std::to_string(histograms) +
                        " native histogram samples are not supported and were skipped");

@@ -21,6 +21,23 @@ bool parse_double(std::string_view text, double& out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
+std::string valid_utf8(std::string_view text, size_t max_bytes) {
+  std::string out;
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  while (p < end) {
+    const int n = utf8_length(p, end);
+    const size_t width = n > 0 ? static_cast<size_t>(n) : 3;  // U+FFFD is 3 bytes
+    if (out.size() + width > max_bytes) return out + "...";
+    if (n > 0)
+      out.append(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
+    else
+      out += "\xEF\xBF\xBD";
+    p += n > 0 ? n : 1;
+  }
+  return out;
+}
+
 std::string to_lower(std::string_view text) {
   std::string s(text);
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -7,6 +7,7 @@
 #include "ext/errors.hpp"
 #include "ext/prom_api.hpp"
 #include "ext/promql.hpp"
+#include "ext/text.hpp"
 #include "ext/time_parse.hpp"
 
 namespace {
@@ -107,6 +108,41 @@ TEST(PromParsing, ErrorsSayWhatWasWrong) {
   EXPECT_EQ(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":1},"values":[]}]}})"),
             "prom_range: label 'a' is not a string");
   EXPECT_NE(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[)"), "");
+}
+
+TEST(PromParsing, MatrixSeriesAreConvertedWhileParsing) {
+  // resultType after result, an object under another key that also says "result", histograms.
+  std::vector<std::string> warnings;
+  const auto matrix = pp::parse_matrix_body(
+      response(200, R"({"status":"success","data":{"result":[
+        {"metric":{"__name__":"a"},"values":[[1,"1"]]},
+        {"metric":{"__name__":"b"},"values":[[2,"2"]],"histograms":[[3,{}]]}],
+        "resultType":"matrix"},"other":{"result":[{"metric":7}]}})"),
+      "u", "prom_range", warnings);
+  ASSERT_EQ(matrix.series.size(), 2u);
+  EXPECT_EQ(*matrix.series[0].metric, "a");
+  EXPECT_EQ(*matrix.series[1].metric, "b");
+  EXPECT_EQ(matrix.series[1].points[0].ts_ms, 2000);
+  EXPECT_EQ(warnings, std::vector<std::string>{
+                          "prom_range: 1 native histogram samples are not supported and were skipped"});
+  // Items that are not objects, and an object without "metric".
+  EXPECT_EQ(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[1]}})"),
+            "prom_range: matrix item without a 'metric' object");
+  EXPECT_EQ(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[{"values":[]}]}})"),
+            "prom_range: matrix item without a 'metric' object");
+}
+
+TEST(PromParsing, ErrorMessagesAreValidUtf8) {
+  const std::string message =
+      error_of("{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"a\":\"\xff\xfe\"}}]}}");
+  EXPECT_EQ(pp::valid_utf8(message), message);
+  EXPECT_NE(message.find("is not a Prometheus API response (invalid JSON: parse error at line 1, column "),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("ill-formed UTF-8 byte"), std::string::npos) << message;
+  EXPECT_EQ(pp::valid_utf8("a\xff" "b\xe2\x82"), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(pp::valid_utf8("\xc3\xa9\xc3\xa9\xc3\xa9", 5), "\xc3\xa9\xc3\xa9...");  // never half a character
+  EXPECT_EQ(pp::valid_utf8("abc", 3), "abc");
 }
 
 TEST(PromQL, QuotingCannotChangeASelector) {
