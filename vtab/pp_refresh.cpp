@@ -23,6 +23,11 @@
 //   5. the paper's dedup rule appends changed layers to layer_history (sql/history.sql).
 // Refreshing again after more events folds only what is new, and gives the same layer_state
 // as one refresh over everything; refreshing twice with nothing new changes nothing.
+//
+// Several connections may refresh one WAL database. The SELECT that calls pp_refresh already
+// holds a read transaction, so SQLite cannot wait for another connection's write (busy_timeout
+// does not apply): a refresh that meets one fails at once with SQLITE_BUSY, having changed
+// nothing, and can be run again. Inside BEGIN IMMEDIATE ... COMMIT it waits its turn instead.
 #include <re2/re2.h>
 
 #include <chrono>
@@ -102,11 +107,13 @@ class Refresh {
     // dcgm-exporter's default): fetch that far past the last event, with room to spare.
     const double margin = std::max(60.0, 2 * query_double(db_, "SELECT max(interval_ms) / 1e3 FROM main.pp_intervals",
                                                            {}, kName, 0));
+    // From the first event of each job with unfolded events (its untracked time needs every
+    // window of its span, also those between events far apart), or the GPU's last sample.
     const double start = query_double(
         db_,
-        "SELECT min(max(e.first_start, coalesce((SELECT max(ts_ms) / 1e3 FROM main.pp_samples s WHERE s.uuid = e.uuid), 0))) "
-        "FROM (SELECT gpu_uuid AS uuid, min(t_start) AS first_start FROM main.pp_events "
-        "      WHERE folded = 0 AND gpu_uuid <> 'cpu' GROUP BY gpu_uuid) AS e",
+        "SELECT min(max(j.t_first, coalesce((SELECT max(ts_ms) / 1e3 FROM main.pp_samples s WHERE s.uuid = j.uuid), 0))) "
+        "FROM main.pp_job_spans AS j WHERE j.uuid <> 'cpu' AND EXISTS (SELECT 1 FROM main.pp_events e "
+        "  WHERE e.folded = 0 AND e.gpu_uuid = j.uuid AND e.job_id = j.job_id)",
         {}, kName, NAN);
     if (std::isnan(start)) return;
     const double last_end = query_double(
@@ -131,6 +138,17 @@ class Refresh {
         "         json_extract(labels, '$.gpu') AS gpu, metric, ts, value FROM prom_samples(?1, ?2, ?3)) AS p "
         "WHERE EXISTS (SELECT 1 FROM main.pp_events e WHERE e.folded = 0 AND e.host_name = p.host AND e.gpu = CAST(p.gpu AS INTEGER))";
 
+    // Each GPU with unfolded events and its last sample before this refresh (see
+    // gpus_without_samples).
+    run_sql_script(db_,
+                   "CREATE TEMP TABLE IF NOT EXISTS pp_fetch_gpus(uuid TEXT PRIMARY KEY, host_name TEXT,"
+                   " last_end_ms INTEGER, last_sample_ms INTEGER);"
+                   "DELETE FROM temp.pp_fetch_gpus;"
+                   "INSERT INTO temp.pp_fetch_gpus "
+                   "SELECT gpu_uuid, max(host_name), max(t_end_ns) / 1000000,"
+                   "       (SELECT max(ts_ms) FROM main.pp_samples AS s WHERE s.uuid = e.gpu_uuid)"
+                   "  FROM main.pp_events AS e WHERE folded = 0 AND gpu_uuid <> 'cpu' GROUP BY gpu_uuid",
+                   {}, kName);
     struct Pass { const char* label; const char* insert; bool by_host; };
     for (const Pass& pass : {Pass{"UUID", insert_by_uuid, false}, Pass{"uuid", insert_by_uuid, false},
                              Pass{"Hostname", insert_by_host, true}}) {
@@ -143,19 +161,25 @@ class Refresh {
     }
   }
 
-  // UUIDs (or host names, for the last fallback) of GPUs with unfolded events and no samples.
+  // UUIDs (or host names, for the last fallback) of GPUs whose unfolded events reach past
+  // their last sample (none yet, or a job still running: later refreshes must fetch again) and
+  // that no pass of this refresh has brought samples for yet.
   std::vector<std::string> gpus_without_samples(bool host_names) {
-    const std::string sql = std::string("SELECT DISTINCT ") + (host_names ? "host_name" : "gpu_uuid") +
-                            " FROM main.pp_events e WHERE folded = 0 AND gpu_uuid <> 'cpu' "
-                            "AND NOT EXISTS (SELECT 1 FROM main.pp_samples s WHERE s.uuid = e.gpu_uuid) "
-                            "AND " + (host_names ? "host_name" : "gpu_uuid") + " IS NOT NULL";
+    const std::string column = host_names ? "host_name" : "uuid";
+    const std::string sql =
+        "SELECT DISTINCT " + column + " FROM temp.pp_fetch_gpus AS g WHERE " + column + " IS NOT NULL"
+        " AND last_end_ms > coalesce(last_sample_ms, -1)"
+        " AND NOT EXISTS (SELECT 1 FROM main.pp_metrics AS m JOIN main.pp_samples AS s"
+        "                  ON s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > coalesce(g.last_sample_ms, -1))";
     std::vector<std::string> out;
     sqlite3_stmt* stmt = nullptr;
     if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK)
       throw Error(std::string(kName) + ": " + sqlite3_errmsg(db_));
-    while (sqlite3_step(stmt) == SQLITE_ROW)
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
       out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)));
     sqlite3_finalize(stmt);
+    if (rc != SQLITE_DONE) throw Error(std::string(kName) + ": " + sqlite3_errmsg(db_));
     return out;
   }
 
@@ -220,6 +244,12 @@ class Refresh {
   Summary summary_;
 };
 
+// The refresh met another connection's write lock; xFilter returns SQLITE_BUSY, so callers
+// that retry on SQLITE_BUSY retry pp_refresh too.
+struct Busy : Error {
+  using Error::Error;
+};
+
 // Runs the refresh inside a savepoint: all of it lands, or none of it.
 Summary refresh(Connection& connection, const std::string& path, bool final) {
   sqlite3* db = connection.db();
@@ -229,7 +259,14 @@ Summary refresh(Connection& connection, const std::string& path, bool final) {
     run_sql_script(db, "RELEASE pp_refresh", {}, kName);
     return summary;
   } catch (...) {
+    // SQLITE_BUSY or SQLITE_BUSY_SNAPSHOT: another connection writes or has written since the
+    // calling SELECT began. SQLite cannot wait here (the SELECT holds a read transaction, so
+    // busy_timeout does not apply), and the code must survive the rollback below.
+    const bool busy = (sqlite3_extended_errcode(db) & 0xFF) == SQLITE_BUSY;
     sqlite3_exec(db, "ROLLBACK TO pp_refresh; RELEASE pp_refresh", nullptr, nullptr, nullptr);
+    if (busy)
+      throw Busy(std::string(kName) + ": database is locked by another connection's write; nothing was "
+                 "changed (run pp_refresh again, or inside BEGIN IMMEDIATE ... COMMIT, where busy_timeout applies)");
     throw;
   }
 }
@@ -254,7 +291,13 @@ int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlit
     const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
     const std::string path = required_text(args[0], kName, "path");
     const bool final = args[1] && sqlite3_value_int(args[1]) != 0;
-    const Summary s = refresh(*cursor->connection, path, final);
+    Summary s;
+    try {
+      s = refresh(*cursor->connection, path, final);
+    } catch (const Busy& e) {
+      set_vtab_error(base->pVtab, e.what());
+      return SQLITE_BUSY;
+    }
     cursor->start({{std::to_string(s.events_added), std::to_string(s.samples_added),
                     std::to_string(s.windows_folded), std::to_string(s.history_kept),
                     std::to_string(s.requests)}},
