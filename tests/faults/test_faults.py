@@ -1,0 +1,565 @@
+"""Faults, hostile responses and concurrency, against real servers (issue #7).
+
+Each test is an example of what the extension does when something goes wrong, written so that
+it fails if the engine misbehaves:
+  * a real Prometheus paused, killed or restarted in the middle of a chunked fetch;
+  * responses slower than timeout_ms; 429 and 503 with Retry-After;
+  * label values that need escaping, bytes that are not UTF-8, 50,000 series in one response;
+  * PromQL that pp_refresh builds from event UUIDs and host names full of metacharacters;
+  * four connections refreshing and querying one WAL database at once.
+
+CTest runs this file as the test `faults` (fixture `servers`): PP_EXTENSION names the built
+extension, PP_TEST_ENV_DIR the directory of the servers' env.json. Tests that break a server
+start their own Prometheus (tests/fixtures/servers.py) on a free loopback port.
+"""
+import json
+import os
+import re
+import resource
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+sys.path.insert(0, str(FIXTURES))
+import dcgm_data  # noqa: E402
+import hostile_server  # noqa: E402
+import servers  # noqa: E402
+
+EXTENSION = os.environ.get("PP_EXTENSION", str(Path(__file__).resolve().parents[2] / "build" / "precisionprobe"))
+LONG_QUERY = (f"FROM prom_samples('pp_test_long', {dcgm_data.LONG_START}, "
+              f"{dcgm_data.LONG_START + dcgm_data.LONG_SECONDS})")
+LONG_POINTS = dcgm_data.LONG_SECONDS // 10
+
+
+# ---- Helpers ------------------------------------------------------------------------------
+
+def connect(url=None, database=":memory:", **settings):
+    """A connection with the extension loaded, in autocommit mode, with pp_config settings."""
+    conn = sqlite3.connect(database, isolation_level=None, check_same_thread=False)
+    conn.enable_load_extension(True)
+    conn.load_extension(EXTENSION)
+    if url:
+        conn.execute("SELECT pp_config('prometheus_url', ?)", (url,))
+    for key, value in settings.items():
+        conn.execute("SELECT pp_config(?, ?)", (key, value))
+    return conn
+
+
+def http_stats(conn):
+    return json.loads(conn.execute("SELECT pp_http_stats()").fetchone()[0])
+
+
+class Prometheus:
+    """A Prometheus of this test alone, serving dcgm_data (plus extra OpenMetrics lines)."""
+
+    def __init__(self, work, extra_openmetrics=""):
+        self.work = work
+        om = work / "data.om"
+        dcgm_data.write_openmetrics(om)
+        if extra_openmetrics:
+            om.write_text(om.read_text().replace("# EOF\n", extra_openmetrics + "# EOF\n"))
+        self.process, self.url = servers.start_prometheus(work, om)
+        self.port = int(self.url.rsplit(":", 1)[1])
+
+    def query_requests(self):
+        """Requests Prometheus has answered on /api/v1/query (raw-sample fetches)."""
+        with urllib.request.urlopen(self.url + "/metrics", timeout=5) as r:
+            text = r.read().decode()
+        return sum(float(m) for m in re.findall(
+            r'^prometheus_http_requests_total\{[^}]*handler="/api/v1/query"[^}]*\} (\S+)$', text, re.M))
+
+    def wait_for_requests(self, count, seconds=30):
+        deadline = time.monotonic() + seconds
+        while self.query_requests() < count:
+            assert time.monotonic() < deadline, f"Prometheus never saw {count} queries"
+            time.sleep(0.005)
+
+    def signal(self, sig):
+        os.kill(self.process.pid, sig)
+
+    def kill(self):
+        self.signal(signal.SIGKILL)
+        self.process.wait()
+
+    def restart(self):
+        """Starts it again on the same port and storage, as after a crash or a rollout."""
+        self.process, _ = servers.serve_prometheus(self.work, self.port)
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.signal(signal.SIGCONT)
+            self.kill()
+
+
+@pytest.fixture(scope="module")
+def env():
+    env_dir = os.environ.get("PP_TEST_ENV_DIR")
+    env_file = Path(env_dir or "/nonexistent") / "env.json"
+    if not env_file.exists():
+        pytest.skip("no test servers: run through ctest, which starts them")
+    return json.loads(env_file.read_text())
+
+
+@pytest.fixture
+def prometheus(tmp_path):
+    server = Prometheus(tmp_path)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    """A hostile server of this module alone, so its per-query attempt counts are ours."""
+    work = Path(tempfile.mkdtemp(prefix="pp-faults-"))
+    process, url = servers.start_hostile(work)
+    yield url
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def timed(function):
+    start = time.monotonic()
+    try:
+        return function(), time.monotonic() - start
+    except Exception as error:  # noqa: BLE001 - handed back for the test to judge
+        return error, time.monotonic() - start
+
+
+# ---- A real Prometheus that stops, dies or restarts mid-fetch ----------------------------------
+
+def test_prometheus_paused_mid_fetch_fails_within_timeout(prometheus):
+    """SIGSTOP in the middle of a 917-request fetch: the statement fails after two attempts of
+    timeout_ms each, naming the setting; nothing hangs. After SIGCONT the same query works."""
+    conn = connect(prometheus.url, timeout_ms=500, retries=1, samples_chunk_seconds=60)
+    with ThreadPoolExecutor(1) as pool:
+        first = prometheus.query_requests()
+        future = pool.submit(timed, lambda: conn.execute("SELECT count(*) " + LONG_QUERY).fetchall())
+        prometheus.wait_for_requests(first + 5)
+        prometheus.signal(signal.SIGSTOP)
+        paused_at = time.monotonic()
+        try:
+            error, _ = future.result(timeout=30)
+            waited = time.monotonic() - paused_at
+        finally:
+            prometheus.signal(signal.SIGCONT)
+    assert isinstance(error, sqlite3.OperationalError), error
+    assert re.fullmatch(r"prom_samples: cannot reach http://127\.0\.0\.1:\d+/api/v1/query: timed out after "
+                        r"500 ms \(setting timeout_ms\) \(after 2 attempts\)", str(error)), str(error)
+    assert waited < 2 * 0.5 + 0.1 + 1.0, f"took {waited:.2f} s to fail"  # 2 attempts + 1 backoff + slack
+    assert conn.execute("SELECT count(*) " + LONG_QUERY).fetchone()[0] == LONG_POINTS
+
+
+def test_prometheus_killed_mid_fetch_fails_fast(prometheus):
+    """SIGKILL mid-fetch: the open request breaks, the retries find nothing listening; a clear
+    error after three attempts, long before timeout_ms."""
+    conn = connect(prometheus.url, timeout_ms=10000, retries=2, samples_chunk_seconds=60)
+    with ThreadPoolExecutor(1) as pool:
+        first = prometheus.query_requests()
+        future = pool.submit(timed, lambda: conn.execute("SELECT count(*) " + LONG_QUERY).fetchall())
+        prometheus.wait_for_requests(first + 5)
+        prometheus.kill()
+        error, _ = future.result(timeout=30)
+    assert isinstance(error, sqlite3.OperationalError), error
+    message = str(error)
+    assert message.startswith(f"prom_samples: cannot reach {prometheus.url}/api/v1/query: "), message
+    assert message.endswith("(after 3 attempts)"), message
+
+
+def test_prometheus_restarted_mid_fetch_loses_and_doubles_nothing(prometheus):
+    """Prometheus frozen, killed and started again on the same port and storage while a
+    917-chunk fetch runs: retries carry the fetch over the outage, and the rows are exactly
+    those of a clean fetch: no point missing, none twice."""
+    rows_query = "SELECT metric, labels, ts, value " + LONG_QUERY
+    clean_conn = connect(prometheus.url, samples_chunk_seconds=60)
+    clean = clean_conn.execute(rows_query).fetchall()
+    chunks = http_stats(clean_conn)["requests"]
+    assert len(clean) == LONG_POINTS and chunks > 900
+
+    conn = connect(prometheus.url, samples_chunk_seconds=60, retries=8, timeout_ms=3000)
+    with ThreadPoolExecutor(1) as pool:
+        first = prometheus.query_requests()
+        future = pool.submit(timed, lambda: conn.execute(rows_query).fetchall())
+        prometheus.wait_for_requests(first + 20)
+        prometheus.signal(signal.SIGSTOP)  # freeze mid-request, then die there
+        prometheus.kill()
+        down_at = time.monotonic()
+        prometheus.restart()
+        outage = time.monotonic() - down_at
+        rows, elapsed = future.result(timeout=120)
+    assert isinstance(rows, list), rows
+    requests = http_stats(conn)["requests"]
+    assert requests > chunks, "no request failed: the restart did not happen mid-fetch"
+    assert len(rows) == len(clean) and sorted(rows) == sorted(clean)
+    assert len(set(rows)) == len(rows)
+    print(f"restart: outage {outage:.2f} s, fetch {elapsed:.2f} s, {requests - chunks} requests retried, "
+          f"{len(rows)} of {len(clean)} points")
+
+
+# ---- Slow responses, 429 and 503 --------------------------------------------------------------
+
+def test_slower_than_timeout_fails_after_retries(hostile):
+    conn = connect(f"{hostile}/slow", timeout_ms=500, retries=2)
+    error, elapsed = timed(lambda: conn.execute("SELECT * FROM prom_range('slow_a', 1700000000, 1700000001, 1)").fetchall())
+    assert isinstance(error, sqlite3.OperationalError)
+    assert str(error).endswith("timed out after 500 ms (setting timeout_ms) (after 3 attempts)"), str(error)
+    assert elapsed < 3 * 0.5 + 0.3 + 1.0  # never the server's 3 s per answer
+
+
+def test_one_slow_answer_is_retried_not_awaited(hostile):
+    """The first answer would take 2 s; the retry answers at once and completes the result."""
+    conn = connect(f"{hostile}/slow-once", timeout_ms=500, retries=1)
+    rows, elapsed = timed(lambda: conn.execute(
+        "SELECT ts, value FROM prom_samples('slow_b', 1700000000, 1700000001)").fetchall())
+    assert rows == [(1700000000.0, 1.0), (1700000001.0, 2.0)]
+    assert 0.5 <= elapsed < 1.9
+    assert http_stats(conn)["requests"] == 2
+
+
+@pytest.mark.parametrize("mode, query, timeout_ms, least, most", [
+    ("retry-after", "ra_429", 3000, 1.0, 2.5),        # 429, Retry-After: 1
+    ("retry-after-503", "ra_503", 3000, 1.0, 2.5),    # 503 with Prometheus' envelope, Retry-After: 1
+    ("retry-after-long", "ra_long", 700, 0.7, 2.0),   # Retry-After: 30, capped at timeout_ms
+    ("retry-after-date", "ra_date", 3000, 0.0, 0.9),  # an HTTP date: exponential backoff (100 ms)
+])
+def test_retry_after_is_honoured_within_timeout(hostile, mode, query, timeout_ms, least, most):
+    conn = connect(f"{hostile}/{mode}", timeout_ms=timeout_ms, retries=2)
+    rows, elapsed = timed(lambda: conn.execute(
+        f"SELECT count(*) FROM prom_samples('{query}', 1700000000, 1700000001)").fetchall())
+    assert rows == [(2,)]
+    assert least <= elapsed < most, f"{mode}: {elapsed:.2f} s"
+    assert http_stats(conn)["requests"] == 2
+
+
+def test_unavailable_shows_the_servers_error_after_retries(hostile):
+    conn = connect(f"{hostile}/unavailable", timeout_ms=700, retries=2)
+    with pytest.raises(sqlite3.OperationalError,
+                       match=r"^prom_samples: Prometheus error unavailable \(HTTP 503\): TSDB not ready$"):
+        conn.execute("SELECT * FROM prom_samples('down', 1700000000, 1700000001)").fetchall()
+    assert http_stats(conn)["requests"] == 3
+
+
+# ---- Hostile labels and bodies ------------------------------------------------------------------
+
+def test_label_values_that_need_escaping_come_back_exactly(hostile):
+    conn = connect(f"{hostile}/labels")
+    metric, labels = conn.execute(
+        "SELECT metric, labels FROM prom_range('x', 1700000000, 1700000001, 1) LIMIT 1").fetchone()
+    expected = {k: v for k, v in hostile_server.LABELS.items() if k != "__name__"}
+    assert metric == hostile_server.LABELS["__name__"]
+    assert json.loads(labels) == expected
+    # Through SQLite's JSON functions too (whose json_extract ends a string at an escaped NUL).
+    for key, value in expected.items():
+        if "\0" in value:
+            continue
+        assert conn.execute("SELECT json_extract(?, '$.' || ?)", (labels, key)).fetchone()[0] == value
+
+
+@pytest.mark.parametrize("mode, reason", [
+    ("badutf8", "invalid JSON: parse error at line 1, column 114: syntax error while parsing value - "
+                "invalid string: ill-formed UTF-8 byte"),
+    ("surrogate", "surrogate U+D800..U+DBFF must be followed by U+DC00..U+DFFF"),
+    ("truncated", "invalid JSON: parse error"),
+])
+def test_bodies_that_are_not_valid_json_text_give_a_clear_error(hostile, mode, reason):
+    """Bytes that are not UTF-8 never reach SQLite: the error says why, in valid UTF-8 (Python
+    would otherwise raise UnicodeDecodeError instead of the error), and the connection lives on."""
+    conn = connect(f"{hostile}/{mode}")
+    with pytest.raises(sqlite3.OperationalError) as error:
+        conn.execute("SELECT * FROM prom_range('x', 1700000000, 1700000001, 1)").fetchall()
+    message = str(error.value)
+    assert message.startswith(f"prom_range: HTTP 200 from {hostile}/{mode}/api/v1/query_range is not a "
+                              "Prometheus API response ("), message
+    assert reason in message
+    conn.execute("SELECT pp_config('prometheus_url', ?)", (f"{hostile}/plain",))
+    assert conn.execute("SELECT count(*) FROM prom_range('x', 1700000000, 1700000001, 1)").fetchone() == (2,)
+
+
+def test_long_non_ascii_value_is_cut_at_a_character(hostile):
+    conn = connect(f"{hostile}/notnumber-utf8")
+    with pytest.raises(sqlite3.OperationalError) as error:
+        conn.execute("SELECT * FROM prom_range('x', 1700000000, 1700000001, 1)").fetchall()
+    shown = re.fullmatch(r"prom_range: sample value '((?:zwölf)+z?w?ö?l?)\.\.\.' is not a number", str(error.value))
+    assert shown, str(error.value)
+    assert 35 <= len(shown.group(1).encode()) <= 40
+
+
+CARDINALITY_SCRIPT = """
+import json, sqlite3, sys
+def kib(field):
+    status = open("/proc/self/status").read()
+    return int(status.split(field + ":")[1].split()[0])
+conn = sqlite3.connect(":memory:")
+conn.enable_load_extension(True)
+conn.load_extension(sys.argv[1])
+conn.execute("SELECT pp_config('prometheus_url', ?)", (sys.argv[2],))
+before = kib("VmRSS")
+open("/proc/self/clear_refs", "w").write("5")  # resets the peak (VmHWM) to the current RSS
+rows = conn.execute("SELECT count(*), count(DISTINCT labels), count(DISTINCT json_extract(labels, '$.UUID')), "
+                    "sum(value) FROM prom_samples('DCGM_FI_DEV_GPU_UTIL', 1700000000, 1700000001)").fetchone()
+peak = kib("VmHWM")
+stats = json.loads(conn.execute("SELECT pp_http_stats()").fetchone()[0])
+print(json.dumps({"rows": rows, "kib": peak - before, "stats": stats}))
+"""
+
+
+def test_fifty_thousand_series_in_one_response(hostile):
+    """50,000 series in one 8 MB response: every series and point arrives, and the memory it
+    takes is a small multiple of the response (measured in a fresh process)."""
+    out = subprocess.run([sys.executable, "-c", CARDINALITY_SCRIPT, EXTENSION, f"{hostile}/cardinality"],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    result = json.loads(out)
+    n = hostile_server.CARDINALITY
+    expected_sum = sum(i % 101 + (i + 1) % 101 for i in range(n))
+    assert result["rows"] == [2 * n, n, n, expected_sum]
+    body = result["stats"]["bytes"]
+    grown = result["kib"] * 1024
+    print(f"cardinality: {n} series, body {body / 1e6:.1f} MB, peak memory grew {grown / 1e6:.1f} MB")
+    assert grown < 4 * body, f"peak memory grew {grown / 1e6:.0f} MB for a {body / 1e6:.0f} MB response"
+
+
+# ---- PromQL that pp_refresh builds from event labels -------------------------------------------
+
+# Series for the selector test: (label name, label value, Hostname, gpu). Index = value // 1000.
+SELECTOR_SERIES = [
+    ("UUID", "GPU-plain", "node-a", "0"),                       # 0 control
+    ("UUID", "GPU-a.b", "node-a", "1"),                         # 1 regex dot
+    ("UUID", "GPU-aXb", "node-a", "1"),                         # 2 decoy for 1
+    ("UUID", "GPU-(x|y)", "node-a", "2"),                       # 3 alternation
+    ("UUID", "GPU-x", "node-a", "2"),                           # 4 decoy for 3
+    ("UUID", 'GPU-"q"\\b{1}}', "node-a", "3"),                  # 5 quote, backslash, braces
+    ("UUID", 'GPU-"q"b', "node-a", "3"),                        # 6 decoy for 5
+    ("UUID", "GPU-[0-9]+*?^$\\d", "node-a", "4"),               # 7 every metacharacter
+    ("UUID", "GPU-5", "node-a", "4"),                           # 8 decoy for 7
+    ("UUID", "GPU-[0-9]+*?^$\\d-and-more", "node-a", "4"),      # 9 decoy: the match is anchored
+    ("UUID", "GPU-ü\n€", "node-a", "5"),                         # 10 newline, non-ASCII
+    ("uuid", "GPU-lower.(case)", "node-b", "0"),                # 11 older exporters' label
+    ("uuid", "GPU-lowerX(case)", "node-b", "0"),                # 12 decoy for 11
+    ("UUID", "GPU-other-id", 'node{"x"}.*\\', "0"),             # 13 found by Hostname + gpu
+    ("UUID", "GPU-decoy-host", 'node{"x"}abc\\', "0"),          # 14 decoy for 13
+]
+# Event GPU -> the series index its samples must come from.
+SELECTOR_EVENTS = {"GPU-plain": 0, "GPU-a.b": 1, "GPU-(x|y)": 3, 'GPU-"q"\\b{1}}': 5,
+                   "GPU-[0-9]+*?^$\\d": 7, "GPU-ü\n€": 10, "GPU-lower.(case)": 11, "GPU-host-only": 13}
+
+
+def openmetrics_value(text):
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def selector_lines(t0, openmetrics):
+    """The series as OpenMetrics (promtool: seconds) or exposition lines (VictoriaMetrics: ms)."""
+    lines = []
+    for index, (label, value, host, gpu) in enumerate(SELECTOR_SERIES):
+        labels = f'{label}="{openmetrics_value(value)}",Hostname="{openmetrics_value(host)}",gpu="{gpu}"'
+        lines += [f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} {index * 1000 + i} "
+                  f"{f'{t0 + i}.000' if openmetrics else (t0 + i) * 1000}\n" for i in range(60)]
+    return (["# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"] + lines + ["# EOF\n"]) if openmetrics else lines
+
+
+@pytest.mark.parametrize("server", ["prometheus", "victoria"])
+def test_selectors_from_event_labels_match_exactly_their_series(tmp_path, server):
+    t0 = dcgm_data.T0
+    if server == "prometheus":
+        (tmp_path / "data.om").write_text("".join(selector_lines(t0, openmetrics=True)))
+        process, url = servers.start_prometheus(tmp_path, tmp_path / "data.om")
+    else:
+        process, url = servers.start_victoria(tmp_path, selector_lines(t0, openmetrics=False))
+    try:
+        events = tmp_path / "events.jsonl"
+        with open(events, "w") as f:
+            f.write(json.dumps({"record": "job", "job_id": "sel", "parameters": 7}) + "\n")
+            for uuid, index in SELECTOR_EVENTS.items():
+                host = SELECTOR_SERIES[index][2]
+                gpu = int(SELECTOR_SERIES[index][3])
+                for k in range(4):
+                    start = (t0 + 5 + 3 * k) * 10**9
+                    f.write(json.dumps({
+                        "job_id": "sel", "host_name": host, "ip": None, "pod": None, "namespace": None,
+                        "gpu_uuid": uuid, "gpu": gpu, "rank": 0, "local_rank": 0, "world_size": 1,
+                        "pid": 1, "epoch": 0, "batch": k, "layer": "l", "layer_type": "Linear",
+                        "forward": True, "t_start_ns": start, "t_end_ns": start + 10**9, "cpu_num": 1.0}) + "\n")
+        conn = connect(url)
+        summary = conn.execute("SELECT events_added, http_requests FROM pp_refresh(?)", (str(events),)).fetchone()
+        # One request per pass: UUID, then uuid, then Hostname + gpu; each a valid selector.
+        assert [int(x) for x in summary] == [4 * len(SELECTOR_EVENTS), 3]
+        got = {uuid: (count, low, high) for uuid, count, low, high in conn.execute(
+            "SELECT uuid, count(*), min(CAST(value AS INTEGER) / 1000), max(CAST(value AS INTEGER) / 1000) "
+            "FROM pp_samples GROUP BY uuid")}
+        assert set(got) == set(SELECTOR_EVENTS), got
+        control = got["GPU-plain"][0]
+        assert control > 20
+        for uuid, index in SELECTOR_EVENTS.items():
+            assert got[uuid] == (control, index, index), f"{uuid!r}: {got[uuid]}"
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+# ---- Concurrency: four connections, one WAL database ------------------------------------------
+
+BATCH_LAYERS = [("bot_l.0", "Linear", 0.30), ("bot_l.1", "ReLU", 0.15), ("top_l.0", "Linear", 0.45),
+                ("top_l.1", "Sigmoid", 0.20)]
+
+
+def job_lines(g):
+    """Events of one training job per dcgm_data GPU: forward then backward per 2.5 s batch."""
+    host, index, uuid, pod = dcgm_data.GPUS[g]
+    base = {"job_id": f"job{g}", "host_name": host, "ip": "10.0.0.1", "pod": pod, "namespace": "ml",
+            "gpu_uuid": uuid, "gpu": index, "rank": 0, "local_rank": 0, "world_size": 1, "pid": 100 + g,
+            "epoch": 0}
+    lines = [json.dumps({"record": "job", "job_id": f"job{g}", "pid": 100 + g, "parameters": 1000 * (g + 1)})]
+    t = (dcgm_data.T0 + 1 + 0.1 * g) * 1e9
+    for batch in range(200):
+        order = [(layer, kind, d, True) for layer, kind, d in BATCH_LAYERS]
+        order += [(layer, kind, 1.5 * d, False) for layer, kind, d in reversed(BATCH_LAYERS)]
+        for layer, kind, duration, forward in order:
+            start = int(t)
+            end = int(t + duration * 1e9)
+            lines.append(json.dumps(dict(base, batch=batch, layer=layer, layer_type=kind, forward=forward,
+                                         t_start_ns=start, t_end_ns=end, cpu_num=4.0)))
+            t = end + 0.01e9
+        t += 0.05e9
+    return [line + "\n" for line in lines]
+
+
+def layer_states(conn):
+    return {tuple(key): (count, value) for *key, count, value in conn.execute(
+        "SELECT job_id, layer, forward, metric, pp_mean_count(state), pp_mean_value(state) FROM layer_state")}
+
+
+def test_four_connections_refresh_one_wal_database(env, tmp_path):
+    """Four threads, one connection each, refresh and query one WAL database while a writer
+    appends events: no corruption, and the final layer_state equals that of one connection
+    refreshing once over the finished files. A refresh that meets another's write fails at once
+    with SQLITE_BUSY, having changed nothing (the calling SELECT already holds a read
+    transaction, so busy_timeout cannot wait); inside BEGIN IMMEDIATE it waits its turn."""
+    url = env["prometheus_url"]
+    events = tmp_path / "events"
+    events.mkdir()
+    jobs = [job_lines(g) for g in range(len(dcgm_data.GPUS))]
+    database = str(tmp_path / "shared.db")
+    setup = connect(url, database)
+    assert setup.execute("PRAGMA journal_mode = WAL").fetchone() == ("wal",)
+    setup.execute("SELECT pp_install_views()")
+
+    # Jobs still running: fold only up to each GPU's last known event, however old the data.
+    settings = {"attribution_margin_seconds": 10**9}
+    writing = threading.Event()
+    writing.set()
+    outcomes = {"refreshed": 0, "busy": 0, "queries": 0}
+    failures = []
+    lock = threading.Lock()
+
+    def writer():
+        files = [open(events / f"rank{g}.jsonl", "w") for g in range(len(jobs))]
+        parts = 12
+        for part in range(parts):
+            for f, lines in zip(files, jobs):
+                chunk = lines[len(lines) * part // parts:len(lines) * (part + 1) // parts]
+                f.write("".join(chunk))
+                f.flush()  # whole chunks, but a reader may still see a torn last line
+            time.sleep(0.15)
+        for f in files:
+            f.close()
+        writing.clear()
+
+    def worker(number):
+        conn = connect(url, database, **settings)
+        conn.execute("PRAGMA busy_timeout = 10000")
+        immediate = number == 3  # this one wraps each refresh in BEGIN IMMEDIATE ... COMMIT
+        last_round = False
+        while True:
+            done = not writing.is_set()
+            try:
+                if immediate:
+                    conn.execute("BEGIN IMMEDIATE")
+                conn.execute("SELECT * FROM pp_refresh(?)", (str(events),)).fetchall()
+                if immediate:
+                    conn.execute("COMMIT")
+                with lock:
+                    outcomes["refreshed"] += 1
+            except sqlite3.OperationalError as error:
+                busy = getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY
+                if immediate or not busy or "nothing was changed" not in str(error):
+                    failures.append(f"worker {number}: {error!r}")
+                    return
+                with lock:
+                    outcomes["busy"] += 1
+                time.sleep(0.01)  # as an application would, before running it again
+            if immediate and conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                failures.append(f"worker {number}: left a transaction open")
+                return
+            # Readers are never blocked in WAL mode.
+            conn.execute("SELECT count(*), sum(data_num) FROM layer_metrics").fetchall()
+            conn.execute("SELECT * FROM job_overview").fetchall()
+            with lock:
+                outcomes["queries"] += 1
+            if last_round:
+                return
+            last_round = done
+
+    threads = [threading.Thread(target=writer)] + [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not failures, failures
+    assert not any(t.is_alive() for t in threads)
+
+    final = connect(url, database, **settings)
+    final.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
+    assert final.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+
+    reference_db = str(tmp_path / "reference.db")
+    reference = connect(url, reference_db, **settings)
+    reference.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
+
+    # Samples past a job's last event (each fetch reaches 60 s beyond it) attribute nothing.
+    needed = ("(SELECT * FROM pp_samples AS s WHERE ts_ms <= (SELECT max(t_end_ns) / 1000000 + 1000 "
+              "FROM pp_events AS e WHERE e.gpu_uuid = s.uuid))")
+    for table in ["pp_events", "pp_jobs", "pp_layers", needed]:
+        n = final.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        assert n == reference.execute(f"SELECT count(*) FROM {table}").fetchone()[0], table
+    assert final.execute("SELECT count(*) FROM pp_events").fetchone()[0] == sum(len(j) - 1 for j in jobs)
+    assert final.execute("SELECT group_concat(parameters) FROM (SELECT parameters FROM job_overview "
+                         "ORDER BY job_id)").fetchone() == ("1000,2000,3000",)
+    got, expected = layer_states(final), layer_states(reference)
+    assert got.keys() == expected.keys()
+    for key, (count, value) in expected.items():
+        assert got[key][0] == count, key
+        assert got[key][1] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+    print(f"concurrency: {outcomes['refreshed']} refreshes, {outcomes['busy']} clean SQLITE_BUSY failures, "
+          f"{outcomes['queries']} query rounds, {len(expected)} layer states equal")
+
+
+def test_refresh_while_a_cursor_of_the_same_connection_is_open(env, tmp_path):
+    """pp_refresh writes from inside a SELECT: with another statement of the same connection
+    still reading, and inside a transaction that is then rolled back."""
+    conn = connect(env["prometheus_url"], str(tmp_path / "nested.db"))
+    attribution = str(FIXTURES.parent / "data" / "attribution" / "*.jsonl")
+    conn.execute("SELECT pp_install_views()")
+    conn.execute("BEGIN")
+    assert int(conn.execute("SELECT events_added FROM pp_refresh(?)", (attribution,)).fetchone()[0]) == 6
+    conn.execute("ROLLBACK")
+    assert conn.execute("SELECT count(*) FROM pp_events").fetchone() == (0,)
+    conn.execute("CREATE TABLE paths(p)")
+    conn.execute("INSERT INTO paths VALUES (?), (?)", (attribution, attribution))
+    reading = conn.execute("SELECT p FROM paths")
+    first = reading.fetchone()
+    assert int(conn.execute("SELECT events_added FROM pp_refresh(?)", first).fetchone()[0]) == 6
+    second = reading.fetchone()
+    assert int(conn.execute("SELECT events_added FROM pp_refresh(?)", second).fetchone()[0]) == 0
+    assert not conn.in_transaction
+    assert conn.execute("SELECT count(*) FROM pp_events").fetchone() == (6,)
