@@ -34,16 +34,24 @@ std::optional<std::string> add_metric_matcher(const std::string& selector, const
   const std::string name = s.substr(0, pos);
   std::string rest(trim(std::string_view(s).substr(pos)));
   // The rest must be nothing or one brace block ending the selector. A '}' inside a quoted label
-  // value is skipped so `{a="}"}` is still recognized.
+  // value is skipped so `{a="}"}` is still recognized. A string ends only at the quote that
+  // opened it (`{a='"'} or up{b='"'}` is two selectors), backquoted strings have no escapes, and
+  // a # comment, which could hide a brace or a quote, declines the push-down.
   if (!rest.empty()) {
     if (rest.front() != '{' || rest.back() != '}') return std::nullopt;
-    bool in_string = false;
+    char quote = 0;  // the quote of the string we are in
     for (size_t i = 1; i + 1 < rest.size(); ++i) {
-      if (in_string && rest[i] == '\\') { ++i; continue; }
-      if (rest[i] == '"' || rest[i] == '\'' || rest[i] == '`') in_string = !in_string;
-      else if (!in_string && (rest[i] == '}' || rest[i] == '{')) return std::nullopt;
+      const char c = rest[i];
+      if (quote) {
+        if (c == '\\' && quote != '`') ++i;
+        else if (c == quote) quote = 0;
+      } else if (c == '"' || c == '\'' || c == '`') {
+        quote = c;
+      } else if (c == '}' || c == '{' || c == '#') {
+        return std::nullopt;
+      }
     }
-    if (in_string) return std::nullopt;
+    if (quote) return std::nullopt;
   }
   if (name.empty() && rest.empty()) return std::nullopt;
   if (!name.empty()) {

@@ -125,8 +125,9 @@ bool parse_prometheus_duration_ms(std::string_view text, int64_t& out_ms) {
     size_t start = pos;
     int64_t n = 0;
     while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
-      n = n * 10 + (text[pos] - '0');
-      if (n > 1000000000000LL) return false;
+      const int digit = text[pos] - '0';
+      if (n > (INT64_MAX - digit) / 10) return false;  // out of range, as in Prometheus
+      n = n * 10 + digit;
       ++pos;
     }
     if (pos == start) return false;
@@ -139,7 +140,7 @@ bool parse_prometheus_duration_ms(std::string_view text, int64_t& out_ms) {
         break;
       }
     }
-    if (!unit) return false;
+    if (!unit || n > (INT64_MAX - total) / unit->ms) return false;
     total += n * unit->ms;
   }
   out_ms = total;
