@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/QR>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
@@ -208,6 +209,27 @@ TEST(DeconvolveTimeline, NeverConfidentAndWrongAt1sWindows) {
   std::printf("1 s: %d of %d layer estimates identified; the 90%% intervals of all cover %d\n", identified, layers,
               covered);
   EXPECT_LT(identified, layers / 2) << "1 s windows over a minute cannot identify most layers";
+}
+
+// Where bounds are active (a box of 0.1-0.85 that excludes the idle and top-MLP values), each
+// interval still holds the unconstrained least-squares estimate (cut at the bounds), whose t
+// interval has the nominal coverage: bounds never pull an interval off it, even where they
+// move the estimates of the layers next to a pinned one by more than their stderr.
+TEST(DeconvolveTimeline, IntervalsHoldTheUnconstrainedFit) {
+  int active = 0;
+  for (int seed = 1; seed <= 10; ++seed) {
+    const auto windows = simulate(4000 + seed, seed % 2 ? 0.1 : 1.0, 120, 0.005);
+    const DeconvolveResult bounded = estimate(windows, 0.1, 0.85);
+    const DeconvolveResult free = estimate(windows, -INFINITY, INFINITY);
+    for (size_t g = 0; g <= kGroups.size(); ++g) {
+      const auto& u = unknown(bounded, group_name(g));
+      const double x = std::clamp(*unknown(free, group_name(g)).estimate, 0.1, 0.85);
+      active += u.at_bound != 0;
+      EXPECT_TRUE(covers(u, x)) << u.name << " seed " << seed << ": [" << *u.lower90 << ", " << *u.upper90
+                                << "] misses the unconstrained " << x;
+    }
+  }
+  EXPECT_GT(active, 20);
 }
 
 // Without noise the system is consistent: the estimate is the truth up to rounding.
