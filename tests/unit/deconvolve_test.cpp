@@ -551,7 +551,11 @@ TEST(DeconvolveSql, HundredsOfThousandsOfRowsAndFiftyUnknowns) {
   EXPECT_EQ(r["_system"]["unknowns"], 50);
   for (int k = 0; k < 50; ++k)
     EXPECT_NEAR(r["layer" + std::to_string(k)]["estimate"].get<double>(), 0.1 + k / 60.0, 1e-9) << k;
-  EXPECT_LT(seconds, 3.0);
+#ifdef __SANITIZE_ADDRESS__
+  EXPECT_LT(seconds, 15.0);  // AddressSanitizer (the asan stage of scripts/test.sh) costs a few times
+#else
+  EXPECT_LT(seconds, 3.0);  // about 0.3 s on an idle machine
+#endif
 }
 
 }  // namespace
