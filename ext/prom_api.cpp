@@ -21,6 +21,14 @@ std::string body_start(const std::string& body) {
   return start;
 }
 
+// A member that should be text; `fallback` when it is absent or not text (json::value() would
+// throw nlohmann's type_error, not an error naming the function).
+std::string text_member(const json& object, const char* key, const std::string& fallback) {
+  if (!object.is_object()) return fallback;
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 // Checks the envelope and returns its "data" member. Collects "warnings" and "infos".
 // `keep`, when given, sees every value as it is parsed and may drop it from the document.
 json envelope_data(const HttpResponse& response, const std::string& shown_url, const char* function,
@@ -55,8 +63,8 @@ json envelope_data(const HttpResponse& response, const std::string& shown_url, c
         if (w.is_string()) warnings.push_back(w.get<std::string>());
   }
   if (doc["status"] != "success") {
-    const std::string type = doc.value("errorType", std::string("error"));
-    const std::string error = doc.value("error", std::string("(no error text)"));
+    const std::string type = text_member(doc, "errorType", "error");
+    const std::string error = text_member(doc, "error", "(no error text)");
     throw Error(where + "Prometheus error " + type + " (HTTP " + std::to_string(response.status) +
                 "): " + error);
   }
@@ -147,14 +155,21 @@ PromMatrix parse_matrix_body(const HttpResponse& response, const std::string& sh
   size_t histograms = 0;
   std::string keys[3];  // the key being read at depths 1 and 2 ("data", then "result")
   const json::parser_callback_t convert = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::key && depth <= 2) keys[depth] = parsed.get<std::string>();
+    if (event == json::parse_event_t::key && depth <= 2) {
+      keys[depth] = parsed.get<std::string>();
+      // A repeated "data" or "result" replaces the earlier one, as it does in a document.
+      if (keys[1] == "data" && (depth == 1 || keys[2] == "result")) {
+        matrix.series.clear();
+        histograms = 0;
+      }
+    }
     if (event != json::parse_event_t::object_end || depth != 3 || keys[1] != "data" || keys[2] != "result")
       return true;
     matrix.series.push_back(matrix_series(parsed, function, histograms));
     return false;
   };
   json data = envelope_data(response, shown_url, function, warnings, convert);
-  const std::string type = data.value("resultType", std::string());
+  const std::string type = text_member(data, "resultType", "");
   if (type != "matrix")
     throw Error(std::string(function) + ": expected a matrix result from " + shown_url + ", got '" +
                 type + "'");

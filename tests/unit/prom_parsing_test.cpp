@@ -125,6 +125,13 @@ TEST(PromParsing, MatrixSeriesAreConvertedWhileParsing) {
   EXPECT_EQ(matrix.series[1].points[0].ts_ms, 2000);
   EXPECT_EQ(warnings, std::vector<std::string>{
                           "prom_range: 1 native histogram samples are not supported and were skipped"});
+  // A repeated key replaces the earlier value, as in a document.
+  const auto last = pp::parse_matrix_body(
+      response(200, R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"a"}}],
+        "result":[{"metric":{"__name__":"b"}}]}})"),
+      "u", "prom_range", warnings);
+  ASSERT_EQ(last.series.size(), 1u);
+  EXPECT_EQ(*last.series[0].metric, "b");
   // Items that are not objects, and an object without "metric".
   EXPECT_EQ(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[1]}})"),
             "prom_range: matrix item without a 'metric' object");
