@@ -1,4 +1,4 @@
-// The estimator of pp_deconvolve (ext/deconvolve.hpp); docs/deconvolve.md explains the method.
+// The estimator of pp_deconvolve (ext/deconvolve.hpp); docs/reference/deconvolve.md explains the method.
 //
 // Outline of deconvolve():
 //   1. rows -> one sparse row per sample (repeated layers merged, the '(rest)' remainder added);
@@ -126,7 +126,6 @@ void DeconvolveData::add(const std::string& sample_key, std::string_view layer, 
   if (inserted) {
     if (samples_.size() >= std::numeric_limits<uint32_t>::max() - 1) throw std::length_error("too many samples");
     samples_.emplace_back();
-    sample_keys_.push_back(sample_key);
   }
   Sample& sample = samples_[it->second];
   if (value) {
@@ -416,15 +415,14 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
   // The scale `identified` compares interval widths with.
   result.scale = std::isfinite(L) && std::isfinite(U) ? U - L : (m ? y.cwiseAbs().maxCoeff() : 0.0);
 
-  auto fill_without_data = [&](DeconvolveUnknown& u) {
-    u.lower90 = std::isfinite(L) ? std::optional<double>(L) : std::nullopt;
-    u.upper90 = std::isfinite(U) ? std::optional<double>(U) : std::nullopt;
-  };
   std::vector<Index> data_columns;
   for (Index k = 0; k < p; ++k)
     if (counts[k] > 0) data_columns.push_back(k);
   const Index q = static_cast<Index>(data_columns.size());
-  for (auto& u : result.unknowns) fill_without_data(u);
+  for (auto& u : result.unknowns) {  // until data say more: the interval is the bounds
+    u.lower90 = std::isfinite(L) ? std::optional<double>(L) : std::nullopt;
+    u.upper90 = std::isfinite(U) ? std::optional<double>(U) : std::nullopt;
+  }
   if (m == 0 || q == 0) {
     result.dof = result.samples;
     if (m) result.residual_rms = std::sqrt(y.squaredNorm() / static_cast<double>(m));

@@ -1,5 +1,5 @@
 // Per-layer values from blended samples: the estimator behind pp_deconvolve (GUIDE §2,
-// "Consequence for attribution"; docs/deconvolve.md is the user documentation).
+// "Consequence for attribution"; docs/reference/deconvolve.md is the user documentation).
 //
 // A DCGM sample is the average over its window, so with the overlap fraction A_ik of window i
 // spent in layer k (the idle/untracked time being one more "layer"),
@@ -46,7 +46,7 @@ std::string sample_key_blob(const void* data, size_t bytes);
 // The id as a reader of an error message would write it: 17, 1.5, 'w-3', x'00ff'.
 std::string sample_key_label(const std::string& key);
 
-// Limits and tolerances, also quoted by docs/deconvolve.md.
+// Limits and tolerances, also quoted by docs/reference/deconvolve.md.
 struct DeconvolveLimits {
   static constexpr size_t kMaxUnknowns = 1000;       // distinct layer keys (+ '(rest)')
   static constexpr double kWeightSlack = 1e-9;       // a weight may exceed 1 by this much
@@ -93,7 +93,6 @@ class DeconvolveData {
   uint32_t layer_index(std::string_view layer);
 
   std::unordered_map<std::string, uint32_t> sample_index_;
-  std::vector<std::string> sample_keys_;  // for error messages, by index
   std::vector<Sample> samples_;
   std::unordered_map<std::string, uint32_t> layer_index_;
   std::vector<std::string> layers_;

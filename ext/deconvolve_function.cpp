@@ -1,5 +1,5 @@
 // pp_deconvolve: per-layer values from blended samples, as an SQL aggregate (issue #5).
-// The estimator is ext/deconvolve.hpp; docs/deconvolve.md is the user documentation.
+// The estimator is ext/deconvolve.hpp; docs/reference/deconvolve.md is the user documentation.
 //
 //   pp_deconvolve(sample_id, layer_key, weight, value [, lower, upper])   aggregate -> JSON
 //

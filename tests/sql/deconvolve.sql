@@ -1,4 +1,4 @@
--- pp_deconvolve on small systems whose solutions are computed by hand (docs/deconvolve.md).
+-- pp_deconvolve on small systems whose solutions are computed by hand (docs/reference/deconvolve.md).
 -- Every row must be 1.
 
 -- Two layers, three windows, consistent data: A = 0.8, B = 0.2 exactly.
