@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""A GPU co-location scheduler prototype on precisionprobe's result tables, in SQL only.
+
+  /usr/bin/python3 examples/scheduler.py runs/notebook/precisionprobe.db
+  /usr/bin/python3 examples/scheduler.py DB --gpu-memory-gib 32 --max-load 1.0
+
+1. Classify each job from its job-level means (job_overview): memory-bound when its DRAM
+   interface is busier than its FP32 pipes (dram_active >= fp32_active), compute-bound
+   otherwise. Beside it, the evidence per layer: the share of the job's GPU seconds spent in
+   layer groups (type and direction, timings from layer_type_metrics) whose own DRAM and FP32
+   activity the estimator identifies (layer_type_estimates) as memory- or compute-leaning.
+2. Pair a memory-bound job with a compute-bound one. The load of a pair on one resource is the
+   sum of the two jobs' job-level means (GPU utilization / 100, DRAM active, FP32 active, SM
+   active); a pair fits when every load is at most --max-load and the peak memory of both fits
+   --gpu-memory-gib. Pairs are taken greedily, lowest peak load first, each job at most once.
+
+Reads the database only (the views call the extension's functions, so it is loaded); it
+changes nothing. Exit status 0, also when no pair fits.
+"""
+import argparse
+import os
+import sqlite3
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CLASSIFY = """
+WITH groups AS (
+  SELECT m.job_id, m.calls * m.mean_duration_ms / 1e3 / o.gpu_seconds AS share,
+         d.estimate AS dram, f.estimate AS fp32,
+         coalesce(d.confidence = 'identified' AND f.confidence = 'identified', 0) AS identified
+    FROM layer_type_metrics AS m JOIN job_overview AS o USING (job_id)
+    LEFT JOIN temp.estimates AS d ON d.job_id = m.job_id AND d.layer_type = m.layer_type
+          AND d.forward = m.forward AND d.metric = 'DCGM_FI_PROF_DRAM_ACTIVE'
+    LEFT JOIN temp.estimates AS f ON f.job_id = m.job_id AND f.layer_type = m.layer_type
+          AND f.forward = m.forward AND f.metric = 'DCGM_FI_PROF_PIPE_FP32_ACTIVE'
+   WHERE m.layer_type <> '(untracked)' AND o.gpu_seconds > 0)
+SELECT o.job_id, o.gpu_util / 100.0 AS util, o.dram_active AS dram, o.fp32_active AS fp32,
+       o.sm_active AS sm, o.gpu_mem_peak_gib AS mem_gib,
+       CASE WHEN o.dram_active >= o.fp32_active THEN 'memory-bound' ELSE 'compute-bound' END AS class,
+       (SELECT coalesce(sum(share), 0) FROM groups AS g WHERE g.job_id = o.job_id AND identified AND dram > fp32)
+         AS memory_layers,
+       (SELECT coalesce(sum(share), 0) FROM groups AS g WHERE g.job_id = o.job_id AND identified AND dram <= fp32)
+         AS compute_layers
+  FROM job_overview AS o
+ WHERE o.gpu_util IS NOT NULL AND o.dram_active IS NOT NULL AND o.fp32_active IS NOT NULL
+ ORDER BY o.job_id
+"""
+
+PAIRS = """
+SELECT m.job_id AS memory_job, c.job_id AS compute_job,
+       m.util + c.util AS util, m.dram + c.dram AS dram, m.fp32 + c.fp32 AS fp32, m.sm + c.sm AS sm,
+       m.mem_gib + c.mem_gib AS mem_gib,
+       max(m.util + c.util, m.dram + c.dram, m.fp32 + c.fp32, m.sm + c.sm) AS peak
+  FROM temp.jobs AS m JOIN temp.jobs AS c ON m.class = 'memory-bound' AND c.class = 'compute-bound'
+ ORDER BY peak, m.job_id, c.job_id
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("database")
+    parser.add_argument("--extension", default=os.environ.get("PP_EXTENSION", str(ROOT / "build" / "precisionprobe")))
+    parser.add_argument("--gpu-memory-gib", type=float, default=32.0,
+                        help="memory of the GPU the pair would share (default 32: the paper's V100)")
+    parser.add_argument("--max-load", type=float, default=1.0,
+                        help="largest combined load per resource, as a fraction (default 1.0)")
+    args = parser.parse_args()
+
+    conn = sqlite3.connect(f"file:{args.database}?mode=ro", uri=True)
+    conn.enable_load_extension(True)
+    conn.load_extension(args.extension)
+    # The estimator runs once per (job, metric); keep the two metrics the classification needs.
+    conn.execute("CREATE TEMP TABLE estimates AS SELECT job_id, layer_type, forward, metric, estimate, confidence "
+                 "FROM layer_type_estimates WHERE metric IN ('DCGM_FI_PROF_DRAM_ACTIVE', 'DCGM_FI_PROF_PIPE_FP32_ACTIVE')")
+    conn.execute(f"CREATE TEMP TABLE jobs AS {CLASSIFY}")
+
+    print("Jobs: job-level means (job_overview), and the share of GPU seconds in layer groups the")
+    print("estimator identifies as memory-leaning (DRAM > FP32) or compute-leaning:")
+    print(f"{'job':<12} {'class':<14} {'util':>5} {'dram':>5} {'fp32':>5} {'sm':>5} {'peak GiB':>8} "
+          f"{'mem layers':>10} {'fp32 layers':>11}")
+    for job, util, dram, fp32, sm, mem, cls, mshare, cshare in conn.execute(
+            "SELECT job_id, util, dram, fp32, sm, mem_gib, class, memory_layers, compute_layers FROM temp.jobs"):
+        print(f"{job:<12} {cls:<14} {util:>5.2f} {dram:>5.2f} {fp32:>5.2f} {sm:>5.2f} {mem:>8.1f} "
+              f"{mshare:>10.0%} {cshare:>11.0%}")
+
+    limits = f"each load <= {args.max_load:g}, memory <= {args.gpu_memory_gib:g} GiB"
+    print(f"\nCandidate pairs, memory-bound + compute-bound (fit: {limits}):")
+    taken, proposed = set(), []
+    rows = conn.execute(PAIRS).fetchall()
+    if not rows:
+        print("  none: no memory-bound and compute-bound jobs to pair")
+    for mjob, cjob, util, dram, fp32, sm, mem, peak in rows:
+        over = [name for name, load in (("util", util), ("dram", dram), ("fp32", fp32), ("sm", sm))
+                if load > args.max_load]
+        if mem > args.gpu_memory_gib:
+            over.append(f"memory {mem:.1f} GiB")
+        verdict = "fits" if not over else "over: " + ", ".join(over)
+        print(f"  {mjob} + {cjob}: util {util:.2f}, dram {dram:.2f}, fp32 {fp32:.2f}, sm {sm:.2f}, "
+              f"memory {mem:.1f} GiB -> {verdict}")
+        if not over and mjob not in taken and cjob not in taken:
+            taken.update((mjob, cjob))
+            proposed.append((mjob, cjob))
+
+    print("\nProposal:")
+    for mjob, cjob in proposed:
+        print(f"  share one GPU: {mjob} (memory-bound) with {cjob} (compute-bound)")
+    alone = [job for (job,) in conn.execute("SELECT job_id FROM temp.jobs") if job not in taken]
+    for job in alone:
+        print(f"  own GPU: {job}")
+    if rows and not proposed:
+        print(f"  (no pair fits {limits}: a larger GPU (--gpu-memory-gib), or --max-load above 1 to accept "
+              "some slowdown, may change that)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
