@@ -1,0 +1,122 @@
+"""examples/scheduler.py classifies jobs and pairs them as its docstring says, on a database whose
+answer is known, and docs/scheduler.md shows the output of the notebook's run verbatim.
+
+The database: three jobs on three GPUs, each one layer call covering ten 1 s sample windows of
+constant counters, folded by pp_refresh from events and samples inserted directly (no server):
+  mem   DRAM 0.70, FP32 0.10, util 50%, SM 0.40, 8000 MiB   -> memory-bound
+  cmp   DRAM 0.20, FP32 0.70, util 40%, SM 0.50, 10000 MiB  -> compute-bound; fits with mem
+  busy  DRAM 0.30, FP32 0.60, util 90%, SM 0.90, 20000 MiB  -> compute-bound; too busy for mem
+
+  PP_EXTENSION=build/precisionprobe python3 -m pytest -q tests/docs/test_scheduler.py
+"""
+import hashlib
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXTENSION = os.environ.get("PP_EXTENSION", str(ROOT / "build" / "precisionprobe"))
+SCHEDULER = ROOT / "examples" / "scheduler.py"
+T0 = 1600000000
+JOBS = {  # job: (util, fb MiB, dram, fp32, sm active, sm occupancy)
+    "mem": (50, 8000, 0.70, 0.10, 0.40, 0.30),
+    "cmp": (40, 10000, 0.20, 0.70, 0.50, 0.40),
+    "busy": (90, 20000, 0.30, 0.60, 0.90, 0.60),
+}
+METRICS = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_DRAM_ACTIVE",
+           "DCGM_FI_PROF_PIPE_FP32_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY"]
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory):
+    work = tmp_path_factory.mktemp("scheduler")
+    path = work / "jobs.db"
+    empty = work / "none.jsonl"
+    empty.write_text("")
+    conn = sqlite3.connect(path)
+    conn.enable_load_extension(True)
+    conn.load_extension(EXTENSION)
+    # Nothing here needs a server; a request would fail loudly instead of reaching one.
+    conn.execute("SELECT pp_config('prometheus_url', 'http://no-such-host.invalid')")
+    conn.execute("SELECT pp_config('retries', 0)")
+    conn.execute("SELECT pp_install_views()")
+    for g, (job, values) in enumerate(JOBS.items()):
+        uuid = f"GPU-{g:08d}-0000-4000-8000-000000000000"
+        start_ns, end_ns = T0 * 10**9, (T0 + 10) * 10**9
+        conn.execute(
+            "INSERT INTO pp_events(job_id, host_name, gpu_uuid, gpu, layer, layer_type, forward, t_start_ns, "
+            "t_end_ns, t_start, t_end, cpu_num, source_file, line) VALUES (?, 'node', ?, ?, 'fc', 'Linear', 1, "
+            "?, ?, ?, ?, 4.0, 'test', ?)", (job, uuid, g, start_ns, end_ns, start_ns / 1e9, end_ns / 1e9, g + 1))
+        conn.executemany("INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES (?, ?, ?, ?)",
+                         [(uuid, metric, (T0 + i) * 1000, value)
+                          for i in range(1, 12) for metric, value in zip(METRICS, values)])
+    conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(empty),)).fetchone()
+    conn.commit()
+    conn.close()
+    return path
+
+
+def run(database, *flags):
+    result = subprocess.run([sys.executable, str(SCHEDULER), str(database), "--extension", EXTENSION, *flags],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_the_data_are_what_the_scheduler_will_read(database):
+    conn = sqlite3.connect(database)
+    conn.enable_load_extension(True)
+    conn.load_extension(EXTENSION)
+    rows = {job: (round(util, 6), round(dram, 6), round(fp32, 6))
+            for job, util, dram, fp32 in conn.execute("SELECT job_id, gpu_util, dram_active, fp32_active FROM job_overview")}
+    assert rows == {job: (v[0], v[2], v[3]) for job, v in JOBS.items()}
+
+
+def test_classifies_and_pairs(database):
+    out = run(database)
+    lines = {line.split()[0]: line.split()[1] for line in out.splitlines()
+             if line.split() and line.split()[0] in JOBS and line.split()[1].endswith("-bound")}
+    assert lines == {"mem": "memory-bound", "cmp": "compute-bound", "busy": "compute-bound"}, out
+    # mem + cmp: util 0.90, dram 0.90, fp32 0.80, sm 0.90, 17.6 GiB; mem + busy: util 1.40, sm 1.30.
+    assert "mem + cmp: util 0.90, dram 0.90, fp32 0.80, sm 0.90, memory 17.6 GiB -> fits" in out, out
+    assert "mem + busy: util 1.40, dram 1.00, fp32 0.70, sm 1.30, memory 27.3 GiB -> over: util, sm" in out, out
+    assert "share one GPU: mem (memory-bound) with cmp (compute-bound)" in out, out
+    assert "own GPU: busy" in out, out
+    # Every layer's own DRAM and FP32 are identified, so the evidence columns are whole.
+    assert [line.split()[-2:] for line in out.splitlines() if line.startswith("mem ")] == [["100%", "0%"]], out
+
+
+def test_limits_change_the_proposal(database):
+    out = run(database, "--gpu-memory-gib", "16")
+    assert "mem + cmp: util 0.90, dram 0.90, fp32 0.80, sm 0.90, memory 17.6 GiB -> over: memory 17.6 GiB" in out, out
+    assert "share one GPU" not in out and "own GPU: mem" in out, out
+    out = run(database, "--max-load", "1.5")
+    assert "mem + busy: util 1.40, dram 1.00, fp32 0.70, sm 1.30, memory 27.3 GiB -> fits" in out, out
+    # Greedy, lowest peak load first: mem goes with cmp (0.90), busy stays alone.
+    assert "share one GPU: mem (memory-bound) with cmp (compute-bound)" in out and "own GPU: busy" in out, out
+
+
+def test_reads_without_writing(database):
+    before = hashlib.sha256(database.read_bytes()).hexdigest()
+    run(database)
+    assert hashlib.sha256(database.read_bytes()).hexdigest() == before
+
+
+def test_the_doc_shows_the_sql_the_script_runs():
+    import re
+    sys.path.insert(0, str(SCHEDULER.parent))
+    import scheduler
+    shown = [" ".join(block.split()) for block in re.findall(r"```sql\n(.*?)```", (ROOT / "docs" / "scheduler.md").read_text(), re.S)]
+    for query in (scheduler.CLASSIFY, scheduler.PAIRS):
+        assert " ".join(query.split()) + ";" in shown, "docs/scheduler.md shows other SQL than examples/scheduler.py runs"
+
+
+def test_the_doc_shows_the_notebook_run_verbatim():
+    shown = (ROOT / "docs" / "scheduler.md").read_text()
+    recorded = (ROOT / "docs" / "notebook" / "scheduler.txt").read_text()
+    assert recorded.strip() and recorded.strip() in shown, \
+        "docs/scheduler.md must show docs/notebook/scheduler.txt (the notebook's run) verbatim"
