@@ -5,7 +5,7 @@ pragma_function_list and pragma_module_list with and without the extension), eve
 view pp_install_views() creates, and every setting of pp_settings must be listed in
 docs/reference/README.md and named on the page it links to; every name listed there must exist;
 every relative link of docs/**/*.md must reach a file, and its #anchor a heading of that file;
-every yaml block of the docs must parse.
+every yaml block of the docs must parse; the tables getting-started.md shows fit 100 columns.
 The outputs of the examples themselves are checked by docs.examples (docs/generate.py --check).
 
   PP_EXTENSION=build/precisionprobe python3 -m pytest -q tests/docs/test_reference.py
@@ -112,6 +112,12 @@ def test_links_reach_files_and_headings():
             elif anchor and file.suffix == ".md" and anchor not in anchors(file):
                 broken.append(f"{doc.relative_to(ROOT)}: {target} (no such heading)")
     assert not broken, "\n".join(broken)
+
+
+def test_getting_started_tables_fit_100_columns():
+    text = (DOCS / "getting-started.md").read_text()
+    wide = [line for line in text.splitlines() if line[:1] in "┌│├└" and len(line) > 100]
+    assert not wide, f"{len(wide)} table lines wider than 100 columns, e.g. {wide[0]!r}"
 
 
 def test_yaml_blocks_parse():
