@@ -38,9 +38,10 @@ json envelope_data(const HttpResponse& response, const std::string& shown_url, c
   std::string invalid;  // why a body that looks like JSON is not
   try {
     doc = json::parse(response.body, keep);
-  } catch (const json::parse_error& e) {
-    // "[json.exception.parse_error.101] parse error at line 1, column 95: ..."; the text it
-    // quotes from the body may hold bytes that are not UTF-8.
+  } catch (const json::exception& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 95: ..." (or
+    // out_of_range.406 for a number beyond a double); the text it quotes from the body may
+    // hold bytes that are not UTF-8.
     const std::string what = e.what();
     const size_t tag_end = what.find("] ");
     invalid = " (invalid JSON: " + valid_utf8(tag_end == std::string::npos ? what : what.substr(tag_end + 2), 300) + ")";

@@ -7,7 +7,10 @@ namespace pp {
 
 bool parse_int64(std::string_view text, int64_t& out) {
   text = trim(text);
-  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  if (!text.empty() && text.front() == '+') {
+    text.remove_prefix(1);  // from_chars takes no '+'
+    if (!text.empty() && text.front() == '-') return false;  // nor should we take "+-5"
+  }
   if (text.empty()) return false;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   return ec == std::errc() && end == text.data() + text.size();
@@ -15,7 +18,10 @@ bool parse_int64(std::string_view text, int64_t& out) {
 
 bool parse_double(std::string_view text, double& out) {
   text = trim(text);
-  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  if (!text.empty() && text.front() == '+') {
+    text.remove_prefix(1);  // from_chars takes no '+'
+    if (!text.empty() && text.front() == '-') return false;  // nor should we take "+-5"
+  }
   if (text.empty()) return false;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   return ec == std::errc() && end == text.data() + text.size();

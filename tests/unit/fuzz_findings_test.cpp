@@ -5,11 +5,29 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "ext/errors.hpp"
+#include "ext/prom_api.hpp"
 #include "ext/promql.hpp"
+#include "ext/text.hpp"
 #include "ext/time_parse.hpp"
 
 namespace {
+
+// The error a matrix body gives, or "" when it parses.
+std::string matrix_error(const std::string& body, long status = 200) {
+  pp::HttpResponse response;
+  response.status = status;
+  response.body = body;
+  std::vector<std::string> warnings;
+  try {
+    pp::parse_matrix_body(response, "http://prom:9090/api/v1/query_range", "prom_range", warnings);
+  } catch (const pp::Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 std::optional<std::string> push(const std::string& selector, const std::string& op = "=") {
   bool empty = false;
@@ -58,4 +76,40 @@ TEST(FuzzFindings, DurationsStayInRange) {
   int64_t back = 0;
   ASSERT_TRUE(pp::parse_prometheus_duration_ms(pp::format_promql_duration(ms), back));
   EXPECT_EQ(back, ms);
+}
+
+// prom_response_fuzz: bodies that made nlohmann's own exceptions escape instead of a pp::Error
+// naming the function (the SQL error read "prom_range: internal error: [json.exception...]").
+TEST(FuzzFindings, ResponseErrorsNameTheFunction) {
+  // "data" a list where an object is expected: json::value() threw type_error 306.
+  EXPECT_EQ(matrix_error(R"({"status":"success","data":["0"]})"),
+            "prom_range: expected a matrix result from http://prom:9090/api/v1/query_range, got ''");
+  // errorType and error not text: type_error 302.
+  EXPECT_EQ(matrix_error(R"({"status":"error","errorType":422,"error":["x"]})", 422),
+            "prom_range: Prometheus error error (HTTP 422): (no error text)");
+  EXPECT_EQ(matrix_error(R"({"status":"success","data":{"resultType":7,"result":[]}})"),
+            "prom_range: expected a matrix result from http://prom:9090/api/v1/query_range, got ''");
+  // A number beyond a double: out_of_range 406, which is not a parse_error.
+  const std::string overflow = matrix_error(R"({"status":"success","data":{"x":1e3080000000}})");
+  EXPECT_EQ(overflow.rfind("prom_range: HTTP 200 from http://prom:9090/api/v1/query_range is not a "
+                           "Prometheus API response (invalid JSON: number overflow", 0), 0u)
+      << overflow;
+}
+
+// prom_sample_value_fuzz: one '+' was stripped before from_chars, which then read "-11", so
+// "+-11" was the number -11. Integers had the same rule.
+TEST(FuzzFindings, PlusMinusIsNotANumber) {
+  double d = 0;
+  bool is_null = false;
+  EXPECT_FALSE(pp::parse_sample_value("+-11", d, is_null));
+  EXPECT_FALSE(pp::parse_double("+-0.5", d));
+  EXPECT_FALSE(pp::parse_double("++1", d));
+  ASSERT_TRUE(pp::parse_double("+0.5", d));
+  EXPECT_EQ(d, 0.5);
+  ASSERT_TRUE(pp::parse_double(" -2.5e3 ", d));
+  EXPECT_EQ(d, -2500);
+  int64_t i = 0;
+  EXPECT_FALSE(pp::parse_int64("+-5", i));
+  ASSERT_TRUE(pp::parse_int64("+5", i));
+  EXPECT_EQ(i, 5);
 }
