@@ -8,19 +8,16 @@ SELECT job_id, gpu_uuid AS uuid, min(t_start_ns) AS first_ns, max(t_end_ns) AS l
   FROM pp_events GROUP BY job_id, gpu_uuid;
 
 -- Per event and metric: each sample whose window overlaps the event, with the overlap in
--- seconds as weight. Events match only samples of their own GPU.
+-- seconds as weight. Events match only samples of their own GPU. The interval join is
+-- pp_overlaps (vtab/interval_join.cpp), a sweep per GPU; CROSS JOIN keeps that order.
 CREATE VIEW IF NOT EXISTS layer_attribution AS
-SELECT event_id, job_id, layer, layer_type, forward, gpu_uuid, metric, sample_ts, interval_s, value,
-       weight_ns / 1e9 AS weight
-  FROM (SELECT e.id AS event_id, e.job_id, e.layer, e.layer_type, e.forward, e.gpu_uuid, s.metric,
-               s.ts_ms / 1000.0 AS sample_ts, i.interval_ms / 1000.0 AS interval_s, s.value,
-               min(e.t_end_ns, s.ts_ms * 1000000) - max(e.t_start_ns, (s.ts_ms - i.interval_ms) * 1000000) AS weight_ns
-          FROM pp_events AS e
-          JOIN pp_intervals AS i ON i.uuid = e.gpu_uuid
-          JOIN pp_samples AS s ON s.uuid = e.gpu_uuid AND s.metric = i.metric
-                              AND s.ts_ms >= e.t_start_ns / 1000000
-                              AND s.ts_ms <= e.t_end_ns / 1000000 + i.interval_ms + 1)
- WHERE weight_ns > 0;
+SELECT o.event_id, o.job_id, o.layer, e.layer_type, o.forward, g.uuid AS gpu_uuid, o.metric,
+       o.ts_ms / 1000.0 AS sample_ts, o.interval_ms / 1000.0 AS interval_s, o.value,
+       o.weight_ns / 1e9 AS weight
+  FROM (SELECT DISTINCT uuid FROM pp_intervals) AS g
+ CROSS JOIN pp_overlaps(g.uuid) AS o
+ CROSS JOIN pp_events AS e
+ WHERE e.id = o.event_id;
 
 -- The paper's Table II, one row per (job_id, layer, forward), followed by what a reader needs
 -- to judge it: the layer's type, calls, mean duration, and resolution = mean duration /

@@ -5,7 +5,9 @@
 //   SELECT * FROM layer_metrics WHERE job_id = 'job1';
 //
 // Arguments (hidden columns path, final):
-//   path   events written by the hook client: a file, a directory or a glob (as layer_events)
+//   path   events written by the hook client: a file, a directory or a glob (as layer_events);
+//          NULL skips steps 1 and 2: it folds what pp_events and pp_samples already hold
+//          (events and samples inserted by other means; bench/attribution_bench.py times it)
 //   final  optional; 1 folds every sample window now, including the last one of a job that is
 //          still running. Without it a job is complete once its last event is older than
 //          attribution_margin_seconds.
@@ -34,6 +36,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "ext/promql.hpp"
 #include "ext/registry.hpp"
@@ -68,15 +71,17 @@ std::string selector_for(const std::string& label, const std::vector<std::string
 
 class Refresh {
  public:
-  Refresh(Connection& connection, std::string path, bool final)
+  Refresh(Connection& connection, std::optional<std::string> path, bool final)
       : connection_(connection), db_(connection.db()), path_(std::move(path)), final_(final) {}
 
   Summary run() {
     const long requests_before = connection_.http().requests_sent();
     install_attribution_schema(db_, kName);
-    summary_.events_added = run_sql_script(db_, kImportEvents, {SqlParameter::of(path_)}, kName);
-    run_sql_script(db_, kImportJobs, {SqlParameter::of(path_)}, kName);
-    fetch_samples();
+    if (path_) {
+      summary_.events_added = run_sql_script(db_, kImportEvents, {SqlParameter::of(*path_)}, kName);
+      run_sql_script(db_, kImportJobs, {SqlParameter::of(*path_)}, kName);
+      fetch_samples();
+    }
     set_intervals();
     fold();
     summary_.history_kept = run_sql_script(
@@ -183,24 +188,91 @@ class Refresh {
     return out;
   }
 
+  // A prepared statement of this connection, finalized when it goes out of scope.
+  struct Statement {
+    sqlite3* db;
+    sqlite3_stmt* stmt = nullptr;
+    Statement(sqlite3* d, const char* sql) : db(d) {
+      if (sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) != SQLITE_OK)
+        throw Error(std::string(kName) + ": " + sqlite3_errmsg(db));
+    }
+    ~Statement() { sqlite3_finalize(stmt); }
+    Statement(const Statement&) = delete;
+    Statement& operator=(const Statement&) = delete;
+    bool step() {
+      const int rc = sqlite3_step(stmt);
+      if (rc == SQLITE_ROW) return true;
+      if (rc != SQLITE_DONE) throw Error(std::string(kName) + ": " + sqlite3_errmsg(db));
+      sqlite3_reset(stmt);
+      return false;
+    }
+  };
+
+  // temp.pp_series: each series (uuid, metric) of pp_samples and its last ts_ms, found by
+  // seeking through the primary key from one series to the next (a skip scan), so a refresh
+  // never reads every stored sample to learn which series there are.
+  void list_series() {
+    run_sql_script(db_,
+                   "CREATE TEMP TABLE IF NOT EXISTS pp_series(uuid TEXT, metric TEXT, last_ms INTEGER,"
+                   " PRIMARY KEY (uuid, metric));"
+                   "DELETE FROM temp.pp_series;",
+                   {}, kName);
+    // Two seeks per step: the next metric of this GPU, else the first of the next GPU (a row
+    // value (uuid, metric) > (?, ?) would seek on uuid alone and scan the rest).
+    Statement first(db_, "SELECT uuid, metric FROM main.pp_samples ORDER BY uuid, metric LIMIT 1");
+    Statement next_metric(db_,
+                          "SELECT uuid, metric FROM main.pp_samples WHERE uuid = ?1 AND metric > ?2 "
+                          "ORDER BY metric LIMIT 1");
+    Statement next_gpu(db_, "SELECT uuid, metric FROM main.pp_samples WHERE uuid > ?1 ORDER BY uuid, metric LIMIT 1");
+    Statement insert(db_,
+                     "INSERT INTO temp.pp_series(uuid, metric, last_ms) VALUES (?1, ?2, "
+                     "(SELECT max(ts_ms) FROM main.pp_samples WHERE uuid = ?1 AND metric = ?2))");
+    std::string uuid, metric;
+    auto found = [&](Statement& seek) {
+      if (!seek.step()) return false;
+      uuid.assign(reinterpret_cast<const char*>(sqlite3_column_text(seek.stmt, 0)),
+                  static_cast<size_t>(sqlite3_column_bytes(seek.stmt, 0)));
+      metric.assign(reinterpret_cast<const char*>(sqlite3_column_text(seek.stmt, 1)),
+                    static_cast<size_t>(sqlite3_column_bytes(seek.stmt, 1)));
+      sqlite3_reset(seek.stmt);
+      return true;
+    };
+    auto bind = [&](Statement& s) {
+      sqlite3_bind_text(s.stmt, 1, uuid.data(), static_cast<int>(uuid.size()), SQLITE_TRANSIENT);
+      sqlite3_bind_text(s.stmt, 2, metric.data(), static_cast<int>(metric.size()), SQLITE_TRANSIENT);
+    };
+    bool more = found(first);
+    while (more) {
+      bind(insert);
+      while (insert.step()) {
+      }
+      bind(next_metric);
+      sqlite3_bind_text(next_gpu.stmt, 1, uuid.data(), static_cast<int>(uuid.size()), SQLITE_TRANSIENT);
+      more = found(next_metric) || found(next_gpu);
+    }
+  }
+
   // Intervals are fixed once known, so every later fold uses the same windows.
   void set_intervals() {
+    list_series();
     const int64_t setting_ms = connection_.settings().get_int("sample_interval_ms");
     if (setting_ms > 0) {
       run_sql_script(db_,
                      "INSERT INTO main.pp_intervals(uuid, metric, interval_ms, source) "
-                     "SELECT DISTINCT uuid, metric, ?1, 'setting' FROM main.pp_samples WHERE true "
+                     "SELECT uuid, metric, ?1, 'setting' FROM temp.pp_series WHERE true "
                      "ON CONFLICT (uuid, metric) DO UPDATE SET interval_ms = excluded.interval_ms, "
                      "source = 'setting' WHERE source <> 'user'",
                      {SqlParameter::of(static_cast<double>(setting_ms))}, kName);
       return;
     }
+    // The median spacing, read only for the series that have no interval yet (CROSS JOIN: series
+    // first, then an index range of each).
     run_sql_script(db_,
                    "WITH gaps AS ("
-                   "  SELECT uuid, metric, ts_ms - lag(ts_ms) OVER (PARTITION BY uuid, metric ORDER BY ts_ms) AS gap"
-                   "    FROM main.pp_samples"
-                   "   WHERE NOT EXISTS (SELECT 1 FROM main.pp_intervals i WHERE i.uuid = pp_samples.uuid"
-                   "                       AND i.metric = pp_samples.metric)),"
+                   "  SELECT s.uuid, s.metric, s.ts_ms - lag(s.ts_ms) OVER (PARTITION BY s.uuid, s.metric ORDER BY s.ts_ms) AS gap"
+                   "    FROM temp.pp_series AS n CROSS JOIN main.pp_samples AS s ON s.uuid = n.uuid AND s.metric = n.metric"
+                   "   WHERE NOT EXISTS (SELECT 1 FROM main.pp_intervals i WHERE i.uuid = n.uuid"
+                   "                       AND i.metric = n.metric)),"
                    " ranked AS ("
                    "  SELECT uuid, metric, gap, row_number() OVER (PARTITION BY uuid, metric ORDER BY gap) AS k,"
                    "         count(*) OVER (PARTITION BY uuid, metric) AS n FROM gaps WHERE gap > 0)"
@@ -210,7 +282,9 @@ class Refresh {
   }
 
   // Fold windows per GPU: up to the last sample, or, while the job may still write events
-  // into the last windows, up to the start of its last known event.
+  // into the last windows, up to the start of its last known event. Each value is an index
+  // seek (temp.pp_series from set_intervals, max(t_start_ns) of pp_events_by_gpu_time); the
+  // last event's end is read only when it decides (not final).
   void fold() {
     const double margin = static_cast<double>(connection_.settings().get_int("attribution_margin_seconds"));
     run_sql_script(db_,
@@ -218,27 +292,54 @@ class Refresh {
                    "DELETE FROM temp.pp_fold_window;"
                    "INSERT INTO temp.pp_fold_window(uuid, after_ms, through_ms) "
                    "SELECT s.uuid, coalesce(f.folded_through_ms, 0),"
-                   "       CASE WHEN ?1 OR ?2 - e.last_end > ?3 THEN s.last_ms ELSE min(s.last_ms, e.last_start_ms) END"
-                   "  FROM (SELECT uuid, max(ts_ms) AS last_ms FROM main.pp_samples GROUP BY uuid) AS s"
-                   "  JOIN (SELECT gpu_uuid, max(t_start_ns) / 1000000 AS last_start_ms, max(t_end) AS last_end"
-                   "          FROM main.pp_events GROUP BY gpu_uuid) AS e ON e.gpu_uuid = s.uuid"
+                   "       CASE WHEN ?1 OR ?2 - (SELECT max(t_end) FROM main.pp_events WHERE gpu_uuid = s.uuid) > ?3"
+                   "            THEN s.last_ms"
+                   "            ELSE min(s.last_ms, (SELECT max(t_start_ns) FROM main.pp_events WHERE gpu_uuid = s.uuid) / 1000000) END"
+                   "  FROM (SELECT uuid, max(last_ms) AS last_ms FROM temp.pp_series GROUP BY uuid) AS s"
                    "  LEFT JOIN main.pp_fold_state AS f ON f.uuid = s.uuid"
-                   " WHERE EXISTS (SELECT 1 FROM main.pp_intervals i WHERE i.uuid = s.uuid);"
+                   " WHERE EXISTS (SELECT 1 FROM main.pp_events WHERE gpu_uuid = s.uuid)"
+                   "   AND EXISTS (SELECT 1 FROM main.pp_intervals i WHERE i.uuid = s.uuid);"
                    // CPU events have no samples: their durations fold at once.
                    "INSERT INTO temp.pp_fold_window(uuid, after_ms, through_ms) "
                    "SELECT 'cpu', 0, 4102444800000 WHERE EXISTS (SELECT 1 FROM main.pp_events WHERE gpu_uuid = 'cpu' AND folded = 0);"
                    "DELETE FROM temp.pp_fold_window WHERE through_ms <= after_ms;",
                    {SqlParameter::of(final_ ? 1.0 : 0.0), SqlParameter::of(now_), SqlParameter::of(margin)},
                    kName);
-    const double longest_ns = query_double(db_, "SELECT max(t_end_ns - t_start_ns) FROM main.pp_events", {}, kName, 0);
-    run_sql_script(db_, embedded_sql("fold"), {SqlParameter::of(longest_ns + 1)}, kName);
-    summary_.windows_folded = static_cast<long long>(
-        query_double(db_, "SELECT count(*) FROM (SELECT DISTINCT uuid, ts_ms FROM temp.pp_fold_samples)", {}, kName, 0));
+    run_sql_script(db_, embedded_sql("fold"), {}, kName);
+    // The events whose durations the fold counted: up to each GPU's fold point, one index
+    // range per GPU (a single UPDATE would look the GPU's window up for every row).
+    {
+      std::vector<std::pair<std::string, int64_t>> windows;
+      Statement list(db_, "SELECT uuid, through_ms FROM temp.pp_fold_window");
+      while (list.step())
+        windows.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(list.stmt, 0)),
+                             sqlite3_column_int64(list.stmt, 1));
+      Statement mark(db_,
+                     "UPDATE main.pp_events SET folded = 1 "
+                     "WHERE gpu_uuid = ?1 AND t_start_ns <= ?2 * 1000000 AND folded = 0");
+      for (const auto& [uuid, through_ms] : windows) {
+        sqlite3_bind_text(mark.stmt, 1, uuid.data(), static_cast<int>(uuid.size()), SQLITE_TRANSIENT);
+        sqlite3_bind_int64(mark.stmt, 2, through_ms);
+        while (mark.step()) {
+        }
+      }
+    }
+    // Distinct (GPU, ts_ms) windows folded: pp_overlap_means counts them for each GPU it
+    // returned rows for; the others (no event in their windows) are counted here.
+    summary_.windows_folded = static_cast<long long>(query_double(
+        db_,
+        "SELECT coalesce(sum(coalesce("
+        "  (SELECT max(windows) FROM temp.pp_fold_means AS m WHERE m.uuid = w.uuid),"
+        "  (SELECT count(DISTINCT s.ts_ms) FROM main.pp_samples AS s"
+        "    JOIN main.pp_intervals AS i ON i.uuid = s.uuid AND i.metric = s.metric"
+        "   WHERE s.uuid = w.uuid AND s.ts_ms > w.after_ms AND s.ts_ms <= w.through_ms))), 0)"
+        "  FROM temp.pp_fold_window AS w",
+        {}, kName, 0));
   }
 
   Connection& connection_;
   sqlite3* db_;
-  std::string path_;
+  std::optional<std::string> path_;
   bool final_;
   double now_ = now_seconds();
   Summary summary_;
@@ -251,7 +352,7 @@ struct Busy : Error {
 };
 
 // Runs the refresh inside a savepoint: all of it lands, or none of it.
-Summary refresh(Connection& connection, const std::string& path, bool final) {
+Summary refresh(Connection& connection, const std::optional<std::string>& path, bool final) {
   sqlite3* db = connection.db();
   run_sql_script(db, "SAVEPOINT pp_refresh", {}, kName);
   try {
@@ -289,7 +390,7 @@ int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlit
   auto* cursor = static_cast<TextRowsCursor*>(base);
   return guard_vtab(base->pVtab, kName, [&] {
     const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
-    const std::string path = required_text(args[0], kName, "path");
+    const std::optional<std::string> path = optional_text(args[0]);
     const bool final = args[1] && sqlite3_value_int(args[1]) != 0;
     Summary s;
     try {
@@ -330,8 +431,11 @@ void pp_install_views(sqlite3_context* ctx, int, sqlite3_value**) {
 
 }  // namespace
 
+int register_interval_join(const Registration& r);  // vtab/interval_join.cpp: pp_overlaps, used by the fold
+
 int register_attribution(const Registration& r) {
   int rc = create_connection_module(r, kName, &kModule);
+  if (rc == SQLITE_OK) rc = register_interval_join(r);
   if (rc == SQLITE_OK)
     rc = sqlite3_create_function_v2(r.db, "pp_install_views", 0, kIoFunction, nullptr, pp_install_views,
                                     nullptr, nullptr, nullptr);
