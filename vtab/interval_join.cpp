@@ -50,9 +50,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -69,6 +71,7 @@ constexpr const char* kMeans = "pp_overlap_means";
 const std::vector<ArgumentSpec> kArguments = {{"uuid", true}, {"after_ms", false}, {"through_ms", false}};
 constexpr const char* kUntracked = "(untracked)";
 constexpr int64_t kNsPerMs = 1000000;
+constexpr size_t kThreads = 2;  // pp_overlap_means sweeps a GPU's series on up to this many threads
 
 // ---- reading the inputs ----
 
@@ -146,6 +149,15 @@ class GpuData {
 
   // Distinct sample timestamps over all series.
   int64_t windows() const {
+    // Usually every series of a GPU has the same timestamps (one scrape, all fields).
+    const auto same_times = [](const Series& a, const Series& b) {
+      return a.samples.size() == b.samples.size() &&
+             std::equal(a.samples.begin(), a.samples.end(), b.samples.begin(),
+                        [](const Sample& x, const Sample& y) { return x.ts_ms == y.ts_ms; });
+    };
+    if (series.empty()) return 0;
+    if (std::all_of(series.begin(), series.end(), [&](const Series& s) { return same_times(s, series[0]); }))
+      return static_cast<int64_t>(series[0].samples.size());
     std::vector<int64_t> all;
     size_t total = 0;
     for (const auto& s : series) total += s.samples.size();
@@ -249,13 +261,14 @@ class GpuData {
 
   uint32_t group_for(std::unordered_map<std::string, uint32_t>& index, const std::string& key, uint32_t job,
                      const char* layer, int forward) {
-    auto [it, added] = index.emplace(key, static_cast<uint32_t>(groups.size()));
-    if (added) {
-      groups.push_back({job, layer ? layer : "", forward != 0 ? 1 : 0});
-      durations.push_back(MeanState{});
-      first_id.push_back(INT64_MAX);
-    }
-    return it->second;
+    const auto found = index.find(key);  // (emplace would allocate a node for every event)
+    if (found != index.end()) return found->second;
+    const auto group = static_cast<uint32_t>(groups.size());
+    index.emplace(key, group);
+    groups.push_back({job, layer ? layer : "", forward != 0 ? 1 : 0});
+    durations.push_back(MeanState{});
+    first_id.push_back(INT64_MAX);
+    return group;
   }
 
   sqlite3* db_;
@@ -265,8 +278,9 @@ class GpuData {
 
 // The sweep: calls pair(event index or -1 for untracked, group, series, sample, weight_ns) for
 // every row of pp_overlaps, series by series, samples in time order.
+// Series first_series, first_series + stride, ...: so that threads can share a GPU's series.
 template <class Emit>
-void sweep(const GpuData& gpu, Emit&& emit) {
+void sweep(const GpuData& gpu, Emit&& emit, size_t first_series = 0, size_t stride = 1) {
   const auto& events = gpu.events;
   std::vector<int64_t> covered(gpu.jobs.size(), 0);
   std::vector<uint32_t> touched;
@@ -277,7 +291,7 @@ void sweep(const GpuData& gpu, Emit&& emit) {
             [&](uint32_t a, uint32_t b) { return gpu.jobs[a].first < gpu.jobs[b].first; });
   std::vector<size_t> active;
   std::vector<uint32_t> active_jobs;
-  for (size_t si = 0; si < gpu.series.size(); ++si) {
+  for (size_t si = first_series; si < gpu.series.size(); si += stride) {
     const Series& series = gpu.series[si];
     active.clear();
     active_jobs.clear();
@@ -425,14 +439,30 @@ int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlit
     const size_t metrics = gpu.series.size();
     std::vector<MeanState> states(gpu.groups.size() * metrics, MeanState{});
     std::vector<char> seen(states.size(), 0);
-    sweep(gpu, [&](int64_t, uint32_t group, size_t series, const Sample& sample, int64_t weight) {
-      seen[group * metrics + series] = 1;
-      if (sample.null) return;
-      if (!std::isfinite(sample.value))
-        throw Error(std::string(name) + ": value of " + gpu.series[series].metric + " at ts_ms " +
-                    std::to_string(sample.ts_ms) + " is not finite (pp_mean takes finite values)");
-      states[group * metrics + series].add(sample.value, static_cast<double>(weight) / 1e9);
-    });
+    // Series are independent (each writes its own states), so up to kThreads sweep them at once.
+    const size_t threads = std::max<size_t>(1, std::min<size_t>({kThreads, metrics,
+                                                                 std::thread::hardware_concurrency()}));
+    std::vector<std::exception_ptr> failures(threads);
+    auto work = [&](size_t first) {
+      try {
+        sweep(gpu, [&](int64_t, uint32_t group, size_t series, const Sample& sample, int64_t weight) {
+          seen[group * metrics + series] = 1;
+          if (sample.null) return;
+          if (!std::isfinite(sample.value))
+            throw Error(std::string(name) + ": value of " + gpu.series[series].metric + " at ts_ms " +
+                        std::to_string(sample.ts_ms) + " is not finite (pp_mean takes finite values)");
+          states[group * metrics + series].add(sample.value, static_cast<double>(weight) / 1e9);
+        }, first, threads);
+      } catch (...) {
+        failures[first] = std::current_exception();
+      }
+    };
+    std::vector<std::thread> workers;
+    for (size_t t = 1; t < threads; ++t) workers.emplace_back(work, t);
+    work(0);
+    for (auto& w : workers) w.join();
+    for (const auto& failure : failures)
+      if (failure) std::rethrow_exception(failure);
     for (uint32_t g = 0; g < gpu.groups.size(); ++g) {
       for (uint32_t m = 0; m < metrics; ++m)
         if (seen[g * metrics + m]) {
