@@ -1,6 +1,6 @@
 // Incremental means as SQL (paper §III.B): states that can be stored in a column and merged
 // later without the rows they came from. The arithmetic and the BLOB format are in
-// ext/mean_state.hpp; docs/functions-mean.md is the user documentation.
+// ext/mean_state.hpp; docs/reference/mean.md is the user documentation.
 //   pp_mean(x [, w])          aggregate and window function: the state of the non-NULL x
 //                             (weighted by w; NULL or zero w skips the row)
 //   pp_mean_merge(a, b)       scalar: the state of both; NULL on either side gives the other

@@ -1,5 +1,8 @@
 #include "ext/sql_script.hpp"
 
+#include <functional>
+#include <regex>
+
 #include "ext/errors.hpp"
 
 namespace pp {
@@ -57,10 +60,51 @@ double query_double(sqlite3* db, const std::string& sql, const std::vector<SqlPa
   return fallback;
 }
 
+namespace {
+
+// Names after "CREATE <kind> IF NOT EXISTS" in the extension's own SQL, in order.
+std::vector<std::string> created_objects(const std::string& sql, const char* kind) {
+  const std::regex pattern(std::string("CREATE (?:TEMP )?") + kind + " IF NOT EXISTS (\\w+)");
+  std::vector<std::string> names;
+  for (auto it = std::sregex_iterator(sql.begin(), sql.end(), pattern); it != std::sregex_iterator(); ++it)
+    names.push_back((*it)[1].str());
+  return names;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+std::string attribution_sql() {
+  return std::string(embedded_sql("schema")) + embedded_sql("views") + embedded_sql("estimates");
+}
+
+}  // namespace
+
+std::string attribution_objects() {
+  const std::string sql = attribution_sql();
+  return "tables: " + joined(created_objects(sql, "TABLE")) + "; views: " + joined(created_objects(sql, "VIEW"));
+}
+
+// Views hold no data, so a database made by another version of the extension gets this
+// version's views: they are recreated whenever the text that defines them changes.
 void install_attribution_schema(sqlite3* db, const char* function) {
   run_sql_script(db, embedded_sql("schema"), {}, function);
-  run_sql_script(db, embedded_sql("views"), {}, function);
-  run_sql_script(db, embedded_sql("estimates"), {}, function);
+  const std::string views = std::string(embedded_sql("views")) + embedded_sql("estimates");
+  const std::string fingerprint = std::to_string(std::hash<std::string>{}(views));
+  const bool current = query_double(db, "SELECT count(*) FROM main.pp_meta WHERE key = 'views' AND value = ?1",
+                                    {SqlParameter::of(fingerprint)}, function, 0) > 0;
+  if (!current) {
+    std::string drops;
+    for (const std::string& view : created_objects(views, "VIEW")) drops += "DROP VIEW IF EXISTS main." + view + ";";
+    run_sql_script(db, drops, {}, function);
+  }
+  run_sql_script(db, views, {}, function);
+  if (!current)
+    run_sql_script(db, "INSERT OR REPLACE INTO main.pp_meta(key, value) VALUES ('views', ?1)",
+                   {SqlParameter::of(fingerprint)}, function);
 }
 
 }  // namespace pp

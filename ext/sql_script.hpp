@@ -30,5 +30,7 @@ double query_double(sqlite3* db, const std::string& sql, const std::vector<SqlPa
 
 // Creates the attribution tables and views (idempotent): what pp_install_views() does.
 void install_attribution_schema(sqlite3* db, const char* function);
+// "tables: a, b, ...; views: c, ...": what install_attribution_schema creates, read from its SQL.
+std::string attribution_objects();
 
 }  // namespace pp

@@ -1,7 +1,7 @@
 -- The estimator next to the overlap means (created by pp_install_views()).
 -- A layer shorter than a sample window gets, by overlap, a blend of every layer in its windows.
 -- pp_deconvolve solves for each layer's own value over all windows of a job instead, and says
--- how sure it is: see docs/deconvolve.md.
+-- how sure it is: see docs/reference/deconvolve.md.
 
 -- Where each metric's values can lie: the bounds of the estimator.
 CREATE TABLE IF NOT EXISTS pp_metric_bounds(metric TEXT PRIMARY KEY, lower REAL, upper REAL);

@@ -1,6 +1,9 @@
 -- Persistent tables of the attribution engine, created by pp_install_views().
 -- They hold data, not requests, so they are safe in any database file.
 
+-- Facts about this database's attribution schema (the fingerprint of its views).
+CREATE TABLE IF NOT EXISTS pp_meta(key TEXT PRIMARY KEY, value TEXT);
+
 -- Layer events imported from the hook client's JSON Lines (one row per line, never twice).
 CREATE TABLE IF NOT EXISTS pp_events(
   id INTEGER PRIMARY KEY,

@@ -83,7 +83,7 @@ SELECT j.job_id,
        max(CASE m.metric WHEN 'DCGM_FI_PROF_PIPE_FP32_ACTIVE' THEN pp_mean_value(m.state) END) AS fp32_active,
        max(CASE m.metric WHEN 'DCGM_FI_PROF_SM_ACTIVE' THEN pp_mean_value(m.state) END) AS sm_active,
        max(CASE m.metric WHEN 'DCGM_FI_PROF_SM_OCCUPANCY' THEN pp_mean_value(m.state) END) AS sm_occupancy,
-       (SELECT sum(t_last - t_first) FROM pp_job_spans AS s WHERE s.job_id = j.job_id) AS gpu_seconds
+       (SELECT sum(last_ns - first_ns) / 1e9 FROM pp_job_spans AS s WHERE s.job_id = j.job_id) AS gpu_seconds
   FROM (SELECT DISTINCT job_id FROM pp_layers) AS j
   LEFT JOIN merged AS m ON m.job_id = j.job_id
  GROUP BY j.job_id;

@@ -40,6 +40,7 @@
 
 #include "ext/promql.hpp"
 #include "ext/registry.hpp"
+#include "ext/settings.hpp"
 #include "ext/sql_script.hpp"
 #include "ext/sql_values.hpp"
 #include "vtab/text_rows_cursor.hpp"
@@ -84,6 +85,7 @@ class Refresh {
     }
     set_intervals();
     fold();
+    warn_about_unattributed();
     summary_.history_kept = run_sql_script(
         db_, embedded_sql("history"),
         {SqlParameter::of(connection_.settings().get_real("dedup_rel_tol")), SqlParameter::of(now_)}, kName);
@@ -92,6 +94,30 @@ class Refresh {
   }
 
  private:
+  // Events that cannot be attributed are said so in pp_last_warnings(), never dropped silently.
+  void warn_about_unattributed() {
+    const double no_samples = query_double(
+        db_,
+        "SELECT count(DISTINCT gpu_uuid) FROM main.pp_events e WHERE folded = 0 AND gpu_uuid <> 'cpu' "
+        "AND NOT EXISTS (SELECT 1 FROM main.pp_samples s WHERE s.uuid = e.gpu_uuid)",
+        {}, kName, 0);
+    if (no_samples > 0)
+      connection_.add_warning(std::string(kName) + ": " + std::to_string(static_cast<long>(no_samples)) +
+                              " GPU(s) of the events have no DCGM samples at " +
+                              redact_url(connection_.settings().get("prometheus_url")) +
+                              " (check prometheus_url and that dcgm-exporter's series carry the events' "
+                              "UUID label); their events are not attributed");
+    const double late = query_double(
+        db_,
+        "SELECT count(*) FROM main.pp_events e JOIN main.pp_fold_state f ON f.uuid = e.gpu_uuid "
+        "WHERE e.folded = 0 AND e.t_end_ns <= f.folded_through_ms * 1000000",
+        {}, kName, 0);
+    if (late > 0)
+      connection_.add_warning(std::string(kName) + ": " + std::to_string(static_cast<long>(late)) +
+                              " events arrived after their sample windows were folded and are not "
+                              "attributed; refresh a job with all of its event files before final = 1");
+  }
+
   static constexpr const char* kImportEvents =
       "INSERT OR IGNORE INTO main.pp_events(job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, "
       "rank, pid, epoch, batch, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, cpu_num, "
@@ -399,6 +425,7 @@ int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlit
       set_vtab_error(base->pVtab, e.what());
       return SQLITE_BUSY;
     }
+    cursor->integer_columns = true;
     cursor->start({{std::to_string(s.events_added), std::to_string(s.samples_added),
                     std::to_string(s.windows_folded), std::to_string(s.history_kept),
                     std::to_string(s.requests)}},
@@ -422,10 +449,7 @@ const sqlite3_module kModule = make_module();
 void pp_install_views(sqlite3_context* ctx, int, sqlite3_value**) {
   guard_function(ctx, "pp_install_views", [&] {
     install_attribution_schema(sqlite3_context_db_handle(ctx), "pp_install_views");
-    result_text(ctx,
-                "tables: pp_events, pp_jobs, pp_samples, pp_intervals, pp_fold_state, pp_metrics, pp_layers, "
-                "layer_state, layer_history; views: pp_job_spans, layer_attribution, layer_metrics, "
-                "layer_type_metrics, job_overview");
+    result_text(ctx, attribution_objects());
   });
 }
 

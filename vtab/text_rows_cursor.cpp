@@ -36,7 +36,8 @@ int xColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) {
   const size_t c = static_cast<size_t>(column);
   if (c < cursor->visible_columns) {
     const auto& cell = cursor->rows[cursor->row][c];
-    if (cell) sqlite3_result_text(ctx, cell->c_str(), static_cast<int>(cell->size()), SQLITE_TRANSIENT);
+    if (cell && cursor->integer_columns) sqlite3_result_int64(ctx, std::stoll(*cell));
+    else if (cell) sqlite3_result_text(ctx, cell->c_str(), static_cast<int>(cell->size()), SQLITE_TRANSIENT);
     else sqlite3_result_null(ctx);
   } else if (c - cursor->visible_columns < cursor->arguments.size() &&
              cursor->arguments[c - cursor->visible_columns]) {

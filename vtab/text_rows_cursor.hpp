@@ -20,6 +20,7 @@ struct TextRowsCursor : ConnectionCursor {
   std::vector<TextRow> rows;
   size_t row = 0;
   size_t visible_columns = 0;
+  bool integer_columns = false;  // cells are decimal integers, returned as INTEGER
   std::vector<sqlite3_value*> arguments;
 };
 

@@ -127,9 +127,6 @@ def test_yaml_blocks_parse():
             assert list(yaml.safe_load_all(block)), f"{doc.relative_to(ROOT)}: empty yaml block"
 
 
-@pytest.mark.xfail(strict=True, reason="vtab/pp_refresh.cpp: pp_install_views() returns a fixed list that "
-                   "omits pp_metric_bounds, pp_window_fractions, layer_estimates, layer_type_estimates; "
-                   "remove this marker when it names everything it installs")
 def test_install_views_names_everything_it_installs(surface):
     text = connect().execute("SELECT pp_install_views()").fetchone()[0]
     named = set(re.findall(r"[a-z_]+", text.split(":", 1)[1]))

@@ -1,4 +1,4 @@
--- Incremental means: pp_mean states, merging them, reading them (docs/functions-mean.md).
+-- Incremental means: pp_mean states, merging them, reading them (docs/reference/mean.md).
 -- Every row printed must be 1.
 CREATE TABLE textbook(x);
 INSERT INTO textbook VALUES (2), (4), (4), (4), (5), (5), (7), (9), (NULL);

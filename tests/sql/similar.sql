@@ -1,4 +1,4 @@
--- Dedup by similarity: pp_similar and the window function pp_novel (docs/functions-mean.md).
+-- Dedup by similarity: pp_similar and the window function pp_novel (docs/reference/mean.md).
 -- Every row printed must be 1.
 
 -- Numbers: |a - b| <= max(rel_tol * max(|a|, |b|), abs_tol); the bound itself is similar.

@@ -272,11 +272,14 @@ def make_handler(emulator):
             else:
                 self.send_error(404)
                 return
-            self.send_response(200)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the scraper gave up (scrape timeout); the next scrape gets the next window
 
         def log_message(self, *args):  # scraped 10 times a second: no access log
             pass
