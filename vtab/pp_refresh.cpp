@@ -96,10 +96,17 @@ class Refresh {
  private:
   // Events that cannot be attributed are said so in pp_last_warnings(), never dropped silently.
   void warn_about_unattributed() {
+    // Both counts read only what can match, not every event: the GPUs of the events one index
+    // seek each, then the events of GPUs without samples.
     const double no_samples = query_double(
         db_,
-        "SELECT count(DISTINCT gpu_uuid) FROM main.pp_events e WHERE folded = 0 AND gpu_uuid <> 'cpu' "
-        "AND NOT EXISTS (SELECT 1 FROM main.pp_samples s WHERE s.uuid = e.gpu_uuid)",
+        "WITH RECURSIVE gpus(uuid) AS ("
+        "  SELECT min(gpu_uuid) FROM main.pp_events"
+        "  UNION ALL SELECT (SELECT min(gpu_uuid) FROM main.pp_events WHERE gpu_uuid > g.uuid)"
+        "    FROM gpus AS g WHERE g.uuid IS NOT NULL) "
+        "SELECT count(*) FROM gpus AS g WHERE g.uuid IS NOT NULL AND g.uuid <> 'cpu' "
+        "AND NOT EXISTS (SELECT 1 FROM main.pp_samples s WHERE s.uuid = g.uuid) "
+        "AND EXISTS (SELECT 1 FROM main.pp_events e WHERE e.gpu_uuid = g.uuid AND e.folded = 0)",
         {}, kName, 0);
     if (no_samples > 0)
       connection_.add_warning(std::string(kName) + ": " + std::to_string(static_cast<long>(no_samples)) +
@@ -107,10 +114,17 @@ class Refresh {
                               redact_url(connection_.settings().get("prometheus_url")) +
                               " (check prometheus_url and that dcgm-exporter's series carry the events' "
                               "UUID label); their events are not attributed");
+    // Unfolded events that end by their GPU's fold point. On a GPU folded by this refresh every
+    // event starting by through_ms was just marked, so only its events after through_ms can be
+    // such (an end before the start): an index range. Other GPUs: all their events.
     const double late = query_double(
         db_,
-        "SELECT count(*) FROM main.pp_events e JOIN main.pp_fold_state f ON f.uuid = e.gpu_uuid "
-        "WHERE e.folded = 0 AND e.t_end_ns <= f.folded_through_ms * 1000000",
+        "SELECT (SELECT count(*) FROM temp.pp_fold_window AS w CROSS JOIN main.pp_events AS e"
+        "         WHERE w.uuid <> 'cpu' AND e.gpu_uuid = w.uuid AND e.t_start_ns > w.through_ms * 1000000"
+        "           AND e.folded = 0 AND e.t_end_ns <= w.through_ms * 1000000)"
+        "     + (SELECT count(*) FROM main.pp_fold_state AS f CROSS JOIN main.pp_events AS e"
+        "         WHERE f.uuid NOT IN (SELECT uuid FROM temp.pp_fold_window) AND e.gpu_uuid = f.uuid"
+        "           AND e.folded = 0 AND e.t_end_ns <= f.folded_through_ms * 1000000)",
         {}, kName, 0);
     if (late > 0)
       connection_.add_warning(std::string(kName) + ": " + std::to_string(static_cast<long>(late)) +
