@@ -84,6 +84,7 @@ class Refresh {
       fetch_samples();
     }
     set_intervals();
+    count_late_events();
     fold();
     warn_about_unattributed();
     summary_.history_kept = run_sql_script(
@@ -94,6 +95,16 @@ class Refresh {
   }
 
  private:
+  // Before folding: unfolded events that start before their GPU's fold point arrived after
+  // (some of) their sample windows were folded, so those overlaps are lost (an index range).
+  void count_late_events() {
+    late_events_ = query_double(
+        db_,
+        "SELECT count(*) FROM main.pp_fold_state AS f CROSS JOIN main.pp_events AS e "
+        "WHERE e.gpu_uuid = f.uuid AND e.t_start_ns < f.folded_through_ms * 1000000 AND e.folded = 0",
+        {}, kName, 0);
+  }
+
   // Events that cannot be attributed are said so in pp_last_warnings(), never dropped silently.
   void warn_about_unattributed() {
     // Both counts read only what can match, not every event: the GPUs of the events one index
@@ -114,20 +125,8 @@ class Refresh {
                               redact_url(connection_.settings().get("prometheus_url")) +
                               " (check prometheus_url and that dcgm-exporter's series carry the events' "
                               "UUID label); their events are not attributed");
-    // Unfolded events that end by their GPU's fold point. On a GPU folded by this refresh every
-    // event starting by through_ms was just marked, so only its events after through_ms can be
-    // such (an end before the start): an index range. Other GPUs: all their events.
-    const double late = query_double(
-        db_,
-        "SELECT (SELECT count(*) FROM temp.pp_fold_window AS w CROSS JOIN main.pp_events AS e"
-        "         WHERE w.uuid <> 'cpu' AND e.gpu_uuid = w.uuid AND e.t_start_ns > w.through_ms * 1000000"
-        "           AND e.folded = 0 AND e.t_end_ns <= w.through_ms * 1000000)"
-        "     + (SELECT count(*) FROM main.pp_fold_state AS f CROSS JOIN main.pp_events AS e"
-        "         WHERE f.uuid NOT IN (SELECT uuid FROM temp.pp_fold_window) AND e.gpu_uuid = f.uuid"
-        "           AND e.folded = 0 AND e.t_end_ns <= f.folded_through_ms * 1000000)",
-        {}, kName, 0);
-    if (late > 0)
-      connection_.add_warning(std::string(kName) + ": " + std::to_string(static_cast<long>(late)) +
+    if (late_events_ > 0)
+      connection_.add_warning(std::string(kName) + ": " + std::to_string(static_cast<long>(late_events_)) +
                               " events arrived after their sample windows were folded and are not "
                               "attributed; refresh a job with all of its event files before final = 1");
   }
@@ -382,6 +381,7 @@ class Refresh {
   std::optional<std::string> path_;
   bool final_;
   double now_ = now_seconds();
+  double late_events_ = 0;
   Summary summary_;
 };
 
