@@ -32,6 +32,7 @@
 // nothing, and can be run again. Inside BEGIN IMMEDIATE ... COMMIT it waits its turn instead.
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -304,20 +305,44 @@ class Refresh {
                      {SqlParameter::of(static_cast<double>(setting_ms))}, kName);
       return;
     }
-    // The median spacing, read only for the series that have no interval yet (CROSS JOIN: series
-    // first, then an index range of each).
-    run_sql_script(db_,
-                   "WITH gaps AS ("
-                   "  SELECT s.uuid, s.metric, s.ts_ms - lag(s.ts_ms) OVER (PARTITION BY s.uuid, s.metric ORDER BY s.ts_ms) AS gap"
-                   "    FROM temp.pp_series AS n CROSS JOIN main.pp_samples AS s ON s.uuid = n.uuid AND s.metric = n.metric"
-                   "   WHERE NOT EXISTS (SELECT 1 FROM main.pp_intervals i WHERE i.uuid = n.uuid"
-                   "                       AND i.metric = n.metric)),"
-                   " ranked AS ("
-                   "  SELECT uuid, metric, gap, row_number() OVER (PARTITION BY uuid, metric ORDER BY gap) AS k,"
-                   "         count(*) OVER (PARTITION BY uuid, metric) AS n FROM gaps WHERE gap > 0)"
-                   "INSERT OR IGNORE INTO main.pp_intervals(uuid, metric, interval_ms, source) "
-                   "SELECT uuid, metric, gap, 'median' FROM ranked WHERE k = (n + 1) / 2 AND n >= 2",
-                   {}, kName);
+    // The median spacing of each series that has no interval yet: the lower median (the k-th
+    // smallest, k = (n + 1) / 2) of the n > 1 gaps between its consecutive samples, read as one
+    // index range per series (window functions over the samples took seconds per million).
+    std::vector<std::pair<std::string, std::string>> missing;
+    {
+      Statement list(db_,
+                     "SELECT uuid, metric FROM temp.pp_series AS n WHERE NOT EXISTS "
+                     "(SELECT 1 FROM main.pp_intervals i WHERE i.uuid = n.uuid AND i.metric = n.metric)");
+      while (list.step())
+        missing.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(list.stmt, 0)),
+                             reinterpret_cast<const char*>(sqlite3_column_text(list.stmt, 1)));
+    }
+    Statement times(db_, "SELECT ts_ms FROM main.pp_samples WHERE uuid = ?1 AND metric = ?2 ORDER BY ts_ms");
+    Statement insert(db_,
+                     "INSERT OR IGNORE INTO main.pp_intervals(uuid, metric, interval_ms, source) "
+                     "VALUES (?1, ?2, ?3, 'median')");
+    std::vector<int64_t> gaps;
+    for (const auto& [uuid, metric] : missing) {
+      for (Statement* s : {&times, &insert}) {
+        sqlite3_bind_text(s->stmt, 1, uuid.data(), static_cast<int>(uuid.size()), SQLITE_TRANSIENT);
+        sqlite3_bind_text(s->stmt, 2, metric.data(), static_cast<int>(metric.size()), SQLITE_TRANSIENT);
+      }
+      gaps.clear();
+      bool first = true;
+      int64_t last = 0;
+      while (times.step()) {
+        const int64_t ts = sqlite3_column_int64(times.stmt, 0);
+        if (!first && ts > last) gaps.push_back(ts - last);
+        last = ts;
+        first = false;
+      }
+      if (gaps.size() < 2) continue;
+      const auto median = gaps.begin() + static_cast<std::ptrdiff_t>((gaps.size() + 1) / 2 - 1);
+      std::nth_element(gaps.begin(), median, gaps.end());
+      sqlite3_bind_int64(insert.stmt, 3, *median);
+      while (insert.step()) {
+      }
+    }
   }
 
   // Fold windows per GPU: up to the last sample, or, while the job may still write events
