@@ -44,7 +44,10 @@
 // Cost: one index range per series of the GPU, one scan of its events in t_start_ns order
 // (index pp_events_by_gpu_time), and O(events + samples + pairs) for the sweep: per series,
 // events enter an active list when they start before a window's end and leave it for good once
-// they end before a window's start (both only grow within a series).
+// they end before a window's start (both only grow within a series). pp_overlap_means sweeps a
+// GPU's series on two threads (plain C++ on data already read; SQLite is called from the
+// calling thread only). On 1M events and 1.73M samples over 8 GPUs it takes about 0.8 s
+// (bench/attribution_bench.py).
 //
 // INNOCUOUS: it reads only tables of the database it runs in, no files or network.
 #include <algorithm>
