@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config clang
+  build-essential cmake pkg-config clang libclang-rt-14-dev
   sqlite3 libsqlite3-dev
   libcurl4-openssl-dev nlohmann-json3-dev libre2-dev libeigen3-dev
   googletest libgtest-dev

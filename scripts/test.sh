@@ -1,8 +1,116 @@
 #!/usr/bin/env bash
-# Runs every test: the C++ suite, the SQL files through the sqlite3 shell, and the Python
-# hook-client tests, against real Prometheus and VictoriaMetrics servers started on loopback.
+# Runs every test, in three stages; any failure in any stage fails the command:
+#   normal  build/: the C++ suite, the SQL files through the sqlite3 shell, the Python hook-client
+#           tests and the docs check, against real Prometheus and VictoriaMetrics on loopback;
+#   asan    build-asan/ (-DPP_SANITIZE=ON: AddressSanitizer + UBSan, every finding fatal): the
+#           C++ suite in-process with leak checking, then the SQL files and docs examples with
+#           the sanitized extension loaded into the sqlite3 shell (libasan preloaded into the
+#           shell only, leak checking off there: the shell is not ours). Tests that load the
+#           extension into Python (python.client, faults, notebooks) run in the normal stage only:
+#           they train PyTorch models in many subprocesses, each of which would need the ASan
+#           runtime preloaded into an interpreter and torch at several times the cost, and the
+#           extension code they reach is the code the C++ suite and the SQL files run here;
+#   fuzz    build-fuzz/ (clang, -DPP_FUZZ=ON): each libFuzzer target in fuzz/ for
+#           PP_FUZZ_SECONDS seconds (default 20), from its corpus in fuzz/corpus/.
+# Arguments go to every stage's ctest (e.g. -R prom_). PP_TEST_STAGES picks stages
+# (default "normal asan fuzz"). The last line counts the tests of all stages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
-cd build
-ctest --output-on-failure --timeout 600 -j"$(nproc)" "$@"
+root=$PWD
+stages=${PP_TEST_STAGES:-normal asan fuzz}
+jobs=$(nproc)
+passed=0 failed=0 summary=()
+
+# Runs ctest with the given arguments in build dir $1, adding its counts to the totals.
+run_ctest() {
+  local dir=$1 stage=$2
+  shift 2
+  local log rc=0
+  log=$(mktemp)
+  (cd "$dir" && ctest --output-on-failure --timeout 600 -j"$jobs" "$@") 2>&1 | tee "$log" || rc=$?
+  local line total bad
+  line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1 || true)
+  rm -f "$log"
+  if [ -n "$line" ]; then
+    total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")
+    bad=$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<<"$line")
+  elif [ "$rc" -eq 0 ]; then
+    total=0 bad=0  # no test matched the arguments
+  else
+    total=1 bad=1
+  fi
+  [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ] && bad=1 && total=$((total + 1))
+  passed=$((passed + total - bad))
+  failed=$((failed + bad))
+  summary+=("$stage $((total - bad))/$total")
+}
+
+stage_failed() {  # a stage that could not build
+  echo "test.sh: stage $1 failed: $2" >&2
+  failed=$((failed + 1))
+  summary+=("$1 build failed")
+}
+
+for stage in $stages; do
+  echo "==== test.sh: stage $stage (at ${SECONDS} s)" >&2
+  case $stage in
+    normal)
+      if bash scripts/build.sh; then
+        run_ctest build normal "$@"
+      else
+        stage_failed normal "scripts/build.sh"
+      fi
+      ;;
+    asan)
+      bash scripts/setup.sh
+      # -O1 -g1: a third of -O2 -g's compile time under the sanitizers, line numbers kept.
+      # GCC's -Wmaybe-uninitialized misfires on sanitized libstdc++ code (std::regex) at -O1;
+      # the normal stage keeps it.
+      if cmake -S . -B build-asan -DPP_SANITIZE=ON -DPP_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+           -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS=-Wno-maybe-uninitialized \
+           >/dev/null &&
+         cmake --build build-asan -j"$jobs"; then
+        libasan=$(gcc -print-file-name=libasan.so)
+        mkdir -p build-asan/asan-bin
+        # `sqlite3` for the SQL tests and docs: the system shell with libasan loaded first, as
+        # the sanitized extension requires of the process that loads it, and libstdc++ with it
+        # (the shell is C: without it ASan finds no __cxa_throw to intercept and aborts at the
+        # extension's first exception).
+        cat >build-asan/asan-bin/sqlite3 <<EOF
+#!/bin/sh
+export LD_PRELOAD="$libasan:libstdc++.so.6\${LD_PRELOAD:+:\$LD_PRELOAD}"
+export ASAN_OPTIONS="\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0"
+exec /usr/bin/sqlite3 "\$@"
+EOF
+        chmod +x build-asan/asan-bin/sqlite3
+        export ASAN_OPTIONS=detect_leaks=1
+        export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+        # The C++ suite (gtest names are Suite.Test, CamelCase) links the extension's code
+        # in-process, leaks checked; then the tests that load it into the sqlite3 shell.
+        run_ctest build-asan asan -R '^[A-Z]' "$@"
+        PATH="$root/build-asan/asan-bin:$PATH" run_ctest build-asan asan-shell -R '^(sql\.|docs\.examples$)' "$@"
+        unset ASAN_OPTIONS UBSAN_OPTIONS
+      else
+        stage_failed asan "building build-asan"
+      fi
+      ;;
+    fuzz)
+      bash scripts/setup.sh
+      # -O1 and line tables only, as OSS-Fuzz builds fuzz targets.
+      if cmake -S . -B build-fuzz -DPP_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ \
+           -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
+           -DPP_FUZZ_SECONDS="${PP_FUZZ_SECONDS:-20}" >/dev/null &&
+         cmake --build build-fuzz --target pp_fuzz -j"$jobs"; then
+        run_ctest build-fuzz fuzz -L fuzz "$@"
+      else
+        stage_failed fuzz "building build-fuzz"
+      fi
+      ;;
+    *)
+      stage_failed "$stage" "unknown stage (PP_TEST_STAGES: normal asan fuzz)"
+      ;;
+  esac
+done
+
+echo "test.sh: $passed passed, $failed failed (${summary[*]}; ${SECONDS} s)"
+[ "$failed" -eq 0 ]
