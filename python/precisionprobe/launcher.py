@@ -37,6 +37,8 @@ def run(command, out=None, job_id=None):
     # Signals are blocked from before the child exists (none can slip past the forwarding loop)
     # and unblocked again in the child before it runs the command.
     waited = set(FORWARDED_SIGNALS) | {signal.SIGCHLD}
+    # An ignored SIGCHLD (inherited SIG_IGN) would never be queued, and the wait never woken.
+    previous_sigchld = signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, waited)
     try:
         try:
@@ -51,6 +53,7 @@ def run(command, out=None, job_id=None):
         while signal.sigtimedwait(waited, 0) is not None:  # meant for the child, which is gone
             pass
         signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
+        signal.signal(signal.SIGCHLD, previous_sigchld)
     return status if status >= 0 else 128 - status
 
 
@@ -59,15 +62,18 @@ def _wait_forwarding_signals(child, waited):
 
     A Ctrl-C in the terminal reaches the whole foreground process group, the child included, so
     the launcher does not send it a second time (such signals come with si_code SI_KERNEL).
-    The caller has blocked `waited`, so they queue up for sigtimedwait instead of acting.
+    The caller has blocked `waited`, so they queue up for sigwaitinfo instead of acting; SIGCHLD
+    is among them, so the child's exit (or stop, or continue) wakes the loop too.
+    Not sigtimedwait: CPython 3.11 returns an uninitialized siginfo from it when a stop signal
+    (Ctrl-Z, a scheduler pausing the job) interrupts the wait past its timeout, and the launcher
+    would pass a garbage signal number on. sigwaitinfo restarts after a stop instead.
     """
     while child.poll() is None:
-        info = signal.sigtimedwait(waited, 0.5)
-        if info is None or info.si_signo == signal.SIGCHLD:
+        info = signal.sigwaitinfo(waited)
+        if info.si_signo == signal.SIGCHLD or info.si_code == SI_KERNEL:
             continue
-        if info.si_code != SI_KERNEL:
-            try:
-                child.send_signal(info.si_signo)
-            except ProcessLookupError:
-                pass
+        try:
+            child.send_signal(info.si_signo)
+        except ProcessLookupError:
+            pass
     return child.returncode

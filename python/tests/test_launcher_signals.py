@@ -1,8 +1,10 @@
 """The launcher returns the command's exit status and passes on signals sent to it."""
+import os
 import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 from conftest import child_environment
 
@@ -42,6 +44,26 @@ def test_command_killed_by_a_signal_exits_128_plus_the_signal(tmp_path):
     launcher.send_signal(signal.SIGTERM)
     launcher.communicate(timeout=30)
     assert launcher.returncode == 128 + signal.SIGTERM
+
+
+def test_job_paused_and_resumed_runs_on_and_nothing_is_forwarded(tmp_path):
+    # A scheduler (or Ctrl-Z and fg) stops and continues the whole job, for longer than any
+    # poll interval of the launcher's wait: the command runs to its end and exits 0.
+    child = "import time; print('ready', flush=True); time.sleep(3)"
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "precisionprobe", "run", "--out", str(tmp_path), "--",
+         sys.executable, "-c", child],
+        env=child_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    assert launcher.stdout.readline().strip() == "ready"
+    for _ in range(4):
+        os.killpg(launcher.pid, signal.SIGSTOP)
+        time.sleep(0.8)
+        os.killpg(launcher.pid, signal.SIGCONT)
+        time.sleep(0.1)
+    _, stderr = launcher.communicate(timeout=30)
+    assert "Traceback" not in stderr
+    assert launcher.returncode == 0
 
 
 def test_missing_command_exits_127(tmp_path):
