@@ -15,7 +15,7 @@ is computed. The last bottom width is the embedding dimension.
 import torch
 from torch import nn
 
-from .training import batch_loader, common_arguments, setup, train
+from .training import CycledBatches, batch_loader, common_arguments, setup, train
 
 PAPER_SIZE = dict(rows_per_table=1_000_000, batch_size=1024, mlp_bot="512-512-64",
                   mlp_top="1024-1024-1024-1", num_tables=8)
@@ -91,7 +91,7 @@ def make_batches(args):
     batches = [random_batch(generator, args.batch_size, parse_widths(args.mlp_bot)[0],
                             args.num_tables, args.rows_per_table, args.num_indices_per_lookup)
                for _ in range(count)]
-    return [batches[i % count] for i in range(args.iterations)]
+    return CycledBatches(batches, args.iterations)
 
 
 def training_step(model, optimizer):

@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from .training import batch_loader, common_arguments, setup, train
+from .training import CycledBatches, batch_loader, common_arguments, setup, train
 
 
 class CausalSelfAttention(nn.Module):
@@ -106,11 +106,15 @@ def build(args, device):
     model = GPT2(args.vocab, args.seq_len, args.layers, args.heads, args.embd, args.dropout).to(device)
     return model, torch.optim.AdamW(model.parameters(), lr=args.learning_rate)
 
+# Random batches made up front; longer runs (--iterations 1000000000 --seconds 60) repeat them.
+DISTINCT_BATCHES = 64
+
 
 def make_batches(args):
     generator = torch.Generator().manual_seed(args.seed)
-    return [torch.randint(0, args.vocab, (args.batch_size, args.seq_len + 1), generator=generator)
-            for _ in range(args.iterations)]
+    batches = [torch.randint(0, args.vocab, (args.batch_size, args.seq_len + 1), generator=generator)
+               for _ in range(min(args.iterations, DISTINCT_BATCHES))]
+    return CycledBatches(batches, args.iterations)
 
 
 def training_step(model, optimizer):

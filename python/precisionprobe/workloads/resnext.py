@@ -9,7 +9,7 @@ per block) and an in-place residual add. Random images and labels, CrossEntropyL
 import torch
 from torch import nn
 
-from .training import batch_loader, common_arguments, setup, train
+from .training import CycledBatches, batch_loader, common_arguments, setup, train
 
 
 class Bottleneck(nn.Module):
@@ -80,12 +80,16 @@ def build(args, device):
                     args.num_classes).to(device)
     return model, torch.optim.SGD(model.parameters(), lr=args.learning_rate, momentum=0.9)
 
+# Random batches made up front; longer runs (--iterations 1000000000 --seconds 60) repeat them.
+DISTINCT_BATCHES = 64
+
 
 def make_batches(args):
     generator = torch.Generator().manual_seed(args.seed)
-    return [(torch.randn(args.batch_size, 3, args.image_size, args.image_size, generator=generator),
-             torch.randint(0, args.num_classes, (args.batch_size,), generator=generator))
-            for _ in range(args.iterations)]
+    batches = [(torch.randn(args.batch_size, 3, args.image_size, args.image_size, generator=generator),
+                torch.randint(0, args.num_classes, (args.batch_size,), generator=generator))
+               for _ in range(min(args.iterations, DISTINCT_BATCHES))]
+    return CycledBatches(batches, args.iterations)
 
 
 def training_step(model, optimizer):

@@ -1,5 +1,6 @@
 """What the three workloads share: common flags, device choice, and the timed training loop."""
 import argparse
+import collections.abc
 import time
 
 import torch
@@ -30,6 +31,28 @@ def setup(args):
     if args.device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(args.device)
+
+
+class CycledBatches(collections.abc.Sequence):
+    """`length` batches that repeat `distinct` in order, without a list of `length` references:
+    `--iterations 1000000000 --seconds 60` (run for a time, not a step count) costs nothing."""
+
+    def __init__(self, distinct, length):
+        if not distinct and length:
+            raise ValueError("CycledBatches: no distinct batches to repeat")
+        self._distinct, self._length = list(distinct), length
+
+    def __len__(self):
+        return self._length
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._length))]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("CycledBatches: index out of range")
+        return self._distinct[index % len(self._distinct)]
 
 
 def batch_loader(batches):
