@@ -651,12 +651,18 @@ bool parse_job_header(std::string_view line, JobHeader& header, std::string& pro
   return true;
 }
 
-LineReader::LineReader(const std::string& path, const char* function)
-    : path_(path), function_(function) {
+LineReader::LineReader(const std::string& path, const char* function, int64_t offset, int64_t lines_before)
+    : path_(path), function_(function), line_number_(lines_before), complete_bytes_(offset),
+      complete_lines_(lines_before) {
   do fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   while (fd_ < 0 && errno == EINTR);
   if (fd_ < 0) throw_errno(function_, "cannot open", path, errno);
-  ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+  if (offset > 0 && ::lseek(fd_, offset, SEEK_SET) < 0) {
+    const int error = errno;
+    ::close(fd_);
+    throw_errno(function_, "cannot seek in", path, error);
+  }
+  ::posix_fadvise(fd_, offset, 0, POSIX_FADV_SEQUENTIAL);
   buffer_.resize(256 * 1024);
 }
 
@@ -692,6 +698,8 @@ bool LineReader::next(std::string_view& line, bool& complete) {
       if (newline) {
         const size_t stop = static_cast<const char*>(newline) - data;
         line = std::string_view(data + begin_, stop - begin_);
+        complete_bytes_ += static_cast<int64_t>(stop + 1 - begin_);
+        ++complete_lines_;
         begin_ = stop + 1;
         complete = true;
         ++line_number_;
@@ -745,13 +753,37 @@ std::vector<std::string> event_files(const std::string& path, const char* functi
   throw Error(std::string(function) + ": no such file or directory: '" + path + "'");
 }
 
-void EventFileScan::start(const std::string& path) {
+void EventFileScan::start(const std::string& path, const Positions& resume) {
   reader_.reset();
   next_file_ = 0;
   skipped_ = 0;
+  resume_ = resume;
+  ended_.clear();
   std::vector<std::string> notes;
   files_ = event_files(path, function_, notes);
   for (const std::string& note : notes) warn_(note);
+}
+
+// Where to go on reading `file`: its resume position when the file still ends a line there.
+EventFileScan::Position EventFileScan::resume_position(const std::string& file) {
+  const auto found = resume_.find(file);
+  if (found == resume_.end() || found->second.bytes <= 0) return {};
+  const Position position = found->second;
+  int fd;
+  do fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw_errno(function_, "cannot open", file, errno);
+  char last = 0;
+  ssize_t n;
+  do n = ::pread(fd, &last, 1, position.bytes - 1);
+  while (n < 0 && errno == EINTR);
+  const int error = errno;
+  ::close(fd);
+  if (n < 0) throw_errno(function_, "cannot read", file, error);
+  if (n == 1 && last == '\n') return position;  // n == 0: the file is shorter now
+  warn_(std::string(function_) + ": " + file + " no longer ends a line at byte " + std::to_string(position.bytes) +
+        ", where it was last read (truncated or replaced?); reading it again from the start");
+  return {};
 }
 
 bool EventFileScan::next(std::string_view& line, bool& complete) {
@@ -759,7 +791,8 @@ bool EventFileScan::next(std::string_view& line, bool& complete) {
     if (!reader_) {
       if (next_file_ == files_.size()) return false;
       source_file_ = files_[next_file_++];
-      reader_ = std::make_unique<LineReader>(source_file_, function_);
+      const Position from = resume_.empty() ? Position{} : resume_position(source_file_);
+      reader_ = std::make_unique<LineReader>(source_file_, function_, from.bytes, from.lines);
     }
     if (reader_->next(line, complete)) return true;
     finish_file();
@@ -789,6 +822,7 @@ void EventFileScan::finish_file() {
           (skipped_ == 1 ? " malformed line in " : " malformed lines in ") + source_file_ +
           " (first at line " + std::to_string(first_skipped_line_) + ": " + first_skipped_problem_ + ")");
   skipped_ = 0;
+  ended_[source_file_] = Position{reader_->complete_bytes(), reader_->complete_lines()};
   reader_.reset();
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,7 +71,8 @@ bool parse_job_header(std::string_view line, JobHeader& header, std::string& pro
 // the file when it cannot be opened or read.
 class LineReader {
  public:
-  LineReader(const std::string& path, const char* function);
+  // Reads from byte `offset` (the start of a line), numbering lines after `lines_before`.
+  LineReader(const std::string& path, const char* function, int64_t offset = 0, int64_t lines_before = 0);
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
@@ -80,6 +82,10 @@ class LineReader {
   bool next(std::string_view& line, bool& complete);
   // 1-based number of the line last returned.
   int64_t line_number() const { return line_number_; }
+  // Where the lines returned so far end, counting only lines that ended in '\n': the byte
+  // offset and line count to resume from (a line without '\n' may still be being written).
+  int64_t complete_bytes() const { return complete_bytes_; }
+  int64_t complete_lines() const { return complete_lines_; }
 
  private:
   bool fill();  // reads more; false at end of file
@@ -91,6 +97,7 @@ class LineReader {
   size_t begin_ = 0, end_ = 0;  // unread bytes are buffer_[begin_, end_)
   bool eof_ = false;
   int64_t line_number_ = 0;
+  int64_t complete_bytes_ = 0, complete_lines_ = 0;
 };
 
 // The files that a layer_events path argument names, in the order they are read:
@@ -112,8 +119,18 @@ class EventFileScan {
   using Warn = std::function<void(const std::string&)>;
   EventFileScan(const char* function, Warn warn) : function_(function), warn_(std::move(warn)) {}
 
+  // Where to start reading a file, and where reading it ended (LineReader::complete_bytes()).
+  struct Position {
+    int64_t bytes = 0, lines = 0;
+  };
+  using Positions = std::map<std::string, Position>;
+
   // Starts over with the files that `path` names (event_files(); its notes become warnings).
-  void start(const std::string& path);
+  // A file in `resume` is read from that position on, unless it is now shorter or the byte
+  // before the position is not a '\n' (the file was truncated or replaced: read from the start,
+  // with a warning). Each file's end position is in ended() once it was read to its end.
+  void start(const std::string& path, const Positions& resume = {});
+  const Positions& ended() const { return ended_; }
   // The next line (valid until the next call), opening files as needed; false after the last
   // line of the last file. `complete` as in LineReader::next.
   bool next(std::string_view& line, bool& complete);
@@ -129,10 +146,12 @@ class EventFileScan {
 
  private:
   void finish_file();
+  Position resume_position(const std::string& file);
 
   const char* function_;
   Warn warn_;
   std::vector<std::string> files_;
+  Positions resume_, ended_;
   size_t next_file_ = 0;
   std::unique_ptr<LineReader> reader_;
   std::string source_file_;

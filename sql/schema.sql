@@ -17,6 +17,11 @@ CREATE TABLE IF NOT EXISTS pp_events(
   UNIQUE (source_file, line));
 CREATE INDEX IF NOT EXISTS pp_events_by_gpu_time ON pp_events(gpu_uuid, t_start_ns);
 
+-- How far pp_refresh has read each event file: the byte offset just past its last complete
+-- line, and that line's number. The next refresh reads on from there.
+CREATE TABLE IF NOT EXISTS pp_event_files(
+  source_file TEXT PRIMARY KEY, bytes INTEGER NOT NULL, lines INTEGER NOT NULL);
+
 -- The job header of each process (layer_jobs): what ran and how big the model is.
 CREATE TABLE IF NOT EXISTS pp_jobs(
   job_id TEXT NOT NULL, host_name TEXT, pid INTEGER,

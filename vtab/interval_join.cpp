@@ -64,6 +64,7 @@
 #include "ext/mean_state.hpp"
 #include "ext/registry.hpp"
 #include "ext/sql_values.hpp"
+#include "ext/statement.hpp"
 #include "vtab/table_function.hpp"
 
 namespace pp {
@@ -77,23 +78,6 @@ constexpr int64_t kNsPerMs = 1000000;
 constexpr size_t kThreads = 2;  // pp_overlap_means sweeps a GPU's series on up to this many threads
 
 // ---- reading the inputs ----
-
-struct Statement {
-  sqlite3_stmt* stmt = nullptr;
-  Statement(sqlite3* db, const char* sql, const char* function) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) != SQLITE_OK)
-      throw Error(std::string(function) + ": " + sqlite3_errmsg(db));
-  }
-  ~Statement() { sqlite3_finalize(stmt); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  bool step(sqlite3* db, const char* function) {
-    const int rc = sqlite3_step(stmt);
-    if (rc == SQLITE_ROW) return true;
-    if (rc != SQLITE_DONE) throw Error(std::string(function) + ": " + sqlite3_errmsg(db));
-    return false;
-  }
-};
 
 std::string column_text(sqlite3_stmt* stmt, int column) {
   const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, column));
@@ -178,7 +162,7 @@ class GpuData {
     Statement intervals(db_, "SELECT metric, interval_ms FROM main.pp_intervals WHERE uuid = ?1 ORDER BY metric",
                         function_);
     sqlite3_bind_text(intervals.stmt, 1, uuid.data(), static_cast<int>(uuid.size()), SQLITE_STATIC);
-    while (intervals.step(db_, function_)) {
+    while (intervals.step()) {
       if (sqlite3_column_type(intervals.stmt, 1) == SQLITE_NULL) continue;
       series.push_back({column_text(intervals.stmt, 0), sqlite3_column_int64(intervals.stmt, 1), {}});
     }
@@ -192,7 +176,7 @@ class GpuData {
     for (auto& s : series) {
       sqlite3_reset(samples.stmt);
       sqlite3_bind_text(samples.stmt, 2, s.metric.data(), static_cast<int>(s.metric.size()), SQLITE_STATIC);
-      while (samples.step(db_, function_)) {
+      while (samples.step()) {
         const bool null = sqlite3_column_type(samples.stmt, 1) == SQLITE_NULL;
         s.samples.push_back({sqlite3_column_int64(samples.stmt, 0),
                              null ? 0.0 : sqlite3_column_double(samples.stmt, 1), null});
@@ -219,7 +203,7 @@ class GpuData {
     std::string key;
     uint32_t last_job = UINT32_MAX;
     std::string last_job_id;
-    while (stmt.step(db_, function_)) {
+    while (stmt.step()) {
       const int64_t start = sqlite3_column_int64(stmt.stmt, 0);
       const int64_t end = sqlite3_column_int64(stmt.stmt, 1);
       const auto* job_text = reinterpret_cast<const char*>(sqlite3_column_text(stmt.stmt, 2));

@@ -15,7 +15,8 @@
 //
 // Steps, in one savepoint (a failure leaves the tables as they were):
 //   1. new lines of the event files go into pp_events, their job headers into pp_jobs (a line
-//      is never imported twice);
+//      is never imported twice; each file is read on from where the last refresh stopped, as
+//      pp_event_files records, so a refresh reads only what was written since);
 //   2. raw samples of the six Table I metrics for the GPUs of unfolded events, over their time
 //      span, go into pp_samples: one prom_samples call for all GPUs, so one request per chunk,
 //      never one per event. Series are matched by the UUID label, then `uuid`, then Hostname +
@@ -39,11 +40,13 @@
 #include <map>
 #include <optional>
 
+#include "ext/event_import.hpp"
 #include "ext/promql.hpp"
 #include "ext/registry.hpp"
 #include "ext/settings.hpp"
 #include "ext/sql_script.hpp"
 #include "ext/sql_values.hpp"
+#include "ext/statement.hpp"
 #include "vtab/text_rows_cursor.hpp"
 
 namespace pp {
@@ -80,8 +83,9 @@ class Refresh {
     const long requests_before = connection_.http().requests_sent();
     install_attribution_schema(db_, kName);
     if (path_) {
-      summary_.events_added = run_sql_script(db_, kImportEvents, {SqlParameter::of(*path_)}, kName);
-      run_sql_script(db_, kImportJobs, {SqlParameter::of(*path_)}, kName);
+      summary_.events_added =
+          import_event_files(db_, *path_, kName, final_, [this](const std::string& w) { connection_.add_warning(w); })
+              .events;
       fetch_samples();
     }
     set_intervals();
@@ -131,19 +135,6 @@ class Refresh {
                               " events arrived after their sample windows were folded and are not "
                               "attributed; refresh a job with all of its event files before final = 1");
   }
-
-  static constexpr const char* kImportEvents =
-      "INSERT OR IGNORE INTO main.pp_events(job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, "
-      "rank, pid, epoch, batch, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, cpu_num, "
-      "source_file, line) "
-      "SELECT job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, pid, epoch, batch, layer, "
-      "layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, cpu_num, source_file, line "
-      "FROM layer_events(?1)";
-  static constexpr const char* kImportJobs =
-      "INSERT OR IGNORE INTO main.pp_jobs(job_id, host_name, pid, params, command, torch_version, "
-      "start_time, source_file, line) "
-      "SELECT job_id, host_name, pid, params, command, torch_version, start_time, source_file, line "
-      "FROM layer_jobs(?1)";
 
   // GPUs with unfolded events and no samples yet over their span; one request per chunk for
   // all of them, then the label fallbacks for GPUs that the UUID label did not find.
@@ -228,26 +219,6 @@ class Refresh {
     return out;
   }
 
-  // A prepared statement of this connection, finalized when it goes out of scope.
-  struct Statement {
-    sqlite3* db;
-    sqlite3_stmt* stmt = nullptr;
-    Statement(sqlite3* d, const char* sql) : db(d) {
-      if (sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) != SQLITE_OK)
-        throw Error(std::string(kName) + ": " + sqlite3_errmsg(db));
-    }
-    ~Statement() { sqlite3_finalize(stmt); }
-    Statement(const Statement&) = delete;
-    Statement& operator=(const Statement&) = delete;
-    bool step() {
-      const int rc = sqlite3_step(stmt);
-      if (rc == SQLITE_ROW) return true;
-      if (rc != SQLITE_DONE) throw Error(std::string(kName) + ": " + sqlite3_errmsg(db));
-      sqlite3_reset(stmt);
-      return false;
-    }
-  };
-
   // temp.pp_series: each series (uuid, metric) of pp_samples and its last ts_ms, found by
   // seeking through the primary key from one series to the next (a skip scan), so a refresh
   // never reads every stored sample to learn which series there are.
@@ -259,14 +230,14 @@ class Refresh {
                    {}, kName);
     // Two seeks per step: the next metric of this GPU, else the first of the next GPU (a row
     // value (uuid, metric) > (?, ?) would seek on uuid alone and scan the rest).
-    Statement first(db_, "SELECT uuid, metric FROM main.pp_samples ORDER BY uuid, metric LIMIT 1");
+    Statement first(db_, "SELECT uuid, metric FROM main.pp_samples ORDER BY uuid, metric LIMIT 1", kName);
     Statement next_metric(db_,
                           "SELECT uuid, metric FROM main.pp_samples WHERE uuid = ?1 AND metric > ?2 "
-                          "ORDER BY metric LIMIT 1");
-    Statement next_gpu(db_, "SELECT uuid, metric FROM main.pp_samples WHERE uuid > ?1 ORDER BY uuid, metric LIMIT 1");
+                          "ORDER BY metric LIMIT 1", kName);
+    Statement next_gpu(db_, "SELECT uuid, metric FROM main.pp_samples WHERE uuid > ?1 ORDER BY uuid, metric LIMIT 1", kName);
     Statement insert(db_,
                      "INSERT INTO temp.pp_series(uuid, metric, last_ms) VALUES (?1, ?2, "
-                     "(SELECT max(ts_ms) FROM main.pp_samples WHERE uuid = ?1 AND metric = ?2))");
+                     "(SELECT max(ts_ms) FROM main.pp_samples WHERE uuid = ?1 AND metric = ?2))", kName);
     std::string uuid, metric;
     auto found = [&](Statement& seek) {
       if (!seek.step()) return false;
@@ -312,15 +283,15 @@ class Refresh {
     {
       Statement list(db_,
                      "SELECT uuid, metric FROM temp.pp_series AS n WHERE NOT EXISTS "
-                     "(SELECT 1 FROM main.pp_intervals i WHERE i.uuid = n.uuid AND i.metric = n.metric)");
+                     "(SELECT 1 FROM main.pp_intervals i WHERE i.uuid = n.uuid AND i.metric = n.metric)", kName);
       while (list.step())
         missing.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(list.stmt, 0)),
                              reinterpret_cast<const char*>(sqlite3_column_text(list.stmt, 1)));
     }
-    Statement times(db_, "SELECT ts_ms FROM main.pp_samples WHERE uuid = ?1 AND metric = ?2 ORDER BY ts_ms");
+    Statement times(db_, "SELECT ts_ms FROM main.pp_samples WHERE uuid = ?1 AND metric = ?2 ORDER BY ts_ms", kName);
     Statement insert(db_,
                      "INSERT OR IGNORE INTO main.pp_intervals(uuid, metric, interval_ms, source) "
-                     "VALUES (?1, ?2, ?3, 'median')");
+                     "VALUES (?1, ?2, ?3, 'median')", kName);
     std::vector<int64_t> gaps;
     for (const auto& [uuid, metric] : missing) {
       for (Statement* s : {&times, &insert}) {
@@ -374,13 +345,13 @@ class Refresh {
     // range per GPU (a single UPDATE would look the GPU's window up for every row).
     {
       std::vector<std::pair<std::string, int64_t>> windows;
-      Statement list(db_, "SELECT uuid, through_ms FROM temp.pp_fold_window");
+      Statement list(db_, "SELECT uuid, through_ms FROM temp.pp_fold_window", kName);
       while (list.step())
         windows.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(list.stmt, 0)),
                              sqlite3_column_int64(list.stmt, 1));
       Statement mark(db_,
                      "UPDATE main.pp_events SET folded = 1 "
-                     "WHERE gpu_uuid = ?1 AND t_start_ns <= ?2 * 1000000 AND folded = 0");
+                     "WHERE gpu_uuid = ?1 AND t_start_ns <= ?2 * 1000000 AND folded = 0", kName);
       for (const auto& [uuid, through_ms] : windows) {
         sqlite3_bind_text(mark.stmt, 1, uuid.data(), static_cast<int>(uuid.size()), SQLITE_TRANSIENT);
         sqlite3_bind_int64(mark.stmt, 2, through_ms);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ext/event_reader.hpp"
+#include "unit/event_files.hpp"
 #include "unit/test_db.hpp"
 
 namespace {
@@ -22,46 +23,12 @@ namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 using pp::LayerEvent;
 using pp::LineKind;
-
-constexpr int64_t kT0 = 1714000000000000000;  // 2024-04-24T23:06:40Z in ns
-
-// One event as the hook client writes it (keys in column order).
-ordered_json event_json(int i, const std::string& job = "job1") {
-  ordered_json j;
-  j["job_id"] = job;
-  j["host_name"] = "node-1";
-  j["ip"] = "10.0.0.7";
-  j["pod"] = "dlrm-0";
-  j["namespace"] = "ml";
-  j["gpu_uuid"] = "GPU-5c2ab3a4-0000-1111-2222-333344445555";
-  j["gpu"] = 0;
-  j["rank"] = 0;
-  j["local_rank"] = 0;
-  j["world_size"] = 1;
-  j["pid"] = 4242;
-  j["epoch"] = 0;
-  j["batch"] = i / 4;
-  j["layer"] = "top_l." + std::to_string(i % 4);
-  j["layer_type"] = i % 4 == 3 ? "Sigmoid" : "Linear";
-  j["forward"] = i % 2 == 0;
-  j["t_start_ns"] = kT0 + int64_t{i} * 1000000;
-  j["t_end_ns"] = kT0 + int64_t{i} * 1000000 + 250000;
-  j["cpu_num"] = 8.0;
-  return j;
-}
-
-std::string event_line(int i, const std::string& job = "job1") { return event_json(i, job).dump(); }
-
-std::string header_line(const std::string& job = "job1") {
-  ordered_json j;
-  j["record"] = "job";
-  j["job_id"] = job;
-  j["params"] = {{"layers", {512, 512, 64}}, {"lr", 0.1}, {"name", "dlrm"}};
-  j["command"] = {"python", "train.py", "--epochs", "1"};
-  j["torch_version"] = "1.13.1";
-  j["start_time_ns"] = kT0;
-  return j.dump();
-}
+using pp_test::event_json;
+using pp_test::event_line;
+using pp_test::header_line;
+using pp_test::kT0;
+using pp_test::lines;
+using pp_test::TempDir;
 
 // ---- Reference: what a line means, decided from nlohmann::json's DOM ----------------------
 
@@ -396,38 +363,6 @@ TEST(LayerEventsParse, SecondsAreTheNearestDouble) {
 }
 
 // ---- Line reader and path expansion ---------------------------------------------------------
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "layer_events_XXXXXX";
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  // Writes (or appends to) a file below the directory; returns its path.
-  std::string write(const std::string& name, const std::string& content, bool append = false) {
-    const fs::path p = fs::path(path_) / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream out(p, append ? std::ios::app | std::ios::binary : std::ios::binary);
-    out << content;
-    return p.string();
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
-
-std::string lines(int first, int count, const std::string& job = "job1") {
-  std::string text;
-  for (int i = first; i < first + count; ++i) text += event_line(i, job) + "\n";
-  return text;
-}
 
 TEST(LayerEventsReader, LinesAcrossBufferBoundsAndLongLines) {
   TempDir dir;

@@ -1,0 +1,100 @@
+// pp_refresh's import of event files: each refresh reads only what was written since the last
+// one, a line still being written is imported once it is whole, and a file that was truncated
+// or replaced is read again from the start. CPU events, so no Prometheus is needed.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "unit/event_files.hpp"
+#include "unit/test_db.hpp"
+
+namespace {
+
+using pp_test::TempDir;
+
+std::string cpu_line(int i) {
+  nlohmann::ordered_json event = pp_test::event_json(i);
+  event["gpu_uuid"] = "cpu";
+  event["gpu"] = nullptr;
+  return event.dump();
+}
+
+std::string cpu_lines(int first, int count) {
+  std::string text;
+  for (int i = first; i < first + count; ++i) text += cpu_line(i) + "\n";
+  return text;
+}
+
+class EventImport : public ::testing::Test {
+ protected:
+  // pp_refresh(path, final)'s events_added.
+  int64_t refresh(bool final = false) {
+    return db.scalar("SELECT events_added FROM pp_refresh(?1, ?2)", {file, final ? "1" : "0"}).integer;
+  }
+  std::string warnings() { return db.scalar("SELECT pp_last_warnings()").text; }
+  int64_t count(const std::string& sql) { return db.scalar(sql).integer; }
+
+  TempDir dir;
+  pp_test::TestDb db;
+  std::string file = dir / "job1/rank0.jsonl";
+};
+
+TEST_F(EventImport, RefreshReadsOnlyWhatWasWrittenSince) {
+  const std::string first = pp_test::header_line() + "\n" + cpu_lines(0, 3);
+  dir.write("job1/rank0.jsonl", first);
+  EXPECT_EQ(refresh(), 3);
+  EXPECT_EQ(count("SELECT count(*) FROM pp_jobs"), 1);
+  const pp_test::Rows position = db.query("SELECT bytes, lines FROM pp_event_files WHERE source_file = ?1", {file});
+  ASSERT_EQ(position.size(), 1u);
+  EXPECT_EQ(position[0][0].integer, static_cast<int64_t>(first.size()));
+  EXPECT_EQ(position[0][1].integer, 4);
+
+  // Spoil line 2 in place (same length): a refresh that read the file again would skip it
+  // with a warning; one that reads on from its position never sees it.
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(pp_test::header_line().size() + 1));
+    f << std::string(cpu_line(0).size(), 'x');
+  }
+  dir.write("job1/rank0.jsonl", cpu_lines(3, 2), /*append=*/true);
+  EXPECT_EQ(refresh(), 2);
+  EXPECT_EQ(warnings(), "[]");
+  EXPECT_EQ(count("SELECT max(line) FROM pp_events"), 6);
+  EXPECT_EQ(refresh(), 0);  // nothing new
+}
+
+TEST_F(EventImport, LineBeingWrittenIsImportedOnceWhole) {
+  dir.write("job1/rank0.jsonl", cpu_lines(0, 2) + cpu_line(2).substr(0, 40));
+  EXPECT_EQ(refresh(), 2);
+  EXPECT_EQ(warnings(), "[]");  // not malformed: the writer is not done with it
+  dir.write("job1/rank0.jsonl", cpu_line(2).substr(40) + "\n" + cpu_line(3).substr(0, 10), /*append=*/true);
+  EXPECT_EQ(refresh(), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM pp_events WHERE line = 3"), 1);
+  // With final = 1 the writer is done: the torn last line is reported.
+  EXPECT_EQ(refresh(/*final=*/true), 0);
+  EXPECT_NE(warnings().find("pp_refresh: skipped 1 malformed line in " + file + " (first at line 4: incomplete"),
+            std::string::npos)
+      << warnings();
+}
+
+TEST_F(EventImport, TruncatedOrReplacedFileIsReadFromTheStart) {
+  dir.write("job1/rank0.jsonl", cpu_lines(0, 4));
+  EXPECT_EQ(refresh(), 4);
+  dir.write("job1/rank0.jsonl", cpu_lines(0, 2));  // truncated: shorter than it was
+  EXPECT_EQ(refresh(), 0);                         // its lines are already in
+  EXPECT_NE(warnings().find("no longer ends a line at byte"), std::string::npos) << warnings();
+  dir.write("job1/rank0.jsonl", cpu_lines(2, 4), /*append=*/true);  // written on: lines 3-6
+  EXPECT_EQ(refresh(), 2);
+  EXPECT_EQ(count("SELECT max(line) FROM pp_events"), 6);
+}
+
+TEST_F(EventImport, DeletedRowsAreImportedAgain) {
+  dir.write("job1/rank0.jsonl", pp_test::header_line() + "\n" + cpu_lines(0, 3));
+  EXPECT_EQ(refresh(), 3);
+  db.exec("DELETE FROM pp_events; DELETE FROM pp_jobs;");
+  EXPECT_EQ(refresh(), 3);
+  EXPECT_EQ(count("SELECT count(*) FROM pp_jobs"), 1);
+}
+
+}  // namespace
