@@ -102,6 +102,10 @@ EOF
            -DPP_FUZZ_SECONDS="${PP_FUZZ_SECONDS:-20}" >/dev/null &&
          cmake --build build-fuzz --target pp_fuzz -j"$jobs"; then
         run_ctest build-fuzz fuzz -L fuzz "$@"
+        # How many inputs each target ran (libFuzzer's final stats, in CTest's log).
+        awk '/^[0-9]+\/[0-9]+ Testing: fuzz\./ { name = $3 }
+             /stat::number_of_executed_units/ && name { printf "%s: %s inputs\n", name, $2; name = "" }' \
+          build-fuzz/Testing/Temporary/LastTest.log >&2 || true
       else
         stage_failed fuzz "building build-fuzz"
       fi
