@@ -27,11 +27,16 @@
 // Refreshing again after more events folds only what is new, and gives the same layer_state
 // as one refresh over everything; refreshing twice with nothing new changes nothing.
 //
+// In WAL mode, refresh inside BEGIN IMMEDIATE ... COMMIT (or run PRAGMA wal_checkpoint after
+// it): SQLite cannot checkpoint from inside the SELECT that refreshes, and a warning says so
+// once the -wal file has grown past several times its automatic checkpoint size.
+//
 // Several connections may refresh one WAL database. The SELECT that calls pp_refresh already
 // holds a read transaction, so SQLite cannot wait for another connection's write (busy_timeout
 // does not apply): a refresh that meets one fails at once with SQLITE_BUSY, having changed
 // nothing, and can be run again. Inside BEGIN IMMEDIATE ... COMMIT it waits its turn instead.
 #include <re2/re2.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -387,13 +392,37 @@ struct Busy : Error {
   using Error::Error;
 };
 
+// In WAL mode, a refresh that commits on its own (no BEGIN around it) commits while its
+// SELECT still holds a read transaction, so SQLite's automatic checkpoint cannot run (it
+// fails with SQLITE_LOCKED and waits for the next commit, which is again a refresh's): a
+// loop of refreshes alone grows the -wal file without end. Say so once it is several times
+// what the automatic checkpoint would allow.
+void warn_about_unchecked_wal(Connection& connection) {
+  sqlite3* db = connection.db();
+  const double autocheckpoint_pages = query_double(db, "PRAGMA main.wal_autocheckpoint", {}, kName, 0);
+  const char* db_file = sqlite3_db_filename(db, "main");
+  if (autocheckpoint_pages <= 0 || !db_file || !*db_file) return;
+  const char* wal_file = sqlite3_filename_wal(db_file);
+  struct stat st;
+  if (!wal_file || ::stat(wal_file, &st) != 0) return;  // not in WAL mode
+  const double page_size = query_double(db, "PRAGMA main.page_size", {}, kName, 4096);
+  const double limit = 4 * autocheckpoint_pages * page_size;  // 16 MiB by default
+  if (static_cast<double>(st.st_size) <= limit) return;
+  connection.add_warning(std::string(kName) + ": the write-ahead log " + wal_file + " holds " +
+                         std::to_string(static_cast<long long>(st.st_size >> 20)) +
+                         " MiB: SQLite cannot checkpoint it from inside the SELECT that refreshes; run "
+                         "PRAGMA wal_checkpoint after refreshing, or refresh inside BEGIN IMMEDIATE ... COMMIT");
+}
+
 // Runs the refresh inside a savepoint: all of it lands, or none of it.
 Summary refresh(Connection& connection, const std::optional<std::string>& path, bool final) {
   sqlite3* db = connection.db();
+  const bool commits_itself = sqlite3_get_autocommit(db) != 0;
   run_sql_script(db, "SAVEPOINT pp_refresh", {}, kName);
   try {
     Summary summary = Refresh(connection, path, final).run();
     run_sql_script(db, "RELEASE pp_refresh", {}, kName);
+    if (commits_itself) warn_about_unchecked_wal(connection);
     return summary;
   } catch (...) {
     // SQLITE_BUSY or SQLITE_BUSY_SNAPSHOT: another connection writes or has written since the

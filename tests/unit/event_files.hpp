@@ -89,4 +89,18 @@ inline std::string lines(int first, int count, const std::string& job = "job1") 
   return text;
 }
 
+// Events of a CPU run (gpu_uuid "cpu"): pp_refresh imports them without asking Prometheus.
+inline std::string cpu_line(int i) {
+  nlohmann::ordered_json event = event_json(i);
+  event["gpu_uuid"] = "cpu";
+  event["gpu"] = nullptr;
+  return event.dump();
+}
+
+inline std::string cpu_lines(int first, int count) {
+  std::string text;
+  for (int i = first; i < first + count; ++i) text += cpu_line(i) + "\n";
+  return text;
+}
+
 }  // namespace pp_test

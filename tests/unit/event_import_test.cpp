@@ -11,20 +11,9 @@
 
 namespace {
 
+using pp_test::cpu_line;
+using pp_test::cpu_lines;
 using pp_test::TempDir;
-
-std::string cpu_line(int i) {
-  nlohmann::ordered_json event = pp_test::event_json(i);
-  event["gpu_uuid"] = "cpu";
-  event["gpu"] = nullptr;
-  return event.dump();
-}
-
-std::string cpu_lines(int first, int count) {
-  std::string text;
-  for (int i = first; i < first + count; ++i) text += cpu_line(i) + "\n";
-  return text;
-}
 
 class EventImport : public ::testing::Test {
  protected:
