@@ -9,9 +9,10 @@ Processes, all on 127.0.0.1 and all stopped at the end (each in its own process 
   training    back-to-back CPU DLRM jobs under the hook client (python3 -m precisionprobe run --
               python3 -m precisionprobe.workloads.dlrm, small, one torch thread), a new job id
               every --job-minutes, so the tables see jobs start, run and finish;
-  this one    a SQLite connection (a database file in the work dir) with the extension loaded,
-              calling SELECT * FROM pp_refresh(mirror) every --refresh-seconds and reading the
-              whole of layer_metrics after each, sampling its own resident memory (VmRSS).
+  this one    a SQLite connection (a WAL database file in the work dir) with the extension
+              loaded, refreshing every --refresh-seconds as docs/reference/attribution.md says
+              to in a loop (BEGIN IMMEDIATE; SELECT * FROM pp_refresh(mirror); COMMIT) and reading
+              the whole of layer_metrics after each, sampling its own resident memory (VmRSS).
 
 The pace is accelerated and bounded. Samples: one per 100 ms per metric, 300 times the 30 s of
 dcgm-exporter's default, so 30 minutes hold the samples of 150 hours of a default scrape. Events:
@@ -21,7 +22,7 @@ SIGCONT once the count is back on pace), so disk use does not depend on the mach
 about 0.35 KB per event for the events and again for the emulator's mirror, plus the database.
 
 At the end: one row per minute (largest RSS in that minute, layer_metrics rows, events and
-samples imported, median refresh time), and whether memory is flat: after a warm-up (the first
+samples imported, median refresh time, size of the -wal file), and whether memory is flat: after a warm-up (the first
 fifth of the run, at least a minute) the largest RSS of the last minute may exceed the largest
 RSS of the first minute after warm-up by at most max(8 MiB, 5%).
 
@@ -175,6 +176,8 @@ class Training(threading.Thread):
 
 
 def main():
+    # SIGTERM (timeout, a CI runner) cleans up like Ctrl-C: the finally below stops every process.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--minutes", type=float, default=30)
     parser.add_argument("--extension", default=str(ROOT / "build" / "precisionprobe"))
@@ -226,7 +229,7 @@ def main():
                 sys.exit(f"soak: Prometheus stored no emulator sample in 60 s (see {work / 'processes.log'})")
             time.sleep(0.2)
 
-        conn = sqlite3.connect(work / "soak.db")
+        conn = sqlite3.connect(work / "soak.db", isolation_level=None)  # BEGIN and COMMIT are ours
         conn.execute("PRAGMA journal_mode=WAL")
         conn.enable_load_extension(True)
         conn.load_extension(args.extension)
@@ -235,6 +238,7 @@ def main():
               f"Prometheus {prometheus_url} scraping every {INTERVAL_MS} ms; "
               f"training held to {args.events_per_second:g} events/s", flush=True)
 
+        wal_file = work / "soak.db-wal"
         start = time.monotonic()
         end = start + seconds
         training = Training(run_dir, end, args.job_minutes * 60, args.events_per_second, log)
@@ -247,11 +251,15 @@ def main():
             final = now >= end
             began = time.perf_counter()
             try:
+                conn.execute("BEGIN IMMEDIATE")
                 conn.execute("SELECT * FROM pp_refresh(?, ?)", (str(mirror_dir), 1 if final else 0)).fetchall()
+                conn.execute("COMMIT")
                 rows = len(conn.execute("SELECT * FROM layer_metrics").fetchall())
                 events, samples = conn.execute(
                     "SELECT (SELECT count(*) FROM pp_events), (SELECT count(*) FROM pp_samples)").fetchone()
             except sqlite3.Error as e:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 errors.append(str(e))
                 if len(errors) == 1:
                     print(f"soak: refresh failed: {e}", file=sys.stderr, flush=True)
@@ -261,6 +269,7 @@ def main():
             m = minutes.setdefault(minute, {"rss": [], "refresh": []})
             m["rss"].append(rss_kib())
             m["refresh"].append(took)
+            m["wal"] = max(m.get("wal", 0), wal_file.stat().st_size if wal_file.exists() else 0)
             if rows is not None:
                 m.update(rows=rows, events=events, samples=samples)
             if final:
@@ -270,11 +279,12 @@ def main():
         training.join(timeout=60)
 
         print(f"\n{'minute':>6} {'RSS MiB':>8} {'layer_metrics rows':>19} {'events':>10} {'samples':>9} "
-              f"{'refresh ms':>10}")
+              f"{'refresh ms':>10} {'WAL MiB':>8}")
         for minute in sorted(minutes):
             m = minutes[minute]
             print(f"{minute + 1:>6} {max(m['rss']) / 1024:>8.1f} {m.get('rows', 0):>19} {m.get('events', 0):>10} "
-                  f"{m.get('samples', 0):>9} {statistics.median(m['refresh']) * 1000:>10.0f}")
+                  f"{m.get('samples', 0):>9} {statistics.median(m['refresh']) * 1000:>10.0f} "
+                  f"{m.get('wal', 0) / 2**20:>8.1f}")
         elapsed = time.monotonic() - start
         written = training.counter.count()
         disk = sum(p.stat().st_size for p in work.rglob("*") if p.is_file()) / 2**20
