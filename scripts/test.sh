@@ -4,12 +4,12 @@
 #           tests and the docs check, against real Prometheus and VictoriaMetrics on loopback;
 #   asan    build-asan/ (-DPP_SANITIZE=ON: AddressSanitizer + UBSan, every finding fatal): the
 #           C++ suite in-process with leak checking, then the SQL files and docs examples with
-#           the sanitized extension loaded into the sqlite3 shell (libasan preloaded into the
-#           shell only, leak checking off there: the shell is not ours). Tests that load the
-#           extension into Python (python.client, faults, notebooks) run in the normal stage only:
-#           they train PyTorch models in many subprocesses, each of which would need the ASan
-#           runtime preloaded into an interpreter and torch at several times the cost, and the
-#           extension code they reach is the code the C++ suite and the SQL files run here;
+#           the sanitized extension loaded into the sqlite3 shell, and the fault tests with it
+#           loaded into Python (libasan preloaded into the shell and that Python only, leak
+#           checking off there: they are not ours). The hook client's tests and the notebook
+#           run in the normal stage only: they train PyTorch models in many subprocesses, each of
+#           which would need the ASan runtime preloaded into an interpreter and torch at several
+#           times the cost, and the extension code they reach is what runs here;
 #   fuzz    build-fuzz/ (clang, -DPP_FUZZ=ON): each libFuzzer target in fuzz/ for
 #           PP_FUZZ_SECONDS seconds (default 20), from its corpus in fuzz/corpus/.
 # Arguments go to every stage's ctest (e.g. -R prom_). PP_TEST_STAGES picks stages
@@ -66,11 +66,11 @@ for stage in $stages; do
       # -O1 -g1: a third of -O2 -g's compile time under the sanitizers, line numbers kept.
       # GCC's -Wmaybe-uninitialized misfires on sanitized libstdc++ code (std::regex) at -O1;
       # the normal stage keeps it.
+      libasan=$(gcc -print-file-name=libasan.so)
       if cmake -S . -B build-asan -DPP_SANITIZE=ON -DPP_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
            -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS=-Wno-maybe-uninitialized \
-           >/dev/null &&
+           -DPP_TEST_PYTHON_PRELOAD="$libasan:libstdc++.so.6" >/dev/null &&
          cmake --build build-asan -j"$jobs"; then
-        libasan=$(gcc -print-file-name=libasan.so)
         mkdir -p build-asan/asan-bin
         # `sqlite3` for the SQL tests and docs: the system shell with libasan loaded first, as
         # the sanitized extension requires of the process that loads it, and libstdc++ with it
@@ -88,7 +88,7 @@ EOF
         # The C++ suite (gtest names are Suite.Test, CamelCase) links the extension's code
         # in-process, leaks checked; then the tests that load it into the sqlite3 shell.
         run_ctest build-asan asan -R '^[A-Z]' "$@"
-        PATH="$root/build-asan/asan-bin:$PATH" run_ctest build-asan asan-shell -R '^(sql\.|docs\.examples$)' "$@"
+        PATH="$root/build-asan/asan-bin:$PATH" run_ctest build-asan asan-shell -R '^(sql\.|docs\.examples$|faults$)' "$@"
         unset ASAN_OPTIONS UBSAN_OPTIONS
       else
         stage_failed asan "building build-asan"
