@@ -324,6 +324,8 @@ def test_fifty_thousand_series_in_one_response(hostile):
     body = result["stats"]["bytes"]
     grown = result["kib"] * 1024
     print(f"cardinality: {n} series, body {body / 1e6:.1f} MB, peak memory grew {grown / 1e6:.1f} MB")
+    if "libasan" in os.environ.get("LD_PRELOAD", ""):
+        return  # test.sh's asan stage: ASan's shadow memory and quarantine say nothing of ours
     assert grown < 4 * body, f"peak memory grew {grown / 1e6:.0f} MB for a {body / 1e6:.0f} MB response"
 
 
