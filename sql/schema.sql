@@ -16,6 +16,9 @@ CREATE TABLE IF NOT EXISTS pp_events(
   folded INTEGER NOT NULL DEFAULT 0,      -- 1 once its duration is in layer_state
   UNIQUE (source_file, line));
 CREATE INDEX IF NOT EXISTS pp_events_by_gpu_time ON pp_events(gpu_uuid, t_start_ns);
+-- Only the events not folded yet: what each refresh looks for (WHERE folded = 0) is found
+-- without reading every event ever imported (1.8M events: 0.2 s a query without it).
+CREATE INDEX IF NOT EXISTS pp_events_unfolded ON pp_events(gpu_uuid, t_start_ns) WHERE folded = 0;
 
 -- How far pp_refresh has read each event file: the byte offset just past its last complete
 -- line, and that line's number. The next refresh reads on from there.
