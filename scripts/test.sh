@@ -86,9 +86,9 @@ EOF
         export ASAN_OPTIONS=detect_leaks=1
         export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
         # The C++ suite (gtest names are Suite.Test, CamelCase) links the extension's code
-        # in-process, leaks checked; then the tests that load it into the sqlite3 shell.
+        # in-process, leaks checked; then the tests that load it into the sqlite3 shell or Python.
         run_ctest build-asan asan -R '^[A-Z]' "$@"
-        PATH="$root/build-asan/asan-bin:$PATH" run_ctest build-asan asan-shell -R '^(sql\.|docs\.examples$|faults$)' "$@"
+        PATH="$root/build-asan/asan-bin:$PATH" run_ctest build-asan asan-loaded -R '^(sql\.|docs\.examples$|faults$)' "$@"
         unset ASAN_OPTIONS UBSAN_OPTIONS
       else
         stage_failed asan "building build-asan"
