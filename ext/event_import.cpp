@@ -59,8 +59,8 @@ void bind_job(Statement& insert, const JobHeader& h, const std::string& file, in
 
 }  // namespace
 
-ImportCounts import_event_files(sqlite3* db, const std::string& path, const char* function, bool final,
-                                const std::function<void(const std::string&)>& warn) {
+long long import_event_files(sqlite3* db, const std::string& path, const char* function, bool final,
+                             const std::function<void(const std::string&)>& warn) {
   // Positions of files whose rows are still there: rows deleted to start over are read again.
   EventFileScan::Positions resume;
   {
@@ -75,7 +75,7 @@ ImportCounts import_event_files(sqlite3* db, const std::string& path, const char
   }
   Statement insert_event(db, kInsertEvent, function);
   Statement insert_job(db, kInsertJob, function);
-  ImportCounts counts;
+  long long events_added = 0;
   EventFileScan scan(function, warn);
   scan.start(path, resume);
   LayerEvent event;
@@ -88,7 +88,7 @@ ImportCounts import_event_files(sqlite3* db, const std::string& path, const char
       case LineKind::Event:
         bind_event(insert_event, event, scan.source_file(), scan.line_number());
         insert_event.run();
-        counts.events += sqlite3_changes(db);
+        events_added += sqlite3_changes(db);
         break;
       case LineKind::JobHeader:
         if (!parse_job_header(text, header, problem)) {
@@ -97,7 +97,6 @@ ImportCounts import_event_files(sqlite3* db, const std::string& path, const char
         }
         bind_job(insert_job, header, scan.source_file(), scan.line_number());
         insert_job.run();
-        counts.jobs += sqlite3_changes(db);
         break;
       case LineKind::Malformed:
         // Without its '\n' the last line may still be being written: the next import reads it
@@ -118,7 +117,7 @@ ImportCounts import_event_files(sqlite3* db, const std::string& path, const char
     save.bind(3, position.lines);
     save.run();
   }
-  return counts;
+  return events_added;
 }
 
 }  // namespace pp

@@ -89,8 +89,7 @@ class Refresh {
     install_attribution_schema(db_, kName);
     if (path_) {
       summary_.events_added =
-          import_event_files(db_, *path_, kName, final_, [this](const std::string& w) { connection_.add_warning(w); })
-              .events;
+          import_event_files(db_, *path_, kName, final_, [this](const std::string& w) { connection_.add_warning(w); });
       fetch_samples();
     }
     set_intervals();
