@@ -1,4 +1,4 @@
--- layer_metrics in DuckDB, with the semantics of sql/fold.sql (bench/attribution_bench.py runs it
+-- layer_metrics in DuckDB, with the semantics of src/attribution/sql/fold.sql (bench/attribution_bench.py runs it
 -- through bench/attribution_duckdb.mjs). Input tables, loaded from the benchmark's CSV files:
 --   events(job_id, layer, forward, gpu_uuid, t_start_ns, t_end_ns)   exact integer ns
 --   samples(uuid, metric, ts_ms, value)                               a sample covers (ts - interval, ts]

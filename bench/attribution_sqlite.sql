@@ -1,5 +1,5 @@
 -- layer_metrics in stock SQLite, without the extension (bench/attribution_bench.py runs it with
--- Python's sqlite3 module): the semantics of sql/fold.sql as plain weighted sums over an indexed
+-- Python's sqlite3 module): the semantics of src/attribution/sql/fold.sql as plain weighted sums over an indexed
 -- join. Input tables:
 --   events(id INTEGER PRIMARY KEY, job_id, layer, forward, gpu_uuid, t_start_ns, t_end_ns),
 --     indexed on (gpu_uuid, t_start_ns)

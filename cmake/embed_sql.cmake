@@ -2,7 +2,7 @@
 # file, so the extension installs its views without reading files at run time.
 file(GLOB sql_files "${SQL_DIR}/*.sql")
 list(SORT sql_files)
-set(body "// Generated from sql/*.sql by cmake/embed_sql.cmake. Do not edit.\n#include <cstring>\n\nnamespace pp {\n\nconst char* embedded_sql(const char* name) {\n")
+set(body "// Generated from src/attribution/sql/*.sql by cmake/embed_sql.cmake. Do not edit.\n#include <cstring>\n\nnamespace pp {\n\nconst char* embedded_sql(const char* name) {\n")
 foreach(file ${sql_files})
   get_filename_component(name ${file} NAME_WE)
   file(READ ${file} text)

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "ext/event_reader.hpp"
+#include "events/event_reader.hpp"
 #include "fuzz/fuzz_check.hpp"
 
 namespace {

@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "ext/errors.hpp"
-#include "ext/event_reader.hpp"
+#include "core/errors.hpp"
+#include "events/event_reader.hpp"
 #include "fuzz/fuzz_check.hpp"
 
 namespace {

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "ext/errors.hpp"
-#include "ext/prom_api.hpp"
+#include "core/errors.hpp"
+#include "prometheus/prom_api.hpp"
 #include "fuzz/fuzz_check.hpp"
 
 namespace {

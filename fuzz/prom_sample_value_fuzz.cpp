@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "ext/prom_api.hpp"
+#include "prometheus/prom_api.hpp"
 #include "fuzz/fuzz_check.hpp"
 
 namespace {

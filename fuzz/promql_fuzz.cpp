@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "ext/promql.hpp"
+#include "prometheus/promql.hpp"
 #include "fuzz/fuzz_check.hpp"
 
 namespace {

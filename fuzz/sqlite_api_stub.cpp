@@ -1,4 +1,4 @@
-// The fuzz targets link the parsers without the extension's entry point (ext/extension.cpp),
+// The fuzz targets link the parsers without the extension's entry point (src/extension.cpp),
 // whose SQLITE_EXTENSION_INIT1 defines this pointer and registers every table and function, so
 // would pull all of them into each target. No parser calls SQLite; one that did would crash on
 // this null pointer at once, and the fuzz run would say so.

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "ext/time_parse.hpp"
+#include "prometheus/time_parse.hpp"
 #include "fuzz/fuzz_check.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// pp_deconvolve (ext/deconvolve.hpp, ext/deconvolve_function.cpp): per-layer values recovered
+// pp_deconvolve (src/stats/deconvolve.hpp, src/stats/deconvolve_function.cpp): per-layer values recovered
 // from samples that blend many layers, on synthetic DLRM-like timelines with known truth.
 //
 // A timeline is generated in the test with a fixed seed: iterations of ~29 ms made of 12 layer
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "ext/deconvolve.hpp"
+#include "stats/deconvolve.hpp"
 #include "unit/test_db.hpp"
 
 namespace {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "ext/event_reader.hpp"
+#include "events/event_reader.hpp"
 #include "unit/event_files.hpp"
 #include "unit/test_db.hpp"
 

@@ -1,4 +1,4 @@
-// The arithmetic of pp_mean states (ext/mean_state.hpp): incremental updates, merges of any
+// The arithmetic of pp_mean states (src/stats/mean_state.hpp): incremental updates, merges of any
 // partition, the inverse used by sliding frames, and the stored encoding.
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ext/mean_state.hpp"
+#include "stats/mean_state.hpp"
 
 namespace {
 

@@ -4,11 +4,11 @@
 
 #include <cmath>
 
-#include "ext/errors.hpp"
-#include "ext/prom_api.hpp"
-#include "ext/promql.hpp"
-#include "ext/text.hpp"
-#include "ext/time_parse.hpp"
+#include "core/errors.hpp"
+#include "prometheus/prom_api.hpp"
+#include "prometheus/promql.hpp"
+#include "core/text.hpp"
+#include "prometheus/time_parse.hpp"
 
 namespace {
 

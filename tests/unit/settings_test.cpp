@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "ext/errors.hpp"
-#include "ext/settings.hpp"
+#include "core/errors.hpp"
+#include "core/settings.hpp"
 
 TEST(Settings, DefaultsAndValidation) {
   pp::Settings settings;

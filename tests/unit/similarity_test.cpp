@@ -1,4 +1,4 @@
-// Dedup by similarity: the comparison (ext/similarity.hpp) and pp_similar / pp_novel run in an
+// Dedup by similarity: the comparison (src/stats/similarity.hpp) and pp_similar / pp_novel run in an
 // in-process SQLite, including statements abandoned half-way (run under PP_SANITIZE for leaks).
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ext/similarity.hpp"
+#include "stats/similarity.hpp"
 #include "unit/test_db.hpp"
 
 namespace {

@@ -8,8 +8,8 @@
 // The extension is registered with sqlite3_auto_extension, exactly as a host application
 // that links it statically would, so every connection opened afterwards has it.
 //
-// A test that includes this header must not include the extension's ext/sqlite_api.hpp (or
-// any header that does, such as ext/errors.hpp): sqlite3ext.h redirects every sqlite3_*
+// A test that includes this header must not include the extension's src/core/sqlite_api.hpp (or
+// any header that does, such as src/core/errors.hpp): sqlite3ext.h redirects every sqlite3_*
 // call through the extension's routine table, which is unset in the host program.
 #pragma once
 #ifdef SQLITE_EXTENSION_INIT1

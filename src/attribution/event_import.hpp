@@ -1,0 +1,23 @@
+// Importing the hook client's event files into the attribution tables, where the last import
+// stopped: pp_refresh's first step.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "core/sqlite_api.hpp"
+
+namespace pp {
+
+// Reads the files that `path` names (as layer_events does) and adds their new event lines to
+// pp_events and job header lines to pp_jobs (INSERT OR IGNORE on source_file and line). Each
+// file is read from where the last import left it (pp_event_files: the byte offset after its
+// last complete line; a file none of whose rows are left is read from the start), so
+// refreshing a running job reads only what was written since; a line still being written is
+// read again next time, and is warned about as malformed only when `final` (the writer is
+// done: a torn line stays torn). Other warnings (malformed lines, a file truncated or replaced
+// since) go to `warn` too. Returns the number of events added. Errors throw
+// pp::Error("FUNCTION: ...").
+long long import_event_files(sqlite3* db, const std::string& path, const char* function, bool final,
+                             const std::function<void(const std::string&)>& warn);
+
+}  // namespace pp

@@ -1,0 +1,46 @@
+-- One fold step of pp_refresh: the sample windows in temp.pp_fold_window (per GPU, ts_ms in
+-- (after_ms, through_ms]) and the events they overlap go into layer_state with pp_mean_merge.
+-- The interval join is pp_overlap_means (src/attribution/interval_join.cpp): per GPU, a sweep over its
+-- time-sorted events and samples with overlaps in integer nanoseconds, so weights are exact;
+-- the rest of each window inside a job's span on that GPU is the job's untracked time (idle,
+-- data loading, or functional ops that module hooks cannot see), its own '(untracked)' row,
+-- never spread over the layers. In the same pass it gives the call durations ('_duration') of
+-- the events not folded yet that start by the GPU's fold point (CPU events: all of them).
+-- It returns one state per (job, layer, direction, metric) and GPU, never the millions of
+-- (event, sample) pairs (pp_overlaps lists those).
+-- Each (event, sample) pair is folded exactly once, when its sample's window is folded, so
+-- any sequence of refreshes gives the same states as one refresh over all the data.
+-- After this script pp_refresh sets pp_events.folded = 1 on the events whose durations it
+-- counted (t_start_ns up to each GPU's through_ms), one index range per GPU.
+
+-- (Emptied, not dropped: a table cannot be dropped while the calling statement runs.)
+CREATE TEMP TABLE IF NOT EXISTS pp_fold_means(
+  uuid TEXT, job_id TEXT, layer TEXT, forward INTEGER, metric TEXT, state BLOB, first_id INTEGER,
+  windows INTEGER);
+DELETE FROM temp.pp_fold_means;
+INSERT INTO temp.pp_fold_means
+SELECT w.uuid, m.job_id, m.layer, m.forward, m.metric, m.state, m.first_id, m.windows
+  FROM temp.pp_fold_window AS w, pp_overlap_means(w.uuid, w.after_ms, w.through_ms) AS m;
+
+INSERT INTO main.layer_state(job_id, layer, forward, metric, state)
+SELECT job_id, layer, forward, metric, pp_mean_merge(state)
+  FROM temp.pp_fold_means WHERE state IS NOT NULL
+ GROUP BY job_id, layer, forward, metric
+ON CONFLICT (job_id, layer, forward, metric) DO UPDATE SET state = pp_mean_merge(state, excluded.state);
+
+-- Layers (and the untracked row) seen for the first time; a layer is described by its event
+-- with the lowest id.
+INSERT OR IGNORE INTO main.pp_layers(job_id, layer, forward, layer_type, host_name, ip, cpu_num, gpu_uuid)
+SELECT m.job_id, '(untracked)', 0, '(untracked)', e.host_name, e.ip, e.cpu_num, m.uuid
+  FROM (SELECT DISTINCT job_id, uuid FROM temp.pp_fold_means WHERE layer = '(untracked)') AS m
+  JOIN main.pp_events AS e ON e.id = (SELECT id FROM main.pp_events WHERE job_id = m.job_id AND gpu_uuid = m.uuid LIMIT 1);
+
+INSERT OR IGNORE INTO main.pp_layers(job_id, layer, forward, layer_type, host_name, ip, cpu_num, gpu_uuid)
+SELECT c.job_id, c.layer, c.forward, e.layer_type, e.host_name, e.ip, e.cpu_num, e.gpu_uuid
+  FROM (SELECT job_id, layer, forward, min(first_id) AS first_id FROM temp.pp_fold_means
+         WHERE metric = '_duration' GROUP BY job_id, layer, forward) AS c
+  JOIN main.pp_events AS e ON e.id = c.first_id;
+
+INSERT INTO main.pp_fold_state(uuid, folded_through_ms)
+SELECT uuid, through_ms FROM temp.pp_fold_window WHERE uuid <> 'cpu'
+ON CONFLICT (uuid) DO UPDATE SET folded_through_ms = max(folded_through_ms, excluded.folded_through_ms);

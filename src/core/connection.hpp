@@ -1,0 +1,73 @@
+// State that belongs to one SQLite connection: its settings, the warnings of its latest
+// statement, and the per-statement response cache of the Prometheus tables. The extension's
+// init creates one Connection per sqlite3* and every function and module it registers holds a
+// shared reference, so the state lives exactly as long as the last object that uses it.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/http_client.hpp"
+#include "core/settings.hpp"
+#include "core/sqlite_api.hpp"
+
+namespace pp {
+
+class Connection {
+ public:
+  explicit Connection(sqlite3* db) : db_(db) {}
+  sqlite3* db() const { return db_; }
+
+  Settings& settings() { return settings_; }
+  HttpClient& http() { return http_; }
+
+  // Warnings (Prometheus "warnings", skipped input lines, ...) of the current statement, read
+  // with pp_last_warnings(). They are cleared when a statement opens the first cursor on
+  // one of the extension's tables, so they describe the latest statement that read data.
+  void add_warning(const std::string& warning);
+  std::vector<std::string> warnings() const;
+
+  // Cursors of the extension's tables call these from xOpen/xClose. While at least one is open
+  // a statement is running: its identical requests are answered from the cache. When the last
+  // closes, the cache is dropped, so the next statement sees fresh data.
+  void cursor_opened();
+  void cursor_closed();
+
+  // Returns the cached value for key, or computes, caches (if small enough) and returns it.
+  // Cached values are immutable and shared, so a nested-loop join reuses one response.
+  std::shared_ptr<const void> cached(const std::string& key, size_t& bytes_hint,
+                                     const std::function<std::shared_ptr<const void>(size_t&)>& compute);
+
+ private:
+  sqlite3* db_;
+  Settings settings_;
+  HttpClient http_;
+  mutable std::mutex mutex_;
+  std::vector<std::string> warnings_;
+  int open_cursors_ = 0;
+  std::map<std::string, std::shared_ptr<const void>> cache_;
+  size_t cache_bytes_ = 0;
+};
+
+using ConnectionPtr = std::shared_ptr<Connection>;
+
+// What each area's register function receives.
+struct Registration {
+  sqlite3* db;
+  ConnectionPtr connection;
+};
+
+// Heap copy of the shared reference, handed to SQLite as user data and freed by its destructor.
+inline void* share_connection(const ConnectionPtr& connection) { return new ConnectionPtr(connection); }
+inline void release_connection(void* p) { delete static_cast<ConnectionPtr*>(p); }
+inline Connection& connection_from(void* user_data) { return **static_cast<ConnectionPtr*>(user_data); }
+
+// Flags of the two kinds of function (GUIDE §6): network and file access is DIRECTONLY, so a
+// view or trigger stored in a database file cannot make requests as whoever opens it.
+constexpr int kPureFunction = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
+constexpr int kIoFunction = SQLITE_UTF8 | SQLITE_DIRECTONLY;
+
+}  // namespace pp

@@ -1,0 +1,191 @@
+#include "core/http_client.hpp"
+
+#include <curl/curl.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "core/errors.hpp"
+#include "core/text.hpp"
+
+namespace pp {
+namespace {
+
+std::once_flag curl_initialized;
+
+struct CurlList {
+  curl_slist* list = nullptr;
+  ~CurlList() { curl_slist_free_all(list); }
+  void add(const std::string& line) {
+    curl_slist* next = curl_slist_append(list, line.c_str());
+    if (!next) throw std::bad_alloc();
+    list = next;
+  }
+};
+
+struct Transfer {
+  std::string* body = nullptr;
+  size_t limit = 0;
+  bool too_large = false;
+  double retry_after_seconds = -1;
+  std::string content_type;
+};
+
+size_t write_body(char* data, size_t size, size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
+  const size_t n = size * count;
+  if (transfer->body->size() + n > transfer->limit) {
+    transfer->too_large = true;
+    return 0;  // makes curl fail with CURLE_WRITE_ERROR
+  }
+  transfer->body->append(data, n);
+  return n;
+}
+
+size_t read_header(char* data, size_t size, size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
+  const std::string_view line(data, size * count);
+  const auto colon = line.find(':');
+  if (colon != std::string_view::npos) {
+    const std::string name = to_lower(line.substr(0, colon));
+    const std::string_view value = trim(line.substr(colon + 1));
+    double seconds = 0;
+    if (name == "retry-after" && parse_double(value, seconds) && seconds >= 0)
+      transfer->retry_after_seconds = seconds;
+    if (name == "content-type") transfer->content_type = std::string(value);
+  }
+  return size * count;
+}
+
+std::string read_secret_file(const std::string& path, const char* function, const char* setting) {
+  std::ifstream in(path);
+  if (!in)
+    throw Error(std::string(function) + ": cannot read the file named by setting '" + setting +
+                "': '" + path + "'");
+  std::stringstream content;
+  content << in.rdbuf();
+  return std::string(trim(content.str()));
+}
+
+bool retryable(long status) { return status == 429 || status >= 500; }
+
+}  // namespace
+
+struct HttpClient::Handle {
+  CURL* curl = nullptr;
+};
+
+HttpClient::HttpClient() : handle_(std::make_unique<Handle>()) {
+  std::call_once(curl_initialized, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+HttpClient::~HttpClient() {
+  if (handle_->curl) curl_easy_cleanup(handle_->curl);
+}
+
+std::string HttpClient::escape(const std::string& value) {
+  char* escaped = curl_easy_escape(nullptr, value.data(), static_cast<int>(value.size()));
+  if (!escaped) throw std::bad_alloc();
+  std::string result(escaped);
+  curl_free(escaped);
+  return result;
+}
+
+HttpResponse HttpClient::send(const std::string& url, const std::string& form_body,
+                              const Settings& settings, const char* function) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!handle_->curl) {
+    handle_->curl = curl_easy_init();
+    if (!handle_->curl) throw Error(std::string(function) + ": cannot initialize libcurl");
+  }
+  CURL* curl = handle_->curl;
+  const std::string shown_url = redact_url(url);
+  const long timeout_ms = static_cast<long>(settings.get_int("timeout_ms"));
+  const int retries = static_cast<int>(settings.get_int("retries"));
+
+  CurlList headers;
+  const nlohmann::json extra = nlohmann::json::parse(settings.get("headers"));
+  for (const auto& item : extra.items()) headers.add(item.key() + ": " + item.value().get<std::string>());
+  if (!settings.get("bearer_token_file").empty())
+    headers.add("Authorization: Bearer " +
+                read_secret_file(settings.get("bearer_token_file"), function, "bearer_token_file"));
+  std::string password;
+  if (!settings.get("basic_auth_password_file").empty())
+    password = read_secret_file(settings.get("basic_auth_password_file"), function,
+                                "basic_auth_password_file");
+
+  HttpResponse response;
+  for (int attempt = 0;; ++attempt) {
+    response.body.clear();
+    Transfer transfer;
+    transfer.body = &response.body;
+    transfer.limit = static_cast<size_t>(settings.get_int("max_response_bytes"));
+    char error_buffer[CURL_ERROR_SIZE] = {0};
+    curl_easy_reset(curl);
+    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, read_header);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
+    curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");  // gzip: Prometheus compresses JSON well
+    curl_easy_setopt(curl, CURLOPT_USERAGENT, "precisionprobe/" PP_VERSION);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, settings.get_bool("tls_verify") ? 1L : 0L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, settings.get_bool("tls_verify") ? 2L : 0L);
+    if (!settings.get("tls_ca_file").empty())
+      curl_easy_setopt(curl, CURLOPT_CAINFO, settings.get("tls_ca_file").c_str());
+    if (!settings.get("basic_auth_user").empty()) {
+      curl_easy_setopt(curl, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+      curl_easy_setopt(curl, CURLOPT_USERNAME, settings.get("basic_auth_user").c_str());
+      curl_easy_setopt(curl, CURLOPT_PASSWORD, password.c_str());
+    }
+    if (!form_body.empty()) {
+      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, form_body.c_str());
+      curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(form_body.size()));
+    }
+
+    ++requests_sent_;
+    const CURLcode code = curl_easy_perform(curl);
+    response.attempts = attempt + 1;
+    bytes_received_ += static_cast<long long>(response.body.size());
+    response.status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+    response.content_type = transfer.content_type;
+
+    std::string failure;
+    if (transfer.too_large) {
+      throw Error(std::string(function) + ": the response from " + shown_url + " exceeds " +
+                  "max_response_bytes (" + settings.get("max_response_bytes") +
+                  " bytes); narrow the query or raise the setting");
+    } else if (code == CURLE_OPERATION_TIMEDOUT) {
+      failure = "timed out after " + std::to_string(timeout_ms) + " ms (setting timeout_ms)";
+    } else if (code != CURLE_OK) {
+      failure = error_buffer[0] ? error_buffer : curl_easy_strerror(code);
+    } else if (!retryable(response.status)) {
+      return response;
+    }
+    if (attempt >= retries) {
+      if (!failure.empty())
+        throw Error(std::string(function) + ": cannot reach " + shown_url + ": " + failure +
+                    (attempt > 0 ? " (after " + std::to_string(attempt + 1) + " attempts)" : ""));
+      return response;  // the last 429/5xx goes to the caller, who shows the server's message
+    }
+    // Exponential backoff from 100 ms, capped at 5 s; a server's Retry-After wins, within the
+    // time limit of one request so a slow server cannot stall a statement indefinitely.
+    double wait_ms = 100.0 * std::pow(2.0, attempt);
+    if (transfer.retry_after_seconds >= 0) wait_ms = transfer.retry_after_seconds * 1000.0;
+    wait_ms = std::min({wait_ms, 5000.0 * (transfer.retry_after_seconds >= 0 ? 6 : 1),
+                        static_cast<double>(timeout_ms)});
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long>(wait_ms)));
+  }
+}
+
+}  // namespace pp

@@ -1,0 +1,49 @@
+// HTTP for the Prometheus API, over libcurl: one keep-alive handle per connection (a join must
+// not open a connection per row), the auth and TLS settings, a response-size cap, and retries
+// with backoff on 429, 5xx and connection errors (honouring Retry-After).
+#pragma once
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/settings.hpp"
+
+namespace pp {
+
+struct HttpResponse {
+  long status = 0;
+  std::string body;
+  std::string content_type;
+  int attempts = 0;
+};
+
+class HttpClient {
+ public:
+  HttpClient();
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // GET url, or POST form_body (application/x-www-form-urlencoded) when it is non-empty.
+  // Transport failures and exhausted retries throw pp::Error("FUNCTION: ..."); any HTTP status
+  // is returned for the caller to interpret. Messages name the URL without credentials.
+  HttpResponse send(const std::string& url, const std::string& form_body, const Settings& settings,
+                    const char* function);
+
+  // URL-encodes one form or query value.
+  std::string escape(const std::string& value);
+
+  // Requests sent on the wire (retries included) and response bytes received (after
+  // decompression), for pp_http_stats(), benchmarks and tests.
+  long requests_sent() const { return requests_sent_; }
+  long long bytes_received() const { return bytes_received_; }
+
+ private:
+  struct Handle;
+  std::unique_ptr<Handle> handle_;
+  std::mutex mutex_;
+  long requests_sent_ = 0;
+  long long bytes_received_ = 0;
+};
+
+}  // namespace pp

@@ -1,0 +1,40 @@
+#include "core/sql_values.hpp"
+
+#include "core/errors.hpp"
+#include "core/text.hpp"
+
+namespace pp {
+
+std::string required_text(sqlite3_value* value, const char* function, const char* argument) {
+  if (sqlite3_value_type(value) == SQLITE_NULL) throw argument_error(function, argument, "is NULL");
+  const unsigned char* text = sqlite3_value_text(value);
+  if (!text) throw std::bad_alloc();
+  return std::string(reinterpret_cast<const char*>(text), sqlite3_value_bytes(value));
+}
+
+std::optional<std::string> optional_text(sqlite3_value* value) {
+  if (sqlite3_value_type(value) == SQLITE_NULL) return std::nullopt;
+  const unsigned char* text = sqlite3_value_text(value);
+  if (!text) throw std::bad_alloc();
+  return std::string(reinterpret_cast<const char*>(text), sqlite3_value_bytes(value));
+}
+
+double required_double(sqlite3_value* value, const char* function, const char* argument) {
+  switch (sqlite3_value_type(value)) {
+    case SQLITE_INTEGER: return static_cast<double>(sqlite3_value_int64(value));
+    case SQLITE_FLOAT: return sqlite3_value_double(value);
+    case SQLITE_NULL: throw argument_error(function, argument, "is NULL");
+    default: {
+      double d = 0;
+      const std::string text = required_text(value, function, argument);
+      if (!parse_double(text, d)) throw argument_error(function, argument, "is not a number: '" + text + "'");
+      return d;
+    }
+  }
+}
+
+void result_text(sqlite3_context* ctx, const std::string& text) {
+  sqlite3_result_text(ctx, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+}
+
+}  // namespace pp

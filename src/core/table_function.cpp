@@ -1,0 +1,70 @@
+#include "core/table_function.hpp"
+
+namespace pp {
+
+int plan_arguments(sqlite3_vtab* vtab, sqlite3_index_info* info, const char* function,
+                   int first_argument_column, const std::vector<ArgumentSpec>& arguments) {
+  const int n = static_cast<int>(arguments.size());
+  std::vector<int> usable(n, -1);
+  unsigned seen_unusable = 0;
+  for (int i = 0; i < info->nConstraint; ++i) {
+    const auto& c = info->aConstraint[i];
+    const int argument = c.iColumn - first_argument_column;
+    if (argument < 0 || argument >= n) continue;
+    if (c.op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    if (!c.usable) {
+      seen_unusable |= 1u << argument;
+      continue;
+    }
+    usable[argument] = i;
+  }
+  int idx_num = 0;
+  int next_argv = 1;
+  for (int a = 0; a < n; ++a) {
+    if (usable[a] >= 0) {
+      idx_num |= 1 << a;
+      info->aConstraintUsage[usable[a]].argvIndex = next_argv++;
+      info->aConstraintUsage[usable[a]].omit = 1;
+    } else if (arguments[a].required) {
+      if (seen_unusable & (1u << a)) return SQLITE_CONSTRAINT;
+      set_vtab_error(vtab, std::string(function) + ": missing required argument '" +
+                               arguments[a].name + "'");
+      return SQLITE_ERROR;
+    }
+  }
+  info->idxNum = idx_num;
+  return SQLITE_OK;
+}
+
+std::vector<sqlite3_value*> filter_arguments(int idx_num, int argc, sqlite3_value** argv,
+                                             size_t argument_count) {
+  std::vector<sqlite3_value*> values(argument_count, nullptr);
+  int next = 0;
+  for (size_t a = 0; a < argument_count && next < argc; ++a)
+    if (idx_num & (1 << a)) values[a] = argv[next++];
+  return values;
+}
+
+int connect_table(sqlite3* db, void* client_data, const char* schema, bool does_io,
+                  sqlite3_vtab** out, char** error) {
+  int rc = sqlite3_declare_vtab(db, schema);
+  if (rc != SQLITE_OK) {
+    *error = sqlite3_mprintf("%s", sqlite3_errmsg(db));
+    return rc;
+  }
+  // GUIDE §6: tables that reach the network or files must not run from a database file's
+  // views or triggers; pure tables are innocuous.
+  sqlite3_vtab_config(db, does_io ? SQLITE_VTAB_DIRECTONLY : SQLITE_VTAB_INNOCUOUS);
+  auto* table = new (std::nothrow) ConnectionTable();
+  if (!table) return SQLITE_NOMEM;
+  table->connection = *static_cast<ConnectionPtr*>(client_data);
+  *out = table;
+  return SQLITE_OK;
+}
+
+int disconnect_table(sqlite3_vtab* vtab) {
+  delete static_cast<ConnectionTable*>(vtab);
+  return SQLITE_OK;
+}
+
+}  // namespace pp

@@ -1,0 +1,59 @@
+#include "core/text.hpp"
+
+#include <cctype>
+#include <charconv>
+
+namespace pp {
+
+bool parse_int64(std::string_view text, int64_t& out) {
+  text = trim(text);
+  if (!text.empty() && text.front() == '+') {
+    text.remove_prefix(1);  // from_chars takes no '+'
+    if (!text.empty() && text.front() == '-') return false;  // nor should we take "+-5"
+  }
+  if (text.empty()) return false;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+bool parse_double(std::string_view text, double& out) {
+  text = trim(text);
+  if (!text.empty() && text.front() == '+') {
+    text.remove_prefix(1);  // from_chars takes no '+'
+    if (!text.empty() && text.front() == '-') return false;  // nor should we take "+-5"
+  }
+  if (text.empty()) return false;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+std::string valid_utf8(std::string_view text, size_t max_bytes) {
+  std::string out;
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  while (p < end) {
+    const int n = utf8_length(p, end);
+    const size_t width = n > 0 ? static_cast<size_t>(n) : 3;  // U+FFFD is 3 bytes
+    if (out.size() + width > max_bytes) return out + "...";
+    if (n > 0)
+      out.append(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
+    else
+      out += "\xEF\xBF\xBD";
+    p += n > 0 ? n : 1;
+  }
+  return out;
+}
+
+std::string to_lower(std::string_view text) {
+  std::string s(text);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  return text;
+}
+
+}  // namespace pp

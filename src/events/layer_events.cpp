@@ -1,0 +1,282 @@
+// layer_events: the layer events that the Python hook client writes as JSON Lines, as a table.
+//
+// USAGE:
+//
+//   SELECT * FROM layer_events('runs/job1/rank0.jsonl');   -- one file
+//   SELECT * FROM layer_events('runs/job1');               -- every *.jsonl file below a directory
+//   SELECT * FROM layer_events('runs/*/rank0.jsonl');      -- a glob(3) pattern
+//
+//   SELECT layer, forward, count(*), avg(t_end - t_start) * 1e3 AS ms
+//     FROM layer_events('runs/job1') WHERE t_start >= 1714000000 GROUP BY 1, 2;
+//
+// The argument is the HIDDEN column `path` (required). Files are read in sorted path order,
+// line by line in bounded memory, up to their current end (a file still being written can be
+// read). The job header line of each process ({"record": "job", ...}) is skipped. A line that
+// is not a complete event (bad JSON, a field missing or of the wrong type, or a last line torn
+// by a killed process) is skipped too, and each file with such lines adds one warning to
+// pp_last_warnings(): "layer_events: skipped 2 malformed lines in F (first at line 17: ...)".
+// A path that names nothing is an error; an empty file gives no rows.
+//
+// COLUMNS (in order):
+//
+//   job_id TEXT, host_name TEXT, ip TEXT, pod TEXT, namespace TEXT   the process's job and place
+//                                                     (host_name..namespace may be NULL)
+//   gpu_uuid TEXT                                     "GPU-..." or "cpu"
+//   gpu INTEGER                                       device index, NULL on CPU
+//   rank, local_rank, world_size, pid INTEGER         the process in the job
+//   epoch, batch INTEGER                              where in training
+//   layer TEXT, layer_type TEXT                       module path ("top_l.2") and class ("Linear")
+//   forward INTEGER                                   1 forward pass, 0 backward
+//   t_start_ns, t_end_ns INTEGER                      the layer's interval, unix nanoseconds
+//   cpu_num REAL                                      CPU cores the job requested
+//   t_start, t_end REAL                               the same interval in unix seconds (ns / 1e9,
+//                                                     the nearest double: about 0.24 us apart)
+//   source_file TEXT, line INTEGER                    where the row comes from (line is 1-based)
+//
+// PUSH-DOWN: job_id = X, and >, >=, <, <= on t_start and t_end, are checked while reading, so
+// rows that fail them are never handed to SQLite (which still checks them: omit = 0).
+//
+// DIRECTONLY: it reads files, so a view or trigger stored in a database file cannot use it
+// ("unsafe use of virtual table"); TEMP views and triggers can.
+#include <algorithm>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "events/event_reader.hpp"
+#include "core/registry.hpp"
+#include "core/sql_values.hpp"
+#include "core/scan_module.hpp"
+
+namespace pp {
+namespace {
+
+constexpr const char* kName = "layer_events";
+
+enum Column {
+  kJobId, kHostName, kIp, kPod, kNamespace, kGpuUuid, kGpu, kRank, kLocalRank, kWorldSize, kPid,
+  kEpoch, kBatch, kLayer, kLayerType, kForward, kTStartNs, kTEndNs, kCpuNum, kTStart, kTEnd,
+  kSourceFile, kLine,
+  kPath,  // HIDDEN argument
+};
+
+// idxNum bits: bit 0 is the path argument (plan_arguments); then the pushed-down constraints,
+// whose values follow the path in xFilter's argv in bit order.
+constexpr int kJobIdBit = 1 << 1;
+constexpr int kRangeShift = 2;  // 4 bits per time column: >, >=, <, <=
+constexpr int kRangeColumns[] = {kTStart, kTEnd};
+constexpr unsigned char kRangeOps[] = {SQLITE_INDEX_CONSTRAINT_GT, SQLITE_INDEX_CONSTRAINT_GE,
+                                       SQLITE_INDEX_CONSTRAINT_LT, SQLITE_INDEX_CONSTRAINT_LE};
+constexpr int kPushDownBits = 1 + 2 * 4;
+
+int range_bit(int column, unsigned char op) {
+  for (int c = 0; c < 2; ++c)
+    for (int o = 0; o < 4; ++o)
+      if (kRangeColumns[c] == column && kRangeOps[o] == op) return 1 << (kRangeShift + c * 4 + o);
+  return 0;
+}
+
+struct RangeFilter {
+  bool end_column;   // t_end rather than t_start
+  unsigned char op;  // SQLITE_INDEX_CONSTRAINT_GT ...
+  double value;
+
+  bool accepts(const LayerEvent& e) const {
+    const double t = ns_to_seconds(end_column ? e.t_end_ns : e.t_start_ns);
+    switch (op) {
+      case SQLITE_INDEX_CONSTRAINT_GT: return t > value;
+      case SQLITE_INDEX_CONSTRAINT_GE: return t >= value;
+      case SQLITE_INDEX_CONSTRAINT_LT: return t < value;
+      default: return t <= value;
+    }
+  }
+};
+
+void result_nullable_text(sqlite3_context* ctx, const std::string& text, bool null) {
+  if (null)
+    sqlite3_result_null(ctx);
+  else
+    sqlite3_result_text(ctx, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+}
+
+struct EventsCursor : ConnectionCursor {
+  static constexpr const char* kName = pp::kName;
+
+  explicit EventsCursor(ConnectionTable* table)
+      : ConnectionCursor(table),
+        scan(kName, [connection = connection.get()](const std::string& w) { connection->add_warning(w); }) {}
+
+  // The scan.
+  std::string path;  // the argument, shown in the hidden column
+  EventFileScan scan;
+  LayerEvent event;
+  int64_t line = 0;
+  int64_t rowid = 0;
+  bool eof = true;
+
+  // Pushed-down constraints.
+  std::optional<std::string> job_id;
+  std::vector<RangeFilter> ranges;
+
+  bool wanted() const {
+    if (job_id && event.job_id != *job_id) return false;
+    for (const RangeFilter& r : ranges)
+      if (!r.accepts(event)) return false;
+    return true;
+  }
+
+  // Moves to the next wanted event, opening files as needed; sets eof after the last.
+  void advance() {
+    std::string_view text;
+    bool complete = false;
+    LineKind kind;
+    while (scan.next_record(event, kind, text, complete))
+      if (kind == LineKind::Event && wanted()) {
+        line = scan.line_number();
+        ++rowid;
+        return;
+      }
+    eof = true;
+  }
+
+  void column(sqlite3_context* ctx, int column) const {
+    const LayerEvent& e = event;
+    switch (column) {
+      case kJobId: result_nullable_text(ctx, e.job_id, false); break;
+      case kHostName: result_nullable_text(ctx, e.host_name, e.host_name_null); break;
+      case kIp: result_nullable_text(ctx, e.ip, e.ip_null); break;
+      case kPod: result_nullable_text(ctx, e.pod, e.pod_null); break;
+      case kNamespace: result_nullable_text(ctx, e.namespace_, e.namespace_null); break;
+      case kGpuUuid: result_nullable_text(ctx, e.gpu_uuid, false); break;
+      case kGpu:
+        if (e.gpu_null)
+          sqlite3_result_null(ctx);
+        else
+          sqlite3_result_int64(ctx, e.gpu);
+        break;
+      case kRank: sqlite3_result_int64(ctx, e.rank); break;
+      case kLocalRank: sqlite3_result_int64(ctx, e.local_rank); break;
+      case kWorldSize: sqlite3_result_int64(ctx, e.world_size); break;
+      case kPid: sqlite3_result_int64(ctx, e.pid); break;
+      case kEpoch: sqlite3_result_int64(ctx, e.epoch); break;
+      case kBatch: sqlite3_result_int64(ctx, e.batch); break;
+      case kLayer: result_nullable_text(ctx, e.layer, false); break;
+      case kLayerType: result_nullable_text(ctx, e.layer_type, false); break;
+      case kForward: sqlite3_result_int(ctx, e.forward ? 1 : 0); break;
+      case kTStartNs: sqlite3_result_int64(ctx, e.t_start_ns); break;
+      case kTEndNs: sqlite3_result_int64(ctx, e.t_end_ns); break;
+      case kCpuNum: sqlite3_result_double(ctx, e.cpu_num); break;
+      case kTStart: sqlite3_result_double(ctx, ns_to_seconds(e.t_start_ns)); break;
+      case kTEnd: sqlite3_result_double(ctx, ns_to_seconds(e.t_end_ns)); break;
+      case kSourceFile: result_nullable_text(ctx, scan.source_file(), false); break;
+      case kLine: sqlite3_result_int64(ctx, line); break;
+      case kPath: result_nullable_text(ctx, path, false); break;
+      default: sqlite3_result_null(ctx); break;
+    }
+  }
+};
+
+int xConnect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char** error) {
+  return connect_table(db, aux,
+                       "CREATE TABLE x(job_id TEXT, host_name TEXT, ip TEXT, pod TEXT, "
+                       "namespace TEXT, gpu_uuid TEXT, gpu INTEGER, rank INTEGER, "
+                       "local_rank INTEGER, world_size INTEGER, pid INTEGER, epoch INTEGER, "
+                       "batch INTEGER, layer TEXT, layer_type TEXT, forward INTEGER, "
+                       "t_start_ns INTEGER, t_end_ns INTEGER, cpu_num REAL, t_start REAL, "
+                       "t_end REAL, source_file TEXT, line INTEGER, path HIDDEN)",
+                       /*does_io=*/true, out, error);
+}
+
+int xBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) {
+  return guard_vtab(vtab, kName, [&] {
+    const int rc = plan_arguments(vtab, info, kName, kPath, {{"path", true}});
+    if (rc != SQLITE_OK) return rc;
+
+    // One constraint per push-down bit, in bit order so xFilter can find their values.
+    int chosen[kPushDownBits];
+    std::fill(std::begin(chosen), std::end(chosen), -1);
+    for (int i = 0; i < info->nConstraint; ++i) {
+      const auto& c = info->aConstraint[i];
+      if (!c.usable) continue;
+      int bit = 0;
+      if (c.iColumn == kJobId && c.op == SQLITE_INDEX_CONSTRAINT_EQ) {
+        // A NOCASE (or other) comparison may match rows that a byte comparison would drop.
+        const char* collation = sqlite3_vtab_collation(info, i);
+        if (collation && sqlite3_stricmp(collation, "BINARY") != 0) continue;
+        bit = kJobIdBit;
+      } else {
+        bit = range_bit(c.iColumn, c.op);
+      }
+      if (bit == 0) continue;
+      int index = 0;
+      while ((1 << (index + 1)) != bit) ++index;
+      if (chosen[index] < 0) chosen[index] = i;
+    }
+
+    int next_argv = 1 + (info->idxNum & 1);
+    double rows = 100000;  // a file of about 35 MB: a few thousand batches of a small model
+    for (int index = 0; index < kPushDownBits; ++index) {
+      if (chosen[index] < 0) continue;
+      info->idxNum |= 1 << (index + 1);
+      info->aConstraintUsage[chosen[index]].argvIndex = next_argv++;
+      info->aConstraintUsage[chosen[index]].omit = 0;  // SQLite checks again (affinity, NULL)
+      rows /= (1 << (index + 1)) == kJobIdBit ? 10 : 3;
+    }
+    // Every plan reads the whole file; push-down only saves the rows' trip through SQLite.
+    info->estimatedRows = static_cast<sqlite3_int64>(rows);
+    info->estimatedCost = 100000 + rows;
+    return SQLITE_OK;
+  });
+}
+
+int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlite3_value** argv) {
+  auto* cursor = static_cast<EventsCursor*>(base);
+  return guard_vtab(base->pVtab, kName, [&] {
+    cursor->rowid = 0;
+    cursor->eof = true;
+    cursor->job_id.reset();
+    cursor->ranges.clear();
+
+    cursor->path = required_text(filter_arguments(idx_num, argc, argv, 1)[0], kName, "path");
+    int next = idx_num & 1;
+    bool impossible = false;  // a comparison with NULL: no row can match
+    for (int index = 0; index < kPushDownBits; ++index) {
+      const int bit = 1 << (index + 1);
+      if (!(idx_num & bit) || next >= argc) continue;
+      sqlite3_value* value = argv[next++];
+      const int type = sqlite3_value_type(value);
+      if (type == SQLITE_NULL) {
+        impossible = true;
+      } else if (bit == kJobIdBit) {
+        if (type == SQLITE_TEXT) cursor->job_id = required_text(value, kName, "job_id");
+        // other types: affinity rules decide; SQLite's own check does it
+      } else if (type == SQLITE_INTEGER || type == SQLITE_FLOAT) {
+        const int range = index - (kRangeShift - 1);
+        cursor->ranges.push_back(RangeFilter{range >= 4, kRangeOps[range % 4],
+                                             sqlite3_value_double(value)});
+      }
+    }
+
+    cursor->scan.start(cursor->path);
+    if (impossible) return SQLITE_OK;
+    cursor->eof = false;
+    cursor->advance();
+    return SQLITE_OK;
+  });
+}
+
+const sqlite3_module kModule = scan_module<EventsCursor>(xConnect, xBestIndex, xFilter);
+
+}  // namespace
+
+int register_layer_jobs(const Registration& r);  // src/events/layer_jobs.cpp: the same files' headers
+
+int register_layer_events(const Registration& r) {
+  int rc = create_connection_module(r, kName, &kModule);
+  if (rc == SQLITE_OK) rc = register_layer_jobs(r);
+  return rc;
+}
+
+}  // namespace pp

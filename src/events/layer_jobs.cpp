@@ -1,0 +1,161 @@
+// layer_jobs: the job header lines of the hook client's JSON Lines files, one row per process.
+//
+// USAGE:
+//
+//   SELECT * FROM layer_jobs('runs/job1/rank0.jsonl');   -- one file
+//   SELECT * FROM layer_jobs('runs/job1');               -- every *.jsonl file below a directory
+//   SELECT * FROM layer_jobs('runs/*/rank0.jsonl');      -- a glob(3) pattern
+//
+//   -- The paper's Table III "parameters" column: the model size of each job.
+//   SELECT job_id, max(params) FROM layer_jobs('runs') GROUP BY job_id;
+//
+// The argument is the HIDDEN column `path` (required), read exactly as layer_events reads it
+// (same files, same order, bounded memory, up to the files' current end). The hook client
+// writes one header line ({"record": "job", ...}) when a process first runs its model; every
+// other line is an event and gives no row here. A line that is neither (bad JSON, a torn last
+// line, an event field of the wrong type, a header without job_id) is skipped, and each file
+// with such lines adds one warning to pp_last_warnings():
+// "layer_jobs: skipped 2 malformed lines in F (first at line 17: ...)".
+// A path that names nothing is an error; an empty file gives no rows.
+//
+// COLUMNS (in order):
+//
+//   job_id TEXT              the job
+//   host_name TEXT           where the process ran (NULL when the header has none)
+//   pid INTEGER              the process
+//   params INTEGER           the model's parameter count (header field "parameters", or an
+//                            integer "params"); NULL when absent
+//   command TEXT             the command line as JSON text ('["python3","train.py"]')
+//   torch_version TEXT       PyTorch's version
+//   start_time REAL          when the process started, unix seconds (start_time_ns / 1e9)
+//   source_file TEXT, line INTEGER   where the header is (line is 1-based)
+//
+// DIRECTONLY: it reads files, so a view or trigger stored in a database file cannot use it
+// ("unsafe use of virtual table"); TEMP views and triggers can.
+#include <string>
+
+#include "events/event_reader.hpp"
+#include "core/registry.hpp"
+#include "core/sql_values.hpp"
+#include "core/scan_module.hpp"
+
+namespace pp {
+namespace {
+
+constexpr const char* kName = "layer_jobs";
+
+enum Column {
+  kJobId, kHostName, kPid, kParams, kCommand, kTorchVersion, kStartTime, kSourceFile, kLine,
+  kPath,  // HIDDEN argument
+};
+
+void result_optional(sqlite3_context* ctx, const std::optional<std::string>& text) {
+  if (text)
+    sqlite3_result_text(ctx, text->data(), static_cast<int>(text->size()), SQLITE_TRANSIENT);
+  else
+    sqlite3_result_null(ctx);
+}
+
+void result_optional(sqlite3_context* ctx, const std::optional<int64_t>& value) {
+  if (value)
+    sqlite3_result_int64(ctx, *value);
+  else
+    sqlite3_result_null(ctx);
+}
+
+struct JobsCursor : ConnectionCursor {
+  static constexpr const char* kName = pp::kName;
+
+  explicit JobsCursor(ConnectionTable* table)
+      : ConnectionCursor(table),
+        scan(kName, [connection = connection.get()](const std::string& w) { connection->add_warning(w); }) {}
+
+  std::string path;  // the argument, shown in the hidden column
+  EventFileScan scan;
+  LayerEvent event;  // parse_event_line's output, unused: events give no rows here
+  JobHeader header;
+  int64_t line = 0;
+  int64_t rowid = 0;
+  bool eof = true;
+  std::string problem;
+
+  // Moves to the next header line; sets eof after the last line of the last file.
+  void advance() {
+    std::string_view text;
+    bool complete = false;
+    LineKind kind;
+    while (scan.next_record(event, kind, text, complete)) {
+      if (kind != LineKind::JobHeader) continue;
+      if (parse_job_header(text, header, problem)) {
+        line = scan.line_number();
+        ++rowid;
+        return;
+      }
+      scan.skip(problem, complete);
+    }
+    eof = true;
+  }
+
+  void column(sqlite3_context* ctx, int column) const {
+    const JobHeader& h = header;
+    switch (column) {
+      case kJobId: result_text(ctx, h.job_id); break;
+      case kHostName: result_optional(ctx, h.host_name); break;
+      case kPid: result_optional(ctx, h.pid); break;
+      case kParams: result_optional(ctx, h.params); break;
+      case kCommand: result_optional(ctx, h.command); break;
+      case kTorchVersion: result_optional(ctx, h.torch_version); break;
+      case kStartTime:
+        if (h.start_time_ns)
+          sqlite3_result_double(ctx, ns_to_seconds(*h.start_time_ns));
+        else
+          sqlite3_result_null(ctx);
+        break;
+      case kSourceFile: result_text(ctx, scan.source_file()); break;
+      case kLine: sqlite3_result_int64(ctx, line); break;
+      case kPath: result_text(ctx, path); break;
+      default: sqlite3_result_null(ctx); break;
+    }
+  }
+};
+
+int xConnect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char** error) {
+  return connect_table(db, aux,
+                       "CREATE TABLE x(job_id TEXT, host_name TEXT, pid INTEGER, params INTEGER, "
+                       "command TEXT, torch_version TEXT, start_time REAL, source_file TEXT, "
+                       "line INTEGER, path HIDDEN)",
+                       /*does_io=*/true, out, error);
+}
+
+int xBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) {
+  return guard_vtab(vtab, kName, [&] {
+    const int rc = plan_arguments(vtab, info, kName, kPath, {{"path", true}});
+    // Every line is read; a header is one line per process.
+    info->estimatedRows = 10;
+    info->estimatedCost = 100000;
+    return rc;
+  });
+}
+
+int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlite3_value** argv) {
+  auto* cursor = static_cast<JobsCursor*>(base);
+  return guard_vtab(base->pVtab, kName, [&] {
+    cursor->rowid = 0;
+    cursor->eof = true;
+    cursor->path = required_text(filter_arguments(idx_num, argc, argv, 1)[0], kName, "path");
+    cursor->scan.start(cursor->path);
+    cursor->eof = false;
+    cursor->advance();
+    return SQLITE_OK;
+  });
+}
+
+const sqlite3_module kModule = scan_module<JobsCursor>(xConnect, xBestIndex, xFilter);
+
+}  // namespace
+
+int register_layer_jobs(const Registration& r) {
+  return create_connection_module(r, kName, &kModule);
+}
+
+}  // namespace pp

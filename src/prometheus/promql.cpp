@@ -1,0 +1,66 @@
+#include "prometheus/promql.hpp"
+
+#include <cctype>
+
+#include "core/text.hpp"
+
+namespace pp {
+
+std::string promql_quote(const std::string& value) {
+  std::string out = "\"";
+  for (char c : value) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default: out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::optional<std::string> add_metric_matcher(const std::string& selector, const std::string& op,
+                                              const std::string& value, bool& empty_result) {
+  empty_result = false;
+  const std::string s(trim(selector));
+  size_t pos = 0;
+  auto name_char = [](char c, bool first) {
+    return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':' ||
+           (!first && std::isdigit(static_cast<unsigned char>(c)));
+  };
+  while (pos < s.size() && name_char(s[pos], pos == 0)) ++pos;
+  const std::string name = s.substr(0, pos);
+  std::string rest(trim(std::string_view(s).substr(pos)));
+  // The rest must be nothing or one brace block ending the selector. A '}' inside a quoted label
+  // value is skipped so `{a="}"}` is still recognized. A string ends only at the quote that
+  // opened it (`{a='"'} or up{b='"'}` is two selectors), backquoted strings have no escapes, and
+  // a # comment, which could hide a brace or a quote, declines the push-down.
+  if (!rest.empty()) {
+    if (rest.front() != '{' || rest.back() != '}') return std::nullopt;
+    char quote = 0;  // the quote of the string we are in
+    for (size_t i = 1; i + 1 < rest.size(); ++i) {
+      const char c = rest[i];
+      if (quote) {
+        if (c == '\\' && quote != '`') ++i;
+        else if (c == quote) quote = 0;
+      } else if (c == '"' || c == '\'' || c == '`') {
+        quote = c;
+      } else if (c == '}' || c == '{' || c == '#') {
+        return std::nullopt;
+      }
+    }
+    if (quote) return std::nullopt;
+  }
+  if (name.empty() && rest.empty()) return std::nullopt;
+  if (!name.empty()) {
+    if (op != "=") return std::nullopt;
+    if (name != value) empty_result = true;
+    return s;
+  }
+  const std::string inner(trim(std::string_view(rest).substr(1, rest.size() - 2)));
+  return "{__name__" + op + promql_quote(value) + (inner.empty() ? "" : "," + inner) + "}";
+}
+
+}  // namespace pp

@@ -1,0 +1,196 @@
+#include "prometheus/time_parse.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+#include "core/errors.hpp"
+#include "core/sql_values.hpp"
+#include "core/text.hpp"
+
+namespace pp {
+namespace {
+
+// Seconds (finite, within a sane range) -> ms, rounding to the nearest millisecond.
+bool seconds_to_ms(double seconds, int64_t& out) {
+  if (!std::isfinite(seconds) || std::fabs(seconds) > 1e13) return false;
+  out = std::llround(seconds * 1000.0);
+  return true;
+}
+
+bool digits(std::string_view s, size_t pos, size_t n, int& out) {
+  if (pos + n > s.size()) return false;
+  out = 0;
+  for (size_t i = pos; i < pos + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    out = out * 10 + (s[i] - '0');
+  }
+  return true;
+}
+
+}  // namespace
+
+bool parse_rfc3339_ms(std::string_view s, int64_t& out_ms) {
+  s = trim(s);
+  int year, month, day, hour, minute, second;
+  if (!digits(s, 0, 4, year) || s.size() < 19 || s[4] != '-' || !digits(s, 5, 2, month) ||
+      s[7] != '-' || !digits(s, 8, 2, day) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+      !digits(s, 11, 2, hour) || s[13] != ':' || !digits(s, 14, 2, minute) || s[16] != ':' ||
+      !digits(s, 17, 2, second))
+    return false;
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
+    return false;
+  size_t pos = 19;
+  int64_t millis = 0;
+  if (pos < s.size() && s[pos] == '.') {
+    ++pos;
+    int scale = 100;
+    size_t first = pos;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+      millis += (s[pos] - '0') * scale;  // digits past the millisecond are dropped
+      scale /= 10;
+      ++pos;
+    }
+    if (pos == first) return false;
+  }
+  int64_t offset_minutes = 0;
+  if (pos == s.size()) {
+    if (s[10] != ' ') return false;  // RFC3339 needs a zone; SQLite's "YYYY-MM-DD HH:MM:SS" is UTC
+  } else if (s[pos] == 'Z' || s[pos] == 'z') {
+    ++pos;
+  } else if (s[pos] == '+' || s[pos] == '-') {
+    int oh, om;
+    if (!digits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
+        !digits(s, pos + 4, 2, om))
+      return false;
+    offset_minutes = (s[pos] == '-' ? -1 : 1) * (oh * 60 + om);
+    pos += 6;
+  } else {
+    return false;
+  }
+  if (pos != s.size()) return false;
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  const time_t seconds = timegm(&tm);
+  out_ms = (static_cast<int64_t>(seconds) - offset_minutes * 60) * 1000 + millis;
+  return true;
+}
+
+int64_t parse_time_ms(sqlite3_value* value, const char* function, const char* argument) {
+  int64_t ms = 0;
+  switch (sqlite3_value_type(value)) {
+    case SQLITE_NULL:
+      throw argument_error(function, argument, "is NULL");
+    case SQLITE_INTEGER:
+    case SQLITE_FLOAT:
+      if (!seconds_to_ms(sqlite3_value_double(value), ms))
+        throw argument_error(function, argument, "is not a usable unix time");
+      return ms;
+    default: {
+      const std::string text = required_text(value, function, argument);
+      double seconds = 0;
+      if (parse_double(text, seconds) && seconds_to_ms(seconds, ms)) return ms;
+      if (parse_rfc3339_ms(text, ms)) return ms;
+      throw argument_error(function, argument,
+                           "is not a time: '" + text +
+                               "' (use unix seconds or RFC3339 such as 2024-05-01T12:00:00Z)");
+    }
+  }
+}
+
+TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end, const char* function) {
+  const TimeRange range{parse_time_ms(start, function, "start"), parse_time_ms(end, function, "end")};
+  if (range.end_ms < range.start_ms)
+    throw Error(std::string(function) + ": argument 'end' (" + format_seconds(range.end_ms) +
+                ") is before 'start' (" + format_seconds(range.start_ms) + ")");
+  return range;
+}
+
+bool parse_prometheus_duration_ms(std::string_view text, int64_t& out_ms) {
+  text = trim(text);
+  if (text.empty()) return false;
+  struct Unit { const char* name; int64_t ms; };
+  // Longest names first so "ms" is not read as "m" followed by "s".
+  static const Unit units[] = {{"ms", 1},         {"s", 1000},          {"m", 60000},
+                               {"h", 3600000},    {"d", 86400000},      {"w", 604800000},
+                               {"y", 31536000000}};
+  int64_t total = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t start = pos;
+    int64_t n = 0;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      const int digit = text[pos] - '0';
+      if (n > (INT64_MAX - digit) / 10) return false;  // out of range, as in Prometheus
+      n = n * 10 + digit;
+      ++pos;
+    }
+    if (pos == start) return false;
+    const Unit* unit = nullptr;
+    for (const Unit& u : units) {
+      const std::string_view name(u.name);
+      if (text.substr(pos, name.size()) == name) {
+        unit = &u;
+        pos += name.size();
+        break;
+      }
+    }
+    if (!unit || n > (INT64_MAX - total) / unit->ms) return false;
+    total += n * unit->ms;
+  }
+  out_ms = total;
+  return true;
+}
+
+int64_t parse_duration_ms(sqlite3_value* value, const char* function, const char* argument) {
+  int64_t ms = 0;
+  bool ok = false;
+  std::string shown;
+  switch (sqlite3_value_type(value)) {
+    case SQLITE_NULL:
+      throw argument_error(function, argument, "is NULL");
+    case SQLITE_INTEGER:
+    case SQLITE_FLOAT:
+      ok = seconds_to_ms(sqlite3_value_double(value), ms);
+      shown = std::to_string(sqlite3_value_double(value));
+      break;
+    default: {
+      shown = required_text(value, function, argument);
+      double seconds = 0;
+      ok = (parse_double(shown, seconds) && seconds_to_ms(seconds, ms)) ||
+           parse_prometheus_duration_ms(shown, ms);
+    }
+  }
+  if (!ok)
+    throw argument_error(function, argument,
+                         "is not a duration: '" + shown + "' (use seconds or e.g. '15s', '1m30s')");
+  if (ms <= 0) throw argument_error(function, argument, "must be at least 1ms, got '" + shown + "'");
+  return ms;
+}
+
+std::string format_seconds(int64_t ms) {
+  char buffer[40];
+  const int64_t whole = ms / 1000, frac = ms % 1000;
+  if (frac == 0) {
+    std::snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(whole));
+  } else if (ms < 0) {
+    std::snprintf(buffer, sizeof buffer, "-%lld.%03lld", static_cast<long long>(-ms / 1000),
+                  static_cast<long long>(-ms % 1000));
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%lld.%03lld", static_cast<long long>(whole),
+                  static_cast<long long>(frac));
+  }
+  return buffer;
+}
+
+std::string format_promql_duration(int64_t ms) {
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  return std::to_string(ms) + "ms";
+}
+
+}  // namespace pp

@@ -1,0 +1,631 @@
+// The estimator of pp_deconvolve (src/stats/deconvolve.hpp); docs/reference/deconvolve.md explains the method.
+//
+// Outline of deconvolve():
+//   1. rows -> one sparse row per sample (repeated layers merged, the '(rest)' remainder added);
+//   2. R of the QR factorization of [A | y], accumulated over blocks of rows with Eigen's
+//      HouseholderQR, so A is never stored dense: ||A x - y||^2 = ||R x - z||^2 + r0^2 and every
+//      later step works on the p x p system, with A's conditioning (never A^T A's);
+//   3. columns scaled to unit norm, BVLS (Stark-Parker) on the box;
+//   4. uncertainty from the SVD of the scaled R: the classical covariance sigma^2 (A^T A)^-1 and
+//      the heteroscedasticity-robust HC3 sandwich, the larger of the two, over all unknowns with
+//      data (not only the free ones: which bounds are active is itself uncertain);
+//   5. 90% intervals (two-sided inside the box, one-sided at a bound, joined with the interval
+//      of the unconstrained estimate, cut at the bounds) and `identified`.
+#include "stats/deconvolve.hpp"
+
+#include <Eigen/QR>
+#include <Eigen/SVD>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+namespace pp {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string format_number(double v) {
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%.17g", v);
+  // The shortest of %.15g..%.17g that reads back exactly, so 0.5 prints as 0.5.
+  for (int precision = 15; precision <= 17; ++precision) {
+    char shorter[40];
+    std::snprintf(shorter, sizeof shorter, "%.*g", precision, v);
+    if (std::strtod(shorter, nullptr) == v) return shorter;
+  }
+  return buffer;
+}
+
+bool same_value(double a, double b) {
+  return a == b || std::fabs(a - b) <= 1e-12 * std::max(std::fabs(a), std::fabs(b));
+}
+
+}  // namespace
+
+// ---- sample keys ----
+
+std::string sample_key_integer(int64_t id) {
+  std::string key(1 + sizeof id, 'i');
+  std::memcpy(&key[1], &id, sizeof id);
+  return key;
+}
+
+std::string sample_key_real(double id) {
+  if (std::isfinite(id) && id == std::floor(id) && std::fabs(id) < 9.2e18)
+    return sample_key_integer(static_cast<int64_t>(id));
+  std::string key(1 + sizeof id, 'r');
+  std::memcpy(&key[1], &id, sizeof id);
+  return key;
+}
+
+std::string sample_key_text(std::string_view id) { return "t" + std::string(id); }
+
+std::string sample_key_blob(const void* data, size_t bytes) {
+  return "b" + std::string(static_cast<const char*>(data), bytes);
+}
+
+std::string sample_key_label(const std::string& key) {
+  if (key.empty()) return "?";
+  switch (key[0]) {
+    case 'i': {
+      int64_t id = 0;
+      std::memcpy(&id, key.data() + 1, sizeof id);
+      return std::to_string(id);
+    }
+    case 'r': {
+      double id = 0;
+      std::memcpy(&id, key.data() + 1, sizeof id);
+      return format_number(id);
+    }
+    case 't': {
+      std::string quoted = "'";
+      for (char c : key.substr(1, 60)) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+      return quoted + (key.size() > 61 ? "...'" : "'");
+    }
+    default: {
+      static const char* hex = "0123456789abcdef";
+      std::string text = "x'";
+      for (size_t i = 1; i < key.size() && i <= 32; ++i) {
+        const auto byte = static_cast<unsigned char>(key[i]);
+        text += hex[byte >> 4];
+        text += hex[byte & 15];
+      }
+      return text + (key.size() > 33 ? "...'" : "'");
+    }
+  }
+}
+
+// ---- input ----
+
+uint32_t DeconvolveData::layer_index(std::string_view layer) {
+  const std::string name(layer);
+  auto found = layer_index_.find(name);
+  if (found != layer_index_.end()) return found->second;
+  if (name == kSystemKey)
+    throw DeconvolveInputError("layer_key", "'_system' is reserved (the key of the result's summary)");
+  if (layers_.size() >= DeconvolveLimits::kMaxUnknowns)
+    throw DeconvolveInputError("layer_key", "has more than " + std::to_string(DeconvolveLimits::kMaxUnknowns) +
+                                                " distinct values in one group");
+  const auto index = static_cast<uint32_t>(layers_.size());
+  layers_.push_back(name);
+  layer_index_.emplace(name, index);
+  return index;
+}
+
+void DeconvolveData::add(const std::string& sample_key, std::string_view layer, double weight,
+                         std::optional<double> value) {
+  if (!(weight >= 0 && weight <= 1 + DeconvolveLimits::kWeightSlack))
+    throw DeconvolveInputError("weight", "must be between 0 and 1 (the fraction of the sample's window)");
+  if (value && !std::isfinite(*value)) throw DeconvolveInputError("value", "must be finite");
+  const uint32_t layer_id = layer_index(layer);
+  auto [it, inserted] = sample_index_.try_emplace(sample_key, static_cast<uint32_t>(samples_.size()));
+  if (inserted) {
+    if (samples_.size() >= std::numeric_limits<uint32_t>::max() - 1) throw std::length_error("too many samples");
+    samples_.emplace_back();
+  }
+  Sample& sample = samples_[it->second];
+  if (value) {
+    if (sample.has_value && !same_value(sample.value, *value))
+      throw DeconvolveInputError("value", "differs within sample " + sample_key_label(sample_key) + ": " +
+                                              format_number(sample.value) + " and " + format_number(*value) +
+                                              " (a sample has one value, the same on all its rows)");
+    sample.value = *value;
+    sample.has_value = true;
+  }
+  ++rows_;
+  if (weight > 0) {
+    sample.weight_sum += weight;
+    if (sample.weight_sum > 1 + DeconvolveLimits::kSumSlack)
+      throw DeconvolveInputError("weight", "sums to " + format_number(sample.weight_sum) + " over the rows of sample " +
+                                               sample_key_label(sample_key) +
+                                               ": the weights of a sample are fractions of its window, at most 1 in all");
+    entries_.push_back({it->second, layer_id, weight});
+  }
+}
+
+void DeconvolveData::set_bounds(double lower, double upper) {
+  if (std::isnan(lower) || lower == kInf) throw DeconvolveInputError("lower", "must be a number (NULL: no lower bound)");
+  if (std::isnan(upper) || upper == -kInf) throw DeconvolveInputError("upper", "must be a number (NULL: no upper bound)");
+  if (lower > upper) throw DeconvolveInputError("upper", "must not be below argument 'lower'");
+  if (bounds_set_) {
+    if (lower != lower_) throw DeconvolveInputError("lower", "must be the same on every row of a group");
+    if (upper != upper_) throw DeconvolveInputError("upper", "must be the same on every row of a group");
+    return;
+  }
+  bounds_set_ = true;
+  lower_ = lower;
+  upper_ = upper;
+}
+
+// ---- Student's t ----
+
+namespace {
+
+double normal_quantile(double p) {
+  double lo = -40, hi = 40;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+// P(|T| <= t) for integer dof (Abramowitz & Stegun 26.7.3 and 26.7.4, exact).
+double t_central_probability(double t, int64_t dof) {
+  const double theta = std::atan(t / std::sqrt(static_cast<double>(dof)));
+  const double c2 = std::cos(theta) * std::cos(theta);
+  if (dof % 2 == 1) {
+    double sum = 0, term = std::cos(theta);
+    for (int64_t k = 1; 2 * k + 1 <= dof; ++k) {
+      sum += term;
+      term *= c2 * (2.0 * k) / (2.0 * k + 1);
+    }
+    return 2 / M_PI * (theta + std::sin(theta) * sum);
+  }
+  double sum = 0, term = 1;
+  for (int64_t k = 1; 2 * k <= dof; ++k) {
+    sum += term;
+    term *= c2 * (2.0 * k - 1) / (2.0 * k);
+  }
+  return std::sin(theta) * sum;
+}
+
+}  // namespace
+
+double student_t_quantile(double p, int64_t dof) {
+  if (!(p > 0.5 && p < 1) || dof < 1) throw std::invalid_argument("student_t_quantile: p in (0.5, 1), dof >= 1");
+  if (dof > 200) {  // Cornish-Fisher expansion (A&S 26.7.5); error below 1e-9 here
+    const double z = normal_quantile(p), z2 = z * z, v = static_cast<double>(dof);
+    const double g1 = (z2 + 1) * z / 4;
+    const double g2 = ((5 * z2 + 16) * z2 + 3) * z / 96;
+    const double g3 = (((3 * z2 + 19) * z2 + 17) * z2 - 15) * z / 384;
+    const double g4 = ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) * z / 92160;
+    return z + g1 / v + g2 / (v * v) + g3 / (v * v * v) + g4 / (v * v * v * v);
+  }
+  const double central = 2 * p - 1;
+  double lo = 0, hi = 1;
+  while (t_central_probability(hi, dof) < central) hi *= 2;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (t_central_probability(mid, dof) < central ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+// ---- BVLS ----
+
+BvlsSolution solve_bvls(const Eigen::MatrixXd& C, const Eigen::VectorXd& d, const Eigen::VectorXd& lo,
+                        const Eigen::VectorXd& hi) {
+  using Eigen::Index;
+  const Index n = C.cols();
+  BvlsSolution s;
+  s.u = Eigen::VectorXd::Zero(n);
+  s.state.assign(static_cast<size_t>(n), 0);
+  for (Index j = 0; j < n; ++j) {  // start at a bound where there is one
+    if (lo(j) > -kInf) {
+      s.u(j) = lo(j);
+      s.state[j] = -1;
+    } else if (hi(j) < kInf) {
+      s.u(j) = hi(j);
+      s.state[j] = +1;
+    }
+  }
+  if (n == 0) return s;
+  const double column_norm = C.colwise().norm().maxCoeff();
+  const double tolerance = 1e-11 * column_norm * d.norm();
+
+  Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr;
+  // z = u with the free entries replaced by the least-squares solution given the bound ones.
+  auto free_solution = [&](Eigen::VectorXd& z) {
+    z = s.u;
+    std::vector<Index> free;
+    Eigen::VectorXd rhs = d;
+    for (Index j = 0; j < n; ++j) {
+      if (s.state[j] == 0) {
+        free.push_back(j);
+      } else {
+        rhs -= C.col(j) * s.u(j);
+      }
+    }
+    if (free.empty()) return;
+    Eigen::MatrixXd CF(C.rows(), static_cast<Index>(free.size()));
+    for (size_t i = 0; i < free.size(); ++i) CF.col(static_cast<Index>(i)) = C.col(free[i]);
+    qr.setThreshold(1e-10);  // columns have unit norm: relative rank tolerance
+    qr.compute(CF);
+    const Eigen::VectorXd zf = qr.solve(rhs);
+    for (size_t i = 0; i < free.size(); ++i) z(free[i]) = zf(static_cast<Index>(i));
+  };
+  // Moves u from a feasible point toward z (the free solution), binding each free variable
+  // whose bound stops the step, until the free solution is feasible (Lawson-Hanson's inner loop).
+  auto descend = [&](Eigen::VectorXd z) {
+    for (Index pass = 0; pass <= n; ++pass) {
+      if (pass > 0) free_solution(z);
+      double alpha = 1;
+      std::vector<std::pair<Index, double>> blocked;
+      for (Index j = 0; j < n; ++j) {
+        if (s.state[j] != 0) continue;
+        double a = 2;
+        if (z(j) < lo(j)) a = (s.u(j) - lo(j)) / (s.u(j) - z(j));
+        if (z(j) > hi(j)) a = (hi(j) - s.u(j)) / (z(j) - s.u(j));
+        if (a <= 1) {
+          blocked.emplace_back(j, std::max(a, 0.0));
+          alpha = std::min(alpha, std::max(a, 0.0));
+        }
+      }
+      if (blocked.empty()) {
+        for (Index j = 0; j < n; ++j)
+          if (s.state[j] == 0) s.u(j) = z(j);
+        return;
+      }
+      ++s.iterations;
+      for (Index j = 0; j < n; ++j)
+        if (s.state[j] == 0) s.u(j) += alpha * (z(j) - s.u(j));
+      for (const auto& [j, a] : blocked) {
+        if (a > alpha * (1 + 1e-12) + 1e-300) continue;
+        const bool lower = z(j) < lo(j);
+        s.u(j) = lower ? lo(j) : hi(j);
+        s.state[j] = lower ? -1 : +1;
+      }
+    }
+  };
+
+  Eigen::VectorXd z(n);
+  free_solution(z);
+  descend(z);
+  std::vector<char> rejected(static_cast<size_t>(n), 0);
+  const int max_outer = static_cast<int>(3 * n + 30);
+  for (int outer = 0;; ++outer) {
+    if (outer >= max_outer) {
+      s.converged = false;
+      break;
+    }
+    // Kuhn-Tucker: a bound variable whose gradient points into the box should be free.
+    const Eigen::VectorXd w = C.transpose() * (d - C * s.u);
+    Index best = -1;
+    double best_w = tolerance;
+    for (Index j = 0; j < n; ++j) {
+      if (rejected[j] || s.state[j] == 0 || lo(j) == hi(j)) continue;
+      const double inward = s.state[j] < 0 ? w(j) : -w(j);
+      if (inward > best_w) {
+        best_w = inward;
+        best = j;
+      }
+    }
+    if (best < 0) break;
+    const int was = s.state[best];
+    s.state[best] = 0;
+    free_solution(z);
+    // Stark-Parker's safeguard: if rounding makes the freed variable move out of the box at
+    // once, it stays bound and the next candidate is tried.
+    if ((was < 0 && z(best) <= lo(best)) || (was > 0 && z(best) >= hi(best))) {
+      s.state[best] = was;
+      rejected[best] = 1;
+      continue;
+    }
+    std::fill(rejected.begin(), rejected.end(), 0);
+    ++s.iterations;
+    descend(z);
+  }
+  return s;
+}
+
+// ---- the estimator ----
+
+class DeconvolveSolver {
+ public:
+  static DeconvolveResult run(const DeconvolveData& data);
+};
+
+DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
+  using Eigen::Index;
+  DeconvolveResult result;
+  const double L = data.lower_, U = data.upper_;
+
+  // 1. Samples with a value, in order of first appearance; unknowns sorted by name.
+  std::vector<uint32_t> row_of(data.samples_.size(), UINT32_MAX);
+  std::vector<uint32_t> sample_of_row;
+  bool rest_needed = false;
+  for (size_t s = 0; s < data.samples_.size(); ++s) {
+    if (!data.samples_[s].has_value) continue;
+    row_of[s] = static_cast<uint32_t>(sample_of_row.size());
+    sample_of_row.push_back(static_cast<uint32_t>(s));
+    if (1 - data.samples_[s].weight_sum > DeconvolveLimits::kRestThreshold) rest_needed = true;
+  }
+  std::vector<std::string> names = data.layers_;
+  if (rest_needed && !data.layer_index_.count(DeconvolveData::kRest)) names.push_back(DeconvolveData::kRest);
+  std::vector<uint32_t> order(names.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return names[a] < names[b]; });
+  std::vector<uint32_t> column_of(names.size());
+  for (size_t c = 0; c < order.size(); ++c) column_of[order[c]] = static_cast<uint32_t>(c);
+  const Index p = static_cast<Index>(names.size());
+  const uint32_t rest_column =
+      rest_needed ? column_of[data.layer_index_.count(DeconvolveData::kRest) ? data.layer_index_.at(DeconvolveData::kRest)
+                                                                             : names.size() - 1]
+                  : UINT32_MAX;
+  result.unknowns.resize(names.size());
+  for (size_t k = 0; k < names.size(); ++k) result.unknowns[column_of[k]].name = names[k];
+  const size_t m = sample_of_row.size();
+  result.samples = static_cast<int64_t>(m);
+
+  // Sparse rows (CSR): repeated (sample, layer) pairs merged, the remainder as '(rest)'.
+  std::vector<size_t> start(m + 1, 0);
+  for (const auto& e : data.entries_)
+    if (row_of[e.sample] != UINT32_MAX) ++start[row_of[e.sample] + 1];
+  for (size_t r = 0; r < m; ++r) start[r + 1] += start[r];
+  std::vector<std::pair<uint32_t, double>> cells(start[m]);
+  {
+    std::vector<size_t> fill(start.begin(), start.end() - 1);
+    for (const auto& e : data.entries_)
+      if (row_of[e.sample] != UINT32_MAX) cells[fill[row_of[e.sample]]++] = {column_of[e.layer], e.weight};
+  }
+  std::vector<size_t> row_start(m + 1, 0);
+  std::vector<uint32_t> cols;
+  std::vector<double> weights;
+  cols.reserve(cells.size() + (rest_needed ? m : 0));
+  weights.reserve(cols.capacity());
+  Eigen::VectorXd y(static_cast<Index>(m));
+  std::vector<int64_t> counts(names.size(), 0);
+  std::vector<std::pair<uint32_t, double>> row;
+  for (size_t r = 0; r < m; ++r) {
+    row.assign(cells.begin() + static_cast<std::ptrdiff_t>(start[r]),
+               cells.begin() + static_cast<std::ptrdiff_t>(start[r + 1]));
+    const auto& sample = data.samples_[sample_of_row[r]];
+    const double rest = 1 - sample.weight_sum;
+    if (rest > DeconvolveLimits::kRestThreshold) row.emplace_back(rest_column, rest);
+    std::sort(row.begin(), row.end());
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i > 0 && row[i].first == row[i - 1].first) {
+        weights.back() += row[i].second;  // a repeated (sample, layer) pair
+      } else {
+        cols.push_back(row[i].first);
+        weights.push_back(row[i].second);
+        ++counts[row[i].first];
+      }
+    }
+    row_start[r + 1] = cols.size();
+    y(static_cast<Index>(r)) = sample.value;
+  }
+  for (Index k = 0; k < p; ++k) result.unknowns[k].n = counts[k];
+
+  // The scale `identified` compares interval widths with.
+  result.scale = std::isfinite(L) && std::isfinite(U) ? U - L : (m ? y.cwiseAbs().maxCoeff() : 0.0);
+
+  std::vector<Index> data_columns;
+  for (Index k = 0; k < p; ++k)
+    if (counts[k] > 0) data_columns.push_back(k);
+  const Index q = static_cast<Index>(data_columns.size());
+  for (auto& u : result.unknowns) {  // until data say more: the interval is the bounds
+    u.lower90 = std::isfinite(L) ? std::optional<double>(L) : std::nullopt;
+    u.upper90 = std::isfinite(U) ? std::optional<double>(U) : std::nullopt;
+  }
+  if (m == 0 || q == 0) {
+    result.dof = result.samples;
+    if (m) result.residual_rms = std::sqrt(y.squaredNorm() / static_cast<double>(m));
+    return result;
+  }
+
+  // 2. R of [A | y], accumulated over blocks of rows.
+  const Index block = std::max<Index>(512, 4 * (p + 1));
+  Eigen::MatrixXd R = Eigen::MatrixXd::Zero(p + 1, p + 1);
+  {
+    Eigen::MatrixXd stacked(p + 1 + block, p + 1);
+    Eigen::HouseholderQR<Eigen::MatrixXd> qr;
+    for (size_t first = 0; first < m; first += static_cast<size_t>(block)) {
+      stacked.setZero();
+      stacked.topRows(p + 1) = R;
+      const size_t last = std::min(m, first + static_cast<size_t>(block));
+      for (size_t r = first; r < last; ++r) {
+        const Index row = p + 1 + static_cast<Index>(r - first);
+        for (size_t i = row_start[r]; i < row_start[r + 1]; ++i) stacked(row, cols[i]) = weights[i];
+        stacked(row, p) = y(static_cast<Index>(r));
+      }
+      qr.compute(stacked);
+      R = qr.matrixQR().topRows(p + 1).triangularView<Eigen::Upper>();
+    }
+  }
+
+  // 3. Unit-norm columns (of A: R's columns have the same norms), BVLS on the box.
+  Eigen::VectorXd norms(q);
+  Eigen::MatrixXd C(p, q);
+  for (Index j = 0; j < q; ++j) {
+    norms(j) = R.col(data_columns[j]).head(p).stableNorm();
+    if (!(norms(j) > 0)) norms(j) = std::numeric_limits<double>::min();
+    C.col(j) = R.col(data_columns[j]).head(p) / norms(j);
+  }
+  const Eigen::VectorXd d = R.col(p).head(p);
+  Eigen::VectorXd lo(q), hi(q);
+  for (Index j = 0; j < q; ++j) {
+    lo(j) = std::isfinite(L) ? L * norms(j) : L;
+    hi(j) = std::isfinite(U) ? U * norms(j) : U;
+  }
+  const BvlsSolution bvls = solve_bvls(C, d, lo, hi);
+  result.converged = bvls.converged;
+  result.iterations = bvls.iterations;
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(p);
+  for (Index j = 0; j < q; ++j) {
+    const Index k = data_columns[j];
+    x(k) = bvls.state[j] < 0 ? L : bvls.state[j] > 0 ? U : bvls.u(j) / norms(j);
+    result.unknowns[k].estimate = x(k);
+    result.unknowns[k].at_bound = bvls.state[j];
+    if (bvls.state[j] == 0) ++result.free;
+  }
+
+  // Residuals from the rows themselves.
+  Eigen::VectorXd residual(static_cast<Index>(m));
+  for (size_t r = 0; r < m; ++r) {
+    double fitted = 0;
+    for (size_t i = row_start[r]; i < row_start[r + 1]; ++i) fitted += weights[i] * x(cols[i]);
+    residual(static_cast<Index>(r)) = y(static_cast<Index>(r)) - fitted;
+  }
+  const double rss = residual.squaredNorm();
+  result.residual_rms = std::sqrt(rss / static_cast<double>(m));
+  result.dof = result.samples - result.free;
+  if (result.dof > 0) {
+    result.sigma = std::sqrt(rss / static_cast<double>(result.dof));
+    result.t90 = student_t_quantile(0.95, result.dof);
+  }
+
+  // 4. Conditioning and covariance from the SVD of the scaled design.
+  {
+    Eigen::MatrixXd unscaled(p, q);
+    for (Index j = 0; j < q; ++j) unscaled.col(j) = R.col(data_columns[j]).head(p);
+    const Eigen::VectorXd sv = Eigen::BDCSVD<Eigen::MatrixXd>(unscaled).singularValues();
+    if (sv(q - 1) > 0) result.condition = sv(0) / sv(q - 1);
+  }
+  Eigen::BDCSVD<Eigen::MatrixXd> svd(C, Eigen::ComputeThinV);
+  const Eigen::VectorXd sv = svd.singularValues();
+  const Eigen::MatrixXd& V = svd.matrixV();
+  if (sv(q - 1) > 0) result.condition_scaled = sv(0) / sv(q - 1);
+  // Directions with singular values at rounding level cannot be estimated at all: their
+  // participants are collinear. The others form the pseudo-inverse G = (C^T C)^+.
+  const double rank_tolerance = 1e-12 * sv(0);
+  std::vector<bool> collinear(static_cast<size_t>(q), false);
+  Eigen::MatrixXd Vs = Eigen::MatrixXd::Zero(q, q);
+  for (Index i = 0; i < q; ++i) {
+    if (sv(i) > rank_tolerance) {
+      Vs.col(i) = V.col(i) / sv(i);
+    } else {
+      for (Index j = 0; j < q; ++j)
+        if (std::fabs(V(j, i)) > 1e-6) collinear[j] = true;
+    }
+  }
+  const Eigen::MatrixXd G = Vs * Vs.transpose();
+  for (Index j = 0; j < q; ++j)
+    if (G(j, j) > DeconvolveLimits::kCollinearVif) collinear[j] = true;
+
+  Eigen::VectorXd variance = Eigen::VectorXd::Constant(q, kInf);
+  if (result.sigma) {
+    const double sigma2 = *result.sigma * *result.sigma;
+    // HC3: sum over samples of e^2 / (1 - h)^2 a a^T, a the scaled row, h its leverage.
+    std::vector<Index> scaled_index(static_cast<size_t>(p), -1);
+    for (Index j = 0; j < q; ++j) scaled_index[data_columns[j]] = j;
+    Eigen::MatrixXd meat = Eigen::MatrixXd::Zero(q, q);
+    std::vector<Index> idx;
+    std::vector<double> a;
+    for (size_t r = 0; r < m; ++r) {
+      idx.clear();
+      a.clear();
+      for (size_t i = row_start[r]; i < row_start[r + 1]; ++i) {
+        const Index j = scaled_index[cols[i]];
+        idx.push_back(j);
+        a.push_back(weights[i] / norms(j));
+      }
+      double h = 0;
+      for (size_t s = 0; s < idx.size(); ++s)
+        for (size_t t = 0; t < idx.size(); ++t) h += a[s] * a[t] * G(idx[s], idx[t]);
+      const double e = residual(static_cast<Index>(r));
+      if (e == 0 || 1 - h < 1e-10) continue;
+      const double w = e * e / ((1 - h) * (1 - h));
+      for (size_t s = 0; s < idx.size(); ++s)
+        for (size_t t = 0; t < idx.size(); ++t) meat(idx[s], idx[t]) += w * a[s] * a[t];
+    }
+    const Eigen::MatrixXd GM = G * meat;
+    const Eigen::VectorXd hc3 = GM.cwiseProduct(G.transpose()).rowwise().sum();
+    for (Index j = 0; j < q; ++j) variance(j) = std::max(sigma2 * G(j, j), hc3(j));
+  }
+
+  // 5. Intervals and identification. Under the model the unconstrained least-squares estimate
+  // (G C^T d, the pseudo-inverse solution) is unbiased and its t interval has the nominal
+  // coverage; the bounded estimate is what is reported, but where active bounds pull it away
+  // from the unconstrained one, the interval is the hull of both intervals, so it keeps that
+  // coverage. Then it is cut at the bounds, which hold the truth by assumption.
+  const Eigen::VectorXd unconstrained = G * (C.transpose() * d);
+  for (Index j = 0; j < q; ++j) {
+    DeconvolveUnknown& u = result.unknowns[data_columns[j]];
+    if (collinear[j] || !result.sigma || !std::isfinite(variance(j))) continue;  // interval: the bounds
+    const double se = std::sqrt(std::max(variance(j), 0.0)) / norms(j);
+    const double half = result.t90 * se;
+    const double est = *u.estimate;
+    u.std_error = se;
+    // Around the bounded estimate: two-sided, or one-sided from the bound it sits on.
+    double low = u.at_bound < 0 ? L : u.at_bound > 0 ? U - half : est - half;
+    double high = u.at_bound < 0 ? L + half : u.at_bound > 0 ? U : est + half;
+    const double free_estimate = unconstrained(j) / norms(j);
+    if (std::isfinite(free_estimate)) {
+      low = std::min(low, free_estimate - half);
+      high = std::max(high, free_estimate + half);
+    }
+    low = std::max(low, L);
+    high = std::min(high, U);
+    u.lower90 = std::isfinite(low) ? std::optional<double>(low) : std::nullopt;
+    u.upper90 = std::isfinite(high) ? std::optional<double>(high) : std::nullopt;
+    // Identified: the interval reaches no further from the estimate than the precision asked for.
+    const double reach = std::max(est - low, high - est);
+    u.identified = u.n >= DeconvolveLimits::kMinSamples &&
+                   reach <= std::max(DeconvolveLimits::kMaxRelativeHalfWidth * std::fabs(est),
+                                     DeconvolveLimits::kMinHalfWidth * result.scale);
+  }
+  return result;
+}
+
+DeconvolveResult deconvolve(const DeconvolveData& data) { return DeconvolveSolver::run(data); }
+
+// ---- JSON ----
+
+namespace {
+
+nlohmann::ordered_json number_or_null(const std::optional<double>& v) {
+  if (!v || !std::isfinite(*v)) return nullptr;
+  return *v;
+}
+
+}  // namespace
+
+std::string deconvolve_json(const DeconvolveResult& r) {
+  nlohmann::ordered_json out;
+  nlohmann::ordered_json system;
+  system["samples"] = r.samples;
+  system["unknowns"] = r.unknowns.size();
+  system["free"] = r.free;
+  system["dof"] = r.dof;
+  system["condition"] = number_or_null(r.condition);
+  system["condition_scaled"] = number_or_null(r.condition_scaled);
+  system["residual_rms"] = r.residual_rms;
+  system["sigma"] = number_or_null(r.sigma);
+  system["t90"] = r.sigma ? nlohmann::ordered_json(r.t90) : nlohmann::ordered_json(nullptr);
+  system["scale"] = r.scale;
+  system["converged"] = r.converged;
+  system["iterations"] = r.iterations;
+  out[DeconvolveData::kSystemKey] = std::move(system);
+  for (const auto& u : r.unknowns) {
+    nlohmann::ordered_json o;
+    o["estimate"] = number_or_null(u.estimate);
+    o["stderr"] = number_or_null(u.std_error);
+    o["n"] = u.n;
+    o["lower90"] = number_or_null(u.lower90);
+    o["upper90"] = number_or_null(u.upper90);
+    o["identified"] = u.identified;
+    o["at_bound"] = u.at_bound < 0 ? nlohmann::ordered_json("lower")
+                    : u.at_bound > 0 ? nlohmann::ordered_json("upper")
+                                     : nlohmann::ordered_json(nullptr);
+    out[u.name] = std::move(o);
+  }
+  return out.dump();
+}
+
+}  // namespace pp

@@ -1,0 +1,212 @@
+#include "stats/mean_state.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <type_traits>
+
+namespace pp {
+
+static_assert(std::is_trivial_v<MeanState> && std::is_standard_layout_v<MeanState>,
+              "zero-filled memory must be a valid, empty MeanState");
+
+namespace {
+
+// Knuth's error-free TwoSum: s + e == a + b exactly.
+struct DoubleDouble {
+  double hi;
+  double lo;
+};
+
+DoubleDouble two_sum(double a, double b) {
+  const double s = a + b;
+  const double bb = s - a;
+  const double e = (a - (s - bb)) + (b - bb);
+  return {s, e};
+}
+
+// (hi, lo) + x, renormalised.
+DoubleDouble add_dd(double hi, double lo, double x) {
+  const DoubleDouble s = two_sum(hi, x);
+  return two_sum(s.hi, s.lo + lo);
+}
+
+// (a.hi + a.lo) - (b.hi + b.lo), rounded to a double with an error of a few ulps of the result
+// (not of the operands): the difference of two nearby means keeps its digits.
+double difference(double a_hi, double a_lo, double b_hi, double b_lo) {
+  const DoubleDouble d = two_sum(a_hi, -b_hi);
+  return d.hi + (d.lo + (a_lo - b_lo));
+}
+
+}  // namespace
+
+MeanState MeanState::of(double x, double w) {
+  MeanState s{};
+  s.count = 1;
+  s.weight = w;
+  s.mean = x;
+  s.min = s.max = x;
+  s.min_known = s.max_known = true;
+  return s;
+}
+
+void MeanState::add(double x, double w) { merge(of(x, w)); }
+
+void MeanState::remove(double x, double w) { unmerge(of(x, w)); }
+
+void MeanState::merge(const MeanState& other) {
+  if (other.empty()) return;
+  if (empty()) {
+    *this = other;
+    return;
+  }
+  // Chan et al.: W = Wa + Wb, mean = ma + d * Wb / W, M2 = M2a + M2b + d^2 * Wa * Wb / W.
+  const double total = weight + other.weight;
+  const double d = difference(other.mean, other.mean_low, mean, mean_low);
+  const double share = other.weight / total;
+  const DoubleDouble merged_mean = add_dd(mean, mean_low, d * share);
+  m2 = m2 + other.m2 + d * d * weight * share;
+  mean = merged_mean.hi;
+  mean_low = merged_mean.lo;
+  weight = total;
+  count += other.count;
+  min = std::min(min, other.min);
+  max = std::max(max, other.max);
+  min_known = min_known && other.min_known;
+  max_known = max_known && other.max_known;
+}
+
+void MeanState::unmerge(const MeanState& part) {
+  if (part.empty()) return;
+  if (part.count > count) throw std::logic_error("removing more observations than were added");
+  const int64_t rest_count = count - part.count;
+  if (rest_count == 0) {
+    *this = MeanState{};
+    return;
+  }
+  const double rest_weight = weight - part.weight;
+  if (!(rest_weight > 0) || !std::isfinite(rest_weight))
+    throw std::logic_error("weights in the frame differ too much in magnitude to remove one exactly");
+  // The inverse of merge, solved for the remaining part A of the whole T = A + B:
+  //   mean_A = mean_T - d * W_B / W_A and M2_A = M2_T - M2_B - d^2 * W_T * W_B / W_A,
+  // where d = mean_B - mean_T.
+  const double d = difference(part.mean, part.mean_low, mean, mean_low);
+  const double ratio = part.weight / rest_weight;
+  const DoubleDouble rest_mean = add_dd(mean, mean_low, -d * ratio);
+  const double rest_m2 = m2 - part.m2 - d * d * weight * ratio;
+  mean = rest_mean.hi;
+  mean_low = rest_mean.lo;
+  m2 = rest_count == 1 ? 0.0 : std::max(rest_m2, 0.0);
+  weight = rest_weight;
+  count = rest_count;
+  // An extremum survives only if the removed values were all strictly inside it.
+  min_known = min_known && part.min_known && part.min > min;
+  max_known = max_known && part.max_known && part.max < max;
+}
+
+std::optional<double> MeanState::value() const {
+  if (empty()) return std::nullopt;
+  return mean + mean_low;
+}
+
+std::optional<double> MeanState::stddev() const {
+  if (empty() || !(weight > 1.0)) return std::nullopt;
+  return std::sqrt(m2 / (weight - 1.0));
+}
+
+std::optional<double> MeanState::minimum() const {
+  if (empty() || !min_known) return std::nullopt;
+  return min;
+}
+
+std::optional<double> MeanState::maximum() const {
+  if (empty() || !max_known) return std::nullopt;
+  return max;
+}
+
+namespace {
+
+constexpr unsigned char kMagic0 = 'p';
+constexpr unsigned char kMagic1 = 'm';
+constexpr unsigned char kMinKnown = 1;
+constexpr unsigned char kMaxKnown = 2;
+
+void put_u64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+void put_double(std::string& out, double d) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &d, sizeof bits);
+  put_u64(out, bits);
+}
+
+uint64_t get_u64(const unsigned char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+double get_double(const unsigned char* p) {
+  const uint64_t bits = get_u64(p);
+  double d = 0;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+}  // namespace
+
+std::string encode_mean_state(const MeanState& s) {
+  std::string out;
+  out.reserve(kMeanStateBytes);
+  const bool empty = s.empty();
+  const bool min_known = !empty && s.min_known;
+  const bool max_known = !empty && s.max_known;
+  out.push_back(static_cast<char>(kMagic0));
+  out.push_back(static_cast<char>(kMagic1));
+  out.push_back(static_cast<char>(kMeanStateVersion));
+  out.push_back(static_cast<char>((min_known ? kMinKnown : 0) | (max_known ? kMaxKnown : 0)));
+  put_u64(out, static_cast<uint64_t>(empty ? 0 : s.count));
+  put_double(out, empty ? 0.0 : s.weight);
+  put_double(out, empty ? 0.0 : s.mean);
+  put_double(out, empty ? 0.0 : s.mean_low);
+  put_double(out, empty ? 0.0 : s.m2);
+  put_double(out, min_known ? s.min : 0.0);
+  put_double(out, max_known ? s.max : 0.0);
+  return out;
+}
+
+std::optional<MeanState> decode_mean_state(const void* bytes, size_t size) {
+  if (!bytes || size != kMeanStateBytes) return std::nullopt;
+  const auto* p = static_cast<const unsigned char*>(bytes);
+  if (p[0] != kMagic0 || p[1] != kMagic1 || p[2] != kMeanStateVersion) return std::nullopt;
+  const unsigned char flags = p[3];
+  if (flags & ~(kMinKnown | kMaxKnown)) return std::nullopt;
+  MeanState s{};
+  s.count = static_cast<int64_t>(get_u64(p + 4));
+  s.weight = get_double(p + 12);
+  s.mean = get_double(p + 20);
+  s.mean_low = get_double(p + 28);
+  s.m2 = get_double(p + 36);
+  s.min = get_double(p + 44);
+  s.max = get_double(p + 52);
+  s.min_known = flags & kMinKnown;
+  s.max_known = flags & kMaxKnown;
+  for (double d : {s.weight, s.mean, s.mean_low, s.m2, s.min, s.max})
+    if (!std::isfinite(d)) return std::nullopt;
+  if (s.count < 0) return std::nullopt;
+  if (s.count == 0) {  // the empty state has one form: every field zero
+    if (flags || s.weight != 0 || s.mean != 0 || s.mean_low != 0 || s.m2 != 0 || s.min != 0 || s.max != 0)
+      return std::nullopt;
+    return s;
+  }
+  if (!(s.weight > 0) || s.m2 < 0) return std::nullopt;
+  if (std::fabs(s.mean_low) > std::fabs(s.mean) * 0x1p-52) return std::nullopt;
+  if (!s.min_known && s.min != 0) return std::nullopt;
+  if (!s.max_known && s.max != 0) return std::nullopt;
+  if (s.min_known && s.max_known && s.min > s.max) return std::nullopt;
+  return s;
+}
+
+}  // namespace pp

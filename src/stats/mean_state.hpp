@@ -1,0 +1,83 @@
+// Incremental means that can be stored and merged without history (paper §III.B, "incremental
+// means"): the state of a set of (value, weight) observations, and the pure arithmetic on it.
+// No SQLite here; src/stats/mean_functions.cpp turns it into pp_mean, pp_mean_merge and the readers.
+//
+// The state holds count, weight sum, mean, M2 (sum of w * (x - mean)^2), min and max:
+//   add       West's weighted form of Welford's update (D. H. D. West, CACM 22(9), 1979);
+//   merge     Chan, Golub and LeVeque's pairwise combination, so the state of any partition of
+//             the data, merged in any order, is the state of the whole (up to rounding);
+//   unmerge   the exact inverse of merge, used by sliding window frames (xInverse).
+// Unweighted data is the case w = 1, so the weight sum then equals the count exactly.
+//
+// The mean is carried as an unevaluated sum of two doubles (mean + mean_low, "double-double"):
+// with values offset far from zero (1e6 +- 1) one ulp of the mean is 1e-10, and a merge squares
+// the difference of two means, so a plain double mean would cost the stddev of merged states
+// about 1e-11 of relative accuracy; the low part keeps it near 1e-16.
+//
+// min and max cannot be un-folded: once a sliding frame removes a value that may have been the
+// minimum (a value <= min), the minimum is unknown (min_known = false) until the state is empty
+// again. Removing a value strictly greater than the minimum keeps it exact. Same for max.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace pp {
+
+// Trivial, so that zero-filled memory (sqlite3_aggregate_context) is the empty state.
+struct MeanState {
+  int64_t count;    // observations folded in
+  double weight;    // sum of their weights (== count when unweighted)
+  double mean;      // weighted mean: mean + mean_low
+  double mean_low;  // low-order part of the mean, |mean_low| <= ulp(mean) / 2
+  double m2;        // sum of w * (x - mean)^2
+  double min;       // meaningful only while min_known
+  double max;       // meaningful only while max_known
+  bool min_known;
+  bool max_known;
+
+  bool empty() const { return count == 0; }
+
+  // The state of the single observation x with weight w (w > 0, both finite).
+  static MeanState of(double x, double w = 1.0);
+
+  // Folds in one observation (x finite, w finite and > 0).
+  void add(double x, double w = 1.0);
+  // Removes one observation that was added before (the inverse of add).
+  void remove(double x, double w = 1.0);
+  // Folds in every observation of other.
+  void merge(const MeanState& other);
+  // Removes the observations of part, which must all have been folded in before.
+  // Throws std::logic_error when part is larger than this state, or when removing it leaves
+  // a weight sum that rounding has made meaningless (weights differing by more than 2^52).
+  void unmerge(const MeanState& part);
+
+  // Mean, or nullopt when empty.
+  std::optional<double> value() const;
+  // Standard deviation with frequency weights: sqrt(M2 / (W - 1)), each unit of weight being one
+  // observation; for unweighted data the usual sample standard deviation. nullopt when W <= 1.
+  std::optional<double> stddev() const;
+  std::optional<double> minimum() const;
+  std::optional<double> maximum() const;
+};
+
+// The stored form (all little-endian, 60 bytes):
+//   0  2 bytes  magic "pm"
+//   2  1 byte   version, 1
+//   3  1 byte   flags: bit 0 min known, bit 1 max known; other bits 0
+//   4  int64    count
+//  12  double   weight sum
+//  20  double   mean (high part)
+//  28  double   mean (low part)
+//  36  double   M2
+//  44  double   min (0 when not known)
+//  52  double   max (0 when not known)
+constexpr size_t kMeanStateBytes = 60;
+constexpr unsigned char kMeanStateVersion = 1;
+
+std::string encode_mean_state(const MeanState& state);
+// nullopt unless bytes is a well-formed version-1 state.
+std::optional<MeanState> decode_mean_state(const void* bytes, size_t size);
+
+}  // namespace pp
