@@ -15,7 +15,9 @@
 #include <string>
 #include <string_view>
 
-#include "events/event_reader.hpp"
+#include "events/event_fields.hpp"
+#include "events/event_line.hpp"
+#include "events/job_header.hpp"
 #include "fuzz/fuzz_check.hpp"
 
 namespace {
@@ -24,29 +26,21 @@ using nlohmann::json;
 using pp::LayerEvent;
 using pp::LineKind;
 
-struct FieldSpec {
-  const char* name;
-  char type;  // 's' text, 'S' text or null, 'i' integer, 'I' integer or null, 'b' bool, 'n' number
-};
-constexpr FieldSpec kFields[] = {
-    {"job_id", 's'}, {"host_name", 'S'}, {"ip", 'S'}, {"pod", 'S'}, {"namespace", 'S'},
-    {"gpu_uuid", 's'}, {"gpu", 'I'}, {"rank", 'i'}, {"local_rank", 'i'}, {"world_size", 'i'},
-    {"pid", 'i'}, {"epoch", 'i'}, {"batch", 'i'}, {"layer", 's'}, {"layer_type", 's'},
-    {"forward", 'b'}, {"t_start_ns", 'i'}, {"t_end_ns", 'i'}, {"cpu_num", 'n'}};
-
 bool is_int64(const json& v) {
   return v.is_number_integer() && (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t{INT64_MAX});
 }
 
-bool has_type(const json& v, char type) {
+// Whether a JSON value has the type of an event field (events/event_fields.hpp).
+bool has_type(const json& v, pp::FieldType type) {
   switch (type) {
-    case 's': return v.is_string();
-    case 'S': return v.is_string() || v.is_null();
-    case 'i': return is_int64(v);
-    case 'I': return is_int64(v) || v.is_null();
-    case 'b': return v.is_boolean();
-    default: return v.is_number();
+    case pp::FieldType::Text: return v.is_string();
+    case pp::FieldType::NullableText: return v.is_string() || v.is_null();
+    case pp::FieldType::Integer: return is_int64(v);
+    case pp::FieldType::NullableInteger: return is_int64(v) || v.is_null();
+    case pp::FieldType::Boolean: return v.is_boolean();
+    case pp::FieldType::Number: return v.is_number();
   }
+  return false;
 }
 
 // What the line means to nlohmann; nullopt where the reader may differ (see above).
@@ -74,51 +68,46 @@ std::optional<LineKind> reference_kind(std::string_view line, json& out) {
   if (max_depth > 200 || duplicate) return std::nullopt;
   if (!out.is_object()) return LineKind::Malformed;
   if (out.contains("record") && out["record"] == "job") return LineKind::JobHeader;
-  for (const FieldSpec& f : kFields)
-    if (!out.contains(f.name) || !has_type(out[f.name], f.type)) return LineKind::Malformed;
+  for (int f = 0; f < pp::kEventFieldCount; ++f) {
+    const std::string key(pp::kEventFieldKeys[f]);
+    if (!out.contains(key) || !has_type(out[key], pp::kEventFieldTypes[f])) return LineKind::Malformed;
+  }
   return LineKind::Event;
 }
 
-void check_text(const json& j, const char* name, const std::string& value, bool null) {
-  if (j[name].is_null()) {
-    PP_FUZZ_CHECK(null, "field %s: null not flagged", name);
-  } else {
-    PP_FUZZ_CHECK(!null, "field %s: flagged null", name);
-    PP_FUZZ_CHECK(j[name].get<std::string>() == value, "field %s: '%s' but the reference has '%s'",
-                  name, pp_fuzz::printable(value).c_str(),
-                  pp_fuzz::printable(j[name].get<std::string>()).c_str());
+// Checks one decoded field against the reference's value.
+struct CheckField {
+  const json& value;
+  const char* name;
+  void operator()(const std::string& text) const {
+    PP_FUZZ_CHECK(value.get<std::string>() == text, "field %s: '%s' but the reference has '%s'", name,
+                  pp_fuzz::printable(text).c_str(), pp_fuzz::printable(value.get<std::string>()).c_str());
   }
-}
-
-void check_integer(const json& j, const char* name, int64_t value) {
-  PP_FUZZ_CHECK(j[name].get<int64_t>() == value, "field %s: %lld but the reference has %lld", name,
-                static_cast<long long>(value), static_cast<long long>(j[name].get<int64_t>()));
-}
+  void operator()(const pp::Nullable<std::string>& text) const {
+    PP_FUZZ_CHECK(value.is_null() == text.null, "field %s: null %d but the reference %s", name, text.null,
+                  value.is_null() ? "is null" : "is not");
+    if (!value.is_null()) (*this)(text.value);
+  }
+  void operator()(int64_t n) const {
+    PP_FUZZ_CHECK(value.get<int64_t>() == n, "field %s: %lld but the reference has %lld", name,
+                  static_cast<long long>(n), static_cast<long long>(value.get<int64_t>()));
+  }
+  void operator()(const pp::Nullable<int64_t>& n) const {
+    PP_FUZZ_CHECK(value.is_null() == n.null, "field %s: null %d but the reference %s", name, n.null,
+                  value.is_null() ? "is null" : "is not");
+    if (!value.is_null()) (*this)(n.value);
+  }
+  void operator()(bool b) const { PP_FUZZ_CHECK(value.get<bool>() == b, "field %s differs", name); }
+  void operator()(double d) const {
+    PP_FUZZ_CHECK(value.get<double>() == d, "field %s: %.17g, reference %.17g", name, d, value.get<double>());
+  }
+};
 
 void check_event(const json& j, const LayerEvent& e) {
-  check_text(j, "job_id", e.job_id, false);
-  check_text(j, "host_name", e.host_name, e.host_name_null);
-  check_text(j, "ip", e.ip, e.ip_null);
-  check_text(j, "pod", e.pod, e.pod_null);
-  check_text(j, "namespace", e.namespace_, e.namespace_null);
-  check_text(j, "gpu_uuid", e.gpu_uuid, false);
-  if (j["gpu"].is_null())
-    PP_FUZZ_CHECK(e.gpu_null, "field gpu: null not flagged");
-  else
-    PP_FUZZ_CHECK(!e.gpu_null && j["gpu"].get<int64_t>() == e.gpu, "field gpu differs");
-  check_integer(j, "rank", e.rank);
-  check_integer(j, "local_rank", e.local_rank);
-  check_integer(j, "world_size", e.world_size);
-  check_integer(j, "pid", e.pid);
-  check_integer(j, "epoch", e.epoch);
-  check_integer(j, "batch", e.batch);
-  check_text(j, "layer", e.layer, false);
-  check_text(j, "layer_type", e.layer_type, false);
-  PP_FUZZ_CHECK(j["forward"].get<bool>() == e.forward, "field forward differs");
-  check_integer(j, "t_start_ns", e.t_start_ns);
-  check_integer(j, "t_end_ns", e.t_end_ns);
-  PP_FUZZ_CHECK(j["cpu_num"].get<double>() == e.cpu_num, "field cpu_num: %.17g, reference %.17g",
-                e.cpu_num, j["cpu_num"].get<double>());
+  for (int f = 0; f < pp::kEventFieldCount; ++f) {
+    const std::string key(pp::kEventFieldKeys[f]);
+    pp::visit_event_field(e, f, CheckField{j[key], key.c_str()});
+  }
 }
 
 const char* kind_name(LineKind k) {

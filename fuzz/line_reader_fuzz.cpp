@@ -17,7 +17,8 @@
 #include <string_view>
 
 #include "core/errors.hpp"
-#include "events/event_reader.hpp"
+#include "events/event_line.hpp"
+#include "events/line_reader.hpp"
 #include "fuzz/fuzz_check.hpp"
 
 namespace {
@@ -62,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = "/proc/self/fd/" + std::to_string(fd);
 
   try {
-    pp::LineReader reader(path, "layer_events");
+    pp::LineReader reader(path);
     std::string joined;
     std::string_view line;
     bool complete = true;

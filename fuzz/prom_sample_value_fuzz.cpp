@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "prometheus/prom_api.hpp"
+#include "prometheus/response_parser.hpp"
 #include "fuzz/fuzz_check.hpp"
 
 namespace {

@@ -1,5 +1,5 @@
-// Importing the hook client's event files into the attribution tables, where the last import
-// stopped: pp_refresh's first step.
+// Refresh step 1: importing the hook client's event files into the attribution tables, from
+// where the last import stopped.
 #pragma once
 #include <functional>
 #include <string>
@@ -15,9 +15,8 @@ namespace pp {
 // refreshing a running job reads only what was written since; a line still being written is
 // read again next time, and is warned about as malformed only when `final` (the writer is
 // done: a torn line stays torn). Other warnings (malformed lines, a file truncated or replaced
-// since) go to `warn` too. Returns the number of events added. Errors throw
-// pp::Error("FUNCTION: ...").
-long long import_event_files(sqlite3* db, const std::string& path, const char* function, bool final,
+// since) go to `warn` too. Returns the number of events added.
+long long import_event_files(sqlite3* db, const std::string& path, bool final,
                              const std::function<void(const std::string&)>& warn);
 
 }  // namespace pp

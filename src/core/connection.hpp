@@ -28,6 +28,10 @@ class Connection {
   // with pp_last_warnings(). They are cleared when a statement opens the first cursor on
   // one of the extension's tables, so they describe the latest statement that read data.
   void add_warning(const std::string& warning);
+  // A callback for code below the SQL boundary: adds "NAME: " + its warning.
+  std::function<void(const std::string&)> warner(const char* name) {
+    return [this, name](const std::string& warning) { add_warning(std::string(name) + ": " + warning); };
+  }
   std::vector<std::string> warnings() const;
 
   // Cursors of the extension's tables call these from xOpen/xClose. While at least one is open
@@ -54,20 +58,7 @@ class Connection {
 
 using ConnectionPtr = std::shared_ptr<Connection>;
 
-// What each area's register function receives.
-struct Registration {
-  sqlite3* db;
-  ConnectionPtr connection;
-};
-
-// Heap copy of the shared reference, handed to SQLite as user data and freed by its destructor.
-inline void* share_connection(const ConnectionPtr& connection) { return new ConnectionPtr(connection); }
-inline void release_connection(void* p) { delete static_cast<ConnectionPtr*>(p); }
+// The connection of a function registered with uses_connection (core/registration.hpp).
 inline Connection& connection_from(void* user_data) { return **static_cast<ConnectionPtr*>(user_data); }
-
-// Flags of the two kinds of function (GUIDE §6): network and file access is DIRECTONLY, so a
-// view or trigger stored in a database file cannot make requests as whoever opens it.
-constexpr int kPureFunction = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
-constexpr int kIoFunction = SQLITE_UTF8 | SQLITE_DIRECTONLY;
 
 }  // namespace pp

@@ -61,11 +61,9 @@ size_t read_header(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
-std::string read_secret_file(const std::string& path, const char* function, const char* setting) {
+std::string read_secret_file(const std::string& path, const char* setting) {
   std::ifstream in(path);
-  if (!in)
-    throw Error(std::string(function) + ": cannot read the file named by setting '" + setting +
-                "': '" + path + "'");
+  if (!in) throw Error(std::string("cannot read the file named by setting '") + setting + "': '" + path + "'");
   std::stringstream content;
   content << in.rdbuf();
   return std::string(trim(content.str()));
@@ -95,12 +93,11 @@ std::string HttpClient::escape(const std::string& value) {
   return result;
 }
 
-HttpResponse HttpClient::send(const std::string& url, const std::string& form_body,
-                              const Settings& settings, const char* function) {
+HttpResponse HttpClient::send(const std::string& url, const std::string& form_body, const Settings& settings) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!handle_->curl) {
     handle_->curl = curl_easy_init();
-    if (!handle_->curl) throw Error(std::string(function) + ": cannot initialize libcurl");
+    if (!handle_->curl) throw Error("cannot initialize libcurl");
   }
   CURL* curl = handle_->curl;
   const std::string shown_url = redact_url(url);
@@ -112,11 +109,10 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
   for (const auto& item : extra.items()) headers.add(item.key() + ": " + item.value().get<std::string>());
   if (!settings.get("bearer_token_file").empty())
     headers.add("Authorization: Bearer " +
-                read_secret_file(settings.get("bearer_token_file"), function, "bearer_token_file"));
+                read_secret_file(settings.get("bearer_token_file"), "bearer_token_file"));
   std::string password;
   if (!settings.get("basic_auth_password_file").empty())
-    password = read_secret_file(settings.get("basic_auth_password_file"), function,
-                                "basic_auth_password_file");
+    password = read_secret_file(settings.get("basic_auth_password_file"), "basic_auth_password_file");
 
   HttpResponse response;
   for (int attempt = 0;; ++attempt) {
@@ -162,7 +158,7 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
 
     std::string failure;
     if (transfer.too_large) {
-      throw Error(std::string(function) + ": the response from " + shown_url + " exceeds " +
+      throw Error("the response from " + shown_url + " exceeds " +
                   "max_response_bytes (" + settings.get("max_response_bytes") +
                   " bytes); narrow the query or raise the setting");
     } else if (code == CURLE_OPERATION_TIMEDOUT) {
@@ -174,7 +170,7 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
     }
     if (attempt >= retries) {
       if (!failure.empty())
-        throw Error(std::string(function) + ": cannot reach " + shown_url + ": " + failure +
+        throw Error("cannot reach " + shown_url + ": " + failure +
                     (attempt > 0 ? " (after " + std::to_string(attempt + 1) + " attempts)" : ""));
       return response;  // the last 429/5xx goes to the caller, who shows the server's message
     }

@@ -25,10 +25,9 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   // GET url, or POST form_body (application/x-www-form-urlencoded) when it is non-empty.
-  // Transport failures and exhausted retries throw pp::Error("FUNCTION: ..."); any HTTP status
+  // Transport failures and exhausted retries throw pp::Error; any HTTP status
   // is returned for the caller to interpret. Messages name the URL without credentials.
-  HttpResponse send(const std::string& url, const std::string& form_body, const Settings& settings,
-                    const char* function);
+  HttpResponse send(const std::string& url, const std::string& form_body, const Settings& settings);
 
   // URL-encodes one form or query value.
   std::string escape(const std::string& value);

@@ -61,16 +61,16 @@ const char* setting_type_name(SettingType type) {
 
 namespace {
 
-const SettingDefinition& find_definition(const std::string& key, const char* function) {
+const SettingDefinition& find_definition(const std::string& key) {
   for (const auto& d : setting_definitions())
     if (key == d.name) return d;
   std::string known;
   for (const auto& d : setting_definitions()) known += std::string(known.empty() ? "" : ", ") + d.name;
-  throw Error(std::string(function) + ": unknown setting '" + key + "' (known: " + known + ")");
+  throw Error("unknown setting '" + key + "' (known: " + known + ")");
 }
 
 std::string normalize(const SettingDefinition& d, const std::string& value) {
-  const std::string where = std::string("pp_config: setting '") + d.name + "' ";
+  const std::string where = std::string("setting '") + d.name + "' ";
   switch (d.type) {
     case SettingType::Integer: {
       int64_t n = 0;
@@ -132,8 +132,8 @@ Settings::Settings() {
   }
 }
 
-const std::string& Settings::get(const std::string& key, const char* function) const {
-  find_definition(key, function);
+const std::string& Settings::get(const std::string& key) const {
+  find_definition(key);
   return values_.at(key);
 }
 
@@ -152,11 +152,11 @@ double Settings::get_real(const std::string& key) const {
 bool Settings::get_bool(const std::string& key) const { return get(key) == "on"; }
 
 void Settings::set(const std::string& key, const std::string& value) {
-  values_[key] = normalize(find_definition(key, "pp_config"), value);
+  values_[key] = normalize(find_definition(key), value);
 }
 
 std::string Settings::display(const std::string& key) const {
-  const SettingDefinition& d = find_definition(key, "pp_config");
+  const SettingDefinition& d = find_definition(key);
   const std::string& value = values_.at(key);
   if (d.type == SettingType::Url) return redact_url(value);
   if (d.type == SettingType::HeadersJson) {

@@ -26,13 +26,13 @@ class Settings {
  public:
   Settings();  // defaults, with environment overrides applied
 
-  // Raw value; throws pp::Error naming `function` for an unknown key.
-  const std::string& get(const std::string& key, const char* function = "pp_config") const;
+  // Raw value; throws pp::Error for an unknown key.
+  const std::string& get(const std::string& key) const;
   int64_t get_int(const std::string& key) const;
   double get_real(const std::string& key) const;
   bool get_bool(const std::string& key) const;
 
-  // Validates and stores; throws pp::Error ("pp_config: ...") for unknown keys or bad values.
+  // Validates and stores; throws pp::Error for unknown keys or bad values.
   void set(const std::string& key, const std::string& value);
 
   // The value as it may be shown to a user: passwords in URLs and header values are masked.

@@ -5,29 +5,29 @@
 
 namespace pp {
 
-std::string required_text(sqlite3_value* value, const char* function, const char* argument) {
-  if (sqlite3_value_type(value) == SQLITE_NULL) throw argument_error(function, argument, "is NULL");
+std::string required_text(sqlite3_value* value, const char* argument) {
+  if (!value || sqlite3_value_type(value) == SQLITE_NULL) throw argument_error(argument, "is NULL");
   const unsigned char* text = sqlite3_value_text(value);
   if (!text) throw std::bad_alloc();
   return std::string(reinterpret_cast<const char*>(text), sqlite3_value_bytes(value));
 }
 
 std::optional<std::string> optional_text(sqlite3_value* value) {
-  if (sqlite3_value_type(value) == SQLITE_NULL) return std::nullopt;
+  if (!value || sqlite3_value_type(value) == SQLITE_NULL) return std::nullopt;
   const unsigned char* text = sqlite3_value_text(value);
   if (!text) throw std::bad_alloc();
   return std::string(reinterpret_cast<const char*>(text), sqlite3_value_bytes(value));
 }
 
-double required_double(sqlite3_value* value, const char* function, const char* argument) {
-  switch (sqlite3_value_type(value)) {
+double required_double(sqlite3_value* value, const char* argument) {
+  switch (value ? sqlite3_value_type(value) : SQLITE_NULL) {
     case SQLITE_INTEGER: return static_cast<double>(sqlite3_value_int64(value));
     case SQLITE_FLOAT: return sqlite3_value_double(value);
-    case SQLITE_NULL: throw argument_error(function, argument, "is NULL");
+    case SQLITE_NULL: throw argument_error(argument, "is NULL");
     default: {
       double d = 0;
-      const std::string text = required_text(value, function, argument);
-      if (!parse_double(text, d)) throw argument_error(function, argument, "is not a number: '" + text + "'");
+      const std::string text = required_text(value, argument);
+      if (!parse_double(text, d)) throw argument_error(argument, "is not a number: '" + text + "'");
       return d;
     }
   }
@@ -35,6 +35,18 @@ double required_double(sqlite3_value* value, const char* function, const char* a
 
 void result_text(sqlite3_context* ctx, const std::string& text) {
   sqlite3_result_text(ctx, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+}
+
+void result_value(sqlite3_context* ctx, const SqlValue& value) {
+  if (const auto* i = std::get_if<int64_t>(&value)) {
+    sqlite3_result_int64(ctx, *i);
+  } else if (const auto* d = std::get_if<double>(&value)) {
+    sqlite3_result_double(ctx, *d);
+  } else if (const auto* s = std::get_if<std::string>(&value)) {
+    result_text(ctx, *s);
+  } else {
+    sqlite3_result_null(ctx);
+  }
 }
 
 }  // namespace pp

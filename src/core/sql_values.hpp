@@ -1,19 +1,26 @@
-// Reading SQL arguments and setting results, with errors that name function and argument.
+// SQL values in C++: reading arguments (errors name the argument; the guard adds the
+// function), setting results, and SqlValue, a value held for binding or returning later.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "core/sqlite_api.hpp"
 
 namespace pp {
 
-// Text of a required argument; NULL is an error "FUNC: argument 'ARG' is NULL".
-std::string required_text(sqlite3_value* value, const char* function, const char* argument);
-// Text of an optional argument; NULL gives nullopt.
+// NULL, INTEGER, REAL or TEXT.
+using SqlValue = std::variant<std::monostate, int64_t, double, std::string>;
+
+// Text of a required argument; NULL is an error "argument 'ARG' is NULL".
+std::string required_text(sqlite3_value* value, const char* argument);
+// Text of an optional argument; NULL (or an absent argument, nullptr) gives nullopt.
 std::optional<std::string> optional_text(sqlite3_value* value);
 // A number, or text that parses as one entirely; anything else is an error naming the argument.
-double required_double(sqlite3_value* value, const char* function, const char* argument);
+double required_double(sqlite3_value* value, const char* argument);
 
 void result_text(sqlite3_context* ctx, const std::string& text);
+void result_value(sqlite3_context* ctx, const SqlValue& value);
 
 }  // namespace pp

@@ -2,8 +2,7 @@
 
 namespace pp {
 
-int plan_arguments(sqlite3_vtab* vtab, sqlite3_index_info* info, const char* function,
-                   int first_argument_column, const std::vector<ArgumentSpec>& arguments) {
+int plan_arguments(sqlite3_index_info* info, int first_argument_column, const std::vector<ArgumentSpec>& arguments) {
   const int n = static_cast<int>(arguments.size());
   std::vector<int> usable(n, -1);
   unsigned seen_unusable = 0;
@@ -27,17 +26,14 @@ int plan_arguments(sqlite3_vtab* vtab, sqlite3_index_info* info, const char* fun
       info->aConstraintUsage[usable[a]].omit = 1;
     } else if (arguments[a].required) {
       if (seen_unusable & (1u << a)) return SQLITE_CONSTRAINT;
-      set_vtab_error(vtab, std::string(function) + ": missing required argument '" +
-                               arguments[a].name + "'");
-      return SQLITE_ERROR;
+      throw Error(std::string("missing required argument '") + arguments[a].name + "'");
     }
   }
   info->idxNum = idx_num;
   return SQLITE_OK;
 }
 
-std::vector<sqlite3_value*> filter_arguments(int idx_num, int argc, sqlite3_value** argv,
-                                             size_t argument_count) {
+std::vector<sqlite3_value*> filter_arguments(int idx_num, int argc, sqlite3_value** argv, size_t argument_count) {
   std::vector<sqlite3_value*> values(argument_count, nullptr);
   int next = 0;
   for (size_t a = 0; a < argument_count && next < argc; ++a)
@@ -45,15 +41,51 @@ std::vector<sqlite3_value*> filter_arguments(int idx_num, int argc, sqlite3_valu
   return values;
 }
 
-int connect_table(sqlite3* db, void* client_data, const char* schema, bool does_io,
-                  sqlite3_vtab** out, char** error) {
+TableCursor::~TableCursor() {
+  for (sqlite3_value* v : arguments_) sqlite3_value_free(v);
+  connection->cursor_closed();
+}
+
+void TableCursor::keep_arguments(const std::vector<sqlite3_value*>& arguments) {
+  for (sqlite3_value* v : arguments_) sqlite3_value_free(v);
+  arguments_.clear();
+  for (sqlite3_value* v : arguments) {
+    sqlite3_value* copy = nullptr;
+    if (v && !(copy = sqlite3_value_dup(v))) throw std::bad_alloc();
+    arguments_.push_back(copy);
+  }
+}
+
+void TableCursor::result_argument(sqlite3_context* ctx, size_t argument) const {
+  if (argument < arguments_.size() && arguments_[argument])
+    sqlite3_result_value(ctx, arguments_[argument]);
+  else
+    sqlite3_result_null(ctx);
+}
+
+void RowsCursor::set_rows(std::vector<std::vector<SqlValue>> rows) {
+  rows_ = std::move(rows);
+  row_ = 0;
+  eof = rows_.empty();
+}
+
+void RowsCursor::column(sqlite3_context* ctx, int column) const {
+  const auto& row = rows_[row_];
+  if (static_cast<size_t>(column) < row.size())
+    result_value(ctx, row[static_cast<size_t>(column)]);
+  else
+    sqlite3_result_null(ctx);
+}
+
+int connect_table(sqlite3* db, void* client_data, const char* schema, bool does_io, sqlite3_vtab** out,
+                  char** error) {
   int rc = sqlite3_declare_vtab(db, schema);
   if (rc != SQLITE_OK) {
     *error = sqlite3_mprintf("%s", sqlite3_errmsg(db));
     return rc;
   }
-  // GUIDE §6: tables that reach the network or files must not run from a database file's
-  // views or triggers; pure tables are innocuous.
+  // Tables that reach the network or files must not run from a database file's views or
+  // triggers; pure tables are innocuous.
   sqlite3_vtab_config(db, does_io ? SQLITE_VTAB_DIRECTONLY : SQLITE_VTAB_INNOCUOUS);
   auto* table = new (std::nothrow) ConnectionTable();
   if (!table) return SQLITE_NOMEM;

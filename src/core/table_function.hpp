@@ -1,17 +1,31 @@
-// Shared mechanics of the extension's table-valued functions (eponymous virtual tables whose
-// arguments are HIDDEN columns, as in SQLite's ext/misc/series.c).
+// The one kit for the extension's table-valued functions: eponymous virtual tables whose
+// arguments are HIDDEN columns, as in SQLite's ext/misc/series.c. A table is one cursor type:
 //
-// plan_arguments() is the xBestIndex half: it hands each usable equality constraint on an
-// argument column to xFilter (in argument order), records which arguments are present as bits
-// of idxNum, and reports a missing required argument by name. A required argument that is
-// present but not usable in this plan (a join whose other side is not yet known) gives
-// SQLITE_CONSTRAINT, so SQLite picks a plan that can supply it.
+//   struct RangeCursor : TableCursor {
+//     static constexpr const char* kName = "prom_range";        // names its errors
+//     static constexpr const char* kSchema =                     // visible columns, then arguments
+//         "CREATE TABLE x(metric TEXT, labels TEXT, ts REAL, value REAL, query HIDDEN, ...)";
+//     static constexpr int kFirstArgument = 4;                   // first HIDDEN column
+//     static constexpr bool kDoesIo = true;                      // DIRECTONLY; else INNOCUOUS
+//     static int plan(sqlite3_index_info* info);                 // xBestIndex (plan_arguments...)
+//     using TableCursor::TableCursor;
+//     void filter(int idx_num, int argc, sqlite3_value** argv);  // starts; sets eof
+//     void next();                                               // moves on; sets eof at the end
+//     void column(sqlite3_context* ctx, int column) const;       // a visible column
+//   };
+//   const sqlite3_module kRangeModule = table_function_module<RangeCursor>();
+//
+// The kit does the rest: connecting (declaring kSchema, DIRECTONLY or INNOCUOUS), the cursor's
+// life and rowid (1, 2, ... in row order), and the hidden columns, which echo the arguments
+// that filter() passed to keep_arguments(). Every callback runs inside guard_vtab: nothing
+// thrown reaches SQLite, and messages get kName in front.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "core/connection.hpp"
-#include "core/errors.hpp"
+#include "core/guard.hpp"
+#include "core/sql_values.hpp"
 
 namespace pp {
 
@@ -20,34 +34,113 @@ struct ArgumentSpec {
   bool required;
 };
 
-// Returns SQLITE_OK, SQLITE_CONSTRAINT or SQLITE_ERROR (with vtab->zErrMsg set).
-int plan_arguments(sqlite3_vtab* vtab, sqlite3_index_info* info, const char* function,
-                   int first_argument_column, const std::vector<ArgumentSpec>& arguments);
+// The xBestIndex half of the arguments: hands each usable equality constraint on an argument
+// column to xFilter (in argument order), records which arguments are present as bits of
+// idxNum, and throws pp::Error "missing required argument 'NAME'". A required argument that is
+// present but not usable in this plan (a join whose other side is not yet known) gives
+// SQLITE_CONSTRAINT, so SQLite picks a plan that can supply it.
+int plan_arguments(sqlite3_index_info* info, int first_argument_column, const std::vector<ArgumentSpec>& arguments);
 
-// Maps xFilter's argv (present arguments only, in order) back to argument positions:
+// Maps xFilter's argv (present arguments first, in order) back to argument positions:
 // result[i] is the value of argument i, or nullptr when it was not given.
-std::vector<sqlite3_value*> filter_arguments(int idx_num, int argc, sqlite3_value** argv,
-                                             size_t argument_count);
+std::vector<sqlite3_value*> filter_arguments(int idx_num, int argc, sqlite3_value** argv, size_t argument_count);
 
-// Base of every table of the extension: the vtab keeps its connection's shared state.
+// A table of the extension: it keeps its connection's shared state.
 struct ConnectionTable : sqlite3_vtab {
   ConnectionPtr connection;
 };
 
-// Base of every cursor: counts itself open on the connection (see Connection::cursor_opened).
-struct ConnectionCursor : sqlite3_vtab_cursor {
-  explicit ConnectionCursor(ConnectionTable* table) : connection(table->connection) {
-    connection->cursor_opened();
-  }
-  ~ConnectionCursor() { connection->cursor_closed(); }
-  ConnectionCursor(const ConnectionCursor&) = delete;
-  ConnectionCursor& operator=(const ConnectionCursor&) = delete;
+// Base of every cursor. While one is open a statement is running (Connection::cursor_opened).
+class TableCursor : public sqlite3_vtab_cursor {
+ public:
+  explicit TableCursor(ConnectionTable* table) : connection(table->connection) { connection->cursor_opened(); }
+  virtual ~TableCursor();
+  TableCursor(const TableCursor&) = delete;
+  TableCursor& operator=(const TableCursor&) = delete;
+
+  // Copies of the call's argument values (nullptr: absent), echoed by the hidden columns.
+  void keep_arguments(const std::vector<sqlite3_value*>& arguments);
+  void result_argument(sqlite3_context* ctx, size_t argument) const;
+
   ConnectionPtr connection;
+  bool eof = true;
+  sqlite3_int64 rowid = 0;
+
+ private:
+  std::vector<sqlite3_value*> arguments_;
 };
 
-// xConnect for an eponymous table: declares the schema, marks it DIRECTONLY when it does I/O.
-int connect_table(sqlite3* db, void* client_data, const char* schema, bool does_io,
-                  sqlite3_vtab** out, char** error);
+// A cursor over a result computed whole in filter(): rows of SQL values.
+class RowsCursor : public TableCursor {
+ public:
+  using TableCursor::TableCursor;
+  void set_rows(std::vector<std::vector<SqlValue>> rows);
+  void next() { eof = ++row_ >= rows_.size(); }
+  void column(sqlite3_context* ctx, int column) const;
+
+ private:
+  std::vector<std::vector<SqlValue>> rows_;
+  size_t row_ = 0;
+};
+
+// xConnect and xDisconnect of every table.
+int connect_table(sqlite3* db, void* client_data, const char* schema, bool does_io, sqlite3_vtab** out,
+                  char** error);
 int disconnect_table(sqlite3_vtab* vtab);
+
+template <class Cursor>
+sqlite3_module table_function_module() {
+  sqlite3_module m{};  // eponymous (no xCreate/xDestroy) and read-only (no xUpdate)
+  m.xConnect = [](sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char** error) {
+    return connect_table(db, aux, Cursor::kSchema, Cursor::kDoesIo, out, error);
+  };
+  m.xBestIndex = [](sqlite3_vtab* vtab, sqlite3_index_info* info) {
+    return guard_vtab(vtab, Cursor::kName, [&] { return Cursor::plan(info); });
+  };
+  m.xDisconnect = disconnect_table;
+  m.xOpen = [](sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) {
+    return guard_vtab(vtab, Cursor::kName, [&] {
+      *out = new Cursor(static_cast<ConnectionTable*>(vtab));
+      return SQLITE_OK;
+    });
+  };
+  m.xClose = [](sqlite3_vtab_cursor* cursor) {
+    delete static_cast<Cursor*>(cursor);
+    return SQLITE_OK;
+  };
+  m.xFilter = [](sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlite3_value** argv) {
+    return guard_vtab(base->pVtab, Cursor::kName, [&] {
+      auto* cursor = static_cast<Cursor*>(base);
+      cursor->eof = true;
+      cursor->rowid = 1;
+      cursor->filter(idx_num, argc, argv);
+      return SQLITE_OK;
+    });
+  };
+  m.xNext = [](sqlite3_vtab_cursor* base) {
+    return guard_vtab(base->pVtab, Cursor::kName, [&] {
+      auto* cursor = static_cast<Cursor*>(base);
+      ++cursor->rowid;
+      cursor->next();
+      return SQLITE_OK;
+    });
+  };
+  m.xEof = [](sqlite3_vtab_cursor* cursor) { return static_cast<Cursor*>(cursor)->eof ? 1 : 0; };
+  m.xColumn = [](sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) {
+    return guard_vtab(base->pVtab, Cursor::kName, [&] {
+      const auto* cursor = static_cast<const Cursor*>(base);
+      if (column >= Cursor::kFirstArgument)
+        cursor->result_argument(ctx, static_cast<size_t>(column - Cursor::kFirstArgument));
+      else
+        cursor->column(ctx, column);
+      return SQLITE_OK;
+    });
+  };
+  m.xRowid = [](sqlite3_vtab_cursor* cursor, sqlite3_int64* rowid) {
+    *rowid = static_cast<Cursor*>(cursor)->rowid;
+    return SQLITE_OK;
+  };
+  return m;
+}
 
 }  // namespace pp

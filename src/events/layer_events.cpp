@@ -40,25 +40,21 @@
 // ("unsafe use of virtual table"); TEMP views and triggers can.
 #include <algorithm>
 #include <iterator>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "events/event_reader.hpp"
-#include "core/registry.hpp"
 #include "core/sql_values.hpp"
-#include "core/scan_module.hpp"
+#include "core/table_function.hpp"
+#include "events/event_file_scan.hpp"
+#include "events/events_tables.hpp"
 
 namespace pp {
 namespace {
 
-constexpr const char* kName = "layer_events";
-
+// The columns: the event fields (event_fields.hpp) in their order, then these.
 enum Column {
-  kJobId, kHostName, kIp, kPod, kNamespace, kGpuUuid, kGpu, kRank, kLocalRank, kWorldSize, kPid,
-  kEpoch, kBatch, kLayer, kLayerType, kForward, kTStartNs, kTEndNs, kCpuNum, kTStart, kTEnd,
-  kSourceFile, kLine,
+  kTStart = kEventFieldCount, kTEnd, kSourceFile, kLine,
   kPath,  // HIDDEN argument
 };
 
@@ -94,104 +90,49 @@ struct RangeFilter {
   }
 };
 
-void result_nullable_text(sqlite3_context* ctx, const std::string& text, bool null) {
-  if (null)
-    sqlite3_result_null(ctx);
-  else
-    sqlite3_result_text(ctx, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-}
+// Sets the result to an event field's value.
+struct ResultField {
+  sqlite3_context* ctx;
+  void operator()(const std::string& text) const { result_text(ctx, text); }
+  void operator()(const Nullable<std::string>& text) const {
+    if (text.null)
+      sqlite3_result_null(ctx);
+    else
+      result_text(ctx, text.value);
+  }
+  void operator()(int64_t value) const { sqlite3_result_int64(ctx, value); }
+  void operator()(const Nullable<int64_t>& value) const {
+    if (value.null)
+      sqlite3_result_null(ctx);
+    else
+      sqlite3_result_int64(ctx, value.value);
+  }
+  void operator()(bool value) const { sqlite3_result_int(ctx, value ? 1 : 0); }
+  void operator()(double value) const { sqlite3_result_double(ctx, value); }
+};
 
-struct EventsCursor : ConnectionCursor {
-  static constexpr const char* kName = pp::kName;
+struct EventsCursor : TableCursor {
+  static constexpr const char* kName = "layer_events";
+  static constexpr const char* kSchema =
+      "CREATE TABLE x(job_id TEXT, host_name TEXT, ip TEXT, pod TEXT, namespace TEXT, gpu_uuid TEXT, "
+      "gpu INTEGER, rank INTEGER, local_rank INTEGER, world_size INTEGER, pid INTEGER, epoch INTEGER, "
+      "batch INTEGER, layer TEXT, layer_type TEXT, forward INTEGER, t_start_ns INTEGER, t_end_ns INTEGER, "
+      "cpu_num REAL, t_start REAL, t_end REAL, source_file TEXT, line INTEGER, path HIDDEN)";
+  static constexpr int kFirstArgument = kPath;
+  static constexpr bool kDoesIo = true;
 
-  explicit EventsCursor(ConnectionTable* table)
-      : ConnectionCursor(table),
-        scan(kName, [connection = connection.get()](const std::string& w) { connection->add_warning(w); }) {}
+  explicit EventsCursor(ConnectionTable* table) : TableCursor(table), scan(connection->warner(kName)) {}
 
-  // The scan.
-  std::string path;  // the argument, shown in the hidden column
   EventFileScan scan;
   LayerEvent event;
   int64_t line = 0;
-  int64_t rowid = 0;
-  bool eof = true;
 
   // Pushed-down constraints.
   std::optional<std::string> job_id;
   std::vector<RangeFilter> ranges;
 
-  bool wanted() const {
-    if (job_id && event.job_id != *job_id) return false;
-    for (const RangeFilter& r : ranges)
-      if (!r.accepts(event)) return false;
-    return true;
-  }
-
-  // Moves to the next wanted event, opening files as needed; sets eof after the last.
-  void advance() {
-    std::string_view text;
-    bool complete = false;
-    LineKind kind;
-    while (scan.next_record(event, kind, text, complete))
-      if (kind == LineKind::Event && wanted()) {
-        line = scan.line_number();
-        ++rowid;
-        return;
-      }
-    eof = true;
-  }
-
-  void column(sqlite3_context* ctx, int column) const {
-    const LayerEvent& e = event;
-    switch (column) {
-      case kJobId: result_nullable_text(ctx, e.job_id, false); break;
-      case kHostName: result_nullable_text(ctx, e.host_name, e.host_name_null); break;
-      case kIp: result_nullable_text(ctx, e.ip, e.ip_null); break;
-      case kPod: result_nullable_text(ctx, e.pod, e.pod_null); break;
-      case kNamespace: result_nullable_text(ctx, e.namespace_, e.namespace_null); break;
-      case kGpuUuid: result_nullable_text(ctx, e.gpu_uuid, false); break;
-      case kGpu:
-        if (e.gpu_null)
-          sqlite3_result_null(ctx);
-        else
-          sqlite3_result_int64(ctx, e.gpu);
-        break;
-      case kRank: sqlite3_result_int64(ctx, e.rank); break;
-      case kLocalRank: sqlite3_result_int64(ctx, e.local_rank); break;
-      case kWorldSize: sqlite3_result_int64(ctx, e.world_size); break;
-      case kPid: sqlite3_result_int64(ctx, e.pid); break;
-      case kEpoch: sqlite3_result_int64(ctx, e.epoch); break;
-      case kBatch: sqlite3_result_int64(ctx, e.batch); break;
-      case kLayer: result_nullable_text(ctx, e.layer, false); break;
-      case kLayerType: result_nullable_text(ctx, e.layer_type, false); break;
-      case kForward: sqlite3_result_int(ctx, e.forward ? 1 : 0); break;
-      case kTStartNs: sqlite3_result_int64(ctx, e.t_start_ns); break;
-      case kTEndNs: sqlite3_result_int64(ctx, e.t_end_ns); break;
-      case kCpuNum: sqlite3_result_double(ctx, e.cpu_num); break;
-      case kTStart: sqlite3_result_double(ctx, ns_to_seconds(e.t_start_ns)); break;
-      case kTEnd: sqlite3_result_double(ctx, ns_to_seconds(e.t_end_ns)); break;
-      case kSourceFile: result_nullable_text(ctx, scan.source_file(), false); break;
-      case kLine: sqlite3_result_int64(ctx, line); break;
-      case kPath: result_nullable_text(ctx, path, false); break;
-      default: sqlite3_result_null(ctx); break;
-    }
-  }
-};
-
-int xConnect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char** error) {
-  return connect_table(db, aux,
-                       "CREATE TABLE x(job_id TEXT, host_name TEXT, ip TEXT, pod TEXT, "
-                       "namespace TEXT, gpu_uuid TEXT, gpu INTEGER, rank INTEGER, "
-                       "local_rank INTEGER, world_size INTEGER, pid INTEGER, epoch INTEGER, "
-                       "batch INTEGER, layer TEXT, layer_type TEXT, forward INTEGER, "
-                       "t_start_ns INTEGER, t_end_ns INTEGER, cpu_num REAL, t_start REAL, "
-                       "t_end REAL, source_file TEXT, line INTEGER, path HIDDEN)",
-                       /*does_io=*/true, out, error);
-}
-
-int xBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) {
-  return guard_vtab(vtab, kName, [&] {
-    const int rc = plan_arguments(vtab, info, kName, kPath, {{"path", true}});
+  static int plan(sqlite3_index_info* info) {
+    const int rc = plan_arguments(info, kPath, {{"path", true}});
     if (rc != SQLITE_OK) return rc;
 
     // One constraint per push-down bit, in bit order so xFilter can find their values.
@@ -201,7 +142,7 @@ int xBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) {
       const auto& c = info->aConstraint[i];
       if (!c.usable) continue;
       int bit = 0;
-      if (c.iColumn == kJobId && c.op == SQLITE_INDEX_CONSTRAINT_EQ) {
+      if (c.iColumn == kEventField_job_id && c.op == SQLITE_INDEX_CONSTRAINT_EQ) {
         // A NOCASE (or other) comparison may match rows that a byte comparison would drop.
         const char* collation = sqlite3_vtab_collation(info, i);
         if (collation && sqlite3_stricmp(collation, "BINARY") != 0) continue;
@@ -228,55 +169,69 @@ int xBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) {
     info->estimatedRows = static_cast<sqlite3_int64>(rows);
     info->estimatedCost = 100000 + rows;
     return SQLITE_OK;
-  });
-}
+  }
 
-int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlite3_value** argv) {
-  auto* cursor = static_cast<EventsCursor*>(base);
-  return guard_vtab(base->pVtab, kName, [&] {
-    cursor->rowid = 0;
-    cursor->eof = true;
-    cursor->job_id.reset();
-    cursor->ranges.clear();
-
-    cursor->path = required_text(filter_arguments(idx_num, argc, argv, 1)[0], kName, "path");
-    int next = idx_num & 1;
+  void filter(int idx_num, int argc, sqlite3_value** argv) {
+    job_id.reset();
+    ranges.clear();
+    const auto args = filter_arguments(idx_num, argc, argv, 1);
+    keep_arguments(args);
+    const std::string path = required_text(args[0], "path");
+    int next_value = idx_num & 1;
     bool impossible = false;  // a comparison with NULL: no row can match
     for (int index = 0; index < kPushDownBits; ++index) {
       const int bit = 1 << (index + 1);
-      if (!(idx_num & bit) || next >= argc) continue;
-      sqlite3_value* value = argv[next++];
+      if (!(idx_num & bit) || next_value >= argc) continue;
+      sqlite3_value* value = argv[next_value++];
       const int type = sqlite3_value_type(value);
       if (type == SQLITE_NULL) {
         impossible = true;
       } else if (bit == kJobIdBit) {
-        if (type == SQLITE_TEXT) cursor->job_id = required_text(value, kName, "job_id");
+        if (type == SQLITE_TEXT) job_id = required_text(value, "job_id");
         // other types: affinity rules decide; SQLite's own check does it
       } else if (type == SQLITE_INTEGER || type == SQLITE_FLOAT) {
         const int range = index - (kRangeShift - 1);
-        cursor->ranges.push_back(RangeFilter{range >= 4, kRangeOps[range % 4],
-                                             sqlite3_value_double(value)});
+        ranges.push_back(RangeFilter{range >= 4, kRangeOps[range % 4], sqlite3_value_double(value)});
       }
     }
+    scan.start(path);
+    if (!impossible) next();
+  }
 
-    cursor->scan.start(cursor->path);
-    if (impossible) return SQLITE_OK;
-    cursor->eof = false;
-    cursor->advance();
-    return SQLITE_OK;
-  });
-}
+  bool wanted() const {
+    if (job_id && event.job_id != *job_id) return false;
+    for (const RangeFilter& r : ranges)
+      if (!r.accepts(event)) return false;
+    return true;
+  }
 
-const sqlite3_module kModule = scan_module<EventsCursor>(xConnect, xBestIndex, xFilter);
+  // Moves to the next wanted event, opening files as needed; sets eof after the last.
+  void next() {
+    std::string_view text;
+    bool complete = false;
+    LineKind kind;
+    while (scan.next_record(event, kind, text, complete))
+      if (kind == LineKind::Event && wanted()) {
+        line = scan.line_number();
+        eof = false;
+        return;
+      }
+    eof = true;
+  }
+
+  void column(sqlite3_context* ctx, int column) const {
+    switch (column) {
+      case kTStart: sqlite3_result_double(ctx, ns_to_seconds(event.t_start_ns)); break;
+      case kTEnd: sqlite3_result_double(ctx, ns_to_seconds(event.t_end_ns)); break;
+      case kSourceFile: result_text(ctx, scan.source_file()); break;
+      case kLine: sqlite3_result_int64(ctx, line); break;
+      default: visit_event_field(event, column, ResultField{ctx}); break;
+    }
+  }
+};
 
 }  // namespace
 
-int register_layer_jobs(const Registration& r);  // src/events/layer_jobs.cpp: the same files' headers
-
-int register_layer_events(const Registration& r) {
-  int rc = create_connection_module(r, kName, &kModule);
-  if (rc == SQLITE_OK) rc = register_layer_jobs(r);
-  return rc;
-}
+const sqlite3_module kLayerEventsModule = table_function_module<EventsCursor>();
 
 }  // namespace pp

@@ -34,53 +34,60 @@
 // ("unsafe use of virtual table"); TEMP views and triggers can.
 #include <string>
 
-#include "events/event_reader.hpp"
-#include "core/registry.hpp"
 #include "core/sql_values.hpp"
-#include "core/scan_module.hpp"
+#include "core/table_function.hpp"
+#include "events/event_file_scan.hpp"
+#include "events/events_tables.hpp"
+#include "events/job_header.hpp"
 
 namespace pp {
 namespace {
 
-constexpr const char* kName = "layer_jobs";
+enum Column { kJobId, kHostName, kPid, kParams, kCommand, kTorchVersion, kStartTime, kSourceFile, kLine, kPath };
 
-enum Column {
-  kJobId, kHostName, kPid, kParams, kCommand, kTorchVersion, kStartTime, kSourceFile, kLine,
-  kPath,  // HIDDEN argument
-};
-
-void result_optional(sqlite3_context* ctx, const std::optional<std::string>& text) {
-  if (text)
-    sqlite3_result_text(ctx, text->data(), static_cast<int>(text->size()), SQLITE_TRANSIENT);
-  else
+template <class T>
+void result_optional(sqlite3_context* ctx, const std::optional<T>& value) {
+  if (!value)
     sqlite3_result_null(ctx);
-}
-
-void result_optional(sqlite3_context* ctx, const std::optional<int64_t>& value) {
-  if (value)
+  else if constexpr (std::is_same_v<T, std::string>)
+    result_text(ctx, *value);
+  else
     sqlite3_result_int64(ctx, *value);
-  else
-    sqlite3_result_null(ctx);
 }
 
-struct JobsCursor : ConnectionCursor {
-  static constexpr const char* kName = pp::kName;
+struct JobsCursor : TableCursor {
+  static constexpr const char* kName = "layer_jobs";
+  static constexpr const char* kSchema =
+      "CREATE TABLE x(job_id TEXT, host_name TEXT, pid INTEGER, params INTEGER, command TEXT, "
+      "torch_version TEXT, start_time REAL, source_file TEXT, line INTEGER, path HIDDEN)";
+  static constexpr int kFirstArgument = kPath;
+  static constexpr bool kDoesIo = true;
 
-  explicit JobsCursor(ConnectionTable* table)
-      : ConnectionCursor(table),
-        scan(kName, [connection = connection.get()](const std::string& w) { connection->add_warning(w); }) {}
+  explicit JobsCursor(ConnectionTable* table) : TableCursor(table), scan(connection->warner(kName)) {}
 
-  std::string path;  // the argument, shown in the hidden column
   EventFileScan scan;
   LayerEvent event;  // parse_event_line's output, unused: events give no rows here
   JobHeader header;
   int64_t line = 0;
-  int64_t rowid = 0;
-  bool eof = true;
   std::string problem;
 
+  static int plan(sqlite3_index_info* info) {
+    const int rc = plan_arguments(info, kPath, {{"path", true}});
+    // Every line is read; a header is one line per process.
+    info->estimatedRows = 10;
+    info->estimatedCost = 100000;
+    return rc;
+  }
+
+  void filter(int idx_num, int argc, sqlite3_value** argv) {
+    const auto args = filter_arguments(idx_num, argc, argv, 1);
+    keep_arguments(args);
+    scan.start(required_text(args[0], "path"));
+    next();
+  }
+
   // Moves to the next header line; sets eof after the last line of the last file.
-  void advance() {
+  void next() {
     std::string_view text;
     bool complete = false;
     LineKind kind;
@@ -88,7 +95,7 @@ struct JobsCursor : ConnectionCursor {
       if (kind != LineKind::JobHeader) continue;
       if (parse_job_header(text, header, problem)) {
         line = scan.line_number();
-        ++rowid;
+        eof = false;
         return;
       }
       scan.skip(problem, complete);
@@ -113,49 +120,13 @@ struct JobsCursor : ConnectionCursor {
         break;
       case kSourceFile: result_text(ctx, scan.source_file()); break;
       case kLine: sqlite3_result_int64(ctx, line); break;
-      case kPath: result_text(ctx, path); break;
       default: sqlite3_result_null(ctx); break;
     }
   }
 };
 
-int xConnect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char** error) {
-  return connect_table(db, aux,
-                       "CREATE TABLE x(job_id TEXT, host_name TEXT, pid INTEGER, params INTEGER, "
-                       "command TEXT, torch_version TEXT, start_time REAL, source_file TEXT, "
-                       "line INTEGER, path HIDDEN)",
-                       /*does_io=*/true, out, error);
-}
-
-int xBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) {
-  return guard_vtab(vtab, kName, [&] {
-    const int rc = plan_arguments(vtab, info, kName, kPath, {{"path", true}});
-    // Every line is read; a header is one line per process.
-    info->estimatedRows = 10;
-    info->estimatedCost = 100000;
-    return rc;
-  });
-}
-
-int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlite3_value** argv) {
-  auto* cursor = static_cast<JobsCursor*>(base);
-  return guard_vtab(base->pVtab, kName, [&] {
-    cursor->rowid = 0;
-    cursor->eof = true;
-    cursor->path = required_text(filter_arguments(idx_num, argc, argv, 1)[0], kName, "path");
-    cursor->scan.start(cursor->path);
-    cursor->eof = false;
-    cursor->advance();
-    return SQLITE_OK;
-  });
-}
-
-const sqlite3_module kModule = scan_module<JobsCursor>(xConnect, xBestIndex, xFilter);
-
 }  // namespace
 
-int register_layer_jobs(const Registration& r) {
-  return create_connection_module(r, kName, &kModule);
-}
+const sqlite3_module kLayerJobsModule = table_function_module<JobsCursor>();
 
 }  // namespace pp

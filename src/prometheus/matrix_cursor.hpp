@@ -8,14 +8,14 @@
 #include <memory>
 #include <vector>
 
-#include "prometheus/prom_api.hpp"
 #include "core/table_function.hpp"
+#include "prometheus/response_parser.hpp"
 
 namespace pp {
 
-// Column layout common to both tables; hidden argument columns follow kFirstArgument.
-enum MatrixColumn { kMetricColumn, kLabelsColumn, kTsColumn, kValueColumn, kFirstArgument };
-constexpr const char* kMatrixColumns = "metric TEXT, labels TEXT, ts REAL, value REAL";
+// Column layout common to both tables; hidden argument columns follow kMatrixFirstArgument.
+enum MatrixColumn { kMetricColumn, kLabelsColumn, kTsColumn, kValueColumn, kMatrixFirstArgument };
+#define PP_MATRIX_COLUMNS "metric TEXT, labels TEXT, ts REAL, value REAL"
 
 struct MatrixChunk {
   std::function<std::shared_ptr<const PromMatrix>()> fetch;
@@ -23,29 +23,23 @@ struct MatrixChunk {
   int64_t through_ms;
 };
 
-struct MatrixCursor : ConnectionCursor {
-  using ConnectionCursor::ConnectionCursor;
-  ~MatrixCursor();
+class MatrixCursor : public TableCursor {
+ public:
+  static constexpr int kFirstArgument = kMatrixFirstArgument;
+  static constexpr bool kDoesIo = true;
+  using TableCursor::TableCursor;
 
-  // Replaces the chunks and moves to the first row. Hidden argument values are kept for xColumn.
-  void start(std::vector<MatrixChunk> chunks, int argc, sqlite3_value** argv);
+  // Replaces the chunks and moves to the first row.
+  void start(std::vector<MatrixChunk> chunks);
   void next();
-  bool eof() const { return chunk_ >= chunks_.size(); }
-  int column(sqlite3_context* ctx, int column);
-  sqlite3_int64 rowid() const { return rowid_; }
+  void column(sqlite3_context* ctx, int column) const;
 
  private:
   void settle();  // moves forward to a point that passes the chunk's window, fetching as needed
-  void clear_arguments();
 
   std::vector<MatrixChunk> chunks_;
   size_t chunk_ = 0, series_ = 0, point_ = 0;
   std::shared_ptr<const PromMatrix> matrix_;
-  sqlite3_int64 rowid_ = 0;
-  std::vector<sqlite3_value*> arguments_;
 };
-
-// Module callbacks that only depend on the cursor (xOpen, xClose, xNext, xEof, xColumn, xRowid).
-void fill_matrix_module(sqlite3_module& module);
 
 }  // namespace pp

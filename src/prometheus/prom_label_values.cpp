@@ -7,58 +7,44 @@
 //   label  the label name, e.g. 'UUID' or '__name__' for metric names (required)
 //   match  optional series selector restricting the series considered
 // Column: value.
-#include "prometheus/prom_api.hpp"
-#include "core/registry.hpp"
 #include "core/sql_values.hpp"
-#include "core/text_rows_cursor.hpp"
+#include "core/table_function.hpp"
+#include "prometheus/prom_client.hpp"
+#include "prometheus/prometheus_tables.hpp"
 
 namespace pp {
 namespace {
 
-constexpr const char* kName = "prom_label_values";
 const std::vector<ArgumentSpec> kArguments = {{"label", true}, {"match", false}};
 
-int xConnect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char** error) {
-  return connect_table(db, aux, "CREATE TABLE x(value TEXT, label HIDDEN, \"match\" HIDDEN)",
-                       /*does_io=*/true, out, error);
-}
+struct LabelValuesCursor : RowsCursor {
+  static constexpr const char* kName = "prom_label_values";
+  static constexpr const char* kSchema = "CREATE TABLE x(value TEXT, label HIDDEN, \"match\" HIDDEN)";
+  static constexpr int kFirstArgument = 1;
+  static constexpr bool kDoesIo = true;
+  using RowsCursor::RowsCursor;
 
-int xBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) {
-  const int rc = plan_arguments(vtab, info, kName, /*first_argument_column=*/1, kArguments);
-  info->estimatedRows = 100;
-  info->estimatedCost = 1e5;
-  return rc;
-}
+  static int plan(sqlite3_index_info* info) {
+    const int rc = plan_arguments(info, kFirstArgument, kArguments);
+    info->estimatedRows = 100;
+    info->estimatedCost = 1e5;
+    return rc;
+  }
 
-int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlite3_value** argv) {
-  auto* cursor = static_cast<TextRowsCursor*>(base);
-  return guard_vtab(base->pVtab, kName, [&] {
+  void filter(int idx_num, int argc, sqlite3_value** argv) {
     const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
-    const std::string label = required_text(args[0], kName, "label");
-    const auto match = args[1] ? optional_text(args[1]) : std::nullopt;
-    PromClient client(*cursor->connection, kName);
-    std::vector<TextRow> rows;
+    keep_arguments(args);
+    const std::string label = required_text(args[0], "label");
+    const auto match = optional_text(args[1]);
+    PromClient client(*connection, kName);
+    std::vector<std::vector<SqlValue>> rows;
     for (const std::string& value : *client.label_values(label, match)) rows.push_back({value});
-    cursor->start(std::move(rows), args);
-    return SQLITE_OK;
-  });
-}
-
-sqlite3_module make_module() {
-  sqlite3_module m{};
-  fill_text_rows_module<1>(m);
-  m.xConnect = xConnect;
-  m.xBestIndex = xBestIndex;
-  m.xFilter = xFilter;
-  return m;
-}
-
-const sqlite3_module kModule = make_module();
+    set_rows(std::move(rows));
+  }
+};
 
 }  // namespace
 
-int register_prom_label_values(const Registration& r) {
-  return create_connection_module(r, kName, &kModule);
-}
+const sqlite3_module kPromLabelValuesModule = table_function_module<LabelValuesCursor>();
 
 }  // namespace pp

@@ -17,86 +17,67 @@
 // `metric = '...'` and `metric REGEXP '...'` are pushed into the selector.
 #include <algorithm>
 
-#include "core/registry.hpp"
 #include "core/sql_values.hpp"
-#include "prometheus/time_parse.hpp"
 #include "prometheus/matrix_cursor.hpp"
 #include "prometheus/metric_pushdown.hpp"
+#include "prometheus/prom_client.hpp"
+#include "prometheus/prometheus_tables.hpp"
+#include "prometheus/time_parse.hpp"
 
 namespace pp {
 namespace {
 
-constexpr const char* kName = "prom_samples";
 const std::vector<ArgumentSpec> kArguments = {{"selector", true}, {"start", true}, {"end", true}};
 
 // Windows (after, through] of samples_chunk_seconds covering [start, end]: the first begins
 // 1 ms before start because Prometheus stores milliseconds.
-std::vector<MatrixChunk> plan(Connection& connection, const std::string& selector, int64_t start,
-                              int64_t end) {
+std::vector<MatrixChunk> plan_chunks(Connection& connection, const std::string& selector, int64_t start,
+                                     int64_t end) {
   const Settings& settings = connection.settings();
   const int64_t chunk_ms = std::max<int64_t>(1000, settings.get_int("samples_chunk_seconds") * 1000);
   const int64_t span = end - start + 1;
   const int64_t requests = (span + chunk_ms - 1) / chunk_ms;
   if (requests > settings.get_int("max_requests_per_query"))
-    throw Error(std::string(kName) + ": the range needs " + std::to_string(requests) +
-                " requests of samples_chunk_seconds = " + settings.get("samples_chunk_seconds") +
-                " (limit max_requests_per_query = " + settings.get("max_requests_per_query") +
-                "); use a shorter range or larger chunks");
-  auto client = std::make_shared<PromClient>(connection, kName);
+    throw Error("the range needs " + std::to_string(requests) + " requests of samples_chunk_seconds = " +
+                settings.get("samples_chunk_seconds") + " (limit max_requests_per_query = " +
+                settings.get("max_requests_per_query") + "); use a shorter range or larger chunks");
+  auto client = std::make_shared<PromClient>(connection, "prom_samples");
   std::vector<MatrixChunk> chunks;
   for (int64_t after = start - 1; after < end; after += chunk_ms) {
     const int64_t through = std::min(end, after + chunk_ms);
-    chunks.push_back({[client, selector, after, through] {
-                        return client->raw_samples(selector, through, through - after);
-                      },
+    chunks.push_back({[client, selector, after, through] { return client->raw_samples(selector, through, through - after); },
                       after, through});
   }
   return chunks;
 }
 
-int xConnect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char** error) {
-  return connect_table(db, aux,
-                       (std::string("CREATE TABLE x(") + kMatrixColumns +
-                        ", selector HIDDEN, start HIDDEN, \"end\" HIDDEN)")
-                           .c_str(),
-                       /*does_io=*/true, out, error);
-}
+struct SamplesCursor : MatrixCursor {
+  static constexpr const char* kName = "prom_samples";
+  static constexpr const char* kSchema =
+      "CREATE TABLE x(" PP_MATRIX_COLUMNS ", selector HIDDEN, start HIDDEN, \"end\" HIDDEN)";
+  using MatrixCursor::MatrixCursor;
 
-int xBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) {
-  const int rc = plan_arguments(vtab, info, kName, kFirstArgument, kArguments);
-  if (rc != SQLITE_OK) return rc;
-  info->estimatedRows = 100000;
-  info->estimatedCost = 1e6;
-  plan_metric_pushdown(info, kMetricColumn);
-  return SQLITE_OK;
-}
-
-int xFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlite3_value** argv) {
-  auto* cursor = static_cast<MatrixCursor*>(base);
-  return guard_vtab(base->pVtab, kName, [&] {
-    auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
-    const std::string selector = required_text(args[0], kName, "selector");
-    const auto [start, end] = parse_time_range(args[1], args[2], kName);
-    const auto pushed = apply_metric_pushdown(selector, idx_num, argc, argv);
-    cursor->start(pushed ? plan(*cursor->connection, *pushed, start, end) : std::vector<MatrixChunk>{},
-                  static_cast<int>(args.size()), args.data());
+  static int plan(sqlite3_index_info* info) {
+    const int rc = plan_arguments(info, kFirstArgument, kArguments);
+    if (rc != SQLITE_OK) return rc;
+    info->estimatedRows = 100000;
+    info->estimatedCost = 1e6;
+    plan_metric_pushdown(info, kMetricColumn);
     return SQLITE_OK;
-  });
-}
+  }
 
-sqlite3_module make_module() {
-  sqlite3_module m{};
-  fill_matrix_module(m);
-  m.xConnect = xConnect;
-  m.xBestIndex = xBestIndex;
-  m.xFilter = xFilter;
-  return m;
-}
-
-const sqlite3_module kModule = make_module();
+  void filter(int idx_num, int argc, sqlite3_value** argv) {
+    const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
+    keep_arguments(args);
+    const std::string selector = required_text(args[0], "selector");
+    const auto [start_ms, end_ms] = parse_time_range(args[1], args[2]);
+    const auto pushed = apply_metric_pushdown(selector, idx_num, argc, argv);
+    start(pushed ? plan_chunks(*connection, *pushed, start_ms, end_ms) : std::vector<MatrixChunk>{});
+  }
+};
 
 }  // namespace
 
-int register_prom_samples(const Registration& r) { return create_connection_module(r, kName, &kModule); }
+const sqlite3_module kPromSamplesModule = table_function_module<SamplesCursor>();
 
 }  // namespace pp

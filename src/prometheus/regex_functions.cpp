@@ -7,22 +7,23 @@
 // sqlite3_set_auxdata, so a statement compiles each constant pattern once (as regexp.c does).
 #include <re2/re2.h>
 
-#include "core/errors.hpp"
-#include "core/registry.hpp"
+#include <memory>
+
+#include "core/guard.hpp"
 #include "core/sql_values.hpp"
+#include "prometheus/prometheus_tables.hpp"
 
 namespace pp {
 namespace {
 
-const RE2& compiled_pattern(sqlite3_context* ctx, sqlite3_value* pattern_value, const char* function,
-                            const char* argument) {
+const RE2& compiled_pattern(sqlite3_context* ctx, sqlite3_value* pattern_value, const char* argument) {
   if (auto* cached = static_cast<RE2*>(sqlite3_get_auxdata(ctx, 0))) return *cached;
-  const std::string pattern = required_text(pattern_value, function, argument);
+  const std::string pattern = required_text(pattern_value, argument);
   RE2::Options options;
   options.set_log_errors(false);
   auto re = std::make_unique<RE2>(pattern, options);
   if (!re->ok())
-    throw argument_error(function, argument, "is not a valid regular expression: " + re->error());
+    throw argument_error(argument, "is not a valid regular expression: " + re->error());
   RE2* raw = re.release();
   sqlite3_set_auxdata(ctx, 0, raw, [](void* p) { delete static_cast<RE2*>(p); });
   // set_auxdata may have freed raw already (out of memory); fetch what SQLite kept.
@@ -38,7 +39,7 @@ void match(sqlite3_context* ctx, int, sqlite3_value** argv) {
       sqlite3_result_null(ctx);
       return;
     }
-    const RE2& re = compiled_pattern(ctx, argv[0], name, kFullMatch ? "regex" : "pattern");
+    const RE2& re = compiled_pattern(ctx, argv[0], kFullMatch ? "regex" : "pattern");
     const char* text = reinterpret_cast<const char*>(sqlite3_value_text(argv[1]));
     if (!text) throw std::bad_alloc();
     const re2::StringPiece subject(text, static_cast<size_t>(sqlite3_value_bytes(argv[1])));
@@ -49,13 +50,7 @@ void match(sqlite3_context* ctx, int, sqlite3_value** argv) {
 
 }  // namespace
 
-int register_regex_functions(const Registration& r) {
-  int rc = sqlite3_create_function_v2(r.db, "regexp", 2, kPureFunction, nullptr, match<false>,
-                                      nullptr, nullptr, nullptr);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_create_function_v2(r.db, "prom_match", 2, kPureFunction, nullptr, match<true>,
-                                    nullptr, nullptr, nullptr);
-  return rc;
-}
+void regexp_function(sqlite3_context* ctx, int argc, sqlite3_value** argv) { match<false>(ctx, argc, argv); }
+void prom_match_function(sqlite3_context* ctx, int argc, sqlite3_value** argv) { match<true>(ctx, argc, argv); }
 
 }  // namespace pp

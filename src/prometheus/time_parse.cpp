@@ -81,32 +81,32 @@ bool parse_rfc3339_ms(std::string_view s, int64_t& out_ms) {
   return true;
 }
 
-int64_t parse_time_ms(sqlite3_value* value, const char* function, const char* argument) {
+int64_t parse_time_ms(sqlite3_value* value, const char* argument) {
   int64_t ms = 0;
   switch (sqlite3_value_type(value)) {
     case SQLITE_NULL:
-      throw argument_error(function, argument, "is NULL");
+      throw argument_error(argument, "is NULL");
     case SQLITE_INTEGER:
     case SQLITE_FLOAT:
       if (!seconds_to_ms(sqlite3_value_double(value), ms))
-        throw argument_error(function, argument, "is not a usable unix time");
+        throw argument_error(argument, "is not a usable unix time");
       return ms;
     default: {
-      const std::string text = required_text(value, function, argument);
+      const std::string text = required_text(value, argument);
       double seconds = 0;
       if (parse_double(text, seconds) && seconds_to_ms(seconds, ms)) return ms;
       if (parse_rfc3339_ms(text, ms)) return ms;
-      throw argument_error(function, argument,
+      throw argument_error(argument,
                            "is not a time: '" + text +
                                "' (use unix seconds or RFC3339 such as 2024-05-01T12:00:00Z)");
     }
   }
 }
 
-TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end, const char* function) {
-  const TimeRange range{parse_time_ms(start, function, "start"), parse_time_ms(end, function, "end")};
+TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end) {
+  const TimeRange range{parse_time_ms(start, "start"), parse_time_ms(end, "end")};
   if (range.end_ms < range.start_ms)
-    throw Error(std::string(function) + ": argument 'end' (" + format_seconds(range.end_ms) +
+    throw Error("argument 'end' (" + format_seconds(range.end_ms) +
                 ") is before 'start' (" + format_seconds(range.start_ms) + ")");
   return range;
 }
@@ -147,29 +147,29 @@ bool parse_prometheus_duration_ms(std::string_view text, int64_t& out_ms) {
   return true;
 }
 
-int64_t parse_duration_ms(sqlite3_value* value, const char* function, const char* argument) {
+int64_t parse_duration_ms(sqlite3_value* value, const char* argument) {
   int64_t ms = 0;
   bool ok = false;
   std::string shown;
   switch (sqlite3_value_type(value)) {
     case SQLITE_NULL:
-      throw argument_error(function, argument, "is NULL");
+      throw argument_error(argument, "is NULL");
     case SQLITE_INTEGER:
     case SQLITE_FLOAT:
       ok = seconds_to_ms(sqlite3_value_double(value), ms);
       shown = std::to_string(sqlite3_value_double(value));
       break;
     default: {
-      shown = required_text(value, function, argument);
+      shown = required_text(value, argument);
       double seconds = 0;
       ok = (parse_double(shown, seconds) && seconds_to_ms(seconds, ms)) ||
            parse_prometheus_duration_ms(shown, ms);
     }
   }
   if (!ok)
-    throw argument_error(function, argument,
+    throw argument_error(argument,
                          "is not a duration: '" + shown + "' (use seconds or e.g. '15s', '1m30s')");
-  if (ms <= 0) throw argument_error(function, argument, "must be at least 1ms, got '" + shown + "'");
+  if (ms <= 0) throw argument_error(argument, "must be at least 1ms, got '" + shown + "'");
   return ms;
 }
 

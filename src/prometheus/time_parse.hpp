@@ -11,8 +11,8 @@ namespace pp {
 
 // A time argument: unix seconds (INTEGER, REAL or numeric text, fractions kept to the ms),
 // RFC3339 text ("2023-11-14T22:13:20.5Z", "...+02:00"), or SQLite's own UTC datetime text
-// ("2023-11-14 22:13:20"). Throws pp::Error naming function and argument otherwise.
-int64_t parse_time_ms(sqlite3_value* value, const char* function, const char* argument);
+// ("2023-11-14 22:13:20"). Throws pp::Error naming the argument otherwise.
+int64_t parse_time_ms(sqlite3_value* value, const char* argument);
 bool parse_rfc3339_ms(std::string_view text, int64_t& out_ms);
 
 // start and end arguments together: both parsed, end not before start (error names both).
@@ -20,11 +20,11 @@ struct TimeRange {
   int64_t start_ms;
   int64_t end_ms;
 };
-TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end, const char* function);
+TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end);
 
 // A step or range: seconds (number or numeric text) or a Prometheus duration ("15s", "1m30s",
 // "250ms", "1h", "2d", "1w", "1y"). Throws pp::Error unless the result is > 0.
-int64_t parse_duration_ms(sqlite3_value* value, const char* function, const char* argument);
+int64_t parse_duration_ms(sqlite3_value* value, const char* argument);
 bool parse_prometheus_duration_ms(std::string_view text, int64_t& out_ms);
 
 // 1700000000123 -> "1700000000.123"; whole seconds print without a fraction.

@@ -1,11 +1,11 @@
-// The estimator of pp_deconvolve (src/stats/deconvolve.hpp); docs/reference/deconvolve.md explains the method.
+// The estimator of pp_deconvolve (stats/deconvolve.hpp); docs/reference/deconvolve.md explains the method.
 //
 // Outline of deconvolve():
 //   1. rows -> one sparse row per sample (repeated layers merged, the '(rest)' remainder added);
 //   2. R of the QR factorization of [A | y], accumulated over blocks of rows with Eigen's
 //      HouseholderQR, so A is never stored dense: ||A x - y||^2 = ||R x - z||^2 + r0^2 and every
 //      later step works on the p x p system, with A's conditioning (never A^T A's);
-//   3. columns scaled to unit norm, BVLS (Stark-Parker) on the box;
+//   3. columns scaled to unit norm, BVLS (stats/bvls.hpp) on the box;
 //   4. uncertainty from the SVD of the scaled R: the classical covariance sigma^2 (A^T A)^-1 and
 //      the heteroscedasticity-robust HC3 sandwich, the larger of the two, over all unknowns with
 //      data (not only the free ones: which bounds are active is itself uncertain);
@@ -17,10 +17,12 @@
 #include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <nlohmann/json.hpp>
 #include <numeric>
+
+#include "core/errors.hpp"
+#include "stats/bvls.hpp"
+#include "stats/sample_key.hpp"
+#include "stats/student_t.hpp"
 
 namespace pp {
 
@@ -28,87 +30,20 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::string format_number(double v) {
-  char buffer[40];
-  std::snprintf(buffer, sizeof buffer, "%.17g", v);
-  // The shortest of %.15g..%.17g that reads back exactly, so 0.5 prints as 0.5.
-  for (int precision = 15; precision <= 17; ++precision) {
-    char shorter[40];
-    std::snprintf(shorter, sizeof shorter, "%.*g", precision, v);
-    if (std::strtod(shorter, nullptr) == v) return shorter;
-  }
-  return buffer;
-}
-
 bool same_value(double a, double b) {
   return a == b || std::fabs(a - b) <= 1e-12 * std::max(std::fabs(a), std::fabs(b));
 }
 
 }  // namespace
 
-// ---- sample keys ----
-
-std::string sample_key_integer(int64_t id) {
-  std::string key(1 + sizeof id, 'i');
-  std::memcpy(&key[1], &id, sizeof id);
-  return key;
-}
-
-std::string sample_key_real(double id) {
-  if (std::isfinite(id) && id == std::floor(id) && std::fabs(id) < 9.2e18)
-    return sample_key_integer(static_cast<int64_t>(id));
-  std::string key(1 + sizeof id, 'r');
-  std::memcpy(&key[1], &id, sizeof id);
-  return key;
-}
-
-std::string sample_key_text(std::string_view id) { return "t" + std::string(id); }
-
-std::string sample_key_blob(const void* data, size_t bytes) {
-  return "b" + std::string(static_cast<const char*>(data), bytes);
-}
-
-std::string sample_key_label(const std::string& key) {
-  if (key.empty()) return "?";
-  switch (key[0]) {
-    case 'i': {
-      int64_t id = 0;
-      std::memcpy(&id, key.data() + 1, sizeof id);
-      return std::to_string(id);
-    }
-    case 'r': {
-      double id = 0;
-      std::memcpy(&id, key.data() + 1, sizeof id);
-      return format_number(id);
-    }
-    case 't': {
-      std::string quoted = "'";
-      for (char c : key.substr(1, 60)) quoted += c == '\'' ? std::string("''") : std::string(1, c);
-      return quoted + (key.size() > 61 ? "...'" : "'");
-    }
-    default: {
-      static const char* hex = "0123456789abcdef";
-      std::string text = "x'";
-      for (size_t i = 1; i < key.size() && i <= 32; ++i) {
-        const auto byte = static_cast<unsigned char>(key[i]);
-        text += hex[byte >> 4];
-        text += hex[byte & 15];
-      }
-      return text + (key.size() > 33 ? "...'" : "'");
-    }
-  }
-}
-
-// ---- input ----
-
 uint32_t DeconvolveData::layer_index(std::string_view layer) {
   const std::string name(layer);
   auto found = layer_index_.find(name);
   if (found != layer_index_.end()) return found->second;
   if (name == kSystemKey)
-    throw DeconvolveInputError("layer_key", "'_system' is reserved (the key of the result's summary)");
+    throw argument_error("layer_key", "'_system' is reserved (the key of the result's summary)");
   if (layers_.size() >= DeconvolveLimits::kMaxUnknowns)
-    throw DeconvolveInputError("layer_key", "has more than " + std::to_string(DeconvolveLimits::kMaxUnknowns) +
+    throw argument_error("layer_key", "has more than " + std::to_string(DeconvolveLimits::kMaxUnknowns) +
                                                 " distinct values in one group");
   const auto index = static_cast<uint32_t>(layers_.size());
   layers_.push_back(name);
@@ -119,8 +54,8 @@ uint32_t DeconvolveData::layer_index(std::string_view layer) {
 void DeconvolveData::add(const std::string& sample_key, std::string_view layer, double weight,
                          std::optional<double> value) {
   if (!(weight >= 0 && weight <= 1 + DeconvolveLimits::kWeightSlack))
-    throw DeconvolveInputError("weight", "must be between 0 and 1 (the fraction of the sample's window)");
-  if (value && !std::isfinite(*value)) throw DeconvolveInputError("value", "must be finite");
+    throw argument_error("weight", "must be between 0 and 1 (the fraction of the sample's window)");
+  if (value && !std::isfinite(*value)) throw argument_error("value", "must be finite");
   const uint32_t layer_id = layer_index(layer);
   auto [it, inserted] = sample_index_.try_emplace(sample_key, static_cast<uint32_t>(samples_.size()));
   if (inserted) {
@@ -130,7 +65,7 @@ void DeconvolveData::add(const std::string& sample_key, std::string_view layer, 
   Sample& sample = samples_[it->second];
   if (value) {
     if (sample.has_value && !same_value(sample.value, *value))
-      throw DeconvolveInputError("value", "differs within sample " + sample_key_label(sample_key) + ": " +
+      throw argument_error("value", "differs within sample " + sample_key_label(sample_key) + ": " +
                                               format_number(sample.value) + " and " + format_number(*value) +
                                               " (a sample has one value, the same on all its rows)");
     sample.value = *value;
@@ -140,7 +75,7 @@ void DeconvolveData::add(const std::string& sample_key, std::string_view layer, 
   if (weight > 0) {
     sample.weight_sum += weight;
     if (sample.weight_sum > 1 + DeconvolveLimits::kSumSlack)
-      throw DeconvolveInputError("weight", "sums to " + format_number(sample.weight_sum) + " over the rows of sample " +
+      throw argument_error("weight", "sums to " + format_number(sample.weight_sum) + " over the rows of sample " +
                                                sample_key_label(sample_key) +
                                                ": the weights of a sample are fractions of its window, at most 1 in all");
     entries_.push_back({it->second, layer_id, weight});
@@ -148,192 +83,18 @@ void DeconvolveData::add(const std::string& sample_key, std::string_view layer, 
 }
 
 void DeconvolveData::set_bounds(double lower, double upper) {
-  if (std::isnan(lower) || lower == kInf) throw DeconvolveInputError("lower", "must be a number (NULL: no lower bound)");
-  if (std::isnan(upper) || upper == -kInf) throw DeconvolveInputError("upper", "must be a number (NULL: no upper bound)");
-  if (lower > upper) throw DeconvolveInputError("upper", "must not be below argument 'lower'");
+  if (std::isnan(lower) || lower == kInf) throw argument_error("lower", "must be a number (NULL: no lower bound)");
+  if (std::isnan(upper) || upper == -kInf) throw argument_error("upper", "must be a number (NULL: no upper bound)");
+  if (lower > upper) throw argument_error("upper", "must not be below argument 'lower'");
   if (bounds_set_) {
-    if (lower != lower_) throw DeconvolveInputError("lower", "must be the same on every row of a group");
-    if (upper != upper_) throw DeconvolveInputError("upper", "must be the same on every row of a group");
+    if (lower != lower_) throw argument_error("lower", "must be the same on every row of a group");
+    if (upper != upper_) throw argument_error("upper", "must be the same on every row of a group");
     return;
   }
   bounds_set_ = true;
   lower_ = lower;
   upper_ = upper;
 }
-
-// ---- Student's t ----
-
-namespace {
-
-double normal_quantile(double p) {
-  double lo = -40, hi = 40;
-  for (int i = 0; i < 200; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
-  }
-  return 0.5 * (lo + hi);
-}
-
-// P(|T| <= t) for integer dof (Abramowitz & Stegun 26.7.3 and 26.7.4, exact).
-double t_central_probability(double t, int64_t dof) {
-  const double theta = std::atan(t / std::sqrt(static_cast<double>(dof)));
-  const double c2 = std::cos(theta) * std::cos(theta);
-  if (dof % 2 == 1) {
-    double sum = 0, term = std::cos(theta);
-    for (int64_t k = 1; 2 * k + 1 <= dof; ++k) {
-      sum += term;
-      term *= c2 * (2.0 * k) / (2.0 * k + 1);
-    }
-    return 2 / M_PI * (theta + std::sin(theta) * sum);
-  }
-  double sum = 0, term = 1;
-  for (int64_t k = 1; 2 * k <= dof; ++k) {
-    sum += term;
-    term *= c2 * (2.0 * k - 1) / (2.0 * k);
-  }
-  return std::sin(theta) * sum;
-}
-
-}  // namespace
-
-double student_t_quantile(double p, int64_t dof) {
-  if (!(p > 0.5 && p < 1) || dof < 1) throw std::invalid_argument("student_t_quantile: p in (0.5, 1), dof >= 1");
-  if (dof > 200) {  // Cornish-Fisher expansion (A&S 26.7.5); error below 1e-9 here
-    const double z = normal_quantile(p), z2 = z * z, v = static_cast<double>(dof);
-    const double g1 = (z2 + 1) * z / 4;
-    const double g2 = ((5 * z2 + 16) * z2 + 3) * z / 96;
-    const double g3 = (((3 * z2 + 19) * z2 + 17) * z2 - 15) * z / 384;
-    const double g4 = ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) * z / 92160;
-    return z + g1 / v + g2 / (v * v) + g3 / (v * v * v) + g4 / (v * v * v * v);
-  }
-  const double central = 2 * p - 1;
-  double lo = 0, hi = 1;
-  while (t_central_probability(hi, dof) < central) hi *= 2;
-  for (int i = 0; i < 200; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    (t_central_probability(mid, dof) < central ? lo : hi) = mid;
-  }
-  return 0.5 * (lo + hi);
-}
-
-// ---- BVLS ----
-
-BvlsSolution solve_bvls(const Eigen::MatrixXd& C, const Eigen::VectorXd& d, const Eigen::VectorXd& lo,
-                        const Eigen::VectorXd& hi) {
-  using Eigen::Index;
-  const Index n = C.cols();
-  BvlsSolution s;
-  s.u = Eigen::VectorXd::Zero(n);
-  s.state.assign(static_cast<size_t>(n), 0);
-  for (Index j = 0; j < n; ++j) {  // start at a bound where there is one
-    if (lo(j) > -kInf) {
-      s.u(j) = lo(j);
-      s.state[j] = -1;
-    } else if (hi(j) < kInf) {
-      s.u(j) = hi(j);
-      s.state[j] = +1;
-    }
-  }
-  if (n == 0) return s;
-  const double column_norm = C.colwise().norm().maxCoeff();
-  const double tolerance = 1e-11 * column_norm * d.norm();
-
-  Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr;
-  // z = u with the free entries replaced by the least-squares solution given the bound ones.
-  auto free_solution = [&](Eigen::VectorXd& z) {
-    z = s.u;
-    std::vector<Index> free;
-    Eigen::VectorXd rhs = d;
-    for (Index j = 0; j < n; ++j) {
-      if (s.state[j] == 0) {
-        free.push_back(j);
-      } else {
-        rhs -= C.col(j) * s.u(j);
-      }
-    }
-    if (free.empty()) return;
-    Eigen::MatrixXd CF(C.rows(), static_cast<Index>(free.size()));
-    for (size_t i = 0; i < free.size(); ++i) CF.col(static_cast<Index>(i)) = C.col(free[i]);
-    qr.setThreshold(1e-10);  // columns have unit norm: relative rank tolerance
-    qr.compute(CF);
-    const Eigen::VectorXd zf = qr.solve(rhs);
-    for (size_t i = 0; i < free.size(); ++i) z(free[i]) = zf(static_cast<Index>(i));
-  };
-  // Moves u from a feasible point toward z (the free solution), binding each free variable
-  // whose bound stops the step, until the free solution is feasible (Lawson-Hanson's inner loop).
-  auto descend = [&](Eigen::VectorXd z) {
-    for (Index pass = 0; pass <= n; ++pass) {
-      if (pass > 0) free_solution(z);
-      double alpha = 1;
-      std::vector<std::pair<Index, double>> blocked;
-      for (Index j = 0; j < n; ++j) {
-        if (s.state[j] != 0) continue;
-        double a = 2;
-        if (z(j) < lo(j)) a = (s.u(j) - lo(j)) / (s.u(j) - z(j));
-        if (z(j) > hi(j)) a = (hi(j) - s.u(j)) / (z(j) - s.u(j));
-        if (a <= 1) {
-          blocked.emplace_back(j, std::max(a, 0.0));
-          alpha = std::min(alpha, std::max(a, 0.0));
-        }
-      }
-      if (blocked.empty()) {
-        for (Index j = 0; j < n; ++j)
-          if (s.state[j] == 0) s.u(j) = z(j);
-        return;
-      }
-      ++s.iterations;
-      for (Index j = 0; j < n; ++j)
-        if (s.state[j] == 0) s.u(j) += alpha * (z(j) - s.u(j));
-      for (const auto& [j, a] : blocked) {
-        if (a > alpha * (1 + 1e-12) + 1e-300) continue;
-        const bool lower = z(j) < lo(j);
-        s.u(j) = lower ? lo(j) : hi(j);
-        s.state[j] = lower ? -1 : +1;
-      }
-    }
-  };
-
-  Eigen::VectorXd z(n);
-  free_solution(z);
-  descend(z);
-  std::vector<char> rejected(static_cast<size_t>(n), 0);
-  const int max_outer = static_cast<int>(3 * n + 30);
-  for (int outer = 0;; ++outer) {
-    if (outer >= max_outer) {
-      s.converged = false;
-      break;
-    }
-    // Kuhn-Tucker: a bound variable whose gradient points into the box should be free.
-    const Eigen::VectorXd w = C.transpose() * (d - C * s.u);
-    Index best = -1;
-    double best_w = tolerance;
-    for (Index j = 0; j < n; ++j) {
-      if (rejected[j] || s.state[j] == 0 || lo(j) == hi(j)) continue;
-      const double inward = s.state[j] < 0 ? w(j) : -w(j);
-      if (inward > best_w) {
-        best_w = inward;
-        best = j;
-      }
-    }
-    if (best < 0) break;
-    const int was = s.state[best];
-    s.state[best] = 0;
-    free_solution(z);
-    // Stark-Parker's safeguard: if rounding makes the freed variable move out of the box at
-    // once, it stays bound and the next candidate is tried.
-    if ((was < 0 && z(best) <= lo(best)) || (was > 0 && z(best) >= hi(best))) {
-      s.state[best] = was;
-      rejected[best] = 1;
-      continue;
-    }
-    std::fill(rejected.begin(), rejected.end(), 0);
-    ++s.iterations;
-    descend(z);
-  }
-  return s;
-}
-
-// ---- the estimator ----
 
 class DeconvolveSolver {
  public:
@@ -584,48 +345,5 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
 }
 
 DeconvolveResult deconvolve(const DeconvolveData& data) { return DeconvolveSolver::run(data); }
-
-// ---- JSON ----
-
-namespace {
-
-nlohmann::ordered_json number_or_null(const std::optional<double>& v) {
-  if (!v || !std::isfinite(*v)) return nullptr;
-  return *v;
-}
-
-}  // namespace
-
-std::string deconvolve_json(const DeconvolveResult& r) {
-  nlohmann::ordered_json out;
-  nlohmann::ordered_json system;
-  system["samples"] = r.samples;
-  system["unknowns"] = r.unknowns.size();
-  system["free"] = r.free;
-  system["dof"] = r.dof;
-  system["condition"] = number_or_null(r.condition);
-  system["condition_scaled"] = number_or_null(r.condition_scaled);
-  system["residual_rms"] = r.residual_rms;
-  system["sigma"] = number_or_null(r.sigma);
-  system["t90"] = r.sigma ? nlohmann::ordered_json(r.t90) : nlohmann::ordered_json(nullptr);
-  system["scale"] = r.scale;
-  system["converged"] = r.converged;
-  system["iterations"] = r.iterations;
-  out[DeconvolveData::kSystemKey] = std::move(system);
-  for (const auto& u : r.unknowns) {
-    nlohmann::ordered_json o;
-    o["estimate"] = number_or_null(u.estimate);
-    o["stderr"] = number_or_null(u.std_error);
-    o["n"] = u.n;
-    o["lower90"] = number_or_null(u.lower90);
-    o["upper90"] = number_or_null(u.upper90);
-    o["identified"] = u.identified;
-    o["at_bound"] = u.at_bound < 0 ? nlohmann::ordered_json("lower")
-                    : u.at_bound > 0 ? nlohmann::ordered_json("upper")
-                                     : nlohmann::ordered_json(nullptr);
-    out[u.name] = std::move(o);
-  }
-  return out.dump();
-}
 
 }  // namespace pp

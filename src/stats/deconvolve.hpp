@@ -1,5 +1,5 @@
-// Per-layer values from blended samples: the estimator behind pp_deconvolve (GUIDE §2,
-// "Consequence for attribution"; docs/reference/deconvolve.md is the user documentation).
+// Per-layer values from blended samples: the estimator behind pp_deconvolve
+// (docs/reference/deconvolve.md is the user documentation).
 //
 // A DCGM sample is the average over its window, so with the overlap fraction A_ik of window i
 // spent in layer k (the idle/untracked time being one more "layer"),
@@ -7,44 +7,20 @@
 // and the per-layer values x solve a bounded linear least-squares problem over many windows
 // whose mix of layers differs a little. This header is the numerics only (no SQLite):
 //   DeconvolveData    the rows as pp_deconvolve's xStep receives them, checked and compacted
-//   deconvolve()      bounded least squares (BVLS) + standard errors, 90% intervals and an
-//                     `identified` verdict per unknown
-//   deconvolve_json() the result as pp_deconvolve returns it
-//   solve_bvls()      the bounded solver on its own, for a small dense system
+//                     (an unusable value throws pp::Error naming the argument)
+//   deconvolve()      bounded least squares (stats/bvls.hpp) + standard errors, 90% intervals
+//                     (stats/student_t.hpp) and an `identified` verdict per unknown
+//   deconvolve_json() the result as pp_deconvolve returns it (deconvolve_json.cpp)
 #pragma once
-#include <Eigen/Core>
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 namespace pp {
-
-// An unusable argument value; what() is the problem, argument() the SQL argument it concerns.
-// The SQL layer turns it into "pp_deconvolve: argument 'ARG' PROBLEM".
-class DeconvolveInputError : public std::runtime_error {
- public:
-  DeconvolveInputError(std::string argument, const std::string& problem)
-      : std::runtime_error(problem), argument_(std::move(argument)) {}
-  const std::string& argument() const { return argument_; }
-
- private:
-  std::string argument_;
-};
-
-// Keys identifying a sample window, whatever SQL type its id has. Equal SQL values give equal
-// keys (a REAL with an integral value is the same window as that INTEGER); a TEXT '1' is not
-// the INTEGER 1.
-std::string sample_key_integer(int64_t id);
-std::string sample_key_real(double id);
-std::string sample_key_text(std::string_view id);
-std::string sample_key_blob(const void* data, size_t bytes);
-// The id as a reader of an error message would write it: 17, 1.5, 'w-3', x'00ff'.
-std::string sample_key_label(const std::string& key);
 
 // Limits and tolerances, also quoted by docs/reference/deconvolve.md.
 struct DeconvolveLimits {
@@ -68,7 +44,7 @@ class DeconvolveData {
 
   // One row. weight must be in [0, 1]; value is nullopt for SQL NULL (the row's weight still
   // counts when another row of the sample gives the value; a sample without any value is
-  // skipped). Throws DeconvolveInputError naming the argument.
+  // skipped). Throws pp::Error naming the argument.
   void add(const std::string& sample_key, std::string_view layer, double weight, std::optional<double> value);
   // The bounds of the 6-argument form, on every row: the same on all rows, lower <= upper;
   // -inf/+inf for no bound.
@@ -131,20 +107,5 @@ struct DeconvolveResult {
 
 DeconvolveResult deconvolve(const DeconvolveData& data);
 std::string deconvolve_json(const DeconvolveResult& result);
-
-// min ||C u - d|| subject to lo <= u <= hi (entries may be infinite), by Stark and Parker's
-// BVLS (an active-set method generalizing Lawson-Hanson NNLS to two-sided bounds), each
-// subproblem solved by Eigen's ColPivHouseholderQR on the free columns.
-struct BvlsSolution {
-  Eigen::VectorXd u;
-  std::vector<int> state;  // -1 at lower, +1 at upper, 0 free
-  bool converged = true;
-  int iterations = 0;
-};
-BvlsSolution solve_bvls(const Eigen::MatrixXd& C, const Eigen::VectorXd& d, const Eigen::VectorXd& lo,
-                        const Eigen::VectorXd& hi);
-
-// The p-quantile of Student's t with dof degrees of freedom (dof >= 1; p in (0.5, 1)).
-double student_t_quantile(double p, int64_t dof);
 
 }  // namespace pp

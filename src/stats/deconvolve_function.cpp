@@ -1,5 +1,5 @@
-// pp_deconvolve: per-layer values from blended samples, as an SQL aggregate (issue #5).
-// The estimator is src/stats/deconvolve.hpp; docs/reference/deconvolve.md is the user documentation.
+// pp_deconvolve: per-layer values from blended samples, as an SQL aggregate. The estimator is
+// stats/deconvolve.hpp; docs/reference/deconvolve.md is the user documentation.
 //
 //   pp_deconvolve(sample_id, layer_key, weight, value [, lower, upper])   aggregate -> JSON
 //
@@ -12,10 +12,11 @@
 #include <cmath>
 #include <memory>
 
-#include "stats/deconvolve.hpp"
-#include "core/errors.hpp"
-#include "core/registry.hpp"
+#include "core/guard.hpp"
 #include "core/sql_values.hpp"
+#include "stats/deconvolve.hpp"
+#include "stats/sample_key.hpp"
+#include "stats/stats_functions.hpp"
 
 namespace pp {
 namespace {
@@ -43,25 +44,25 @@ std::string sample_key(sqlite3_value* value) {
       const void* blob = sqlite3_value_blob(value);
       return sample_key_blob(blob, blob ? static_cast<size_t>(sqlite3_value_bytes(value)) : 0);
     }
-    default: throw argument_error(kName, "sample_id", "is NULL");
+    default: throw argument_error("sample_id", "is NULL");
   }
 }
 
 // A bound argument: NULL is no bound (-inf or +inf).
 double bound(sqlite3_value* value, const char* argument, double none) {
   if (sqlite3_value_type(value) == SQLITE_NULL) return none;
-  return required_double(value, kName, argument);
+  return required_double(value, argument);
 }
 
-void deconvolve_step(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
+void step(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   guard_function(ctx, kName, [&] {
     // Everything is read and checked before the state is touched.
     const std::string key = sample_key(argv[0]);
-    const std::string layer = required_text(argv[1], kName, "layer_key");
+    const std::string layer = required_text(argv[1], "layer_key");
     const double weight =
-        sqlite3_value_type(argv[2]) == SQLITE_NULL ? 0.0 : required_double(argv[2], kName, "weight");
+        sqlite3_value_type(argv[2]) == SQLITE_NULL ? 0.0 : required_double(argv[2], "weight");
     std::optional<double> value;
-    if (sqlite3_value_type(argv[3]) != SQLITE_NULL) value = required_double(argv[3], kName, "value");
+    if (sqlite3_value_type(argv[3]) != SQLITE_NULL) value = required_double(argv[3], "value");
     double lower = -INFINITY, upper = INFINITY;
     if (argc == 6) {
       lower = bound(argv[4], "lower", -INFINITY);
@@ -69,16 +70,12 @@ void deconvolve_step(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
     }
     DeconvolveData** slot = state_slot(ctx, true);
     if (!*slot) *slot = new DeconvolveData();
-    try {
-      (*slot)->set_bounds(lower, upper);
-      (*slot)->add(key, layer, weight, value);
-    } catch (const DeconvolveInputError& e) {
-      throw argument_error(kName, e.argument(), e.what());
-    }
+    (*slot)->set_bounds(lower, upper);
+    (*slot)->add(key, layer, weight, value);
   });
 }
 
-void deconvolve_final(sqlite3_context* ctx) {
+void final(sqlite3_context* ctx) {
   guard_function(ctx, kName, [&] {
     DeconvolveData** slot = state_slot(ctx, false);
     std::unique_ptr<DeconvolveData> state(slot ? *slot : nullptr);  // freed on every path out of here
@@ -93,14 +90,7 @@ void deconvolve_final(sqlite3_context* ctx) {
 
 }  // namespace
 
-int register_deconvolve_function(const Registration& r) {
-  int rc = SQLITE_OK;
-  for (int arguments : {4, 6}) {
-    if (rc == SQLITE_OK)
-      rc = sqlite3_create_function_v2(r.db, kName, arguments, kPureFunction, nullptr, nullptr, deconvolve_step,
-                                      deconvolve_final, nullptr);
-  }
-  return rc;
-}
+void pp_deconvolve_step(sqlite3_context* ctx, int argc, sqlite3_value** argv) { step(ctx, argc, argv); }
+void pp_deconvolve_final(sqlite3_context* ctx) { final(ctx); }
 
 }  // namespace pp

@@ -11,22 +11,22 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "core/errors.hpp"
-#include "stats/mean_state.hpp"
-#include "core/registry.hpp"
+#include "core/guard.hpp"
 #include "core/sql_values.hpp"
+#include "stats/mean_state.hpp"
+#include "stats/stats_functions.hpp"
 
 namespace pp {
 namespace {
 
-// The state argument `argument` of `function`; nullopt for NULL, an error for anything that is
+// The state argument `argument`; nullopt for NULL, an error for anything that is
 // not a well-formed state BLOB.
-std::optional<MeanState> state_argument(sqlite3_value* value, const char* function, const char* argument) {
+std::optional<MeanState> state_argument(sqlite3_value* value, const char* argument) {
   if (sqlite3_value_type(value) == SQLITE_NULL) return std::nullopt;
   std::optional<MeanState> state;
   if (sqlite3_value_type(value) == SQLITE_BLOB)
     state = decode_mean_state(sqlite3_value_blob(value), static_cast<size_t>(sqlite3_value_bytes(value)));
-  if (!state) throw argument_error(function, argument, "is not a pp_mean state");
+  if (!state) throw argument_error(argument, "is not a pp_mean state");
   return state;
 }
 
@@ -72,14 +72,14 @@ bool observation(int argc, sqlite3_value** argv, double& x, double& w) {
     if (sqlite3_value_type(argv[1]) == SQLITE_NULL) {
       skip = true;
     } else {
-      w = required_double(argv[1], kMean, "w");
-      if (!std::isfinite(w) || w < 0) throw argument_error(kMean, "w", "must be a finite number >= 0");
+      w = required_double(argv[1], "w");
+      if (!std::isfinite(w) || w < 0) throw argument_error("w", "must be a finite number >= 0");
       if (w == 0) skip = true;
     }
   }
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return false;
-  x = required_double(argv[0], kMean, "x");
-  if (!std::isfinite(x)) throw argument_error(kMean, "x", "must be finite");
+  x = required_double(argv[0], "x");
+  if (!std::isfinite(x)) throw argument_error("x", "must be finite");
   return !skip;
 }
 
@@ -111,20 +111,20 @@ constexpr const char* kMerge = "pp_mean_merge";
 
 void merge_step(sqlite3_context* ctx, int, sqlite3_value** argv) {
   guard_function(ctx, kMerge, [&] {
-    if (auto state = state_argument(argv[0], kMerge, "state")) running_state(ctx).merge(*state);
+    if (auto state = state_argument(argv[0], "state")) running_state(ctx).merge(*state);
   });
 }
 
 void merge_inverse(sqlite3_context* ctx, int, sqlite3_value** argv) {
   guard_function(ctx, kMerge, [&] {
-    if (auto state = state_argument(argv[0], kMerge, "state")) running_state(ctx).unmerge(*state);
+    if (auto state = state_argument(argv[0], "state")) running_state(ctx).unmerge(*state);
   });
 }
 
 void merge_scalar(sqlite3_context* ctx, int, sqlite3_value** argv) {
   guard_function(ctx, kMerge, [&] {
-    const auto a = state_argument(argv[0], kMerge, "a");
-    const auto b = state_argument(argv[1], kMerge, "b");
+    const auto a = state_argument(argv[0], "a");
+    const auto b = state_argument(argv[1], "b");
     MeanState merged = a ? *a : MeanState{};
     if (b) merged.merge(*b);
     result_state(ctx, merged);
@@ -143,7 +143,7 @@ constexpr const char* kJson = "pp_mean_json";
 template <const char* const* kName, class Read>
 void read_state(sqlite3_context* ctx, sqlite3_value** argv, Read read) {
   guard_function(ctx, *kName, [&] {
-    const auto state = state_argument(argv[0], *kName, "state");
+    const auto state = state_argument(argv[0], "state");
     if (!state) {
       sqlite3_result_null(ctx);
       return;
@@ -192,28 +192,18 @@ void mean_json(sqlite3_context* ctx, int, sqlite3_value** argv) {
 
 }  // namespace
 
-int register_mean_functions(const Registration& r) {
-  int rc = SQLITE_OK;
-  for (int arguments : {1, 2}) {
-    if (rc == SQLITE_OK)
-      rc = sqlite3_create_window_function(r.db, kMean, arguments, kPureFunction, nullptr, mean_step,
-                                          state_value<&kMean>, state_value<&kMean>, mean_inverse, nullptr);
-  }
-  if (rc == SQLITE_OK)
-    rc = sqlite3_create_window_function(r.db, kMerge, 1, kPureFunction, nullptr, merge_step,
-                                        state_value<&kMerge>, state_value<&kMerge>, merge_inverse, nullptr);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_create_function_v2(r.db, kMerge, 2, kPureFunction, nullptr, merge_scalar, nullptr,
-                                    nullptr, nullptr);
-  const std::pair<const char*, void (*)(sqlite3_context*, int, sqlite3_value**)> readers[] = {
-      {kValue, mean_value}, {kCount, mean_count}, {kStddev, mean_stddev},
-      {kMin, mean_min},     {kMax, mean_max},     {kJson, mean_json},
-  };
-  for (const auto& [name, reader] : readers) {
-    if (rc == SQLITE_OK)
-      rc = sqlite3_create_function_v2(r.db, name, 1, kPureFunction, nullptr, reader, nullptr, nullptr, nullptr);
-  }
-  return rc;
+std::vector<SqlFunction> mean_functions() {
+  std::vector<SqlFunction> functions;
+  for (int arguments : {1, 2})
+    functions.push_back(window(kMean, arguments, kPureFunction, mean_step, state_value<&kMean>, state_value<&kMean>,
+                               mean_inverse));
+  functions.push_back(
+      window(kMerge, 1, kPureFunction, merge_step, state_value<&kMerge>, state_value<&kMerge>, merge_inverse));
+  functions.push_back(scalar(kMerge, 2, kPureFunction, merge_scalar));
+  for (const auto& [name, reader] : {std::pair{kValue, mean_value}, {kCount, mean_count}, {kStddev, mean_stddev},
+                                     {kMin, mean_min}, {kMax, mean_max}, {kJson, mean_json}})
+    functions.push_back(scalar(name, 1, kPureFunction, reader));
+  return functions;
 }
 
 }  // namespace pp

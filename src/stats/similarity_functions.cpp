@@ -23,10 +23,10 @@
 #include <cmath>
 #include <memory>
 
-#include "core/errors.hpp"
-#include "core/registry.hpp"
-#include "stats/similarity.hpp"
+#include "core/guard.hpp"
 #include "core/sql_values.hpp"
+#include "stats/similarity.hpp"
+#include "stats/stats_functions.hpp"
 
 namespace pp {
 namespace {
@@ -35,29 +35,29 @@ constexpr const char* kSimilar = "pp_similar";
 constexpr const char* kNovel = "pp_novel";
 
 // A number, or TEXT holding a JSON number or array of numbers. The caller handles NULL.
-Components components_argument(sqlite3_value* value, const char* function, const char* argument) {
+Components components_argument(sqlite3_value* value, const char* argument) {
   switch (sqlite3_value_type(value)) {
     case SQLITE_INTEGER: return Components{static_cast<double>(sqlite3_value_int64(value))};
     case SQLITE_FLOAT: return Components{sqlite3_value_double(value)};
     case SQLITE_TEXT:
-      if (auto components = parse_components(required_text(value, function, argument))) return *components;
+      if (auto components = parse_components(required_text(value, argument))) return *components;
       break;
     default: break;
   }
-  throw argument_error(function, argument, "must be a number or a JSON array of numbers");
+  throw argument_error(argument, "must be a number or a JSON array of numbers");
 }
 
-double tolerance_argument(sqlite3_value* value, const char* function, const char* argument) {
-  const double tolerance = required_double(value, function, argument);
-  if (!(tolerance >= 0)) throw argument_error(function, argument, "must be >= 0");
-  if (!std::isfinite(tolerance)) throw argument_error(function, argument, "must be finite");
+double tolerance_argument(sqlite3_value* value, const char* argument) {
+  const double tolerance = required_double(value, argument);
+  if (!(tolerance >= 0)) throw argument_error(argument, "must be >= 0");
+  if (!std::isfinite(tolerance)) throw argument_error(argument, "must be finite");
   return tolerance;
 }
 
-Tolerance tolerance_arguments(int argc, sqlite3_value** argv, int first, const char* function) {
+Tolerance tolerance_arguments(int argc, sqlite3_value** argv, int first) {
   Tolerance tolerance;
-  tolerance.relative = tolerance_argument(argv[first], function, "rel_tol");
-  if (argc > first + 1) tolerance.absolute = tolerance_argument(argv[first + 1], function, "abs_tol");
+  tolerance.relative = tolerance_argument(argv[first], "rel_tol");
+  if (argc > first + 1) tolerance.absolute = tolerance_argument(argv[first + 1], "abs_tol");
   return tolerance;
 }
 
@@ -65,13 +65,13 @@ Tolerance tolerance_arguments(int argc, sqlite3_value** argv, int first, const c
 
 void similar_function(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   guard_function(ctx, kSimilar, [&] {
-    const Tolerance tolerance = tolerance_arguments(argc, argv, 2, kSimilar);
+    const Tolerance tolerance = tolerance_arguments(argc, argv, 2);
     if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL) {
       sqlite3_result_null(ctx);
       return;
     }
-    const Components a = components_argument(argv[0], kSimilar, "a");
-    const Components b = components_argument(argv[1], kSimilar, "b");
+    const Components a = components_argument(argv[0], "a");
+    const Components b = components_argument(argv[1], "b");
     sqlite3_result_int(ctx, similar(a, b, tolerance) ? 1 : 0);
   });
 }
@@ -79,18 +79,18 @@ void similar_function(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
 // ---- pp_novel ----
 
 constexpr const char* kTwoRowsOneResult =
-    "pp_novel: needs the default frame, one row at a time: got a second row before the result of "
+    "needs the default frame, one row at a time: got a second row before the result of "
     "the first (ORDER BY values tied within the partition, no ORDER BY, a frame reaching past the "
     "current row, EXCLUDE, or a call without OVER); order by something unique, e.g. ORDER BY ts, rowid";
 constexpr const char* kResultWithoutRow =
-    "pp_novel: needs the default frame, one row at a time: asked for the result of a row it was "
+    "needs the default frame, one row at a time: asked for the result of a row it was "
     "not given (a frame ending before the current row, or a FILTER clause; pass NULL instead of "
     "filtering)";
 constexpr const char* kNotAWindow =
-    "pp_novel: needs the default frame, one row at a time: use it as a window function, "
+    "needs the default frame, one row at a time: use it as a window function, "
     "pp_novel(v, rel_tol) OVER (PARTITION BY ... ORDER BY ...), without EXCLUDE";
 constexpr const char* kSliding =
-    "pp_novel: needs the default frame (RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW): this "
+    "needs the default frame (RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW): this "
     "frame drops rows from its start";
 
 struct NovelState {
@@ -127,13 +127,13 @@ void novel_step(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   guard_function(ctx, kNovel, [&] {
     NovelState& state = novel_state(ctx);
     if (state.pending) throw Error(kTwoRowsOneResult);
-    const Tolerance tolerance = tolerance_arguments(argc, argv, 1, kNovel);
+    const Tolerance tolerance = tolerance_arguments(argc, argv, 1);
     state.pending = true;
     if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
       state.result = -1;  // a NULL row is not judged and does not become the kept row
       return;
     }
-    Components row = components_argument(argv[0], kNovel, "v");
+    Components row = components_argument(argv[0], "v");
     if (state.have_kept && similar(row, state.kept, tolerance)) {
       state.result = 0;
     } else {
@@ -171,19 +171,12 @@ void novel_final(sqlite3_context* ctx) {
 
 }  // namespace
 
-int register_similarity_functions(const Registration& r) {
-  int rc = SQLITE_OK;
-  for (int arguments : {3, 4}) {
-    if (rc == SQLITE_OK)
-      rc = sqlite3_create_function_v2(r.db, kSimilar, arguments, kPureFunction, nullptr, similar_function,
-                                      nullptr, nullptr, nullptr);
-  }
-  for (int arguments : {2, 3}) {
-    if (rc == SQLITE_OK)
-      rc = sqlite3_create_window_function(r.db, kNovel, arguments, kPureFunction, nullptr, novel_step,
-                                          novel_final, novel_value, novel_inverse, nullptr);
-  }
-  return rc;
+std::vector<SqlFunction> similarity_functions() {
+  std::vector<SqlFunction> functions;
+  for (int arguments : {3, 4}) functions.push_back(scalar(kSimilar, arguments, kPureFunction, similar_function));
+  for (int arguments : {2, 3})
+    functions.push_back(window(kNovel, arguments, kPureFunction, novel_step, novel_final, novel_value, novel_inverse));
+  return functions;
 }
 
 }  // namespace pp

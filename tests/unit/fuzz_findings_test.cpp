@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "prometheus/prom_api.hpp"
+#include "prometheus/response_parser.hpp"
 #include "prometheus/promql.hpp"
 #include "core/text.hpp"
 #include "prometheus/time_parse.hpp"
@@ -22,7 +22,7 @@ std::string matrix_error(const std::string& body, long status = 200) {
   response.body = body;
   std::vector<std::string> warnings;
   try {
-    pp::parse_matrix_body(response, "http://prom:9090/api/v1/query_range", "prom_range", warnings);
+    pp::parse_matrix_body(response, "http://prom:9090/api/v1/query_range", warnings);
   } catch (const pp::Error& e) {
     return e.what();
   }
@@ -79,19 +79,19 @@ TEST(FuzzFindings, DurationsStayInRange) {
 }
 
 // prom_response_fuzz: bodies that made nlohmann's own exceptions escape instead of a pp::Error
-// naming the function (the SQL error read "prom_range: internal error: [json.exception...]").
-TEST(FuzzFindings, ResponseErrorsNameTheFunction) {
+// that says what was wrong (the SQL error read "prom_range: internal error: [json.exception...]").
+TEST(FuzzFindings, ResponseErrorsSayWhatWasWrong) {
   // "data" a list where an object is expected: json::value() threw type_error 306.
   EXPECT_EQ(matrix_error(R"({"status":"success","data":["0"]})"),
-            "prom_range: expected a matrix result from http://prom:9090/api/v1/query_range, got ''");
+            "expected a matrix result from http://prom:9090/api/v1/query_range, got ''");
   // errorType and error not text: type_error 302.
   EXPECT_EQ(matrix_error(R"({"status":"error","errorType":422,"error":["x"]})", 422),
-            "prom_range: Prometheus error error (HTTP 422): (no error text)");
+            "Prometheus error error (HTTP 422): (no error text)");
   EXPECT_EQ(matrix_error(R"({"status":"success","data":{"resultType":7,"result":[]}})"),
-            "prom_range: expected a matrix result from http://prom:9090/api/v1/query_range, got ''");
+            "expected a matrix result from http://prom:9090/api/v1/query_range, got ''");
   // A number beyond a double: out_of_range 406, which is not a parse_error.
   const std::string overflow = matrix_error(R"({"status":"success","data":{"x":1e3080000000}})");
-  EXPECT_EQ(overflow.rfind("prom_range: HTTP 200 from http://prom:9090/api/v1/query_range is not a "
+  EXPECT_EQ(overflow.rfind("HTTP 200 from http://prom:9090/api/v1/query_range is not a "
                            "Prometheus API response (invalid JSON: number overflow", 0), 0u)
       << overflow;
 }

@@ -13,7 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "events/event_reader.hpp"
+#include "events/event_fields.hpp"
+#include "events/event_files.hpp"
+#include "events/event_line.hpp"
+#include "events/job_header.hpp"
+#include "events/line_reader.hpp"
 #include "unit/event_files.hpp"
 #include "unit/test_db.hpp"
 
@@ -32,30 +36,22 @@ using pp_test::TempDir;
 
 // ---- Reference: what a line means, decided from nlohmann::json's DOM ----------------------
 
-struct FieldSpec {
-  const char* name;
-  char type;  // 's' text, 'S' text or null, 'i' integer, 'I' integer or null, 'b' bool, 'n' number
-};
-constexpr FieldSpec kFields[] = {
-    {"job_id", 's'}, {"host_name", 'S'}, {"ip", 'S'}, {"pod", 'S'}, {"namespace", 'S'},
-    {"gpu_uuid", 's'}, {"gpu", 'I'}, {"rank", 'i'}, {"local_rank", 'i'}, {"world_size", 'i'},
-    {"pid", 'i'}, {"epoch", 'i'}, {"batch", 'i'}, {"layer", 's'}, {"layer_type", 's'},
-    {"forward", 'b'}, {"t_start_ns", 'i'}, {"t_end_ns", 'i'}, {"cpu_num", 'n'}};
-
 bool is_int64(const nlohmann::json& v) {
   return v.is_number_integer() &&
          (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t{INT64_MAX});
 }
 
-bool has_type(const nlohmann::json& v, char type) {
+// Whether a JSON value has the type of an event field (events/event_fields.hpp).
+bool has_type(const nlohmann::json& v, pp::FieldType type) {
   switch (type) {
-    case 's': return v.is_string();
-    case 'S': return v.is_string() || v.is_null();
-    case 'i': return is_int64(v);
-    case 'I': return is_int64(v) || v.is_null();
-    case 'b': return v.is_boolean();
-    default: return v.is_number();
+    case pp::FieldType::Text: return v.is_string();
+    case pp::FieldType::NullableText: return v.is_string() || v.is_null();
+    case pp::FieldType::Integer: return is_int64(v);
+    case pp::FieldType::NullableInteger: return is_int64(v) || v.is_null();
+    case pp::FieldType::Boolean: return v.is_boolean();
+    case pp::FieldType::Number: return v.is_number();
   }
+  return false;
 }
 
 // Returns nullopt for lines where the reader may legitimately differ from nlohmann (a number
@@ -70,44 +66,41 @@ std::optional<LineKind> reference_kind(const std::string& line, nlohmann::json& 
   }
   if (!out.is_object()) return LineKind::Malformed;
   if (out.contains("record") && out["record"] == "job") return LineKind::JobHeader;
-  for (const FieldSpec& f : kFields)
-    if (!out.contains(f.name) || !has_type(out[f.name], f.type)) return LineKind::Malformed;
+  for (int f = 0; f < pp::kEventFieldCount; ++f) {
+    const std::string key(pp::kEventFieldKeys[f]);
+    if (!out.contains(key) || !has_type(out[key], pp::kEventFieldTypes[f])) return LineKind::Malformed;
+  }
   return LineKind::Event;
 }
 
+// Checks one decoded field against the JSON value it came from.
+struct ExpectSameField {
+  const nlohmann::json& value;
+  std::string_view key;
+  void operator()(const std::string& text) const { EXPECT_EQ(value.get<std::string>(), text) << key; }
+  void operator()(const pp::Nullable<std::string>& text) const {
+    EXPECT_EQ(value.is_null(), text.null) << key;
+    if (!value.is_null()) {
+      EXPECT_EQ(value.get<std::string>(), text.value) << key;
+    }
+  }
+  void operator()(int64_t n) const { EXPECT_EQ(value.get<int64_t>(), n) << key; }
+  void operator()(const pp::Nullable<int64_t>& n) const {
+    EXPECT_EQ(value.is_null(), n.null) << key;
+    if (!value.is_null()) {
+      EXPECT_EQ(value.get<int64_t>(), n.value) << key;
+    }
+  }
+  void operator()(bool b) const { EXPECT_EQ(value.get<bool>(), b) << key; }
+  void operator()(double d) const { EXPECT_EQ(value.get<double>(), d) << key; }
+};
+
 void expect_same_event(const nlohmann::json& j, const LayerEvent& e, const std::string& line) {
   SCOPED_TRACE(line);
-  auto text = [&](const char* name, const std::string& value, bool null) {
-    if (j[name].is_null()) {
-      EXPECT_TRUE(null) << name;
-    } else {
-      EXPECT_FALSE(null) << name;
-      EXPECT_EQ(j[name].get<std::string>(), value) << name;
-    }
-  };
-  text("job_id", e.job_id, false);
-  text("host_name", e.host_name, e.host_name_null);
-  text("ip", e.ip, e.ip_null);
-  text("pod", e.pod, e.pod_null);
-  text("namespace", e.namespace_, e.namespace_null);
-  text("gpu_uuid", e.gpu_uuid, false);
-  if (j["gpu"].is_null()) {
-    EXPECT_TRUE(e.gpu_null);
-  } else {
-    EXPECT_EQ(j["gpu"].get<int64_t>(), e.gpu);
+  for (int f = 0; f < pp::kEventFieldCount; ++f) {
+    const std::string key(pp::kEventFieldKeys[f]);
+    pp::visit_event_field(e, f, ExpectSameField{j[key], key});
   }
-  EXPECT_EQ(j["rank"].get<int64_t>(), e.rank);
-  EXPECT_EQ(j["local_rank"].get<int64_t>(), e.local_rank);
-  EXPECT_EQ(j["world_size"].get<int64_t>(), e.world_size);
-  EXPECT_EQ(j["pid"].get<int64_t>(), e.pid);
-  EXPECT_EQ(j["epoch"].get<int64_t>(), e.epoch);
-  EXPECT_EQ(j["batch"].get<int64_t>(), e.batch);
-  text("layer", e.layer, false);
-  text("layer_type", e.layer_type, false);
-  EXPECT_EQ(j["forward"].get<bool>(), e.forward);
-  EXPECT_EQ(j["t_start_ns"].get<int64_t>(), e.t_start_ns);
-  EXPECT_EQ(j["t_end_ns"].get<int64_t>(), e.t_end_ns);
-  EXPECT_EQ(j["cpu_num"].get<double>(), e.cpu_num);
 }
 
 // Parses with the reader and checks the outcome against the reference.
@@ -149,13 +142,13 @@ TEST(LayerEventsParse, DecodesEveryField) {
   std::string problem;
   ASSERT_EQ(pp::parse_event_line(line, e, problem), LineKind::Event) << problem;
   EXPECT_EQ(e.job_id, "job \"ü\" \\ \u00e9\U0001F600\t");
-  EXPECT_TRUE(e.host_name_null);
-  EXPECT_FALSE(e.ip_null);
-  EXPECT_EQ(e.ip, "10.0.0.7");
-  EXPECT_EQ(e.pod, "dlrm-0");
-  EXPECT_EQ(e.namespace_, "ml");
+  EXPECT_TRUE(e.host_name.null);
+  EXPECT_FALSE(e.ip.null);
+  EXPECT_EQ(e.ip.value, "10.0.0.7");
+  EXPECT_EQ(e.pod.value, "dlrm-0");
+  EXPECT_EQ(e.namespace_.value, "ml");
   EXPECT_EQ(e.gpu_uuid, "cpu");
-  EXPECT_TRUE(e.gpu_null);
+  EXPECT_TRUE(e.gpu.null);
   EXPECT_EQ(e.rank, -3);
   EXPECT_EQ(e.world_size, INT64_MAX);
   EXPECT_EQ(e.pid, 4242);
@@ -174,8 +167,8 @@ TEST(LayerEventsParse, DecodesEveryField) {
                             R"("forward":true,"t_start_ns":1,"t_end_ns":2,"cpu_num":4})";
   ASSERT_EQ(pp::parse_event_line(ascii, e, problem), LineKind::Event) << problem;
   EXPECT_EQ(e.job_id, "\u00fc\U0001F600/");
-  EXPECT_EQ(e.gpu, 1);
-  EXPECT_FALSE(e.gpu_null);
+  EXPECT_EQ(e.gpu.value, 1);
+  EXPECT_FALSE(e.gpu.null);
   EXPECT_TRUE(e.forward);
   EXPECT_EQ(e.cpu_num, 4.0);
 }
@@ -231,22 +224,27 @@ TEST(LayerEventsParse, JobHeaderFields) {
 }
 
 TEST(LayerEventsParse, MissingOrMistypedFieldIsMalformed) {
-  for (const FieldSpec& f : kFields) {
-    SCOPED_TRACE(f.name);
+  using pp::FieldType;
+  for (int f = 0; f < pp::kEventFieldCount; ++f) {
+    const std::string name(pp::kEventFieldKeys[f]);
+    const FieldType type = pp::kEventFieldTypes[f];
+    SCOPED_TRACE(name);
     ordered_json j = event_json(2);
-    j.erase(f.name);
+    j.erase(name);
     std::string problem;
     EXPECT_EQ(parse(j.dump(), &problem), LineKind::Malformed);
-    EXPECT_EQ(problem, std::string("missing field '") + f.name + "'");
+    EXPECT_EQ(problem, "missing field '" + name + "'");
 
     j = event_json(2);
-    j[f.name] = f.type == 'b' ? ordered_json(1) : f.type == 'n' ? ordered_json("8")
-              : (f.type == 's' || f.type == 'S') ? ordered_json(7) : ordered_json(1.5);
+    j[name] = type == FieldType::Boolean ? ordered_json(1)
+              : type == FieldType::Number ? ordered_json("8")
+              : (type == FieldType::Text || type == FieldType::NullableText) ? ordered_json(7)
+                                                                              : ordered_json(1.5);
     EXPECT_EQ(parse(j.dump(), &problem), LineKind::Malformed);
-    EXPECT_EQ(problem.rfind(std::string("field '") + f.name + "' is not", 0), 0u) << problem;
+    EXPECT_EQ(problem.rfind("field '" + name + "' is not", 0), 0u) << problem;
 
-    if (f.type != 'S' && f.type != 'I') {
-      j[f.name] = nullptr;
+    if (type != FieldType::NullableText && type != FieldType::NullableInteger) {
+      j[name] = nullptr;
       EXPECT_EQ(parse(j.dump(), &problem), LineKind::Malformed);
     }
   }
@@ -374,7 +372,7 @@ TEST(LayerEventsReader, LinesAcrossBufferBoundsAndLongLines) {
   content += event_line(3001);  // no final newline
   const std::string file = dir.write("a.jsonl", content);
 
-  pp::LineReader reader(file, "layer_events");
+  pp::LineReader reader(file);
   std::string_view line;
   bool complete = false;
   int count = 0;
@@ -388,7 +386,7 @@ TEST(LayerEventsReader, LinesAcrossBufferBoundsAndLongLines) {
     EXPECT_EQ(complete, count != 3002);
   }
   EXPECT_EQ(count, 3002);
-  EXPECT_THROW(pp::LineReader(dir / "missing.jsonl", "layer_events"), std::runtime_error);  // pp::Error
+  EXPECT_THROW(pp::LineReader(dir / "missing.jsonl"), std::runtime_error);  // pp::Error
 }
 
 TEST(LayerEventsReader, PathExpansion) {
@@ -398,20 +396,20 @@ TEST(LayerEventsReader, PathExpansion) {
   dir.write("notes.txt", "");
   dir.write("sub/c.jsonl", "");
   std::vector<std::string> notes;
-  EXPECT_EQ(pp::event_files(dir.path(), "layer_events", notes),
+  EXPECT_EQ(pp::event_files(dir.path(), notes),
             (std::vector<std::string>{dir / "a.jsonl", dir / "b.jsonl", dir / "sub/c.jsonl"}));
-  EXPECT_EQ(pp::event_files(dir / "*.jsonl", "layer_events", notes),
+  EXPECT_EQ(pp::event_files(dir / "*.jsonl", notes),
             (std::vector<std::string>{dir / "a.jsonl", dir / "b.jsonl"}));
-  EXPECT_EQ(pp::event_files(dir / "notes.txt", "layer_events", notes), std::vector<std::string>{dir / "notes.txt"});
+  EXPECT_EQ(pp::event_files(dir / "notes.txt", notes), std::vector<std::string>{dir / "notes.txt"});
   EXPECT_TRUE(notes.empty());
   fs::create_directories(dir / "empty");
-  EXPECT_TRUE(pp::event_files(dir / "empty", "layer_events", notes).empty());
+  EXPECT_TRUE(pp::event_files(dir / "empty", notes).empty());
   EXPECT_EQ(notes.size(), 1u);
   try {
-    pp::event_files(dir / "nope*", "layer_events", notes);
+    pp::event_files(dir / "nope*", notes);
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {  // pp::Error
-    EXPECT_EQ(std::string(e.what()), "layer_events: no such file or directory: '" + (dir / "nope*") + "'");
+    EXPECT_EQ(std::string(e.what()), "no such file or directory: '" + (dir / "nope*") + "'");
   }
 }
 

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "core/errors.hpp"
-#include "prometheus/prom_api.hpp"
+#include "prometheus/response_parser.hpp"
 #include "prometheus/promql.hpp"
 #include "core/text.hpp"
 #include "prometheus/time_parse.hpp"
@@ -22,7 +22,7 @@ pp::HttpResponse response(long status, const std::string& body) {
 std::string error_of(const std::string& body, long status = 200) {
   std::vector<std::string> warnings;
   try {
-    pp::parse_matrix_body(response(status, body), "http://prom:9090/api/v1/query", "prom_range", warnings);
+    pp::parse_matrix_body(response(status, body), "http://prom:9090/api/v1/query", warnings);
   } catch (const pp::Error& e) {
     return e.what();
   }
@@ -84,7 +84,7 @@ TEST(PromParsing, MatrixBodyWithLabelsAndWarnings) {
       response(200, R"({"status":"success","warnings":["w1"],"data":{"resultType":"matrix","result":[
         {"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"0","UUID":"GPU-1"},
          "values":[[1714000000.123,"65"],[1714000001,"NaN"]]}]}})"),
-      "u", "prom_range", warnings);
+      "u", warnings);
   ASSERT_EQ(matrix.series.size(), 1u);
   EXPECT_EQ(*matrix.series[0].metric, "DCGM_FI_DEV_GPU_UTIL");
   EXPECT_EQ(matrix.series[0].labels_json, R"({"UUID":"GPU-1","gpu":"0"})");
@@ -96,17 +96,17 @@ TEST(PromParsing, MatrixBodyWithLabelsAndWarnings) {
 
 TEST(PromParsing, ErrorsSayWhatWasWrong) {
   EXPECT_EQ(error_of(R"({"status":"error","errorType":"bad_data","error":"parse error"})", 400),
-            "prom_range: Prometheus error bad_data (HTTP 400): parse error");
+            "Prometheus error bad_data (HTTP 400): parse error");
   EXPECT_EQ(error_of("<html>Bad Gateway</html>", 502),
-            "prom_range: HTTP 502 from http://prom:9090/api/v1/query is not a Prometheus API "
+            "HTTP 502 from http://prom:9090/api/v1/query is not a Prometheus API "
             "response: <html>Bad Gateway</html>");
-  EXPECT_EQ(error_of("", 503), "prom_range: HTTP 503 with an empty body from http://prom:9090/api/v1/query");
+  EXPECT_EQ(error_of("", 503), "HTTP 503 with an empty body from http://prom:9090/api/v1/query");
   EXPECT_EQ(error_of(R"({"status":"success","data":{"resultType":"vector","result":[]}})"),
-            "prom_range: expected a matrix result from http://prom:9090/api/v1/query, got 'vector'");
+            "expected a matrix result from http://prom:9090/api/v1/query, got 'vector'");
   EXPECT_EQ(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,2]]}]}})"),
-            "prom_range: malformed sample [1,2] (expected [unix_seconds, \"value\"])");
+            "malformed sample [1,2] (expected [unix_seconds, \"value\"])");
   EXPECT_EQ(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":1},"values":[]}]}})"),
-            "prom_range: label 'a' is not a string");
+            "label 'a' is not a string");
   EXPECT_NE(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[)"), "");
 }
 
@@ -118,25 +118,25 @@ TEST(PromParsing, MatrixSeriesAreConvertedWhileParsing) {
         {"metric":{"__name__":"a"},"values":[[1,"1"]]},
         {"metric":{"__name__":"b"},"values":[[2,"2"]],"histograms":[[3,{}]]}],
         "resultType":"matrix"},"other":{"result":[{"metric":7}]}})"),
-      "u", "prom_range", warnings);
+      "u", warnings);
   ASSERT_EQ(matrix.series.size(), 2u);
   EXPECT_EQ(*matrix.series[0].metric, "a");
   EXPECT_EQ(*matrix.series[1].metric, "b");
   EXPECT_EQ(matrix.series[1].points[0].ts_ms, 2000);
-  EXPECT_EQ(warnings, std::vector<std::string>{
-                          "prom_range: 1 native histogram samples are not supported and were skipped"});
+  EXPECT_EQ(matrix.skipped_histograms, 1u);  // prom_client warns about them
+  EXPECT_TRUE(warnings.empty());
   // A repeated key replaces the earlier value, as in a document.
   const auto last = pp::parse_matrix_body(
       response(200, R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"a"}}],
         "result":[{"metric":{"__name__":"b"}}]}})"),
-      "u", "prom_range", warnings);
+      "u", warnings);
   ASSERT_EQ(last.series.size(), 1u);
   EXPECT_EQ(*last.series[0].metric, "b");
   // Items that are not objects, and an object without "metric".
   EXPECT_EQ(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[1]}})"),
-            "prom_range: matrix item without a 'metric' object");
+            "matrix item without a 'metric' object");
   EXPECT_EQ(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[{"values":[]}]}})"),
-            "prom_range: matrix item without a 'metric' object");
+            "matrix item without a 'metric' object");
 }
 
 TEST(PromParsing, ErrorMessagesAreValidUtf8) {

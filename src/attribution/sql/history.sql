@@ -1,6 +1,6 @@
 -- The paper's dedup rule, applied after each refresh: a layer's six current means are kept as
--- a new layer_history row only when they differ from its last kept row beyond ?1 (relative
--- tolerance); similar results are not persisted. ?2 is the refresh time.
+-- a new layer_history row only when they differ from its last kept row beyond :dedup_rel_tol
+-- (relative tolerance); similar results are not persisted. :refreshed_at is the refresh time.
 WITH current AS (
   SELECT job_id, layer, forward, data_num,
          json_array(gpu_util, gpu_mem, dram_active, fp32_active, sm_occupancy, sm_active) AS metrics
@@ -11,6 +11,6 @@ last_kept AS (
    WHERE h.rowid = (SELECT max(rowid) FROM main.layer_history AS k
                      WHERE k.job_id = h.job_id AND k.layer = h.layer AND k.forward = h.forward))
 INSERT INTO main.layer_history(job_id, layer, forward, refreshed_at, data_num, metrics)
-SELECT c.job_id, c.layer, c.forward, ?2, c.data_num, c.metrics
+SELECT c.job_id, c.layer, c.forward, :refreshed_at, c.data_num, c.metrics
   FROM current AS c LEFT JOIN last_kept AS k USING (job_id, layer, forward)
- WHERE k.metrics IS NULL OR NOT pp_similar(c.metrics, k.metrics, ?1);
+ WHERE k.metrics IS NULL OR NOT pp_similar(c.metrics, k.metrics, :dedup_rel_tol);

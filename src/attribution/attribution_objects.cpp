@@ -1,0 +1,15 @@
+// The attribution area's SQL objects: refreshing the attribution tables, installing them and
+// their views, and the interval join the fold uses.
+#include "attribution/attribution_tables.hpp"
+#include "core/registration.hpp"
+
+namespace pp {
+
+SqlObjects attribution_objects() {
+  return {{scalar("pp_install_views", 0, kIoFunction, pp_install_views_function)},
+          {{"pp_refresh", &kRefreshModule},
+           {"pp_overlaps", &kOverlapsModule},
+           {"pp_overlap_means", &kOverlapMeansModule}}};
+}
+
+}  // namespace pp

@@ -1,0 +1,12 @@
+// The attribution area's SQL objects, registered by attribution_objects.cpp.
+#pragma once
+#include "core/sqlite_api.hpp"
+
+namespace pp {
+
+extern const sqlite3_module kRefreshModule;       // pp_refresh.cpp
+extern const sqlite3_module kOverlapsModule;      // overlap_tables.cpp: pp_overlaps
+extern const sqlite3_module kOverlapMeansModule;  // overlap_tables.cpp: pp_overlap_means
+void pp_install_views_function(sqlite3_context* ctx, int argc, sqlite3_value** argv);  // install_views.cpp
+
+}  // namespace pp

@@ -1,0 +1,41 @@
+// Refresh steps 4 and 5: the fold of sample windows into layer_state (sql/fold.sql, around the
+// interval join of overlap_tables.cpp), and the paper's dedup rule into layer_history
+// (sql/history.sql).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attribution/refresh.hpp"
+#include "core/embedded_sql.hpp"
+#include "core/statement.hpp"
+
+namespace pp {
+
+void fold(RefreshRun& run) {
+  const int64_t margin = run.connection.settings().get_int("attribution_margin_seconds");
+  run_script(run.db, named_sql("refresh", "fold_windows"),
+             {{":final", int64_t{run.final ? 1 : 0}}, {":now", run.now}, {":margin", margin}});
+  run_script(run.db, embedded_sql("fold"));
+  // The events whose durations the fold counted: up to each GPU's fold point, one index range
+  // per GPU (a single UPDATE would look the GPU's window up for every row).
+  std::vector<std::pair<std::string, int64_t>> windows;
+  {
+    Statement list(run.db, named_sql("refresh", "fold_windows_list"));
+    while (list.step()) windows.emplace_back(list.column_text(0), list.column_int64(1));
+  }
+  Statement mark(run.db, named_sql("refresh", "mark_folded"));
+  for (const auto& [uuid, through_ms] : windows) {
+    mark.bind(":uuid", uuid);
+    mark.bind(":through_ms", through_ms);
+    mark.run();
+  }
+  run.summary.windows_folded = static_cast<long long>(query_double(run.db, named_sql("refresh", "windows_folded"), {}, 0));
+}
+
+void keep_history(RefreshRun& run) {
+  run.summary.history_kept =
+      run_script(run.db, embedded_sql("history"),
+                 {{":dedup_rel_tol", run.connection.settings().get_real("dedup_rel_tol")}, {":refreshed_at", run.now}});
+}
+
+}  // namespace pp

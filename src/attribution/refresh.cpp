@@ -1,0 +1,81 @@
+#include "attribution/refresh.hpp"
+
+#include <sys/stat.h>
+
+#include <chrono>
+
+#include "attribution/event_import.hpp"
+#include "attribution/schema.hpp"
+#include "core/errors.hpp"
+#include "core/statement.hpp"
+
+namespace pp {
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void run_steps(RefreshRun& run, const std::optional<std::string>& path) {
+  const long requests_before = run.connection.http().requests_sent();
+  install_attribution_schema(run.db);
+  if (path) {
+    run.summary.events_added = import_event_files(run.db, *path, run.final, run.warn);
+    fetch_samples(run);
+  }
+  set_intervals(run);
+  count_late_events(run);
+  fold(run);
+  warn_about_unattributed(run);
+  keep_history(run);
+  run.summary.http_requests = run.connection.http().requests_sent() - requests_before;
+}
+
+// In WAL mode, a refresh that commits on its own (no BEGIN around it) commits while its
+// SELECT still holds a read transaction, so SQLite's automatic checkpoint cannot run (it
+// fails with SQLITE_LOCKED and waits for the next commit, which is again a refresh's): a
+// loop of refreshes alone grows the -wal file without end. Say so once it is several times
+// what the automatic checkpoint would allow.
+void warn_about_unchecked_wal(RefreshRun& run) {
+  const double autocheckpoint_pages = query_double(run.db, "PRAGMA main.wal_autocheckpoint", {}, 0);
+  const char* db_file = sqlite3_db_filename(run.db, "main");
+  if (autocheckpoint_pages <= 0 || !db_file || !*db_file) return;
+  const char* wal_file = sqlite3_filename_wal(db_file);
+  struct stat st;
+  if (!wal_file || ::stat(wal_file, &st) != 0) return;  // not in WAL mode
+  const double page_size = query_double(run.db, "PRAGMA main.page_size", {}, 4096);
+  const double limit = 4 * autocheckpoint_pages * page_size;  // 16 MiB by default
+  if (static_cast<double>(st.st_size) <= limit) return;
+  run.warn(std::string("the write-ahead log ") + wal_file + " holds " +
+           std::to_string(static_cast<long long>(st.st_size >> 20)) +
+           " MiB: SQLite cannot checkpoint it from inside the SELECT that refreshes; run "
+           "PRAGMA wal_checkpoint after refreshing, or refresh inside BEGIN IMMEDIATE ... COMMIT");
+}
+
+}  // namespace
+
+RefreshSummary refresh(Connection& connection, const std::optional<std::string>& path, bool final) {
+  sqlite3* db = connection.db();
+  RefreshRun run{connection, db, final, now_seconds(), connection.warner("pp_refresh"), {}, 0};
+  const bool commits_itself = sqlite3_get_autocommit(db) != 0;
+  run_script(db, "SAVEPOINT pp_refresh");
+  try {
+    run_steps(run, path);
+    run_script(db, "RELEASE pp_refresh");
+  } catch (...) {
+    // SQLITE_BUSY or SQLITE_BUSY_SNAPSHOT: another connection writes or has written since the
+    // calling SELECT began. SQLite cannot wait here (the SELECT holds a read transaction, so
+    // busy_timeout does not apply), and the code must survive the rollback below.
+    const bool busy = (sqlite3_extended_errcode(db) & 0xFF) == SQLITE_BUSY;
+    sqlite3_exec(db, "ROLLBACK TO pp_refresh; RELEASE pp_refresh", nullptr, nullptr, nullptr);
+    if (busy)
+      throw BusyError(
+          "database is locked by another connection's write; nothing was changed (run pp_refresh again, "
+          "or inside BEGIN IMMEDIATE ... COMMIT, where busy_timeout applies)");
+    throw;
+  }
+  if (commits_itself) warn_about_unchecked_wal(run);
+  return run.summary;
+}
+
+}  // namespace pp

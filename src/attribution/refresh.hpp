@@ -1,0 +1,48 @@
+// pp_refresh's engine: brings the attribution tables up to date, in one savepoint, as named
+// steps (each in its own file):
+//   1. import_events      new lines of the event files into pp_events / pp_jobs (event_import.cpp)
+//   2. fetch_samples      raw samples of the GPUs of unfolded events into pp_samples (fetch_samples.cpp)
+//   3. set_intervals      each series' collection interval (sample_intervals.cpp)
+//   4. fold               sample windows whose events are all known into layer_state (fold.cpp)
+//   5. keep_history       the paper's dedup rule into layer_history (fold.cpp)
+// with the warnings of refresh_warnings.cpp between them. docs/architecture.md follows one
+// refresh through these steps; docs/reference/attribution.md is the user documentation.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/connection.hpp"
+
+namespace pp {
+
+struct RefreshSummary {
+  long long events_added = 0, samples_added = 0, windows_folded = 0, history_kept = 0;
+  long http_requests = 0;
+};
+
+// Runs every step inside a savepoint: all of it lands, or none of it. `path` names the event
+// files (nullopt: fold what pp_events and pp_samples already hold). Throws BusyError when
+// another connection's write lock is met (nothing changed), pp::Error otherwise.
+RefreshSummary refresh(Connection& connection, const std::optional<std::string>& path, bool final);
+
+// What every step reads and adds to.
+struct RefreshRun {
+  Connection& connection;
+  sqlite3* db;
+  bool final;
+  double now;  // unix seconds when the refresh began
+  std::function<void(const std::string&)> warn;  // "pp_refresh: " + warning
+  RefreshSummary summary;
+  long long late_events = 0;
+};
+
+// The steps, in the order refresh() runs them.
+void fetch_samples(RefreshRun& run);
+void set_intervals(RefreshRun& run);
+void count_late_events(RefreshRun& run);
+void fold(RefreshRun& run);
+void warn_about_unattributed(RefreshRun& run);
+void keep_history(RefreshRun& run);
+
+}  // namespace pp

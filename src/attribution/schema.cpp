@@ -1,0 +1,55 @@
+#include "attribution/schema.hpp"
+
+#include <functional>
+#include <regex>
+#include <vector>
+
+#include "core/embedded_sql.hpp"
+#include "core/statement.hpp"
+
+namespace pp {
+namespace {
+
+// Names after "CREATE <kind> IF NOT EXISTS" in the extension's own SQL, in order.
+std::vector<std::string> created_objects(const std::string& sql, const char* kind) {
+  const std::regex pattern(std::string("CREATE (?:TEMP )?") + kind + " IF NOT EXISTS (\\w+)");
+  std::vector<std::string> names;
+  for (auto it = std::sregex_iterator(sql.begin(), sql.end(), pattern); it != std::sregex_iterator(); ++it)
+    names.push_back((*it)[1].str());
+  return names;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+std::string view_sql() { return std::string(embedded_sql("views")) + std::string(embedded_sql("estimates")); }
+
+}  // namespace
+
+std::string installed_objects() {
+  const std::string sql = std::string(embedded_sql("schema")) + view_sql();
+  return "tables: " + joined(created_objects(sql, "TABLE")) + "; views: " + joined(created_objects(sql, "VIEW"));
+}
+
+void install_attribution_schema(sqlite3* db) {
+  run_script(db, embedded_sql("schema"));
+  const std::string views = view_sql();
+  const std::string fingerprint = std::to_string(std::hash<std::string>{}(views));
+  const bool current =
+      query_double(db, "SELECT count(*) FROM main.pp_meta WHERE key = 'views' AND value = :fingerprint",
+                   {{":fingerprint", fingerprint}}, 0) > 0;
+  if (!current) {
+    std::string drops;
+    for (const std::string& view : created_objects(views, "VIEW")) drops += "DROP VIEW IF EXISTS main." + view + ";";
+    run_script(db, drops);
+  }
+  run_script(db, views);
+  if (!current)
+    run_script(db, "INSERT OR REPLACE INTO main.pp_meta(key, value) VALUES ('views', :fingerprint)",
+               {{":fingerprint", fingerprint}});
+}
+
+}  // namespace pp

@@ -1,0 +1,17 @@
+// The attribution tables and views in the user's database (src/attribution/sql/schema.sql,
+// views.sql, estimates.sql): what pp_install_views() and every pp_refresh install.
+#pragma once
+#include <string>
+
+#include "core/sqlite_api.hpp"
+
+namespace pp {
+
+// Creates the attribution tables and views (idempotent). Views hold no data, so a database
+// made by another version of the extension gets this version's views: they are recreated
+// whenever the text that defines them changes.
+void install_attribution_schema(sqlite3* db);
+// "tables: a, b, ...; views: c, ...": what install_attribution_schema creates, read from its SQL.
+std::string installed_objects();
+
+}  // namespace pp

@@ -1,0 +1,153 @@
+-- The statements of pp_refresh's steps (src/attribution/refresh*.cpp), one named part each
+-- (read with named_sql("refresh", NAME)). Parameters are named; the step that runs a part
+-- binds them.
+
+-- name: fetch_margin
+-- Seconds past the last unfolded event to fetch samples for: the sample covering an event's end
+-- arrives up to one collection interval later (30 s by dcgm-exporter's default).
+SELECT max(60.0, 2 * coalesce((SELECT max(interval_ms) / 1e3 FROM main.pp_intervals), 0));
+
+-- name: fetch_start
+-- From the first event of each job with unfolded events (its untracked time needs every window
+-- of its span, also those between events far apart), or the GPU's last sample.
+SELECT min(max(j.t_first, coalesce((SELECT max(ts_ms) / 1e3 FROM main.pp_samples s WHERE s.uuid = j.uuid), 0)))
+  FROM main.pp_job_spans AS j
+ WHERE j.uuid <> 'cpu'
+   AND EXISTS (SELECT 1 FROM main.pp_events e WHERE e.folded = 0 AND e.gpu_uuid = j.uuid AND e.job_id = j.job_id);
+
+-- name: fetch_last_end
+SELECT max(t_end) FROM main.pp_events WHERE folded = 0 AND gpu_uuid <> 'cpu';
+
+-- name: fetch_gpus
+-- Each GPU with unfolded events and its last sample before this refresh.
+CREATE TEMP TABLE IF NOT EXISTS pp_fetch_gpus(uuid TEXT PRIMARY KEY, host_name TEXT, last_end_ms INTEGER,
+                                               last_sample_ms INTEGER);
+DELETE FROM temp.pp_fetch_gpus;
+INSERT INTO temp.pp_fetch_gpus
+SELECT gpu_uuid, max(host_name), max(t_end_ns) / 1000000,
+       (SELECT max(ts_ms) FROM main.pp_samples AS s WHERE s.uuid = e.gpu_uuid)
+  FROM main.pp_events AS e WHERE folded = 0 AND gpu_uuid <> 'cpu' GROUP BY gpu_uuid;
+
+-- name: gpus_without_samples
+-- UUIDs (:by_host = 0) or host names (:by_host = 1) of GPUs whose unfolded events reach past
+-- their last sample (none yet, or a job still running: later refreshes must fetch again) and
+-- that no pass of this refresh has brought samples for yet.
+SELECT DISTINCT CASE WHEN :by_host THEN host_name ELSE uuid END
+  FROM temp.pp_fetch_gpus AS g
+ WHERE CASE WHEN :by_host THEN host_name ELSE uuid END IS NOT NULL
+   AND last_end_ms > coalesce(last_sample_ms, -1)
+   AND NOT EXISTS (SELECT 1 FROM main.pp_metrics AS m JOIN main.pp_samples AS s
+                    ON s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > coalesce(g.last_sample_ms, -1));
+
+-- name: insert_samples_by_uuid
+-- The samples of :selector whose UUID (or older exporters' uuid) label names a GPU of the
+-- unfolded events.
+INSERT OR IGNORE INTO main.pp_samples(uuid, metric, ts_ms, value, host, gpu)
+SELECT uuid, metric, ts_ms, value, host, gpu FROM (
+  SELECT coalesce(json_extract(labels, '$.UUID'), json_extract(labels, '$.uuid')) AS uuid, metric,
+         CAST(round(ts * 1000) AS INTEGER) AS ts_ms, value,
+         coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname')) AS host,
+         json_extract(labels, '$.gpu') AS gpu
+    FROM prom_samples(:selector, :start, :end))
+ WHERE uuid IN (SELECT gpu_uuid FROM main.pp_events WHERE folded = 0);
+
+-- name: insert_samples_by_host
+-- The samples of :selector matched to the unfolded events by Hostname and gpu index.
+INSERT OR IGNORE INTO main.pp_samples(uuid, metric, ts_ms, value, host, gpu)
+SELECT (SELECT gpu_uuid FROM main.pp_events e WHERE e.host_name = p.host AND e.gpu = CAST(p.gpu AS INTEGER) LIMIT 1),
+       metric, CAST(round(ts * 1000) AS INTEGER), value, host, gpu FROM (
+  SELECT coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname')) AS host,
+         json_extract(labels, '$.gpu') AS gpu, metric, ts, value FROM prom_samples(:selector, :start, :end)) AS p
+ WHERE EXISTS (SELECT 1 FROM main.pp_events e
+                WHERE e.folded = 0 AND e.host_name = p.host AND e.gpu = CAST(p.gpu AS INTEGER));
+
+-- name: series_table
+-- temp.pp_series: each series (uuid, metric) of pp_samples and its last ts_ms.
+CREATE TEMP TABLE IF NOT EXISTS pp_series(uuid TEXT, metric TEXT, last_ms INTEGER, PRIMARY KEY (uuid, metric));
+DELETE FROM temp.pp_series;
+
+-- name: first_series
+SELECT uuid, metric FROM main.pp_samples ORDER BY uuid, metric LIMIT 1;
+
+-- name: next_metric_of_gpu
+-- (Two seeks per step of the skip scan: a row value (uuid, metric) > (?, ?) would seek on uuid
+-- alone and scan the rest.)
+SELECT uuid, metric FROM main.pp_samples WHERE uuid = :uuid AND metric > :metric ORDER BY metric LIMIT 1;
+
+-- name: first_series_of_next_gpu
+SELECT uuid, metric FROM main.pp_samples WHERE uuid > :uuid ORDER BY uuid, metric LIMIT 1;
+
+-- name: add_series
+INSERT INTO temp.pp_series(uuid, metric, last_ms)
+VALUES (:uuid, :metric, (SELECT max(ts_ms) FROM main.pp_samples WHERE uuid = :uuid AND metric = :metric));
+
+-- name: intervals_from_setting
+INSERT INTO main.pp_intervals(uuid, metric, interval_ms, source)
+SELECT uuid, metric, :interval_ms, 'setting' FROM temp.pp_series WHERE true
+ON CONFLICT (uuid, metric) DO UPDATE SET interval_ms = excluded.interval_ms, source = 'setting'
+ WHERE source <> 'user';
+
+-- name: series_without_interval
+SELECT uuid, metric FROM temp.pp_series AS n
+ WHERE NOT EXISTS (SELECT 1 FROM main.pp_intervals i WHERE i.uuid = n.uuid AND i.metric = n.metric);
+
+-- name: series_times
+SELECT ts_ms FROM main.pp_samples WHERE uuid = :uuid AND metric = :metric ORDER BY ts_ms;
+
+-- name: add_median_interval
+INSERT OR IGNORE INTO main.pp_intervals(uuid, metric, interval_ms, source) VALUES (:uuid, :metric, :interval_ms, 'median');
+
+-- name: late_events
+-- Unfolded events that start before their GPU's fold point arrived after (some of) their sample
+-- windows were folded, so those overlaps are lost (an index range).
+SELECT count(*) FROM main.pp_fold_state AS f CROSS JOIN main.pp_events AS e
+ WHERE e.gpu_uuid = f.uuid AND e.t_start_ns < f.folded_through_ms * 1000000 AND e.folded = 0;
+
+-- name: gpus_never_sampled
+-- GPUs of unfolded events with no samples at all. Reads only what can match: the GPUs of the
+-- events one index seek each, then the events of GPUs without samples.
+WITH RECURSIVE gpus(uuid) AS (
+  SELECT min(gpu_uuid) FROM main.pp_events
+  UNION ALL SELECT (SELECT min(gpu_uuid) FROM main.pp_events WHERE gpu_uuid > g.uuid)
+    FROM gpus AS g WHERE g.uuid IS NOT NULL)
+SELECT count(*) FROM gpus AS g
+ WHERE g.uuid IS NOT NULL AND g.uuid <> 'cpu'
+   AND NOT EXISTS (SELECT 1 FROM main.pp_samples s WHERE s.uuid = g.uuid)
+   AND EXISTS (SELECT 1 FROM main.pp_events e WHERE e.gpu_uuid = g.uuid AND e.folded = 0);
+
+-- name: fold_windows
+-- Per GPU, the sample windows to fold: up to the last sample, or, while the job may still write
+-- events into the last windows, up to the start of its last known event. Each value is an index
+-- seek (temp.pp_series, max(t_start_ns) of pp_events_by_gpu_time); the last event's end is read
+-- only when it decides (not :final). CPU events have no samples: their durations fold at once.
+CREATE TEMP TABLE IF NOT EXISTS pp_fold_window(uuid TEXT PRIMARY KEY, after_ms INTEGER, through_ms INTEGER);
+DELETE FROM temp.pp_fold_window;
+INSERT INTO temp.pp_fold_window(uuid, after_ms, through_ms)
+SELECT s.uuid, coalesce(f.folded_through_ms, 0),
+       CASE WHEN :final OR :now - (SELECT max(t_end) FROM main.pp_events WHERE gpu_uuid = s.uuid) > :margin
+            THEN s.last_ms
+            ELSE min(s.last_ms, (SELECT max(t_start_ns) FROM main.pp_events WHERE gpu_uuid = s.uuid) / 1000000) END
+  FROM (SELECT uuid, max(last_ms) AS last_ms FROM temp.pp_series GROUP BY uuid) AS s
+  LEFT JOIN main.pp_fold_state AS f ON f.uuid = s.uuid
+ WHERE EXISTS (SELECT 1 FROM main.pp_events WHERE gpu_uuid = s.uuid)
+   AND EXISTS (SELECT 1 FROM main.pp_intervals i WHERE i.uuid = s.uuid);
+INSERT INTO temp.pp_fold_window(uuid, after_ms, through_ms)
+SELECT 'cpu', 0, 4102444800000 WHERE EXISTS (SELECT 1 FROM main.pp_events WHERE gpu_uuid = 'cpu' AND folded = 0);
+DELETE FROM temp.pp_fold_window WHERE through_ms <= after_ms;
+
+-- name: fold_windows_list
+SELECT uuid, through_ms FROM temp.pp_fold_window;
+
+-- name: mark_folded
+-- The events whose durations the fold counted: up to the GPU's fold point, one index range.
+UPDATE main.pp_events SET folded = 1 WHERE gpu_uuid = :uuid AND t_start_ns <= :through_ms * 1000000 AND folded = 0;
+
+-- name: windows_folded
+-- Distinct (GPU, ts_ms) windows folded: pp_overlap_means counts them for each GPU it returned
+-- rows for; the others (no event in their windows) are counted here.
+SELECT coalesce(sum(coalesce(
+  (SELECT max(windows) FROM temp.pp_fold_means AS m WHERE m.uuid = w.uuid),
+  (SELECT count(DISTINCT s.ts_ms) FROM main.pp_samples AS s
+     JOIN main.pp_intervals AS i ON i.uuid = s.uuid AND i.metric = s.metric
+    WHERE s.uuid = w.uuid AND s.ts_ms > w.after_ms AND s.ts_ms <= w.through_ms))), 0)
+  FROM temp.pp_fold_window AS w;

@@ -1,0 +1,18 @@
+// The core area's SQL objects: version, settings, warnings and HTTP cost.
+#include "core/core_functions.hpp"
+#include "core/registration.hpp"
+
+namespace pp {
+
+SqlObjects core_objects() {
+  // pp_config and pp_last_warnings read per-connection state: neither deterministic nor
+  // innocuous, and pp_config can redirect requests, so it is DIRECTONLY too.
+  return {{scalar("pp_version", 0, kPureFunction, pp_version_function),
+           scalar("pp_config", 1, kIoFunction, pp_config_function, /*uses_connection=*/true),
+           scalar("pp_config", 2, kIoFunction, pp_config_function, /*uses_connection=*/true),
+           scalar("pp_last_warnings", 0, SQLITE_UTF8, pp_last_warnings_function, /*uses_connection=*/true),
+           scalar("pp_http_stats", 0, SQLITE_UTF8, pp_http_stats_function, /*uses_connection=*/true)},
+          {{"pp_settings", &kSettingsModule}}};
+}
+
+}  // namespace pp

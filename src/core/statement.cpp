@@ -1,0 +1,92 @@
+#include "core/statement.hpp"
+
+#include <climits>
+
+#include "core/errors.hpp"
+
+namespace pp {
+
+Statement::Statement(sqlite3* db, std::string_view sql) : db_(db) {
+  if (sql.size() > static_cast<size_t>(INT_MAX)) throw Error("SQL text too long");
+  if (sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr) != SQLITE_OK) fail();
+}
+
+Statement::Statement(sqlite3* db, std::string_view* script) : db_(db) {
+  if (script->size() > static_cast<size_t>(INT_MAX)) throw Error("SQL text too long");
+  const char* next = nullptr;
+  if (sqlite3_prepare_v2(db, script->data(), static_cast<int>(script->size()), &stmt_, &next) != SQLITE_OK) fail();
+  script->remove_prefix(static_cast<size_t>(next - script->data()));
+}
+
+bool Statement::step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  sqlite3_reset(stmt_);
+  if (rc != SQLITE_DONE) fail();
+  return false;
+}
+
+long long Statement::run() {
+  while (step()) {
+  }
+  return sqlite3_changes(db_);
+}
+
+void Statement::bind(int index, const SqlValue& value) {
+  if (const auto* i = std::get_if<int64_t>(&value)) {
+    bind(index, *i);
+  } else if (const auto* d = std::get_if<double>(&value)) {
+    bind(index, *d);
+  } else if (const auto* s = std::get_if<std::string>(&value)) {
+    bind(index, std::string_view(*s));
+  } else {
+    sqlite3_bind_null(stmt_, index);
+  }
+}
+
+void Statement::bind(int index, std::string_view text) {
+  sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+}
+
+void Statement::bind_all(const SqlParameters& parameters) {
+  for (const auto& [name, value] : parameters) {
+    const int index = sqlite3_bind_parameter_index(stmt_, name.c_str());
+    if (index > 0) bind(index, value);
+  }
+}
+
+std::string_view Statement::column_view(int column) const {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+  if (!text) return {};
+  return std::string_view(text, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+}
+
+int Statement::parameter_index(const char* name) const {
+  const int index = sqlite3_bind_parameter_index(stmt_, name);
+  if (index == 0) throw Error(std::string("internal: the statement has no parameter ") + name);
+  return index;
+}
+
+void Statement::fail() const { throw Error(sqlite3_errmsg(db_)); }
+
+long long run_script(sqlite3* db, std::string_view script, const SqlParameters& parameters) {
+  long long changes = 0;
+  while (!script.empty()) {
+    Statement statement(db, &script);
+    if (statement.empty()) continue;  // whitespace or a comment
+    statement.bind_all(parameters);
+    changes += statement.run();
+  }
+  return changes;
+}
+
+double query_double(sqlite3* db, std::string_view sql, const SqlParameters& parameters, double fallback) {
+  Statement query(db, sql);
+  query.bind_all(parameters);
+  if (!query.step()) return fallback;
+  const double value = query.column_null(0) ? fallback : query.column_double(0);
+  sqlite3_reset(query.handle());
+  return value;
+}
+
+}  // namespace pp

@@ -1,0 +1,75 @@
+#include "prometheus/prom_client.hpp"
+
+#include "prometheus/time_parse.hpp"
+
+namespace pp {
+
+HttpResponse PromClient::get(const std::string& path, const std::string& form, bool post) {
+  const std::string base = connection_.settings().get("prometheus_url");
+  const std::string url = base + path + (post || form.empty() ? "" : "?" + form);
+  return connection_.http().send(url, post ? form : std::string(), connection_.settings());
+}
+
+template <class T, class Parse>
+std::shared_ptr<const T> PromClient::cached_call(const std::string& path, const std::string& form, bool post,
+                                                 Parse parse) {
+  const std::string base = connection_.settings().get("prometheus_url");
+  // The key includes every setting that changes the answer's source.
+  const std::string key = base + path + "?" + form + "#" + connection_.settings().get("headers");
+  size_t bytes = 0;
+  auto value = connection_.cached(key, bytes, [&](size_t& size) -> std::shared_ptr<const void> {
+    HttpResponse response = get(path, form, post);
+    std::vector<std::string> warnings;
+    auto parsed = std::make_shared<T>(parse(response, redact_url(base + path), warnings));
+    for (const auto& w : warnings) connection_.add_warning(w);
+    size = response.body.size();
+    return parsed;
+  });
+  return std::static_pointer_cast<const T>(value);
+}
+
+std::shared_ptr<const PromMatrix> PromClient::matrix_call(const std::string& path, const std::string& form) {
+  auto matrix = cached_call<PromMatrix>(path, form, true, parse_matrix_body);
+  if (matrix->skipped_histograms)
+    connection_.add_warning(std::string(table_) + ": " + std::to_string(matrix->skipped_histograms) +
+                            " native histogram samples are not supported and were skipped");
+  return matrix;
+}
+
+std::shared_ptr<const PromMatrix> PromClient::query_range(const std::string& query, int64_t start_ms, int64_t end_ms,
+                                                          int64_t step_ms) {
+  HttpClient& http = connection_.http();
+  const std::string form = "query=" + http.escape(query) + "&start=" + format_seconds(start_ms) +
+                           "&end=" + format_seconds(end_ms) + "&step=" + format_seconds(step_ms) +
+                           // VictoriaMetrics otherwise moves start to a multiple of step (for its
+                           // cache), shifting every point; Prometheus ignores the parameter.
+                           "&nocache=1";
+  return matrix_call("/api/v1/query_range", form);
+}
+
+std::shared_ptr<const PromMatrix> PromClient::raw_samples(const std::string& selector, int64_t time_ms,
+                                                          int64_t range_ms) {
+  HttpClient& http = connection_.http();
+  const std::string query = selector + "[" + format_promql_duration(range_ms) + "]";
+  const std::string form = "query=" + http.escape(query) + "&time=" + format_seconds(time_ms);
+  return matrix_call("/api/v1/query", form);
+}
+
+std::shared_ptr<const std::vector<PromSeries>> PromClient::series(const std::string& match, int64_t start_ms,
+                                                                  int64_t end_ms) {
+  HttpClient& http = connection_.http();
+  const std::string form = "match%5B%5D=" + http.escape(match) + "&start=" + format_seconds(start_ms) +
+                           "&end=" + format_seconds(end_ms);
+  return cached_call<std::vector<PromSeries>>("/api/v1/series", form, true, parse_series_body);
+}
+
+std::shared_ptr<const std::vector<std::string>> PromClient::label_values(const std::string& label,
+                                                                         const std::optional<std::string>& match) {
+  HttpClient& http = connection_.http();
+  const std::string form = match ? "match%5B%5D=" + http.escape(*match) : std::string();
+  // The label values endpoint is GET only.
+  return cached_call<std::vector<std::string>>("/api/v1/label/" + http.escape(label) + "/values", form, false,
+                                               parse_label_values_body);
+}
+
+}  // namespace pp

@@ -1,0 +1,40 @@
+// Requests to the Prometheus HTTP API (Prometheus, VictoriaMetrics, Thanos, Mimir) through the
+// connection's HTTP client and per-statement cache; responses are read by response_parser.hpp.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/connection.hpp"
+#include "prometheus/response_parser.hpp"
+
+namespace pp {
+
+class PromClient {
+ public:
+  // `table` names the SQL table in the warnings it adds to the connection.
+  PromClient(Connection& connection, const char* table) : connection_(connection), table_(table) {}
+
+  // /api/v1/query_range: evaluation at start + k*step through end.
+  std::shared_ptr<const PromMatrix> query_range(const std::string& query, int64_t start_ms, int64_t end_ms,
+                                                int64_t step_ms);
+  // /api/v1/query of `selector[range_ms]` at time_ms: the raw stored samples.
+  std::shared_ptr<const PromMatrix> raw_samples(const std::string& selector, int64_t time_ms, int64_t range_ms);
+  // /api/v1/series and /api/v1/label/NAME/values.
+  std::shared_ptr<const std::vector<PromSeries>> series(const std::string& match, int64_t start_ms, int64_t end_ms);
+  std::shared_ptr<const std::vector<std::string>> label_values(const std::string& label,
+                                                               const std::optional<std::string>& match);
+
+ private:
+  HttpResponse get(const std::string& path, const std::string& form, bool post);
+  template <class T, class Parse>
+  std::shared_ptr<const T> cached_call(const std::string& path, const std::string& form, bool post, Parse parse);
+  std::shared_ptr<const PromMatrix> matrix_call(const std::string& path, const std::string& form);
+
+  Connection& connection_;
+  const char* table_;
+};
+
+}  // namespace pp

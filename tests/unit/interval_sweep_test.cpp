@@ -1,0 +1,77 @@
+// The interval sweep on its own: a hand-made GPU timeline in, (event, sample, weight) pairs and
+// untracked time out, with no SQLite involved.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "attribution/interval_sweep.hpp"
+
+namespace {
+
+constexpr int64_t kMs = 1000000;  // ns
+
+// Two layers of one job ("A" group 0, "B" group 1, untracked group 2) and one 100 ms series.
+pp::GpuTimeline one_job() {
+  pp::GpuTimeline gpu;
+  gpu.series.push_back({"DCGM_FI_PROF_SM_ACTIVE", 100, {{100, 0.5, false}, {200, 0.7, false}}});
+  gpu.jobs.push_back({"job", 10 * kMs, 130 * kMs, 2});
+  gpu.groups = {{0, "A", 1}, {0, "B", 1}, {0, "(untracked)", 0}};
+  gpu.events = {{10 * kMs, 60 * kMs, 1, 0, 0}, {90 * kMs, 130 * kMs, 2, 1, 0}};
+  return gpu;
+}
+
+// (event id or -1, group, sample ts_ms) -> weight_ns
+using Pairs = std::map<std::tuple<int64_t, uint32_t, int64_t>, int64_t>;
+
+Pairs sweep_all(const pp::GpuTimeline& gpu, size_t first_series = 0, size_t stride = 1) {
+  Pairs pairs;
+  pp::sweep_overlaps(
+      gpu,
+      [&](int64_t event, uint32_t group, size_t, const pp::TimelineSample& sample, int64_t weight) {
+        const int64_t id = event < 0 ? -1 : gpu.events[static_cast<size_t>(event)].id;
+        pairs[{id, group, sample.ts_ms}] += weight;
+      },
+      first_series, stride);
+  return pairs;
+}
+
+TEST(IntervalSweep, OverlapsAndUntrackedTimeOfOneJob) {
+  // Window (0, 100] ms: A runs 10-60 (50 ms), B 90-100 (10 ms); the job's span covers 10-100,
+  // so 30 ms are untracked. Window (100, 200]: B 100-130; the span ends at 130, nothing untracked.
+  const Pairs expected = {{{1, 0, 100}, 50 * kMs}, {{2, 1, 100}, 10 * kMs}, {{-1, 2, 100}, 30 * kMs},
+                          {{2, 1, 200}, 30 * kMs}};
+  EXPECT_EQ(sweep_all(one_job()), expected);
+}
+
+TEST(IntervalSweep, EventsThatOnlyTouchAWindowAreNotPairs) {
+  pp::GpuTimeline gpu = one_job();
+  gpu.events = {{100 * kMs, 150 * kMs, 7, 0, 0}};  // starts exactly where window (0, 100] ends
+  gpu.jobs[0] = {"job", 100 * kMs, 150 * kMs, 2};
+  const Pairs expected = {{{7, 0, 200}, 50 * kMs}};
+  EXPECT_EQ(sweep_all(gpu), expected);
+}
+
+TEST(IntervalSweep, TwoJobsEachGetTheirOwnUntrackedTime) {
+  pp::GpuTimeline gpu = one_job();
+  gpu.jobs.push_back({"other", 150 * kMs, 190 * kMs, 4});
+  gpu.groups.push_back({1, "C", 1});
+  gpu.groups.push_back({1, "(untracked)", 0});
+  gpu.events.push_back({160 * kMs, 170 * kMs, 3, 3, 1});
+  const Pairs pairs = sweep_all(gpu);
+  EXPECT_EQ(pairs.at({3, 3, 200}), 10 * kMs);
+  EXPECT_EQ(pairs.at({-1, 4, 200}), 30 * kMs);  // 150-190 less C's 10 ms
+  EXPECT_EQ(pairs.count({-1, 2, 200}), 0u);     // the first job's span ended at 130
+}
+
+TEST(IntervalSweep, SeriesSplitAcrossWorkersGiveTheSamePairs) {
+  pp::GpuTimeline gpu = one_job();
+  gpu.series.push_back({"DCGM_FI_PROF_DRAM_ACTIVE", 100, {{100, 0.1, false}, {200, 0.2, true}}});
+  gpu.series.push_back({"DCGM_FI_DEV_GPU_UTIL", 1000, {{1000, 50, false}}});
+  Pairs split = sweep_all(gpu, 0, 2);
+  for (const auto& [key, weight] : sweep_all(gpu, 1, 2)) split[key] += weight;
+  EXPECT_EQ(split, sweep_all(gpu));
+}
+
+}  // namespace
