@@ -29,10 +29,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import torch  # noqa: E402
 
-from precisionprobe.event_format import EventFormatter  # noqa: E402
-from precisionprobe.event_writer import HEADER  # noqa: E402
-from precisionprobe.job_identity import JobIdentity  # noqa: E402
-from precisionprobe.probe import Probe  # noqa: E402
+from precisionprobe._event_format import EventFormatter  # noqa: E402
+from precisionprobe._event_writer import HEADER  # noqa: E402
+from precisionprobe._job_identity import JobIdentity  # noqa: E402
+from precisionprobe._probe import Probe  # noqa: E402
 from precisionprobe.workloads import dlrm  # noqa: E402
 
 # Steps of a few tens of ms on 2 cores: small enough that hook costs would show.

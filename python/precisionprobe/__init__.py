@@ -37,7 +37,7 @@ def attach(job_id=None, out=None, *, clock="auto", flush_interval=0.2, summary="
             print("precisionprobe: already attached; keeping the probe writing to "
                   f"{_active.out_dir}", file=sys.stderr)
             return _active
-        from .probe import Probe
+        from ._probe import Probe
         _active = Probe(job_id=job_id, out=out, clock=clock, flush_interval=flush_interval,
                         summary=summary).install()
         return _active

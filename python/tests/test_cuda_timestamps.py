@@ -3,11 +3,11 @@ import io
 import json
 import time
 
-from precisionprobe.cuda_clock import CudaTimestampResolver
-from precisionprobe.event_format import EventFormatter
-from precisionprobe.event_writer import HEADER, EventWriter
-from precisionprobe.job_identity import JobIdentity
-from precisionprobe.layer_names import ModuleInfo
+from precisionprobe._cuda_clock import CudaTimestampResolver
+from precisionprobe._event_format import EventFormatter
+from precisionprobe._event_writer import HEADER, EventWriter
+from precisionprobe._job_identity import JobIdentity
+from precisionprobe._layer_names import ModuleInfo
 
 WALL = 1_700_000_000_000_000_000
 

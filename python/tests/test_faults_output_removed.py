@@ -21,10 +21,10 @@ import sys
 import textwrap
 
 from conftest import child_environment
-from precisionprobe.event_format import EventFormatter
-from precisionprobe.event_writer import HEADER, EventWriter
-from precisionprobe.job_identity import JobIdentity
-from precisionprobe.layer_names import ModuleInfo
+from precisionprobe._event_format import EventFormatter
+from precisionprobe._event_writer import HEADER, EventWriter
+from precisionprobe._job_identity import JobIdentity
+from precisionprobe._layer_names import ModuleInfo
 from test_faults_support import (DLRM_ARGS, EVENTS_PER_STEP, JOB_ID, PRODUCED, EventFile,
                                  assert_read_back_whole, count_lines, event_key, megabytes,
                                  only_events_file, reference, report, step_losses, summary,

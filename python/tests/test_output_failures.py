@@ -7,10 +7,10 @@ import sys
 import time
 
 from conftest import SMALL_DLRM, run_launched
-from precisionprobe.event_writer import HEADER, EventWriter
-from precisionprobe.event_format import EventFormatter
-from precisionprobe.job_identity import JobIdentity
-from precisionprobe.layer_names import ModuleInfo
+from precisionprobe._event_writer import HEADER, EventWriter
+from precisionprobe._event_format import EventFormatter
+from precisionprobe._job_identity import JobIdentity
+from precisionprobe._layer_names import ModuleInfo
 
 DLRM_LEAVES = 21  # 4 bottom + 8 embedding + 8 top layers + loss_fn, with SMALL_DLRM
 
@@ -73,7 +73,7 @@ def _wait_until(condition, timeout=10.0):
 
 
 def test_disk_full_keeps_every_line_written_before_it_whole(tmp_path, monkeypatch):
-    import precisionprobe.event_writer as event_writer
+    import precisionprobe._event_writer as event_writer
     disk = _DiskThatFills()
     monkeypatch.setattr(event_writer, "os", disk)
     identity = JobIdentity("job", "host", "10.0.0.1", "pod", "ns", 0, 0, 1, 42, 2.0)
