@@ -14,7 +14,8 @@ import os
 import sys
 import threading
 
-__version__ = "0.1.0"
+from ._version import __version__
+
 __all__ = ["attach", "detach", "active_probe", "__version__"]
 
 _lock = threading.Lock()

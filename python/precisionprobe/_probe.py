@@ -19,7 +19,7 @@ import threading
 import time
 import weakref
 
-from . import __version__
+from ._version import __version__
 from ._backward_spans import BackwardSpan, BackwardTimeline
 from ._batch_tracker import BatchTracker
 from ._cuda_clock import CudaClock
