@@ -5,7 +5,7 @@ For each cell of a grid (sample interval x noise x recording length), the emulat
 (python/precisionprobe/emulator, offline mode) generates a DLRM-like timeline (leaf layers of
 0.1-5 ms, jittered, with untracked gaps and stalls) and the samples an emulated GPU gives for it.
 Three ways to get per-layer-type values (10 groups: 5 layer types x forward/backward) are then
-compared with the profile's true values (python/profiles/dlrm.json):
+compared with the profile's true values (profile dlrm, emulator/profiles/dlrm.json):
 
   paper      the paper's method: for each layer call, the sample current at its hook's time (the
              newest sample at or before the call's end, what an instant query returns then),
@@ -270,7 +270,7 @@ def main():
 
     say(provenance(args.extension, args.built_from))
     say("Per-layer-type attribution error vs the DCGM emulator's ground truth (precisionprobe emulator,")
-    say(f"profile python/profiles/dlrm.json, DLRM-like timeline seed {seed}; 10 groups = 5 layer types x fwd/bwd).")
+    say(f"profile precisionprobe/emulator/profiles/dlrm.json, DLRM-like timeline seed {seed}; 10 groups = 5 layer types x fwd/bwd).")
     say("Errors: relative, in %, mean and worst over (group, metric) pairs of the 5 activity metrics.")
     say("est: all estimates pp_deconvolve gave; id: those it marks identified (count of 50 pairs);")
     say("cover90: share of pairs whose 90% interval holds the truth (pairs with an interval).")

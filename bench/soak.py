@@ -4,7 +4,7 @@ that holds the extension.
 
 Processes, all on 127.0.0.1 and all stopped at the end (each in its own process group):
   emulator    python3 -m precisionprobe.emulator live, following the jobs' events and serving
-              emulated DCGM counters for one GPU (python/profiles/dlrm.json), 100 ms windows;
+              emulated DCGM counters for one GPU (profile dlrm), 100 ms windows;
   prometheus  Debian's Prometheus scraping the emulator every 100 ms (storage in the work dir);
   training    back-to-back CPU DLRM jobs under the hook client (python3 -m precisionprobe run --
               python3 -m precisionprobe.workloads.dlrm, small, one torch thread), a new job id
@@ -202,7 +202,7 @@ def main():
     try:
         emulator = subprocess.Popen(
             [PYTHON, "-m", "precisionprobe.emulator", "live", "--events", str(run_dir),
-             "--mirror", str(mirror_dir), "--profile", str(ROOT / "python" / "profiles" / "dlrm.json"),
+             "--mirror", str(mirror_dir), "--profile", "dlrm",
              "--port", "0", "--interval-ms", str(INTERVAL_MS), "--lag-ms", "1000",
              "--duration", str(int(seconds + 300))],
             env=environment(), stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)

@@ -3,7 +3,7 @@
 real Prometheus, attribution in SQL, the paper's tables and figures.
 
 Without --prometheus there is no GPU here, so the counters come from the DCGM EMULATOR
-(python/precisionprobe/emulator, profile python/profiles/dlrm.json): it follows the job's layer
+(python/precisionprobe/emulator, profile emulator/profiles/dlrm.json): it follows the job's layer
 events and serves dcgm-exporter's /metrics, which a local Prometheus scrapes every 100 ms. Only
 the layer timings are measured; every counter value is the emulator's. With --prometheus URL
 the job reads a real dcgm-exporter's Prometheus instead and starts no emulator.
@@ -197,7 +197,7 @@ def main():
             emulator_port = free_port()
             procs.start("emulator", [PYTHON, "-m", "precisionprobe.emulator", "live",
                                      "--events", str(args.out / "events"), "--mirror", str(args.out / "emulated"),
-                                     "--profile", str(ROOT / "python" / "profiles" / "dlrm.json"),
+                                     "--profile", "dlrm",
                                      "--port", str(emulator_port), "--interval-ms", str(INTERVAL_MS),
                                      "--noise", "0.005"], log, env=env)
             url = start_local_prometheus(procs, work, emulator_port, log)

@@ -6,8 +6,8 @@ There is no GPU here. Each job trains for real on the CPU (small sizes, `--secon
 and its layer timings are MEASURED by the hook client (`python3 -m precisionprobe run`). Its GPU
 counters come from the DCGM EMULATOR (python/precisionprobe/emulator, live mode): one emulator
 per job follows that job's events and serves dcgm-exporter's /metrics for one emulated GPU, with
-the counter values of the job's profile (python/profiles/{dlrm,resnext,gpt2}.json, emulation
-inputs, not measurements). A real Prometheus scrapes the three every 100 ms; `pp_refresh` reads
+the counter values of the job's profile (python/precisionprobe/emulator/profiles/{dlrm,resnext,
+gpt2}.json, emulation inputs, not measurements). A real Prometheus scrapes the three every 100 ms; `pp_refresh` reads
 the emulators' mirrored events and fetches the samples through Prometheus' HTTP API, as it would
 from a real dcgm-exporter.
 
@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT / "python"))
 import main_job  # noqa: E402  (the main job's process handling; it also puts tests/fixtures on the path)
 from servers import free_port, wait_ready  # noqa: E402
 from precisionprobe.emulator.exposition import emulated_uuid  # noqa: E402
+from precisionprobe.emulator.profile import PROFILES  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 INTERVAL_MS = 100
@@ -113,12 +114,14 @@ def run(out, seconds=30.0, extension=ROOT / "build" / "precisionprobe", jobs=tup
             procs.start(f"emulator-{job}", [
                 PYTHON, "-m", "precisionprobe.emulator", "live", "--events", str(out / "events" / job),
                 "--mirror", str(out / "emulated" / job),
-                "--profile", str(ROOT / "python" / "profiles" / f"{WORKLOADS[job][2]}.json"),
+                "--profile", WORKLOADS[job][2],
                 "--port", str(port), "--interval-ms", str(INTERVAL_MS), "--noise", "0.005",
                 "--seed", str(index), "--gpu-uuid", uuid, "--pod", f"{job}-0", "--namespace", "default"],
                 services, env=env)
             ports.append(port)
-            summary["jobs"][job] = {"gpu_uuid": uuid, "profile": f"python/profiles/{WORKLOADS[job][2]}.json"}
+            # The profile file, relative to the repository (the notebook reads it as ROOT / profile).
+            profile = os.path.relpath(str(PROFILES / f"{WORKLOADS[job][2]}.json"), ROOT)
+            summary["jobs"][job] = {"gpu_uuid": uuid, "profile": profile}
         url = start_prometheus(procs, work, ports, services)
         wait_scraped(url, len(jobs))
         log(f"Prometheus {url} scrapes {len(jobs)} DCGM EMULATORS (emulated counters, not GPUs) "

@@ -77,7 +77,7 @@ def live(tmp_path_factory):
     run_dir, mirror_dir = work / "run", work / "run.emulated"
     emulator = subprocess.Popen(
         [sys.executable, "-m", "precisionprobe.emulator", "live", "--events", str(run_dir),
-         "--profile", str(ROOT / "python" / "profiles" / "dlrm.json"), "--port", "0",
+         "--profile", "dlrm", "--port", "0",
          "--interval-ms", str(INTERVAL_MS), "--lag-ms", "1000", "--duration", "120"],
         env=child_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True)
