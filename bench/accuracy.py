@@ -25,8 +25,8 @@ then pp_refresh(path, 1) folds. Errors are relative, |estimate - truth| / truth,
 FB_USED, a memory level that varies little between layers, is reported on its own.
 "cover90" is the share of (group, metric) pairs whose 90% interval holds the truth.
 
-  bench/accuracy.py [--extension build/precisionprobe] [--out bench/results/accuracy.txt]
-                    [--intervals 100,1000,10000] [--noises 0,0.005,0.02] [--minutes 1,10]
+  PYTHONPATH=python /usr/bin/python3 bench/accuracy.py [--extension build/precisionprobe]
+      [--out bench/results/accuracy.txt] [--intervals 100,1000,10000] [--noises 0,0.005,0.02] [--minutes 1,10]
 
 Runs in about 5 minutes on 2 cores (the 10-minute timelines have about 290,000 layer calls).
 """
@@ -34,19 +34,18 @@ import argparse
 import json
 import os
 import sqlite3
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from precisionprobe.emulator import offline
+from precisionprobe.emulator.exposition import format_value
+from precisionprobe.emulator.profile import FB_USED, METRICS, UPPER_BOUNDS, Profile
+from precisionprobe.emulator.timeline import dlrm_timeline
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "python"))
-from precisionprobe.emulator import offline  # noqa: E402
-from precisionprobe.emulator.exposition import format_value  # noqa: E402
-from precisionprobe.emulator.profile import FB_USED, METRICS, UPPER_BOUNDS, Profile  # noqa: E402
-from precisionprobe.emulator.timeline import dlrm_timeline  # noqa: E402
 
 ACTIVITY = [m for m in METRICS if m != FB_USED]
 SEED = 1
