@@ -3,6 +3,8 @@ import socket
 import time
 import urllib.request
 
+from . import processes
+
 
 def free_port():
     """A TCP port of 127.0.0.1 that nothing listens on now, chosen by the kernel."""
@@ -11,19 +13,25 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_ready(url, process, what, seconds=60):
-    """Returns once GET url answers 200. Raises SystemExit naming `what` if process (a Popen)
-    exits first or `seconds` pass: the callers are command-line tools and test fixtures, for
-    which a server that never starts ends the run."""
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"{what} exited with {process.returncode} before it was ready")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"{what} not ready at {url} after {seconds}s")
+def wait_ready(url, process, what, seconds=60, accept=None):
+    """Returns once GET url answers 200 and accept(response), if given, is true. If process (the
+    server's Popen, or None) exits first or `seconds` pass, stops what is left of it and raises
+    SystemExit naming `what`: the callers are command-line tools and test fixtures, for which a
+    server that never starts ends the run."""
+    try:
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if process is not None and process.poll() is not None:
+                raise SystemExit(f"{what} exited with {process.returncode} before it was ready")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    if r.status == 200 and (accept is None or accept(r)):
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise SystemExit(f"{what} not ready at {url} after {seconds}s")
+    except BaseException:
+        if process is not None:
+            processes.stop(process)
+        raise

@@ -9,11 +9,10 @@
 
 The functions that start a Prometheus return (process, url) once it answers /-/ready; the process
 runs in its own session (processes.stop() stops it). One that never gets ready is stopped, and
-SystemExit says why.
+SystemExit says why (ports.wait_ready).
 """
 import json
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -73,11 +72,7 @@ def _start(work, config, tsdb, port, flags, log, ready_seconds):
     else:
         process = processes.start(command, log)
     url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(url + "/-/ready", process, "prometheus", ready_seconds)
-    except BaseException:
-        processes.stop(process)
-        raise
+    wait_ready(url + "/-/ready", process, "prometheus", ready_seconds)
     return process, url
 
 
@@ -95,18 +90,11 @@ def newest_sample_ms(url, uuid):
 
 def wait_scraped(url, gpus=1, seconds=30, process=None):
     """Waits until Prometheus at url holds a DCGM_FI_DEV_GPU_UTIL series of `gpus` GPUs (every
-    emulator scraped). SystemExit after `seconds`, or as soon as process (its Popen) exits."""
+    emulator scraped); as wait_ready() does, stops process (its Popen) and raises SystemExit if
+    that does not happen within `seconds`."""
+    def scraped(response):
+        result = json.load(response)["data"]["result"]
+        return bool(result) and int(result[0]["value"][1]) >= gpus
     query = urllib.parse.urlencode({"query": "count(DCGM_FI_DEV_GPU_UTIL)"})
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if process is not None and process.poll() is not None:
-            raise SystemExit(f"prometheus exited with {process.returncode} before scraping {gpus} GPUs")
-        try:
-            with urllib.request.urlopen(f"{url}/api/v1/query?{query}", timeout=2) as r:
-                result = json.load(r)["data"]["result"]
-                if result and int(result[0]["value"][1]) >= gpus:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"Prometheus at {url} has not scraped all {gpus} emulated GPUs after {seconds} s")
+    wait_ready(f"{url}/api/v1/query?{query}", process, f"Prometheus scraping {gpus} emulated GPUs",
+               seconds, scraped)

@@ -9,7 +9,8 @@ from .ports import free_port, wait_ready
 def serve(work, ready_seconds=60):
     """Starts VictoriaMetrics with its storage in WORK/victoria-data and its log in
     WORK/victoria.log, 100 years of retention and no search latency offset (samples are
-    queryable as soon as they are flushed); returns (process, url) once /health answers."""
+    queryable as soon as they are flushed); returns (process, url) once /health answers (if it
+    never does, ports.wait_ready stops it)."""
     work = Path(work)
     port = free_port()
     with open(work / "victoria.log", "w") as log:
@@ -17,11 +18,7 @@ def serve(work, ready_seconds=60):
             ["victoria-metrics", f"-storageDataPath={work / 'victoria-data'}",
              f"-httpListenAddr=127.0.0.1:{port}", "-retentionPeriod=100y", "-search.latencyOffset=0s"], log)
     url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(url + "/health", process, "victoria-metrics", ready_seconds)
-    except BaseException:
-        processes.stop(process)
-        raise
+    wait_ready(url + "/health", process, "victoria-metrics", ready_seconds)
     return process, url
 
 
