@@ -5,7 +5,7 @@ For each cell of a grid (sample interval x noise x recording length), the emulat
 (python/precisionprobe/emulator, offline mode) generates a DLRM-like timeline (leaf layers of
 0.1-5 ms, jittered, with untracked gaps and stalls) and the samples an emulated GPU gives for it.
 Three ways to get per-layer-type values (10 groups: 5 layer types x forward/backward) are then
-compared with the profile's true values (python/profiles/dlrm.json):
+compared with the profile's true values (profile dlrm, emulator/profiles/dlrm.json):
 
   paper      the paper's method: for each layer call, the sample current at its hook's time (the
              newest sample at or before the call's end, what an instant query returns then),
@@ -25,8 +25,8 @@ then pp_refresh(path, 1) folds. Errors are relative, |estimate - truth| / truth,
 FB_USED, a memory level that varies little between layers, is reported on its own.
 "cover90" is the share of (group, metric) pairs whose 90% interval holds the truth.
 
-  bench/accuracy.py [--extension build/precisionprobe] [--out bench/results/accuracy.txt]
-                    [--intervals 100,1000,10000] [--noises 0,0.005,0.02] [--minutes 1,10]
+  PYTHONPATH=python /usr/bin/python3 bench/accuracy.py [--extension build/precisionprobe]
+      [--out bench/results/accuracy.txt] [--intervals 100,1000,10000] [--noises 0,0.005,0.02] [--minutes 1,10]
 
 Runs in about 5 minutes on 2 cores (the 10-minute timelines have about 290,000 layer calls).
 """
@@ -34,19 +34,18 @@ import argparse
 import json
 import os
 import sqlite3
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from precisionprobe.emulator import offline
+from precisionprobe.emulator.exposition import format_value
+from precisionprobe.emulator.profile import FB_USED, METRICS, UPPER_BOUNDS, Profile
+from precisionprobe.emulator.timeline import dlrm_timeline
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "python"))
-from precisionprobe.emulator import offline  # noqa: E402
-from precisionprobe.emulator.exposition import format_value  # noqa: E402
-from precisionprobe.emulator.profile import FB_USED, METRICS, UPPER_BOUNDS, Profile  # noqa: E402
-from precisionprobe.emulator.timeline import dlrm_timeline  # noqa: E402
 
 ACTIVITY = [m for m in METRICS if m != FB_USED]
 SEED = 1
@@ -270,7 +269,7 @@ def main():
 
     say(provenance(args.extension, args.built_from))
     say("Per-layer-type attribution error vs the DCGM emulator's ground truth (precisionprobe emulator,")
-    say(f"profile python/profiles/dlrm.json, DLRM-like timeline seed {seed}; 10 groups = 5 layer types x fwd/bwd).")
+    say(f"profile precisionprobe/emulator/profiles/dlrm.json, DLRM-like timeline seed {seed}; 10 groups = 5 layer types x fwd/bwd).")
     say("Errors: relative, in %, mean and worst over (group, metric) pairs of the 5 activity metrics.")
     say("est: all estimates pp_deconvolve gave; id: those it marks identified (count of 50 pairs);")
     say("cover90: share of pairs whose 90% interval holds the truth (pairs with an interval).")

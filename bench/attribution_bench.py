@@ -25,7 +25,7 @@ the best of --runs after loading, and the peak RSS is the process's during the t
 (VmHWM, reset after loading) and over its whole life. Every engine's rows must agree with the
 extension's: counts exactly, means to 1e-9 relative; the largest difference is printed.
 
-Usage: /usr/bin/python3 bench/attribution_bench.py [--events 1000000] [--runs 3]
+Usage: PYTHONPATH=python /usr/bin/python3 bench/attribution_bench.py [--events 1000000] [--runs 3]
          [--extension build/precisionprobe] [--skip refresh,sqlite] [--out bench/results/attribution.txt]
 """
 import argparse
@@ -34,7 +34,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -42,10 +41,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import attribution_data  # bench/attribution_data.py, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
-import attribution_data  # noqa: E402
 
 COLUMNS = ["data_num", "gpu_util", "gpu_mem", "dram_active", "fp32_active", "sm_occupancy", "sm_active",
            "calls", "mean_duration_ms"]
@@ -235,23 +233,14 @@ def run_duckdb(args, data, out_dir, threads):
 
 def start_prometheus(data, work):
     """Serves the samples from a TSDB that promtool backfilled once into the data directory."""
-    import servers  # tests/fixtures/servers.py
+    from precisionprobe.harness import prometheus as prometheus_server  # the driver's alone (see main)
     tsdb = data / "prometheus-data"
     if not (tsdb / "done").exists():
         shutil.rmtree(tsdb, ignore_errors=True)
         print(f"promtool: backfilling {data / 'samples.om'} ...", file=sys.stderr)
-        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(data / "samples.om"),
-                        str(tsdb)], check=True, stdout=subprocess.DEVNULL)
+        prometheus_server.backfill(data / "samples.om", tsdb)
         (tsdb / "done").write_text("")
-    (work / "prometheus.yml").write_text("global:\n  scrape_interval: 15s\nscrape_configs: []\n")
-    port = servers.free_port()
-    process = subprocess.Popen(
-        ["prometheus", f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={tsdb}",
-         f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=100y"],
-        stdout=open(work / "prometheus.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    servers.wait_ready(url + "/-/ready", process, "prometheus", seconds=180)
-    return process, url
+    return prometheus_server.serve(work, tsdb=tsdb, ready_seconds=180)
 
 
 def compare(reference, other):
@@ -308,6 +297,8 @@ def main():
         Path(args.result).write_text(json.dumps(result))
         return
 
+    # The harness is imported by the driver only: the engine processes above measure their memory.
+    from precisionprobe.harness import processes
     skip = set(filter(None, args.skip.split(",")))
     data = attribution_data.ensure(args.events)
     manifest = json.loads((data / "manifest.json").read_text())
@@ -376,9 +367,7 @@ def main():
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.out).write_text("\n".join(lines) + "\n")
     finally:
-        if prometheus:
-            os.killpg(prometheus.pid, signal.SIGTERM)
-            prometheus.wait()
+        processes.stop(prometheus)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -18,22 +18,18 @@ tiny DLRM whose step is mostly hook work, and what that cost is as a share of th
 import argparse
 import http.client
 import http.server
-import os
 import statistics
-import sys
 import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import torch
 
-import torch  # noqa: E402
-
-from precisionprobe.event_format import EventFormatter  # noqa: E402
-from precisionprobe.event_writer import HEADER  # noqa: E402
-from precisionprobe.job_identity import JobIdentity  # noqa: E402
-from precisionprobe.probe import Probe  # noqa: E402
-from precisionprobe.workloads import dlrm  # noqa: E402
+from precisionprobe._event_format import EventFormatter
+from precisionprobe._event_writer import HEADER
+from precisionprobe._job_identity import JobIdentity
+from precisionprobe._probe import Probe
+from precisionprobe.workloads import dlrm
 
 # Steps of a few tens of ms on 2 cores: small enough that hook costs would show.
 BENCH_DLRM = ["--batch-size", "64", "--mlp-bot", "512-256-64", "--mlp-top", "256-256-256-1",

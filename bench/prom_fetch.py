@@ -4,21 +4,20 @@ Prometheus (backfilled with promtool), read through prom_samples.
 
 Prints rows/s, response bytes and HTTP requests for three ways of asking:
   one selector for all six metrics, one call per metric, and one call per metric and GPU.
-Usage: bench/prom_fetch.py [--extension build/precisionprobe]
+Usage: PYTHONPATH=python /usr/bin/python3 bench/prom_fetch.py [--extension build/precisionprobe]
 """
 import argparse
 import json
 import shutil
 import sqlite3
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from precisionprobe.emulator.profile import METRICS  # the six DCGM fields of the paper's Table I
+from precisionprobe.harness import processes, prometheus
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
-import dcgm_data  # noqa: E402
-import servers  # noqa: E402
 
 T0 = 1714557600  # 2024-05-01T10:00:00Z
 GPUS, SECONDS = 8, 3600
@@ -26,7 +25,7 @@ GPUS, SECONDS = 8, 3600
 
 def write_data(path):
     with open(path, "w") as out:
-        for m, metric in enumerate(dcgm_data.METRICS):
+        for m, metric in enumerate(METRICS):
             out.write(f"# TYPE {metric} gauge\n")
             for g in range(GPUS):
                 labels = (f'gpu="{g}",UUID="GPU-bench-{g:04d}",device="nvidia{g}",'
@@ -62,26 +61,24 @@ def main():
     try:
         om = work / "bench.om"
         write_data(om)
-        process, url = servers.start_prometheus(work, om)
+        process, url = prometheus.start_backfilled(om, work)
         conn = sqlite3.connect(":memory:")
         conn.enable_load_extension(True)
         conn.load_extension(args.extension)
         conn.execute("SELECT pp_config('prometheus_url', ?)", (url,))
-        expected = len(dcgm_data.METRICS) * GPUS * SECONDS
-        print(f"Prometheus {url}: {len(dcgm_data.METRICS)} metrics x {GPUS} GPUs x {SECONDS} s "
+        expected = len(METRICS) * GPUS * SECONDS
+        print(f"Prometheus {url}: {len(METRICS)} metrics x {GPUS} GPUs x {SECONDS} s "
               f"= {expected:,} raw samples")
         measure(conn, "warm-up", ['{__name__=~"DCGM_FI_.*"}'])
         for label, selectors in [
             ("one selector, all metrics", ['{__name__=~"DCGM_FI_.*"}']),
-            ("one call per metric", dcgm_data.METRICS),
+            ("one call per metric", METRICS),
             ("one call per metric and GPU",
-             [f'{m}{{gpu="{g}"}}' for m in dcgm_data.METRICS for g in range(GPUS)]),
+             [f'{m}{{gpu="{g}"}}' for m in METRICS for g in range(GPUS)]),
         ]:
             assert measure(conn, label, selectors) == expected
     finally:
-        if process:
-            process.terminate()
-            process.wait()
+        processes.stop(process)
         shutil.rmtree(work, ignore_errors=True)
 
 

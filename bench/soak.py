@@ -4,7 +4,7 @@ that holds the extension.
 
 Processes, all on 127.0.0.1 and all stopped at the end (each in its own process group):
   emulator    python3 -m precisionprobe.emulator live, following the jobs' events and serving
-              emulated DCGM counters for one GPU (python/profiles/dlrm.json), 100 ms windows;
+              emulated DCGM counters for one GPU (profile dlrm), 100 ms windows;
   prometheus  Debian's Prometheus scraping the emulator every 100 ms (storage in the work dir);
   training    back-to-back CPU DLRM jobs under the hook client (python3 -m precisionprobe run --
               python3 -m precisionprobe.workloads.dlrm, small, one torch thread), a new job id
@@ -31,12 +31,10 @@ RSS of the first minute after warm-up by at most max(8 MiB, 5%).
 Needs build/precisionprobe.so (scripts/build.sh), prometheus, and Debian's python3-torch.
 """
 import argparse
-import json
 import os
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -44,9 +42,10 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
+
+from precisionprobe.harness import processes, prometheus
+from precisionprobe.harness.processes import child_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = "/usr/bin/python3"  # Debian's, with torch
@@ -55,56 +54,12 @@ SMALL_DLRM = ["--batch-size", "16", "--mlp-bot", "32-16-8", "--mlp-top", "64-32-
 INTERVAL_MS = 100
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def rss_kib(pid="self"):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
-
-
-def environment():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "python"), env.get("PYTHONPATH")) if p)
-    env.pop("PRECISIONPROBE_ATTACH", None)
-    return env
-
-
-def stop(process, seconds=15):
-    """Stops a process started with start_new_session and whatever is left of its group (a
-    child whose parent died would otherwise train on, unpaced)."""
-    if process is None:
-        return
-    for sig in (signal.SIGCONT, signal.SIGTERM):  # a paused job must run to handle SIGTERM
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-    try:
-        process.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait(timeout=seconds)
-
-
-def newest_sample_ms(prometheus_url, uuid):
-    query = urllib.parse.quote(f'DCGM_FI_DEV_GPU_UTIL{{UUID="{uuid}"}}[1m]')
-    try:
-        with urllib.request.urlopen(f"{prometheus_url}/api/v1/query?query={query}", timeout=5) as r:
-            result = json.loads(r.read())["data"]["result"]
-    except OSError:
-        return None
-    return max((round(float(t) * 1000) for s in result for t, _ in s["values"]), default=None)
 
 
 class EventCounter:
@@ -150,11 +105,11 @@ class Training(threading.Thread):
             self.jobs += 1
             job = f"soak-{self.jobs:03d}"
             seconds = max(5.0, min(self.job_seconds, self.deadline - time.monotonic() - 5))
-            self.process = subprocess.Popen(
+            self.process = processes.start(
                 [PYTHON, "-m", "precisionprobe", "run", "--out", str(self.run_dir / job), "--job-id", job,
                  "--", PYTHON, "-m", "precisionprobe.workloads.dlrm", *SMALL_DLRM,
                  "--iterations", "1000000000", "--seconds", f"{seconds:.0f}"],
-                env=environment(), stdout=self.log, stderr=self.log, start_new_session=True)
+                self.log, env=child_environment())
             paused = False
             while self.process.poll() is None:
                 if self.stopping.is_set() or time.monotonic() > self.deadline:
@@ -168,8 +123,9 @@ class Training(threading.Thread):
                     self.paused_s += 0.05
             if paused:
                 os.killpg(self.process.pid, signal.SIGCONT)
-            # --seconds counts training time only, so a paused job runs past its turn: stop it.
-            stop(self.process)
+            # --seconds counts training time only, so a paused job runs past its turn: stop it,
+            # and what is left of its group (a child whose parent died would train on, unpaced).
+            processes.stop(self.process, timeout=15)
             if self.process.returncode not in (0, -signal.SIGTERM, 128 + signal.SIGTERM):
                 self.failures.append(f"{job} exited with {self.process.returncode}")
         self.counter.count()
@@ -198,14 +154,14 @@ def main():
     run_dir.mkdir(exist_ok=True)
     log = open(work / "processes.log", "w")
     seconds = args.minutes * 60
-    emulator = prometheus = training = None
+    emulator = prometheus_process = training = None
     try:
-        emulator = subprocess.Popen(
+        emulator = processes.start(
             [PYTHON, "-m", "precisionprobe.emulator", "live", "--events", str(run_dir),
-             "--mirror", str(mirror_dir), "--profile", str(ROOT / "python" / "profiles" / "dlrm.json"),
+             "--mirror", str(mirror_dir), "--profile", "dlrm",
              "--port", "0", "--interval-ms", str(INTERVAL_MS), "--lag-ms", "1000",
              "--duration", str(int(seconds + 300))],
-            env=environment(), stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
+            env=child_environment(), stdout=subprocess.PIPE, stderr=log, text=True)
         first_line = emulator.stdout.readline()
         match = re.search(r"serving http://127\.0\.0\.1:(\d+)/.*\((GPU-[0-9a-f-]+)\)", first_line)
         if not match:
@@ -213,21 +169,8 @@ def main():
         emulator_port, uuid = int(match.group(1)), match.group(2)
         threading.Thread(target=lambda: [None for _ in emulator.stdout], daemon=True).start()
 
-        config = work / "prometheus.yml"
-        config.write_text(f"global:\n  scrape_interval: {INTERVAL_MS}ms\n  scrape_timeout: {INTERVAL_MS}ms\n"
-                          "scrape_configs:\n  - job_name: dcgm-emulator\n    static_configs:\n"
-                          f"      - targets: ['127.0.0.1:{emulator_port}']\n")
-        prometheus_port = free_port()
-        prometheus_url = f"http://127.0.0.1:{prometheus_port}"
-        prometheus = subprocess.Popen(
-            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={work / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{prometheus_port}"],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while not newest_sample_ms(prometheus_url, uuid):
-            if time.monotonic() > deadline or prometheus.poll() is not None:
-                sys.exit(f"soak: Prometheus stored no emulator sample in 60 s (see {work / 'processes.log'})")
-            time.sleep(0.2)
+        prometheus_process, prometheus_url = prometheus.scrape([emulator_port], work, log, INTERVAL_MS)
+        prometheus.wait_scraped(prometheus_url, 1, 60, prometheus_process)
 
         conn = sqlite3.connect(work / "soak.db", isolation_level=None)  # BEGIN and COMMIT are ours
         conn.execute("PRAGMA journal_mode=WAL")
@@ -312,9 +255,7 @@ def main():
     finally:
         if training is not None:
             training.stopping.set()
-            stop(training.process)
-        stop(emulator)
-        stop(prometheus)
+        processes.stop(training and training.process, emulator, prometheus_process, timeout=15)
         log.close()
         if not args.keep and not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)

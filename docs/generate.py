@@ -10,6 +10,9 @@ and tables carry over. Ports and temporary paths are shown in a stable form.
   docs/generate.py            rewrite the output blocks
   docs/generate.py --check    fail, listing each example whose output differs (CTest runs this)
 Options: --env-dir DIR uses servers already started (CTest's fixture); --extension PATH.
+Without --env-dir it starts the test servers itself (tests.fixtures.servers), which needs the
+repository's root and python/ on PYTHONPATH: from the root,
+  PYTHONPATH=$PWD:$PWD/python docs/generate.py
 """
 import argparse
 import json
@@ -85,10 +88,9 @@ def main():
     parser.add_argument("docs", nargs="*", type=Path)
     args = parser.parse_args()
 
-    sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
-    import servers as fixture  # noqa: E402
     env_dir, started = args.env_dir, False
     if env_dir is None:
+        from tests.fixtures import servers as fixture
         env_dir, started = Path(tempfile.mkdtemp(prefix="pp-docs-")), True
         fixture.start(env_dir)
     try:

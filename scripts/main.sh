@@ -5,4 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh >/dev/null
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"  # precisionprobe and its harness
 exec /usr/bin/python3 scripts/main_job.py "$@"

@@ -3,7 +3,7 @@
 real Prometheus, attribution in SQL, the paper's tables and figures.
 
 Without --prometheus there is no GPU here, so the counters come from the DCGM EMULATOR
-(python/precisionprobe/emulator, profile python/profiles/dlrm.json): it follows the job's layer
+(python/precisionprobe/emulator, profile emulator/profiles/dlrm.json): it follows the job's layer
 events and serves dcgm-exporter's /metrics, which a local Prometheus scrapes every 100 ms. Only
 the layer timings are measured; every counter value is the emulator's. With --prometheus URL
 the job reads a real dcgm-exporter's Prometheus instead and starts no emulator.
@@ -13,9 +13,11 @@ Steps: start Prometheus (loopback, temporary storage) and the emulator; train th
 print Table II, the per-type estimates and Table III through the sqlite3 shell with .load;
 write OUT/figure2a.png and OUT/figure2b.png. Every process it starts is stopped, on Ctrl-C or
 failure too.
+
+scripts/main.sh runs it with python/ on PYTHONPATH; by hand, from the repository's root:
+  PYTHONPATH=$PWD/python /usr/bin/python3 scripts/main_job.py [--seconds 60]
 """
 import argparse
-import os
 import shutil
 import signal
 import sqlite3
@@ -25,53 +27,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
-from servers import free_port, wait_ready  # noqa: E402
+from precisionprobe.harness import prometheus
+from precisionprobe.harness.ports import free_port
+from precisionprobe.harness.processes import Processes, child_environment
 
+ROOT = Path(__file__).resolve().parent.parent
 PYTHON = "/usr/bin/python3"
 EXTENSION = ROOT / "build" / "precisionprobe"
 INTERVAL_MS = 100
-
-
-class Processes:
-    """Starts processes in their own sessions and stops all of them, whatever happens."""
-
-    def __init__(self):
-        self.running = []
-
-    def start(self, name, command, log, **kwargs):
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                   **kwargs)
-        self.running.append((name, process))
-        return process
-
-    def stop_all(self):
-        for name, process in reversed(self.running):
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        deadline = time.time() + 10
-        for name, process in reversed(self.running):
-            try:
-                process.wait(timeout=max(0.1, deadline - time.time()))
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-
-
-def start_local_prometheus(procs, work, target_port, log):
-    config = work / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 100ms\n  scrape_timeout: 90ms\n"
-        "scrape_configs:\n  - job_name: dcgm-emulator\n"
-        f"    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n")
-    port = free_port()
-    process = procs.start("prometheus", ["prometheus", f"--config.file={config}",
-                                         f"--storage.tsdb.path={work / 'tsdb'}",
-                                         f"--web.listen-address=127.0.0.1:{port}"], log)
-    url = f"http://127.0.0.1:{port}"
-    wait_ready(url + "/-/ready", process, "prometheus")
-    return url
 
 
 def shell(database, sql):
@@ -191,16 +154,16 @@ def main():
     log = open(args.out / "services.log", "w")
     procs = Processes()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    env = child_environment()
     try:
         if emulated:
             emulator_port = free_port()
-            procs.start("emulator", [PYTHON, "-m", "precisionprobe.emulator", "live",
-                                     "--events", str(args.out / "events"), "--mirror", str(args.out / "emulated"),
-                                     "--profile", str(ROOT / "python" / "profiles" / "dlrm.json"),
-                                     "--port", str(emulator_port), "--interval-ms", str(INTERVAL_MS),
-                                     "--noise", "0.005"], log, env=env)
-            url = start_local_prometheus(procs, work, emulator_port, log)
+            procs.start([PYTHON, "-m", "precisionprobe.emulator", "live",
+                         "--events", str(args.out / "events"), "--mirror", str(args.out / "emulated"),
+                         "--profile", "dlrm", "--port", str(emulator_port),
+                         "--interval-ms", str(INTERVAL_MS), "--noise", "0.005"], log, env=env)
+            process, url = prometheus.scrape([emulator_port], work, log, INTERVAL_MS)
+            procs.add(process)
             events_for_refresh = args.out / "emulated"
             print(f"Prometheus {url} scraping the DCGM EMULATOR (emulated counters, not a GPU) every "
                   f"{INTERVAL_MS} ms")

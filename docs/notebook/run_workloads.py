@@ -6,12 +6,12 @@ There is no GPU here. Each job trains for real on the CPU (small sizes, `--secon
 and its layer timings are MEASURED by the hook client (`python3 -m precisionprobe run`). Its GPU
 counters come from the DCGM EMULATOR (python/precisionprobe/emulator, live mode): one emulator
 per job follows that job's events and serves dcgm-exporter's /metrics for one emulated GPU, with
-the counter values of the job's profile (python/profiles/{dlrm,resnext,gpt2}.json, emulation
-inputs, not measurements). A real Prometheus scrapes the three every 100 ms; `pp_refresh` reads
-the emulators' mirrored events and fetches the samples through Prometheus' HTTP API, as it would
-from a real dcgm-exporter.
+the counter values of the job's profile (python/precisionprobe/emulator/profiles/, one of
+dlrm, resnext, gpt2: emulation inputs, not measurements). A real Prometheus scrapes the three
+every 100 ms; `pp_refresh` reads the emulators' mirrored events and fetches the samples through
+Prometheus' HTTP API, as it would from a real dcgm-exporter.
 
-  /usr/bin/python3 docs/notebook/run_workloads.py --out /tmp/pp-run --seconds 30
+  PYTHONPATH=$PWD/python /usr/bin/python3 docs/notebook/run_workloads.py --out /tmp/pp-run --seconds 30
 
 Writes OUT/precisionprobe.db (the attribution tables and views), OUT/run.json (what ran, for
 how long, each job's summary line) and OUT/services.log. Every process it starts is stopped,
@@ -24,19 +24,18 @@ import shutil
 import signal
 import socket
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT / "python"))
-import main_job  # noqa: E402  (the main job's process handling; it also puts tests/fixtures on the path)
-from servers import free_port, wait_ready  # noqa: E402
-from precisionprobe.emulator.exposition import emulated_uuid  # noqa: E402
+from precisionprobe.emulator.exposition import emulated_uuid
+from precisionprobe.emulator.profile import PROFILES
+from precisionprobe.harness import prometheus
+from precisionprobe.harness.ports import free_port
+from precisionprobe.harness.processes import Processes, child_environment
 
+ROOT = Path(__file__).resolve().parents[2]
 PYTHON = "/usr/bin/python3"
 INTERVAL_MS = 100
 
@@ -59,40 +58,6 @@ WORKLOADS = {
 }
 
 
-def start_prometheus(procs, work, targets, log):
-    """A real Prometheus on loopback scraping every target every 100 ms; returns its URL."""
-    config = work / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 100ms\n  scrape_timeout: 90ms\n"
-        "scrape_configs:\n  - job_name: dcgm-emulator\n    static_configs:\n"
-        f"      - targets: [{', '.join(repr(f'127.0.0.1:{p}') for p in targets)}]\n")
-    port = free_port()
-    process = procs.start("prometheus", ["prometheus", f"--config.file={config}",
-                                         f"--storage.tsdb.path={work / 'tsdb'}",
-                                         f"--web.listen-address=127.0.0.1:{port}"], log)
-    url = f"http://127.0.0.1:{port}"
-    wait_ready(url + "/-/ready", process, "prometheus")
-    return url
-
-
-def wait_scraped(url, jobs, seconds=30):
-    """Waits until Prometheus has a sample of every emulated GPU (all targets up)."""
-    import urllib.parse
-    import urllib.request
-    query = urllib.parse.urlencode({"query": "count(DCGM_FI_DEV_GPU_UTIL)"})
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/api/v1/query?{query}", timeout=2) as r:
-                result = json.load(r)["data"]["result"]
-                if result and int(result[0]["value"][1]) >= jobs:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"Prometheus at {url} has not scraped all {jobs} emulators after {seconds} s")
-
-
 def run(out, seconds=30.0, extension=ROOT / "build" / "precisionprobe", jobs=tuple(WORKLOADS), log=print):
     """Runs the jobs at once for `seconds` of training each; returns the database path."""
     out = Path(out)
@@ -100,8 +65,8 @@ def run(out, seconds=30.0, extension=ROOT / "build" / "precisionprobe", jobs=tup
     out.mkdir(parents=True)
     work = Path(tempfile.mkdtemp(prefix="pp-notebook-"))
     services = open(out / "services.log", "w")
-    procs = main_job.Processes()
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    procs = Processes()
+    env = child_environment()
     host = socket.gethostname()
     summary = {"seconds": seconds, "interval_ms": INTERVAL_MS, "host": host, "jobs": {}}
     started = time.perf_counter()
@@ -110,17 +75,19 @@ def run(out, seconds=30.0, extension=ROOT / "build" / "precisionprobe", jobs=tup
         for index, job in enumerate(jobs):
             port = free_port()
             uuid = emulated_uuid(host, index)
-            procs.start(f"emulator-{job}", [
+            procs.start([
                 PYTHON, "-m", "precisionprobe.emulator", "live", "--events", str(out / "events" / job),
-                "--mirror", str(out / "emulated" / job),
-                "--profile", str(ROOT / "python" / "profiles" / f"{WORKLOADS[job][2]}.json"),
+                "--mirror", str(out / "emulated" / job), "--profile", WORKLOADS[job][2],
                 "--port", str(port), "--interval-ms", str(INTERVAL_MS), "--noise", "0.005",
                 "--seed", str(index), "--gpu-uuid", uuid, "--pod", f"{job}-0", "--namespace", "default"],
                 services, env=env)
             ports.append(port)
-            summary["jobs"][job] = {"gpu_uuid": uuid, "profile": f"python/profiles/{WORKLOADS[job][2]}.json"}
-        url = start_prometheus(procs, work, ports, services)
-        wait_scraped(url, len(jobs))
+            # The profile file, relative to the repository (the notebook reads it as ROOT / profile).
+            profile = os.path.relpath(str(PROFILES / f"{WORKLOADS[job][2]}.json"), ROOT)
+            summary["jobs"][job] = {"gpu_uuid": uuid, "profile": profile}
+        process, url = prometheus.scrape(ports, work, services, INTERVAL_MS)
+        procs.add(process)
+        prometheus.wait_scraped(url, len(jobs), process=process)
         log(f"Prometheus {url} scrapes {len(jobs)} DCGM EMULATORS (emulated counters, not GPUs) "
             f"every {INTERVAL_MS} ms")
         log(f"training {', '.join(jobs)} at the same time, {seconds:g} s each, on the CPU ...")
@@ -128,7 +95,7 @@ def run(out, seconds=30.0, extension=ROOT / "build" / "precisionprobe", jobs=tup
         for job in jobs:
             module, flags, _ = WORKLOADS[job]
             job_log = open(out / f"{job}.log", "w")
-            training[job] = (procs.start(job, [
+            training[job] = (procs.start([
                 PYTHON, "-m", "precisionprobe", "run", "--out", str(out / "events" / job), "--job-id", job,
                 "--", PYTHON, "-m", module, "--seconds", str(seconds), "--threads", "1", "--quiet", *flags],
                 job_log, env=env), out / f"{job}.log")

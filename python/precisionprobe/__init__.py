@@ -14,7 +14,8 @@ import os
 import sys
 import threading
 
-__version__ = "0.1.0"
+from ._version import __version__
+
 __all__ = ["attach", "detach", "active_probe", "__version__"]
 
 _lock = threading.Lock()
@@ -37,7 +38,7 @@ def attach(job_id=None, out=None, *, clock="auto", flush_interval=0.2, summary="
             print("precisionprobe: already attached; keeping the probe writing to "
                   f"{_active.out_dir}", file=sys.stderr)
             return _active
-        from .probe import Probe
+        from ._probe import Probe
         _active = Probe(job_id=job_id, out=out, clock=clock, flush_interval=flush_interval,
                         summary=summary).install()
         return _active

@@ -18,7 +18,7 @@ def main(argv=None):
     command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if not command:
         parser.error("run: missing COMMAND (put it after --)")
-    from .launcher import run as run_command
+    from ._launcher import run as run_command
     return run_command(command, out=args.out, job_id=args.job_id)
 
 

@@ -3,20 +3,37 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-PYTHON_DIR = Path(__file__).resolve().parents[1]  # holds the precisionprobe package
+# Children get this precisionprobe on PYTHONPATH, and no PRECISIONPROBE_ATTACH: tests decide
+# themselves when the probe attaches.
+from precisionprobe.harness.processes import child_environment
+
+ROOT = Path(__file__).resolve().parents[2]
 SMALL_DLRM = ["--batch-size", "16", "--mlp-bot", "32-16-8", "--mlp-top", "64-32-16-1",
               "--rows-per-table", "100", "--quiet"]
 
 
-def child_environment():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PYTHON_DIR), env.get("PYTHONPATH")) if p)
-    env.pop("PRECISIONPROBE_ATTACH", None)  # tests decide themselves when the probe attaches
-    return env
+def extension_path():
+    """$PP_EXTENSION (CTest sets it), else build/precisionprobe; skips the test if not built."""
+    path = os.environ.get("PP_EXTENSION", str(ROOT / "build" / "precisionprobe"))
+    if not Path(path + ".so").exists() and not Path(path).exists():
+        pytest.skip(f"extension not built at {path} (set PP_EXTENSION)")
+    return path
+
+
+def wait_for(condition, timeout=60.0, what="condition"):
+    """condition()'s first true value, polled every 10 ms; AssertionError after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def run_launched(out_dir, command, job_id="test-job", timeout=300, **kwargs):

@@ -1,11 +1,11 @@
-"""How backward intervals are closed (backward_spans.py), on a fake clock and on real autograd."""
+"""How backward intervals are closed (_backward_spans.py), on a fake clock and on real autograd."""
 import time
 
 import torch
 from torch import nn
 
 from conftest import read_records
-from precisionprobe.backward_spans import BackwardSpan, BackwardTimeline
+from precisionprobe._backward_spans import BackwardSpan, BackwardTimeline
 
 
 class FakeAutograd:

@@ -1,8 +1,8 @@
-"""Batch and epoch detection rules (batch_tracker.py, epoch_tracker.py) on typical loops."""
+"""Batch and epoch detection rules (_batch_tracker.py, _epoch_tracker.py) on typical loops."""
 import torch
 
-from precisionprobe.batch_tracker import BatchTracker
-from precisionprobe.epoch_tracker import EpochTracker
+from precisionprobe._batch_tracker import BatchTracker
+from precisionprobe._epoch_tracker import EpochTracker
 
 
 class Module:  # stands for any nn.Module: only identity matters

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from precisionprobe.cpu_quota import cgroup_cpu_quota, usable_cpu_count
+from precisionprobe._cpu_quota import cgroup_cpu_quota, usable_cpu_count
 
 
 def cgroup_tree(tmp_path, proc_line, files):

@@ -3,11 +3,12 @@ import io
 import json
 import time
 
-from precisionprobe.cuda_clock import CudaTimestampResolver
-from precisionprobe.event_format import EventFormatter
-from precisionprobe.event_writer import HEADER, EventWriter
-from precisionprobe.job_identity import JobIdentity
-from precisionprobe.layer_names import ModuleInfo
+from conftest import wait_for
+from precisionprobe._cuda_clock import CudaTimestampResolver
+from precisionprobe._event_format import EventFormatter
+from precisionprobe._event_writer import HEADER, EventWriter
+from precisionprobe._job_identity import JobIdentity
+from precisionprobe._layer_names import ModuleInfo
 
 WALL = 1_700_000_000_000_000_000
 
@@ -75,13 +76,6 @@ def make_writer(tmp_path, clock):
                        flush_interval=0.01, stderr=io.StringIO())
 
 
-def wait_until(condition, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return condition()
-
-
 def test_writer_waits_for_the_gpu_and_keeps_queue_order(tmp_path):
     gpu = FakeGpu()
     clock = FakeCudaClock(gpu)
@@ -94,7 +88,7 @@ def test_writer_waits_for_the_gpu_and_keeps_queue_order(tmp_path):
 
     gpu.completed_ms = 2.0
     writer.start()
-    assert wait_until(lambda: writer.written == 1)
+    wait_for(lambda: writer.written == 1, 10.0, "the first write")
     time.sleep(0.05)  # several more flushes: the second event is still running on the GPU
     assert writer.written == 1
     assert len((tmp_path / "events.jsonl").read_text().splitlines()) == 2  # header + 1 event

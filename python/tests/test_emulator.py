@@ -229,7 +229,7 @@ def test_offline_recording_is_consistent(tmp_path):
     lines = open(paths["events"]).read().splitlines()
     assert json.loads(lines[0])["record"] == "job"
     first = json.loads(lines[1])
-    from precisionprobe.event_format import EVENT_FIELDS
+    from precisionprobe._event_format import EVENT_FIELDS
     assert list(first) == list(EVENT_FIELDS)
     assert first["gpu_uuid"] == rec.gpu.uuid and first["layer"] == "bot_l.0" and first["forward"] is True
     assert len(lines) == len(rec.events) + 1

@@ -1,102 +1,41 @@
 """Live emulation end to end: a real CPU DLRM run under the launcher, the emulator following its
 events, a real Prometheus scraping the emulator every 100 ms, and pp_refresh over the mirror."""
-import json
-import os
 import re
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
-import urllib.parse
-import urllib.request
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import SMALL_DLRM, child_environment, read_records, run_launched
+from conftest import SMALL_DLRM, child_environment, extension_path, read_records, run_launched, wait_for
 from precisionprobe.emulator.profile import METRICS, Profile
 from precisionprobe.emulator.truth import Timeline
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
-import servers  # noqa: E402
+from precisionprobe.harness import processes, prometheus
+from precisionprobe.harness.prometheus import newest_sample_ms
 
 pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None, reason="needs Debian's prometheus")
 INTERVAL_MS = 100
 ITERATIONS = 300
 
 
-def extension_path():
-    path = os.environ.get("PP_EXTENSION", str(ROOT / "build" / "precisionprobe"))
-    if not Path(path + ".so").exists() and not Path(path).exists():
-        pytest.skip(f"extension not built at {path} (set PP_EXTENSION)")
-    return path
-
-
-def get_json(url, timeout=5):
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return json.loads(response.read())
-
-
-def newest_sample_ms(prometheus_url, uuid):
-    """Timestamp (ms) of the newest stored GPU_UTIL sample of the emulated GPU, or None."""
-    query = urllib.parse.quote(f'DCGM_FI_DEV_GPU_UTIL{{UUID="{uuid}"}}[1m]')
-    try:
-        result = get_json(f"{prometheus_url}/api/v1/query?query={query}")["data"]["result"]
-    except OSError:
-        return None
-    return max((round(float(t) * 1000) for series in result for t, _ in series["values"]), default=None)
-
-
-def wait_for(predicate, seconds, what):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {seconds} s waiting for {what}")
-
-
-def stop(process):
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=15)
-
-
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     work = tmp_path_factory.mktemp("emulator-live")
     run_dir, mirror_dir = work / "run", work / "run.emulated"
-    emulator = subprocess.Popen(
+    emulator = processes.start(
         [sys.executable, "-m", "precisionprobe.emulator", "live", "--events", str(run_dir),
-         "--profile", str(ROOT / "python" / "profiles" / "dlrm.json"), "--port", "0",
+         "--profile", "dlrm", "--port", "0",
          "--interval-ms", str(INTERVAL_MS), "--lag-ms", "1000", "--duration", "120"],
-        env=child_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
-    prometheus = None
+        env=child_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    prometheus_process = None
     try:
         first_line = emulator.stdout.readline()  # printed once the port is bound
         assert "serving http://127.0.0.1:" in first_line, first_line + emulator.stderr.read()
         port = int(first_line.split("http://127.0.0.1:")[1].split("/")[0])
         uuid = re.search(r"\((GPU-[0-9a-f-]+)\)", first_line).group(1)
-        config = work / "prometheus.yml"
-        config.write_text("global:\n  scrape_interval: 100ms\n  scrape_timeout: 100ms\n"
-                          "scrape_configs:\n  - job_name: dcgm-emulator\n    static_configs:\n"
-                          f"      - targets: ['127.0.0.1:{port}']\n")
-        prometheus_port = servers.free_port()
-        prometheus_url = f"http://127.0.0.1:{prometheus_port}"
-        prometheus = subprocess.Popen(
-            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={work / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{prometheus_port}"],
-            stdout=open(work / "prometheus.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+        prometheus_process, prometheus_url = prometheus.scrape([port], work, interval_ms=INTERVAL_MS)
         # Start the job only once Prometheus stores the emulator's samples.
         wait_for(lambda: newest_sample_ms(prometheus_url, uuid), 30, "the first scraped sample")
 
@@ -110,14 +49,12 @@ def live(tmp_path_factory):
         wait_for(lambda: len(read_records(mirror_dir)[1]) == len(events), 20, "the mirror")
         wait_for(lambda: (newest_sample_ms(prometheus_url, uuid) or 0) > last_end_ms + INTERVAL_MS,
                  20, "samples past the job's end")
-        stop(emulator)
+        processes.stop(emulator, timeout=15)
         yield {"run_dir": run_dir, "mirror_dir": mirror_dir, "events": events, "uuid": uuid,
                "prometheus_url": prometheus_url, "emulator_stderr": emulator.stderr.read(),
                "emulator_stdout": first_line + emulator.stdout.read()}
     finally:
-        stop(emulator)
-        if prometheus is not None:
-            stop(prometheus)
+        processes.stop(emulator, prometheus_process, timeout=15)
 
 
 @pytest.fixture(scope="module")

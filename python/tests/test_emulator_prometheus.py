@@ -1,32 +1,20 @@
 """Offline emulation through the real pipeline: promtool backfill, Prometheus, pp_refresh."""
 import json
-import os
 import shutil
-import signal
 import sqlite3
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conftest import extension_path
 from precisionprobe.emulator import offline
 from precisionprobe.emulator.exposition import format_value
 from precisionprobe.emulator.profile import METRICS, Profile
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
-import servers  # noqa: E402
+from precisionprobe.harness import prometheus, processes
 
 pytestmark = pytest.mark.skipif(shutil.which("promtool") is None or shutil.which("prometheus") is None,
                                 reason="needs Debian's prometheus package (promtool, prometheus)")
-
-
-def extension_path():
-    path = os.environ.get("PP_EXTENSION", str(ROOT / "build" / "precisionprobe"))
-    if not Path(path + ".so").exists() and not Path(path).exists():
-        pytest.skip(f"extension not built at {path} (set PP_EXTENSION)")
-    return path
 
 
 def connect():
@@ -42,12 +30,11 @@ def served(tmp_path_factory):
     work = tmp_path_factory.mktemp("emulator-offline")
     rec = offline.record(60, 100, 0.005, 11, Profile.named("dlrm"))
     paths = offline.write(rec, work / "out")
-    process, url = servers.start_prometheus(work, Path(paths["openmetrics"]))
+    process, url = prometheus.start_backfilled(Path(paths["openmetrics"]), work)
     try:
         yield rec, paths, url
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
+        processes.stop(process)
 
 
 def test_prometheus_serves_exactly_the_published_samples(served):

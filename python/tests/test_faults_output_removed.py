@@ -20,15 +20,15 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import child_environment
-from precisionprobe.event_format import EventFormatter
-from precisionprobe.event_writer import HEADER, EventWriter
-from precisionprobe.job_identity import JobIdentity
-from precisionprobe.layer_names import ModuleInfo
+from conftest import child_environment, wait_for
+from precisionprobe._event_format import EventFormatter
+from precisionprobe._event_writer import HEADER, EventWriter
+from precisionprobe._job_identity import JobIdentity
+from precisionprobe._layer_names import ModuleInfo
 from test_faults_support import (DLRM_ARGS, EVENTS_PER_STEP, JOB_ID, PRODUCED, EventFile,
                                  assert_read_back_whole, count_lines, event_key, megabytes,
                                  only_events_file, reference, report, step_losses, summary,
-                                 wait_for, warnings_in)
+                                 warnings_in)
 
 # The small DLRM exactly as `python3 -m precisionprobe.workloads.dlrm` trains it (same seed and
 # batches), except that it stops after the steps given in argv[1] until a line arrives on stdin.

@@ -24,10 +24,10 @@ import time
 
 import pytest
 
-from conftest import child_environment
+from conftest import child_environment, wait_for
 from test_faults_support import (DLRM_COMMAND, EVENTS_PER_STEP, JOB_ID, PRODUCED, STEPS,
                                  EventFile, assert_read_back_whole, event_key, megabytes,
-                                 reference, report, step_losses, summary, wait_for)
+                                 reference, report, step_losses, summary)
 
 KILL_SEEDS = (1, 2, 3)
 LATEST_SIGNAL_S = 0.6  # after the first flush; the run trains for about 1.5 s after it

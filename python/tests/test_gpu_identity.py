@@ -1,5 +1,5 @@
 """gpu_uuid / gpu: torch's device index mapped to the host's GPU as dcgm-exporter labels it."""
-from precisionprobe.gpu_identity import parse_nvidia_smi, resolve_gpu
+from precisionprobe._gpu_identity import parse_nvidia_smi, resolve_gpu
 
 SMI = """0, GPU-aaaaaaaa-0000-0000-0000-000000000000
 1, GPU-bbbbbbbb-0000-0000-0000-000000000000

@@ -1,7 +1,7 @@
 """Job, pod and rank fields from the Kubernetes downward API and torchrun environment."""
 import socket
 
-from precisionprobe.job_identity import JobIdentity
+from precisionprobe._job_identity import JobIdentity
 
 
 def test_kubernetes_and_torchrun_variables():

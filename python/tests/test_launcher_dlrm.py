@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from conftest import SMALL_DLRM, read_records, run_launched
-from precisionprobe.cpu_quota import usable_cpu_count
-from precisionprobe.event_format import EVENT_FIELDS
+from precisionprobe._cpu_quota import usable_cpu_count
+from precisionprobe._event_format import EVENT_FIELDS
 from precisionprobe.workloads import dlrm
 
 ITERATIONS, EPOCHS = 3, 2

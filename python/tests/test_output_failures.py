@@ -4,13 +4,12 @@ import io
 import json
 import os
 import sys
-import time
 
-from conftest import SMALL_DLRM, run_launched
-from precisionprobe.event_writer import HEADER, EventWriter
-from precisionprobe.event_format import EventFormatter
-from precisionprobe.job_identity import JobIdentity
-from precisionprobe.layer_names import ModuleInfo
+from conftest import SMALL_DLRM, run_launched, wait_for
+from precisionprobe._event_writer import HEADER, EventWriter
+from precisionprobe._event_format import EventFormatter
+from precisionprobe._job_identity import JobIdentity
+from precisionprobe._layer_names import ModuleInfo
 
 DLRM_LEAVES = 21  # 4 bottom + 8 embedding + 8 top layers + loss_fn, with SMALL_DLRM
 
@@ -65,15 +64,8 @@ class _DiskThatFills:
         return getattr(os, name)
 
 
-def _wait_until(condition, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return condition()
-
-
 def test_disk_full_keeps_every_line_written_before_it_whole(tmp_path, monkeypatch):
-    import precisionprobe.event_writer as event_writer
+    import precisionprobe._event_writer as event_writer
     disk = _DiskThatFills()
     monkeypatch.setattr(event_writer, "os", disk)
     identity = JobIdentity("job", "host", "10.0.0.1", "pod", "ns", 0, 0, 1, 42, 2.0)
@@ -84,7 +76,7 @@ def test_disk_full_keeps_every_line_written_before_it_whole(tmp_path, monkeypatc
     writer.put((HEADER, '{"record":"job"}\n'))
     for i in range(100):
         writer.put((layer, True, i, 0, 1000 + i, 2000 + i, None))
-    assert _wait_until(lambda: writer.written == 100)
+    wait_for(lambda: writer.written == 100, 10.0, "100 events written")
 
     disk.full = True
     for i in range(100, 250):

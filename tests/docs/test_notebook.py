@@ -3,7 +3,7 @@ it: three workloads trained on the CPU under the hook client, DCGM emulators, a 
 scraping at 100 ms, pp_refresh, the figures and the scheduler. Everything it writes goes to a
 temporary folder; the committed figures are left alone.
 
-  PP_EXTENSION=build/precisionprobe python3 -m pytest -q tests/docs/test_notebook.py
+  PYTHONPATH=$PWD/python PP_EXTENSION=build/precisionprobe python3 -m pytest -q tests/docs/test_notebook.py
   (PP_NOTEBOOK_SECONDS: training seconds per job, default 20 here)
 """
 import json

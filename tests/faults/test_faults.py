@@ -9,8 +9,9 @@ it fails if the engine misbehaves:
   * four connections refreshing and querying one WAL database at once.
 
 CTest runs this file as the test `faults` (fixture `servers`): PP_EXTENSION names the built
-extension, PP_TEST_ENV_DIR the directory of the servers' env.json. Tests that break a server
-start their own Prometheus (tests/fixtures/servers.py) on a free loopback port.
+extension, PP_TEST_ENV_DIR the directory of the servers' env.json, and PYTHONPATH holds the
+repository's root (tests.fixtures) and python/ (precisionprobe.harness). Tests that break a server
+start their own Prometheus (precisionprobe.harness.prometheus) on a free loopback port.
 """
 import json
 import os
@@ -29,11 +30,9 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-sys.path.insert(0, str(FIXTURES))
-import dcgm_data  # noqa: E402
-import hostile_server  # noqa: E402
-import servers  # noqa: E402
+from precisionprobe.harness import prometheus as prometheus_server
+from precisionprobe.harness import victoria
+from tests.fixtures import dcgm_data, hostile_server
 
 EXTENSION = os.environ.get("PP_EXTENSION", str(Path(__file__).resolve().parents[2] / "build" / "precisionprobe"))
 LONG_QUERY = (f"FROM prom_samples('pp_test_long', {dcgm_data.LONG_START}, "
@@ -68,7 +67,7 @@ class Prometheus:
         dcgm_data.write_openmetrics(om)
         if extra_openmetrics:
             om.write_text(om.read_text().replace("# EOF\n", extra_openmetrics + "# EOF\n"))
-        self.process, self.url = servers.start_prometheus(work, om)
+        self.process, self.url = prometheus_server.start_backfilled(om, work)
         self.port = int(self.url.rsplit(":", 1)[1])
 
     def query_requests(self):
@@ -93,7 +92,7 @@ class Prometheus:
 
     def restart(self):
         """Starts it again on the same port and storage, as after a crash or a rollout."""
-        self.process, _ = servers.serve_prometheus(self.work, self.port)
+        self.process, _ = prometheus_server.serve(self.work, self.port)
 
     def stop(self):
         if self.process.poll() is None:
@@ -121,7 +120,7 @@ def prometheus(tmp_path):
 def hostile():
     """A hostile server of this module alone, so its per-query attempt counts are ours."""
     work = Path(tempfile.mkdtemp(prefix="pp-faults-"))
-    process, url = servers.start_hostile(work)
+    process, url = hostile_server.start(work)
     yield url
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
@@ -373,9 +372,9 @@ def test_selectors_from_event_labels_match_exactly_their_series(tmp_path, server
     t0 = dcgm_data.T0
     if server == "prometheus":
         (tmp_path / "data.om").write_text("".join(selector_lines(t0, openmetrics=True)))
-        process, url = servers.start_prometheus(tmp_path, tmp_path / "data.om")
+        process, url = prometheus_server.start_backfilled(tmp_path / "data.om", tmp_path)
     else:
-        process, url = servers.start_victoria(tmp_path, selector_lines(t0, openmetrics=False))
+        process, url = victoria.start(tmp_path, selector_lines(t0, openmetrics=False))
     try:
         events = tmp_path / "events.jsonl"
         with open(events, "w") as f:
@@ -550,7 +549,7 @@ def test_refresh_while_a_cursor_of_the_same_connection_is_open(env, tmp_path):
     """pp_refresh writes from inside a SELECT: with another statement of the same connection
     still reading, and inside a transaction that is then rolled back."""
     conn = connect(env["prometheus_url"], str(tmp_path / "nested.db"))
-    attribution = str(FIXTURES.parent / "data" / "attribution" / "*.jsonl")
+    attribution = str(Path(__file__).resolve().parents[1] / "data" / "attribution" / "*.jsonl")
     conn.execute("SELECT pp_install_views()")
     conn.execute("BEGIN")
     assert int(conn.execute("SELECT events_added FROM pp_refresh(?)", (attribution,)).fetchone()[0]) == 6

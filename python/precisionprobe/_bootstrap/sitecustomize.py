@@ -16,7 +16,7 @@ def _main():
     if package_parent not in sys.path:
         sys.path.append(package_parent)
     try:
-        from precisionprobe.autoattach import attach_when_torch_imported
+        from precisionprobe._autoattach import attach_when_torch_imported
         attach_when_torch_imported()
     except Exception as error:  # noqa: BLE001 - never stop the user's program
         print(f"precisionprobe: warning: not attached: {error!r}", file=sys.stderr)

@@ -1,7 +1,7 @@
 """precisionprobe DCGM emulator: a dcgm-exporter stand-in whose counters have a KNOWN ground truth.
 
 NOT a source of real GPU measurements. It publishes what a GPU would report if each layer had
-exactly the counter values of a profile (python/profiles/*.json, see profile.py) and the GPU were
+exactly the counter values of a profile (emulator/profiles/*.json, see profile.py) and the GPU were
 idle between layers, so that attribution methods can be checked against the truth:
 
   * the six DCGM fields of the paper's Table I, with dcgm-exporter's series names, label set and
@@ -13,7 +13,7 @@ idle between layers, so that attribution methods can be checked against the trut
 
 Two drivers:
 
-  python3 -m precisionprobe.emulator live --events DIR --profile FILE --port P [--interval-ms 100]
+  python3 -m precisionprobe.emulator live --events DIR --profile NAME|FILE --port P [--interval-ms 100]
       follows the events a running job writes (a CPU run too) and serves /metrics on loopback for
       a real Prometheus to scrape (live.py);
   python3 -m precisionprobe.emulator offline --out DIR --minutes 10 --interval-ms 100 --noise 0.005

@@ -3,8 +3,9 @@ import argparse
 import sys
 
 from .exposition import EMULATOR_NAME
-from .profile import PROFILES_DIR, Profile, ProfileError
+from .profile import Profile, ProfileError
 
+PROFILE_HELP = "a profile JSON file, or the name of one shipped with the package: dlrm, resnext, gpt2"
 DESCRIPTION = (f"{EMULATOR_NAME}: a dcgm-exporter stand-in for EMULATED GPUs. Its counters are "
                "window averages of a ground-truth profile, not measurements of any GPU; use it "
                "to test and benchmark attribution.")
@@ -43,7 +44,7 @@ def parser():
         "/metrics on 127.0.0.1 for Prometheus to scrape; events rewritten to name the emulated "
         "GPUs go to --mirror, which is what pp_refresh should read.")
     live.add_argument("--events", required=True, help="directory the hook client writes (--out of precisionprobe run)")
-    live.add_argument("--profile", required=True, help=f"profile JSON (e.g. {PROFILES_DIR}/dlrm.json)")
+    live.add_argument("--profile", required=True, help=PROFILE_HELP)
     live.add_argument("--port", type=int, default=9400, help="loopback port (default 9400; 0: any free)")
     live.add_argument("--gpus", type=int, default=1, help="emulated GPUs (default 1)")
     live.add_argument("--gpu-uuid", action="append", default=[],
@@ -67,7 +68,7 @@ def parser():
         "create-blocks-from openmetrics`), OUT/events/*.jsonl and OUT/truth.json.")
     offline.add_argument("--out", required=True, help="output directory")
     offline.add_argument("--minutes", type=float, default=10.0, help="recording length (default 10)")
-    offline.add_argument("--profile", default="dlrm", help="profile JSON or a name in python/profiles (default dlrm)")
+    offline.add_argument("--profile", default="dlrm", help=PROFILE_HELP + " (default dlrm)")
     offline.add_argument("--start", type=int, default=None,
                          help="recording start, unix seconds (default 2024-05-01T10:00:00Z)")
     common(offline)

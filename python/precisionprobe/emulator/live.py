@@ -1,6 +1,6 @@
 """Live emulation: follow the layer events a running job writes and serve emulated DCGM counters.
 
-  python3 -m precisionprobe.emulator live --events runs/job1 --profile python/profiles/dlrm.json \
+  python3 -m precisionprobe.emulator live --events runs/job1 --profile dlrm \
       --port 9400 --interval-ms 100
 
 Three parts, in one process:

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import __version__
-from ..event_format import EVENT_FIELDS, FORMAT_VERSION, HEADER_RECORD
+from .._version import __version__
+from .._event_format import EVENT_FIELDS, FORMAT_VERSION, HEADER_RECORD
 from .exposition import EMULATOR_NAME, EmulatedGpu, emulated_uuid, write_openmetrics
 from .noise import measure
 from .profile import METRICS

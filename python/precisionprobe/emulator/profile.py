@@ -1,6 +1,8 @@
 """Profiles: the ground-truth counter values of an emulated GPU, per layer type and direction.
 
-A profile is a JSON file:
+A profile is a JSON file. The package ships three, as package data in emulator/profiles/ (dlrm,
+resnext, gpt2: emulation inputs shaped on the paper, not measurements); Profile.named("dlrm")
+loads one of them, and any other file is named by its path:
 
   {
     "description": "what this models and why these numbers",
@@ -17,6 +19,7 @@ is, in this order of precedence, its own ("layers"), its type's, or the default;
 that none of these covers is an error when the emulator meets it (say so in "default").
 """
 import json
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -34,8 +37,8 @@ PROF_METRICS = (DRAM_ACTIVE, FP32_ACTIVE, SM_ACTIVE, SM_OCCUPANCY)
 UPPER_BOUNDS = {GPU_UTIL: 100.0, DRAM_ACTIVE: 1.0, FP32_ACTIVE: 1.0, SM_ACTIVE: 1.0, SM_OCCUPANCY: 1.0}
 DIRECTIONS = ("forward", "backward")
 DEFAULT_MODEL_NAME = "Emulated Tesla V100-SXM2-32GB (precisionprobe emulator)"
-# The repository's profiles (python/profiles/); an installed package has none and needs --profile.
-PROFILES_DIR = Path(__file__).resolve().parents[2] / "profiles"
+# The profiles shipped with the package (package data, so an installed package has them too).
+PROFILES = resources.files(__package__) / "profiles"
 
 
 class ProfileError(ValueError):
@@ -97,7 +100,9 @@ class Profile:
 
     @classmethod
     def load(cls, path):
-        path = Path(path)
+        """A profile from a JSON file: a path, or a file of importlib.resources (PROFILES / ...)."""
+        if not hasattr(path, "read_text"):
+            path = Path(path)
         try:
             data = json.loads(path.read_text())
         except OSError as error:
@@ -108,10 +113,10 @@ class Profile:
 
     @classmethod
     def named(cls, name):
-        """A profile of python/profiles by name ("dlrm"), or a path."""
+        """A profile shipped with the package by name ("dlrm"), or a path to a profile file."""
         path = Path(name)
         if not path.suffix and not path.exists():
-            path = PROFILES_DIR / f"{name}.json"
+            return cls.load(PROFILES / f"{name}.json")
         return cls.load(path)
 
     def value(self, layer, layer_type, forward):

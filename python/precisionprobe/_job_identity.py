@@ -10,7 +10,7 @@ import struct
 import time
 from dataclasses import dataclass
 
-from .cpu_quota import usable_cpu_count
+from ._cpu_quota import usable_cpu_count
 
 
 @dataclass(frozen=True)

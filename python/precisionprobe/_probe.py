@@ -5,11 +5,11 @@ Hot path (runs on the training thread for every module call):
              timestamp, and, when grad is on, the inputs' grad_fn (the backward end markers).
   post-hook: a timestamp, one tuple appended to the writer's deque, and for outputs that need
              grad one autograd node pre-hook for the backward start, plus end markers on input
-             nodes that the previous layer did not make (see backward_spans.py).
+             nodes that the previous layer did not make (see _backward_spans.py).
 No dict building, JSON or I/O happens there: the writer thread formats and writes.
 
 Containers (modules with children) are only tracked for nesting depth; a call made when nothing
-else is on this thread's stack is a top-level call, which drives batch detection (batch_tracker.py).
+else is on this thread's stack is a top-level call, which drives batch detection (_batch_tracker.py).
 """
 import atexit
 import os
@@ -19,16 +19,16 @@ import threading
 import time
 import weakref
 
-from . import __version__
-from .backward_spans import BackwardSpan, BackwardTimeline
-from .batch_tracker import BatchTracker
-from .cuda_clock import CudaClock
-from .epoch_tracker import EpochTracker
-from .event_format import EventFormatter, job_header
-from .event_writer import HEADER, EventWriter
-from .gpu_identity import GpuDirectory
-from .job_identity import JobIdentity
-from .layer_names import LayerRegistry
+from ._version import __version__
+from ._backward_spans import BackwardSpan, BackwardTimeline
+from ._batch_tracker import BatchTracker
+from ._cuda_clock import CudaClock
+from ._epoch_tracker import EpochTracker
+from ._event_format import EventFormatter, job_header
+from ._event_writer import HEADER, EventWriter
+from ._gpu_identity import GpuDirectory
+from ._job_identity import JobIdentity
+from ._layer_names import LayerRegistry
 
 # Signals whose default action ends the process without running atexit (so without a flush).
 FLUSHED_SIGNALS = (signal.SIGTERM,)

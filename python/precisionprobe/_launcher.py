@@ -1,7 +1,7 @@
 """`precisionprobe run`: runs an unmodified command with the probe attached to its Python processes.
 
 The command inherits an environment that makes every Python process of the job attach at startup
-(see autoattach.py). The launcher waits for the command, forwards the signals that were meant for
+(see _autoattach.py). The launcher waits for the command, forwards the signals that were meant for
 it, and returns the command's exit status (128+N when a signal N killed it, as shells do).
 """
 import os
@@ -9,9 +9,9 @@ import signal
 import subprocess
 import sys
 
-from . import autoattach
-from .job_identity import default_job_id
-from .probe import default_out_dir
+from . import _autoattach as autoattach
+from ._job_identity import default_job_id
+from ._probe import default_out_dir
 
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
