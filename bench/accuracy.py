@@ -236,12 +236,12 @@ def provenance(extension, built_from=None):
     try:
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "ext", "vtab", "sql"],
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "src"],
                                capture_output=True, text=True, timeout=10).stdout.strip()
     except OSError:
         commit, dirty = "?", ""
     return (f"extension {extension} (pp_version {version}), source tree {commit or '?'}"
-            + (" with uncommitted changes in ext/vtab/sql" if dirty else ""))
+            + (" with uncommitted changes in src/" if dirty else ""))
 
 
 def main():
@@ -314,7 +314,7 @@ def main():
     if key in results:
         r = results[key]
         say()
-        say("Issue #5 target at 100 ms / 0.5% noise / 10 minutes: estimator per-layer-type error < 5%, "
+        say("Target at 100 ms / 0.5% noise / 10 minutes: estimator per-layer-type error < 5%, "
             "cover90 >= 85%; paper's method 50-70% off.")
         say(f"  measured: estimator mean {pct(r['estimator']).strip()}% worst {pct(r['estimator'], True).strip()}%"
             f" (identified {r['identified']}/{r['pairs']}: mean {pct(r['estimator_identified']).strip()}% "

@@ -6,7 +6,7 @@ and reports about 90% less data. This bench simulates a recorded-style run, mark
 pp_novel at a few tolerances, and compares the per-layer means of the rows that would be kept
 with the means of all rows.
 
-The simulated run, after GUIDE §1-2:
+The simulated run (the paper's DLRM layers and DCGM's sample windows):
   * ~20 layers (embeddings, bottom and top MLP), each called forward and backward once per
     iteration, 0.3-8 ms per call with 10% jitter, then a 10-40 ms idle gap (data loading);
     the first iterations warm up (activity ramps to its steady level, memory grows);

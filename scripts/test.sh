@@ -55,10 +55,10 @@ for stage in $stages; do
   echo "==== test.sh: stage $stage (at ${SECONDS} s)" >&2
   case $stage in
     normal)
-      if bash scripts/build.sh; then
+      if bash scripts/build.sh --tests; then
         run_ctest build normal "$@"
       else
-        stage_failed normal "scripts/build.sh"
+        stage_failed normal "scripts/build.sh --tests"
       fi
       ;;
     asan)

@@ -1,4 +1,4 @@
-"""Disk full: the events file's filesystem fills up while the real DLRM trains (issue #7).
+"""Disk full: the events file's filesystem fills up while the real DLRM trains.
 
 Two ways to fill it, the same expectations:
   * tmpfs: a 2 MB tmpfs mounted as the output directory (needs root, as in the dev container;

@@ -1,4 +1,4 @@
-"""The output directory is removed (rm -rf) while the job trains (issue #7).
+"""The output directory is removed (rm -rf) while the job trains.
 
 On Linux the writer's open file descriptor keeps working after its file is unlinked: writes
 succeed into an inode that no path names and that vanishes at close. A client that only

@@ -1,4 +1,4 @@
-"""Signals while the job trains and the writer writes (issue #7).
+"""Signals while the job trains and the writer writes.
 
 SIGKILL cannot be caught: the events still queued (at most the last 0.2 s) are lost, and a kill
 that lands inside the writer's write() can leave a torn last line. What must hold: every

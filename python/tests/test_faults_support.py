@@ -1,4 +1,4 @@
-"""Shared by the test_faults_*.py files (issue #7): the fault-free reference run and the checks.
+"""Shared by the test_faults_*.py files: the fault-free reference run and the checks.
 
 Every fault test trains the same small DLRM (same seed, same number of steps) and compares what
 the faulty run left on disk with a run that had no fault:

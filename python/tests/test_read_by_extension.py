@@ -1,4 +1,4 @@
-"""What the client writes, read back by the SQLite extension's layer_events table (ext/, vtab/)."""
+"""What the client writes, read back by the SQLite extension's layer_events table (src/events/)."""
 import json
 import os
 import sqlite3

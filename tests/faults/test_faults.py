@@ -1,7 +1,8 @@
-"""Faults, hostile responses and concurrency, against real servers (issue #7).
+"""Faults, hostile responses and concurrency, against real servers.
 
 Each test is an example of what the extension does when something goes wrong, written so that
-it fails if the engine misbehaves:
+it fails if the engine misbehaves. One file (longer than the others) because CTest runs it as
+one test, `faults`, which the ASan stage runs again with the sanitized extension loaded:
   * a real Prometheus paused, killed or restarted in the middle of a chunked fetch;
   * responses slower than timeout_ms; 429 and 503 with Retry-After;
   * label values that need escaping, bytes that are not UTF-8, 50,000 series in one response;
