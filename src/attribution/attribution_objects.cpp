@@ -9,7 +9,9 @@ SqlObjects attribution_objects() {
   return {{scalar("pp_install_views", 0, kIoFunction, pp_install_views_function)},
           {{"pp_refresh", &kRefreshModule},
            {"pp_overlaps", &kOverlapsModule},
-           {"pp_overlap_means", &kOverlapMeansModule}}};
+           {"pp_overlap_means", &kOverlapMeansModule},
+           {"pp_fractions", &kFractionsModule},
+           {"pp_estimates", &kEstimatesModule}}};
 }
 
 }  // namespace pp

@@ -7,6 +7,8 @@ namespace pp {
 extern const sqlite3_module kRefreshModule;       // pp_refresh.cpp
 extern const sqlite3_module kOverlapsModule;      // overlap_tables.cpp: pp_overlaps
 extern const sqlite3_module kOverlapMeansModule;  // overlap_tables.cpp: pp_overlap_means
+extern const sqlite3_module kFractionsModule;     // fraction_table.cpp: pp_fractions
+extern const sqlite3_module kEstimatesModule;     // estimate_table.cpp: pp_estimates
 void pp_install_views_function(sqlite3_context* ctx, int argc, sqlite3_value** argv);  // install_views.cpp
 
 }  // namespace pp

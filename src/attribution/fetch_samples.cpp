@@ -1,5 +1,5 @@
-// Refresh step 2: raw samples of the six Table I metrics for the GPUs of unfolded events, over
-// their time span, into pp_samples. One prom_samples call covers all GPUs (one request per
+// Refresh step 2: raw samples of the metrics of pp_metrics (the six of Table I, and any a user
+// added) for the GPUs of unfolded events, over their time span, into pp_samples. One prom_samples call covers all GPUs (one request per
 // chunk, never one per event). Series are matched by the UUID label, then `uuid` (older
 // exporters), then Hostname + gpu index.
 #include <re2/re2.h>
@@ -17,15 +17,20 @@
 namespace pp {
 namespace {
 
-constexpr const char* kMetricsRegex =
-    "DCGM_FI_DEV_GPU_UTIL|DCGM_FI_DEV_FB_USED|DCGM_FI_PROF_DRAM_ACTIVE|"
-    "DCGM_FI_PROF_PIPE_FP32_ACTIVE|DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_PROF_SM_OCCUPANCY";
+// One regex alternative per value, each quoted: "a|b\\.c".
+std::string alternatives(const std::vector<std::string>& values) {
+  std::string out;
+  for (const auto& v : values) out += (out.empty() ? "" : "|") + RE2::QuoteMeta(v);
+  return out;
+}
 
-// A selector for the six metrics of the GPUs whose `label` is one of values.
-std::string selector_for(const std::string& label, const std::vector<std::string>& values) {
-  std::string alternatives;
-  for (const auto& v : values) alternatives += (alternatives.empty() ? "" : "|") + RE2::QuoteMeta(v);
-  return "{__name__=~" + promql_quote(kMetricsRegex) + "," + label + "=~" + promql_quote(alternatives) + "}";
+// A selector for the metrics of pp_metrics on the GPUs whose `label` is one of values.
+std::string selector_for(sqlite3* db, const std::string& label, const std::vector<std::string>& values) {
+  std::vector<std::string> metrics;
+  Statement list(db, "SELECT metric FROM main.pp_metrics ORDER BY metric");
+  while (list.step()) metrics.push_back(list.column_text(0));
+  return "{__name__=~" + promql_quote(alternatives(metrics)) + "," + label + "=~" + promql_quote(alternatives(values)) +
+         "}";
 }
 
 // UUIDs (or host names) of the GPUs that still need samples (refresh.sql gpus_without_samples).
@@ -59,7 +64,7 @@ void fetch_samples(RefreshRun& run) {
     if (missing.empty()) break;
     run.summary.samples_added += run_script(
         run.db, named_sql("refresh", pass.insert),
-        {{":selector", selector_for(pass.label, missing)}, {":start", start}, {":end", end}});
+        {{":selector", selector_for(run.db, pass.label, missing)}, {":start", start}, {":end", end}});
   }
 }
 

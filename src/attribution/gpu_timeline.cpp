@@ -13,32 +13,71 @@ namespace {
 constexpr int64_t kNsPerMs = 1000000;
 constexpr const char* kUntracked = "(untracked)";
 
+// A stretch of stored times and its timing uncertainty (pp_alignment).
+struct TimingStretch {
+  int64_t from_ms, through_ms, timing_ns, util_timing_ns;
+};
+
+// How far the estimator's timing_shift moves the window of a sample stored at ts.
+int64_t timing_offset(const std::vector<TimingStretch>& stretches, int64_t ts, int shift) {
+  if (shift == 0) return 0;
+  const auto it = std::lower_bound(stretches.begin(), stretches.end(), ts,
+                                   [](const TimingStretch& s, int64_t t) { return s.through_ms < t; });
+  if (it == stretches.end() || ts <= it->from_ms) return 0;
+  return shift * std::max(it->timing_ns, it->util_timing_ns);
+}
+
 class TimelineReader {
  public:
   TimelineReader(sqlite3* db, GpuTimeline& gpu) : db_(db), gpu_(gpu) {}
 
-  void read_series(const std::string& uuid, std::optional<int64_t> after_ms, std::optional<int64_t> through_ms) {
-    Statement intervals(db_, "SELECT metric, interval_ms FROM main.pp_intervals WHERE uuid = :uuid ORDER BY metric");
-    intervals.bind(":uuid", uuid);
-    while (intervals.step()) {
-      if (intervals.column_null(1)) continue;
-      gpu_.series.push_back({intervals.column_text(0), intervals.column_int64(1), {}});
+  void read_series(const std::string& uuid, std::optional<int64_t> after_ms, std::optional<int64_t> through_ms,
+                   int timing_shift) {
+    Statement series(db_,
+                     "SELECT i.metric, i.interval_ms, coalesce(m.kind, 'window') FROM main.pp_intervals AS i "
+                     "LEFT JOIN main.pp_metrics AS m USING (metric) WHERE i.uuid = :uuid ORDER BY i.metric");
+    series.bind(":uuid", uuid);
+    while (series.step()) {
+      if (series.column_null(1)) continue;
+      TimelineSeries s;
+      s.metric = series.column_text(0);
+      s.window_ns = series.column_double(1) * static_cast<double>(kNsPerMs);
+      const std::string kind = series.column_text(2);
+      s.kind = kind == "instant" ? TimelineSeries::kInstant
+               : kind == "driver_window" ? TimelineSeries::kDriverWindow
+                                         : TimelineSeries::kWindow;
+      gpu_.series.push_back(std::move(s));
     }
+    const std::vector<TimingStretch> stretches = timing_shift ? read_timing(uuid) : std::vector<TimingStretch>{};
     Statement samples(db_,
-                      "SELECT ts_ms, value FROM main.pp_samples WHERE uuid = :uuid AND metric = :metric "
-                      "AND ts_ms > :after AND ts_ms <= :through ORDER BY ts_ms");
+                      "SELECT s.ts_ms, s.value, w.end_ns, w.util_end_ns FROM main.pp_samples AS s "
+                      "JOIN main.pp_windows AS w ON w.uuid = s.uuid AND w.ts_ms = s.ts_ms "
+                      "WHERE s.uuid = :uuid AND s.metric = :metric AND s.ts_ms > :after AND s.ts_ms <= :through "
+                      "AND w.copy_of_ms IS NULL ORDER BY s.ts_ms");
     samples.bind(":uuid", uuid);
     samples.bind(":after", after_ms.value_or(INT64_MIN));
     samples.bind(":through", through_ms.value_or(INT64_MAX));
     for (auto& s : gpu_.series) {
       samples.bind(":metric", s.metric);
+      const bool driver = s.kind == TimelineSeries::kDriverWindow;
+      int64_t last_end = INT64_MIN;
       while (samples.step()) {
         const bool null = samples.column_null(1);
-        s.samples.push_back({samples.column_int64(0), null ? 0.0 : samples.column_double(1), null});
+        const int64_t ts = samples.column_int64(0);
+        const bool own_grid = driver && !samples.column_null(3);
+        const int64_t end = own_grid ? samples.column_int64(3) : samples.column_int64(2);
+        // A driver window read by two DCGM samples is one window: its second reading is left out.
+        if (own_grid && end <= last_end) continue;
+        last_end = end;
+        s.samples.push_back({ts, end + timing_offset(stretches, ts, timing_shift), null ? 0.0 : samples.column_double(1), null});
       }
+      const auto by_end = [](const TimelineSample& a, const TimelineSample& b) { return a.end_ns < b.end_ns; };
+      if (!std::is_sorted(s.samples.begin(), s.samples.end(), by_end))
+        std::stable_sort(s.samples.begin(), s.samples.end(), by_end);
       if (!s.samples.empty()) {
-        lo_ns_ = std::min(lo_ns_, (s.samples.front().ts_ms - s.interval_ms) * kNsPerMs);
-        hi_ns_ = std::max(hi_ns_, s.samples.back().ts_ms * kNsPerMs);
+        const int64_t reach = s.kind == TimelineSeries::kInstant ? 0 : static_cast<int64_t>(s.window_ns);
+        lo_ns_ = std::min(lo_ns_, s.samples.front().end_ns - reach);
+        hi_ns_ = std::max(hi_ns_, s.samples.back().end_ns + 1);
       }
     }
   }
@@ -49,7 +88,7 @@ class TimelineReader {
   void read_events(const std::string& uuid, std::optional<int64_t> through_ms) {
     const int64_t through_ns = through_ms && *through_ms < INT64_MAX / kNsPerMs ? *through_ms * kNsPerMs : INT64_MAX;
     Statement stmt(db_,
-                   "SELECT t_start_ns, t_end_ns, job_id, id, layer, forward, folded FROM main.pp_events "
+                   "SELECT t_start_ns, t_end_ns, job_id, id, layer, forward, folded, layer_type FROM main.pp_events "
                    "WHERE gpu_uuid = :uuid ORDER BY t_start_ns");
     stmt.bind(":uuid", uuid);
     std::unordered_map<std::string, uint32_t> job_index;
@@ -77,7 +116,7 @@ class TimelineReader {
       key.assign(reinterpret_cast<const char*>(&last_job), sizeof last_job);
       key.push_back(static_cast<char>(forward));
       key.append(layer.data(), layer.size());
-      const uint32_t group = group_for(key, last_job, layer, forward);
+      const uint32_t group = group_for(key, last_job, layer, forward, stmt.column_view(7));
       const int64_t id = stmt.column_int64(3);
       if (in_range) gpu_.events.push_back({start, end, id, group, last_job});
       if (unfolded) {
@@ -90,7 +129,7 @@ class TimelineReader {
       key.assign(reinterpret_cast<const char*>(&j), sizeof j);
       key.push_back(0);
       key.append(kUntracked);
-      gpu_.jobs[j].untracked_group = group_for(key, j, kUntracked, 0);
+      gpu_.jobs[j].untracked_group = group_for(key, j, kUntracked, 0, kUntracked);
     }
     // ORDER BY t_start_ns is served by the index; sort anyway if a plan ever says otherwise.
     const auto by_start = [](const TimelineEvent& a, const TimelineEvent& b) { return a.start < b.start; };
@@ -99,15 +138,26 @@ class TimelineReader {
   }
 
  private:
-  uint32_t group_for(const std::string& key, uint32_t job, std::string_view layer, int forward) {
+  uint32_t group_for(const std::string& key, uint32_t job, std::string_view layer, int forward,
+                     std::string_view layer_type) {
     const auto found = group_index_.find(key);  // (emplace would allocate a node for every event)
     if (found != group_index_.end()) return found->second;
     const auto group = static_cast<uint32_t>(gpu_.groups.size());
     group_index_.emplace(key, group);
-    gpu_.groups.push_back({job, std::string(layer), forward});
+    gpu_.groups.push_back({job, std::string(layer), forward, std::string(layer_type)});
     gpu_.durations.push_back(MeanState{});
     gpu_.first_id.push_back(INT64_MAX);
     return group;
+  }
+
+  std::vector<TimingStretch> read_timing(const std::string& uuid) {
+    Statement read(db_,
+                   "SELECT from_ms, through_ms, timing_ns, coalesce(util_timing_ns, 0) FROM main.pp_alignment "
+                   "WHERE uuid = :uuid ORDER BY through_ms");
+    read.bind(":uuid", uuid);
+    std::vector<TimingStretch> out;
+    while (read.step()) out.push_back({read.column_int64(0), read.column_int64(1), read.column_int64(2), read.column_int64(3)});
+    return out;
   }
 
   sqlite3* db_;
@@ -141,10 +191,10 @@ int64_t GpuTimeline::windows() const {
 }
 
 GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
-                              std::optional<int64_t> through_ms) {
+                              std::optional<int64_t> through_ms, int timing_shift) {
   GpuTimeline gpu;
   TimelineReader reader(db, gpu);
-  reader.read_series(uuid, after_ms, through_ms);
+  reader.read_series(uuid, after_ms, through_ms, timing_shift);
   reader.read_events(uuid, through_ms);
   return gpu;
 }

@@ -12,16 +12,21 @@
 namespace pp {
 
 struct TimelineSample {
-  int64_t ts_ms;
+  int64_t ts_ms;   // the time Prometheus stored
+  int64_t end_ns;  // the end of the window it describes (the align step), or its instant
   double value;
   bool null;
 };
 
-// One metric of the GPU: a sample at ts_ms covers the window (ts_ms - interval_ms, ts_ms].
+// One metric of the GPU. A sample of a window or driver_window metric covers (end_ns - window,
+// end_ns]; a sample of an instant metric is the value at end_ns, and counts with the weight of
+// one window.
 struct TimelineSeries {
+  enum Kind { kWindow, kDriverWindow, kInstant };
   std::string metric;
-  int64_t interval_ms;
-  std::vector<TimelineSample> samples;  // ts_ms ascending
+  Kind kind = kWindow;
+  double window_ns = 0;
+  std::vector<TimelineSample> samples;  // end_ns ascending; one per window (copies left out)
 };
 
 struct TimelineEvent {
@@ -34,6 +39,7 @@ struct TimelineGroup {
   uint32_t job;
   std::string layer;
   int forward;
+  std::string layer_type;  // of its first event
 };
 
 struct TimelineJob {
@@ -56,11 +62,14 @@ struct GpuTimeline {
   int64_t windows() const;
 };
 
-// The GPU's series (pp_intervals; a series without an interval is skipped) with their samples
-// in (after_ms, through_ms], and all of its events (pp_events): every one counts for its job's
-// span; those that can overlap a window are kept for the sweep; unfolded ones starting by
-// through_ms give their durations. Absent bounds are no bound.
+// The GPU's series (pp_intervals, kinds from pp_metrics; a series without an interval is
+// skipped) with their aligned samples stored in (after_ms, through_ms] (pp_windows: a sample
+// not aligned yet, or a copy of a window already counted, is left out), and all of its events
+// (pp_events): every one counts for its job's span; those that can overlap a window are kept
+// for the sweep; unfolded ones starting by through_ms give their durations. Absent bounds are
+// no bound. timing_shift moves every window by that many times the timing uncertainty of its
+// stretch (pp_alignment.timing_ns), for the estimator's intervals.
 GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
-                              std::optional<int64_t> through_ms);
+                              std::optional<int64_t> through_ms, int timing_shift = 0);
 
 }  // namespace pp

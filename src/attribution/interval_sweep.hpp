@@ -1,26 +1,26 @@
 // The interval join of the attribution engine as a pure function: a sweep over one GPU's
 // time-sorted events and samples (gpu_timeline.hpp), never a nested loop.
 //
-// A sample at ts_ms with interval I covers the window (ts_ms - I, ts_ms], in integer ns
-// [start, end) = [(ts_ms - I) * 1e6, ts_ms * 1e6). An event overlaps it when t_start_ns < end
-// and t_end_ns > start, with weight = min(t_end_ns, end) - max(t_start_ns, start): exact
-// integers. The part of a window inside a job's span on the GPU (its first event's start to its
-// last event's end) that its events do not cover is the job's untracked time:
-// max(0, span overlap - sum of the job's weights in the window).
+// A sample whose window ends at end_ns covers [start, end) = [end_ns - window, end_ns) in
+// integer ns. An event overlaps it when t_start_ns < end and t_end_ns > start, with weight =
+// min(t_end_ns, end) - max(t_start_ns, start): exact integers. The part of a window inside a
+// job's span on the GPU (its first event's start to its last event's end) that its events do
+// not cover is the job's untracked time: max(0, span overlap - sum of the job's weights in the
+// window). A sample of an instant metric is the moment end_ns: the event running then (or the
+// job's untracked time) gets the weight of one window.
 //
 // Cost O(events + samples + pairs) per series: events enter an active list when they start
 // before a window's end and leave it for good once they end before a window's start (both
 // only grow within a series).
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "attribution/gpu_timeline.hpp"
 
 namespace pp {
-
-constexpr int64_t kSweepNsPerMs = 1000000;
 
 // Calls emit(event index or -1 for untracked, group, series, sample, weight_ns) for
 // every row of pp_overlaps, series by series, samples in time order.
@@ -39,12 +39,16 @@ void sweep_overlaps(const GpuTimeline& gpu, Emit&& emit, size_t first_series = 0
   std::vector<uint32_t> active_jobs;
   for (size_t si = first_series; si < gpu.series.size(); si += stride) {
     const TimelineSeries& series = gpu.series[si];
+    const bool instant = series.kind == TimelineSeries::kInstant;
+    const int64_t window = static_cast<int64_t>(std::llround(series.window_ns));
+    // An instant is the 1 ns from end_ns: whoever runs then gets it, scaled to one window.
+    const int64_t scale = instant ? std::max<int64_t>(window, 1) : 1;
     active.clear();
     active_jobs.clear();
     size_t next = 0, next_job = 0;
     for (const TimelineSample& sample : series.samples) {
-      const int64_t start = (sample.ts_ms - series.interval_ms) * kSweepNsPerMs;
-      const int64_t end = sample.ts_ms * kSweepNsPerMs;
+      const int64_t start = instant ? sample.end_ns : sample.end_ns - window;
+      const int64_t end = instant ? sample.end_ns + 1 : sample.end_ns;
       while (next < events.size() && events[next].start < end) active.push_back(next++);
       size_t kept = 0;
       for (size_t i : active) {
@@ -54,7 +58,7 @@ void sweep_overlaps(const GpuTimeline& gpu, Emit&& emit, size_t first_series = 0
         const int64_t weight = std::min(e.end, end) - std::max(e.start, start);
         if (covered[e.job] == 0) touched.push_back(e.job);
         covered[e.job] += weight;  // zero-length or inverted events count as in SQL
-        if (weight > 0) emit(static_cast<int64_t>(i), e.group, si, sample, weight);
+        if (weight > 0) emit(static_cast<int64_t>(i), e.group, si, sample, weight * scale);
       }
       active.resize(kept);
       while (next_job < jobs_by_first.size() && gpu.jobs[jobs_by_first[next_job]].first < end)
@@ -66,7 +70,7 @@ void sweep_overlaps(const GpuTimeline& gpu, Emit&& emit, size_t first_series = 0
         active_jobs[kept++] = j;
         const int64_t untracked =
             std::max<int64_t>(0, std::min(end, job.last) - std::max(start, job.first) - covered[j]);
-        if (untracked > 0) emit(-1, job.untracked_group, si, sample, untracked);
+        if (untracked > 0) emit(-1, job.untracked_group, si, sample, untracked * scale);
       }
       active_jobs.resize(kept);
       for (uint32_t j : touched) covered[j] = 0;

@@ -18,8 +18,10 @@
 //
 // pp_overlaps COLUMNS: event_id INTEGER (pp_events.id; NULL on untracked rows), job_id TEXT,
 //   layer TEXT ('(untracked)' for untracked time), forward INTEGER (0 on untracked rows),
-//   metric TEXT, ts_ms INTEGER, value REAL (NULL as stored), interval_ms INTEGER,
-//   weight_ns INTEGER (> 0: pairs that only touch are not rows).
+//   metric TEXT, ts_ms INTEGER (the time Prometheus stored), value REAL (NULL as stored),
+//   interval_ms REAL (the window the sample averages over), weight_ns INTEGER (> 0: pairs that
+//   only touch are not rows; an instant metric's sample weighs one window),
+//   window_end_ns INTEGER (the end of the window, or the instant, from the align step).
 // pp_overlap_means COLUMNS: job_id, layer, forward, metric, state BLOB, first_id INTEGER,
 //   windows INTEGER: the rows the fold (sql/fold.sql) merges into layer_state, in one pass.
 //   * per (job_id, layer, forward, metric) of the rows of pp_overlaps, the pp_mean state of
@@ -81,9 +83,10 @@ std::unique_ptr<GpuTimeline> read_arguments(sqlite3* db, const std::vector<sqlit
 
 int plan_overlaps(sqlite3_index_info* info, int first_argument, double rows) {
   const int rc = plan_arguments(info, first_argument, kArguments);
+  if (rc != SQLITE_OK) return rc;
   info->estimatedRows = static_cast<sqlite3_int64>(rows);
   info->estimatedCost = 1e6;
-  return rc;
+  return SQLITE_OK;
 }
 
 // pp_overlaps: every (event, sample) pair.
@@ -91,8 +94,9 @@ struct OverlapsCursor : TableCursor {
   static constexpr const char* kName = "pp_overlaps";
   static constexpr const char* kSchema =
       "CREATE TABLE x(event_id INTEGER, job_id TEXT, layer TEXT, forward INTEGER, metric TEXT, ts_ms INTEGER, "
-      "value REAL, interval_ms INTEGER, weight_ns INTEGER, uuid HIDDEN, after_ms HIDDEN, through_ms HIDDEN)";
-  enum Column { kEventId, kJobId, kLayer, kForward, kMetric, kTsMs, kValue, kIntervalMs, kWeightNs, kUuid };
+      "value REAL, interval_ms REAL, weight_ns INTEGER, window_end_ns INTEGER, uuid HIDDEN, after_ms HIDDEN, "
+      "through_ms HIDDEN)";
+  enum Column { kEventId, kJobId, kLayer, kForward, kMetric, kTsMs, kValue, kIntervalMs, kWeightNs, kWindowEndNs, kUuid };
   static constexpr int kFirstArgument = kUuid;
   static constexpr bool kDoesIo = false;
   using TableCursor::TableCursor;
@@ -146,8 +150,9 @@ struct OverlapsCursor : TableCursor {
         else
           sqlite3_result_double(ctx, r.sample->value);
         break;
-      case kIntervalMs: sqlite3_result_int64(ctx, series.interval_ms); break;
+      case kIntervalMs: sqlite3_result_double(ctx, series.window_ns / 1e6); break;
       case kWeightNs: sqlite3_result_int64(ctx, r.weight); break;
+      case kWindowEndNs: sqlite3_result_int64(ctx, r.sample->end_ns); break;
       default: sqlite3_result_null(ctx); break;
     }
   }

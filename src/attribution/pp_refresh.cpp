@@ -46,9 +46,10 @@ struct RefreshCursor : RowsCursor {
 
   static int plan(sqlite3_index_info* info) {
     const int rc = plan_arguments(info, kFirstArgument, kArguments);
+    if (rc != SQLITE_OK) return rc;
     info->estimatedRows = 1;
     info->estimatedCost = 1e7;
-    return rc;
+    return SQLITE_OK;
   }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {

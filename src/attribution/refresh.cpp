@@ -24,6 +24,7 @@ void run_steps(RefreshRun& run, const std::optional<std::string>& path) {
     fetch_samples(run);
   }
   set_intervals(run);
+  align_samples(run);
   count_late_events(run);
   fold(run);
   warn_about_unattributed(run);

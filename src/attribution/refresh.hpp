@@ -2,9 +2,10 @@
 // steps (each in its own file):
 //   1. import_events      new lines of the event files into pp_events / pp_jobs (event_import.cpp)
 //   2. fetch_samples      raw samples of the GPUs of unfolded events into pp_samples (fetch_samples.cpp)
-//   3. set_intervals      each series' collection interval (sample_intervals.cpp)
-//   4. fold               sample windows whose events are all known into layer_state (fold.cpp)
-//   5. keep_history       the paper's dedup rule into layer_history (fold.cpp)
+//   3. set_intervals      each series' window length, a first guess (sample_intervals.cpp)
+//   4. align_samples      the windows stored sample times describe (align_samples.cpp)
+//   5. fold               aligned sample windows whose events are all known into layer_state (fold.cpp)
+//   6. keep_history       the paper's dedup rule into layer_history (fold.cpp)
 // with the warnings of refresh_warnings.cpp between them. docs/architecture.md follows one
 // refresh through these steps; docs/reference/attribution.md is the user documentation.
 #pragma once
@@ -40,6 +41,7 @@ struct RefreshRun {
 // The steps, in the order refresh() runs them.
 void fetch_samples(RefreshRun& run);
 void set_intervals(RefreshRun& run);
+void align_samples(RefreshRun& run);
 void count_late_events(RefreshRun& run);
 void fold(RefreshRun& run);
 void warn_about_unattributed(RefreshRun& run);

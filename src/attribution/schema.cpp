@@ -27,6 +27,15 @@ std::string joined(const std::vector<std::string>& names) {
 
 std::string view_sql() { return std::string(embedded_sql("views")) + std::string(embedded_sql("estimates")); }
 
+// A database made before pp_metrics said what each metric's samples describe gets the columns,
+// and the two Table I metrics that are not window averages get their kinds.
+void upgrade_tables(sqlite3* db) {
+  const bool old_metrics =
+      query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_metrics'", {}, 0) > 0 &&
+      query_double(db, "SELECT count(*) FROM pragma_table_info('pp_metrics', 'main') WHERE name = 'kind'", {}, 0) == 0;
+  if (old_metrics) run_script(db, named_sql("upgrade", "metric_kinds"));
+}
+
 }  // namespace
 
 std::string installed_objects() {
@@ -35,6 +44,7 @@ std::string installed_objects() {
 }
 
 void install_attribution_schema(sqlite3* db) {
+  upgrade_tables(db);
   run_script(db, embedded_sql("schema"));
   const std::string views = view_sql();
   const std::string fingerprint = std::to_string(std::hash<std::string>{}(views));

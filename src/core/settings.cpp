@@ -1,5 +1,6 @@
 #include "core/settings.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -33,7 +34,16 @@ const std::vector<SettingDefinition>& setting_definitions() {
       {"max_response_bytes", SettingType::Integer, "268435456", nullptr,
        "Largest HTTP response body accepted, in bytes"},
       {"sample_interval_ms", SettingType::Integer, "0", nullptr,
-       "DCGM collection interval used by attribution; 0 = each series' median sample spacing"},
+       "The window a DCGM sample averages over (dcgm-exporter's -c), in ms; 0 = estimated from the data"},
+      {"sample_offset_ms", SettingType::OffsetMs, "auto", nullptr,
+       "How long before its stored time a sample's window ends, in ms; auto = estimated from the data "
+       "per GPU and stretch of time (pp_alignment). A number also says every stored time is its own window "
+       "(none is a repeat)"},
+      {"alignment_segment_seconds", SettingType::Integer, "10", nullptr,
+       "pp_refresh: the offset between stored times and windows is estimated per stretch of at least "
+       "this many seconds (and 100 samples), so that it may drift"},
+      {"max_sample_lag_ms", SettingType::Integer, "1000", nullptr,
+       "pp_refresh: the largest offset searched for when estimating alignment, in ms"},
       {"attribution_margin_seconds", SettingType::Integer, "60", nullptr,
        "pp_refresh: a job whose last event is older than this is complete, so all its sample "
        "windows are folded"},
@@ -55,6 +65,7 @@ const char* setting_type_name(SettingType type) {
     case SettingType::Boolean: return "boolean";
     case SettingType::Path: return "path";
     case SettingType::HeadersJson: return "json";
+    case SettingType::OffsetMs: return "auto or ms";
   }
   return "text";
 }
@@ -82,6 +93,13 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
       double d = 0;
       if (!parse_double(value, d) || d < 0)
         throw Error(where + "needs a non-negative number, got '" + value + "'");
+      return std::string(trim(value));
+    }
+    case SettingType::OffsetMs: {
+      if (to_lower(trim(value)) == "auto") return "auto";
+      double ms = 0;
+      if (!parse_double(value, ms) || !std::isfinite(ms) || ms < -60000 || ms > 600000)
+        throw Error(where + "needs 'auto' or a number of milliseconds between -60000 and 600000, got '" + value + "'");
       return std::string(trim(value));
     }
     case SettingType::Boolean: {

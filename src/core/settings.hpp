@@ -9,7 +9,7 @@
 
 namespace pp {
 
-enum class SettingType { Text, Url, Integer, Real, Boolean, Path, HeadersJson };
+enum class SettingType { Text, Url, Integer, Real, Boolean, Path, HeadersJson, OffsetMs };
 
 struct SettingDefinition {
   const char* name;

@@ -1,5 +1,7 @@
 #include "core/table_function.hpp"
 
+#include <cstring>
+
 namespace pp {
 
 int plan_arguments(sqlite3_index_info* info, int first_argument_column, const std::vector<ArgumentSpec>& arguments) {
@@ -19,6 +21,7 @@ int plan_arguments(sqlite3_index_info* info, int first_argument_column, const st
   }
   int idx_num = 0;
   int next_argv = 1;
+  const char* missing = nullptr;
   for (int a = 0; a < n; ++a) {
     if (usable[a] >= 0) {
       idx_num |= 1 << a;
@@ -26,11 +29,26 @@ int plan_arguments(sqlite3_index_info* info, int first_argument_column, const st
       info->aConstraintUsage[usable[a]].omit = 1;
     } else if (arguments[a].required) {
       if (seen_unusable & (1u << a)) return SQLITE_CONSTRAINT;
-      throw Error(std::string("missing required argument '") + arguments[a].name + "'");
+      if (!missing) missing = arguments[a].name;
     }
   }
   info->idxNum = idx_num;
+  if (missing) {
+    // SQLite also asks about plans with fewer constraints than the query has (an OR, a join):
+    // such a plan is costed out, not an error. Only if no plan can supply the argument is this
+    // one run, and its xFilter says what is missing.
+    info->idxStr = sqlite3_mprintf("%s%s'", kMissingArgument, missing);
+    if (!info->idxStr) throw std::bad_alloc();
+    info->needToFreeIdxStr = 1;
+    info->estimatedCost = 1e300;
+    info->estimatedRows = 1;
+    return kPlanLacksArgument;
+  }
   return SQLITE_OK;
+}
+
+void check_plan_arguments(const char* idx_str) {
+  if (idx_str && std::strncmp(idx_str, kMissingArgument, std::strlen(kMissingArgument)) == 0) throw Error(idx_str);
 }
 
 std::vector<sqlite3_value*> filter_arguments(int idx_num, int argc, sqlite3_value** argv, size_t argument_count) {

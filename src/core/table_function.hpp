@@ -35,11 +35,18 @@ struct ArgumentSpec {
 };
 
 // The xBestIndex half of the arguments: hands each usable equality constraint on an argument
-// column to xFilter (in argument order), records which arguments are present as bits of
-// idxNum, and throws pp::Error "missing required argument 'NAME'". A required argument that is
-// present but not usable in this plan (a join whose other side is not yet known) gives
-// SQLITE_CONSTRAINT, so SQLite picks a plan that can supply it.
+// column to xFilter (in argument order) and records which arguments are present as bits of
+// idxNum. A required argument that is present but not usable in this plan (a join whose other
+// side is not yet known) gives SQLITE_CONSTRAINT, so SQLite picks a plan that can supply it. A
+// plan that lacks a required argument altogether gets an enormous cost and returns
+// kPlanLacksArgument: the table's plan() returns at once (other constraints do not matter), and
+// should SQLite run it (no other plan exists), xFilter fails with "missing required argument
+// 'NAME'".
+constexpr int kPlanLacksArgument = SQLITE_OK + 1000;
+constexpr const char* kMissingArgument = "missing required argument '";
 int plan_arguments(sqlite3_index_info* info, int first_argument_column, const std::vector<ArgumentSpec>& arguments);
+// In xFilter: throws the error of a plan that lacks a required argument (the kit calls it).
+void check_plan_arguments(const char* idx_str);
 
 // Maps xFilter's argv (present arguments first, in order) back to argument positions:
 // result[i] is the value of argument i, or nullptr when it was not given.
@@ -95,7 +102,10 @@ sqlite3_module table_function_module() {
     return connect_table(db, aux, Cursor::kSchema, Cursor::kDoesIo, out, error);
   };
   m.xBestIndex = [](sqlite3_vtab* vtab, sqlite3_index_info* info) {
-    return guard_vtab(vtab, Cursor::kName, [&] { return Cursor::plan(info); });
+    return guard_vtab(vtab, Cursor::kName, [&] {
+      const int rc = Cursor::plan(info);
+      return rc == kPlanLacksArgument ? SQLITE_OK : rc;
+    });
   };
   m.xDisconnect = disconnect_table;
   m.xOpen = [](sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) {
@@ -108,8 +118,9 @@ sqlite3_module table_function_module() {
     delete static_cast<Cursor*>(cursor);
     return SQLITE_OK;
   };
-  m.xFilter = [](sqlite3_vtab_cursor* base, int idx_num, const char*, int argc, sqlite3_value** argv) {
+  m.xFilter = [](sqlite3_vtab_cursor* base, int idx_num, const char* idx_str, int argc, sqlite3_value** argv) {
     return guard_vtab(base->pVtab, Cursor::kName, [&] {
+      check_plan_arguments(idx_str);
       auto* cursor = static_cast<Cursor*>(base);
       cursor->eof = true;
       cursor->rowid = 1;

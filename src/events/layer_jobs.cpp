@@ -73,10 +73,11 @@ struct JobsCursor : TableCursor {
 
   static int plan(sqlite3_index_info* info) {
     const int rc = plan_arguments(info, kPath, {{"path", true}});
+    if (rc != SQLITE_OK) return rc;
     // Every line is read; a header is one line per process.
     info->estimatedRows = 10;
     info->estimatedCost = 100000;
-    return rc;
+    return SQLITE_OK;
   }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {

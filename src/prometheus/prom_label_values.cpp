@@ -26,9 +26,10 @@ struct LabelValuesCursor : RowsCursor {
 
   static int plan(sqlite3_index_info* info) {
     const int rc = plan_arguments(info, kFirstArgument, kArguments);
+    if (rc != SQLITE_OK) return rc;
     info->estimatedRows = 100;
     info->estimatedCost = 1e5;
-    return rc;
+    return SQLITE_OK;
   }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {

@@ -67,9 +67,10 @@ struct RangeCursor : MatrixCursor {
 
   static int plan(sqlite3_index_info* info) {
     const int rc = plan_arguments(info, kFirstArgument, kArguments);
+    if (rc != SQLITE_OK) return rc;
     info->estimatedRows = 10000;
     info->estimatedCost = 1e6;  // a network round trip: make SQLite call it as few times as it can
-    return rc;
+    return SQLITE_OK;
   }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {

@@ -96,6 +96,8 @@ void DeconvolveData::set_bounds(double lower, double upper) {
   upper_ = upper;
 }
 
+bool identified_by(const DeconvolveUnknown& u, double scale);
+
 class DeconvolveSolver {
  public:
   static DeconvolveResult run(const DeconvolveData& data);
@@ -335,15 +337,35 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
     high = std::min(high, U);
     u.lower90 = std::isfinite(low) ? std::optional<double>(low) : std::nullopt;
     u.upper90 = std::isfinite(high) ? std::optional<double>(high) : std::nullopt;
-    // Identified: the interval reaches no further from the estimate than the precision asked for.
-    const double reach = std::max(est - low, high - est);
-    u.identified = u.n >= DeconvolveLimits::kMinSamples &&
-                   reach <= std::max(DeconvolveLimits::kMaxRelativeHalfWidth * std::fabs(est),
-                                     DeconvolveLimits::kMinHalfWidth * result.scale);
+    u.identified = identified_by(u, result.scale);
   }
   return result;
 }
 
 DeconvolveResult deconvolve(const DeconvolveData& data) { return DeconvolveSolver::run(data); }
+
+// `identified`: the interval reaches no further from the estimate than the precision asked for.
+bool identified_by(const DeconvolveUnknown& u, double scale) {
+  if (u.n < DeconvolveLimits::kMinSamples || !u.estimate || !u.lower90 || !u.upper90) return false;
+  const double est = *u.estimate;
+  const double reach = std::max(est - *u.lower90, *u.upper90 - est);
+  return reach <= std::max(DeconvolveLimits::kMaxRelativeHalfWidth * std::fabs(est), DeconvolveLimits::kMinHalfWidth * scale);
+}
+
+DeconvolveResult deconvolve_hull(const DeconvolveResult& central, const std::vector<DeconvolveResult>& variants) {
+  DeconvolveResult out = central;
+  for (DeconvolveUnknown& u : out.unknowns) {
+    for (const DeconvolveResult& v : variants) {
+      const auto it = std::find_if(v.unknowns.begin(), v.unknowns.end(),
+                                   [&](const DeconvolveUnknown& w) { return w.name == u.name; });
+      if (it == v.unknowns.end() || !it->lower90) u.lower90.reset();
+      else if (u.lower90) u.lower90 = std::min(*u.lower90, *it->lower90);
+      if (it == v.unknowns.end() || !it->upper90) u.upper90.reset();
+      else if (u.upper90) u.upper90 = std::max(*u.upper90, *it->upper90);
+    }
+    u.identified = u.identified && identified_by(u, out.scale);
+  }
+  return out;
+}
 
 }  // namespace pp

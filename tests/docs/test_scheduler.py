@@ -2,7 +2,9 @@
 answer is known, and docs/scheduler.md shows the output of the notebook's run verbatim.
 
 The database: three jobs on three GPUs, each one layer call covering ten 1 s sample windows of
-constant counters, folded by pp_refresh from events and samples inserted directly (no server):
+constant counters, folded by pp_refresh from events and samples inserted directly (no server),
+each stamped with the end of its window, as the refresh is told (sample_offset_ms 0, and every
+metric a window average in pp_metrics):
   mem   DRAM 0.70, FP32 0.10, util 50%, SM 0.40, 8000 MiB   -> memory-bound
   cmp   DRAM 0.20, FP32 0.70, util 40%, SM 0.50, 10000 MiB  -> compute-bound; fits with mem
   busy  DRAM 0.30, FP32 0.60, util 90%, SM 0.90, 20000 MiB  -> compute-bound; too busy for mem
@@ -44,6 +46,8 @@ def database(tmp_path_factory):
     conn.execute("SELECT pp_config('prometheus_url', 'http://no-such-host.invalid')")
     conn.execute("SELECT pp_config('retries', 0)")
     conn.execute("SELECT pp_install_views()")
+    conn.execute("SELECT pp_config('sample_offset_ms', 0)")
+    conn.execute("UPDATE pp_metrics SET kind = 'window'")
     for g, (job, values) in enumerate(JOBS.items()):
         uuid = f"GPU-{g:08d}-0000-4000-8000-000000000000"
         start_ns, end_ns = T0 * 10**9, (T0 + 10) * 10**9

@@ -7,6 +7,13 @@
 --   jobB on GPU 1 (same host): two calls of emb, [10, 10.1] and [10.5, 10.6], both in window 11.
 --   jobC on CPU only.
 -- One request fetches the samples of both GPUs.
+-- These fixtures stamp each sample with the end of its window (as an exporter that printed
+-- DCGM's own timestamps would), and every metric is an average over that window: say so, so
+-- that attribution takes the stored times as window ends.
+SELECT pp_install_views() LIKE 'tables: %';
+SELECT pp_config('sample_offset_ms', 0) = '0';
+UPDATE pp_metrics SET kind = 'window';
+SELECT count(*) = 6 FROM pp_metrics WHERE kind = 'window';
 SELECT events_added = 6 AND samples_added > 0 AND http_requests = 1
   FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/*.jsonl');
 SELECT (SELECT count(*) FROM pp_events) = 6;
@@ -77,6 +84,7 @@ SELECT count(*) = (SELECT count(*) FROM layer_metrics WHERE data_num > 0) FROM l
 -- Incremental: the first half while the jobs are still live, then the rest, then final,
 -- gives the same states as one refresh over everything.
 DELETE FROM pp_events; DELETE FROM pp_samples; DELETE FROM pp_intervals; DELETE FROM pp_fold_state;
+DELETE FROM pp_alignment; DELETE FROM pp_windows;
 DELETE FROM pp_layers; DELETE FROM layer_state; DELETE FROM layer_history; DELETE FROM pp_jobs;
 SELECT pp_config('attribution_margin_seconds', 1000000000) = '1000000000';
 SELECT events_added = 3 FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part1.jsonl');

@@ -1,5 +1,12 @@
 -- The estimator's views over the hand-made attribution fixture (see attribution.sql).
 -- Too few windows to identify most layers: the views must say so, with honest intervals.
+-- These fixtures stamp each sample with the end of its window (as an exporter that printed
+-- DCGM's own timestamps would), and every metric is an average over that window: say so, so
+-- that attribution takes the stored times as window ends.
+SELECT pp_install_views() LIKE 'tables: %';
+SELECT pp_config('sample_offset_ms', 0) = '0';
+UPDATE pp_metrics SET kind = 'window';
+SELECT count(*) = 6 FROM pp_metrics WHERE kind = 'window';
 SELECT events_added = 6 FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/*.jsonl');
 -- One row per (job, layer, direction) with samples, for each of the six metrics.
 SELECT count(*) = 6 * 6 FROM layer_estimates;

@@ -15,9 +15,10 @@ constexpr int64_t kMs = 1000000;  // ns
 // Two layers of one job ("A" group 0, "B" group 1, untracked group 2) and one 100 ms series.
 pp::GpuTimeline one_job() {
   pp::GpuTimeline gpu;
-  gpu.series.push_back({"DCGM_FI_PROF_SM_ACTIVE", 100, {{100, 0.5, false}, {200, 0.7, false}}});
+  gpu.series.push_back({"DCGM_FI_PROF_SM_ACTIVE", pp::TimelineSeries::kWindow, 100 * kMs,
+                        {{100, 100 * kMs, 0.5, false}, {200, 200 * kMs, 0.7, false}}});
   gpu.jobs.push_back({"job", 10 * kMs, 130 * kMs, 2});
-  gpu.groups = {{0, "A", 1}, {0, "B", 1}, {0, "(untracked)", 0}};
+  gpu.groups = {{0, "A", 1, "Linear"}, {0, "B", 1, "ReLU"}, {0, "(untracked)", 0, "(untracked)"}};
   gpu.events = {{10 * kMs, 60 * kMs, 1, 0, 0}, {90 * kMs, 130 * kMs, 2, 1, 0}};
   return gpu;
 }
@@ -56,8 +57,8 @@ TEST(IntervalSweep, EventsThatOnlyTouchAWindowAreNotPairs) {
 TEST(IntervalSweep, TwoJobsEachGetTheirOwnUntrackedTime) {
   pp::GpuTimeline gpu = one_job();
   gpu.jobs.push_back({"other", 150 * kMs, 190 * kMs, 4});
-  gpu.groups.push_back({1, "C", 1});
-  gpu.groups.push_back({1, "(untracked)", 0});
+  gpu.groups.push_back({1, "C", 1, "Linear"});
+  gpu.groups.push_back({1, "(untracked)", 0, "(untracked)"});
   gpu.events.push_back({160 * kMs, 170 * kMs, 3, 3, 1});
   const Pairs pairs = sweep_all(gpu);
   EXPECT_EQ(pairs.at({3, 3, 200}), 10 * kMs);
@@ -65,10 +66,30 @@ TEST(IntervalSweep, TwoJobsEachGetTheirOwnUntrackedTime) {
   EXPECT_EQ(pairs.count({-1, 2, 200}), 0u);     // the first job's span ended at 130
 }
 
+TEST(IntervalSweep, WindowsEndWhereTheAlignmentSaysNotAtTheStoredTime) {
+  // Stored at 130 and 230 ms, the windows ended 30 ms earlier: (0, 100] and (100, 200].
+  pp::GpuTimeline gpu = one_job();
+  gpu.series[0].samples = {{130, 100 * kMs, 0.5, false}, {230, 200 * kMs, 0.7, false}};
+  const Pairs expected = {{{1, 0, 130}, 50 * kMs}, {{2, 1, 130}, 10 * kMs}, {{-1, 2, 130}, 30 * kMs},
+                          {{2, 1, 230}, 30 * kMs}};
+  EXPECT_EQ(sweep_all(gpu), expected);
+}
+
+TEST(IntervalSweep, AnInstantBelongsToWhatRunsThenWithTheWeightOfAWindow) {
+  // FB_USED read at 30 ms (A runs), 75 ms (between A and B: untracked) and 140 ms (after the span).
+  pp::GpuTimeline gpu = one_job();
+  gpu.series[0] = {"DCGM_FI_DEV_FB_USED", pp::TimelineSeries::kInstant, 100 * kMs,
+                   {{31, 30 * kMs, 900, false}, {76, 75 * kMs, 880, false}, {141, 140 * kMs, 870, false}}};
+  const Pairs expected = {{{1, 0, 31}, 100 * kMs}, {{-1, 2, 76}, 100 * kMs}};
+  EXPECT_EQ(sweep_all(gpu), expected);
+}
+
 TEST(IntervalSweep, SeriesSplitAcrossWorkersGiveTheSamePairs) {
   pp::GpuTimeline gpu = one_job();
-  gpu.series.push_back({"DCGM_FI_PROF_DRAM_ACTIVE", 100, {{100, 0.1, false}, {200, 0.2, true}}});
-  gpu.series.push_back({"DCGM_FI_DEV_GPU_UTIL", 1000, {{1000, 50, false}}});
+  gpu.series.push_back({"DCGM_FI_PROF_DRAM_ACTIVE", pp::TimelineSeries::kWindow, 100 * kMs,
+                        {{100, 100 * kMs, 0.1, false}, {200, 200 * kMs, 0.2, true}}});
+  gpu.series.push_back({"DCGM_FI_DEV_GPU_UTIL", pp::TimelineSeries::kDriverWindow, 1000 * kMs,
+                        {{1000, 1000 * kMs, 50, false}}});
   Pairs split = sweep_all(gpu, 0, 2);
   for (const auto& [key, weight] : sweep_all(gpu, 1, 2)) split[key] += weight;
   EXPECT_EQ(split, sweep_all(gpu));

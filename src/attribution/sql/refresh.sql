@@ -116,10 +116,11 @@ SELECT count(*) FROM gpus AS g
    AND EXISTS (SELECT 1 FROM main.pp_events e WHERE e.gpu_uuid = g.uuid AND e.folded = 0);
 
 -- name: fold_windows
--- Per GPU, the sample windows to fold: up to the last sample, or, while the job may still write
--- events into the last windows, up to the start of its last known event. Each value is an index
--- seek (temp.pp_series, max(t_start_ns) of pp_events_by_gpu_time); the last event's end is read
--- only when it decides (not :final). CPU events have no samples: their durations fold at once.
+-- Per GPU, the sample windows to fold: up to the last aligned sample (pp_alignment), or, while
+-- the job may still write events into the last windows, up to the start of its last known
+-- event. Each value is an index seek (temp.pp_series, max(t_start_ns) of pp_events_by_gpu_time);
+-- the last event's end is read only when it decides (not :final). CPU events have no samples:
+-- their durations fold at once.
 CREATE TEMP TABLE IF NOT EXISTS pp_fold_window(uuid TEXT PRIMARY KEY, after_ms INTEGER, through_ms INTEGER);
 DELETE FROM temp.pp_fold_window;
 INSERT INTO temp.pp_fold_window(uuid, after_ms, through_ms)
@@ -127,9 +128,12 @@ SELECT s.uuid, coalesce(f.folded_through_ms, 0),
        CASE WHEN :final OR :now - (SELECT max(t_end) FROM main.pp_events WHERE gpu_uuid = s.uuid) > :margin
             THEN s.last_ms
             ELSE min(s.last_ms, (SELECT max(t_start_ns) FROM main.pp_events WHERE gpu_uuid = s.uuid) / 1000000) END
-  FROM (SELECT uuid, max(last_ms) AS last_ms FROM temp.pp_series GROUP BY uuid) AS s
+  FROM (SELECT p.uuid, min(max(p.last_ms), (SELECT max(through_ms) FROM main.pp_alignment AS a WHERE a.uuid = p.uuid))
+               AS last_ms
+          FROM temp.pp_series AS p GROUP BY p.uuid) AS s
   LEFT JOIN main.pp_fold_state AS f ON f.uuid = s.uuid
- WHERE EXISTS (SELECT 1 FROM main.pp_events WHERE gpu_uuid = s.uuid)
+ WHERE s.last_ms IS NOT NULL
+   AND EXISTS (SELECT 1 FROM main.pp_events WHERE gpu_uuid = s.uuid)
    AND EXISTS (SELECT 1 FROM main.pp_intervals i WHERE i.uuid = s.uuid);
 INSERT INTO temp.pp_fold_window(uuid, after_ms, through_ms)
 SELECT 'cpu', 0, 4102444800000 WHERE EXISTS (SELECT 1 FROM main.pp_events WHERE gpu_uuid = 'cpu' AND folded = 0);

@@ -34,29 +34,67 @@ CREATE TABLE IF NOT EXISTS pp_jobs(
   source_file TEXT NOT NULL, line INTEGER NOT NULL,
   UNIQUE (source_file, line));
 
--- Raw DCGM samples of the GPUs the events ran on. A sample at ts_ms is the average over the
--- collection interval (ts_ms - interval, ts_ms] of its series. Prometheus stores milliseconds.
+-- Raw DCGM samples of the GPUs the events ran on, at the times Prometheus stored them (ms).
+-- dcgm-exporter prints no timestamps, so ts_ms is when Prometheus scraped: the window a sample
+-- describes ended some time before it (pp_windows, from the align step of pp_refresh).
 CREATE TABLE IF NOT EXISTS pp_samples(
   uuid TEXT NOT NULL, metric TEXT NOT NULL, ts_ms INTEGER NOT NULL, value REAL,
   host TEXT, gpu TEXT,
   PRIMARY KEY (uuid, metric, ts_ms)) WITHOUT ROWID;
 
--- Collection interval per series: the median spacing of its samples ('median'), the
--- sample_interval_ms setting ('setting'), or a value a user wrote here ('user').
+-- The window a sample of each series averages over, in ms (a fraction for a driver period such
+-- as 1000/6): estimated from the data ('estimated'), the median spacing of the samples when the
+-- data cannot tell ('median'), the sample_interval_ms setting ('setting'), or a value a user
+-- wrote here ('user'). An instant metric has the window of its GPU's DCGM samples.
 CREATE TABLE IF NOT EXISTS pp_intervals(
-  uuid TEXT NOT NULL, metric TEXT NOT NULL, interval_ms INTEGER NOT NULL CHECK (interval_ms > 0),
+  uuid TEXT NOT NULL, metric TEXT NOT NULL, interval_ms REAL NOT NULL CHECK (interval_ms > 0),
   source TEXT NOT NULL DEFAULT 'user',
   PRIMARY KEY (uuid, metric));
+
+-- How each GPU's stored sample times relate to the windows they describe, per stretch of time
+-- (pp_refresh's align step; docs/concepts.md explains it and the sample_alignment view shows it
+-- in ms). A window of a stored time ts ends offset_ns before it, give or take timing_ns (the
+-- 90% half-width the estimates' intervals allow for); GPU_UTIL's driver grid has its points at
+-- util_phase_ns + k * its window.
+CREATE TABLE IF NOT EXISTS pp_alignment(
+  uuid TEXT NOT NULL,
+  from_ms INTEGER NOT NULL, through_ms INTEGER NOT NULL,   -- stored times in (from_ms, through_ms]
+  offset_ns INTEGER NOT NULL, timing_ns INTEGER NOT NULL,
+  drift_ppm REAL NOT NULL,                                 -- how fast the offset moves
+  util_phase_ns INTEGER, util_timing_ns INTEGER,
+  samples INTEGER NOT NULL, repeats INTEGER NOT NULL,      -- stored times, and copies of a window among them
+  skipped INTEGER NOT NULL, moved INTEGER NOT NULL,        -- windows never stored; windows moved by a period
+  status TEXT NOT NULL,  -- estimated, poorly determined, not determined, no layers, setting
+  PRIMARY KEY (uuid, from_ms));
+
+-- Each stored sample time of a GPU and the window it describes (the align step): window
+-- metrics average over (end_ns - window, end_ns], instant metrics are read at end_ns, driver
+-- windows end at util_end_ns. copy_of_ms: an earlier stored time of the same DCGM window (a
+-- scrape that found no new window stores the old one again); a window is counted once.
+CREATE TABLE IF NOT EXISTS pp_windows(
+  uuid TEXT NOT NULL, ts_ms INTEGER NOT NULL, end_ns INTEGER NOT NULL, util_end_ns INTEGER,
+  copy_of_ms INTEGER,
+  PRIMARY KEY (uuid, ts_ms)) WITHOUT ROWID;
 
 -- Per GPU: sample windows with ts_ms <= folded_through_ms are already in layer_state.
 CREATE TABLE IF NOT EXISTS pp_fold_state(uuid TEXT PRIMARY KEY, folded_through_ms INTEGER NOT NULL);
 
--- The six metrics of the paper's Table I and their Table II column names.
-CREATE TABLE IF NOT EXISTS pp_metrics(metric TEXT PRIMARY KEY, column_name TEXT NOT NULL);
-INSERT OR IGNORE INTO pp_metrics VALUES
-  ('DCGM_FI_DEV_GPU_UTIL', 'gpu_util'), ('DCGM_FI_DEV_FB_USED', 'gpu_mem'),
-  ('DCGM_FI_PROF_DRAM_ACTIVE', 'dram_active'), ('DCGM_FI_PROF_PIPE_FP32_ACTIVE', 'fp32_active'),
-  ('DCGM_FI_PROF_SM_OCCUPANCY', 'sm_occupancy'), ('DCGM_FI_PROF_SM_ACTIVE', 'sm_active');
+-- The metrics pp_refresh fetches and attributes: the six of the paper's Table I with their
+-- Table II column names, and what a sample of each describes:
+--   window         the average over the window that ends when DCGM takes the sample
+--                  (the DCGM_FI_PROF_* profiling fields);
+--   driver_window  the average over the driver's own sample period, on the driver's own
+--                  clock (GPU_UTIL: NVML's utilization; window_ms NULL: estimated, else fixed);
+--   instant        the value at the moment DCGM takes the sample (FB_USED, a gauge).
+-- Add a row to attribute another dcgm-exporter field (the views show the six).
+CREATE TABLE IF NOT EXISTS pp_metrics(
+  metric TEXT PRIMARY KEY, column_name TEXT NOT NULL,
+  kind TEXT NOT NULL DEFAULT 'window' CHECK (kind IN ('window', 'driver_window', 'instant')),
+  window_ms REAL CHECK (window_ms IS NULL OR window_ms > 0));
+INSERT OR IGNORE INTO pp_metrics(metric, column_name, kind) VALUES
+  ('DCGM_FI_DEV_GPU_UTIL', 'gpu_util', 'driver_window'), ('DCGM_FI_DEV_FB_USED', 'gpu_mem', 'instant'),
+  ('DCGM_FI_PROF_DRAM_ACTIVE', 'dram_active', 'window'), ('DCGM_FI_PROF_PIPE_FP32_ACTIVE', 'fp32_active', 'window'),
+  ('DCGM_FI_PROF_SM_OCCUPANCY', 'sm_occupancy', 'window'), ('DCGM_FI_PROF_SM_ACTIVE', 'sm_active', 'window');
 
 -- One row per (job, layer, direction): what does not change with more data.
 CREATE TABLE IF NOT EXISTS pp_layers(

@@ -36,7 +36,8 @@ SELECT l.job_id, l.host_name, l.ip, l.forward, l.layer, l.cpu_num,
        max(CASE s.metric WHEN '_duration' THEN pp_mean_count(s.state) END) AS calls,
        max(CASE s.metric WHEN '_duration' THEN pp_mean_value(s.state) END) * 1e3 AS mean_duration_ms,
        max(CASE s.metric WHEN '_duration' THEN pp_mean_value(s.state) END)
-         / (SELECT max(interval_ms) / 1000.0 FROM pp_intervals AS i WHERE i.uuid = l.gpu_uuid) AS resolution,
+         / (SELECT max(i.interval_ms) / 1000.0 FROM pp_intervals AS i JOIN pp_metrics AS m USING (metric)
+             WHERE i.uuid = l.gpu_uuid AND m.kind = 'window') AS resolution,
        CASE WHEN l.gpu_uuid = 'cpu' THEN 'ran on CPU: no GPU samples'
             WHEN l.layer = '(untracked)' THEN 'GPU time in the job not covered by any layer event'
        END AS note
@@ -87,3 +88,16 @@ SELECT j.job_id,
   FROM (SELECT DISTINCT job_id FROM pp_layers) AS j
   LEFT JOIN merged AS m ON m.job_id = j.job_id
  GROUP BY j.job_id;
+
+-- How each GPU's stored sample times relate to the windows they describe (pp_alignment), in
+-- ms: a sample stored at t describes the window that ends offset_ms before t, give or take
+-- timing_ms; repeats are windows stored twice, skipped windows never stored.
+CREATE VIEW IF NOT EXISTS sample_alignment AS
+SELECT a.uuid, a.from_ms / 1000.0 AS t_from, a.through_ms / 1000.0 AS t_through,
+       a.offset_ns / 1e6 AS offset_ms, a.timing_ns / 1e6 AS timing_ms, a.drift_ppm,
+       (SELECT interval_ms FROM pp_intervals AS i JOIN pp_metrics AS m USING (metric)
+         WHERE i.uuid = a.uuid AND m.kind = 'window' LIMIT 1) AS window_ms,
+       (SELECT interval_ms FROM pp_intervals AS i JOIN pp_metrics AS m USING (metric)
+         WHERE i.uuid = a.uuid AND m.kind = 'driver_window' LIMIT 1) AS util_window_ms,
+       a.util_phase_ns / 1e6 AS util_phase_ms, a.samples, a.repeats, a.skipped, a.moved, a.status
+  FROM pp_alignment AS a;

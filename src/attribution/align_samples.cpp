@@ -1,0 +1,399 @@
+// Refresh step: alignment. For each GPU whose stored samples are not aligned yet, the offset
+// between the times Prometheus stored and the windows the samples describe, estimated from the
+// data (alignment.hpp) per stretch of time, into pp_alignment; and each stored time's window
+// into pp_windows, which the fold and the estimator read. A stretch is aligned once its samples
+// and the events around it are all in (or the job ended, or final), and never again, so any
+// sequence of refreshes aligns as one refresh does.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "attribution/alignment.hpp"
+#include "attribution/alignment_data.hpp"
+#include "attribution/refresh.hpp"
+#include "core/embedded_sql.hpp"
+#include "core/statement.hpp"
+#include "core/text.hpp"
+
+namespace pp {
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+constexpr size_t kMinSegmentWindows = 100;
+constexpr double kDeterminedHalf90Ns = 2e6;  // a wider 90% interval is "poorly determined"
+constexpr double kFollowReachNs = 6e6;       // later segments search this far around the prediction
+// Window lengths dcgm-exporter's -c is usually set to, tried when the data must tell which.
+constexpr double kCandidateWindowsMs[] = {100, 200, 250, 500, 1000, 2000, 5000, 10000, 15000, 30000, 60000};
+// NVML's utilization period is "between 1 second and 1/6 second, depending on the product".
+constexpr double kCandidateDriverWindowsMs[] = {1000.0 / 6, 200, 250, 1000.0 / 3, 500, 1000};
+
+double mid_ns(const SegmentRecord& s) { return (static_cast<double>(s.from_ms) + static_cast<double>(s.through_ms)) * kNsPerMs / 2; }
+
+// The drift of the offset in ppm, from the last estimated segments (wraps by a window unwound).
+double drift_ppm(const std::vector<SegmentRecord>& segments, double window_ns) {
+  std::vector<std::pair<double, double>> points;  // (mid ns, offset ns), newest first
+  for (auto it = segments.rbegin(); it != segments.rend() && points.size() < 6; ++it)
+    if (it->status == "estimated") points.emplace_back(mid_ns(*it), it->offset_ns);
+  if (points.size() < 3) return segments.empty() ? 0 : segments.back().drift_ppm;
+  std::reverse(points.begin(), points.end());
+  for (size_t i = 1; i < points.size(); ++i) {
+    while (points[i].second - points[i - 1].second > window_ns / 2) points[i].second -= window_ns;
+    while (points[i - 1].second - points[i].second > window_ns / 2) points[i].second += window_ns;
+  }
+  double mx = 0, my = 0;
+  for (const auto& [x, y] : points) mx += x, my += y;
+  mx /= static_cast<double>(points.size());
+  my /= static_cast<double>(points.size());
+  double sxy = 0, sxx = 0;
+  for (const auto& [x, y] : points) sxy += (x - mx) * (y - my), sxx += (x - mx) * (x - mx);
+  return std::clamp(sxx > 0 ? sxy / sxx * 1e6 : 0.0, -5000.0, 5000.0);
+}
+
+double median_gap_ns(const std::vector<int64_t>& times_ns) {
+  std::vector<int64_t> gaps;
+  for (size_t i = 1; i < times_ns.size(); ++i) gaps.push_back(times_ns[i] - times_ns[i - 1]);
+  if (gaps.empty()) return 0;
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
+  return static_cast<double>(gaps[gaps.size() / 2]);
+}
+
+std::string ms_text(double ns) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f", ns / kNsPerMs);
+  return buffer;
+}
+
+// What one GPU's alignment in this refresh says in pp_last_warnings().
+struct AlignmentReport {
+  int64_t poorly = 0, not_determined = 0, repeats = 0, skipped = 0, jumps = 0, moved = 0, segments = 0;
+  int64_t first_poorly_ms = 0, first_jump_ms = 0;
+  double jump_from_ns = 0, jump_to_ns = 0;
+
+  std::vector<std::string> warnings(const std::string& uuid) const {
+    std::vector<std::string> out;
+    if (not_determined)
+      out.push_back("the timing of GPU " + uuid + "'s samples cannot be determined from the data in " +
+                    std::to_string(not_determined) +
+                    " stretch(es) (their layers' estimates are not identified; pin it with sample_offset_ms if known)");
+    if (poorly)
+      out.push_back("the timing of GPU " + uuid + "'s samples is poorly determined in " + std::to_string(poorly) +
+                    " stretch(es) from ts_ms " + std::to_string(first_poorly_ms) +
+                    " (see pp_alignment; the estimates' intervals are widened accordingly)");
+    if (jumps)
+      out.push_back("the offset of GPU " + uuid + "'s samples jumped " + std::to_string(jumps) + " time(s), first at ts_ms " +
+                    std::to_string(first_jump_ms) + " from " + ms_text(jump_from_ns) + " to " + ms_text(jump_to_ns) +
+                    " ms (an exporter or Prometheus restart, or clocks stepped?)");
+    if (repeats || skipped)
+      out.push_back("GPU " + uuid + ": the scrapes stored " + std::to_string(repeats) + " DCGM window(s) twice (counted once) and skipped " +
+                    std::to_string(skipped) + " (scrape and DCGM phases drift; " + std::to_string(moved) +
+                    " window(s) taken as the one before or after the offset's)");
+    return out;
+  }
+};
+
+class GpuAligner {
+ public:
+  GpuAligner(RefreshRun& run, std::string uuid) : run_(run), uuid_(std::move(uuid)) {}
+
+  void align() {
+    segments_ = read_segments(run_.db, uuid_);
+    const std::optional<int64_t> aligned =
+        segments_.empty() ? std::nullopt : std::optional<int64_t>(segments_.back().through_ms);
+    data_ = read_gpu_samples(run_.db, uuid_, aligned);
+    if (data_.ts_ms.size() <= data_.first_new || data_.primary.empty()) return;
+    settings();
+    // A pinned offset says what the stored times mean: each is its own window, never a repeat.
+    if (pinned_) std::fill(data_.is_copy.begin(), data_.is_copy.end(), 0);
+    extent_ = read_event_extent(run_.db, uuid_);
+    const int64_t limit = complete_through();
+    size_t first = data_.first_new;
+    while (first < data_.ts_ms.size() && data_.ts_ms[first] <= limit) {
+      const size_t last = segment_end(first, limit);
+      if (last == first) break;
+      align_segment(first, last);
+      first = last;
+    }
+  }
+
+  AlignmentReport report;
+
+ private:
+  void settings() {
+    const Settings& s = run_.connection.settings();
+    pinned_ = s.get("sample_offset_ms") != "auto";
+    if (pinned_) parse_double(s.get("sample_offset_ms"), pinned_ms_);
+    segment_ms_ = s.get_int("alignment_segment_seconds") * 1000;
+    const SeriesWindow w = series_window(run_.db, uuid_, data_.metrics[data_.primary.front()].metric);
+    window_ns_ = w.window_ms * kNsPerMs;
+    window_settled_ = w.settled;
+    lag_ns_ = static_cast<double>(s.get_int("max_sample_lag_ms")) * kNsPerMs;
+    Statement extent(run_.db, named_sql("align", "event_extent"));
+    extent.bind(":uuid", uuid_);
+    if (extent.step() && !extent.column_null(0)) {
+      last_event_start_ns_ = extent.column_int64(0);
+      last_event_end_ns_ = extent.column_int64(1);
+    }
+  }
+
+  // The newest stored time up to which everything a segment needs is in: all samples up to it
+  // (a later one was stored) and the events around it (the job's last event starts well after
+  // it, or the job ended, or final).
+  int64_t complete_through() const {
+    const int64_t last_sample = data_.ts_ms.back();
+    const double margin = static_cast<double>(run_.connection.settings().get_int("attribution_margin_seconds"));
+    const bool ended = run_.final || run_.now - static_cast<double>(last_event_end_ns_) / 1e9 > margin;
+    if (ended) return last_sample;
+    const int64_t before_last = data_.ts_ms.size() > 1 ? data_.ts_ms[data_.ts_ms.size() - 2] : last_sample - 1;
+    const double lag = std::max(lag_ns_, 2 * window_ns_);
+    return std::min<int64_t>(before_last, static_cast<int64_t>((static_cast<double>(last_event_start_ns_) - lag) / kNsPerMs));
+  }
+
+  // One past the last sample of the segment that starts at `first`: at least
+  // alignment_segment_seconds and kMinSegmentWindows windows; the rest of the data makes a
+  // segment of its own only when everything is in.
+  size_t segment_end(size_t first, int64_t limit) const {
+    size_t windows = 0, i = first;
+    for (; i < data_.ts_ms.size() && data_.ts_ms[i] <= limit; ++i) {
+      if (!data_.is_copy[i]) ++windows;
+      if (windows >= kMinSegmentWindows && data_.ts_ms[i] - data_.ts_ms[first] >= segment_ms_) {
+        // Leave no stub behind: a short rest joins this segment when it is the end.
+        size_t rest = 0;
+        for (size_t j = i + 1; j < data_.ts_ms.size() && data_.ts_ms[j] <= limit; ++j) rest += !data_.is_copy[j];
+        const bool everything = limit >= data_.ts_ms.back();
+        if (everything && rest < kMinSegmentWindows / 2) return data_.ts_ms.size();
+        return i + 1;
+      }
+    }
+    return limit >= data_.ts_ms.back() ? i : first;
+  }
+
+  double predicted_offset(double at_ns) const {
+    if (segments_.empty()) return pinned_ ? pinned_ms_ * kNsPerMs : 0;
+    const SegmentRecord& p = segments_.back();
+    return p.offset_ns + p.drift_ppm * 1e-6 * (at_ns - mid_ns(p));
+  }
+
+  void align_segment(size_t first, size_t last) {
+    SegmentRecord seg;
+    seg.from_ms = first == 0 ? data_.ts_ms[0] - 1 : data_.ts_ms[first - 1];
+    seg.through_ms = data_.ts_ms[last - 1];
+    seg.samples = static_cast<int64_t>(last - first);
+    seg.drift_ppm = segments_.empty() ? 0 : segments_.back().drift_ppm;
+    std::vector<size_t> kept;  // one stored time per window: the first copy
+    for (size_t i = first; i < last; ++i)
+      if (!data_.is_copy[i]) kept.push_back(i);
+    // Stored times with the known drift taken out, so that one offset describes the segment.
+    const double mid = mid_ns(seg);
+    AlignmentSamples samples;
+    for (size_t i : kept) {
+      const double t = static_cast<double>(data_.ts_ms[i]) * kNsPerMs;
+      samples.ts_ns.push_back(static_cast<int64_t>(std::llround(t - seg.drift_ppm * 1e-6 * (t - mid))));
+    }
+    for (size_t m : data_.primary) {
+      std::vector<double> v;
+      for (size_t i : kept) v.push_back(data_.values[m][i]);
+      samples.values.push_back(std::move(v));
+    }
+    const double spacing = median_gap_ns(samples.ts_ns);
+    const double lag = std::max(lag_ns_, 2 * std::max(window_ns_, spacing));
+    const AlignmentTimeline timeline = read_alignment_timeline(
+        run_.db, uuid_, extent_, static_cast<double>(data_.ts_ms[first]) * kNsPerMs - lag - 2 * std::max(window_ns_, spacing),
+        static_cast<double>(data_.ts_ms[last - 1]) * kNsPerMs + lag);
+    std::vector<int> shift;
+    if (pinned_) {
+      seg.offset_ns = pinned_ms_ * kNsPerMs;
+      seg.status = "setting";
+    } else if (timeline.events.empty()) {
+      seg.offset_ns = predicted_offset(mid);
+      seg.status = "no layers";
+    } else {
+      estimate(seg, timeline, samples, mid, spacing, shift);
+    }
+    if (!(window_ns_ > 0)) window_ns_ = spacing > 0 ? spacing : 1e9;  // nothing better known yet
+    note_jump(seg);
+    write(seg, first, last, kept, samples, shift, timeline);
+    segments_.push_back(seg);
+  }
+
+  void estimate(SegmentRecord& seg, const AlignmentTimeline& timeline, const AlignmentSamples& samples, double mid,
+                double spacing, std::vector<int>& shift) {
+    const bool follow = window_settled_ && !segments_.empty() && segments_.back().status == "estimated";
+    OffsetEstimate best;
+    if (follow) {
+      // Near the offset the drift predicts, or one window off it (the scrape phase wrapped).
+      const double c = predicted_offset(mid), w = window_ns_, r = kFollowReachNs;
+      best = estimate_offset(timeline, samples, w, w, {{c - r, c + r}, {c + w - r, c + w + r}, {c - w - r, c - w + r}}, 0.5e6);
+    } else {
+      std::vector<double> windows;
+      if (window_settled_) {
+        windows.push_back(window_ns_);
+      } else {
+        for (double w : kCandidateWindowsMs)
+          if (w * kNsPerMs <= spacing * 1.05) windows.push_back(w * kNsPerMs);
+        if (std::none_of(windows.begin(), windows.end(), [&](double w) { return std::fabs(w - spacing) < 1e6; }))
+          windows.push_back(spacing);
+      }
+      double best_window = window_ns_;
+      for (double w : windows) {
+        const double lag = std::max(lag_ns_, 2 * w);
+        OffsetEstimate e = estimate_offset(timeline, samples, w, w, {{-w, lag}}, 1e6);
+        if (e.found && (!best.found || e.log_likelihood > best.log_likelihood)) {
+          best = std::move(e);
+          best_window = w;
+        }
+      }
+      if (best.found && !window_settled_) {
+        window_ns_ = best_window;
+        window_settled_ = true;
+        std::vector<std::string> metrics;
+        for (const auto& m : data_.metrics)
+          if (m.kind != "driver_window" || data_.primary == data_.driver) metrics.push_back(m.metric);
+        save_estimated_window(run_.db, uuid_, metrics, window_ns_ / kNsPerMs);
+      }
+    }
+    if (!best.found) {
+      seg.offset_ns = predicted_offset(mid);
+      seg.timing_ns = std::max(window_ns_, spacing) / 2;
+      seg.status = "not determined";
+      return;
+    }
+    seg.offset_ns = best.offset_ns;
+    seg.moved = best.moved;
+    shift = best.shift;
+    seg.timing_ns = best.unique ? best.half90_ns : std::max(best.half90_ns, window_ns_ / 2);
+    seg.status = best.unique && best.half90_ns <= kDeterminedHalf90Ns ? "estimated" : "poorly determined";
+    if (seg.status == "estimated") {
+      std::vector<SegmentRecord> with = segments_;
+      with.push_back(seg);
+      seg.drift_ppm = drift_ppm(with, window_ns_);
+    }
+  }
+
+  // A change of offset that neither the drift nor a wrap by one window explains.
+  void note_jump(const SegmentRecord& seg) {
+    if (segments_.empty() || seg.status != "estimated" || segments_.back().status != "estimated") return;
+    const double predicted = predicted_offset(mid_ns(seg));
+    double off = std::fabs(seg.offset_ns - predicted);
+    if (window_ns_ > 0) off = std::min({off, std::fabs(off - window_ns_)});
+    if (off <= std::max(3e6, 3 * (seg.timing_ns + segments_.back().timing_ns))) return;
+    if (report.jumps++ == 0) {
+      report.first_jump_ms = seg.from_ms;
+      report.jump_from_ns = segments_.back().offset_ns;
+      report.jump_to_ns = seg.offset_ns;
+    }
+  }
+
+  // The driver grid of the first driver-window metric (GPU_UTIL) on the DCGM window ends.
+  bool driver_grid(const SegmentRecord& seg, const AlignmentTimeline& timeline, const std::vector<size_t>& kept,
+                   const std::vector<int64_t>& ends, double& period, double& phase, double& timing) {
+    if (data_.driver.empty() || data_.primary == data_.driver) return false;
+    const size_t m = data_.driver.front();
+    const SeriesWindow known = series_window(run_.db, uuid_, data_.metrics[m].metric);
+    double previous_phase = NAN;
+    for (auto it = segments_.rbegin(); it != segments_.rend() && std::isnan(previous_phase); ++it)
+      previous_phase = it->util_phase_ns;
+    if (seg.status != "estimated" && seg.status != "setting") {
+      if (!known.settled) return false;
+      period = known.window_ms * kNsPerMs;
+      phase = std::isnan(previous_phase) ? 0 : previous_phase;
+      timing = period / 2;
+      return true;
+    }
+    std::vector<double> values;
+    for (size_t i : kept) values.push_back(data_.values[m][i]);
+    std::vector<double> periods;
+    if (known.settled) {
+      periods.push_back(known.window_ms * kNsPerMs);
+    } else {
+      for (double w : kCandidateDriverWindowsMs) periods.push_back(w * kNsPerMs);
+    }
+    const GridEstimate g = estimate_driver_grid(timeline, ends, values, periods, 1e6);
+    if (!g.found) return false;
+    if (!known.settled) save_estimated_window(run_.db, uuid_, {data_.metrics[m].metric}, g.period_ns / kNsPerMs);
+    period = g.period_ns;
+    phase = g.phase_ns;
+    timing = g.half90_ns;
+    return true;
+  }
+
+  void write(SegmentRecord& seg, size_t first, size_t last, const std::vector<size_t>& kept,
+             const AlignmentSamples& samples, const std::vector<int>& shift, const AlignmentTimeline& timeline) {
+    std::vector<int64_t> ends(kept.size());
+    for (size_t k = 0; k < kept.size(); ++k)
+      ends[k] = static_cast<int64_t>(std::llround(static_cast<double>(samples.ts_ns[k]) - seg.offset_ns -
+                                                  (shift.empty() ? 0 : shift[k]) * window_ns_));
+    double period = 0, phase = 0, timing = 0;
+    const bool grid = driver_grid(seg, timeline, kept, ends, period, phase, timing);
+    if (grid) {
+      seg.util_phase_ns = phase;
+      seg.util_timing_ns = timing;
+    }
+    std::vector<WindowRecord> rows;
+    size_t k = 0;
+    std::optional<int64_t> previous_end, original_ms;
+    int64_t original_end = 0;
+    if (first > 0) {  // the window a copy at the start of this segment repeats
+      original_ms = data_.ts_ms[first - 1];
+      original_end = window_end_of(run_.db, uuid_, *original_ms).value_or(0);
+    }
+    for (size_t i = first; i < last; ++i) {
+      WindowRecord r;
+      r.ts_ms = data_.ts_ms[i];
+      if (data_.is_copy[i]) {
+        r.end_ns = original_end;
+        r.copy_of_ms = original_ms;
+        ++seg.repeats;
+      } else {
+        r.end_ns = ends[k++];
+        original_ms = r.ts_ms;
+        original_end = r.end_ns;
+        if (previous_end && window_ns_ > 0) {
+          const double gap = static_cast<double>(r.end_ns - *previous_end) / window_ns_;
+          const double expected = std::max(1.0, std::round(median_gap_ns(samples.ts_ns) / window_ns_));
+          if (gap > expected + 0.5) seg.skipped += std::llround(gap - expected);
+        }
+        previous_end = r.end_ns;
+      }
+      if (grid) r.util_end_ns = driver_window_end(r.end_ns, period, phase);
+      rows.push_back(r);
+    }
+    write_segment(run_.db, uuid_, seg, rows);
+    ++report.segments;
+    report.repeats += seg.repeats;
+    report.skipped += seg.skipped;
+    report.moved += seg.moved;
+    if (seg.status == "not determined") ++report.not_determined;
+    if (seg.status == "poorly determined" && report.poorly++ == 0) report.first_poorly_ms = seg.from_ms;
+  }
+
+  RefreshRun& run_;
+  std::string uuid_;
+  std::vector<SegmentRecord> segments_;
+  GpuSampleData data_;
+  GpuEventExtent extent_;
+  bool pinned_ = false;
+  double pinned_ms_ = 0;
+  int64_t segment_ms_ = 10000;
+  double window_ns_ = 0, lag_ns_ = 0;
+  bool window_settled_ = false;
+  int64_t last_event_start_ns_ = 0, last_event_end_ns_ = 0;
+};
+
+}  // namespace
+
+void align_samples(RefreshRun& run) {
+  std::vector<std::string> gpus;
+  {
+    Statement list(run.db, named_sql("align", "gpus_to_align"));
+    while (list.step()) gpus.push_back(list.column_text(0));
+  }
+  for (const std::string& uuid : gpus) {
+    GpuAligner aligner(run, uuid);
+    aligner.align();
+    for (const std::string& warning : aligner.report.warnings(uuid)) run.warn(warning);
+  }
+}
+
+}  // namespace pp

@@ -1,0 +1,96 @@
+// Alignment: how the times Prometheus stores relate to the windows DCGM averaged over, estimated
+// from the data itself (docs/concepts.md, "What a stored sample means"). Pure numerics on one
+// GPU's events and samples; the refresh step that reads and writes the tables is
+// align_samples.cpp.
+//
+// dcgm-exporter prints no timestamps, so a sample stored at T describes the DCGM window that
+// ended some time d before T: d is the exporter's latency plus the phase between Prometheus'
+// scrapes and DCGM's own clock. Within a stretch of time d is nearly constant (it drifts as the
+// two clocks do). For a candidate d, every window's mix of layers follows from the events, and
+// a least-squares fit of each metric's values on those mixes leaves a residual; the profile
+// log-likelihood
+//     l(d) = - sum over metrics of (n / 2) log(RSS_m(d) / n)
+// peaks at the true offset, sharply, because shifting a window by even a millisecond changes
+// which layers it holds. The estimate is the peak; its uncertainty is the larger of the
+// profile-likelihood interval and the scatter of estimates from four quarters of the stretch
+// (which also absorbs timing jitter the likelihood does not model).
+//
+// Samples near a grid boundary may describe the window one period earlier or later than the
+// constant offset says (jitter moves the exporter's read across DCGM's sample time): each
+// sample's window is moved by one period where that fits its values decisively better.
+//
+// GPU_UTIL is NVML's average over the driver's own period on the driver's own grid: given the
+// DCGM window ends, its window length and grid phase are estimated the same way.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace pp {
+
+// One GPU's layer intervals, grouped into unknowns, and its jobs' spans.
+struct AlignmentTimeline {
+  struct Event {
+    int64_t start, end;  // ns
+    uint32_t unknown;    // index of its group
+    uint32_t job;
+  };
+  struct Job {
+    int64_t first, last;  // span on the GPU, ns
+    uint32_t untracked;   // unknown of the job's time not covered by its events
+  };
+  std::vector<Event> events;  // by start
+  std::vector<Job> jobs;
+  uint32_t unknowns = 0;  // groups and untracked; the rest of a window is one more
+};
+
+// The samples of one stretch: stored times (ns, ascending, copies of a window removed) and the
+// values of each metric fitted jointly (NaN: no value).
+struct AlignmentSamples {
+  std::vector<int64_t> ts_ns;
+  std::vector<std::vector<double>> values;  // [metric][sample]
+};
+
+// A stretch of candidate offsets [lo_ns, hi_ns] to search.
+struct OffsetRange {
+  double lo_ns, hi_ns;
+};
+
+struct OffsetEstimate {
+  bool found = false;      // false: no window holds any layer (nothing to fit)
+  double offset_ns = 0;    // window end = stored time - offset
+  double half90_ns = 0;    // 90% half-width: max(profile likelihood, scatter of quarters)
+  double likelihood_half90_ns = 0;
+  double quarters_half90_ns = 0;
+  bool unique = true;      // no other peak within 10 log-likelihood units elsewhere in the ranges
+  double log_likelihood = 0;
+  std::vector<int> shift;  // per sample: windows moved by this many periods (-1, 0, +1)
+  int moved = 0;
+};
+
+// Estimates the offset of windows of length window_ns (instant = false) whose ends are
+// stored time - offset, searching the ranges on a grid of step_ns then refining the peak.
+// period_ns is the spacing of DCGM's windows, by which a sample's window may be moved.
+OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const AlignmentSamples& samples, double window_ns,
+                               double period_ns, const std::vector<OffsetRange>& ranges, double step_ns);
+
+// The profile log-likelihood of windows (end - window_ns, end] for the given ends (ascending),
+// or of instants at them when window_ns is 0.
+double window_log_likelihood(const AlignmentTimeline& timeline, const std::vector<int64_t>& ends_ns, double window_ns,
+                             const std::vector<std::vector<double>>& values);
+
+// The driver's grid for a metric averaged over its own period: for each candidate period, the
+// phase (grid points at phase + k * period) whose windows (u - period, u], u the newest grid
+// point at or before each DCGM window end, fit best.
+struct GridEstimate {
+  bool found = false;
+  double period_ns = 0, phase_ns = 0, half90_ns = 0;
+  double log_likelihood = 0;
+};
+GridEstimate estimate_driver_grid(const AlignmentTimeline& timeline, const std::vector<int64_t>& dcgm_ends_ns,
+                                  const std::vector<double>& values, const std::vector<double>& periods_ns,
+                                  double step_ns);
+
+// The end of the driver window that holds DCGM window end g: the newest grid point <= g.
+int64_t driver_window_end(int64_t g_ns, double period_ns, double phase_ns);
+
+}  // namespace pp

@@ -1,0 +1,182 @@
+#include "attribution/alignment_data.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "core/embedded_sql.hpp"
+#include "core/statement.hpp"
+
+namespace pp {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+}  // namespace
+
+GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, std::optional<int64_t> last_aligned_ms) {
+  GpuSampleData data;
+  {
+    Statement metrics(db, named_sql("align", "metrics_of_gpu"));
+    metrics.bind(":uuid", uuid);
+    while (metrics.step()) data.metrics.push_back({metrics.column_text(0), metrics.column_text(1)});
+  }
+  for (size_t m = 0; m < data.metrics.size(); ++m) {
+    if (data.metrics[m].kind == "window") data.primary.push_back(m);
+    if (data.metrics[m].kind == "driver_window") data.driver.push_back(m);
+  }
+  if (data.primary.empty()) data.primary = data.driver;  // no profiling fields: fit what there is
+  // Every metric's samples from the last aligned time on, merged into one row per stored time.
+  std::map<int64_t, std::vector<double>> rows;
+  Statement samples(db, named_sql("align", "samples_of_metric"));
+  samples.bind(":uuid", uuid);
+  samples.bind(":from", last_aligned_ms.value_or(INT64_MIN));
+  for (size_t m = 0; m < data.metrics.size(); ++m) {
+    samples.bind(":metric", data.metrics[m].metric);
+    while (samples.step()) {
+      auto& row = rows.try_emplace(samples.column_int64(0), data.metrics.size(), kNaN).first->second;
+      row[m] = samples.column_null(1) ? kNaN : samples.column_double(1);
+    }
+  }
+  data.values.assign(data.metrics.size(), {});
+  for (auto& v : data.values) v.reserve(rows.size());
+  for (const auto& [ts, row] : rows) {
+    data.ts_ms.push_back(ts);
+    for (size_t m = 0; m < row.size(); ++m) data.values[m].push_back(row[m]);
+  }
+  data.first_new = last_aligned_ms && !data.ts_ms.empty() && data.ts_ms.front() == *last_aligned_ms ? 1 : 0;
+  // Copies: every metric equal to the stored time before. A window where every fitted metric
+  // reads 0 (an idle GPU) looks the same as the next idle one, so zeros are never copies.
+  data.is_copy.assign(data.ts_ms.size(), 0);
+  for (size_t i = 1; i < data.ts_ms.size(); ++i) {
+    bool equal = true, active = false;
+    for (size_t m = 0; m < data.metrics.size() && equal; ++m) equal = same(data.values[m][i], data.values[m][i - 1]);
+    for (size_t m : data.primary) active = active || (std::isfinite(data.values[m][i]) && data.values[m][i] != 0);
+    data.is_copy[i] = equal && active ? 1 : 0;
+  }
+  return data;
+}
+
+GpuEventExtent read_event_extent(sqlite3* db, const std::string& uuid) {
+  GpuEventExtent extent;
+  Statement spans(db, named_sql("align", "job_spans"));
+  spans.bind(":uuid", uuid);
+  while (spans.step()) extent.jobs.push_back({spans.column_text(0), {spans.column_int64(1), spans.column_int64(2), 0}});
+  extent.longest_ns = static_cast<int64_t>(
+      query_double(db, "SELECT max(t_end_ns - t_start_ns) FROM main.pp_events WHERE gpu_uuid = :uuid", {{":uuid", uuid}}, 0));
+  return extent;
+}
+
+AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, const GpuEventExtent& extent,
+                                          double from_ns, double to_ns) {
+  AlignmentTimeline t;
+  std::map<std::string, uint32_t> job_index;
+  for (const auto& [job_id, span] : extent.jobs) {
+    job_index[job_id] = static_cast<uint32_t>(t.jobs.size());
+    t.jobs.push_back(span);
+  }
+  std::map<std::tuple<uint32_t, std::string, int>, uint32_t> group_index;
+  Statement events(db, named_sql("align", "events_in_range"));
+  events.bind(":uuid", uuid);
+  events.bind(":from", static_cast<int64_t>(from_ns));
+  events.bind(":from_start", static_cast<int64_t>(from_ns) - extent.longest_ns - 1);
+  events.bind(":to", static_cast<int64_t>(to_ns));
+  while (events.step()) {
+    const uint32_t job = job_index.at(events.column_text(0));
+    const auto key = std::make_tuple(job, events.column_text(1), static_cast<int>(events.column_int64(2)));
+    auto [it, added] = group_index.try_emplace(key, static_cast<uint32_t>(group_index.size()));
+    t.events.push_back({events.column_int64(3), events.column_int64(4), it->second, job});
+  }
+  // Unknowns: the groups, then each job's untracked time (the rest of a window is one more).
+  t.unknowns = static_cast<uint32_t>(group_index.size());
+  for (auto& job : t.jobs) job.untracked = t.unknowns++;
+  return t;
+}
+
+std::vector<SegmentRecord> read_segments(sqlite3* db, const std::string& uuid) {
+  Statement read(db, named_sql("align", "previous_segments"));
+  read.bind(":uuid", uuid);
+  std::vector<SegmentRecord> out;
+  while (read.step()) {
+    SegmentRecord r;
+    r.from_ms = read.column_int64(0);
+    r.through_ms = read.column_int64(1);
+    r.offset_ns = static_cast<double>(read.column_int64(2));
+    r.timing_ns = static_cast<double>(read.column_int64(3));
+    r.status = read.column_text(4);
+    r.util_phase_ns = read.column_null(5) ? NAN : static_cast<double>(read.column_int64(5));
+    r.drift_ppm = read.column_double(6);
+    out.push_back(r);
+  }
+  std::reverse(out.begin(), out.end());  // oldest first
+  return out;
+}
+
+std::optional<int64_t> window_end_of(sqlite3* db, const std::string& uuid, int64_t ts_ms) {
+  Statement read(db, named_sql("align", "window_end_of"));
+  read.bind(":uuid", uuid);
+  read.bind(":ts_ms", ts_ms);
+  if (!read.step()) return std::nullopt;
+  const int64_t end = read.column_int64(0);
+  sqlite3_reset(read.handle());
+  return end;
+}
+
+SeriesWindow series_window(sqlite3* db, const std::string& uuid, const std::string& metric) {
+  Statement read(db, named_sql("align", "series_window"));
+  read.bind(":uuid", uuid);
+  read.bind(":metric", metric);
+  SeriesWindow w;
+  if (read.step()) {
+    w.window_ms = read.column_double(0);
+    const std::string source = read.column_text(1);
+    w.settled = source != "median";
+    sqlite3_reset(read.handle());
+  }
+  return w;
+}
+
+void save_estimated_window(sqlite3* db, const std::string& uuid, const std::vector<std::string>& metrics,
+                           double window_ms) {
+  Statement save(db, named_sql("align", "save_estimated_window"));
+  for (const std::string& metric : metrics) {
+    save.bind(":uuid", uuid);
+    save.bind(":metric", metric);
+    save.bind(":window_ms", window_ms);
+    save.run();
+  }
+}
+
+void write_segment(sqlite3* db, const std::string& uuid, const SegmentRecord& s, const std::vector<WindowRecord>& windows) {
+  Statement segment(db, named_sql("align", "insert_segment"));
+  segment.bind(":uuid", uuid);
+  segment.bind(":from_ms", s.from_ms);
+  segment.bind(":through_ms", s.through_ms);
+  segment.bind(":offset_ns", static_cast<int64_t>(std::llround(s.offset_ns)));
+  segment.bind(":timing_ns", static_cast<int64_t>(std::llround(s.timing_ns)));
+  segment.bind(":drift_ppm", s.drift_ppm);
+  segment.bind(":util_phase_ns", std::isnan(s.util_phase_ns) ? std::optional<int64_t>()
+                                                             : std::optional<int64_t>(std::llround(s.util_phase_ns)));
+  segment.bind(":util_timing_ns", std::isnan(s.util_timing_ns)
+                                      ? std::optional<int64_t>()
+                                      : std::optional<int64_t>(std::llround(s.util_timing_ns)));
+  segment.bind(":samples", s.samples);
+  segment.bind(":repeats", s.repeats);
+  segment.bind(":skipped", s.skipped);
+  segment.bind(":moved", s.moved);
+  segment.bind(":status", s.status);
+  segment.run();
+  Statement window(db, named_sql("align", "insert_window"));
+  for (const WindowRecord& w : windows) {
+    window.bind(":uuid", uuid);
+    window.bind(":ts_ms", w.ts_ms);
+    window.bind(":end_ns", w.end_ns);
+    window.bind(":util_end_ns", w.util_end_ns);
+    window.bind(":copy_of_ms", w.copy_of_ms);
+    window.run();
+  }
+}
+
+}  // namespace pp

@@ -1,0 +1,79 @@
+// What the align step (align_samples.cpp) reads from and writes to the attribution tables:
+// a GPU's stored samples with their copies marked, its events as an alignment timeline, window
+// lengths, and the segments and windows it aligns (sql/align.sql).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attribution/alignment.hpp"
+#include "core/sqlite_api.hpp"
+
+namespace pp {
+
+// One stretch of a GPU's stored times and its alignment (a row of pp_alignment).
+struct SegmentRecord {
+  int64_t from_ms = 0, through_ms = 0;  // stored times in (from_ms, through_ms]
+  double offset_ns = 0, timing_ns = 0, drift_ppm = 0;
+  double util_phase_ns = NAN, util_timing_ns = NAN;
+  int64_t samples = 0, repeats = 0, skipped = 0, moved = 0;
+  std::string status;
+};
+
+// A stored time and the window it describes (a row of pp_windows).
+struct WindowRecord {
+  int64_t ts_ms = 0, end_ns = 0;
+  std::optional<int64_t> util_end_ns, copy_of_ms;
+};
+
+// The GPU's samples from the last aligned stored time on, one row per stored time.
+struct GpuSampleData {
+  struct Metric {
+    std::string metric, kind;
+  };
+  std::vector<Metric> metrics;
+  std::vector<int64_t> ts_ms;
+  std::vector<std::vector<double>> values;  // [metric][sample]; NaN: no value
+  std::vector<size_t> primary;              // metrics fitted for the offset: window kind, else driver
+  std::vector<size_t> driver;               // driver_window metrics
+  // A stored time is a copy of the one before it when every metric has the same value there (a
+  // scrape that found no new DCGM window). Sample 0 may be the last one aligned before (then
+  // first_new is 1): a copy of it takes its window from pp_windows.
+  std::vector<char> is_copy;
+  size_t first_new = 0;
+};
+
+GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, std::optional<int64_t> last_aligned_ms);
+
+// Each job's span over all of its events on the GPU, and the longest event (how far back an
+// event overlapping a time may have started): read once per GPU.
+struct GpuEventExtent {
+  std::vector<std::pair<std::string, AlignmentTimeline::Job>> jobs;
+  int64_t longest_ns = 0;
+};
+GpuEventExtent read_event_extent(sqlite3* db, const std::string& uuid);
+
+// The GPU's events overlapping [from_ns, to_ns) grouped by (job, layer type, direction).
+AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, const GpuEventExtent& extent,
+                                          double from_ns, double to_ns);
+
+std::vector<SegmentRecord> read_segments(sqlite3* db, const std::string& uuid);
+std::optional<int64_t> window_end_of(sqlite3* db, const std::string& uuid, int64_t ts_ms);
+
+// The window of a series in pp_intervals, and whether it is settled (set, or estimated before)
+// rather than a first guess from the spacing.
+struct SeriesWindow {
+  double window_ms = 0;
+  bool settled = false;
+};
+SeriesWindow series_window(sqlite3* db, const std::string& uuid, const std::string& metric);
+// Records an estimated window for the given metrics of the GPU (a set or user value stays).
+void save_estimated_window(sqlite3* db, const std::string& uuid, const std::vector<std::string>& metrics,
+                           double window_ms);
+
+void write_segment(sqlite3* db, const std::string& uuid, const SegmentRecord& segment,
+                   const std::vector<WindowRecord>& windows);
+
+}  // namespace pp

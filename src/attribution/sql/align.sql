@@ -1,0 +1,60 @@
+-- The statements of pp_refresh's align step (src/attribution/align_samples.cpp and
+-- alignment_data.cpp), one named part each.
+
+-- name: gpus_to_align
+-- GPUs with events whose newest sample is past what is aligned (temp.pp_series: the series of
+-- pp_samples and their last stored time, listed by the intervals step).
+SELECT s.uuid
+  FROM (SELECT uuid, max(last_ms) AS last_ms FROM temp.pp_series GROUP BY uuid) AS s
+ WHERE s.uuid <> 'cpu'
+   AND s.last_ms > coalesce((SELECT max(through_ms) FROM main.pp_alignment AS a WHERE a.uuid = s.uuid), -1)
+   AND EXISTS (SELECT 1 FROM main.pp_events AS e WHERE e.gpu_uuid = s.uuid);
+
+-- name: metrics_of_gpu
+SELECT m.metric, m.kind FROM main.pp_metrics AS m
+ WHERE EXISTS (SELECT 1 FROM temp.pp_series AS s WHERE s.uuid = :uuid AND s.metric = m.metric)
+ ORDER BY m.metric;
+
+-- name: samples_of_metric
+SELECT ts_ms, value FROM main.pp_samples WHERE uuid = :uuid AND metric = :metric AND ts_ms >= :from ORDER BY ts_ms;
+
+-- name: last_aligned
+SELECT max(through_ms) FROM main.pp_alignment WHERE uuid = :uuid;
+
+-- name: event_extent
+-- The newest event start and end on the GPU (ns), and the longest event (how far back an event
+-- overlapping a time may have started).
+SELECT max(t_start_ns), max(t_end_ns), max(t_end_ns - t_start_ns) FROM main.pp_events WHERE gpu_uuid = :uuid;
+
+-- name: job_spans
+SELECT job_id, min(t_start_ns), max(t_end_ns) FROM main.pp_events WHERE gpu_uuid = :uuid GROUP BY job_id;
+
+-- name: events_in_range
+SELECT job_id, layer_type, forward, t_start_ns, t_end_ns FROM main.pp_events
+ WHERE gpu_uuid = :uuid AND t_start_ns >= :from_start AND t_start_ns < :to AND t_end_ns > :from
+ ORDER BY t_start_ns;
+
+-- name: previous_segments
+SELECT from_ms, through_ms, offset_ns, timing_ns, status, util_phase_ns, drift_ppm
+  FROM main.pp_alignment WHERE uuid = :uuid ORDER BY from_ms DESC LIMIT 8;
+
+-- name: window_end_of
+SELECT end_ns FROM main.pp_windows WHERE uuid = :uuid AND ts_ms = :ts_ms;
+
+-- name: series_window
+SELECT interval_ms, source FROM main.pp_intervals WHERE uuid = :uuid AND metric = :metric;
+
+-- name: save_estimated_window
+INSERT INTO main.pp_intervals(uuid, metric, interval_ms, source) VALUES (:uuid, :metric, :window_ms, 'estimated')
+ON CONFLICT (uuid, metric) DO UPDATE SET interval_ms = excluded.interval_ms, source = 'estimated'
+ WHERE source NOT IN ('setting', 'user');
+
+-- name: insert_segment
+INSERT INTO main.pp_alignment(uuid, from_ms, through_ms, offset_ns, timing_ns, drift_ppm, util_phase_ns,
+                              util_timing_ns, samples, repeats, skipped, moved, status)
+VALUES (:uuid, :from_ms, :through_ms, :offset_ns, :timing_ns, :drift_ppm, :util_phase_ns, :util_timing_ns,
+        :samples, :repeats, :skipped, :moved, :status);
+
+-- name: insert_window
+INSERT OR REPLACE INTO main.pp_windows(uuid, ts_ms, end_ns, util_end_ns, copy_of_ms)
+VALUES (:uuid, :ts_ms, :end_ns, :util_end_ns, :copy_of_ms);
