@@ -125,7 +125,12 @@ std::optional<int64_t> window_end_of(sqlite3* db, const std::string& uuid, int64
 }
 
 SeriesWindow series_window(sqlite3* db, const std::string& uuid, const std::string& metric) {
-  Statement read(db, named_sql("align", "series_window"));
+  std::string_view script = named_sql("align", "series_window");
+  Statement declared(db, &script);
+  declared.bind(":uuid", uuid);
+  declared.bind(":metric", metric);
+  declared.run();
+  Statement read(db, &script);
   read.bind(":uuid", uuid);
   read.bind(":metric", metric);
   SeriesWindow w;

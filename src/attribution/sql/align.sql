@@ -42,6 +42,10 @@ SELECT from_ms, through_ms, offset_ns, timing_ns, status, util_phase_ns, drift_p
 SELECT end_ns FROM main.pp_windows WHERE uuid = :uuid AND ts_ms = :ts_ms;
 
 -- name: series_window
+-- A window declared in pp_metrics wins over everything and is copied to pp_intervals.
+INSERT INTO main.pp_intervals(uuid, metric, interval_ms, source)
+SELECT :uuid, metric, window_ms, 'user' FROM main.pp_metrics WHERE metric = :metric AND window_ms IS NOT NULL
+ON CONFLICT (uuid, metric) DO UPDATE SET interval_ms = excluded.interval_ms, source = 'user';
 SELECT interval_ms, source FROM main.pp_intervals WHERE uuid = :uuid AND metric = :metric;
 
 -- name: save_estimated_window

@@ -7,13 +7,13 @@ SELECT job_id, gpu_uuid AS uuid, min(t_start_ns) AS first_ns, max(t_end_ns) AS l
        min(t_start) AS t_first, max(t_end) AS t_last, count(*) AS events
   FROM pp_events GROUP BY job_id, gpu_uuid;
 
--- Per event and metric: each sample whose window overlaps the event, with the overlap in
--- seconds as weight. Events match only samples of their own GPU. The interval join is
+-- Per event and metric: each sample whose aligned window overlaps the event (window_end: where
+-- it ends; sample_ts: when Prometheus stored it), with the overlap in seconds as weight. Events match only samples of their own GPU. The interval join is
 -- pp_overlaps (src/attribution/interval_join.cpp), a sweep per GPU; CROSS JOIN keeps that order.
 CREATE VIEW IF NOT EXISTS layer_attribution AS
 SELECT o.event_id, o.job_id, o.layer, e.layer_type, o.forward, g.uuid AS gpu_uuid, o.metric,
-       o.ts_ms / 1000.0 AS sample_ts, o.interval_ms / 1000.0 AS interval_s, o.value,
-       o.weight_ns / 1e9 AS weight
+       o.ts_ms / 1000.0 AS sample_ts, o.window_end_ns / 1e9 AS window_end, o.interval_ms / 1000.0 AS interval_s,
+       o.value, o.weight_ns / 1e9 AS weight
   FROM (SELECT DISTINCT uuid FROM pp_intervals) AS g
  CROSS JOIN pp_overlaps(g.uuid) AS o
  CROSS JOIN pp_events AS e
