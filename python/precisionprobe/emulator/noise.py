@@ -1,8 +1,12 @@
-"""Measurement noise and multiplexing zeros, reproducible per (seed, GPU, metric, tick).
+"""Measurement noise and multiplexing zeros, reproducible per (seed, GPU, metric, window).
 
 Each sample's random numbers come from a counter-based hash (splitmix64) of its coordinates, not
-from a stream, so the live emulator gives the same value however often a window is scraped,
-and the offline generator gives the same values whatever it generates first.
+from a stream. The coordinate in time is the index of the window the value describes: the DCGM
+window for the DCGM_FI_PROF_* fields and FB_USED, the driver's utilization window for GPU_UTIL
+(timing.py). So a window that Prometheus stores twice (a repeat) has identical values, as a real
+repeat has, the live emulator gives the same value however often a window is scraped, and the
+offline generator gives the same values whatever it generates first. The timing model draws its
+own seeded numbers (phases, jitter) from the same hash on streams of their own (uniform, normal).
 
   measured = truth * (1 + noise * z),  z ~ N(0, 1)          (multiplicative; noise 0.005 = 0.5%)
   a DCGM_FI_PROF_* sample reads 0 with probability mux_zero  (profiling counters multiplexed)
@@ -11,7 +15,7 @@ as dcgm-exporter prints them.
 """
 import numpy as np
 
-from .profile import INTEGER_METRICS, METRICS, PROF_METRICS, UPPER_BOUNDS
+from .profile import GPU_UTIL, INTEGER_METRICS, METRICS, PROF_METRICS, UPPER_BOUNDS
 
 _M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -38,17 +42,39 @@ def sample_hash(seed, gpu, metric_index, ticks):
         return _mix(key ^ (ticks * np.uint64(0xD1B54A32D192ED03)))
 
 
-def measure(truth, gpu, ticks, noise=0.0, mux_zero=0.0, seed=0):
-    """What the emulated exporter publishes for truth (k x 6, METRICS order) at tick numbers ticks."""
+def _normal_from(h):
+    """One standard normal per hash (Box-Muller on two uniforms derived from it)."""
+    u1 = _uniform(_mix(h ^ np.uint64(1)))
+    u2 = _uniform(_mix(h ^ np.uint64(2)))
+    return np.sqrt(-2.0 * np.log1p(-u1)) * np.cos(2.0 * np.pi * u2)
+
+
+_STREAM_BASE = 1 << 32  # stream keys take the place of the GPU index, above any GPU's
+
+
+def uniform(seed, stream, index):
+    """Uniform numbers in [0, 1), one per index, reproducible per (seed, stream, index)."""
+    return _uniform(sample_hash(seed, _STREAM_BASE + stream, 0, np.atleast_1d(index)))
+
+
+def normal(seed, stream, index):
+    """Standard normal numbers, one per index, reproducible per (seed, stream, index)."""
+    return _normal_from(sample_hash(seed, _STREAM_BASE + stream, 0, np.atleast_1d(index)))
+
+
+def measure(truth, gpu, ticks, noise=0.0, mux_zero=0.0, seed=0, util_ticks=None):
+    """What the emulated exporter publishes for truth (k x 6, METRICS order).
+
+    ticks: the index of the window each row describes, keying the noise of every metric;
+    util_ticks (optional): the index of GPU_UTIL's own window per row, keying GPU_UTIL's noise
+    instead (the driver's utilization window, timing.py)."""
     truth = np.atleast_2d(np.asarray(truth, dtype=np.float64))
     out = truth.copy()
     for m, metric in enumerate(METRICS):
-        h = sample_hash(seed, gpu, m, ticks)
+        keys = util_ticks if (util_ticks is not None and metric == GPU_UTIL) else ticks
+        h = sample_hash(seed, gpu, m, keys)
         if noise > 0:
-            u1 = _uniform(_mix(h ^ np.uint64(1)))
-            u2 = _uniform(_mix(h ^ np.uint64(2)))
-            z = np.sqrt(-2.0 * np.log1p(-u1)) * np.cos(2.0 * np.pi * u2)
-            out[:, m] *= 1.0 + noise * z
+            out[:, m] *= 1.0 + noise * _normal_from(h)
         if mux_zero > 0 and metric in PROF_METRICS:
             out[_uniform(_mix(h ^ np.uint64(3))) < mux_zero, m] = 0.0
         upper = UPPER_BOUNDS.get(metric, np.inf)

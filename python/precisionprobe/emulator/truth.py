@@ -1,13 +1,15 @@
-"""The ground-truth signal of one emulated GPU and its averages over collection windows.
+"""The ground-truth signal of one emulated GPU, its averages over windows and its instant values.
 
 While a layer runs, each counter reads the layer's profile value; between layers it reads the
-profile's idle value. DCGM reports for a field the AVERAGE over the collection interval that
-ends at the sample's time, so the sample at tick T (ns) is
+profile's idle value. A DCGM_FI_PROF_* value is the AVERAGE over a window (b, e], GPU_UTIL the
+average over the driver's utilization window, FB_USED the value at one instant (timing.py says
+which window and which instant):
 
-    idle + (1 / I) * sum over layers e of overlap((T - I, T], e) * (value_e - idle)
+    mean over (b, e] = idle + (1 / (e - b)) * sum over layers l of overlap((b, e], l) * (value_l - idle)
 
-which window_means() computes exactly from a running integral of the signal (float64 on offsets
-from the first event: well below a nanosecond of error over days). Events on one GPU do not
+which means() (any windows) and window_means() (windows of one length ending at given times)
+compute exactly from a running integral of the signal (float64 on offsets from the first event:
+well below a nanosecond of error over days); value_at() gives the instant values. Events on one GPU do not
 overlap in what one training process writes; if they do, an event is cut where the next one
 starts (the later-starting layer owns the shared time).
 """
@@ -44,6 +46,25 @@ class Timeline:
         last = np.maximum(i - 1, 0)
         inside = np.clip(rel - self.starts[last], 0.0, self.durations[last]) * (i > 0)
         return self.cumulative[last] + self.excess[last] * inside[..., None]
+
+    def means(self, begins_ns, ends_ns):
+        """Average of the signal over (b, e] for each pair of window bounds (ns); (k x 6)."""
+        begins = np.asarray(begins_ns, dtype=np.int64)
+        ends = np.asarray(ends_ns, dtype=np.int64)
+        delta = self.integral(ends) - self.integral(begins)
+        return self.idle + delta / (ends - begins).astype(np.float64)[..., None]
+
+    def value_at(self, t_ns):
+        """The signal at each instant t (ns): the values of the layer running then (it runs over
+        [start, end)), else idle; (k x 6)."""
+        t = np.asarray(t_ns, dtype=np.int64)
+        if not len(self.starts):
+            return np.broadcast_to(self.idle, t.shape + self.idle.shape).copy()
+        rel = (t - self.base_ns).astype(np.float64)
+        i = np.searchsorted(self.starts, rel, side="right") - 1  # the last event started at or before t
+        last = np.maximum(i, 0)
+        running = (i >= 0) & (rel < self.starts[last] + self.durations[last])
+        return self.idle + self.excess[last] * running[..., None]
 
     def window_means(self, tick_ends_ns, interval_ns):
         """Average of the signal over (T - interval, T] for each tick end T; (k x 6)."""
