@@ -4,8 +4,10 @@ real Prometheus, attribution in SQL, the paper's tables and figures.
 
 Without --prometheus there is no GPU here, so the counters come from the DCGM EMULATOR
 (python/precisionprobe/emulator, profile emulator/profiles/dlrm.json): it follows the job's layer
-events and serves dcgm-exporter's /metrics, which a local Prometheus scrapes every 100 ms. Only
-the layer timings are measured; every counter value is the emulator's. With --prometheus URL
+events and serves dcgm-exporter's /metrics, which a local Prometheus scrapes every 100 ms, in its
+IDEALISED exact timing (each window stored once, stamped with its end) until the engine estimates
+the alignment of real scrape times itself. Only the layer timings are measured; every counter
+value is the emulator's. With --prometheus URL
 the job reads a real dcgm-exporter's Prometheus instead and starts no emulator.
 
 Steps: start Prometheus (loopback, temporary storage) and the emulator; train the CPU DLRM under
@@ -161,7 +163,9 @@ def main():
             procs.start([PYTHON, "-m", "precisionprobe.emulator", "live",
                          "--events", str(args.out / "events"), "--mirror", str(args.out / "emulated"),
                          "--profile", "dlrm", "--port", str(emulator_port),
-                         "--interval-ms", str(INTERVAL_MS), "--noise", "0.005"], log, env=env)
+                         # IDEALISED exact windows until the engine estimates the alignment
+                         "--interval-ms", str(INTERVAL_MS), "--timing", "exact", "--noise", "0.005"],
+                        log, env=env)
             process, url = prometheus.scrape([emulator_port], work, log, INTERVAL_MS)
             procs.add(process)
             events_for_refresh = args.out / "emulated"

@@ -15,6 +15,7 @@ from precisionprobe.emulator.exposition import (EMULATOR_NAME, EmulatedGpu, metr
 from precisionprobe.emulator.noise import measure
 from precisionprobe.emulator.profile import METRICS, Profile, ProfileError
 from precisionprobe.emulator.timeline import dlrm_timeline
+from precisionprobe.emulator.timing import Timing
 from precisionprobe.emulator.truth import Timeline
 
 MS = 10**6
@@ -216,7 +217,7 @@ def test_openmetrics_output(profile):
 
 
 def test_offline_recording_is_consistent(tmp_path):
-    rec = offline.record(3, 100, 0.0, 1, Profile.named("dlrm"))
+    rec = offline.record(3, 100, 0.0, 1, Profile.named("dlrm"), timing=Timing(mode="exact"))  # IDEALISED
     assert len(rec.tick_ms) == 30 and rec.tick_ms[0] == offline.DEFAULT_START_S * 1000 + 100
     # Noise 0: published = truth rounded as dcgm-exporter prints.
     np.testing.assert_allclose(rec.samples[:, 2:], rec.truth_means[:, 2:])
@@ -255,9 +256,12 @@ def event(layer, layer_type, forward, start_ms, end_ms, uuid="cpu", gpu=None):
 
 
 def test_live_emulator_publishes_window_averages_after_the_lag(profile):
+    """The IDEALISED exact mode: explicit timestamps at window ends (test_emulator_timing.py has
+    the realistic default)."""
     now = [T0 + 1000 * MS]
     gpus = live.build_gpus(2, ["GPU-11111111-1111-4111-8111-111111111111"], "h", "m")
-    emu = live.Emulator(profile, gpus, interval_ms=100, lag_ms=500, clock=lambda: now[0])
+    emu = live.Emulator(profile, gpus, interval_ms=100, lag_ms=500, clock=lambda: now[0],
+                        timing=Timing(mode="exact"))
     assert emu.add_event(event("l1", "A", True, 50, 150)) == 0                      # cpu -> GPU 0
     assert emu.add_event(event("l2", "B", True, 150, 170, uuid=gpus[0].uuid)) == 0  # by UUID
     assert emu.add_event(event("l3", "A", True, 120, 130, uuid="GPU-real", gpu=1)) == 1  # by index
@@ -323,4 +327,5 @@ def test_cli_names_itself_an_emulator(tmp_path):
                          str(tmp_path / "o"), "--minutes", "0.05", "--interval-ms", "100", "--seed", "2"],
                         env=env, capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0, ok.stderr
-    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["events", "metrics.om", "truth.json"]
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["events", "metrics.om", "samples_truth.csv",
+                                                                  "truth.json"]

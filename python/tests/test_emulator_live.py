@@ -1,5 +1,9 @@
 """Live emulation end to end: a real CPU DLRM run under the launcher, the emulator following its
-events, a real Prometheus scraping the emulator every 100 ms, and pp_refresh over the mirror."""
+events, a real Prometheus scraping the emulator every 100 ms, and pp_refresh over the mirror.
+
+The emulator runs in the IDEALISED exact timing (explicit timestamps at window ends): the checks
+below compare stored samples with exact window averages until the engine estimates the
+alignment itself. test_emulator_timing_live.py covers the realistic default."""
 import re
 import shutil
 import sqlite3
@@ -27,7 +31,7 @@ def live(tmp_path_factory):
     emulator = processes.start(
         [sys.executable, "-m", "precisionprobe.emulator", "live", "--events", str(run_dir),
          "--profile", "dlrm", "--port", "0",
-         "--interval-ms", str(INTERVAL_MS), "--lag-ms", "1000", "--duration", "120"],
+         "--interval-ms", str(INTERVAL_MS), "--timing", "exact", "--lag-ms", "1000", "--duration", "120"],
         env=child_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     prometheus_process = None
     try:

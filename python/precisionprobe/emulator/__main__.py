@@ -4,6 +4,7 @@ import sys
 
 from .exposition import EMULATOR_NAME
 from .profile import Profile, ProfileError
+from .timing import EXPORTERS, MODES, Timing
 
 PROFILE_HELP = "a profile JSON file, or the name of one shipped with the package: dlrm, resnext, gpt2"
 DESCRIPTION = (f"{EMULATOR_NAME}: a dcgm-exporter stand-in for EMULATED GPUs. Its counters are "
@@ -25,6 +26,41 @@ def fraction(text):
     return value
 
 
+def number(text):
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+# Timing fields and their flags (timing.py documents each; Timing() validates the values).
+TIMING_FLAGS = [
+    ("dcgm_phase_ms", "end of DCGM window 0 after the start, ms (default: from --seed)"),
+    ("dcgm_drift_ppm", "DCGM's period runs this much longer than nominal (default 15)"),
+    ("util_period_ms", "the driver's GPU_UTIL sample period, ms (default 166.67 = 1/6 s)"),
+    ("util_phase_ms", "end of the driver's window 0 after the start, ms (default: from --seed)"),
+    ("exporter_period_ms", "--exporter cached: its collection ticker, ms (default: -c)"),
+    ("exporter_phase_ms", "--exporter cached: the ticker's phase, ms (default: from --seed)"),
+    ("exporter_latency_ms", "the newest window served ended at least this long before the read, ms "
+                            "(default 30 offline, 300 live; live exact/offset: as --lag-ms)"),
+    ("exporter_jitter_ms", "standard deviation of that latency, ms (default 2)"),
+    ("scrape_interval_ms", "offline: Prometheus' scrape_interval, ms (default: -c; at least 1)"),
+    ("scrape_phase_ms", "offline: when scrapes happen modulo the interval, ms (default: from --seed)"),
+    ("scrape_jitter_ms", "offline: scale of each scrape's lateness, ms (default 1)"),
+    ("scrape_tolerance_ms", "offline: a scrape this late or less is stored at its ideal tick, ms "
+                            "(default min(1%% of the interval, 2); 0: never)"),
+    ("offset_ms", "--timing offset: stamp = window end + this, ms (default 20)"),
+]
+
+
+def timing_from(args):
+    """The Timing the flags give (only those given; Timing and timing.resolve validate)."""
+    given = {name: getattr(args, name) for name, _ in TIMING_FLAGS if getattr(args, name) is not None}
+    if args.exporter is not None:
+        given["exporter"] = args.exporter
+    return Timing(mode=args.timing, subms_phase=args.subms_phase, **given)
+
+
 def parser():
     p = argparse.ArgumentParser(prog="python3 -m precisionprobe.emulator", description=DESCRIPTION)
     commands = p.add_subparsers(dest="command", required=True)
@@ -36,12 +72,29 @@ def parser():
                          help="multiplicative noise, std as a fraction (0.005 = 0.5%%; default 0)")
         sub.add_argument("--mux-zero", type=fraction, default=0.0,
                          help="probability that a DCGM_FI_PROF_* sample reads 0 (multiplexing; default 0)")
-        sub.add_argument("--seed", type=int, default=0, help="seed of noise (and offline timeline)")
+        sub.add_argument("--seed", type=int, default=0,
+                         help="seed of noise, of the timing model's phases and jitter (and offline timeline)")
+        timing = sub.add_argument_group(
+            "timing", "when samples are stored and which GPU time they describe (default realistic: "
+            "as DCGM, the driver, dcgm-exporter and Prometheus do; exact and offset are IDEALISED)")
+        timing.add_argument("--timing", choices=MODES, default="realistic",
+                            help="realistic (default); exact: every window once, stamped with its end "
+                                 "(IDEALISED); offset: stamped end + --offset-ms (IDEALISED)")
+        timing.add_argument("--exporter", choices=EXPORTERS, default=None,
+                            help="on-scrape: reads DCGM when scraped (dcgm-exporter 4.x, default); "
+                                 "cached: its own ticker (2.x, 3.x)")
+        for name, text in TIMING_FLAGS:
+            timing.add_argument("--" + name.replace("_", "-"), dest=name, type=number, default=None,
+                                help=text, metavar="PPM" if name.endswith("_ppm") else "MS")
+        timing.add_argument("--subms-phase", action="store_true",
+                            help="exact/offset: window grid at a sub-millisecond phase, so stamps truncate "
+                                 "window ends to ms (implied by realistic)")
 
     live = commands.add_parser(
         "live", help="follow a running job's layer events and serve emulated /metrics",
         description=DESCRIPTION + " live: follows the JSON Lines a running job writes and serves "
-        "/metrics on 127.0.0.1 for Prometheus to scrape; events rewritten to name the emulated "
+        "/metrics on 127.0.0.1 for Prometheus to scrape (realistic: without timestamps, so "
+        "Prometheus stores its scrape time); events rewritten to name the emulated "
         "GPUs go to --mirror, which is what pp_refresh should read.")
     live.add_argument("--events", required=True, help="directory the hook client writes (--out of precisionprobe run)")
     live.add_argument("--profile", required=True, help=PROFILE_HELP)
@@ -52,8 +105,9 @@ def parser():
     live.add_argument("--cpu-gpu", type=int, default=0,
                       help="emulated GPU that runs the events of CPU runs (gpu_uuid \"cpu\"; default 0)")
     live.add_argument("--mirror", help="where rewritten events go (default: EVENTS.emulated)")
-    live.add_argument("--lag-ms", type=int, default=500,
-                      help="publish windows that ended this long ago (events arrive late; default 500)")
+    live.add_argument("--lag-ms", type=number, default=None,
+                      help="exact/offset: publish windows that ended this long ago (events arrive late; "
+                           "default 500); the same parameter as --exporter-latency-ms")
     live.add_argument("--poll-ms", type=int, default=50, help="how often to read new events (default 50)")
     live.add_argument("--hostname", help="Hostname label (default: this host's name)")
     live.add_argument("--pod", default="", help="pod label")
@@ -65,7 +119,8 @@ def parser():
     offline = commands.add_parser(
         "offline", help="generate a DLRM-like recording: OpenMetrics, events, ground truth",
         description=DESCRIPTION + " offline: writes OUT/metrics.om (for `promtool tsdb "
-        "create-blocks-from openmetrics`), OUT/events/*.jsonl and OUT/truth.json.")
+        "create-blocks-from openmetrics`), OUT/events/*.jsonl, OUT/truth.json and "
+        "OUT/samples_truth.csv (per stored sample: the windows and instant it describes).")
     offline.add_argument("--out", required=True, help="output directory")
     offline.add_argument("--minutes", type=float, default=10.0, help="recording length (default 10)")
     offline.add_argument("--profile", default="dlrm", help=PROFILE_HELP + " (default dlrm)")
@@ -78,6 +133,7 @@ def parser():
 def main(argv=None):
     args = parser().parse_args(argv)
     try:
+        args.timing = timing_from(args)
         profile = Profile.named(args.profile)
         if args.command == "live":
             from . import live
@@ -89,10 +145,11 @@ def main(argv=None):
             raise ValueError("--minutes must be positive")
         start = args.start if args.start is not None else offline.DEFAULT_START_S
         rec = offline.record(args.minutes * 60, args.interval_ms, args.noise, args.seed, profile,
-                             args.mux_zero, start)
+                             args.mux_zero, start, timing=args.timing)
         paths = offline.write(rec, args.out, ["python3", "-m", "precisionprobe.emulator", *sys.argv[1:]])
         print(f"{EMULATOR_NAME}: {len(rec.events)} layer events, {len(rec.tick_ms)} samples per "
               f"metric of emulated GPU {rec.gpu.uuid} (interval {rec.interval_ms} ms, noise {rec.noise})")
+        print(f"  timing {offline.describe_timing(rec)}")
         for what, path in paths.items():
             print(f"  {what}: {path}")
         return 0

@@ -7,13 +7,15 @@ data reads these unchanged:
   # TYPE DCGM_FI_PROF_SM_ACTIVE gauge
   DCGM_FI_PROF_SM_ACTIVE{gpu="0",UUID="GPU-...",pci_bus_id="00000000:17:00.0",device="nvidia0",
     modelName="Emulated Tesla V100-SXM2-32GB (precisionprobe emulator)",Hostname="node1",
-    DCGM_FI_DRIVER_VERSION="emulated",container="",namespace="",pod=""} 0.512000 1714557600100
+    DCGM_FI_DRIVER_VERSION="emulated",container="",namespace="",pod=""} 0.512000
 
 What tells a user these are not real counters: the HELP text of every family, the modelName and
 DCGM_FI_DRIVER_VERSION label values, and a `# precisionprobe DCGM emulator` comment line first
 (text format only; OpenMetrics allows no free comments). GPU_UTIL and FB_USED print as %d, the
-DCGM_FI_PROF_* ratios as %f. Unlike dcgm-exporter the live text carries each sample's timestamp
-(the end of its collection window, in ms): see live.py for why.
+DCGM_FI_PROF_* ratios as %f. Like dcgm-exporter's, the live text carries no timestamps by
+default (Prometheus stores its scrape time); only the IDEALISED timing modes (exact, offset) append
+an explicit timestamp in ms to each sample (live.py, timing.py). The OpenMetrics for backfill
+carries each sample's stored time, as a backfill must.
 """
 import uuid as uuid_module
 from dataclasses import dataclass
@@ -71,7 +73,8 @@ def format_value(metric, value):
 
 
 def metrics_text(gpus, values, timestamp_ms=None):
-    """Prometheus text exposition of one collection: values[g] in METRICS order per GPU."""
+    """Prometheus text exposition of one collection: values[g] in METRICS order per GPU;
+    timestamp_ms: an explicit sample timestamp (idealised modes only), else none is printed."""
     lines = [f"# {EMULATOR_NAME}: emulated GPUs, values are window averages of a profile, "
              "not measurements"]
     stamp = "" if timestamp_ms is None else f" {int(timestamp_ms)}"

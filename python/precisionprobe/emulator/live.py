@@ -12,41 +12,70 @@ Three parts, in one process:
             path + ".emulated"). pp_refresh reads the MIRROR: its events name GPUs that the
             emulator's series carry, so the attribution matches them by UUID like real data;
   exporter  GET /metrics on 127.0.0.1:PORT in dcgm-exporter's format (exposition.py) for
-            --gpus emulated GPUs.
+            --gpus emulated GPUs; GET /served (test support, below) says what it served.
 
 Which emulated GPU an event ran on: its gpu_uuid if that is one of --gpu-uuid; "cpu" (a CPU run:
 the hook client writes gpu_uuid "cpu") maps to GPU --cpu-gpu (default 0); any other UUID maps by
 the event's host GPU index when that is below --gpus. Events that map nowhere are counted and
 left out of the signal (and copied to the mirror unchanged).
 
-Timing. The hook client flushes its events every 0.2 s, so the emulator learns what ran only
-after it ran. It therefore publishes, at each scrape, the newest collection window that ended at
-least --lag-ms (default 500) ago, stamped with that window's end (ms) as an explicit sample
-timestamp, which Prometheus stores as the sample's time (honor_timestamps, the default). So a
-stored sample at T is exactly the average over (T - interval, T], as DCGM defines it; real
-dcgm-exporter prints no timestamp and Prometheus uses the scrape time. A window's values are
-computed once and then fixed; events that arrive after their window was published are counted
-as late (raise --lag-ms if any are). Scrape at least as often as the interval, or windows are
-skipped (each scrape publishes the newest one).
+Timing (timing.py; the package doc has the table). By default (--timing realistic) the text
+carries NO timestamps, as dcgm-exporter's does not, so Prometheus stores its scrape time. At each
+GET /metrics the emulator works out from the wall clock which DCGM window the exporter would
+serve: with --exporter on-scrape (default, dcgm-exporter 4.x) the newest window that ended at
+least --exporter-latency-ms (+ Gaussian --exporter-jitter-ms) before the request; with
+--exporter cached (2.x, 3.x) the one its own collection ticker read last. The windows lie on
+DCGM's drifting grid (--dcgm-phase-ms, --dcgm-drift-ppm, phases from --seed when not given),
+counted from the emulator's start (whole seconds); GPU_UTIL is the average over the driver's
+window (--util-period-ms) that was newest at the window's end, FB_USED the value at that instant.
+Each window's values are computed the first time it is served and kept by window index (GPU_UTIL
+by driver window index), so a window served twice is served identically, as a real repeat is.
+
+The hook client flushes its events every 0.2 s and this emulator reads them every 50 ms, so it
+learns what ran only after it ran: the live default latency is 300 ms (the upper end of the lag
+users report between GPU activity and dcgm-exporter's values; offline it is 30 ms), long enough
+for a window's events to have arrived. Events that arrive after a window they overlap was served
+are counted as late (raise --exporter-latency-ms if any are; slow CPU layers may need more).
+
+IDEALISED modes: --timing exact publishes the newest window that ended at least --lag-ms
+(default 500; the same parameter as --exporter-latency-ms) ago, stamped with that window's end
+(ms) as an explicit timestamp, which Prometheus stores (honor_timestamps, its default): a stored
+sample at T is exactly the average over (T - interval, T]. --timing offset stamps end +
+--offset-ms. --subms-phase puts their grid at a sub-millisecond phase. Scrape at least as often
+as the interval, or windows are skipped (each scrape publishes the newest one).
+
+Test support: GET /served returns JSON: the resolved timing parameters, the origin (ns) of the
+grids, and per GET /metrics answered (the newest SERVED_LOG) its wall-clock time t_ns, the
+User-Agent, the DCGM window (index, begin_ns, end_ns), GPU_UTIL's window (util_window,
+util_begin_ns, util_end_ns), FB_USED's instant_ns, the explicit timestamp ts_ms (null when
+none is printed) and the values per GPU as printed. Tests match Prometheus' stored samples to it.
 """
 import bisect
 import json
 import os
+import random
 import signal
 import socket
 import sys
 import threading
 import time
+from collections import deque
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 
-from .exposition import EMULATOR_NAME, EmulatedGpu, emulated_uuid, metrics_text
+from . import timing as timing_model
+from .exposition import EMULATOR_NAME, EmulatedGpu, emulated_uuid, format_value, metrics_text
 from .noise import measure
-from .profile import ProfileError
+from .profile import FB_USED, GPU_UTIL, METRICS, ProfileError
+from .timing import Timing
 
 CPU_UUID = "cpu"  # what the hook client writes as gpu_uuid for CPU events
+SERVED_LOG = 100_000   # answers /served remembers (about 3 hours of 100 ms scrapes)
+KEEP_WINDOWS = 600     # windows (and driver windows) whose values stay cached after a newer one
+_UTIL, _FB = METRICS.index(GPU_UTIL), METRICS.index(FB_USED)
 
 
 class EventTail:
@@ -122,7 +151,11 @@ class GpuSignal:
         self.longest_ns = max(self.longest_ns, end_ns - start_ns)
 
     def window_mean(self, end_ns, interval_ns):
-        begin = end_ns - interval_ns
+        return self.mean(end_ns - interval_ns, end_ns)
+
+    def mean(self, begin, end_ns):
+        """Average over (begin, end_ns] (ns)."""
+        interval_ns = end_ns - begin
         i = bisect.bisect_left(self.starts, begin - self.longest_ns)
         total = np.zeros_like(self.idle)
         j = i
@@ -136,6 +169,16 @@ class GpuSignal:
             j += 1
         return self.idle + total / interval_ns
 
+    def value_at(self, t_ns):
+        """The signal at instant t_ns: the layer running then (over [start, end), cut where the
+        next one starts), else idle."""
+        i = bisect.bisect_right(self.starts, t_ns) - 1
+        if i >= 0:
+            start, end, excess = self.items[i]
+            if t_ns < end:
+                return self.idle + excess
+        return self.idle.copy()
+
     def forget_before(self, t_ns):
         """Drops intervals that no window ending after t_ns can overlap."""
         k = bisect.bisect_left(self.starts, t_ns - self.longest_ns)
@@ -146,22 +189,37 @@ class GpuSignal:
 
 
 class Emulator:
-    """The state shared by the tail thread and the HTTP handlers."""
+    """The state shared by the tail thread and the HTTP handlers.
 
-    def __init__(self, profile, gpus, interval_ms=1000, noise=0.0, mux_zero=0.0, seed=0, lag_ms=500,
-                 cpu_gpu=0, clock=time.time_ns):
+    timing: a timing.Timing (default realistic); lag_ms: the same parameter as its
+    exporter_latency_ms (the old name, kept for the idealised modes' --lag-ms)."""
+
+    def __init__(self, profile, gpus, interval_ms=1000, noise=0.0, mux_zero=0.0, seed=0, lag_ms=None,
+                 cpu_gpu=0, clock=time.time_ns, timing=Timing()):
         if interval_ms < 100:
             raise ValueError("interval_ms: DCGM's floor for profiling fields is 100 ms")
+        if lag_ms is not None:
+            if timing.exporter_latency_ms is not None and float(timing.exporter_latency_ms) != float(lag_ms):
+                raise ValueError("--lag-ms and --exporter-latency-ms are one parameter: give one of them")
+            timing = replace(timing, exporter_latency_ms=float(lag_ms))
+        self.timing = timing_model.resolve(timing, interval_ms, seed, live=True)
         self.profile = profile
         self.gpus = gpus
         self.map = GpuMap(gpus, cpu_gpu)
         self.interval_ms = int(interval_ms)
-        self.noise, self.mux_zero, self.seed, self.lag_ms = noise, mux_zero, seed, int(lag_ms)
+        self.noise, self.mux_zero, self.seed = noise, mux_zero, seed
+        self.lag_ms = self.timing.exporter_latency_ms
         self.clock = clock
+        # The idealised grid counts from the epoch (tick k ends at k * interval ms, as before the
+        # timing model); the realistic grids from the emulator's start, in whole seconds.
+        self.origin_ns = 0 if self.timing.idealised else clock() // 10**9 * 10**9
         self.signals = [GpuSignal(profile.idle) for _ in gpus]
         self.lock = threading.Lock()
-        self.published_tick = None
-        self.published_values = None
+        self.rng = random.Random(seed)  # the on-scrape exporter's latency jitter
+        self.windows = {}       # DCGM window index -> served entry (values fixed once served)
+        self.util_truth = {}    # driver window index -> noiseless GPU_UTIL per GPU
+        self.served_end_ns = None  # end of the newest window served: older events are late
+        self.served = deque(maxlen=SERVED_LOG)
         self.events = self.unmapped = self.late = self.bad_lines = 0
         self.unknown_types = set()
 
@@ -178,32 +236,84 @@ class Emulator:
             return g
         start, end = int(event["t_start_ns"]), int(event["t_end_ns"])
         with self.lock:
-            if self.published_tick is not None and start < self.published_tick * self.interval_ms * 10**6:
+            if self.served_end_ns is not None and start < self.served_end_ns:
                 self.late += 1
             self.signals[g].add(start, end, values)
             self.events += 1
         return g
 
-    def collect(self):
-        """(sample time ms, values per GPU) of the newest window older than the lag."""
-        now_ms = self.clock() // 10**6
-        tick = (now_ms - self.lag_ms) // self.interval_ms
-        with self.lock:
-            if tick != self.published_tick:
-                end_ns = tick * self.interval_ms * 10**6
-                interval_ns = self.interval_ms * 10**6
-                truth = np.array([s.window_mean(end_ns, interval_ns) for s in self.signals])
-                self.published_values = np.vstack([
-                    measure(truth[g], g, [tick], self.noise, self.mux_zero, self.seed)[0]
-                    for g in range(len(self.gpus))])
-                self.published_tick = tick
-                for s in self.signals:
-                    s.forget_before(end_ns - 60 * 10**9)
-            return self.published_tick * self.interval_ms, self.published_values
+    def _window(self, k):
+        """The entry of DCGM window k: computed once, then kept (a repeat serves it unchanged)."""
+        entry = self.windows.get(k)
+        if entry is not None:
+            return entry
+        t, origin = self.timing, self.origin_ns
+        end = int(timing_model.dcgm_end_ns(t, origin, k))
+        begin = int(timing_model.dcgm_end_ns(t, origin, k - 1))
+        entry = {"window": k, "window_begin_ns": begin, "window_end_ns": end}
+        if t.idealised:  # every metric averaged over the window, stamped with its end (+ offset)
+            truth = np.array([s.window_mean(end, end - begin) for s in self.signals])
+            values = np.vstack([measure(truth[g], g, [k], self.noise, self.mux_zero, self.seed)[0]
+                                for g in range(len(self.gpus))])
+            stamp = end if t.mode == "exact" else end + int(round(t.offset_ms * 1e6))
+            entry.update(util_window=k, util_begin_ns=begin, util_end_ns=end, instant_ns=end,
+                         ts_ms=stamp // 10**6)
+        else:
+            j = int(timing_model.util_window_at(t, origin, end))
+            util_begin = int(timing_model.util_end_ns(t, origin, j - 1))
+            util_end = int(timing_model.util_end_ns(t, origin, j))
+            if j not in self.util_truth:
+                self.util_truth[j] = [s.mean(util_begin, util_end)[_UTIL] for s in self.signals]
+            truth = np.array([s.mean(begin, end) for s in self.signals])
+            for g, s in enumerate(self.signals):
+                truth[g, _UTIL] = self.util_truth[j][g]
+                truth[g, _FB] = s.value_at(end)[_FB]
+            values = np.vstack([measure(truth[g], g, [k], self.noise, self.mux_zero, self.seed,
+                                        util_ticks=[j])[0] for g in range(len(self.gpus))])
+            entry.update(util_window=j, util_begin_ns=util_begin, util_end_ns=util_end, instant_ns=end,
+                         ts_ms=None)
+            for old in [i for i in self.util_truth if i < j - KEEP_WINDOWS]:
+                del self.util_truth[old]
+        entry["values"] = values
+        self.windows[k] = entry
+        for old in [i for i in self.windows if i < k - KEEP_WINDOWS]:
+            del self.windows[old]
+        self.served_end_ns = end if self.served_end_ns is None else max(self.served_end_ns, end)
+        for s in self.signals:
+            s.forget_before(end - 60 * 10**9)
+        return entry
 
-    def metrics(self):
-        ts_ms, values = self.collect()
+    def served_window(self, now_ns):
+        """Index of the DCGM window the exporter serves at now_ns (the timing model)."""
+        t = self.timing
+        if t.idealised:
+            lag_ns = int(round(t.exporter_latency_ms * 1e6))
+            return int(timing_model.dcgm_window_at(t, self.origin_ns, now_ns - lag_ns))
+        z = self.rng.gauss(0.0, 1.0) if t.exporter == "on-scrape" else None
+        return int(timing_model.served_window(t, self.origin_ns, self.seed, now_ns, z))
+
+    def collect(self, agent=None):
+        """(explicit timestamp ms or None, values per GPU) of what one scrape now is served; the
+        answer is remembered for /served."""
+        now = self.clock()
+        with self.lock:
+            entry = self._window(self.served_window(now))
+            printed = [[float(format_value(m, v)) for m, v in zip(METRICS, row)] for row in entry["values"]]
+            self.served.append({"t_ns": now, "agent": agent,
+                                **{k: v for k, v in entry.items() if k != "values"}, "values": printed})
+            return entry["ts_ms"], entry["values"]
+
+    def metrics(self, agent=None):
+        ts_ms, values = self.collect(agent)
         return metrics_text(self.gpus, values, ts_ms)
+
+    def served_document(self):
+        """What /served returns (test support, module doc)."""
+        with self.lock:
+            served = list(self.served)
+        return {"emulator": EMULATOR_NAME, "note": "test support: what each GET /metrics was served",
+                "timing": timing_model.parameters(self.timing), "origin_ns": self.origin_ns,
+                "interval_ms": self.interval_ms, "gpus": [g.uuid for g in self.gpus], "served": served}
 
 
 class Mirror:
@@ -264,10 +374,13 @@ def make_handler(emulator):
         def do_GET(self):  # noqa: N802 - http.server's naming
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
-                body, ctype = emulator.metrics().encode(), "text/plain; version=0.0.4; charset=utf-8"
+                body = emulator.metrics(self.headers.get("User-Agent")).encode()
+                ctype = "text/plain; version=0.0.4; charset=utf-8"
+            elif path == "/served":
+                body, ctype = json.dumps(emulator.served_document()).encode(), "application/json"
             elif path == "/":
                 body = (f"{EMULATOR_NAME}: {len(emulator.gpus)} emulated GPU(s), not real counters. "
-                        "Metrics at /metrics.\n").encode()
+                        "Metrics at /metrics; what each scrape was served at /served.\n").encode()
                 ctype = "text/plain; charset=utf-8"
             else:
                 self.send_error(404)
@@ -285,6 +398,18 @@ def make_handler(emulator):
             pass
 
     return Handler
+
+
+def describe(t):
+    """One line saying what the live exporter does (printed at start)."""
+    if t.idealised:
+        stamp = "its end" if t.mode == "exact" else f"its end + {t.offset_ms:g} ms"
+        return (f"{t.mode} (IDEALISED): the newest window that ended {t.exporter_latency_ms:g} ms ago, "
+                f"stamped with {stamp}")
+    return (f"realistic: no timestamps (Prometheus stores its scrape time); exporter {t.exporter}, "
+            f"latency {t.exporter_latency_ms:g} +- {t.exporter_jitter_ms:g} ms; DCGM period "
+            f"{t.dcgm_period_ms:g} ms, phase {t.dcgm_phase_ms:g} ms, drift {t.dcgm_drift_ppm:g} ppm; "
+            f"GPU_UTIL period {t.util_period_ms:.6g} ms")
 
 
 def build_gpus(count, uuids, host_name, model_name, pod="", namespace="", container=""):
@@ -306,9 +431,9 @@ def run(args, profile):
     mirror_dir = Path(args.mirror).resolve() if args.mirror else Path(str(events_dir) + ".emulated")
     if mirror_dir == events_dir or events_dir in mirror_dir.parents:
         raise ValueError("--mirror must not be inside --events (pp_refresh would read both)")
-    mirror_dir.mkdir(parents=True, exist_ok=True)
     emulator = Emulator(profile, gpus, args.interval_ms, args.noise, args.mux_zero, args.seed,
-                        args.lag_ms, args.cpu_gpu)
+                        args.lag_ms, args.cpu_gpu, timing=args.timing)
+    mirror_dir.mkdir(parents=True, exist_ok=True)
     tail = EventTail(events_dir, exclude=mirror_dir)
     mirror = Mirror(events_dir, mirror_dir, gpus)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(emulator))
@@ -322,6 +447,7 @@ def run(args, profile):
     http_thread.start()
     print(f"{EMULATOR_NAME}: serving http://127.0.0.1:{port}/metrics for {len(gpus)} emulated "
           f"GPU(s) ({', '.join(g.uuid for g in gpus)}); NOT real GPU counters", flush=True)
+    print(f"{EMULATOR_NAME}: timing {describe(emulator.timing)}", flush=True)
     print(f"{EMULATOR_NAME}: following {events_dir}; events rewritten to emulated GPUs in "
           f"{mirror_dir} (give that to pp_refresh)", flush=True)
     deadline = None if args.duration is None else time.monotonic() + args.duration
@@ -336,12 +462,13 @@ def run(args, profile):
         server.server_close()
         mirror.close()
     print(f"{EMULATOR_NAME}: followed {emulator.events} events, {emulator.unmapped} on no emulated "
-          f"GPU, {emulator.late} late (after their window was published), {emulator.bad_lines} "
+          f"GPU, {emulator.late} late (after their window was served), {emulator.bad_lines} "
           f"unreadable lines; mirror {mirror_dir}", file=sys.stderr, flush=True)
     if emulator.unknown_types:
         print(f"{EMULATOR_NAME}: warning: no profile values for layer types "
               f"{sorted(map(str, emulator.unknown_types))}: left out of the signal", file=sys.stderr)
     if emulator.late:
+        knob = "--lag-ms" if emulator.timing.idealised else "--exporter-latency-ms"
         print(f"{EMULATOR_NAME}: warning: {emulator.late} events arrived after their window was "
-              "published; those windows do not include them (raise --lag-ms)", file=sys.stderr)
+              f"served; those windows do not include them (raise {knob})", file=sys.stderr)
     return 0

@@ -1,7 +1,8 @@
 """Offline emulation: a generated DLRM-like timeline and the DCGM samples an emulated GPU gives for it.
 
-record() builds, for one emulated GPU, the layer calls (timeline.py), each window's ground-truth
-average (truth.py) and the published values with noise (noise.py). write() puts on disk:
+record() builds, for one emulated GPU, the layer calls (timeline.py), which samples Prometheus
+stores and which GPU time each describes (timing.py), their ground-truth values (truth.py) and the
+published values with noise (noise.py). write() puts on disk:
 
   OUT/metrics.om           OpenMetrics for `promtool tsdb create-blocks-from openmetrics
                            OUT/metrics.om DATA_DIR` (then `prometheus --storage.tsdb.path=DATA_DIR`)
@@ -9,10 +10,23 @@ average (truth.py) and the published values with noise (noise.py). write() puts 
                            the matching layer events in the hook client's format (job header
                            line first; gpu_uuid is the emulated GPU's), for pp_refresh('OUT/events')
   OUT/truth.json           the ground truth: per layer and per (layer type, direction) the six
-                           values, the idle values, and how the recording was made
+                           values, the idle values, how the recording was made, the timing
+                           parameters (resolved: phases drawn from the seed are written out),
+                           the median offset of a stored time from its window's end, and how
+                           many stored samples repeat a window and how many windows none stores
+  OUT/samples_truth.csv    per stored sample, what it describes:
+                             ts_ms               the stored time (unix ms), as in metrics.om
+                             window_end_ns       end of the DCGM window (DCGM_FI_PROF_*), which
+                                                 began where the previous DCGM window ended
+                             util_window_end_ns  end of GPU_UTIL's window (the driver's period)
+                             instant_ns          FB_USED's instant (= window_end_ns)
+                             repeat              1 if the previous stored sample has the same
+                                                 DCGM window (and so the same values), else 0
 
-Sample times are multiples of the interval from the recording's start; the sample at T is the
-average over (T - interval, T].
+Timing (timing.py): by default ('realistic') a stored time is a Prometheus scrape time and its
+values those of the newest DCGM window that the exporter could serve then, some 30 ms to one
+period earlier; with Timing(mode="exact") (IDEALISED) the sample at T is the average over
+(T - interval, T] for every window, as this module produced before the timing model.
 """
 import json
 import os
@@ -22,10 +36,12 @@ import numpy as np
 
 from .._version import __version__
 from .._event_format import EVENT_FIELDS, FORMAT_VERSION, HEADER_RECORD
+from . import timing as timing_model
 from .exposition import EMULATOR_NAME, EmulatedGpu, emulated_uuid, write_openmetrics
 from .noise import measure
-from .profile import METRICS
+from .profile import FB_USED, GPU_UTIL, METRICS
 from .timeline import dlrm_timeline
+from .timing import Timing
 from .truth import Timeline
 
 DEFAULT_START_S = 1714557600  # 2024-05-01T10:00:00Z
@@ -41,15 +57,19 @@ class Recording:
     profile: object
     events: object            # timeline.Events
     call_values: np.ndarray   # (calls x 6): each call's ground-truth values
-    interval_ms: int
-    tick_ms: np.ndarray       # sample times, unix ms
-    truth_means: np.ndarray   # (ticks x 6): noiseless window averages
-    samples: np.ndarray       # (ticks x 6): what the emulated exporter publishes
+    interval_ms: int          # the collection interval: DCGM's period
+    tick_ms: np.ndarray       # stored sample times, unix ms (Prometheus' scrape times by default)
+    truth_means: np.ndarray   # (samples x 6): noiseless values of what each sample describes:
+                              # PROF_* the DCGM window's average, GPU_UTIL the driver window's,
+                              # FB_USED the instant's value (idealised modes: all six the window's)
+    samples: np.ndarray       # (samples x 6): what the emulated exporter publishes
     noise: float
     mux_zero: float
     seed: int
     start_ns: int
     seconds: float
+    timing: Timing = None     # resolved (timing.resolve): every parameter as used
+    schedule: object = None   # timing.Schedule: per sample its windows, instant and repeat flag
     extra: dict = field(default_factory=dict)
 
     def layer_truth(self):
@@ -72,12 +92,16 @@ class Recording:
         return out
 
 
-def record(seconds, interval_ms, noise, seed, profile, mux_zero=0.0, start_s=DEFAULT_START_S, events=None):
+def record(seconds, interval_ms, noise, seed, profile, mux_zero=0.0, start_s=DEFAULT_START_S, events=None,
+           timing=Timing()):
     """The recording of `seconds` from start_s; events: a timeline made earlier with the same
-    start and length (to sample one timeline at several intervals), else dlrm_timeline(seed)."""
+    start and length (to sample one timeline at several intervals), else dlrm_timeline(seed);
+    timing: the timing model (timing.Timing; default realistic, Timing(mode="exact") for the
+    IDEALISED exact windows), its phases and jitter drawn from seed."""
     interval_ms = int(interval_ms)
     if interval_ms < 100:
         raise ValueError("interval_ms: DCGM's floor for profiling fields is 100 ms")
+    resolved = timing_model.resolve(timing, interval_ms, seed)
     start_ns = int(start_s) * 10**9
     if events is None:
         events = dlrm_timeline(start_ns, seconds, seed)
@@ -86,14 +110,21 @@ def record(seconds, interval_ms, noise, seed, profile, mux_zero=0.0, start_s=DEF
     call_values = np.array([layer_values[(lid, fwd)]
                             for lid, fwd in zip(events.layer_id.tolist(), events.forward.tolist())])
     timeline = Timeline(events.t_start_ns, events.t_end_ns, call_values, profile.idle)
-    ticks = np.arange(1, int(seconds * 1000) // interval_ms + 1, dtype=np.int64)
-    tick_ms = start_s * 1000 + ticks * interval_ms
-    truth_means = timeline.window_means(tick_ms * 10**6, interval_ms * 10**6)
-    samples = measure(truth_means, 0, tick_ms // interval_ms, noise=noise, mux_zero=mux_zero, seed=seed)
+    sched = timing_model.schedule(resolved, start_ns, seconds, seed)
+    if resolved.idealised:  # every metric averaged over the DCGM window, as before the timing model
+        truth_means = timeline.window_means(sched.window_end_ns, interval_ms * 10**6)
+        samples = measure(truth_means, 0, sched.window, noise=noise, mux_zero=mux_zero, seed=seed)
+    else:
+        truth_means = timeline.means(sched.window_begin_ns, sched.window_end_ns)
+        util, fb = METRICS.index(GPU_UTIL), METRICS.index(FB_USED)
+        truth_means[:, util] = timeline.means(sched.util_begin_ns, sched.util_end_ns)[:, util]
+        truth_means[:, fb] = timeline.value_at(sched.instant_ns)[:, fb]
+        samples = measure(truth_means, 0, sched.window, noise=noise, mux_zero=mux_zero, seed=seed,
+                          util_ticks=sched.util_window)
     gpu = EmulatedGpu(0, emulated_uuid(HOST, 0), HOST, profile.model_name,
                       pod="dlrm-emulated-0", namespace="emulator", container="trainer")
-    return Recording(gpu, profile, events, call_values, interval_ms, tick_ms, truth_means, samples,
-                     noise, mux_zero, seed, start_ns, seconds)
+    return Recording(gpu, profile, events, call_values, interval_ms, sched.ts_ms, truth_means, samples,
+                     noise, mux_zero, seed, start_ns, seconds, resolved, sched)
 
 
 def _values_dict(values):
@@ -116,6 +147,9 @@ def truth_document(rec):
         "interval_ms": rec.interval_ms, "noise": rec.noise, "mux_zero": rec.mux_zero, "seed": rec.seed,
         "start_ns": rec.start_ns, "end_ns": rec.start_ns + int(rec.seconds * 1e9),
         "samples_per_metric": len(rec.tick_ms), "events": len(rec.events),
+        "timing": timing_model.parameters(rec.timing),
+        "median_offset_ms": float(np.median(rec.schedule.offset_ms)) if len(rec.schedule) else None,
+        "repeats": int(rec.schedule.repeat.sum()), "skipped_windows": rec.schedule.skipped,
         "metrics": list(METRICS), "idle": _values_dict(rec.profile.idle),
         "layer_types": by_type, "layers": by_layer,
     }
@@ -151,16 +185,44 @@ def write_events(rec, path, command=("precisionprobe.emulator", "offline")):
                                           ev.forward.tolist(), ev.t_start_ns.tolist(), ev.t_end_ns.tolist()))
 
 
+def describe_timing(rec):
+    """One line on how the stored samples relate to their windows (printed by the CLI)."""
+    t, s = rec.timing, rec.schedule
+    median = float(np.median(s.offset_ms)) if len(s) else float("nan")
+    if t.idealised:
+        return (f"{t.mode} (IDEALISED): every window once, stored at its end"
+                + (f" + {t.offset_ms:g} ms" if t.mode == "offset" else "")
+                + f"; median stored time - window end {median:g} ms")
+    return (f"realistic: scrapes every {t.scrape_interval_ms:g} ms, exporter {t.exporter}; median stored "
+            f"time - window end {median:.1f} ms; {int(s.repeat.sum())} repeated windows, "
+            f"{s.skipped} skipped")
+
+
+SAMPLES_TRUTH_COLUMNS = ("ts_ms", "window_end_ns", "util_window_end_ns", "instant_ns", "repeat")
+
+
+def write_samples_truth(rec, path):
+    """samples_truth.csv: per stored sample what it describes (SAMPLES_TRUTH_COLUMNS)."""
+    s = rec.schedule
+    with open(path, "w") as out:
+        out.write(",".join(SAMPLES_TRUTH_COLUMNS) + "\n")
+        out.writelines(f"{t},{w},{u},{i},{int(r)}\n" for t, w, u, i, r in zip(
+            s.ts_ms.tolist(), s.window_end_ns.tolist(), s.util_end_ns.tolist(), s.instant_ns.tolist(),
+            s.repeat.tolist()))
+
+
 def write(rec, out_dir, command=("precisionprobe.emulator", "offline")):
-    """Writes metrics.om, events/, truth.json under out_dir; returns their paths."""
+    """Writes metrics.om, events/, truth.json, samples_truth.csv under out_dir; returns their paths."""
     os.makedirs(os.path.join(out_dir, "events"), exist_ok=True)
     paths = {"openmetrics": os.path.join(out_dir, "metrics.om"),
              "events": os.path.join(out_dir, "events", f"events-{HOST}-{PID}.jsonl"),
-             "truth": os.path.join(out_dir, "truth.json")}
+             "truth": os.path.join(out_dir, "truth.json"),
+             "samples_truth": os.path.join(out_dir, "samples_truth.csv")}
     with open(paths["openmetrics"], "w") as out:
         write_openmetrics(out, [rec.gpu], rec.tick_ms, [rec.samples])
     write_events(rec, paths["events"], command)
     with open(paths["truth"], "w") as out:
         json.dump(truth_document(rec), out, indent=2)
         out.write("\n")
+    write_samples_truth(rec, paths["samples_truth"])
     return paths
