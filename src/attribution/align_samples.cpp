@@ -332,11 +332,13 @@ class GpuAligner {
     }
     std::vector<WindowRecord> rows;
     size_t k = 0;
-    std::optional<int64_t> previous_end, original_ms;
+    std::optional<int64_t> previous_end, original_ms, previous_util_end;
     int64_t original_end = 0;
-    if (first > 0) {  // the window a copy at the start of this segment repeats
+    if (first > 0) {  // the stored time before this segment: a copy at its start repeats it
       original_ms = data_.ts_ms[first - 1];
-      original_end = window_end_of(run_.db, uuid_, *original_ms).value_or(0);
+      const std::optional<WindowRecord> before = window_of(run_.db, uuid_, *original_ms);
+      original_end = before ? before->end_ns : 0;
+      if (before) previous_util_end = before->util_end_ns;
     }
     for (size_t i = first; i < last; ++i) {
       WindowRecord r;
@@ -356,7 +358,11 @@ class GpuAligner {
         }
         previous_end = r.end_ns;
       }
-      if (grid) r.util_end_ns = driver_window_end(r.end_ns, period, phase);
+      if (grid) {
+        r.util_end_ns = driver_window_end(r.end_ns, period, phase);
+        r.util_copy = previous_util_end && *r.util_end_ns <= *previous_util_end;
+        if (!r.util_copy) previous_util_end = r.util_end_ns;
+      }
       rows.push_back(r);
     }
     write_segment(run_.db, uuid_, seg, rows);

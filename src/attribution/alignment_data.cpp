@@ -114,14 +114,17 @@ std::vector<SegmentRecord> read_segments(sqlite3* db, const std::string& uuid) {
   return out;
 }
 
-std::optional<int64_t> window_end_of(sqlite3* db, const std::string& uuid, int64_t ts_ms) {
-  Statement read(db, named_sql("align", "window_end_of"));
+std::optional<WindowRecord> window_of(sqlite3* db, const std::string& uuid, int64_t ts_ms) {
+  Statement read(db, named_sql("align", "window_of"));
   read.bind(":uuid", uuid);
   read.bind(":ts_ms", ts_ms);
   if (!read.step()) return std::nullopt;
-  const int64_t end = read.column_int64(0);
+  WindowRecord w;
+  w.ts_ms = ts_ms;
+  w.end_ns = read.column_int64(0);
+  if (!read.column_null(1)) w.util_end_ns = read.column_int64(1);
   sqlite3_reset(read.handle());
-  return end;
+  return w;
 }
 
 SeriesWindow series_window(sqlite3* db, const std::string& uuid, const std::string& metric) {
@@ -180,6 +183,7 @@ void write_segment(sqlite3* db, const std::string& uuid, const SegmentRecord& s,
     window.bind(":end_ns", w.end_ns);
     window.bind(":util_end_ns", w.util_end_ns);
     window.bind(":copy_of_ms", w.copy_of_ms);
+    window.bind(":util_copy", int64_t{w.util_copy ? 1 : 0});
     window.run();
   }
 }

@@ -26,6 +26,7 @@ struct SegmentRecord {
 struct WindowRecord {
   int64_t ts_ms = 0, end_ns = 0;
   std::optional<int64_t> util_end_ns, copy_of_ms;
+  bool util_copy = false;
 };
 
 // The GPU's samples from the last aligned stored time on, one row per stored time.
@@ -60,7 +61,8 @@ AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, 
                                           double from_ns, double to_ns);
 
 std::vector<SegmentRecord> read_segments(sqlite3* db, const std::string& uuid);
-std::optional<int64_t> window_end_of(sqlite3* db, const std::string& uuid, int64_t ts_ms);
+// The window of a stored time aligned before (pp_windows), if any.
+std::optional<WindowRecord> window_of(sqlite3* db, const std::string& uuid, int64_t ts_ms);
 
 // The window of a series in pp_intervals, and whether it is settled (set, or estimated before)
 // rather than a first guess from the spacing.

@@ -50,7 +50,7 @@ class TimelineReader {
     }
     const std::vector<TimingStretch> stretches = timing_shift ? read_timing(uuid) : std::vector<TimingStretch>{};
     Statement samples(db_,
-                      "SELECT s.ts_ms, s.value, w.end_ns, w.util_end_ns FROM main.pp_samples AS s "
+                      "SELECT s.ts_ms, s.value, w.end_ns, w.util_end_ns, w.util_copy FROM main.pp_samples AS s "
                       "JOIN main.pp_windows AS w ON w.uuid = s.uuid AND w.ts_ms = s.ts_ms "
                       "WHERE s.uuid = :uuid AND s.metric = :metric AND s.ts_ms > :after AND s.ts_ms <= :through "
                       "AND w.copy_of_ms IS NULL ORDER BY s.ts_ms");
@@ -60,15 +60,13 @@ class TimelineReader {
     for (auto& s : gpu_.series) {
       samples.bind(":metric", s.metric);
       const bool driver = s.kind == TimelineSeries::kDriverWindow;
-      int64_t last_end = INT64_MIN;
       while (samples.step()) {
         const bool null = samples.column_null(1);
         const int64_t ts = samples.column_int64(0);
         const bool own_grid = driver && !samples.column_null(3);
         const int64_t end = own_grid ? samples.column_int64(3) : samples.column_int64(2);
         // A driver window read by two DCGM samples is one window: its second reading is left out.
-        if (own_grid && end <= last_end) continue;
-        last_end = end;
+        if (own_grid && samples.column_int64(4) != 0) continue;
         s.samples.push_back({ts, end + timing_offset(stretches, ts, timing_shift), null ? 0.0 : samples.column_double(1), null});
       }
       const auto by_end = [](const TimelineSample& a, const TimelineSample& b) { return a.end_ns < b.end_ns; };

@@ -19,8 +19,8 @@ struct TimelineSample {
 };
 
 // One metric of the GPU. A sample of a window or driver_window metric covers (end_ns - window,
-// end_ns]; a sample of an instant metric is the value at end_ns, and counts with the weight of
-// one window.
+// end_ns]; a sample of an instant metric is the value at the moment end_ns, which the stored
+// time gives only to within kInstantSpreadNs (it counts with the weight of one window).
 struct TimelineSeries {
   enum Kind { kWindow, kDriverWindow, kInstant };
   std::string metric;
@@ -28,6 +28,13 @@ struct TimelineSeries {
   double window_ns = 0;
   std::vector<TimelineSample> samples;  // end_ns ascending; one per window (copies left out)
 };
+
+// How far the moment of an instant metric's sample is known: within +-1 ms of where the
+// alignment puts it, since stored times are truncated to the ms and the scrape reaches the
+// exporter a millisecond or two after Prometheus takes its time. An event running during part
+// of that spread gets that part of the sample, so a layer shorter than it is not credited with
+// its neighbours' values.
+constexpr int64_t kInstantSpreadNs = 2000000;
 
 struct TimelineEvent {
   int64_t start, end, id;  // ns; pp_events.id

@@ -6,8 +6,8 @@
 // min(t_end_ns, end) - max(t_start_ns, start): exact integers. The part of a window inside a
 // job's span on the GPU (its first event's start to its last event's end) that its events do
 // not cover is the job's untracked time: max(0, span overlap - sum of the job's weights in the
-// window). A sample of an instant metric is the moment end_ns: the event running then (or the
-// job's untracked time) gets the weight of one window.
+// window). A sample of an instant metric is the moment end_ns, known to within kInstantSpreadNs:
+// the events running in that spread (or the job's untracked time) share the weight of one window.
 //
 // Cost O(events + samples + pairs) per series: events enter an active list when they start
 // before a window's end and leave it for good once they end before a window's start (both
@@ -25,6 +25,10 @@ namespace pp {
 // Calls emit(event index or -1 for untracked, group, series, sample, weight_ns) for
 // every row of pp_overlaps, series by series, samples in time order.
 // Series first_series, first_series + stride, ...: so that threads can share a GPU's series.
+inline int64_t scaled(int64_t weight, double scale) {
+  return scale == 1.0 ? weight : static_cast<int64_t>(std::llround(static_cast<double>(weight) * scale));
+}
+
 template <class Emit>
 void sweep_overlaps(const GpuTimeline& gpu, Emit&& emit, size_t first_series = 0, size_t stride = 1) {
   const auto& events = gpu.events;
@@ -41,14 +45,15 @@ void sweep_overlaps(const GpuTimeline& gpu, Emit&& emit, size_t first_series = 0
     const TimelineSeries& series = gpu.series[si];
     const bool instant = series.kind == TimelineSeries::kInstant;
     const int64_t window = static_cast<int64_t>(std::llround(series.window_ns));
-    // An instant is the 1 ns from end_ns: whoever runs then gets it, scaled to one window.
-    const int64_t scale = instant ? std::max<int64_t>(window, 1) : 1;
+    // An instant is spread over kInstantSpreadNs around end_ns, weighed as one window in all.
+    const int64_t half = kInstantSpreadNs / 2;
+    const double scale = instant ? static_cast<double>(std::max<int64_t>(window, 1)) / kInstantSpreadNs : 1.0;
     active.clear();
     active_jobs.clear();
     size_t next = 0, next_job = 0;
     for (const TimelineSample& sample : series.samples) {
-      const int64_t start = instant ? sample.end_ns : sample.end_ns - window;
-      const int64_t end = instant ? sample.end_ns + 1 : sample.end_ns;
+      const int64_t start = instant ? sample.end_ns - half : sample.end_ns - window;
+      const int64_t end = instant ? sample.end_ns + half : sample.end_ns;
       while (next < events.size() && events[next].start < end) active.push_back(next++);
       size_t kept = 0;
       for (size_t i : active) {
@@ -58,7 +63,7 @@ void sweep_overlaps(const GpuTimeline& gpu, Emit&& emit, size_t first_series = 0
         const int64_t weight = std::min(e.end, end) - std::max(e.start, start);
         if (covered[e.job] == 0) touched.push_back(e.job);
         covered[e.job] += weight;  // zero-length or inverted events count as in SQL
-        if (weight > 0) emit(static_cast<int64_t>(i), e.group, si, sample, weight * scale);
+        if (weight > 0) emit(static_cast<int64_t>(i), e.group, si, sample, scaled(weight, scale));
       }
       active.resize(kept);
       while (next_job < jobs_by_first.size() && gpu.jobs[jobs_by_first[next_job]].first < end)
@@ -70,7 +75,7 @@ void sweep_overlaps(const GpuTimeline& gpu, Emit&& emit, size_t first_series = 0
         active_jobs[kept++] = j;
         const int64_t untracked =
             std::max<int64_t>(0, std::min(end, job.last) - std::max(start, job.first) - covered[j]);
-        if (untracked > 0) emit(-1, job.untracked_group, si, sample, untracked * scale);
+        if (untracked > 0) emit(-1, job.untracked_group, si, sample, scaled(untracked, scale));
       }
       active_jobs.resize(kept);
       for (uint32_t j : touched) covered[j] = 0;

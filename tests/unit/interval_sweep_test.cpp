@@ -76,11 +76,14 @@ TEST(IntervalSweep, WindowsEndWhereTheAlignmentSaysNotAtTheStoredTime) {
 }
 
 TEST(IntervalSweep, AnInstantBelongsToWhatRunsThenWithTheWeightOfAWindow) {
-  // FB_USED read at 30 ms (A runs), 75 ms (between A and B: untracked) and 140 ms (after the span).
+  // FB_USED read at 30 ms (A runs), 75 ms (between A and B: untracked), 90.5 ms (B began at 90:
+  // of the +-1 ms the instant may be, 0.5 ms before B is untracked) and 140 ms (after the span).
   pp::GpuTimeline gpu = one_job();
   gpu.series[0] = {"DCGM_FI_DEV_FB_USED", pp::TimelineSeries::kInstant, 100 * kMs,
-                   {{31, 30 * kMs, 900, false}, {76, 75 * kMs, 880, false}, {141, 140 * kMs, 870, false}}};
-  const Pairs expected = {{{1, 0, 31}, 100 * kMs}, {{-1, 2, 76}, 100 * kMs}};
+                   {{31, 30 * kMs, 900, false}, {76, 75 * kMs, 880, false}, {91, 90 * kMs + kMs / 2, 890, false},
+                    {141, 140 * kMs, 870, false}}};
+  const Pairs expected = {{{1, 0, 31}, 100 * kMs}, {{-1, 2, 76}, 100 * kMs}, {{2, 1, 91}, 75 * kMs},
+                          {{-1, 2, 91}, 25 * kMs}};
   EXPECT_EQ(sweep_all(gpu), expected);
 }
 

@@ -38,8 +38,8 @@ SELECT job_id, layer_type, forward, t_start_ns, t_end_ns FROM main.pp_events
 SELECT from_ms, through_ms, offset_ns, timing_ns, status, util_phase_ns, drift_ppm
   FROM main.pp_alignment WHERE uuid = :uuid ORDER BY from_ms DESC LIMIT 8;
 
--- name: window_end_of
-SELECT end_ns FROM main.pp_windows WHERE uuid = :uuid AND ts_ms = :ts_ms;
+-- name: window_of
+SELECT end_ns, util_end_ns FROM main.pp_windows WHERE uuid = :uuid AND ts_ms = :ts_ms;
 
 -- name: series_window
 -- A window declared in pp_metrics wins over everything and is copied to pp_intervals.
@@ -60,5 +60,5 @@ VALUES (:uuid, :from_ms, :through_ms, :offset_ns, :timing_ns, :drift_ppm, :util_
         :samples, :repeats, :skipped, :moved, :status);
 
 -- name: insert_window
-INSERT OR REPLACE INTO main.pp_windows(uuid, ts_ms, end_ns, util_end_ns, copy_of_ms)
-VALUES (:uuid, :ts_ms, :end_ns, :util_end_ns, :copy_of_ms);
+INSERT OR REPLACE INTO main.pp_windows(uuid, ts_ms, end_ns, util_end_ns, copy_of_ms, util_copy)
+VALUES (:uuid, :ts_ms, :end_ns, :util_end_ns, :copy_of_ms, :util_copy);

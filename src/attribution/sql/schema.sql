@@ -70,10 +70,12 @@ CREATE TABLE IF NOT EXISTS pp_alignment(
 -- Each stored sample time of a GPU and the window it describes (the align step): window
 -- metrics average over (end_ns - window, end_ns], instant metrics are read at end_ns, driver
 -- windows end at util_end_ns. copy_of_ms: an earlier stored time of the same DCGM window (a
--- scrape that found no new window stores the old one again); a window is counted once.
+-- scrape that found no new window stores the old one again); a window is counted once, and so
+-- is a driver window that two DCGM samples read (util_copy).
 CREATE TABLE IF NOT EXISTS pp_windows(
   uuid TEXT NOT NULL, ts_ms INTEGER NOT NULL, end_ns INTEGER NOT NULL, util_end_ns INTEGER,
   copy_of_ms INTEGER,
+  util_copy INTEGER NOT NULL DEFAULT 0,  -- 1: the same driver window as an earlier stored time
   PRIMARY KEY (uuid, ts_ms)) WITHOUT ROWID;
 
 -- Per GPU: sample windows with ts_ms <= folded_through_ms are already in layer_state.

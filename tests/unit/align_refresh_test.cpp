@@ -1,0 +1,217 @@
+// pp_refresh on samples stored the way Prometheus stores dcgm-exporter's: at scrape time, some
+// tens of ms after the DCGM window they describe ended, some windows stored twice; GPU_UTIL an
+// average over the driver's own 1/6 s grid; FB_USED the value at the instant. The events and
+// samples are inserted directly (pp_refresh(NULL) aligns and folds what the tables hold).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "unit/test_db.hpp"
+
+namespace {
+
+constexpr int64_t kMs = 1000000;
+constexpr int64_t kT0 = 1700000000LL * 1000000000LL;
+constexpr const char* kUuid = "GPU-51de0000-0000-4000-8000-000000000000";
+constexpr double kOffsetMs = 37.4;
+constexpr double kUtilPeriodNs = 1e9 / 6;
+constexpr double kUtilPhaseNs = 71 * kMs;
+
+struct Layer {
+  const char* name;
+  const char* type;
+  double ms;                  // mean duration
+  double sm, dram, util, fb;  // true values while it runs
+};
+// Idle (untracked) time reads sm 0.02, dram 0.01, util 5, fb 8000.
+const Layer kLayers[] = {{"emb", "EmbeddingBag", 6, 0.6, 0.8, 90, 9000},
+                         {"fc1", "Linear", 4, 0.9, 0.3, 98, 9100},
+                         {"act", "ReLU", 1, 0.5, 0.6, 80, 9050}};
+const double kIdle[] = {0.02, 0.01, 5, 8000};
+
+struct Event {
+  int64_t start, end;
+  int layer;
+};
+
+class AlignRefresh : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<double> jitter(0.7, 1.3), gap(0.2, 2.5);
+    double t = 0;
+    int k = 0;
+    while (t < 70e9) {
+      const int layer = k % 3;
+      const double d = kLayers[layer].ms * jitter(rng) * kMs;
+      events_.push_back({kT0 + static_cast<int64_t>(t), kT0 + static_cast<int64_t>(t + d), layer});
+      t += d + gap(rng) * kMs + (k % 40 == 39 ? 15 * kMs : 0);  // a data-loading gap now and then
+      ++k;
+    }
+    db_.exec("SELECT pp_install_views()");
+    std::ostringstream sql;
+    sql << "INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, "
+           "source_file, line) VALUES ";
+    for (size_t i = 0; i < events_.size(); ++i) {
+      const Event& e = events_[i];
+      sql << (i ? "," : "") << "('job', '" << kUuid << "', '" << kLayers[e.layer].name << "', '"
+          << kLayers[e.layer].type << "', 1, " << e.start << ", " << e.end << ", " << e.start / 1e9 << ", "
+          << e.end / 1e9 << ", 'synthetic', " << i + 1 << ")";
+    }
+    db_.exec(sql.str());
+  }
+
+  // The true average of value v (0 sm, 1 dram, 2 util, 3 fb) over (end - window, end].
+  double average(int v, int64_t end, double window) const {
+    const double start = static_cast<double>(end) - window;
+    double sum = 0, covered = 0;
+    for (const Event& e : events_) {
+      const double w = std::min<double>(static_cast<double>(e.end), static_cast<double>(end)) -
+                       std::max<double>(static_cast<double>(e.start), start);
+      if (w > 0) sum += w * value(e.layer, v), covered += w;
+    }
+    return (sum + (window - covered) * kIdle[v]) / window;
+  }
+  double at_instant(int v, int64_t t) const {
+    for (const Event& e : events_)
+      if (e.start <= t && t < e.end) return value(e.layer, v);
+    return kIdle[v];
+  }
+  static double value(int layer, int v) {
+    const Layer& l = kLayers[layer];
+    return v == 0 ? l.sm : v == 1 ? l.dram : v == 2 ? l.util : l.fb;
+  }
+
+  // DCGM windows of 100 ms; each stored kOffsetMs (+ up to 1 ms) later, truncated to the ms;
+  // every 25th scrape found no new window and stored the previous one again.
+  void insert_samples(int64_t from_ms, int64_t to_ms) {
+    std::mt19937_64 rng(static_cast<uint64_t>(from_ms));
+    std::normal_distribution<double> noise(0, 0.005);
+    std::uniform_real_distribution<double> late(0, 1);
+    std::ostringstream sql;
+    sql << "INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES ";
+    bool first = true;
+    for (int64_t i = 1;; ++i) {
+      const int64_t end = kT0 + i * 100 * kMs + 3 * kMs;
+      const int64_t ts = static_cast<int64_t>(std::floor((static_cast<double>(end) + (kOffsetMs + late(rng)) * kMs) / kMs));
+      if (ts > to_ms) break;
+      if (ts <= from_ms) continue;
+      const int64_t window_end = i % 25 == 0 ? end - 100 * kMs : end;  // a repeat: the window before
+      const auto util_end = static_cast<int64_t>(
+          kUtilPhaseNs + std::floor((static_cast<double>(window_end) - kUtilPhaseNs) / kUtilPeriodNs) * kUtilPeriodNs);
+      // Noise keyed by the window, so a window stored twice has the same values.
+      std::mt19937_64 window_rng(static_cast<uint64_t>(window_end));
+      const double values[] = {average(0, window_end, 100 * kMs) * (1 + noise(window_rng)),
+                               average(1, window_end, 100 * kMs) * (1 + noise(window_rng)),
+                               std::round(average(2, util_end, kUtilPeriodNs)), std::round(at_instant(3, window_end))};
+      const char* metrics[] = {"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_DEV_GPU_UTIL",
+                               "DCGM_FI_DEV_FB_USED"};
+      for (int m = 0; m < 4; ++m) {
+        sql << (first ? "" : ",") << "('" << kUuid << "', '" << metrics[m] << "', " << ts << ", " << values[m] << ")";
+        first = false;
+      }
+    }
+    db_.exec(sql.str());
+  }
+
+  int64_t last_ms() const { return (kT0 + 70 * 1000000000LL) / kMs; }
+
+  pp_test::TestDb db_;
+  std::vector<Event> events_;
+};
+
+TEST_F(AlignRefresh, EstimatesTheOffsetAndAttributesTheAlignedWindows) {
+  insert_samples(0, last_ms());
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  EXPECT_EQ(db_.scalar("SELECT pp_last_warnings() LIKE '%stored 27 DCGM window(s) twice%'").integer, 1);
+  // Every stretch estimated, within a millisecond of the true offset (stored times are about
+  // 0.5 ms late on average and then truncated: the truth is kOffsetMs), give or take < 2 ms.
+  for (const auto& row : db_.query("SELECT offset_ms, timing_ms, status FROM sample_alignment")) {
+    EXPECT_EQ(row[2].text, "estimated");
+    EXPECT_NEAR(row[0].real, kOffsetMs, 1.0);
+    EXPECT_LT(row[1].real, 2.0);
+  }
+  // Windows stored twice are found, and counted once.
+  EXPECT_EQ(db_.scalar("SELECT sum(repeats) FROM pp_alignment").integer, 27);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_windows WHERE copy_of_ms IS NOT NULL").integer, 27);
+  // The window length and GPU_UTIL's driver period come from the data.
+  EXPECT_EQ(db_.scalar("SELECT min(window_ms) = 100 AND max(window_ms) = 100 FROM sample_alignment").integer, 1);
+  EXPECT_NEAR(db_.scalar("SELECT max(util_window_ms) FROM sample_alignment").real, 1000.0 / 6, 1e-6);
+  // The estimator: every layer type identified within 5% on SM and DRAM, and FB_USED (an instant).
+  const auto rows = db_.query(
+      "SELECT layer_type, metric, estimate, lower90, upper90, confidence FROM layer_type_estimates "
+      "WHERE layer_type <> '(untracked)'");
+  int identified = 0;
+  for (const auto& r : rows) {
+    int layer = 0;
+    while (std::string(kLayers[layer].type) != r[0].text) ++layer;
+    const std::string metric = r[1].text;
+    const int v = metric == "DCGM_FI_PROF_SM_ACTIVE" ? 0 : metric == "DCGM_FI_PROF_DRAM_ACTIVE" ? 1
+                  : metric == "DCGM_FI_DEV_GPU_UTIL" ? 2 : 3;
+    const double truth = value(layer, v);
+    SCOPED_TRACE(r[0].text + " " + metric);
+    EXPECT_LE(r[3].real, truth * 1.0005);  // the interval holds the truth
+    EXPECT_GE(r[4].real, truth * 0.9995);
+    if (r[5].text == "identified") {
+      ++identified;
+      EXPECT_NEAR(r[2].real, truth, 0.05 * truth);
+    }
+  }
+  EXPECT_GE(identified, 6);
+}
+
+TEST_F(AlignRefresh, RefreshesInPartsGiveWhatOneRefreshGives) {
+  db_.exec("SELECT pp_config('attribution_margin_seconds', 1000000000)");  // the job is running
+  insert_samples(0, last_ms() - 40000);
+  db_.query("SELECT * FROM pp_refresh(NULL)");
+  const int64_t aligned = db_.scalar("SELECT count(*) FROM pp_alignment").integer;
+  EXPECT_GT(aligned, 0);
+  insert_samples(last_ms() - 40000, last_ms());
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  db_.exec("CREATE TEMP TABLE parts AS SELECT * FROM layer_state; CREATE TEMP TABLE parts_alignment AS "
+           "SELECT * FROM pp_alignment");
+  db_.exec("DELETE FROM layer_state; DELETE FROM pp_layers; DELETE FROM pp_fold_state; DELETE FROM pp_alignment; "
+           "DELETE FROM pp_windows; DELETE FROM pp_intervals; UPDATE pp_events SET folded = 0");
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment AS a JOIN temp.parts_alignment AS p USING (uuid, from_ms) "
+                       "WHERE a.offset_ns = p.offset_ns AND a.through_ms = p.through_ms").integer,
+            db_.scalar("SELECT count(*) FROM pp_alignment").integer);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM layer_state").integer, db_.scalar("SELECT count(*) FROM temp.parts").integer);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM layer_state AS s JOIN temp.parts AS p USING (job_id, layer, forward, metric) "
+                       "WHERE pp_mean_count(s.state) <> pp_mean_count(p.state) "
+                       "OR abs(pp_mean_value(s.state) - pp_mean_value(p.state)) > 1e-9 * abs(pp_mean_value(p.state))")
+                .integer,
+            0);
+}
+
+TEST_F(AlignRefresh, APinnedOffsetIsUsedAsItIs) {
+  insert_samples(0, last_ms());
+  EXPECT_EQ(db_.scalar("SELECT pp_config('sample_offset_ms', 37.9)").text, "37.9");
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM sample_alignment WHERE status <> 'setting' OR offset_ms <> 37.9").integer, 0);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_windows WHERE copy_of_ms IS NOT NULL").integer, 0);
+}
+
+TEST_F(AlignRefresh, SettingErrorsSayWhatIsWanted) {
+  EXPECT_EQ(db_.error("SELECT pp_config('sample_offset_ms', 'soon')"),
+            "pp_config: setting 'sample_offset_ms' needs 'auto' or a number of milliseconds between -60000 and "
+            "600000, got 'soon'");
+  EXPECT_EQ(db_.error("SELECT pp_config('sample_offset_ms', 'nan')"),
+            "pp_config: setting 'sample_offset_ms' needs 'auto' or a number of milliseconds between -60000 and "
+            "600000, got 'nan'");
+  EXPECT_EQ(db_.scalar("SELECT pp_config('sample_offset_ms', 'AUTO')").text, "auto");
+}
+
+TEST_F(AlignRefresh, WithoutAnyLayerNearItATimingCannotBeDetermined) {
+  // Samples from an hour later: no event near them, nothing to attribute, said so.
+  db_.exec("DELETE FROM pp_events WHERE t_start_ns > " + std::to_string(kT0 + 2 * 1000000000LL));
+  insert_samples(0, last_ms());
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  EXPECT_GT(db_.scalar("SELECT count(*) FROM sample_alignment WHERE status = 'no layers'").integer, 0);
+}
+
+}  // namespace
