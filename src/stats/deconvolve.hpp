@@ -29,9 +29,9 @@ struct DeconvolveLimits {
   static constexpr double kSumSlack = 1e-6;          // weights of one sample may sum to 1 + this
   static constexpr double kRestThreshold = 1e-6;     // a remainder above this makes '(rest)'
   static constexpr int64_t kMinSamples = 3;          // n below this: not identified
-  // `identified` needs a 90% half-width of at most 10% of the estimate, or 1% of the scale
+  // `identified` needs a 90% half-width of at most 5% of the estimate, or 0.1% of the scale
   static constexpr double kMaxRelativeHalfWidth = 0.05;
-  static constexpr double kMinHalfWidth = 0.005;
+  static constexpr double kMinHalfWidth = 0.001;
   static constexpr double kCollinearVif = 1e10;      // 1 / (distance to the other columns)^2
 };
 
