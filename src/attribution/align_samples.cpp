@@ -24,6 +24,8 @@ constexpr double kNsPerMs = 1e6;
 constexpr size_t kMinSegmentWindows = 100;
 constexpr double kDeterminedHalf90Ns = 2e6;  // a wider 90% interval is "poorly determined"
 constexpr double kFollowReachNs = 6e6;       // later segments search this far around the prediction
+constexpr double kStretchDriftPpm = 50;      // a stretch's own drift that is taken out before the drift is known
+constexpr double kMaxDriftPpm = 5000;
 // Window lengths dcgm-exporter's -c is usually set to, tried when the data must tell which.
 constexpr double kCandidateWindowsMs[] = {100, 200, 250, 500, 1000, 2000, 5000, 10000, 15000, 30000, 60000};
 // NVML's utilization period is "between 1 second and 1/6 second, depending on the product".
@@ -48,7 +50,7 @@ double drift_ppm(const std::vector<SegmentRecord>& segments, double window_ns) {
   my /= static_cast<double>(points.size());
   double sxy = 0, sxx = 0;
   for (const auto& [x, y] : points) sxy += (x - mx) * (y - my), sxx += (x - mx) * (x - mx);
-  return std::clamp(sxx > 0 ? sxy / sxx * 1e6 : 0.0, -5000.0, 5000.0);
+  return std::clamp(sxx > 0 ? sxy / sxx * 1e6 : 0.0, -kMaxDriftPpm, kMaxDriftPpm);
 }
 
 double median_gap_ns(const std::vector<int64_t>& times_ns) {
@@ -187,10 +189,14 @@ class GpuAligner {
     // Stored times with the known drift taken out, so that one offset describes the segment.
     const double mid = mid_ns(seg);
     AlignmentSamples samples;
-    for (size_t i : kept) {
-      const double t = static_cast<double>(data_.ts_ms[i]) * kNsPerMs;
-      samples.ts_ns.push_back(static_cast<int64_t>(std::llround(t - seg.drift_ppm * 1e-6 * (t - mid))));
-    }
+    auto detrend = [&] {
+      samples.ts_ns.clear();
+      for (size_t i : kept) {
+        const double t = static_cast<double>(data_.ts_ms[i]) * kNsPerMs;
+        samples.ts_ns.push_back(static_cast<int64_t>(std::llround(t - seg.drift_ppm * 1e-6 * (t - mid))));
+      }
+    };
+    detrend();
     for (size_t m : data_.primary) {
       std::vector<double> v;
       for (size_t i : kept) v.push_back(data_.values[m][i]);
@@ -209,7 +215,16 @@ class GpuAligner {
       seg.offset_ns = predicted_offset(mid);
       seg.status = "no layers";
     } else {
+      const double detrended_by = seg.drift_ppm;
       estimate(seg, timeline, samples, mid, spacing, shift);
+      // Until earlier stretches establish the drift, a stretch measures its own (its stored
+      // times against the grid of its windows): a strong one is taken out and the stretch
+      // estimated again.
+      if (seg.status != "not determined" && std::fabs(seg.drift_ppm - detrended_by) > kStretchDriftPpm &&
+          !drift_established()) {
+        detrend();
+        estimate(seg, timeline, samples, mid, spacing, shift);
+      }
     }
     if (!(window_ns_ > 0)) window_ns_ = spacing > 0 ? spacing : 1e9;  // nothing better known yet
     note_jump(seg);
@@ -264,11 +279,20 @@ class GpuAligner {
     shift = best.shift;
     seg.timing_ns = best.unique ? best.half90_ns : std::max(best.half90_ns, window_ns_ / 2);
     seg.status = best.unique && best.half90_ns <= kDeterminedHalf90Ns ? "estimated" : "poorly determined";
-    if (seg.status == "estimated") {
+    if (seg.status == "estimated" && drift_established()) {
       std::vector<SegmentRecord> with = segments_;
       with.push_back(seg);
       seg.drift_ppm = drift_ppm(with, window_ns_);
+    } else if (best.unique && !drift_established()) {
+      // The stretch's own drift, until the stretches before it establish one.
+      if (std::fabs(best.stretch_drift_ppm) > kStretchDriftPpm)
+        seg.drift_ppm = std::clamp(seg.drift_ppm + best.stretch_drift_ppm, -kMaxDriftPpm, kMaxDriftPpm);
     }
+  }
+
+  // Two estimated stretches before this one: with it, three points to fit the drift to.
+  bool drift_established() const {
+    return std::count_if(segments_.begin(), segments_.end(), [](const SegmentRecord& s) { return s.status == "estimated"; }) >= 2;
   }
 
   // A change of offset that neither the drift nor a wrap by one window explains.
@@ -307,7 +331,10 @@ class GpuAligner {
     if (known.settled) {
       periods.push_back(known.window_ms * kNsPerMs);
     } else {
-      for (double w : kCandidateDriverWindowsMs) periods.push_back(w * kNsPerMs);
+      // Also DCGM's own window: some drivers and DCGM versions average GPU_UTIL over it.
+      periods.push_back(window_ns_);
+      for (double w : kCandidateDriverWindowsMs)
+        if (std::abs(w * kNsPerMs - window_ns_) > 1) periods.push_back(w * kNsPerMs);
     }
     const GridEstimate g = estimate_driver_grid(timeline, ends, values, periods, 1e6);
     if (!g.found) return false;
@@ -324,6 +351,7 @@ class GpuAligner {
     for (size_t k = 0; k < kept.size(); ++k)
       ends[k] = static_cast<int64_t>(std::llround(static_cast<double>(samples.ts_ns[k]) - seg.offset_ns -
                                                   (shift.empty() ? 0 : shift[k]) * window_ns_));
+    if (seg.status == "estimated" || seg.status == "poorly determined") snap_to_grid(ends, window_ns_);
     double period = 0, phase = 0, timing = 0;
     const bool grid = driver_grid(seg, timeline, kept, ends, period, phase, timing);
     if (grid) {

@@ -14,6 +14,10 @@ constexpr double kChi2Half90 = 2.706;  // 2 x log-likelihood drop of a 90% profi
 constexpr double kT95With3Dof = 2.353;  // Student t for the scatter of four quarters
 constexpr double kUniqueMargin = 10;    // log-likelihood units a second peak must stay below
 constexpr double kMoveMargin = 25;      // chi-square units by which a moved window must fit better
+constexpr double kWrapMargin = 50;
+constexpr int kMoveRounds = 4;
+constexpr double kRepeakReachNs = 4e6;  // how far a peak is looked for again once windows moved
+constexpr double kGridReachNs = 3e6;    // an end further than this from the grid is left where it is          // rounds of single moves, each judged by a cleaner fit      // the same for every window past a point of the stretch
 
 // The fraction of each window (end - window, end] spent in each unknown, the job's untracked
 // time, and the rest (the last column); an instant (window 0) puts 1 where it falls. Ends
@@ -144,6 +148,7 @@ std::vector<int64_t> shifted_ends(const std::vector<int64_t>& ts, double offset,
 double evaluate(const AlignmentTimeline& t, const AlignmentSamples& s, double window, double offset,
                 const std::vector<int>& shift, double period) {
   std::vector<int64_t> ends = shifted_ends(s.ts_ns, offset, shift, period);
+  snap_to_grid(ends, period);  // the scrapes' jitter is not the windows'
   const Fit f = fit(fractions(t, ends, window), s.values, t.unknowns);
   return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
 }
@@ -171,6 +176,96 @@ Peak refine(F&& loglik, double center, double reach, double step) {
   p.half90 = std::max({p.at - lo, hi - p.at, step});
   if (lo <= grid.front().first || hi >= grid.back().first) p.half90 = std::max(p.half90, reach);
   return p;
+}
+
+// The best point of a grid from lo to hi.
+template <class F>
+double best_on_grid(F&& loglik, double lo, double hi, double step) {
+  double best = lo, value = -std::numeric_limits<double>::infinity();
+  for (double d = lo; d <= hi + step / 2; d += step) {
+    const double l = loglik(d);
+    if (l > value) best = d, value = l;
+  }
+  return best;
+}
+
+// Per sample, the chi-square its values gain when its window is taken one period earlier
+// (+1) or later (-1) than `shift` says, under the fit of every window as `shift` places them;
+// and how many samples gain either way.
+struct Gains {
+  std::vector<double> earlier, later;
+  size_t fit_earlier = 0, fit_later = 0;
+};
+
+Gains sample_gains(const AlignmentTimeline& t, const AlignmentSamples& s, double window, double offset,
+                   const std::vector<int>& shift, double period) {
+  const size_t n = s.ts_ns.size();
+  std::vector<int64_t> ends = shifted_ends(s.ts_ns, offset, shift, period);
+  snap_to_grid(ends, period);
+  const Eigen::MatrixXd A0 = fractions(t, ends, window);
+  const Fit at = fit(A0, s.values, t.unknowns);
+  const auto moved = [&](double by) {
+    std::vector<int64_t> out(ends.size());
+    for (size_t i = 0; i < ends.size(); ++i) out[i] = ends[i] + static_cast<int64_t>(std::llround(by));
+    return out;
+  };
+  const Eigen::MatrixXd Aearlier = fractions(t, moved(-period), window);
+  const Eigen::MatrixXd Alater = fractions(t, moved(period), window);
+  auto misfit = [&](const Eigen::MatrixXd& A, size_t i) {
+    double sum = 0;
+    for (size_t m = 0; m < s.values.size(); ++m) {
+      const double y = s.values[m][i];
+      if (!std::isfinite(y) || !(at.variance[m] > 0)) continue;
+      const double e = y - A.row(static_cast<Eigen::Index>(i)).dot(at.x[m]);
+      sum += e * e / at.variance[m];
+    }
+    return sum;
+  };
+  Gains g;
+  g.earlier.resize(n);
+  g.later.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double s0 = misfit(A0, i);
+    g.earlier[i] = s0 - misfit(Aearlier, i);
+    g.later[i] = s0 - misfit(Alater, i);
+    g.fit_earlier += g.earlier[i] > 0;
+    g.fit_later += g.later[i] > 0;
+  }
+  return g;
+}
+
+// A point of the stretch past which (or before which) every window is one period off the
+// offset's: where the drift carries the offset across the exporter's latency.
+struct Wrap {
+  size_t at = 0;      // the first sample of the tail, or one past the head
+  bool head = false;  // the samples before `at` move, else those from `at` on
+  int periods = 0;    // +1: each describes the window one period earlier; -1: later
+  double gain = 0;    // twice the log-likelihood gained (chi-square units)
+};
+
+// The best wrap by the profile likelihood, refitted for each candidate: a coarse pass over
+// tenths of the stretch, then every sample near the best. A contaminated fit cannot be trusted
+// to judge single samples here, since up to half the stretch may be off.
+Wrap find_wrap(const AlignmentTimeline& t, const AlignmentSamples& s, double window, double offset, double period,
+               double base_loglik) {
+  const size_t n = s.ts_ns.size();
+  Wrap best;
+  auto consider = [&](size_t at, bool head, int periods) {
+    if (at == 0 || at >= n) return;
+    std::vector<int> shift(n, 0);
+    for (size_t i = head ? 0 : at; i < (head ? at : n); ++i) shift[i] = periods;
+    const double gain = 2 * (evaluate(t, s, window, offset, shift, period) - base_loglik);
+    if (gain > best.gain) best = {at, head, periods, gain};
+  };
+  const size_t step = std::max<size_t>(1, n / 10);
+  for (int periods : {+1, -1})
+    for (bool head : {false, true})
+      for (size_t at = step; at < n; at += step) consider(at, head, periods);
+  if (best.gain <= 0) return best;
+  const Wrap coarse = best;
+  for (size_t at = coarse.at > step ? coarse.at - step : 1; at <= std::min(n - 1, coarse.at + step); ++at)
+    consider(at, coarse.head, coarse.periods);
+  return best;
 }
 
 }  // namespace
@@ -201,63 +296,75 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
   for (const auto& [d, l] : coarse)
     if (std::fabs(d - peak) > apart) elsewhere = std::max(elsewhere, l);
 
-  // 2. Refine; move single windows by one period where their values say so; refine again.
+  // 2. Refine; find a wrap (step 2a); move single windows by one period where their values say
+  // so; refine again.
   Peak p = refine(loglik, peak, 1.5 * step_ns, step_ns / 20);
   est.found = true;
   est.shift.assign(n, 0);
   if (period_ns > 0 && window_ns > 0) {
-    const std::vector<int> none;
-    const Eigen::MatrixXd A0 = fractions(timeline, shifted_ends(samples.ts_ns, p.at, none, period_ns), window_ns);
-    const Fit at = fit(A0, samples.values, timeline.unknowns);
-    const Eigen::MatrixXd Aearlier = fractions(timeline, shifted_ends(samples.ts_ns, p.at + period_ns, none, period_ns), window_ns);
-    const Eigen::MatrixXd Alater = fractions(timeline, shifted_ends(samples.ts_ns, p.at - period_ns, none, period_ns), window_ns);
-    auto misfit = [&](const Eigen::MatrixXd& A, size_t i) {
-      double s = 0;
-      for (size_t m = 0; m < samples.values.size(); ++m) {
-        const double y = samples.values[m][i];
-        if (!std::isfinite(y) || !(at.variance[m] > 0)) continue;
-        const double e = y - A.row(static_cast<Eigen::Index>(i)).dot(at.x[m]);
-        s += e * e / at.variance[m];
+    Gains g = sample_gains(timeline, samples, window_ns, p.at, est.shift, period_ns);
+    // 2a. Many windows that fit one period off: the offset may wrap within the stretch.
+    const size_t suspicious = std::max<size_t>(5, n / 20);
+    if (g.fit_earlier >= suspicious || g.fit_later >= suspicious) {
+      const Wrap wrap = find_wrap(timeline, samples, window_ns, p.at, period_ns, p.value);
+      if (wrap.gain > kWrapMargin) {
+        for (size_t i = wrap.head ? 0 : wrap.at; i < (wrap.head ? wrap.at : n); ++i) est.shift[i] = wrap.periods;
+        shift = est.shift;
+        p = refine(loglik, p.at, 1.5 * step_ns, step_ns / 20);
+        g = sample_gains(timeline, samples, window_ns, p.at, est.shift, period_ns);
       }
-      return s;
-    };
-    for (size_t i = 0; i < n; ++i) {
-      const double s0 = misfit(A0, i), se = misfit(Aearlier, i), sl = misfit(Alater, i);
-      if (std::min(se, sl) < s0 - kMoveMargin) est.shift[i] = se < sl ? +1 : -1;
     }
-    // Windows stay in order: a move that would make two windows meet is undone.
-    const std::vector<int64_t> ends = shifted_ends(samples.ts_ns, p.at, est.shift, period_ns);
-    for (size_t i = 0; i < n; ++i) {
-      if (est.shift[i] == 0) continue;
-      const bool clash = (i > 0 && ends[i] <= ends[i - 1]) || (i + 1 < n && ends[i] >= ends[i + 1]);
-      if (clash) est.shift[i] = 0;
+    // Near the wrap the exporter's jitter makes windows flicker between the two: each moves on
+    // its own, from where it is, judged by the fit of the others; a few rounds, since every
+    // window put right makes that fit cleaner.
+    for (int round = 0; round < kMoveRounds; ++round) {
+      if (round > 0) g = sample_gains(timeline, samples, window_ns, p.at, est.shift, period_ns);
+      const std::vector<int> before = est.shift;
+      for (size_t i = 0; i < n; ++i) {
+        const double ge = g.earlier[i], gl = g.later[i];
+        if (std::max(ge, gl) > kMoveMargin) est.shift[i] += ge > gl ? +1 : -1;
+      }
+      // Windows stay in order: a move that would make two windows meet is undone.
+      const std::vector<int64_t> ends = shifted_ends(samples.ts_ns, p.at, est.shift, period_ns);
+      for (size_t i = 0; i < n; ++i) {
+        if (est.shift[i] == before[i]) continue;
+        const bool clash = (i > 0 && ends[i] <= ends[i - 1]) || (i + 1 < n && ends[i] >= ends[i + 1]);
+        if (clash) est.shift[i] = before[i];
+      }
+      if (est.shift == before) break;
+      shift = est.shift;
+      // Windows misplaced by a period pulled the first peak; with them put right it may lie
+      // further than the refinement's reach.
+      p = refine(loglik, best_on_grid(loglik, p.at - kRepeakReachNs, p.at + kRepeakReachNs, step_ns / 4),
+                 step_ns / 4, step_ns / 20);
     }
     est.moved = static_cast<int>(std::count_if(est.shift.begin(), est.shift.end(), [](int s) { return s != 0; }));
-    if (est.moved > 0) {
-      shift = est.shift;
-      p = refine(loglik, p.at, 1.5 * step_ns, step_ns / 20);
-    }
   }
   est.offset_ns = p.at;
   est.log_likelihood = p.value;
   est.likelihood_half90_ns = p.half90;
   est.unique = !(elsewhere > p.value - kUniqueMargin);
 
-  // 3. The scatter of the estimates of four quarters, each searched near the whole's estimate.
+  // 3. The windows on the whole stretch's grid; the scatter of four quarters' own offsets from
+  // it (how far the grid holds: the honest uncertainty, beyond what the likelihood sees); and
+  // the trend of stored time minus window end (the drift the stretch shows of its own).
+  std::vector<int64_t> grid = shifted_ends(samples.ts_ns, p.at, est.shift, period_ns);
+  snap_to_grid(grid, period_ns);
   const size_t quarter = n / 4;
   if (quarter >= 20) {
     std::vector<double> q;
     for (int k = 0; k < 4; ++k) {
-      AlignmentSamples part;
       const size_t from = k * quarter, to = k == 3 ? n : (k + 1) * quarter;
-      part.ts_ns.assign(samples.ts_ns.begin() + static_cast<std::ptrdiff_t>(from),
-                        samples.ts_ns.begin() + static_cast<std::ptrdiff_t>(to));
+      std::vector<std::vector<double>> values;
       for (const auto& v : samples.values)
-        part.values.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to));
-      const std::vector<int> part_shift(est.shift.begin() + static_cast<std::ptrdiff_t>(from),
-                                        est.shift.begin() + static_cast<std::ptrdiff_t>(to));
-      const Peak pk = refine([&](double d) { return evaluate(timeline, part, window_ns, d, part_shift, period_ns); },
-                             est.offset_ns, 3 * step_ns, step_ns / 10);
+        values.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to));
+      const auto loglik_of_quarter = [&](double d) {
+        std::vector<int64_t> ends(grid.begin() + static_cast<std::ptrdiff_t>(from), grid.begin() + static_cast<std::ptrdiff_t>(to));
+        for (int64_t& e : ends) e -= static_cast<int64_t>(std::llround(d));
+        const Fit f = fit(fractions(timeline, ends, window_ns), values, timeline.unknowns);
+        return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
+      };
+      const Peak pk = refine(loglik_of_quarter, 0, 3 * step_ns, step_ns / 10);
       if (std::isfinite(pk.value)) q.push_back(pk.at);
     }
     if (q.size() >= 2) {
@@ -270,8 +377,51 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
       est.quarters_half90_ns = kT95With3Dof * sd / std::sqrt(static_cast<double>(q.size()));
     }
   }
+  {
+    double mt = 0, mo = 0;
+    for (size_t i = 0; i < n; ++i) mt += static_cast<double>(samples.ts_ns[i] - samples.ts_ns[0]), mo += static_cast<double>(samples.ts_ns[i] - grid[i]);
+    mt /= static_cast<double>(n);
+    mo /= static_cast<double>(n);
+    double sxy = 0, sxx = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double dt = static_cast<double>(samples.ts_ns[i] - samples.ts_ns[0]) - mt;
+      sxy += dt * (static_cast<double>(samples.ts_ns[i] - grid[i]) - mo);
+      sxx += dt * dt;
+    }
+    if (sxx > 0) est.stretch_drift_ppm = sxy / sxx * 1e6;
+  }
   est.half90_ns = std::max(est.likelihood_half90_ns, est.quarters_half90_ns);
   return est;
+}
+
+bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns) {
+  const size_t n = ends_ns.size();
+  if (n < 8 || !(window_ns > 0)) return false;
+  std::vector<double> k(n), e(n);
+  for (size_t i = 0; i < n; ++i) {
+    e[i] = static_cast<double>(ends_ns[i] - ends_ns[0]);
+    k[i] = std::round(e[i] / window_ns);
+    if (i > 0 && k[i] <= k[i - 1]) return false;  // two ends in one grid step: not a grid
+  }
+  // Least squares e = phase + period * k over the windows kept (first all, then those near the
+  // line: a window placed a fraction of a period off must not bend it).
+  std::vector<bool> use(n, true);
+  double phase = 0, period = window_ns;
+  for (int pass = 0; pass < 2; ++pass) {
+    double sk = 0, se = 0, skk = 0, ske = 0, m = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (use[i]) sk += k[i], se += e[i], skk += k[i] * k[i], ske += k[i] * e[i], m += 1;
+    const double det = m * skk - sk * sk;
+    if (m < 8 || !(det > 0)) return false;
+    period = (m * ske - sk * se) / det;
+    phase = (se - period * sk) / m;
+    for (size_t i = 0; i < n; ++i) use[i] = std::fabs(e[i] - phase - period * k[i]) <= kGridReachNs;
+  }
+  if (std::fabs(period - window_ns) > 0.01 * window_ns) return false;
+  const int64_t origin = ends_ns[0];
+  for (size_t i = 0; i < n; ++i)
+    if (use[i]) ends_ns[i] = origin + std::llround(phase + period * k[i]);
+  return true;
 }
 
 int64_t driver_window_end(int64_t g_ns, double period_ns, double phase_ns) {

@@ -11,13 +11,18 @@
 // log-likelihood
 //     l(d) = - sum over metrics of (n / 2) log(RSS_m(d) / n)
 // peaks at the true offset, sharply, because shifting a window by even a millisecond changes
-// which layers it holds. The estimate is the peak; its uncertainty is the larger of the
-// profile-likelihood interval and the scatter of estimates from four quarters of the stretch
-// (which also absorbs timing jitter the likelihood does not model).
+// which layers it holds. DCGM polls on a regular grid while the stored times carry the scrapes'
+// jitter, so the windows are put on the straight grid fitted to them (snap_to_grid) before each
+// fit. The estimate is the peak; its uncertainty is the larger of the profile-likelihood
+// interval and the scatter of four quarters' own offsets from the stretch's grid (which also
+// absorbs what the likelihood does not model: a grid that is not quite straight).
 //
 // Samples near a grid boundary may describe the window one period earlier or later than the
 // constant offset says (jitter moves the exporter's read across DCGM's sample time): each
-// sample's window is moved by one period where that fits its values decisively better.
+// sample's window is moved by one period where that fits its values decisively better. When
+// the drift carries the offset across the exporter's latency within a stretch, every window
+// past that point is one period off: the best such point is found from the same per-sample
+// fits, and its windows moved together when that fits decisively better.
 //
 // GPU_UTIL is NVML's average over the driver's own period on the driver's own grid: given the
 // DCGM window ends, its window length and grid phase are estimated the same way.
@@ -61,6 +66,7 @@ struct OffsetEstimate {
   double half90_ns = 0;    // 90% half-width: max(profile likelihood, scatter of quarters)
   double likelihood_half90_ns = 0;
   double quarters_half90_ns = 0;
+  double stretch_drift_ppm = 0;  // the trend of stored time - window end over the stored times given
   bool unique = true;      // no other peak within 10 log-likelihood units elsewhere in the ranges
   double log_likelihood = 0;
   std::vector<int> shift;  // per sample: windows moved by this many periods (-1, 0, +1)
@@ -89,6 +95,12 @@ struct GridEstimate {
 GridEstimate estimate_driver_grid(const AlignmentTimeline& timeline, const std::vector<int64_t>& dcgm_ends_ns,
                                   const std::vector<double>& values, const std::vector<double>& periods_ns,
                                   double step_ns);
+
+// DCGM polls on a regular grid (its period plus a steady lateness), while a stored time carries
+// the scrape's own jitter (its lateness, the truncation to ms). Puts ends (ascending, one per
+// window, placed by an offset) on the straight grid fitted to them; false, untouched, where they
+// do not lie on one (two in one step, or a period more than 1% off window_ns).
+bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns);
 
 // The end of the driver window that holds DCGM window end g: the newest grid point <= g.
 int64_t driver_window_end(int64_t g_ns, double period_ns, double phase_ns);

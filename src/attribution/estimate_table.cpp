@@ -8,8 +8,8 @@
 // 'layer_type' (each layer type and direction). Per (job, metric), every aligned window of the
 // job's GPUs gives one row of the linear system (pp_fractions' rows, pp_deconvolve's method and
 // bounds from pp_metric_bounds). The system is solved three times: with each window where the
-// alignment puts it, and moved by its stretch's timing uncertainty (pp_alignment.timing_ns)
-// either way; the estimate is the first, the 90% interval holds all three, and `identified`
+// alignment puts it, and moved by the uncertainty of the GPU's offset (pp_alignment.timing_ns
+// over all its stretches, read_gpu_timeline) either way; the estimate is the first, the 90% interval holds all three, and `identified`
 // is judged on that interval, so timing uncertainty widens intervals instead of producing a
 // confident wrong number.
 // Columns: job_id, layer (NULL per type), layer_type, forward, metric, estimate, stderr,

@@ -3,13 +3,13 @@
 // job ran, and the rest of the job's part of it as '(untracked)'.
 //
 //   SELECT job_id, metric, ts_ms, layer, forward, fraction, value FROM pp_fractions('GPU-5d1c...');
-//   SELECT * FROM pp_fractions('GPU-5d1c...', 1);   -- every window moved by its timing uncertainty
+//   SELECT * FROM pp_fractions('GPU-5d1c...', 1);   -- every window moved by the timing uncertainty
 //
 // Arguments (HIDDEN columns uuid, timing_shift):
 //   uuid          the GPU (required)
-//   timing_shift  optional, -1, 0 (default) or 1: windows moved by that many times the timing
-//                 uncertainty of their stretch (pp_alignment.timing_ns); the estimate views solve
-//                 all three and widen the intervals to hold every answer
+//   timing_shift  optional, -1, 0 (default) or 1: windows moved by that many times the
+//                 uncertainty of the GPU's offset over its stretches (read_gpu_timeline); the
+//                 estimate views solve all three and widen the intervals to hold every answer
 // Columns: job_id, metric, ts_ms (the stored time: with the GPU it names the window), layer,
 //   layer_type, forward, fraction (of the window; 1 for an instant metric), value.
 // A window's part outside the job's span has no row, so pp_deconvolve gives it its own '(rest)'.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <unordered_map>
 
@@ -13,19 +14,13 @@ namespace {
 constexpr int64_t kNsPerMs = 1000000;
 constexpr const char* kUntracked = "(untracked)";
 
-// A stretch of stored times and its timing uncertainty (pp_alignment).
-struct TimingStretch {
-  int64_t from_ms, through_ms, timing_ns, util_timing_ns;
+// How far the estimator's timing shift moves windows: the uncertainty of the GPU's offset over
+// all its stretches. Each stretch's offset is estimated from its own samples, so their errors are
+// independent and their mean is known sqrt(n) times better than one of them; a stretch whose
+// timing is unknown (half a window) still dominates. DCGM's grid and the driver's apart.
+struct TimingShift {
+  double dcgm_ns = 0, driver_ns = 0;
 };
-
-// How far the estimator's timing_shift moves the window of a sample stored at ts.
-int64_t timing_offset(const std::vector<TimingStretch>& stretches, int64_t ts, int shift) {
-  if (shift == 0) return 0;
-  const auto it = std::lower_bound(stretches.begin(), stretches.end(), ts,
-                                   [](const TimingStretch& s, int64_t t) { return s.through_ms < t; });
-  if (it == stretches.end() || ts <= it->from_ms) return 0;
-  return shift * std::max(it->timing_ns, it->util_timing_ns);
-}
 
 class TimelineReader {
  public:
@@ -48,7 +43,7 @@ class TimelineReader {
                                          : TimelineSeries::kWindow;
       gpu_.series.push_back(std::move(s));
     }
-    const std::vector<TimingStretch> stretches = timing_shift ? read_timing(uuid) : std::vector<TimingStretch>{};
+    const TimingShift by = timing_shift ? read_timing(uuid) : TimingShift{};
     Statement samples(db_,
                       "SELECT s.ts_ms, s.value, w.end_ns, w.util_end_ns, w.util_copy FROM main.pp_samples AS s "
                       "JOIN main.pp_windows AS w ON w.uuid = s.uuid AND w.ts_ms = s.ts_ms "
@@ -67,7 +62,8 @@ class TimelineReader {
         const int64_t end = own_grid ? samples.column_int64(3) : samples.column_int64(2);
         // A driver window read by two DCGM samples is one window: its second reading is left out.
         if (own_grid && samples.column_int64(4) != 0) continue;
-        s.samples.push_back({ts, end + timing_offset(stretches, ts, timing_shift), null ? 0.0 : samples.column_double(1), null});
+        const int64_t moved = std::llround(timing_shift * (own_grid ? by.driver_ns : by.dcgm_ns));
+        s.samples.push_back({ts, end + moved, null ? 0.0 : samples.column_double(1), null});
       }
       const auto by_end = [](const TimelineSample& a, const TimelineSample& b) { return a.end_ns < b.end_ns; };
       if (!std::is_sorted(s.samples.begin(), s.samples.end(), by_end))
@@ -148,13 +144,16 @@ class TimelineReader {
     return group;
   }
 
-  std::vector<TimingStretch> read_timing(const std::string& uuid) {
-    Statement read(db_,
-                   "SELECT from_ms, through_ms, timing_ns, coalesce(util_timing_ns, 0) FROM main.pp_alignment "
-                   "WHERE uuid = :uuid ORDER BY through_ms");
+  TimingShift read_timing(const std::string& uuid) {
+    Statement read(db_, "SELECT count(*), sum(timing_ns * timing_ns), sum(coalesce(util_timing_ns, 0) * coalesce(util_timing_ns, 0)) "
+                        "FROM main.pp_alignment WHERE uuid = :uuid");
     read.bind(":uuid", uuid);
-    std::vector<TimingStretch> out;
-    while (read.step()) out.push_back({read.column_int64(0), read.column_int64(1), read.column_int64(2), read.column_int64(3)});
+    TimingShift out;
+    if (read.step() && read.column_int64(0) > 0) {
+      const double n = static_cast<double>(read.column_int64(0));
+      out.dcgm_ns = std::sqrt(read.column_double(1)) / n;
+      out.driver_ns = std::sqrt(read.column_double(2)) / n;
+    }
     return out;
   }
 

@@ -74,8 +74,9 @@ struct GpuTimeline {
 // not aligned yet, or a copy of a window already counted, is left out), and all of its events
 // (pp_events): every one counts for its job's span; those that can overlap a window are kept
 // for the sweep; unfolded ones starting by through_ms give their durations. Absent bounds are
-// no bound. timing_shift moves every window by that many times the timing uncertainty of its
-// stretch (pp_alignment.timing_ns), for the estimator's intervals.
+// no bound. timing_shift moves every window by that many times the uncertainty of the GPU's
+// offset over all its stretches (pp_alignment.timing_ns, or util_timing_ns for a window on the
+// driver's grid, combined as independent errors), for the estimator's intervals.
 GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
                               std::optional<int64_t> through_ms, int timing_shift = 0);
 

@@ -145,7 +145,7 @@ TEST_F(AlignRefresh, EstimatesTheOffsetAndAttributesTheAlignedWindows) {
   const auto rows = db_.query(
       "SELECT layer_type, metric, estimate, lower90, upper90, confidence FROM layer_type_estimates "
       "WHERE layer_type <> '(untracked)'");
-  int identified = 0;
+  int identified = 0, covered = 0;
   for (const auto& r : rows) {
     int layer = 0;
     while (std::string(kLayers[layer].type) != r[0].text) ++layer;
@@ -154,14 +154,17 @@ TEST_F(AlignRefresh, EstimatesTheOffsetAndAttributesTheAlignedWindows) {
                   : metric == "DCGM_FI_DEV_GPU_UTIL" ? 2 : 3;
     const double truth = value(layer, v);
     SCOPED_TRACE(r[0].text + " " + metric);
-    EXPECT_LE(r[3].real, truth * 1.0005);  // the interval holds the truth
-    EXPECT_GE(r[4].real, truth * 0.9995);
+    covered += r[3].real <= truth && truth <= r[4].real;
+    EXPECT_LE(r[3].real, truth * 1.005);  // and a miss is by a little
+    EXPECT_GE(r[4].real, truth * 0.995);
     if (r[5].text == "identified") {
       ++identified;
       EXPECT_NEAR(r[2].real, truth, 0.05 * truth);
     }
   }
   EXPECT_GE(identified, 6);
+  // 90% intervals: one in ten may miss the truth; of these 12, at most 2 (a binomial tail of 11%).
+  EXPECT_GE(covered, static_cast<int>(rows.size()) - 2) << covered << " of " << rows.size();
 }
 
 TEST_F(AlignRefresh, RefreshesInPartsGiveWhatOneRefreshGives) {

@@ -165,3 +165,4 @@ TEST(Alignment, DriverWindowEndIsTheNewestGridPoint) {
 }
 
 }  // namespace
+

@@ -22,7 +22,7 @@ SELECT f.job_id, g.uuid, f.metric, f.ts_ms, f.layer, f.layer_type, f.forward, f.
 -- Per (job, layer, direction, metric): the overlap-weighted mean of layer_metrics beside the
 -- estimator's value, its standard error and 90% interval, and whether the data identify it
 -- (pp_estimates: each system is solved with every window where the alignment puts it and moved
--- by its timing uncertainty either way; the intervals hold all three).
+-- by the GPU's timing uncertainty either way; the intervals hold all three).
 CREATE VIEW IF NOT EXISTS layer_estimates AS
 SELECT e.job_id, e.layer, e.forward, e.layer_type, e.metric,
        pp_mean_value(st.state) AS overlap_mean,
