@@ -57,7 +57,7 @@ def test_defaults_resolve_to_the_documented_values():
 
 
 def test_dcgm_windows_are_consecutive_on_a_drifting_microsecond_grid():
-    t = timing.resolve(Timing(dcgm_phase_ms=12.3456, dcgm_drift_ppm=50), 100, 0)
+    t = timing.resolve(Timing(dcgm_phase_ms=12.3456, dcgm_drift_ppm=50, dcgm_wander_ms=0, dcgm_poll_jitter_ms=0), 100, 0)
     k = np.arange(0, 40000)
     ends = timing.dcgm_end_ns(t, START_NS, k)
     assert np.all(ends % 1000 == 0) and np.any(ends % 10**6 != 0)  # microseconds, not whole ms
@@ -67,6 +67,24 @@ def test_dcgm_windows_are_consecutive_on_a_drifting_microsecond_grid():
     # The newest window at each end is that window; just before, the previous one.
     assert np.array_equal(timing.dcgm_window_at(t, START_NS, ends), k)
     assert np.array_equal(timing.dcgm_window_at(t, START_NS, ends - 1), k - 1)
+
+
+def test_dcgm_polls_wander_slowly_and_jitter_around_the_straight_grid():
+    t = timing.resolve(Timing(dcgm_drift_ppm=50, dcgm_wander_ms=0.2, dcgm_poll_jitter_ms=0.02), 100, 3)
+    k = np.arange(0, 20000)
+    ends = timing.dcgm_end_ns(t, START_NS, k)
+    straight = START_NS + t.dcgm_phase_ms * 1e6 + k * 100e6 * (1 + 50e-6)
+    stray_ms = (ends - straight) / 1e6
+    assert np.abs(stray_ms).max() <= 0.2 + 3 * 0.02 + 0.001  # the wander's amplitude and 3 sigma of jitter
+    assert np.abs(stray_ms).max() > 0.1                       # and it does wander
+    # Slowly: neighbours differ by the jitter, not the wander.
+    assert np.std(np.diff(stray_ms)) == pytest.approx(0.02 * np.sqrt(2), rel=0.1)
+    assert np.all(np.diff(ends) > 0)
+    assert np.array_equal(timing.dcgm_window_at(t, START_NS, ends), k)
+    assert np.array_equal(timing.dcgm_window_at(t, START_NS, ends - 1), k - 1)
+    # The same seed gives the same polls.
+    again = timing.resolve(Timing(dcgm_drift_ppm=50, dcgm_wander_ms=0.2, dcgm_poll_jitter_ms=0.02), 100, 3)
+    assert np.array_equal(timing.dcgm_end_ns(again, START_NS, k), ends)
 
 
 def test_drift_moves_the_offset_of_stored_time_from_window_end():
@@ -91,7 +109,8 @@ def test_scraping_at_the_dcgm_period_repeats_and_skips_at_the_drift_rate(drift):
     net = int(s.repeat.sum()) - s.skipped
     assert abs(net - n * drift * 1e-6) <= 2, (s.repeat.sum(), s.skipped)
     assert s.repeat.sum() > 0 and s.skipped > 0  # the grids crossed: both happen
-    _, quiet = stored(dcgm_drift_ppm=drift, exporter_jitter_ms=0, scrape_jitter_ms=0)
+    _, quiet = stored(dcgm_drift_ppm=drift, exporter_jitter_ms=0, scrape_jitter_ms=0, dcgm_wander_ms=0,
+                      dcgm_poll_jitter_ms=0)
     if drift > 0:
         assert quiet.skipped == 0 and abs(quiet.repeat.sum() - len(quiet) * drift * 1e-6) <= 1
     else:
@@ -290,7 +309,7 @@ def test_live_realistic_serves_the_model_s_window_without_timestamps(profile):
     t0 = START_NS + 123_456_789  # the emulator starts mid-second; its grids count from the second
     now = [t0]
     gpus = live.build_gpus(1, [], "h", "m")
-    model = Timing(exporter_jitter_ms=0, dcgm_phase_ms=10.0, util_phase_ms=5.0)
+    model = Timing(exporter_jitter_ms=0, dcgm_phase_ms=10.0, util_phase_ms=5.0, dcgm_wander_ms=0, dcgm_poll_jitter_ms=0)
     emu = live.Emulator(profile, gpus, interval_ms=100, noise=0.01, seed=3, clock=lambda: now[0], timing=model)
     assert emu.origin_ns == START_NS and emu.timing.exporter_latency_ms == 300
     events = dlrm_timeline(START_NS, 5, seed=1)
@@ -366,13 +385,15 @@ def test_cli_takes_every_timing_field_and_validates_it(tmp_path):
     ok = run_cli("offline", "--out", str(out), "--minutes", "0.2", "-c", "100", "--seed", "4",
                  "--exporter", "cached", "--exporter-period-ms", "200", "--exporter-phase-ms", "3",
                  "--exporter-latency-ms", "25", "--exporter-jitter-ms", "1", "--dcgm-phase-ms", "7.5",
-                 "--dcgm-drift-ppm", "20", "--util-period-ms", "200", "--util-phase-ms", "1",
+                 "--dcgm-drift-ppm", "20", "--dcgm-wander-ms", "0.1", "--dcgm-poll-jitter-ms", "0.01",
+                 "--util-period-ms", "200", "--util-phase-ms", "1",
                  "--scrape-interval-ms", "50", "--scrape-phase-ms", "2", "--scrape-jitter-ms", "0.5",
                  "--scrape-tolerance-ms", "0")
     assert ok.returncode == 0, ok.stderr
     assert "timing realistic: scrapes every 50 ms, exporter cached" in ok.stdout
     got = json.loads((out / "truth.json").read_text())["timing"]
     assert got == {"mode": "realistic", "dcgm_period_ms": 100.0, "dcgm_phase_ms": 7.5, "dcgm_drift_ppm": 20.0,
+                   "dcgm_wander_ms": 0.1, "dcgm_poll_jitter_ms": 0.01, "poll_seed": 4,
                    "util_period_ms": 200.0, "util_phase_ms": 1.0, "exporter": "cached",
                    "exporter_period_ms": 200.0, "exporter_phase_ms": 3.0, "exporter_latency_ms": 25.0,
                    "exporter_jitter_ms": 1.0, "scrape_interval_ms": 50.0, "scrape_phase_ms": 2.0,

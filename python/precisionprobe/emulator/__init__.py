@@ -26,6 +26,8 @@ the window. Each parameter is a field of timing.Timing and a flag (dcgm_drift_pp
   polls stamped in us, never sent onward     | DCGM                    | -                    | -
   period a little long: the phase drifts late| DCGM scheduler (re-bases| dcgm_drift_ppm       | 15 ppm [c]
                                              | on the actual poll time)|                      |
+  the polls stray from that straight grid:   | DCGM scheduler          | dcgm_wander_ms,      | 0.2 ms,
+  slowly (load), and each by a little        |                         | dcgm_poll_jitter_ms  | 0.02 ms [c]
   GPU_UTIL = busy % of the driver's period   | GPU driver (NVML), read | util_period_ms       | 1000/6 ms
   (1/6 s to 1 s by product), on its own grid | by DCGM at the poll     | util_phase_ms        | seed [c]
   FB_USED = memory in use at the poll        | NVML, read by DCGM      | -                    | -
@@ -53,7 +55,7 @@ Prometheus that scrapes it. The behaviours come from DCGM's cache manager and GP
 header, the exporter's code (its 2.x/3.x pipeline, its 4.x server and collector) and Prometheus'
 scrape loop, read for this model; the request's delivery was measured with Debian's Prometheus
 2.42 on loopback. On-scrape is the default because it is what current exporters (4.x) do. Left
-open by those sources, so chosen here: the size of DCGM's drift, how long a polled value takes
+open by those sources, so chosen here: the size of DCGM's drift and of its polls' irregularity, how long a polled value takes
 to become servable (30 ms offline; users report lags of up to about 300 ms), where the driver's
 utilization period lies relative to DCGM's polls, and how older GPUs' closed profiling module
 aligns its windows (modelled as on the GPM path). Live, the default latency is 300 ms, the upper

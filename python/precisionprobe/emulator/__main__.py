@@ -37,6 +37,8 @@ def number(text):
 TIMING_FLAGS = [
     ("dcgm_phase_ms", "end of DCGM window 0 after the start, ms (default: from --seed)"),
     ("dcgm_drift_ppm", "DCGM's period runs this much longer than nominal (default 15)"),
+    ("dcgm_wander_ms", "DCGM's polls stray up to this far from a straight grid, slowly, ms (default 0.2)"),
+    ("dcgm_poll_jitter_ms", "standard deviation of each DCGM poll's own lateness, ms (default 0.02)"),
     ("util_period_ms", "the driver's GPU_UTIL sample period, ms (default 166.67 = 1/6 s)"),
     ("util_phase_ms", "end of the driver's window 0 after the start, ms (default: from --seed)"),
     ("exporter_period_ms", "--exporter cached: its collection ticker, ms (default: -c)"),

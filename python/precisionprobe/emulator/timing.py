@@ -11,6 +11,9 @@ lists each behaviour with its component, parameter and default. Along the data p
               value is the average over the window between two polls, ending at the poll:
                   window k = (g[k-1], g[k]],
                   g[k] = origin + dcgm_phase_ms + k * dcgm_period_ms * (1 + dcgm_drift_ppm * 1e-6)
+                         + wander(k) + jitter(k)
+              (the scheduler's lateness varies: a slow wander of up to dcgm_wander_ms over 300 to
+              4100 polls, and each poll's own Gaussian dcgm_poll_jitter_ms),
               rounded to whole microseconds. Window 0 is the first poll, which has no baseline
               and no value; windows 1, 2, ... have values.
   driver      DCGM_FI_DEV_GPU_UTIL is what NVML returns at the poll: the percent of time over
@@ -74,6 +77,7 @@ MAX_TOLERANCE_MS = 2.0               # Prometheus' --scrape.timestamp-tolerance 
 # Streams of seeded numbers (noise.uniform / noise.normal), one per use.
 _DCGM_PHASE, _UTIL_PHASE, _EXPORTER_PHASE, _SCRAPE_PHASE, _SUBMS_PHASE = 1, 2, 3, 4, 5
 _SCRAPE_LATENESS, _EXPORTER_LATENCY = 6, 7
+_WANDER, _POLL_JITTER = 8, 9
 
 # Command-line flag of each field, for error messages that the CLI and Python callers share.
 FLAGS = {"mode": "--timing", "dcgm_period_ms": "-c/--interval-ms", "exporter": "--exporter"}
@@ -93,6 +97,10 @@ class Timing:
     dcgm_phase_ms       end of DCGM window 0 after the origin; None: from the seed (microseconds)
     dcgm_drift_ppm      DCGM's period runs this much longer than nominal (15 ppm: the phase moves
                         54 ms an hour)
+    dcgm_wander_ms      how far DCGM's polls stray from that straight grid, slowly (its
+                        scheduler's lateness varies with load): up to this many ms, over
+                        periods of 30 s to 7 min of polls
+    dcgm_poll_jitter_ms standard deviation of each poll's own lateness (independent per poll)
     util_period_ms      the driver's GPU_UTIL sample period (1000/6: NVML's shortest)
     util_phase_ms       end of the driver's window 0 after the origin; None: from the seed
     exporter            'on-scrape' (dcgm-exporter 4.x, default) or 'cached' (2.x and 3.x)
@@ -109,6 +117,7 @@ class Timing:
                         min(scrape_interval_ms / 100, 2); 0: never
     offset_ms           'offset' mode: stamp = window end + offset_ms
     subms_phase         idealised modes: the window grid at a sub-millisecond phase
+    poll_seed           set by resolve(): the seed of the polls' wander and jitter
     Realistic-only parameters may not differ from their defaults in the idealised modes, nor
     offset_ms outside 'offset'; the live emulator takes no scrape_* (its Prometheus decides).
     """
@@ -116,6 +125,8 @@ class Timing:
     dcgm_period_ms: Optional[float] = None
     dcgm_phase_ms: Optional[float] = None
     dcgm_drift_ppm: float = 15.0
+    dcgm_wander_ms: float = 0.2
+    dcgm_poll_jitter_ms: float = 0.02
     util_period_ms: float = 1000.0 / 6
     util_phase_ms: Optional[float] = None
     exporter: str = "on-scrape"
@@ -129,6 +140,7 @@ class Timing:
     scrape_tolerance_ms: Optional[float] = None
     offset_ms: float = 20.0
     subms_phase: bool = False
+    poll_seed: Optional[int] = None
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -139,7 +151,7 @@ class Timing:
                    "scrape_interval_ms": 1}
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("mode", "exporter", "subms_phase") or value is None:
+            if f.name in ("mode", "exporter", "subms_phase", "poll_seed") or value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or not math.isfinite(value):
@@ -160,7 +172,7 @@ class Timing:
 
 
 _DEFAULT = Timing()
-_REALISTIC_ONLY = ("dcgm_phase_ms", "dcgm_drift_ppm", "util_period_ms", "util_phase_ms", "exporter", "exporter_period_ms",
+_REALISTIC_ONLY = ("dcgm_phase_ms", "dcgm_drift_ppm", "dcgm_wander_ms", "dcgm_poll_jitter_ms", "util_period_ms", "util_phase_ms", "exporter", "exporter_period_ms",
                    "exporter_phase_ms", "exporter_jitter_ms", "scrape_interval_ms", "scrape_phase_ms",
                    "scrape_jitter_ms", "scrape_tolerance_ms")
 _SCRAPE = ("scrape_interval_ms", "scrape_phase_ms", "scrape_jitter_ms", "scrape_tolerance_ms")
@@ -238,7 +250,8 @@ def resolve(timing, interval_ms, seed, live=False):
     latency = (float(timing.exporter_latency_ms) if timing.exporter_latency_ms is not None
                else LIVE_EXPORTER_LATENCY_MS if live else OFFLINE_EXPORTER_LATENCY_MS)
     out = dict(dcgm_period_ms=period, dcgm_phase_ms=dcgm_phase,
-               dcgm_drift_ppm=float(timing.dcgm_drift_ppm),
+               dcgm_drift_ppm=float(timing.dcgm_drift_ppm), dcgm_wander_ms=float(timing.dcgm_wander_ms),
+               dcgm_poll_jitter_ms=float(timing.dcgm_poll_jitter_ms), poll_seed=int(seed),
                util_period_ms=util, util_phase_ms=util_phase, exporter_period_ms=exporter_period if cached else None,
                exporter_phase_ms=exporter_phase, exporter_latency_ms=latency,
                exporter_jitter_ms=float(timing.exporter_jitter_ms), offset_ms=None, subms_phase=True)
@@ -268,10 +281,32 @@ def _period_us(t):
     return t.dcgm_period_ms * 1000.0 * (1.0 + (t.dcgm_drift_ppm or 0.0) * 1e-6)
 
 
+# The wander's periods, in polls, and their shares of dcgm_wander_ms (summing to 1).
+_WANDER_PERIODS = (300, 1100, 4100)
+_WANDER_SHARES = (0.5, 0.3, 0.2)
+
+
+def _poll_lateness_us(t, k):
+    """How far poll k strays from the straight grid, us: the slow wander and its own jitter."""
+    wander, jitter = t.dcgm_wander_ms or 0.0, t.dcgm_poll_jitter_ms or 0.0
+    if not (wander or jitter):
+        return 0.0
+    out = np.zeros(k.shape)
+    if wander:
+        phases = _noise.uniform(t.poll_seed, _WANDER, np.arange(len(_WANDER_PERIODS))) * 2 * np.pi
+        for period, share, phase in zip(_WANDER_PERIODS, _WANDER_SHARES, phases):
+            out += wander * 1000.0 * share * np.sin(2 * np.pi * k / period + phase)
+    if jitter:
+        z = _noise.normal(t.poll_seed, _POLL_JITTER, np.mod(k, 2**40)).reshape(k.shape)
+        out += jitter * 1000.0 * np.clip(z, -3, 3)
+    return out
+
+
 def dcgm_end_ns(t, origin_ns, k):
     """End of DCGM window k (ns, a whole microsecond): g[k]."""
     k = np.asarray(k, dtype=np.int64)
-    return (origin_ns // 1000 + np.rint(t.dcgm_phase_ms * 1000.0 + k * _period_us(t)).astype(np.int64)) * 1000
+    us = t.dcgm_phase_ms * 1000.0 + k * _period_us(t) + _poll_lateness_us(t, k)
+    return (origin_ns // 1000 + np.rint(us).astype(np.int64)) * 1000
 
 
 def _newest_at(end_ns, approx, time_ns):
