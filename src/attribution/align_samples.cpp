@@ -253,7 +253,8 @@ class GpuAligner {
       double best_window = window_ns_;
       for (double w : windows) {
         const double lag = std::max(lag_ns_, 2 * w);
-        OffsetEstimate e = estimate_offset(timeline, samples, w, w, {{-w, lag}}, 1e6);
+        // A millisecond moves a long window's mix by little: its peak is as wide as it is long.
+        OffsetEstimate e = estimate_offset(timeline, samples, w, w, {{-w, lag}}, std::max(1e6, w / 1000));
         if (e.found && (!best.found || e.log_likelihood > best.log_likelihood)) {
           best = std::move(e);
           best_window = w;

@@ -54,7 +54,7 @@ constexpr double kGroupJitter = 0.25;  // per iteration and group: a batch's own
 
 // Seeds of the statistical tests; PP_DECONVOLVE_SEEDS=100 runs more (about 10 s) to measure
 // accuracy and coverage more closely (the last run: worst error 4.6% over 1,300 estimates,
-// coverage 90.5% at 100 ms; nothing identified in 3,900 estimates at 1 s).
+// coverage 90.5% at 100 ms; nothing identified in 1,300 estimates at 1 s).
 int seeds(int normal) {
   const char* more = std::getenv("PP_DECONVOLVE_SEEDS");
   return more ? std::max(1, std::atoi(more)) : normal;
