@@ -1,34 +1,43 @@
 #!/usr/bin/env python3
 """Accuracy of per-layer attribution against the DCGM emulator's ground truth.
 
-For each cell of a grid (sample interval x noise x recording length), the emulator
-(python/precisionprobe/emulator, offline mode) generates a DLRM-like timeline (leaf layers of
-0.1-5 ms, jittered, with untracked gaps and stalls) and the samples an emulated GPU gives for it.
-Three ways to get per-layer-type values (10 groups: 5 layer types x forward/backward) are then
-compared with the profile's true values (profile dlrm, emulator/profiles/dlrm.json):
+For each cell of a grid (how stored times relate to the DCGM windows x collection interval x
+noise x recording length), the emulator (python/precisionprobe/emulator, offline mode) generates
+a DLRM-like timeline (leaf layers of 0.1-5 ms, jittered, with untracked gaps and stalls) and the
+samples an emulated GPU gives for it, stored when a real cluster would store them (timing.py:
+by default Prometheus' scrape times, some offset after DCGM's windows, with windows stored twice
+or skipped as the clocks drift; the IDEALISED 'exact' and 'offset' modes stamp each window with
+its end, or its end plus 20 ms). Three ways to get per-layer-type values (10 groups: 5 layer
+types x forward/backward) are then compared with the profile's true values (profile dlrm,
+emulator/profiles/dlrm.json):
 
   paper      the paper's method: for each layer call, the sample current at its hook's time (the
-             newest sample at or before the call's end, what an instant query returns then),
-             averaged per group;
-  overlap    pp_refresh + layer_type_metrics: every sample weighted by its window's overlap with
-             each call (the extension's SQL, sql/fold.sql);
-  estimator  pp_deconvolve(sample_id, layer_key, weight, value, lower, upper) per metric, with the
-             overlap fraction of each window per group (pp_events x pp_samples, overlaps as
-             sql/fold.sql computes them) and an explicit '(untracked)' row so that each window's fractions sum to 1.
+             newest stored sample at or before the call's end, what an instant query returns
+             then), averaged per group;
+  overlap    pp_refresh + layer_type_metrics: every sample weighted by its aligned window's
+             overlap with each call;
+  estimator  layer_type_estimates: pp_deconvolve over the aligned windows, its intervals widened
+             by the alignment's timing uncertainty.
+
+The align step's own accuracy is checked too: per stretch of pp_alignment, how far the windows it
+placed are from the true ones (the recording's schedule), how many stored samples it placed
+within 3 ms (or 1% of a longer window) of their window, and how many stored copies of a window it found.
 
 How the data gets in: events are written as the hook client's JSON Lines and imported with
 layer_events() (the statement pp_refresh uses) once per timeline; samples are inserted into
-pp_samples exactly as dcgm-exporter prints them (%d / %f), which is what pp_refresh would fetch
-from Prometheus (python/tests/test_emulator_prometheus.py checks both give the same tables);
-then pp_refresh(path, 1) folds. Errors are relative, |estimate - truth| / truth, over the
-(group, metric) pairs of the five activity metrics (GPU_UTIL and the four DCGM_FI_PROF_*);
-FB_USED, a memory level that varies little between layers, is reported on its own.
-"cover90" is the share of (group, metric) pairs whose 90% interval holds the truth.
+pp_samples at their stored times exactly as dcgm-exporter prints them (%d / %f), which is what
+pp_refresh would fetch from Prometheus (python/tests/test_emulator_prometheus.py checks both
+give the same tables); then pp_refresh(path, 1) aligns and folds. Errors are relative,
+|estimate - truth| / truth, over the (group, metric) pairs of the five activity metrics
+(GPU_UTIL and the four DCGM_FI_PROF_*); FB_USED, a memory level that varies little between
+layers, is reported on its own. "cover90" is the share of (group, metric) pairs whose 90%
+interval holds the truth.
 
   PYTHONPATH=python /usr/bin/python3 bench/accuracy.py [--extension build/precisionprobe]
-      [--out bench/results/accuracy.txt] [--intervals 100,1000,10000] [--noises 0,0.005,0.02] [--minutes 1,10]
+      [--out bench/results/accuracy.txt] [--timings exact,real,...] [--grid-timings exact,real]
+      [--intervals 100,1000,10000] [--noises 0,0.005,0.02] [--minutes 1,10]
 
-Runs in about 5 minutes on 2 cores (the 10-minute timelines have about 290,000 layer calls).
+Runs in about 10 minutes on 2 cores (the 10-minute timelines have about 290,000 layer calls).
 """
 import argparse
 import json
@@ -44,10 +53,13 @@ from precisionprobe.emulator import offline
 from precisionprobe.emulator.exposition import format_value
 from precisionprobe.emulator.profile import FB_USED, METRICS, UPPER_BOUNDS, Profile
 from precisionprobe.emulator.timeline import dlrm_timeline
+from precisionprobe.emulator.timing import Timing
 
 ROOT = Path(__file__).resolve().parent.parent
 
 ACTIVITY = [m for m in METRICS if m != FB_USED]
+MAIN_TYPES = ("EmbeddingBag", "Linear")  # the layer types that hold most of the GPU time
+WRONG = 0.05  # an identified estimate further than this from the truth is wrong
 SEED = 1
 
 
@@ -99,39 +111,15 @@ def overlap_method(conn):
     return {(r[0], bool(r[1])): np.array(r[2:], dtype=float) for r in rows}
 
 
-# Overlap fraction of each window per group, computed as sql/fold.sql computes overlaps (integer
-# ns). Not from the layer_attribution view: scanned whole, its plan loops over all events for each
-# sample (quadratic), while CROSS JOIN here makes each event look up its own few samples.
-ESTIMATOR_SQL = """
-CREATE TEMP TABLE fractions AS
-SELECT ts_ms, layer_key, sum(overlap_ns) / (interval_ms * 1e6) AS fraction
-  FROM (SELECT s.ts_ms, i.interval_ms,
-               e.layer_type || CASE e.forward WHEN 1 THEN ' fwd' ELSE ' bwd' END AS layer_key,
-               min(e.t_end_ns, s.ts_ms * 1000000) - max(e.t_start_ns, (s.ts_ms - i.interval_ms) * 1000000) AS overlap_ns
-          FROM pp_events AS e
-          CROSS JOIN pp_intervals AS i ON i.uuid = e.gpu_uuid AND i.metric = 'DCGM_FI_DEV_GPU_UTIL'
-          CROSS JOIN pp_samples AS s ON s.uuid = e.gpu_uuid AND s.metric = i.metric
-               AND s.ts_ms >= e.t_start_ns / 1000000 AND s.ts_ms <= e.t_end_ns / 1000000 + i.interval_ms)
- WHERE overlap_ns > 0 GROUP BY ts_ms, layer_key;
-CREATE TEMP TABLE rows AS
-SELECT s.metric, s.ts_ms, f.layer_key, f.fraction, s.value
-  FROM pp_samples AS s JOIN temp.fractions AS f USING (ts_ms)
-UNION ALL
-SELECT s.metric, s.ts_ms, '(untracked)', max(0.0, 1.0 - coalesce(t.covered, 0)), s.value
-  FROM pp_samples AS s
-  LEFT JOIN (SELECT ts_ms, sum(fraction) AS covered FROM temp.fractions GROUP BY ts_ms) AS t USING (ts_ms);
-"""
-
-
 def estimator_method(conn):
-    conn.executescript(ESTIMATOR_SQL)
-    out = {}
-    for m, metric in enumerate(METRICS):
-        upper = UPPER_BOUNDS.get(metric)  # None: no upper bound (FB_USED)
-        (result,) = conn.execute(
-            "SELECT pp_deconvolve(ts_ms, layer_key, fraction, value, 0, ?) FROM temp.rows WHERE metric = ?",
-            (upper, metric)).fetchone()
-        out[metric] = json.loads(result)
+    """layer_type_estimates: pp_deconvolve over the aligned windows, as users read it."""
+    out = {metric: {} for metric in METRICS}
+    for layer_type, forward, metric, estimate, stderr, lo, hi, confidence in conn.execute(
+            "SELECT layer_type, forward, metric, estimate, stderr, lower90, upper90, confidence "
+            "FROM layer_type_estimates"):
+        out[metric][group_name(layer_type, forward)] = {
+            "estimate": estimate, "stderr": stderr, "lower90": lo, "upper90": hi,
+            "identified": confidence == "identified"}
     return out
 
 
@@ -152,6 +140,7 @@ def run_cell(conn_template, rec, truth):
     conn.enable_load_extension(True)
     conn_template.backup(conn)
     conn.load_extension(EXTENSION)
+    # What Prometheus would return: the values as dcgm-exporter prints them, at the stored times.
     conn.executemany("INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES (?, ?, ?, ?)",
                      [(rec.gpu.uuid, metric, int(t), float(format_value(metric, v)))
                       for m, metric in enumerate(METRICS) for t, v in zip(rec.tick_ms, rec.samples[:, m])])
@@ -160,7 +149,7 @@ def run_cell(conn_template, rec, truth):
     paper = paper_method(rec)
     overlap = overlap_method(conn)
     solved = estimator_method(conn)
-    est, identified, cover, with_interval = {}, {}, [], 0
+    est, identified, cover, with_interval, wrong = {}, {}, [], 0, 0
     for group in truth:
         key = group_name(*group)
         est[group] = [solved[metric].get(key, {}).get("estimate") for metric in METRICS]
@@ -172,20 +161,51 @@ def run_cell(conn_template, rec, truth):
             if lo is not None and hi is not None:
                 with_interval += 1
                 cover.append(lo <= truth[group][m] <= hi)
+            if entry.get("identified") and abs(entry["estimate"] - truth[group][m]) > WRONG * truth[group][m]:
+                wrong += 1
     est_id = {g: [v if ok else None for v, ok in zip(est[g], identified[g])] for g in est}
     pairs = len(truth) * len(ACTIVITY)
+    main_groups = [g for g in truth if g[0] in MAIN_TYPES]
     return {
         "paper": errors(paper, truth, ACTIVITY), "overlap": errors(overlap, truth, ACTIVITY),
         "estimator": errors(est, truth, ACTIVITY), "estimator_identified": errors(est_id, truth, ACTIVITY),
         "identified": sum(ok for g in identified for m, ok in zip(METRICS, identified[g]) if m in ACTIVITY),
+        "wrong": wrong,
+        "main_identified": sum(ok for g in main_groups for m, ok in zip(METRICS, identified[g]) if m in ACTIVITY),
+        "main_pairs": len(main_groups) * len(ACTIVITY),
         "pairs": pairs, "cover90": (np.mean(cover) if cover else float("nan")), "with_interval": with_interval,
+        "alignment": alignment_errors(conn, rec),
         "fb": {name: errors(x, truth, [FB_USED]) for name, x in
                (("paper", paper), ("overlap", overlap), ("estimator", est))},
         "detail": {"truth": truth, "paper": paper, "overlap": overlap, "solved": solved,
                    "share": time_share(rec)},
-        "sigma": {metric: solved[metric]["_system"]["sigma"] for metric in ACTIVITY},
-        "condition": solved[METRICS[0]]["_system"]["condition_scaled"],
     }
+
+
+def alignment_errors(conn, rec):
+    """How well the align step recovered the timing the recording used (rec.schedule, the truth).
+
+    seg_ms: per stretch of pp_alignment, |mean of (placed - true window end)| over its windows
+    placed within a period of the truth, in ms: the worst stretch; placed: share of stored samples
+    whose window pp_windows places within max(3 ms, 1% of the period) of the true window's end (a
+    stored copy of a window is placed with it; an error of 1% of the window changes its mix by at
+    most 1%); repeats: stored copies found / true."""
+    s = rec.schedule
+    true_end = dict(zip(s.ts_ms.tolist(), s.window_end_ns.tolist()))
+    placed_ns = {ts: end_ns for ts, end_ns in conn.execute("SELECT ts_ms, end_ns FROM pp_windows")}
+    error_ms = {ts: (placed_ns[ts] - true_end[ts]) / 1e6 for ts in placed_ns if ts in true_end}
+    half_period_ms = rec.timing.dcgm_period_ms / 2
+    seg = []
+    for from_ms, through_ms in conn.execute("SELECT from_ms, through_ms FROM pp_alignment"):
+        errs = [e for ts, e in error_ms.items() if from_ms < ts <= through_ms and abs(e) < half_period_ms]
+        if errs:
+            seg.append(abs(float(np.mean(errs))))
+    placed_within_ms = max(3.0, rec.timing.dcgm_period_ms / 100)
+    placed = [abs(e) <= placed_within_ms for e in error_ms.values()]
+    (found,) = conn.execute("SELECT count(*) FROM pp_windows WHERE copy_of_ms IS NOT NULL").fetchone()
+    return {"seg_ms": max(seg) if seg else float("nan"), "segments": len(seg),
+            "placed": (np.mean(placed) if placed else float("nan")), "windows": len(placed),
+            "repeats_found": found, "repeats": int(s.repeat.sum())}
 
 
 def time_share(rec):
@@ -244,22 +264,65 @@ def provenance(extension, built_from=None):
             + (" with uncommitted changes in src/" if dirty else ""))
 
 
+# The timing axis: how stored times relate to the DCGM windows (emulator/timing.py).
+TIMINGS = {
+    "exact": ("IDEALISED: each window stored at its own end, to the ns", dict(mode="exact")),
+    "exact-ms": ("IDEALISED: the same, the end truncated to the ms (a sub-ms grid phase)",
+                 dict(mode="exact", subms_phase=True)),
+    "offset20": ("IDEALISED: each window stored 20 ms after its end", dict(mode="offset", offset_ms=20)),
+    "offset20-ms": ("IDEALISED: the same, truncated to the ms", dict(mode="offset", offset_ms=20, subms_phase=True)),
+    "real": ("realistic (the emulator's default): DCGM's drifting polls, dcgm-exporter 4.x reading at "
+             "each scrape, Prometheus scraping at the DCGM period, storing ms scrape times", {}),
+    "real-drift": ("realistic, DCGM's poll period 500 ppm long (50 us late per poll): the offset crosses a period "
+                   "three times in 10 minutes, storing windows twice and skipping others", dict(dcgm_drift_ppm=500)),
+    "real-s1": ("realistic, Prometheus scraping every 1 s (keeps one window in ten at 100 ms)",
+                dict(scrape_interval_ms=1000)),
+    "real-cached": ("realistic, dcgm-exporter 3.x (collects on its own ticker, serves the cache)",
+                    dict(exporter="cached")),
+    "real-tol0": ("realistic, Prometheus before 2.51 (scrape times not snapped to the tick)",
+                  dict(scrape_tolerance_ms=0)),
+}
+
+
+def cell_line(name, interval, noise, minutes, rec, r, seconds):
+    cover = f"{100 * r['cover90']:5.1f}%" if r["with_interval"] else "    -"
+    a = r["alignment"]
+    seg = "    -" if np.isnan(a["seg_ms"]) else f"{a['seg_ms']:5.2f}"
+    placed = "    -" if np.isnan(a["placed"]) else f"{100 * a['placed']:5.1f}%"
+    return (f"{name:<11} {interval / 1000:>5g}s {100 * noise:>4g}% {minutes:>3g} {len(rec.tick_ms):>6} | "
+            f"{pct(r['paper'])} {pct(r['paper'], True)} | {pct(r['overlap'])} {pct(r['overlap'], True)} | "
+            f"{pct(r['estimator']):>6} {pct(r['estimator'], True):>6} {r['identified']:>3} {r['wrong']:>3} "
+            f"{r['main_identified']:>2}/{r['main_pairs']:<2} {pct(r['estimator_identified'])} "
+            f"{pct(r['estimator_identified'], True)} {cover:>6} | {seg} {placed} {a['repeats_found']:>4}/{a['repeats']:<4} | "
+            f"{seconds:4.0f}")
+
+
 def main():
     global EXTENSION
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--extension", default=str(ROOT / "build" / "precisionprobe"))
     parser.add_argument("--out", help="also write the report here (e.g. bench/results/accuracy.txt)")
-    parser.add_argument("--intervals", default="100,1000,10000", help="sample intervals, ms")
-    parser.add_argument("--noises", default="0,0.005,0.02", help="multiplicative noise, fractions")
+    parser.add_argument("--timings", default=",".join(TIMINGS),
+                        help="the timing axis, at 100 ms / 0.5%% noise (default: all of " + ", ".join(TIMINGS) + ")")
+    parser.add_argument("--grid-timings", default="exact,real", help="timings of the interval x noise grid")
+    parser.add_argument("--intervals", default="100,1000,10000", help="DCGM collection intervals of the grid, ms")
+    parser.add_argument("--noises", default="0,0.005,0.02", help="multiplicative noise of the grid, fractions")
     parser.add_argument("--minutes", default="1,10", help="recording lengths, minutes")
     parser.add_argument("--built-from", help="say what the extension was built from (default: this tree's commit)")
-    parser.add_argument("--seed", type=int, default=SEED, help=f"timeline and noise seed (default {SEED})")
+    parser.add_argument("--seed", type=int, default=SEED, help=f"timeline, timing and noise seed (default {SEED})")
     args = parser.parse_args()
     EXTENSION = args.extension
     seed = args.seed
+    axis = [t for t in args.timings.split(",") if t]
+    grid_timings = [t for t in args.grid_timings.split(",") if t]
+    for t in axis + grid_timings:
+        if t not in TIMINGS:
+            parser.error(f"unknown timing {t!r} (known: {', '.join(TIMINGS)})")
     intervals = [int(x) for x in args.intervals.split(",")]
     noises = [float(x) for x in args.noises.split(",")]
     lengths = [float(x) for x in args.minutes.split(",")]
+    cells = [(t, 100, 0.005) for t in axis]
+    cells += [(t, i, n) for t in grid_timings for i in intervals for n in noises if (t, i, n) not in cells]
     profile = Profile.named("dlrm")
     lines = []
 
@@ -270,15 +333,23 @@ def main():
     say(provenance(args.extension, args.built_from))
     say("Per-layer-type attribution error vs the DCGM emulator's ground truth (precisionprobe emulator,")
     say(f"profile precisionprobe/emulator/profiles/dlrm.json, DLRM-like timeline seed {seed}; 10 groups = 5 layer types x fwd/bwd).")
+    say("Timings (how stored sample times relate to the DCGM windows; python/precisionprobe/emulator/timing.py):")
+    for name in dict.fromkeys(t for t, _, _ in cells):
+        say(f"  {name:<11} {TIMINGS[name][0]}")
     say("Errors: relative, in %, mean and worst over (group, metric) pairs of the 5 activity metrics.")
-    say("est: all estimates pp_deconvolve gave; id: those it marks identified (count of 50 pairs);")
-    say("cover90: share of pairs whose 90% interval holds the truth (pairs with an interval).")
+    say("paper: the sample current at each call's end; overlap: layer_type_metrics; estimator: layer_type_estimates.")
+    say(f"est: every estimate; id: pairs marked identified (of 50); wrong: identified but more than {100 * WRONG:g}% off;")
+    say("EB/Lin: identified pairs of EmbeddingBag and Linear, both directions (of 20); est id: error of the identified;")
+    say("cover90: share of pairs whose 90% interval holds the truth. Alignment (pp_alignment, pp_windows vs the")
+    say("recording's truth): seg: worst stretch's |mean error| of its windows' ends in ms; placed: stored samples whose window")
+    say("is placed within max(3 ms, 1% of the period) of the true one; rep: stored copies of a window found / true. s: seconds for the cell.")
     say()
-    header = (f"{'interval':>8} {'noise':>5} {'min':>3} {'samples':>7} | {'paper':^11} | {'overlap':^11} | "
-              f"{'estimator est':^13} {'id':>3} {'est id':^11} {'cover90':>12} | {'s':>4}")
+    header = (f"{'timing':<11} {'int':>6} {'noise':>5} {'min':>3} {'stored':>6} | {'paper':^11} | {'overlap':^11} | "
+              f"{'estimator est':^13} {'id':>3} {'wrong':>3} {'EB/Lin':>5} {'est id':^11} {'cover90':>6} | "
+              f"{'seg':>5} {'placed':>6} {'rep':^9} | {'s':>4}")
     say(header)
-    say(f"{'':>8} {'':>5} {'':>3} {'':>7} | {'mean':>5} {'worst':>5} | {'mean':>5} {'worst':>5} | "
-        f"{'mean':>6} {'worst':>6} {'':>3} {'mean':>5} {'worst':>5} {'':>12} |")
+    say(f"{'':<11} {'':>6} {'':>5} {'':>3} {'':>6} | {'mean':>5} {'worst':>5} | {'mean':>5} {'worst':>5} | "
+        f"{'mean':>6} {'worst':>6} {'':>3} {'':>5} {'':>5} {'mean':>5} {'worst':>5} {'':>6} | {'ms':>5} |")
     say("-" * len(header))
     results = {}
     started = time.perf_counter()
@@ -287,40 +358,44 @@ def main():
         for minutes in lengths:
             seconds = minutes * 60
             events = dlrm_timeline(offline.DEFAULT_START_S * 10**9, seconds, seed)
-            base = offline.record(seconds, intervals[0], 0.0, seed, profile, events=events)
+            base = offline.record(seconds, 100, 0.0, seed, profile, events=events, timing=Timing(mode="exact"))
             truth = base.type_truth()
             template = template_db(args.extension, base, work)
-            for interval in intervals:
-                for noise in noises:
-                    t0 = time.perf_counter()
-                    rec = offline.record(seconds, interval, noise, seed, profile, events=events)
-                    r = run_cell(template, rec, truth)
-                    results[(interval, noise, minutes)] = r
-                    cover = (f"{100 * r['cover90']:5.1f}% ({r['with_interval']:2d})"
-                             if r["with_interval"] else "     - ( 0)")
-                    say(f"{interval / 1000:>7g}s {100 * noise:>4g}% {minutes:>3g} {len(rec.tick_ms):>7} | "
-                        f"{pct(r['paper'])} {pct(r['paper'], True)} | {pct(r['overlap'])} {pct(r['overlap'], True)} | "
-                        f"{pct(r['estimator']):>6} {pct(r['estimator'], True):>6} {r['identified']:>3} "
-                        f"{pct(r['estimator_identified'])} {pct(r['estimator_identified'], True)} {cover:>12} | "
-                        f"{time.perf_counter() - t0:4.0f}")
+            for name, interval, noise in cells:
+                t0 = time.perf_counter()
+                # Two seconds past the job, as Prometheus has them: the window holding the last
+                # call's end is stored after it, up to a period plus the exporter's latency later.
+                rec = offline.record(seconds + 2 + interval / 1000, interval, noise, seed, profile, events=events,
+                                     timing=Timing(**TIMINGS[name][1]))
+                r = run_cell(template, rec, truth)
+                results[(name, interval, noise, minutes)] = r
+                say(cell_line(name, interval, noise, minutes, rec, r, time.perf_counter() - t0))
             template.close()
-    say()
+            say()
     say("FB_USED (MiB, a level: layers differ by a few %), mean relative error in %:")
-    for (interval, noise, minutes), r in results.items():
-        if noise == noises[min(1, len(noises) - 1)]:
-            say(f"  {interval / 1000:>5g}s {100 * noise:g}% {minutes:g} min: paper {pct(r['fb']['paper'])}  "
+    for (name, interval, noise, minutes), r in results.items():
+        if noise == 0.005 and name in ("exact", "real"):
+            say(f"  {name:<6} {interval / 1000:>5g}s {100 * noise:g}% {minutes:g} min: paper {pct(r['fb']['paper'])}  "
                 f"overlap {pct(r['fb']['overlap'])}  estimator {pct(r['fb']['estimator'])}")
-    key = (100, 0.005, 10.0)
+    say()
+    say(f"Targets at 100 ms / 0.5% noise / 10 minutes, realistic timing: offset within 3 ms of the truth; no "
+        f"identified row more than {100 * WRONG:g}% off anywhere; EmbeddingBag and Linear identified both ways on "
+        "the activity metrics (20 of 20); cover90 >= 85% in every cell.")
+    worst_wrong = sum(r["wrong"] for r in results.values())
+    low_cover = [k for k, r in results.items() if r["with_interval"] and r["cover90"] < 0.85]
+    say(f"  measured: identified-but-wrong rows in the whole grid: {worst_wrong}; cells with cover90 < 85%: "
+        + (", ".join(f"{k[0]} {k[1] / 1000:g}s {100 * k[2]:g}% {k[3]:g} min ({100 * results[k]['cover90']:.0f}%)"
+                     for k in low_cover) or "none"))
+    key = ("real", 100, 0.005, max(lengths))
     if key in results:
         r = results[key]
-        say()
-        say("Target at 100 ms / 0.5% noise / 10 minutes: estimator per-layer-type error < 5%, "
-            "cover90 >= 85%; paper's method 50-70% off.")
-        say(f"  measured: estimator mean {pct(r['estimator']).strip()}% worst {pct(r['estimator'], True).strip()}%"
-            f" (identified {r['identified']}/{r['pairs']}: mean {pct(r['estimator_identified']).strip()}% "
-            f"worst {pct(r['estimator_identified'], True).strip()}%), cover90 {100 * r['cover90']:.1f}%; "
-            f"paper mean {pct(r['paper']).strip()}% worst {pct(r['paper'], True).strip()}%; "
-            f"overlap mean {pct(r['overlap']).strip()}%")
+        a = r["alignment"]
+        say(f"  realistic 100 ms: offset worst stretch {a['seg_ms']:.2f} ms over {a['segments']} stretches, "
+            f"{100 * a['placed']:.1f}% of windows placed within 3 ms; EB/Lin identified {r['main_identified']}/"
+            f"{r['main_pairs']}; estimator identified {r['identified']}/{r['pairs']} (mean "
+            f"{pct(r['estimator_identified']).strip()}% worst {pct(r['estimator_identified'], True).strip()}%), "
+            f"cover90 {100 * r['cover90']:.1f}%; paper mean {pct(r['paper']).strip()}%, overlap mean "
+            f"{pct(r['overlap']).strip()}%")
         say("Per group at that cell (two of the metrics):")
         for line in detail_lines(r):
             say(line)
