@@ -195,13 +195,17 @@ def alignment_errors(conn, rec):
     placed_ns = {ts: end_ns for ts, end_ns in conn.execute("SELECT ts_ms, end_ns FROM pp_windows")}
     error_ms = {ts: (placed_ns[ts] - true_end[ts]) / 1e6 for ts in placed_ns if ts in true_end}
     half_period_ms = rec.timing.dcgm_period_ms / 2
-    seg = []
-    for from_ms, through_ms in conn.execute("SELECT from_ms, through_ms FROM pp_alignment"):
+    seg, judged = [], []
+    # A stretch the align step calls 'not determined' claims no placement (its estimates are not
+    # identified): it is left out, and a cell with nothing else shows n/d.
+    for from_ms, through_ms in conn.execute("SELECT from_ms, through_ms FROM pp_alignment "
+                                            "WHERE status <> 'not determined'"):
         errs = [e for ts, e in error_ms.items() if from_ms < ts <= through_ms and abs(e) < half_period_ms]
         if errs:
             seg.append(abs(float(np.mean(errs))))
+        judged += [e for ts, e in error_ms.items() if from_ms < ts <= through_ms]
     placed_within_ms = max(3.0, rec.timing.dcgm_period_ms / 100)
-    placed = [abs(e) <= placed_within_ms for e in error_ms.values()]
+    placed = [abs(e) <= placed_within_ms for e in judged]
     (found,) = conn.execute("SELECT count(*) FROM pp_windows WHERE copy_of_ms IS NOT NULL").fetchone()
     return {"seg_ms": max(seg) if seg else float("nan"), "segments": len(seg),
             "placed": (np.mean(placed) if placed else float("nan")), "windows": len(placed),
@@ -287,8 +291,8 @@ TIMINGS = {
 def cell_line(name, interval, noise, minutes, rec, r, seconds):
     cover = f"{100 * r['cover90']:5.1f}%" if r["with_interval"] else "    -"
     a = r["alignment"]
-    seg = "    -" if np.isnan(a["seg_ms"]) else f"{a['seg_ms']:5.2f}"
-    placed = "    -" if np.isnan(a["placed"]) else f"{100 * a['placed']:5.1f}%"
+    seg = "  n/d" if np.isnan(a["seg_ms"]) else f"{a['seg_ms']:5.2f}"
+    placed = "   n/d" if np.isnan(a["placed"]) else f"{100 * a['placed']:5.1f}%"
     return (f"{name:<11} {interval / 1000:>5g}s {100 * noise:>4g}% {minutes:>3g} {len(rec.tick_ms):>6} | "
             f"{pct(r['paper'])} {pct(r['paper'], True)} | {pct(r['overlap'])} {pct(r['overlap'], True)} | "
             f"{pct(r['estimator']):>6} {pct(r['estimator'], True):>6} {r['identified']:>3} {r['wrong']:>3} "
@@ -342,7 +346,7 @@ def main():
     say("EB/Lin: identified pairs of EmbeddingBag and Linear, both directions (of 20); est id: error of the identified;")
     say("cover90: share of pairs whose 90% interval holds the truth. Alignment (pp_alignment, pp_windows vs the")
     say("recording's truth): seg: worst stretch's |mean error| of its windows' ends in ms; placed: stored samples whose window")
-    say("is placed within max(3 ms, 1% of the period) of the true one; rep: stored copies of a window found / true. s: seconds for the cell.")
+    say("is placed within max(3 ms, 1% of the period) of the true one (n/d: the align step said 'not determined'); rep: stored copies of a window found / true. s: seconds for the cell.")
     say()
     header = (f"{'timing':<11} {'int':>6} {'noise':>5} {'min':>3} {'stored':>6} | {'paper':^11} | {'overlap':^11} | "
               f"{'estimator est':^13} {'id':>3} {'wrong':>3} {'EB/Lin':>5} {'est id':^11} {'cover90':>6} | "
