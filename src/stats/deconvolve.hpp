@@ -29,7 +29,7 @@ struct DeconvolveLimits {
   static constexpr double kSumSlack = 1e-6;          // weights of one sample may sum to 1 + this
   static constexpr double kRestThreshold = 1e-6;     // a remainder above this makes '(rest)'
   static constexpr int64_t kMinSamples = 3;          // n below this: not identified
-  // `identified` needs a 95% half-width of at most 5% of the estimate, or 0.1% of the scale
+  // `identified` needs a 98% half-width of at most 5% of the estimate, or 0.1% of the scale
   static constexpr double kMaxRelativeHalfWidth = 0.05;
   static constexpr double kMinHalfWidth = 0.001;
   static constexpr double kCollinearVif = 1e10;      // 1 / (distance to the other columns)^2
@@ -100,7 +100,7 @@ struct DeconvolveResult {
   double residual_rms = 0;                  // sqrt(RSS / samples)
   std::optional<double> sigma;              // sqrt(RSS / dof), null when dof <= 0
   double t90 = 0;                           // the t quantile used for the 90% intervals
-  double t95 = 0;                           // and the one `identified` is judged with (95%)
+  double t98 = 0;                           // and the one `identified` is judged with (98%)
   double scale = 0;                         // the scale that `identified` compares widths with
   bool converged = true;
   int iterations = 0;
