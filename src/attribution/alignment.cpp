@@ -12,6 +12,7 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kChi2Half90 = 2.706;  // 2 x log-likelihood drop of a 90% profile interval (1 dof)
 constexpr double kT95With3Dof = 2.353;  // Student t for the scatter of four quarters
+constexpr double kSignificantDriftSe = 3;  // a stretch's own drift must exceed this many standard errors
 constexpr double kUniqueMargin = 10;    // log-likelihood units a second peak must stay below
 constexpr double kMoveMargin = 25;      // chi-square units by which a moved window must fit better
 constexpr double kWrapMargin = 50;
@@ -388,7 +389,19 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
       sxy += dt * (static_cast<double>(samples.ts_ns[i] - grid[i]) - mo);
       sxx += dt * dt;
     }
-    if (sxx > 0) est.stretch_drift_ppm = sxy / sxx * 1e6;
+    // Only a trend that stands out of the stored times' own scatter: on a loaded machine
+    // Prometheus' scrapes jitter by tens of ms, and a few seconds of them show any slope.
+    if (sxx > 0 && n > 2) {
+      const double slope = sxy / sxx;
+      double rss = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const double dt = static_cast<double>(samples.ts_ns[i] - samples.ts_ns[0]) - mt;
+        const double r = static_cast<double>(samples.ts_ns[i] - grid[i]) - mo - slope * dt;
+        rss += r * r;
+      }
+      const double slope_se = std::sqrt(rss / static_cast<double>(n - 2) / sxx);
+      if (std::fabs(slope) > kSignificantDriftSe * slope_se) est.stretch_drift_ppm = slope * 1e6;
+    }
   }
   est.half90_ns = std::max(est.likelihood_half90_ns, est.quarters_half90_ns);
   return est;
