@@ -4,10 +4,10 @@ real Prometheus, attribution in SQL, the paper's tables and figures.
 
 Without --prometheus there is no GPU here, so the counters come from the DCGM EMULATOR
 (python/precisionprobe/emulator, profile emulator/profiles/dlrm.json): it follows the job's layer
-events and serves dcgm-exporter's /metrics, which a local Prometheus scrapes every 100 ms, in its
-IDEALISED exact timing (each window stored once, stamped with its end) until the engine estimates
-the alignment of real scrape times itself. Only the layer timings are measured; every counter
-value is the emulator's. With --prometheus URL
+events and serves dcgm-exporter's /metrics, which a local Prometheus scrapes every 100 ms, with
+real dcgm-exporter timing (no timestamps: Prometheus stores its scrape times, each some 120 ms
+after the end of the DCGM window served, which pp_refresh's align step estimates from the data).
+Only the layer timings are measured; every counter value is the emulator's. With --prometheus URL
 the job reads a real dcgm-exporter's Prometheus instead and starts no emulator.
 
 Steps: start Prometheus (loopback, temporary storage) and the emulator; train the CPU DLRM under
@@ -49,6 +49,14 @@ def shell(database, sql):
 
 
 REPORT = """
+.print 'How stored sample times relate to the DCGM windows (sample_alignment), per GPU: a sample'
+.print 'stored at t describes the window that ended offset_ms before t.'
+SELECT substr(uuid, 1, 12) AS gpu, count(*) AS stretches, sum(samples) AS samples,
+       round(min(offset_ms), 1) AS offset_min, round(max(offset_ms), 1) AS offset_max,
+       round(max(timing_ms), 2) AS timing_ms, max(window_ms) AS window_ms, sum(repeats) AS repeats,
+       sum(skipped) AS skipped, group_concat(DISTINCT status) AS status
+  FROM sample_alignment GROUP BY uuid;
+.print ''
 .print 'Table II (layer_metrics): overlap-weighted means per layer; resolution < 1 means the layer is'
 .print 'shorter than one sample window, so its row blends neighbouring layers (see the estimates).'
 SELECT layer, forward AS fwd, data_num AS n,
@@ -163,8 +171,7 @@ def main():
             procs.start([PYTHON, "-m", "precisionprobe.emulator", "live",
                          "--events", str(args.out / "events"), "--mirror", str(args.out / "emulated"),
                          "--profile", "dlrm", "--port", str(emulator_port),
-                         # IDEALISED exact windows until the engine estimates the alignment
-                         "--interval-ms", str(INTERVAL_MS), "--timing", "exact", "--noise", "0.005"],
+                         "--interval-ms", str(INTERVAL_MS), "--noise", "0.005"],
                         log, env=env)
             process, url = prometheus.scrape([emulator_port], work, log, INTERVAL_MS)
             procs.add(process)

@@ -7,9 +7,9 @@ and its layer timings are MEASURED by the hook client (`python3 -m precisionprob
 counters come from the DCGM EMULATOR (python/precisionprobe/emulator, live mode): one emulator
 per job follows that job's events and serves dcgm-exporter's /metrics for one emulated GPU, with
 the counter values of the job's profile (python/precisionprobe/emulator/profiles/, one of
-dlrm, resnext, gpt2: emulation inputs, not measurements), in the emulator's IDEALISED exact
-timing (each window stored once, stamped with its end) until the engine estimates the alignment
-of real scrape times itself. A real Prometheus scrapes the three every 100 ms; `pp_refresh` reads the emulators' mirrored events and fetches the samples through
+dlrm, resnext, gpt2: emulation inputs, not measurements), with real dcgm-exporter timing (no
+timestamps: Prometheus stores its scrape times, some 120 ms after the windows served; pp_refresh's
+align step estimates that from the data). A real Prometheus scrapes the three every 100 ms; `pp_refresh` reads the emulators' mirrored events and fetches the samples through
 Prometheus' HTTP API, as it would from a real dcgm-exporter.
 
   PYTHONPATH=$PWD/python /usr/bin/python3 docs/notebook/run_workloads.py --out /tmp/pp-run --seconds 30
@@ -80,7 +80,6 @@ def run(out, seconds=30.0, extension=ROOT / "build" / "precisionprobe", jobs=tup
                 PYTHON, "-m", "precisionprobe.emulator", "live", "--events", str(out / "events" / job),
                 "--mirror", str(out / "emulated" / job), "--profile", WORKLOADS[job][2],
                 "--port", str(port), "--interval-ms", str(INTERVAL_MS), "--noise", "0.005",
-                "--timing", "exact",  # IDEALISED exact windows until the engine estimates the alignment
                 "--seed", str(index), "--gpu-uuid", uuid, "--pod", f"{job}-0", "--namespace", "default"],
                 services, env=env)
             ports.append(port)
