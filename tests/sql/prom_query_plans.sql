@@ -99,3 +99,20 @@ CREATE TEMP TRIGGER count_span AFTER INSERT ON spans BEGIN
 END;
 INSERT INTO spans VALUES ('third', ${T0} + 100, ${T0} + 104);
 SELECT samples = 15 AND hosts = 2 FROM span_counts WHERE name = 'third';
+
+-- prom_range and prom_label_values under OR, IN, NOT, LIMIT, DISTINCT, GROUP BY, a parameter.
+CREATE TEMP TABLE ranged AS SELECT * FROM prom_range('{__name__=~"DCGM_FI_DEV_.*"}', ${T0}, ${T0} + 59, 10);
+SELECT count(*) = 2 * 3 * 6 FROM ranged;
+SELECT (SELECT group_concat(labels || ts || value) FROM (SELECT * FROM prom_range('{__name__=~"DCGM_FI_DEV_.*"}', ${T0}, ${T0} + 59, 10)
+         WHERE (metric = 'DCGM_FI_DEV_FB_USED' OR value < 10) AND NOT ts IN (${T0}, ${T0} + 50) ORDER BY metric, labels, ts))
+     = (SELECT group_concat(labels || ts || value) FROM (SELECT * FROM ranged
+         WHERE (metric = 'DCGM_FI_DEV_FB_USED' OR value < 10) AND NOT ts IN (${T0}, ${T0} + 50) ORDER BY metric, labels, ts));
+SELECT (SELECT group_concat(metric || n) FROM (SELECT metric, count(DISTINCT labels) AS n
+          FROM prom_range('{__name__=~"DCGM_FI_DEV_.*"}', ${T0}, ${T0} + 59, 10) GROUP BY 1 ORDER BY 1))
+     = (SELECT group_concat(metric || n) FROM (SELECT metric, count(DISTINCT labels) AS n FROM ranged GROUP BY 1 ORDER BY 1));
+SELECT count(*) = 4 FROM (SELECT * FROM prom_range('DCGM_FI_DEV_FB_USED', @start, @start + 59, 10) LIMIT 4 OFFSET 2);
+SELECT count(*) = 3 * 6 FROM prom_range WHERE query = 'DCGM_FI_DEV_FB_USED' AND start = @start AND "end" = @start + 59 AND step IS 10;
+SELECT count(*) = 2 FROM prom_label_values('Hostname') WHERE value = 'node-a' OR value = 'node-b';
+SELECT count(*) = 1 FROM prom_label_values('Hostname') WHERE value IN ('node-a', 'x') AND NOT value LIKE 'x%';
+SELECT group_concat(value) = 'node-b' FROM (SELECT DISTINCT value FROM prom_label_values('Hostname') ORDER BY 1 LIMIT 1 OFFSET 1);
+SELECT count(*) = 3 FROM prom_label_values WHERE label IS 'UUID' AND "match" = 'DCGM_FI_DEV_FB_USED';
