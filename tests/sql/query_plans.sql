@@ -191,3 +191,25 @@ SELECT (SELECT count(*) FROM pp_estimates WHERE grouping = 'layer' AND (layer = 
      = (SELECT count(*) FROM estimates WHERE layer = 'l1' OR metric = 'DCGM_FI_DEV_GPU_UTIL');
 SELECT (SELECT group_concat(DISTINCT job_id) FROM (SELECT job_id FROM pp_estimates('layer') ORDER BY 1))
      = (SELECT group_concat(DISTINCT job_id) FROM (SELECT job_id FROM estimates ORDER BY 1));
+-- pp_fractions and pp_estimates: a CTE, a parameter, a TEMP view, LIMIT/OFFSET, ORDER BY,
+-- DISTINCT, GROUP BY, and the arguments as TEXT, INTEGER, REAL and BLOB.
+WITH one(u) AS (SELECT uuid FROM gpus ORDER BY uuid LIMIT 1)
+SELECT (SELECT count(*) FROM one, pp_fractions(one.u)) = (SELECT count(*) FROM fractions WHERE gpu = (SELECT u FROM one));
+SELECT (SELECT count(*) FROM pp_fractions(@gpu, 0)) = (SELECT count(*) FROM fractions WHERE gpu = @gpu)
+   AND (SELECT count(*) FROM pp_fractions(@gpu, 0.0)) = (SELECT count(*) FROM fractions WHERE gpu = @gpu)
+   AND (SELECT count(*) FROM pp_fractions(@gpu, '0')) = (SELECT count(*) FROM fractions WHERE gpu = @gpu)
+   AND (SELECT count(*) FROM pp_fractions(CAST(@gpu AS BLOB), NULL)) = (SELECT count(*) FROM fractions WHERE gpu = @gpu);
+SELECT (SELECT group_concat(metric || ts_ms || layer || forward) FROM (
+          SELECT f.* FROM gpus AS g, pp_fractions(g.uuid) AS f ORDER BY g.uuid, ts_ms DESC, metric, layer, forward LIMIT 9 OFFSET 4))
+     = (SELECT group_concat(metric || ts_ms || layer || forward) FROM (
+          SELECT * FROM fractions ORDER BY gpu, ts_ms DESC, metric, layer, forward LIMIT 9 OFFSET 4));
+SELECT (SELECT group_concat(layer || forward || ':' || n) FROM (
+          SELECT layer, forward, count(DISTINCT ts_ms) AS n FROM gpus AS g, pp_fractions(g.uuid) GROUP BY 1, 2 ORDER BY 1, 2))
+     = (SELECT group_concat(layer || forward || ':' || n) FROM (
+          SELECT layer, forward, count(DISTINCT ts_ms) AS n FROM fractions GROUP BY 1, 2 ORDER BY 1, 2));
+CREATE TEMP VIEW estimates_by_type AS SELECT * FROM pp_estimates('layer_type');
+SELECT (SELECT count(*) FROM estimates_by_type WHERE layer_type IN ('Linear', 'x') OR NOT identified)
+     = (SELECT count(*) FROM pp_estimates(CAST('layer_type' AS BLOB)) WHERE layer_type IN ('Linear', 'x') OR NOT identified);
+.parameter set @grouping layer
+SELECT (SELECT group_concat(job_id || ':' || n) FROM (SELECT job_id, count(*) AS n FROM pp_estimates(@grouping) GROUP BY 1 ORDER BY 1))
+     = (SELECT group_concat(job_id || ':' || n) FROM (SELECT job_id, count(*) AS n FROM estimates GROUP BY 1 ORDER BY 1));

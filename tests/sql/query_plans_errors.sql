@@ -42,3 +42,5 @@ SELECT * FROM prom_range('up', d.name, 1, 1) CROSS JOIN dirs AS d;
 SELECT * FROM prom_label_values(NULL);
 -- error: prom_samples: argument 'selector' is NULL
 SELECT * FROM prom_samples(NULL, 1, 2);
+-- error: pp_estimates: argument 'grouping' must be 'layer' or 'layer_type', got '1'
+SELECT * FROM pp_estimates(1);
