@@ -29,6 +29,12 @@ constexpr Area kAreas[] = {
 extern "C" __attribute__((visibility("default"))) int sqlite3_precisionprobe_init(
     sqlite3* db, char** error_message, const sqlite3_api_routines* api) {
   SQLITE_EXTENSION_INIT2(api);
+  // IN lists are handed to the tables whole (sqlite3_vtab_in, SQLite 3.38): an older SQLite's
+  // routine table lacks those entries.
+  if (sqlite3_libversion_number() < 3038000) {
+    *error_message = sqlite3_mprintf("precisionprobe: needs SQLite 3.38.0 or later; this is %s", sqlite3_libversion());
+    return SQLITE_ERROR;
+  }
   const char* area_name = "";
   try {
     const pp::Registration registration{db, std::make_shared<pp::Connection>(db)};

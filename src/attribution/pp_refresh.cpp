@@ -8,9 +8,10 @@
 //   path   events written by the hook client: a file, a directory or a glob (as layer_events);
 //          NULL skips the import and the fetch: it folds what pp_events and pp_samples already
 //          hold (events and samples inserted by other means; bench/attribution_bench.py times it)
-//   final  optional; 1 folds every sample window now, including the last one of a job that is
-//          still running. Without it a job is complete once its last event is older than
-//          attribution_margin_seconds.
+//   final  optional number; 1 (any non-zero) folds every sample window now, including the last
+//          one of a job that is still running. Without it (or NULL, or 0) a job is complete once
+//          its last event is older than attribution_margin_seconds. Text that is not a number
+//          is an error.
 // One row: events_added, samples_added, windows_folded, history_kept, http_requests.
 //
 // The steps are refresh.hpp's. Refreshing again after more events folds only what is new, and
@@ -55,7 +56,8 @@ struct RefreshCursor : RowsCursor {
   void filter(int idx_num, int argc, sqlite3_value** argv) {
     const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
     keep_arguments(args);
-    const bool final = args[1] && sqlite3_value_int(args[1]) != 0;
+    // NULL or absent: not final; otherwise a number (text such as 'yes' is an error, not 0).
+    const bool final = args[1] && sqlite3_value_type(args[1]) != SQLITE_NULL && required_double(args[1], "final") != 0;
     const RefreshSummary s = refresh(*connection, optional_text(args[0]), final);
     set_rows({{s.events_added, s.samples_added, s.windows_folded, s.history_kept, int64_t{s.http_requests}}});
   }

@@ -1,54 +1,74 @@
 #include "core/table_function.hpp"
 
 #include <cstring>
+#include <string>
 
 namespace pp {
+
+namespace {
+
+// idxStr of a plan that cannot run: the marker, then the reason xFilter reports.
+constexpr const char kCannotRun[] = "cannot run: ";
+
+bool is_argument_operator(unsigned char op) {
+  return op == SQLITE_INDEX_CONSTRAINT_EQ || op == SQLITE_INDEX_CONSTRAINT_IS;
+}
+
+int cannot_run(sqlite3_index_info* info, const std::string& reason) {
+  info->idxStr = sqlite3_mprintf("%s%s", kCannotRun, reason.c_str());
+  if (!info->idxStr) throw std::bad_alloc();
+  info->needToFreeIdxStr = 1;
+  info->estimatedCost = 1e300;
+  info->estimatedRows = 1;
+  for (int i = 0; i < info->nConstraint; ++i) info->aConstraintUsage[i] = {0, 0};
+  info->idxNum = 0;
+  return kPlanCannotRun;
+}
+
+}  // namespace
 
 int plan_arguments(sqlite3_index_info* info, int first_argument_column, const std::vector<ArgumentSpec>& arguments) {
   const int n = static_cast<int>(arguments.size());
   std::vector<int> usable(n, -1);
-  unsigned seen_unusable = 0;
+  std::vector<bool> unusable(n, false);
   for (int i = 0; i < info->nConstraint; ++i) {
     const auto& c = info->aConstraint[i];
     const int argument = c.iColumn - first_argument_column;
-    if (argument < 0 || argument >= n) continue;
-    if (c.op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-    if (!c.usable) {
-      seen_unusable |= 1u << argument;
-      continue;
-    }
-    usable[argument] = i;
+    if (argument < 0 || argument >= n || !is_argument_operator(c.op)) continue;
+    if (!c.usable)
+      unusable[argument] = true;
+    else if (usable[argument] < 0)
+      usable[argument] = i;  // a second one is checked by SQLite against the echoed value
+  }
+  for (int a = 0; a < n; ++a) {
+    if (usable[a] >= 0) continue;
+    // A value from a table that this plan reads later would be dropped, and SQLite's check of
+    // it against the hidden column (NULL) would then give zero rows, or a side effect would run
+    // without it.
+    if (unusable[a])
+      return cannot_run(info, std::string("argument '") + arguments[a].name +
+                                  "' is taken from a table that this join order reads later (name that table "
+                                  "first, and do not CROSS JOIN it after this one)");
+    // One branch of an OR is planned without the constraints outside the OR: costed out, and
+    // only if no plan can supply the argument is this one run.
+    if (arguments[a].required)
+      return cannot_run(info, std::string("missing required argument '") + arguments[a].name + "'");
   }
   int idx_num = 0;
   int next_argv = 1;
-  const char* missing = nullptr;
   for (int a = 0; a < n; ++a) {
-    if (usable[a] >= 0) {
-      idx_num |= 1 << a;
-      info->aConstraintUsage[usable[a]].argvIndex = next_argv++;
-      info->aConstraintUsage[usable[a]].omit = 1;
-    } else if (arguments[a].required) {
-      if (seen_unusable & (1u << a)) return SQLITE_CONSTRAINT;
-      if (!missing) missing = arguments[a].name;
-    }
+    if (usable[a] < 0) continue;
+    idx_num |= 1 << a;
+    info->aConstraintUsage[usable[a]].argvIndex = next_argv++;
+    info->aConstraintUsage[usable[a]].omit = 1;
   }
   info->idxNum = idx_num;
-  if (missing) {
-    // SQLite also asks about plans with fewer constraints than the query has (an OR, a join):
-    // such a plan is costed out, not an error. Only if no plan can supply the argument is this
-    // one run, and its xFilter says what is missing.
-    info->idxStr = sqlite3_mprintf("%s%s'", kMissingArgument, missing);
-    if (!info->idxStr) throw std::bad_alloc();
-    info->needToFreeIdxStr = 1;
-    info->estimatedCost = 1e300;
-    info->estimatedRows = 1;
-    return kPlanLacksArgument;
-  }
   return SQLITE_OK;
 }
 
 void check_plan_arguments(const char* idx_str) {
-  if (idx_str && std::strncmp(idx_str, kMissingArgument, std::strlen(kMissingArgument)) == 0) throw Error(idx_str);
+  constexpr size_t kMarker = sizeof kCannotRun - 1;
+  if (idx_str && std::strncmp(idx_str, kCannotRun, kMarker) == 0) throw Error(idx_str + kMarker);
 }
 
 std::vector<sqlite3_value*> filter_arguments(int idx_num, int argc, sqlite3_value** argv, size_t argument_count) {

@@ -34,18 +34,19 @@ struct ArgumentSpec {
   bool required;
 };
 
-// The xBestIndex half of the arguments: hands each usable equality constraint on an argument
-// column to xFilter (in argument order) and records which arguments are present as bits of
-// idxNum. A required argument that is present but not usable in this plan (a join whose other
-// side is not yet known) gives SQLITE_CONSTRAINT, so SQLite picks a plan that can supply it. A
-// plan that lacks a required argument altogether gets an enormous cost and returns
-// kPlanLacksArgument: the table's plan() returns at once (other constraints do not matter), and
-// should SQLite run it (no other plan exists), xFilter fails with "missing required argument
-// 'NAME'".
-constexpr int kPlanLacksArgument = SQLITE_OK + 1000;
-constexpr const char* kMissingArgument = "missing required argument '";
+// The xBestIndex half of the arguments: hands each usable `=` or `IS` constraint on an
+// argument column to xFilter (in argument order), marks it omitted (the hidden column echoes the
+// value, so SQLite's own check would pass) and records which arguments are present as bits of
+// idxNum. SQLite asks about several plans of one query, some with fewer constraints than the
+// query has (one branch of an OR, a join order where another table is read later): a plan that
+// lacks a required argument, or that would drop an argument given from another table (present,
+// but not usable in this plan), must not run instead of a plan that has it. Such a plan gets an
+// enormous cost and returns kPlanCannotRun: the table's plan() returns at once, and should SQLite
+// run it after all (no other plan exists), its xFilter fails with the reason ("missing required
+// argument 'path'", "argument 'final' comes from a table read after ...").
+constexpr int kPlanCannotRun = SQLITE_OK + 1000;
 int plan_arguments(sqlite3_index_info* info, int first_argument_column, const std::vector<ArgumentSpec>& arguments);
-// In xFilter: throws the error of a plan that lacks a required argument (the kit calls it).
+// In xFilter: throws the reason of a plan that cannot run (the kit calls it).
 void check_plan_arguments(const char* idx_str);
 
 // Maps xFilter's argv (present arguments first, in order) back to argument positions:
@@ -104,7 +105,7 @@ sqlite3_module table_function_module() {
   m.xBestIndex = [](sqlite3_vtab* vtab, sqlite3_index_info* info) {
     return guard_vtab(vtab, Cursor::kName, [&] {
       const int rc = Cursor::plan(info);
-      return rc == kPlanLacksArgument ? SQLITE_OK : rc;
+      return rc == kPlanCannotRun ? SQLITE_OK : rc;
     });
   };
   m.xDisconnect = disconnect_table;

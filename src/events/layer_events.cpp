@@ -33,14 +33,17 @@
 //                                                     the nearest double: about 0.24 us apart)
 //   source_file TEXT, line INTEGER                    where the row comes from (line is 1-based)
 //
-// PUSH-DOWN: job_id = X, and >, >=, <, <= on t_start and t_end, are checked while reading, so
-// rows that fail them are never handed to SQLite (which still checks them: omit = 0).
+// PUSH-DOWN: job_id = X and job_id IN (...) (compared as bytes: not under NOCASE or another
+// collation), and >, >=, <, <= on t_start and t_end, are checked while reading, so rows that
+// fail them are never handed to SQLite (which still checks them: omit = 0). An IN list is
+// taken whole (sqlite3_vtab_in): the files are read once, not once per value.
 //
 // DIRECTONLY: it reads files, so a view or trigger stored in a database file cannot use it
 // ("unsafe use of virtual table"); TEMP views and triggers can.
 #include <algorithm>
 #include <iterator>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,17 +64,36 @@ enum Column {
 // idxNum bits: bit 0 is the path argument (plan_arguments); then the pushed-down constraints,
 // whose values follow the path in xFilter's argv in bit order.
 constexpr int kJobIdBit = 1 << 1;
-constexpr int kRangeShift = 2;  // 4 bits per time column: >, >=, <, <=
+constexpr int kJobIdInBit = 1 << 2;  // the value is an IN list, read with sqlite3_vtab_in_first/next
+constexpr int kRangeShift = 3;       // 4 bits per time column: >, >=, <, <=
 constexpr int kRangeColumns[] = {kTStart, kTEnd};
 constexpr unsigned char kRangeOps[] = {SQLITE_INDEX_CONSTRAINT_GT, SQLITE_INDEX_CONSTRAINT_GE,
                                        SQLITE_INDEX_CONSTRAINT_LT, SQLITE_INDEX_CONSTRAINT_LE};
-constexpr int kPushDownBits = 1 + 2 * 4;
+constexpr int kPushDownBits = 2 + 2 * 4;
 
 int range_bit(int column, unsigned char op) {
   for (int c = 0; c < 2; ++c)
     for (int o = 0; o < 4; ++o)
       if (kRangeColumns[c] == column && kRangeOps[o] == op) return 1 << (kRangeShift + c * 4 + o);
   return 0;
+}
+
+// The values of an IN list handed whole to xFilter, when all are TEXT or NULL (NULL matches
+// nothing). nullopt when one is of another type: affinity decides those, so SQLite's own check
+// filters and nothing is pushed down.
+std::optional<std::set<std::string, std::less<>>> text_values_of_in_list(sqlite3_value* list) {
+  std::set<std::string, std::less<>> values;
+  sqlite3_value* value = nullptr;
+  int rc = sqlite3_vtab_in_first(list, &value);
+  for (; rc == SQLITE_OK; rc = sqlite3_vtab_in_next(list, &value)) {
+    const int type = sqlite3_value_type(value);
+    if (type == SQLITE_NULL) continue;
+    if (type != SQLITE_TEXT) return std::nullopt;
+    values.insert(required_text(value, "job_id"));
+  }
+  if (rc == SQLITE_NOMEM) throw std::bad_alloc();
+  if (rc != SQLITE_DONE) throw Error("cannot read the values of job_id IN (...) (SQLite error " + std::to_string(rc) + ")");
+  return values;
 }
 
 struct RangeFilter {
@@ -127,8 +149,8 @@ struct EventsCursor : TableCursor {
   LayerEvent event;
   int64_t line = 0;
 
-  // Pushed-down constraints.
-  std::optional<std::string> job_id;
+  // Pushed-down constraints: each job_id set holds the values one constraint accepts.
+  std::vector<std::set<std::string, std::less<>>> job_ids;
   std::vector<RangeFilter> ranges;
 
   static int plan(sqlite3_index_info* info) {
@@ -146,7 +168,7 @@ struct EventsCursor : TableCursor {
         // A NOCASE (or other) comparison may match rows that a byte comparison would drop.
         const char* collation = sqlite3_vtab_collation(info, i);
         if (collation && sqlite3_stricmp(collation, "BINARY") != 0) continue;
-        bit = kJobIdBit;
+        bit = sqlite3_vtab_in(info, i, -1) ? kJobIdInBit : kJobIdBit;
       } else {
         bit = range_bit(c.iColumn, c.op);
       }
@@ -163,7 +185,8 @@ struct EventsCursor : TableCursor {
       info->idxNum |= 1 << (index + 1);
       info->aConstraintUsage[chosen[index]].argvIndex = next_argv++;
       info->aConstraintUsage[chosen[index]].omit = 0;  // SQLite checks again (affinity, NULL)
-      rows /= (1 << (index + 1)) == kJobIdBit ? 10 : 3;
+      if ((1 << (index + 1)) == kJobIdInBit) sqlite3_vtab_in(info, chosen[index], 1);  // the list whole
+      rows /= (1 << (index + 1)) & (kJobIdBit | kJobIdInBit) ? 10 : 3;
     }
     // Every plan reads the whole file; push-down only saves the rows' trip through SQLite.
     info->estimatedRows = static_cast<sqlite3_int64>(rows);
@@ -172,7 +195,7 @@ struct EventsCursor : TableCursor {
   }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {
-    job_id.reset();
+    job_ids.clear();
     ranges.clear();
     const auto args = filter_arguments(idx_num, argc, argv, 1);
     keep_arguments(args);
@@ -183,11 +206,18 @@ struct EventsCursor : TableCursor {
       const int bit = 1 << (index + 1);
       if (!(idx_num & bit) || next_value >= argc) continue;
       sqlite3_value* value = argv[next_value++];
+      if (bit == kJobIdInBit) {
+        if (auto values = text_values_of_in_list(value)) {
+          if (values->empty()) impossible = true;
+          job_ids.push_back(std::move(*values));
+        }
+        continue;
+      }
       const int type = sqlite3_value_type(value);
       if (type == SQLITE_NULL) {
         impossible = true;
       } else if (bit == kJobIdBit) {
-        if (type == SQLITE_TEXT) job_id = required_text(value, "job_id");
+        if (type == SQLITE_TEXT) job_ids.push_back({required_text(value, "job_id")});
         // other types: affinity rules decide; SQLite's own check does it
       } else if (type == SQLITE_INTEGER || type == SQLITE_FLOAT) {
         const int range = index - (kRangeShift - 1);
@@ -199,7 +229,8 @@ struct EventsCursor : TableCursor {
   }
 
   bool wanted() const {
-    if (job_id && event.job_id != *job_id) return false;
+    for (const auto& accepted : job_ids)
+      if (!accepted.count(event.job_id)) return false;
     for (const RangeFilter& r : ranges)
       if (!r.accepts(event)) return false;
     return true;

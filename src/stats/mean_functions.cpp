@@ -200,7 +200,7 @@ std::vector<SqlFunction> mean_functions() {
   functions.push_back(
       window(kMerge, 1, kPureFunction, merge_step, state_value<&kMerge>, state_value<&kMerge>, merge_inverse));
   functions.push_back(scalar(kMerge, 2, kPureFunction, merge_scalar));
-  for (const auto& [name, reader] : {std::pair{kValue, mean_value}, {kCount, mean_count}, {kStddev, mean_stddev},
+  for (const auto& [name, reader] : {std::pair{kValue, &mean_value}, {kCount, mean_count}, {kStddev, mean_stddev},
                                      {kMin, mean_min}, {kMax, mean_max}, {kJson, mean_json}})
     functions.push_back(scalar(name, 1, kPureFunction, reader));
   return functions;

@@ -1,0 +1,46 @@
+-- Where no plan can supply an argument, or its value is of no use, the error names the
+-- function, the argument and what is wrong (query_plans.sql: the plans that work).
+CREATE TEMP TABLE dirs(name TEXT, path TEXT);
+INSERT INTO dirs VALUES ('job1', '${SOURCE_DIR}/tests/data/events/job1');
+-- error: layer_events: missing required argument 'path'
+SELECT count(*) FROM layer_events WHERE layer = 'a' OR layer = 'b';
+-- error: layer_events: missing required argument 'path'
+SELECT count(*) FROM layer_events WHERE path > '/';
+-- error: layer_jobs: missing required argument 'path'
+SELECT count(*) FROM layer_jobs WHERE path LIKE '%';
+-- error: layer_events: missing required argument 'path'
+SELECT count(*) FROM layer_events(d.path) CROSS JOIN dirs AS d;
+-- error: layer_jobs: missing required argument 'path'
+SELECT count(*) FROM layer_jobs AS j CROSS JOIN dirs AS d WHERE j.path = d.path;
+-- error: layer_events: argument 'path' is NULL
+SELECT count(*) FROM dirs AS d LEFT JOIN layer_events(NULL);
+-- error: layer_events: no such file or directory: '42'
+SELECT count(*) FROM layer_events(42);
+-- error: layer_events: no such file or directory: '4.5'
+SELECT count(*) FROM layer_events(4.5);
+-- error: pp_refresh: argument 'final' is not a number: 'yes'
+SELECT * FROM pp_refresh(NULL, 'yes');
+-- error: pp_refresh: missing required argument 'path'
+SELECT * FROM pp_refresh WHERE final = 1;
+-- error: pp_overlaps: argument 'after_ms' is not a number: 'soon'
+SELECT * FROM pp_overlaps('GPU-0', 'soon');
+-- error: pp_overlap_means: argument 'uuid' is NULL
+SELECT * FROM pp_overlap_means(NULL);
+-- error: pp_fractions: argument 'timing_shift' must be -1, 0 or 1
+SELECT * FROM pp_fractions('GPU-0', 2);
+-- error: pp_fractions: argument 'timing_shift' is not a number
+SELECT * FROM pp_fractions('GPU-0', x'79');
+-- error: pp_estimates: argument 'grouping' must be 'layer' or 'layer_type', got 'gpu'
+SELECT * FROM pp_estimates('gpu');
+-- error: pp_estimates: missing required argument 'grouping'
+SELECT * FROM pp_estimates WHERE layer = 'a' OR grouping > 'a';
+-- error: prom_series: missing required argument 'match'
+SELECT * FROM prom_series WHERE metric IN ('a', 'b');
+-- error: prom_range: missing required argument 'start'
+SELECT * FROM prom_range('up', d.name, 1, 1) CROSS JOIN dirs AS d;
+-- error: prom_label_values: argument 'label' is NULL
+SELECT * FROM prom_label_values(NULL);
+-- error: prom_samples: argument 'selector' is NULL
+SELECT * FROM prom_samples(NULL, 1, 2);
+-- error: pp_estimates: argument 'grouping' must be 'layer' or 'layer_type', got '1'
+SELECT * FROM pp_estimates(1);
