@@ -59,6 +59,7 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
   sqlite3* db = connection.db();
   RefreshRun run{connection, db, final, now_seconds(), connection.warner("pp_refresh"), {}, 0};
   const bool commits_itself = sqlite3_get_autocommit(db) != 0;
+  const Connection::WriteScope settings_fixed(connection);
   run_script(db, "SAVEPOINT pp_refresh");
   try {
     run_steps(run, path);

@@ -44,6 +44,7 @@ std::string installed_objects() {
 }
 
 void install_attribution_schema(sqlite3* db) {
+  verify_attribution_schema(db);
   upgrade_tables(db);
   run_script(db, embedded_sql("schema"));
   const std::string views = view_sql();

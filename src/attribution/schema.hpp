@@ -14,4 +14,9 @@ void install_attribution_schema(sqlite3* db);
 // "tables: a, b, ...; views: c, ...": what install_attribution_schema creates, read from its SQL.
 std::string installed_objects();
 
+// Throws pp::Error naming the first attribution table in the main database that is not exactly
+// what the extension creates (other columns or constraints, a trigger or foreign index on it, a
+// view of its name). install_attribution_schema calls it before writing anything.
+void verify_attribution_schema(sqlite3* db);
+
 }  // namespace pp
