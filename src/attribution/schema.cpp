@@ -51,7 +51,8 @@ void install_attribution_schema(sqlite3* db) {
   const std::string fingerprint = std::to_string(std::hash<std::string>{}(views));
   const bool current =
       query_double(db, "SELECT count(*) FROM main.pp_meta WHERE key = 'views' AND value = :fingerprint",
-                   {{":fingerprint", fingerprint}}, 0) > 0;
+                   {{":fingerprint", fingerprint}}, 0) > 0 &&
+      attribution_views_current(db);
   if (!current) {
     std::string drops;
     for (const std::string& view : created_objects(views, "VIEW")) drops += "DROP VIEW IF EXISTS main." + view + ";";

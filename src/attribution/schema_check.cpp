@@ -1,6 +1,8 @@
 // Before pp_refresh or pp_install_views writes to the attribution tables, each one that already
-// exists must be exactly what src/attribution/sql/schema.sql creates: the same CREATE TABLE
-// (columns, types, constraints), and no index or trigger on it beyond the extension's own.
+// exists must be exactly what src/attribution/sql/schema.sql (and estimates.sql) creates: the
+// same CREATE TABLE (columns, types, constraints), and no index or trigger on it beyond the
+// extension's own. Views the refresh reads (layer_metrics, ...) are replaced when their stored
+// SQL is not this version's, whatever pp_meta says.
 //
 // A database file may come from anyone, and a CHECK constraint, trigger or index stored in it
 // runs whenever the engine writes to the table. SQLite refuses DIRECTONLY functions in most of
@@ -38,6 +40,11 @@ struct StoredObject {
 struct TableReference {
   std::set<std::string> table_sql;
   std::set<StoredObject> others;
+};
+
+struct References {
+  std::map<std::string, TableReference> tables;
+  std::map<std::string, std::string> views;  // name -> normalized SQL
 };
 
 // SQL without comments, whitespace runs as one space, none around ( ) , ; literals unchanged.
@@ -103,19 +110,23 @@ struct ReferenceDb {
   ~ReferenceDb() { sqlite3_close(db); }
 };
 
-std::map<std::string, TableReference> build_references() {
-  std::map<std::string, TableReference> tables;
+References build_references() {
+  References references;
   auto collect = [&](sqlite3* db) {
     for (auto& [table, object] : stored_objects(db, "main")) {
-      if (object.type == "table" && object.name.rfind("sqlite_", 0) != 0)
-        tables[table].table_sql.insert(object.sql);
+      if (object.type == "view")
+        references.views[object.name] = object.sql;
+      else if (object.type == "table" && object.name.rfind("sqlite_", 0) != 0)
+        references.tables[table].table_sql.insert(object.sql);
       else
-        tables[table].others.insert(object);
+        references.tables[table].others.insert(object);
     }
   };
   {
     ReferenceDb current;
     run_script(current.db, embedded_sql("schema"));
+    run_script(current.db, embedded_sql("views"));  // views are stored unresolved: no functions needed
+    run_script(current.db, embedded_sql("estimates"));
     collect(current.db);
   }
   {
@@ -126,14 +137,14 @@ std::map<std::string, TableReference> build_references() {
     run_script(earlier.db, named_sql("upgrade", "metric_kinds"));
     collect(earlier.db);
   }
-  return tables;
+  return references;
 }
 
-const std::map<std::string, TableReference>& references() {
+const References& references() {
   static std::once_flag once;
-  static std::map<std::string, TableReference> tables;
-  std::call_once(once, [] { tables = build_references(); });
-  return tables;
+  static References built;
+  std::call_once(once, [] { built = build_references(); });
+  return built;
 }
 
 [[noreturn]] void refuse(const std::string& table, const std::string& problem) {
@@ -146,15 +157,20 @@ const std::map<std::string, TableReference>& references() {
 }  // namespace
 
 void verify_attribution_schema(sqlite3* db) {
-  const auto& expected = references();
+  const References& expected = references();
   for (const auto& [table, object] : stored_objects(db, "main")) {
+    const std::string name = to_lower(object.name);
+    if (expected.views.count(name)) {
+      if (object.type != "view") refuse(name, "it is a " + object.type + " where the extension keeps a view");
+      continue;  // views are replaced when they differ (attribution_views_current)
+    }
     // An object named like an attribution table, or defined on one.
-    std::string owner = table;
-    if (!expected.count(owner)) owner = to_lower(object.name);
-    auto it = expected.find(owner);
-    if (it == expected.end()) continue;
+    auto it = expected.tables.find(table);
+    if (it == expected.tables.end()) it = expected.tables.find(name);
+    if (it == expected.tables.end()) continue;
+    const std::string& owner = it->first;
     const TableReference& reference = it->second;
-    if (to_lower(object.name) == owner) {
+    if (name == owner) {
       if (object.type != "table") refuse(owner, "it is a " + object.type + ", not a table");
       if (object.name != owner) refuse(owner, "it is named '" + object.name + "'");
       if (!reference.table_sql.count(object.sql)) refuse(owner, "its columns or constraints differ");
@@ -162,6 +178,20 @@ void verify_attribution_schema(sqlite3* db) {
       refuse(owner, "the " + object.type + " '" + object.name + "' on it is not the extension's");
     }
   }
+}
+
+bool attribution_views_current(sqlite3* db) {
+  const References& expected = references();
+  size_t matching = 0;
+  for (const auto& [table, object] : stored_objects(db, "main")) {
+    (void)table;
+    const auto it = expected.views.find(object.name);
+    if (object.type == "view" && it != expected.views.end()) {
+      if (it->second != object.sql) return false;
+      ++matching;
+    }
+  }
+  return matching == expected.views.size();
 }
 
 }  // namespace pp

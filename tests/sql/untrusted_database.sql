@@ -22,3 +22,11 @@ SELECT events_added = 0 FROM pp_refresh(NULL);
 SELECT pp_config('timeout_ms', 1500) = '1500';
 CREATE TEMP VIEW set_timeout AS SELECT pp_config('timeout_ms', 2500) AS value;
 SELECT value = '2500' FROM set_timeout;
+
+-- A view of the extension's name that is not its own (even with pp_meta's fingerprint left as
+-- the extension wrote it) is replaced at the next refresh: the refresh reads layer_metrics.
+DROP VIEW layer_metrics;
+CREATE VIEW layer_metrics AS SELECT 'forged' AS job_id;
+SELECT events_added = 0 FROM pp_refresh(NULL);
+SELECT count(*) = 0 FROM layer_metrics WHERE job_id = 'forged';
+SELECT sql NOT LIKE '%forged%' FROM sqlite_schema WHERE name = 'layer_metrics';

@@ -75,3 +75,9 @@ SELECT pp_install_views();
 DELETE FROM pp_meta;
 CREATE TEMP TRIGGER redirect AFTER INSERT ON main.pp_meta BEGIN SELECT pp_config('timeout_ms', 1); END;
 SELECT * FROM pp_refresh(NULL);
+-- error: pp_install_views: table 'pp_metric_bounds' is not as precisionprobe creates it (its columns or constraints differ)
+CREATE TABLE pp_metric_bounds(metric TEXT PRIMARY KEY, lower REAL, upper REAL CHECK (pp_config('timeout_ms') > 0));
+SELECT pp_install_views();
+-- error: pp_refresh: table 'layer_metrics' is not as precisionprobe creates it (it is a table where the extension keeps a view)
+CREATE TABLE layer_metrics(job_id TEXT);
+SELECT * FROM pp_refresh(NULL);
