@@ -28,13 +28,32 @@
 // nothing, and can be run again. Inside BEGIN IMMEDIATE ... COMMIT it waits its turn instead.
 #include "attribution/attribution_tables.hpp"
 #include "attribution/refresh.hpp"
+#include "core/errors.hpp"
 #include "core/sql_values.hpp"
+#include "core/text.hpp"
 #include "core/table_function.hpp"
 
 namespace pp {
 namespace {
 
 const std::vector<ArgumentSpec> kArguments = {{"path", true}, {"final", false}};
+
+// 0 or 1 (SQL's FALSE and TRUE, or the text '0', '1', 'false', 'true'); NULL or absent is 0. Anything else, 'yes' included, is refused
+// rather than read as whatever number SQLite would make of it.
+bool final_argument(sqlite3_value* value) {
+  if (!value || sqlite3_value_type(value) == SQLITE_NULL) return false;
+  const int type = sqlite3_value_type(value);
+  const double number = sqlite3_value_double(value);
+  if ((type == SQLITE_INTEGER || type == SQLITE_FLOAT) && (number == 0 || number == 1)) return number == 1;
+  const unsigned char* text = sqlite3_value_text(value);
+  if (!text) throw std::bad_alloc();
+  const std::string word = to_lower(trim(reinterpret_cast<const char*>(text)));
+  if (type == SQLITE_TEXT && (word == "0" || word == "false")) return false;
+  if (type == SQLITE_TEXT && (word == "1" || word == "true")) return true;
+  std::string shown = type == SQLITE_BLOB ? "a BLOB" : "'" + std::string(reinterpret_cast<const char*>(text)) + "'";
+  if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
+  throw argument_error("final", "needs 0 or 1 (FALSE or TRUE), got " + shown);
+}
 
 struct RefreshCursor : RowsCursor {
   static constexpr const char* kName = "pp_refresh";
@@ -56,9 +75,8 @@ struct RefreshCursor : RowsCursor {
   void filter(int idx_num, int argc, sqlite3_value** argv) {
     const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
     keep_arguments(args);
-    // NULL or absent: not final; otherwise a number (text such as 'yes' is an error, not 0).
-    const bool final = args[1] && sqlite3_value_type(args[1]) != SQLITE_NULL && required_double(args[1], "final") != 0;
-    const RefreshSummary s = refresh(*connection, optional_text(args[0]), final);
+    const bool final = final_argument(args[1]);
+    const RefreshSummary s = refresh(*connection, optional_text(args[0], "path"), final);
     set_rows({{s.events_added, s.samples_added, s.windows_folded, s.history_kept, int64_t{s.http_requests}}});
   }
 };

@@ -59,15 +59,22 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
   sqlite3* db = connection.db();
   RefreshRun run{connection, db, final, now_seconds(), connection.warner("pp_refresh"), {}, 0};
   const bool commits_itself = sqlite3_get_autocommit(db) != 0;
-  run_script(db, "SAVEPOINT pp_refresh");
+  const Connection::WriteScope settings_fixed(connection);
   try {
+    run_script(db, "SAVEPOINT pp_refresh");
     run_steps(run, path);
     run_script(db, "RELEASE pp_refresh");
   } catch (...) {
     // SQLITE_BUSY or SQLITE_BUSY_SNAPSHOT: another connection writes or has written since the
     // calling SELECT began. SQLite cannot wait here (the SELECT holds a read transaction, so
     // busy_timeout does not apply), and the code must survive the rollback below.
-    const bool busy = (sqlite3_extended_errcode(db) & 0xFF) == SQLITE_BUSY;
+    bool busy = (sqlite3_extended_errcode(db) & 0xFF) == SQLITE_BUSY;
+    try {
+      throw;
+    } catch (const BusyError&) {
+      busy = true;  // a step met the lock, and later SQL (a statement's cleanup) reset the code
+    } catch (...) {
+    }
     sqlite3_exec(db, "ROLLBACK TO pp_refresh; RELEASE pp_refresh", nullptr, nullptr, nullptr);
     if (busy)
       throw BusyError(

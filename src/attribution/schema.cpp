@@ -44,13 +44,15 @@ std::string installed_objects() {
 }
 
 void install_attribution_schema(sqlite3* db) {
+  verify_attribution_schema(db);
   upgrade_tables(db);
   run_script(db, embedded_sql("schema"));
   const std::string views = view_sql();
   const std::string fingerprint = std::to_string(std::hash<std::string>{}(views));
   const bool current =
       query_double(db, "SELECT count(*) FROM main.pp_meta WHERE key = 'views' AND value = :fingerprint",
-                   {{":fingerprint", fingerprint}}, 0) > 0;
+                   {{":fingerprint", fingerprint}}, 0) > 0 &&
+      attribution_views_current(db);
   if (!current) {
     std::string drops;
     for (const std::string& view : created_objects(views, "VIEW")) drops += "DROP VIEW IF EXISTS main." + view + ";";

@@ -14,4 +14,11 @@ void install_attribution_schema(sqlite3* db);
 // "tables: a, b, ...; views: c, ...": what install_attribution_schema creates, read from its SQL.
 std::string installed_objects();
 
+// Throws pp::Error naming the first attribution table in the main database that is not exactly
+// what the extension creates (other columns or constraints, a trigger or foreign index on it, a
+// view of its name). install_attribution_schema calls it before writing anything.
+void verify_attribution_schema(sqlite3* db);
+// True when every attribution view is stored, exactly as this version creates it.
+bool attribution_views_current(sqlite3* db);
+
 }  // namespace pp

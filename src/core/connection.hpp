@@ -22,6 +22,21 @@ class Connection {
   sqlite3* db() const { return db_; }
 
   Settings& settings() { return settings_; }
+
+  // While the engine writes its tables (pp_refresh), settings cannot change: a CHECK
+  // constraint or trigger that runs during the write cannot redirect the requests the write
+  // makes, and every step of it reads the same settings. pp_config(key, value) refuses then.
+  class WriteScope {
+   public:
+    explicit WriteScope(Connection& c) : c_(c) { ++c_.writing_; }
+    ~WriteScope() { --c_.writing_; }
+    WriteScope(const WriteScope&) = delete;
+    WriteScope& operator=(const WriteScope&) = delete;
+
+   private:
+    Connection& c_;
+  };
+  bool engine_writing() const { return writing_ > 0; }
   HttpClient& http() { return http_; }
 
   // Warnings (Prometheus "warnings", skipped input lines, ...) of the current statement, read
@@ -48,6 +63,7 @@ class Connection {
  private:
   sqlite3* db_;
   Settings settings_;
+  int writing_ = 0;
   HttpClient http_;
   mutable std::mutex mutex_;
   std::vector<std::string> warnings_;

@@ -20,7 +20,12 @@ void pp_config_function(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   guard_function(ctx, "pp_config", [&] {
     Connection& connection = connection_from(sqlite3_user_data(ctx));
     const std::string key = required_text(argv[0], "key");
-    if (argc == 2) connection.settings().set(key, required_text(argv[1], "value"));
+    if (argc == 2) {
+      if (connection.engine_writing())
+        throw Error("settings cannot change while pp_refresh writes the attribution tables (was pp_config "
+                    "called by a constraint or trigger stored in the database?)");
+      connection.settings().set(key, required_text(argv[1], "value"));
+    }
     result_text(ctx, connection.settings().display(key));
   });
 }

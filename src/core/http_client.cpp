@@ -1,12 +1,14 @@
 #include "core/http_client.hpp"
 
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
 #include "core/errors.hpp"
@@ -61,12 +63,48 @@ size_t read_header(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
-std::string read_secret_file(const std::string& path, const char* setting) {
-  std::ifstream in(path);
-  if (!in) throw Error(std::string("cannot read the file named by setting '") + setting + "': '" + path + "'");
-  std::stringstream content;
-  content << in.rdbuf();
-  return std::string(trim(content.str()));
+// The secret in the file named by a setting: its first line, without the line break and
+// surrounding blanks. The file must be a regular file (a directory or FIFO is refused, never
+// waited on), at most kMaxSecretFileBytes long, with nothing but blank lines after the secret,
+// and the secret must hold no control character (a line break would inject request headers).
+// Messages name the setting and the path, never the content.
+constexpr size_t kMaxSecretFileBytes = 64 * 1024;
+
+std::string read_secret_file(const std::string& path, const char* setting, bool spaces_allowed) {
+  const std::string where = std::string("setting '") + setting + "' names '" + path + "'";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw Error("cannot read the file named by setting '" + std::string(setting) + "': '" + path + "'");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    throw Error(where + ", which is not a regular file; it needs a file holding the secret alone");
+  if (static_cast<unsigned long long>(st.st_size) > kMaxSecretFileBytes)
+    throw Error(where + ", which is larger than " + std::to_string(kMaxSecretFileBytes / 1024) +
+                " KiB; it needs a file holding the secret alone");
+  std::string content;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error("cannot read the file named by setting '" + std::string(setting) + "': '" + path + "'");
+    if (n == 0) break;
+    content.append(buffer, static_cast<size_t>(n));
+    if (content.size() > kMaxSecretFileBytes)
+      throw Error(where + ", which is larger than " + std::to_string(kMaxSecretFileBytes / 1024) + " KiB");
+  }
+  const auto line_end = content.find('\n');
+  const std::string secret(trim(std::string_view(content).substr(0, line_end)));
+  if (line_end != std::string::npos && !trim(std::string_view(content).substr(line_end)).empty())
+    throw Error(where + ", which holds more than one line; it needs a file holding the secret alone");
+  if (secret.empty()) throw Error(where + ", which is empty");
+  for (unsigned char c : secret)
+    if (c < 0x20 || c == 0x7f || (!spaces_allowed && c == ' '))
+      throw Error(where + ", whose secret holds a " + (c == ' ' ? "space" : "control character") +
+                  "; a secret is one line of printable characters");
+  return secret;
 }
 
 bool retryable(long status) { return status == 429 || status >= 500; }
@@ -109,10 +147,10 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
   for (const auto& item : extra.items()) headers.add(item.key() + ": " + item.value().get<std::string>());
   if (!settings.get("bearer_token_file").empty())
     headers.add("Authorization: Bearer " +
-                read_secret_file(settings.get("bearer_token_file"), "bearer_token_file"));
+                read_secret_file(settings.get("bearer_token_file"), "bearer_token_file", false));
   std::string password;
   if (!settings.get("basic_auth_password_file").empty())
-    password = read_secret_file(settings.get("basic_auth_password_file"), "basic_auth_password_file");
+    password = read_secret_file(settings.get("basic_auth_password_file"), "basic_auth_password_file", true);
 
   HttpResponse response;
   for (int attempt = 0;; ++attempt) {

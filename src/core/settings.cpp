@@ -1,5 +1,6 @@
 #include "core/settings.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -15,9 +16,9 @@ const std::vector<SettingDefinition>& setting_definitions() {
       {"prometheus_url", SettingType::Url, "http://127.0.0.1:9090", "PRECISIONPROBE_PROMETHEUS_URL",
        "Base URL of the Prometheus HTTP API (Prometheus, VictoriaMetrics, Thanos, Mimir)"},
       {"timeout_ms", SettingType::Integer, "30000", nullptr,
-       "Time limit of one HTTP request, connection included, in milliseconds"},
+       "Time limit of one HTTP request, connection included, in milliseconds", 1, 86400000},
       {"retries", SettingType::Integer, "3", nullptr,
-       "Further attempts after HTTP 429, 5xx or a connection error (never after bad_data)"},
+       "Further attempts after HTTP 429, 5xx or a connection error (never after bad_data)", 0, 100},
       {"bearer_token_file", SettingType::Path, "", nullptr,
        "File holding a bearer token sent as 'Authorization: Bearer ...' (read on each request)"},
       {"basic_auth_user", SettingType::Text, "", nullptr, "User name for HTTP basic auth"},
@@ -26,30 +27,30 @@ const std::vector<SettingDefinition>& setting_definitions() {
       {"headers", SettingType::HeadersJson, "{}", nullptr,
        "JSON object of extra request headers, e.g. {\"X-Scope-OrgID\":\"team-a\"}"},
       {"max_points_per_series", SettingType::Integer, "11000", nullptr,
-       "Points per series per query_range request; longer ranges are split into chunks"},
+       "Points per series per query_range request; longer ranges are split into chunks", 1, 1000000},
       {"max_requests_per_query", SettingType::Integer, "10000", nullptr,
-       "Refuse a call that would need more HTTP requests than this"},
+       "Refuse a call that would need more HTTP requests than this", 1, 10000000},
       {"samples_chunk_seconds", SettingType::Integer, "3600", nullptr,
-       "Time span of one raw-sample request made by prom_samples"},
+       "Time span of one raw-sample request made by prom_samples", 1, 31536000},
       {"max_response_bytes", SettingType::Integer, "268435456", nullptr,
-       "Largest HTTP response body accepted, in bytes"},
+       "Largest HTTP response body accepted, in bytes", 1, 17179869184},
       {"sample_interval_ms", SettingType::Integer, "0", nullptr,
-       "The window a DCGM sample averages over (dcgm-exporter's -c), in ms; 0 = estimated from the data"},
+       "The window a DCGM sample averages over (dcgm-exporter's -c), in ms; 0 = estimated from the data", 0, 3600000},
       {"sample_offset_ms", SettingType::OffsetMs, "auto", nullptr,
        "How long before its stored time a sample's window ends, in ms; auto = estimated from the data "
        "per GPU and stretch of time (pp_alignment). A number also says every stored time is its own window "
        "(none is a repeat)"},
       {"alignment_segment_seconds", SettingType::Integer, "10", nullptr,
        "pp_refresh: the offset between stored times and windows is estimated per stretch of at least "
-       "this many seconds (and 100 samples), so that it may drift"},
+       "this many seconds (and 100 samples), so that it may drift", 1, 86400},
       {"max_sample_lag_ms", SettingType::Integer, "1000", nullptr,
-       "pp_refresh: the largest offset searched for when estimating alignment, in ms"},
+       "pp_refresh: the largest offset searched for when estimating alignment, in ms", 0, 600000},
       {"attribution_margin_seconds", SettingType::Integer, "60", nullptr,
        "pp_refresh: a job whose last event is older than this is complete, so all its sample "
-       "windows are folded"},
+       "windows are folded", 0, 3153600000},
       {"dedup_rel_tol", SettingType::Real, "0.05", nullptr,
        "pp_refresh: a layer's new means are kept in layer_history only when they differ from "
-       "the last kept ones by more than this relative tolerance"},
+       "the last kept ones by more than this relative tolerance", 0, 1000},
       {"tls_verify", SettingType::Boolean, "on", nullptr, "Verify the server's TLS certificate"},
       {"tls_ca_file", SettingType::Path, "", nullptr, "CA bundle used to verify the server"},
   };
@@ -80,19 +81,69 @@ const SettingDefinition& find_definition(const std::string& key) {
   throw Error("unknown setting '" + key + "' (known: " + known + ")");
 }
 
+std::string range_text(double value) {
+  if (value == std::floor(value) && std::fabs(value) < 1e18) return std::to_string(static_cast<long long>(value));
+  return std::to_string(value);
+}
+
+bool has_control_character(std::string_view value) {
+  for (unsigned char c : value)
+    if (c < 0x20 || c == 0x7f) return true;
+  return false;
+}
+
+// The URL is never echoed in these messages: it may hold a password.
+std::string normalize_url(const std::string& where, const std::string& value) {
+  const std::string scheme_hint = "needs an http:// or https:// URL such as http://prometheus:9090";
+  const auto scheme = value.find("://");
+  const std::string scheme_name = scheme == std::string::npos ? "" : to_lower(value.substr(0, scheme));
+  if (scheme_name != "http" && scheme_name != "https") throw Error(where + scheme_hint);
+  for (unsigned char c : value)
+    if (c <= 0x20 || c == 0x7f)
+      throw Error(where + scheme_hint + "; this one holds a space or control character (percent-encode it)");
+  const size_t authority = scheme + 3;
+  const auto at = value.rfind('@');
+  size_t host_start = authority;
+  if (at != std::string::npos && at >= authority) {
+    if (value.find_first_of("/?#", authority) < at)
+      throw Error(where + scheme_hint + "; in this one '/', '?' or '#' comes before the last '@': "
+                          "percent-encode them in the user name or password (%2F, %3F, %23), and '@' "
+                          "in the path (%40)");
+    host_start = at + 1;
+  }
+  const auto host_end = std::min(value.find_first_of("/?#", host_start), value.size());
+  const std::string host = value.substr(host_start, host_end - host_start);
+  const auto port = host.rfind(':');
+  const bool bracketed = !host.empty() && host.front() == '[';
+  const std::string name = port == std::string::npos || (bracketed && host.back() == ']') ? host : host.substr(0, port);
+  if (name.empty()) throw Error(where + scheme_hint + "; this one has no host");
+  if (port != std::string::npos && !(bracketed && host.back() == ']')) {
+    int64_t n = 0;
+    if (!parse_int64(host.substr(port + 1), n) || n < 1 || n > 65535)
+      throw Error(where + scheme_hint + "; this one's port is not a number from 1 to 65535");
+  }
+  if (value.find('#', host_end) != std::string::npos || value.find('?', host_end) != std::string::npos)
+    throw Error(where + scheme_hint + "; a base URL has no query or fragment ('?' or '#')");
+  return value.back() == '/' ? value.substr(0, value.size() - 1) : value;
+}
+
 std::string normalize(const SettingDefinition& d, const std::string& value) {
   const std::string where = std::string("setting '") + d.name + "' ";
+  const std::string range = "from " + range_text(d.minimum) + " to " + range_text(d.maximum);
   switch (d.type) {
     case SettingType::Integer: {
       int64_t n = 0;
       if (!parse_int64(value, n) || n < 0)
         throw Error(where + "needs a non-negative integer, got '" + value + "'");
+      if (static_cast<double>(n) < d.minimum || static_cast<double>(n) > d.maximum)
+        throw Error(where + "needs an integer " + range + ", got '" + value + "'" +
+                    (std::string(d.name) == "timeout_ms" && n == 0 ? " (0 would mean no time limit at all)" : ""));
       return std::to_string(n);
     }
     case SettingType::Real: {
-      double d = 0;
-      if (!parse_double(value, d) || d < 0)
-        throw Error(where + "needs a non-negative number, got '" + value + "'");
+      double number = 0;
+      if (!parse_double(value, number) || !std::isfinite(number) || number < d.minimum || number > d.maximum)
+        throw Error(where + "needs a number " + range + ", got '" + value + "'");
       return std::string(trim(value));
     }
     case SettingType::OffsetMs: {
@@ -109,23 +160,24 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
       throw Error(where + "needs on/off, true/false or 1/0, got '" + value + "'");
     }
     case SettingType::Url:
-      if (value.rfind("http://", 0) != 0 && value.rfind("https://", 0) != 0)
-        throw Error(where + "needs an http:// or https:// URL, got '" + redact_url(value) + "'");
-      return value.back() == '/' ? value.substr(0, value.size() - 1) : value;
+      return normalize_url(where, value);
     case SettingType::HeadersJson: {
       nlohmann::json j = nlohmann::json::parse(value, nullptr, false);
       if (j.is_discarded() || !j.is_object())
         throw Error(where + "needs a JSON object of header names to string values");
       for (const auto& item : j.items())
         if (!item.value().is_string() || item.key().empty() ||
-            item.key().find_first_of(":\r\n") != std::string::npos ||
-            item.value().get<std::string>().find_first_of("\r\n") != std::string::npos)
+            item.key().find_first_of(":\r\n") != std::string::npos || has_control_character(item.key()) ||
+            has_control_character(item.value().get<std::string>()))
           throw Error(where + "header '" + item.key() +
-                      "' needs a plain name and a string value without line breaks");
+                      "' needs a plain name and a string value without line breaks or control characters");
       return j.dump();
     }
     case SettingType::Text:
+      if (has_control_character(value)) throw Error(where + "must not hold control characters");
+      return value;
     case SettingType::Path:
+      if (value.find('\0') != std::string::npos) throw Error(where + "must not hold a NUL byte");
       return value;
   }
   return value;
@@ -141,8 +193,11 @@ Settings::Settings() {
       if (env && *env) {
         try {
           value = normalize(d, env);
-        } catch (const Error&) {
-          // A malformed environment value keeps the default; pp_config shows which is in force.
+        } catch (const Error& e) {
+          // The default stays in force for display, but using the setting fails with this.
+          environment_errors_[d.name] = std::string("environment variable ") + d.environment +
+                                        " is not usable: " + e.what() +
+                                        "; correct it, or set the value with pp_config('" + d.name + "', ...)";
         }
       }
     }
@@ -152,6 +207,8 @@ Settings::Settings() {
 
 const std::string& Settings::get(const std::string& key) const {
   find_definition(key);
+  const auto refused = environment_errors_.find(key);
+  if (refused != environment_errors_.end()) throw Error(refused->second);
   return values_.at(key);
 }
 
@@ -171,6 +228,7 @@ bool Settings::get_bool(const std::string& key) const { return get(key) == "on";
 
 void Settings::set(const std::string& key, const std::string& value) {
   values_[key] = normalize(find_definition(key), value);
+  environment_errors_.erase(key);
 }
 
 std::string Settings::display(const std::string& key) const {
@@ -187,14 +245,18 @@ std::string Settings::display(const std::string& key) const {
 
 std::string redact_url(const std::string& url) {
   const auto scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
-  const auto host_start = scheme + 3;
-  const auto path_start = url.find_first_of("/?#", host_start);
-  const auto at = url.rfind('@', path_start == std::string::npos ? url.size() : path_start);
-  if (at == std::string::npos || at < host_start) return url;
-  const auto colon = url.find(':', host_start);
-  if (colon == std::string::npos || colon > at) return url;  // user name only, no password
-  return url.substr(0, colon + 1) + "***" + url.substr(at);
+  const size_t authority = scheme == std::string::npos ? 0 : scheme + 3;
+  const auto at = url.rfind('@');
+  if (at == std::string::npos || at < authority) return url;
+  // A user name is kept only where it cannot hold part of the secret: before a ':' that is
+  // followed by the password, with nothing that could end the authority in it.
+  const std::string userinfo = url.substr(authority, at - authority);
+  const auto colon = userinfo.find(':');
+  std::string shown = "***";
+  if (scheme != std::string::npos && colon != std::string::npos && colon > 0 &&
+      userinfo.find_first_of("/?#") > colon)
+    shown = userinfo.substr(0, colon) + ":***";
+  return url.substr(0, authority) + shown + url.substr(at);
 }
 
 }  // namespace pp

@@ -17,6 +17,9 @@ struct SettingDefinition {
   const char* default_value;  // before environment overrides
   const char* environment;    // variable that overrides the default, or nullptr
   const char* description;
+  // The range an integer or real setting accepts (both ends included).
+  double minimum = 0;
+  double maximum = 0;
 };
 
 const std::vector<SettingDefinition>& setting_definitions();
@@ -26,7 +29,9 @@ class Settings {
  public:
   Settings();  // defaults, with environment overrides applied
 
-  // Raw value; throws pp::Error for an unknown key.
+  // Raw value; throws pp::Error for an unknown key, and for a setting whose environment
+  // variable held a value it refuses (until pp_config sets one), so that a mistyped
+  // PRECISIONPROBE_PROMETHEUS_URL is not silently replaced by the default.
   const std::string& get(const std::string& key) const;
   int64_t get_int(const std::string& key) const;
   double get_real(const std::string& key) const;
@@ -40,9 +45,12 @@ class Settings {
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::string> environment_errors_;  // key -> why its variable was refused
 };
 
-// "http://user:secret@host:9090/x" -> "http://user:***@host:9090/x"; safe for messages.
+// "http://user:secret@host:9090/x" -> "http://user:***@host:9090/x"; safe for messages
+// whatever the URL holds: everything between "://" and the last '@' is masked (all of it when
+// the user name itself might be a secret), and text without "://" is masked up to its last '@'.
 std::string redact_url(const std::string& url);
 
 }  // namespace pp

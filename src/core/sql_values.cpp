@@ -4,19 +4,29 @@
 #include "core/text.hpp"
 
 namespace pp {
+namespace {
+
+std::string text_without_nul(sqlite3_value* value, const char* argument) {
+  const unsigned char* text = sqlite3_value_text(value);
+  if (!text) throw std::bad_alloc();
+  std::string result(reinterpret_cast<const char*>(text), static_cast<size_t>(sqlite3_value_bytes(value)));
+  const auto nul = result.find('\0');
+  if (nul != std::string::npos)
+    throw argument_error(argument, "holds a NUL byte (at byte " + std::to_string(nul) +
+                                       "), where a path or text would be cut short");
+  return result;
+}
+
+}  // namespace
 
 std::string required_text(sqlite3_value* value, const char* argument) {
   if (!value || sqlite3_value_type(value) == SQLITE_NULL) throw argument_error(argument, "is NULL");
-  const unsigned char* text = sqlite3_value_text(value);
-  if (!text) throw std::bad_alloc();
-  return std::string(reinterpret_cast<const char*>(text), sqlite3_value_bytes(value));
+  return text_without_nul(value, argument);
 }
 
-std::optional<std::string> optional_text(sqlite3_value* value) {
+std::optional<std::string> optional_text(sqlite3_value* value, const char* argument) {
   if (!value || sqlite3_value_type(value) == SQLITE_NULL) return std::nullopt;
-  const unsigned char* text = sqlite3_value_text(value);
-  if (!text) throw std::bad_alloc();
-  return std::string(reinterpret_cast<const char*>(text), sqlite3_value_bytes(value));
+  return text_without_nul(value, argument);
 }
 
 double required_double(sqlite3_value* value, const char* argument) {

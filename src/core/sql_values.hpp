@@ -13,10 +13,12 @@ namespace pp {
 // NULL, INTEGER, REAL or TEXT.
 using SqlValue = std::variant<std::monostate, int64_t, double, std::string>;
 
-// Text of a required argument; NULL is an error "argument 'ARG' is NULL".
+// Text of a required argument; NULL is an error "argument 'ARG' is NULL". Text or a BLOB that
+// holds a NUL byte is an error too: C paths and strings would silently end there.
 std::string required_text(sqlite3_value* value, const char* argument);
-// Text of an optional argument; NULL (or an absent argument, nullptr) gives nullopt.
-std::optional<std::string> optional_text(sqlite3_value* value);
+// Text of an optional argument; NULL (or an absent argument, nullptr) gives nullopt. A NUL byte
+// is an error naming the argument, as for required_text.
+std::optional<std::string> optional_text(sqlite3_value* value, const char* argument);
 // A number, or text that parses as one entirely; anything else is an error naming the argument.
 double required_double(sqlite3_value* value, const char* argument);
 

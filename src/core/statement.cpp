@@ -67,7 +67,13 @@ int Statement::parameter_index(const char* name) const {
   return index;
 }
 
-void Statement::fail() const { throw Error(sqlite3_errmsg(db_)); }
+void Statement::fail() const {
+  if ((sqlite3_extended_errcode(db_) & 0xFF) == SQLITE_BUSY)
+    throw BusyError(std::string(sqlite3_errmsg(db_)) +
+                    ": another connection holds this database's write lock; nothing was written by this "
+                    "statement (run it again, or set PRAGMA busy_timeout so that SQLite waits for the lock)");
+  throw Error(sqlite3_errmsg(db_));
+}
 
 long long run_script(sqlite3* db, std::string_view script, const SqlParameters& parameters) {
   long long changes = 0;

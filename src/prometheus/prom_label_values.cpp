@@ -36,7 +36,7 @@ struct LabelValuesCursor : RowsCursor {
     const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
     keep_arguments(args);
     const std::string label = required_text(args[0], "label");
-    const auto match = optional_text(args[1]);
+    const auto match = optional_text(args[1], "match");
     PromClient client(*connection, kName);
     std::vector<std::vector<SqlValue>> rows;
     for (const std::string& value : *client.label_values(label, match)) rows.push_back({value});

@@ -50,7 +50,9 @@ std::vector<MatrixChunk> plan_chunks(Connection& connection, const std::string& 
   auto client = std::make_shared<PromClient>(connection, "prom_range");
   for (int64_t k = 0; k < requests; ++k) {
     const int64_t chunk_start = start + k * max_points * step;
-    const int64_t chunk_end = std::min(end, chunk_start + (max_points - 1) * step);
+    // (max_points - 1) * step may pass int64 (steps up to 1e13 s): compare before multiplying.
+    const int64_t chunk_end =
+        (max_points - 1) > (end - chunk_start) / step ? end : std::min(end, chunk_start + (max_points - 1) * step);
     chunks.push_back({[client, query, chunk_start, chunk_end, step] {
                         return client->query_range(query, chunk_start, chunk_end, step);
                       },

@@ -28,6 +28,17 @@ bool digits(std::string_view s, size_t pos, size_t n, int& out) {
   return true;
 }
 
+bool leap_year(int year) { return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0; }
+
+int days_in_month(int year, int month) {
+  static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return month == 2 && leap_year(year) ? 29 : days[month - 1];
+}
+
+// The longest duration or step accepted, in ms (1e13 seconds, as for numbers of seconds): far
+// beyond any real range, and small enough that a time plus a step never overflows.
+constexpr int64_t kMaxDurationMs = 10'000'000'000'000'000;
+
 }  // namespace
 
 bool parse_rfc3339_ms(std::string_view s, int64_t& out_ms) {
@@ -38,7 +49,8 @@ bool parse_rfc3339_ms(std::string_view s, int64_t& out_ms) {
       !digits(s, 11, 2, hour) || s[13] != ':' || !digits(s, 14, 2, minute) || s[16] != ':' ||
       !digits(s, 17, 2, second))
     return false;
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
+  if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 || minute > 59 ||
+      second > 60)
     return false;
   size_t pos = 19;
   int64_t millis = 0;
@@ -61,7 +73,7 @@ bool parse_rfc3339_ms(std::string_view s, int64_t& out_ms) {
   } else if (s[pos] == '+' || s[pos] == '-') {
     int oh, om;
     if (!digits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
-        !digits(s, pos + 4, 2, om))
+        !digits(s, pos + 4, 2, om) || oh > 23 || om > 59)
       return false;
     offset_minutes = (s[pos] == '-' ? -1 : 1) * (oh * 60 + om);
     pos += 6;
@@ -170,6 +182,8 @@ int64_t parse_duration_ms(sqlite3_value* value, const char* argument) {
     throw argument_error(argument,
                          "is not a duration: '" + shown + "' (use seconds or e.g. '15s', '1m30s')");
   if (ms <= 0) throw argument_error(argument, "must be at least 1ms, got '" + shown + "'");
+  if (ms > kMaxDurationMs)
+    throw argument_error(argument, "must be at most 10000000000000 seconds (about 317000 years), got '" + shown + "'");
   return ms;
 }
 

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "core/errors.hpp"
+
 namespace pp {
 
 static_assert(std::is_trivial_v<MeanState> && std::is_standard_layout_v<MeanState>,
@@ -26,17 +28,39 @@ DoubleDouble two_sum(double a, double b) {
   return {s, e};
 }
 
-// (hi, lo) + x, renormalised.
-DoubleDouble add_dd(double hi, double lo, double x) {
-  const DoubleDouble s = two_sum(hi, x);
-  return two_sum(s.hi, s.lo + lo);
+// Dekker's error-free product via fused multiply-add: p + e == a * b exactly.
+DoubleDouble two_prod(double a, double b) {
+  const double p = a * b;
+  return {p, std::fma(a, b, -p)};
 }
 
-// (a.hi + a.lo) - (b.hi + b.lo), rounded to a double with an error of a few ulps of the result
-// (not of the operands): the difference of two nearby means keeps its digits.
-double difference(double a_hi, double a_lo, double b_hi, double b_lo) {
+DoubleDouble sum(DoubleDouble a, DoubleDouble b) {
+  const DoubleDouble s = two_sum(a.hi, b.hi);
+  return two_sum(s.hi, s.lo + (a.lo + b.lo));
+}
+
+DoubleDouble multiply(DoubleDouble a, DoubleDouble b) {
+  const DoubleDouble p = two_prod(a.hi, b.hi);
+  return two_sum(p.hi, p.lo + (a.hi * b.lo + a.lo * b.hi));
+}
+
+// a / b to about 106 bits: the remainder of the first quotient is exact (fma).
+DoubleDouble divide(double a, double b) {
+  const double q = a / b;
+  const double r = std::fma(-q, b, a);
+  return two_sum(q, r / b);
+}
+
+bool finite(DoubleDouble x) { return std::isfinite(x.hi) && std::isfinite(x.lo); }
+
+[[noreturn]] void overflow(const char* what) {
+  throw Error(std::string("the state would overflow: ") + what + "; split the data into smaller groups");
+}
+
+// (a.hi + a.lo) - (b.hi + b.lo) as a double-double.
+DoubleDouble difference_dd(double a_hi, double a_lo, double b_hi, double b_lo) {
   const DoubleDouble d = two_sum(a_hi, -b_hi);
-  return d.hi + (d.lo + (a_lo - b_lo));
+  return two_sum(d.hi, d.lo + (a_lo - b_lo));
 }
 
 }  // namespace
@@ -55,26 +79,50 @@ void MeanState::add(double x, double w) { merge(of(x, w)); }
 
 void MeanState::remove(double x, double w) { unmerge(of(x, w)); }
 
+// Keeps the mean within [min, max] where both are known: rounding must not put a mean of
+// equal values (or of values near one bound) outside the values themselves.
+void MeanState::clamp_mean() {
+  if (min_known && mean + mean_low < min) {
+    mean = min;
+    mean_low = 0;
+  }
+  if (max_known && mean + mean_low > max) {
+    mean = max;
+    mean_low = 0;
+  }
+}
+
 void MeanState::merge(const MeanState& other) {
   if (other.empty()) return;
   if (empty()) {
     *this = other;
     return;
   }
-  // Chan et al.: W = Wa + Wb, mean = ma + d * Wb / W, M2 = M2a + M2b + d^2 * Wa * Wb / W.
+  // Chan et al.: W = Wa + Wb, mean = ma + d * Wb / W, M2 = M2a + M2b + d^2 * Wa * Wb / W with
+  // d = mb - ma. d * Wb / W is taken in double-double arithmetic, so the mean is exact enough
+  // that unmerge can take any part out again (see unmerge).
+  int64_t total_count = 0;
+  if (__builtin_add_overflow(count, other.count, &total_count)) overflow("more than 2^63 - 1 observations");
   const double total = weight + other.weight;
-  const double d = difference(other.mean, other.mean_low, mean, mean_low);
-  const double share = other.weight / total;
-  const DoubleDouble merged_mean = add_dd(mean, mean_low, d * share);
-  m2 = m2 + other.m2 + d * d * weight * share;
+  if (!std::isfinite(total)) overflow("the sum of weights passes the largest double (1.8e308)");
+  const DoubleDouble exact_d = difference_dd(other.mean, other.mean_low, mean, mean_low);
+  if (!finite(exact_d)) overflow("the difference between the two means passes the largest double (1.8e308)");
+  const double d = exact_d.hi + exact_d.lo;
+  const DoubleDouble merged_mean = sum({mean, mean_low}, multiply(exact_d, divide(other.weight, total)));
+  const double merged_m2 = m2 + other.m2 + d * d * weight * (other.weight / total);
+  if (!finite(merged_mean)) overflow("the mean passes the largest double (1.8e308)");
+  if (!std::isfinite(merged_m2))
+    overflow("the sum of squared deviations from the mean passes the largest double (1.8e308)");
   mean = merged_mean.hi;
   mean_low = merged_mean.lo;
+  m2 = merged_m2;
   weight = total;
-  count += other.count;
+  count = total_count;
   min = std::min(min, other.min);
   max = std::max(max, other.max);
   min_known = min_known && other.min_known;
   max_known = max_known && other.max_known;
+  clamp_mean();
 }
 
 void MeanState::unmerge(const MeanState& part) {
@@ -89,20 +137,26 @@ void MeanState::unmerge(const MeanState& part) {
   if (!(rest_weight > 0) || !std::isfinite(rest_weight))
     throw std::logic_error("weights in the frame differ too much in magnitude to remove one exactly");
   // The inverse of merge, solved for the remaining part A of the whole T = A + B:
-  //   mean_A = mean_T - d * W_B / W_A and M2_A = M2_T - M2_B - d^2 * W_T * W_B / W_A,
-  // where d = mean_B - mean_T.
-  const double d = difference(part.mean, part.mean_low, mean, mean_low);
+  //   mean_A = mean_T - d * W_B / W_A, in double-double, so that taking 1e20 out of
+  //   (1e20, 1, 1) leaves a mean of 1 (in plain doubles it left 0.5);
+  //   M2_A = M2_T - M2_B - d^2 * W_T * W_B / W_A, where d = mean_B - mean_T. This difference
+  //   can cancel: after removing values far from the rest, the stddev keeps about
+  //   16 - 2 * log10(spread removed / spread left) digits (docs/reference/mean.md).
+  const DoubleDouble exact_d = difference_dd(part.mean, part.mean_low, mean, mean_low);
+  const double d = exact_d.hi + exact_d.lo;
   const double ratio = part.weight / rest_weight;
-  const DoubleDouble rest_mean = add_dd(mean, mean_low, -d * ratio);
+  const DoubleDouble rest_mean = sum({mean, mean_low}, multiply({-exact_d.hi, -exact_d.lo}, divide(part.weight, rest_weight)));
   const double rest_m2 = m2 - part.m2 - d * d * weight * ratio;
+  if (!finite(rest_mean)) overflow("the mean of the rest passes the largest double (1.8e308)");
   mean = rest_mean.hi;
   mean_low = rest_mean.lo;
-  m2 = rest_count == 1 ? 0.0 : std::max(rest_m2, 0.0);
+  m2 = rest_count == 1 || !std::isfinite(rest_m2) ? 0.0 : std::max(rest_m2, 0.0);
   weight = rest_weight;
   count = rest_count;
   // An extremum survives only if the removed values were all strictly inside it.
   min_known = min_known && part.min_known && part.min > min;
   max_known = max_known && part.max_known && part.max < max;
+  clamp_mean();
 }
 
 std::optional<double> MeanState::value() const {

@@ -46,7 +46,8 @@ struct MeanState {
   void add(double x, double w = 1.0);
   // Removes one observation that was added before (the inverse of add).
   void remove(double x, double w = 1.0);
-  // Folds in every observation of other.
+  // Folds in every observation of other. Throws pp::Error, leaving the state unchanged, when
+  // the result would not be finite (weight sum or M2 past 1.8e308) or the count would pass 2^63 - 1.
   void merge(const MeanState& other);
   // Removes the observations of part, which must all have been folded in before.
   // Throws std::logic_error when part is larger than this state, or when removing it leaves
@@ -60,6 +61,9 @@ struct MeanState {
   std::optional<double> stddev() const;
   std::optional<double> minimum() const;
   std::optional<double> maximum() const;
+
+ private:
+  void clamp_mean();
 };
 
 // The stored form (all little-endian, 60 bytes):

@@ -13,3 +13,9 @@ SELECT prom_match('DCGM_FI_PROF_.*', 'DCGM_FI_PROF_SM_ACTIVE');
 SELECT prom_match('GPU_UTIL', 'DCGM_FI_DEV_GPU_UTIL') = 0;
 SELECT prom_match('nvidia[0-9]+', NULL) IS NULL;
 SELECT pp_last_warnings() = '[]';
+-- Settings at the ends of their ranges, and flags of pp_refresh as documented.
+SELECT pp_config('timeout_ms', 86400000) = '86400000';
+SELECT pp_config('dedup_rel_tol', 0) = '0';
+SELECT pp_config('timeout_ms', 1500) = '1500';
+SELECT windows_folded = 0 FROM pp_refresh(NULL, TRUE);
+SELECT windows_folded = 0 FROM pp_refresh(NULL, 'false');

@@ -126,3 +126,7 @@ SELECT count(*) = 51 FROM (
  WHERE pp_mean_count(moving) = pp_mean_count(direct)
    AND abs(pp_mean_value(moving) / pp_mean_value(direct) - 1) < 1e-13
    AND abs(pp_mean_stddev(moving) / pp_mean_stddev(direct) - 1) < 1e-12;
+-- A sliding frame that drops a value far larger than the rest keeps the mean of the rest.
+WITH v(i, x) AS (VALUES (1, 1e20), (2, 1), (3, 1)),
+     w AS (SELECT i, pp_mean(x) OVER (ORDER BY i ROWS 1 PRECEDING) AS s FROM v)
+SELECT abs(pp_mean_value(s) - 1) < 1e-12 AND pp_mean_value(s) >= pp_mean_min(s) FROM w WHERE i = 3;

@@ -46,3 +46,12 @@ SELECT pp_mean_merge(s, 7) FROM states;
 SELECT pp_mean_merge(x) FROM t;
 -- error: wrong number of arguments to function pp_mean()
 SELECT pp_mean(x, w, 1) FROM t;
+-- Overflow is an error of the function that overflows, never a state its readers refuse.
+-- error: pp_mean: the state would overflow: the sum of weights passes the largest double (1.8e308)
+SELECT pp_mean(column1, 1e308) FROM (VALUES (1), (2));
+-- error: pp_mean: the state would overflow: the difference between the two means passes the largest double
+SELECT pp_mean(x) FROM (SELECT -1e308 AS x UNION ALL SELECT 1e308);
+-- error: pp_mean_merge: the state would overflow: more than 2^63 - 1 observations
+SELECT pp_mean_merge(s, s) FROM (SELECT X'706D01030000000000000070000000000000F03F000000000000F03F00000000000000000000000000000000000000000000F03F000000000000F03F' AS s);
+-- error: pp_mean: the state would overflow: the sum of squared deviations from the mean passes the largest double
+SELECT pp_mean(x) FROM (SELECT -1e200 AS x UNION ALL SELECT 1e200);

@@ -18,7 +18,7 @@ SELECT count(*) FROM dirs AS d LEFT JOIN layer_events(NULL);
 SELECT count(*) FROM layer_events(42);
 -- error: layer_events: no such file or directory: '4.5'
 SELECT count(*) FROM layer_events(4.5);
--- error: pp_refresh: argument 'final' is not a number: 'yes'
+-- error: pp_refresh: argument 'final' needs 0 or 1 (FALSE or TRUE), got 'yes'
 SELECT * FROM pp_refresh(NULL, 'yes');
 -- error: pp_refresh: missing required argument 'path'
 SELECT * FROM pp_refresh WHERE final = 1;

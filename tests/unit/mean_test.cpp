@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "stats/mean_state.hpp"
 
 namespace {
@@ -381,3 +382,51 @@ TEST(MeanSql, ErrorsNameFunctionAndArgument) {
 }
 
 }  // namespace
+
+// Taking a value far larger than the rest out of a sliding frame leaves the mean of the rest:
+// over 1e20, 1, 1 a frame of two ends at the mean of (1, 1), not 0.5 (below its own minimum).
+TEST(MeanState, RemovingAHugeValueLeavesTheMeanOfTheRest) {
+  MeanState s{};
+  s.add(1e20);
+  s.add(1);
+  s.remove(1e20);
+  EXPECT_EQ(*s.value(), 1.0);
+  s.add(1);
+  EXPECT_EQ(*s.value(), 1.0);
+  MeanState t{};
+  for (double x : {1e20, 1.0, 1.0}) t.add(x);
+  t.remove(1e20);
+  EXPECT_NEAR(*t.value(), 1.0, 1e-12);
+  EXPECT_GE(*t.value(), *t.minimum());
+  // With values of any sign and size, the mean stays within the values left.
+  for (double big : {1e15, -1e18, 3e25, -7e30}) {
+    MeanState u{};
+    for (double x : {big, 2.0, 3.0, 5.0}) u.add(x);
+    u.remove(big);
+    EXPECT_NEAR(*u.value(), 10.0 / 3.0, 1e-12 * (1 + std::fabs(big) * 1e-16)) << big;
+  }
+}
+
+// Overflow is an error where it happens, and the state is left as it was: no state a reader
+// would refuse is ever made.
+TEST(MeanState, OverflowIsAnErrorWhereItHappens) {
+  MeanState weights = MeanState::of(1.0, 1e308);
+  EXPECT_THROW(weights.add(2.0, 1e308), pp::Error);
+  EXPECT_EQ(weights.count, 1);
+  EXPECT_EQ(weights.weight, 1e308);
+  MeanState spread = MeanState::of(-1e308);
+  EXPECT_THROW(spread.add(1e308), pp::Error);
+  EXPECT_EQ(spread.count, 1);
+  MeanState many = MeanState::of(1.0);
+  many.count = INT64_MAX - 1;
+  many.weight = static_cast<double>(INT64_MAX);
+  EXPECT_THROW(many.merge(many), pp::Error);
+  EXPECT_EQ(many.count, INT64_MAX - 1);
+  try {
+    weights.add(2.0, 1e308);
+  } catch (const pp::Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "the state would overflow: the sum of weights passes the largest double (1.8e308); split the "
+                 "data into smaller groups");
+  }
+}

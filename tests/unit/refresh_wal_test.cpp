@@ -55,4 +55,23 @@ TEST_F(RefreshWal, RefreshesInsideBeginImmediateKeepTheLogSmall) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_events").integer, 20 * 500);
 }
 
+// Another connection holds the write lock: a refresh whose SELECT cannot wait says what was
+// busy and what to do (never a bare "database is locked"), fails with SQLITE_BUSY, and changed
+// nothing; once the writer commits, the same refresh succeeds.
+TEST_F(RefreshWal, RefreshMeetingAnotherWriterSaysWhatWasBusy) {
+  db.query("SELECT pp_install_views()");
+  dir.write("job1/rank0.jsonl", pp_test::cpu_lines(0, 50));
+  pp_test::TestDb writer{database};
+  writer.exec("BEGIN IMMEDIATE; INSERT INTO pp_meta(key, value) VALUES ('note', 'writing');");
+  db.exec("PRAGMA busy_timeout = 50");
+  const std::string error = db.error("SELECT * FROM pp_refresh(?1)", {dir / "job1"});
+  EXPECT_NE(error.find("pp_refresh: database is locked by another connection's write; nothing was changed"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(sqlite3_errcode(db.get()) & 0xFF, SQLITE_BUSY);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_events").integer, 0);
+  writer.exec("COMMIT");
+  EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1"}).integer, 50);
+}
+
 }  // namespace

@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "core/errors.hpp"
 #include "core/settings.hpp"
 
@@ -21,4 +26,57 @@ TEST(Settings, SecretsAreMaskedWhenShown) {
   settings.set("headers", R"({"X-Scope-OrgID":"team-a","Authorization":"Bearer hunter2"})");
   EXPECT_EQ(settings.display("headers").find("hunter2"), std::string::npos);
   EXPECT_EQ(pp::redact_url("http://host:9090/api"), "http://host:9090/api");
+}
+
+// A PRECISIONPROBE_PROMETHEUS_URL the setting refuses is not replaced by the default in
+// silence: the first request that needs the URL fails saying why (without echoing the value),
+// until pp_config sets one.
+TEST(Settings, UnusableEnvironmentUrlIsReportedAtFirstUse) {
+  const char* before = std::getenv("PRECISIONPROBE_PROMETHEUS_URL");
+  const std::string saved = before ? before : "";
+  setenv("PRECISIONPROBE_PROMETHEUS_URL", "reader:hunter2@prom.example:9090", 1);
+  pp::Settings settings;
+  if (before) setenv("PRECISIONPROBE_PROMETHEUS_URL", saved.c_str(), 1); else unsetenv("PRECISIONPROBE_PROMETHEUS_URL");
+  try {
+    settings.get("prometheus_url");
+    FAIL() << "an unusable environment variable must not be ignored";
+  } catch (const pp::Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("environment variable PRECISIONPROBE_PROMETHEUS_URL is not usable: setting "
+                           "'prometheus_url' needs an http:// or https:// URL"),
+              std::string::npos)
+        << message;
+    EXPECT_EQ(message.find("hunter2"), std::string::npos) << message;
+  }
+  EXPECT_EQ(settings.display("prometheus_url"), "http://127.0.0.1:9090");
+  settings.set("prometheus_url", "http://prom.example:9090");
+  EXPECT_EQ(settings.get("prometheus_url"), "http://prom.example:9090");
+}
+
+// Every integer and real setting has a range; values outside it (or NaN, or past int64) are
+// refused with the range in the message.
+TEST(Settings, NumbersHaveCheckedRanges) {
+  pp::Settings settings;
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"timeout_ms", "0"},
+           {"timeout_ms", "9223372036854775807"},
+           {"max_points_per_series", "9223372036854775807"},
+           {"max_requests_per_query", "0"},
+           {"samples_chunk_seconds", "9223372036854775"},
+           {"retries", "1000"},
+           {"dedup_rel_tol", "nan"},
+           {"dedup_rel_tol", "1e999"},
+           {"dedup_rel_tol", "-0.5"},
+           {"attribution_margin_seconds", "99999999999999"}}) {
+    EXPECT_THROW(settings.set(key, value), pp::Error) << key << " = " << value;
+  }
+  try {
+    settings.set("timeout_ms", "0");
+  } catch (const pp::Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "setting 'timeout_ms' needs an integer from 1 to 86400000, got '0' (0 would mean no time limit at all)");
+  }
+  settings.set("timeout_ms", "86400000");
+  settings.set("dedup_rel_tol", "0");
+  EXPECT_EQ(settings.get_int("timeout_ms"), 86400000);
 }

@@ -1,0 +1,197 @@
+// Before pp_refresh or pp_install_views writes to the attribution tables, each one that already
+// exists must be exactly what src/attribution/sql/schema.sql (and estimates.sql) creates: the
+// same CREATE TABLE (columns, types, constraints), and no index or trigger on it beyond the
+// extension's own. Views the refresh reads (layer_metrics, ...) are replaced when their stored
+// SQL is not this version's, whatever pp_meta says.
+//
+// A database file may come from anyone, and a CHECK constraint, trigger or index stored in it
+// runs whenever the engine writes to the table. SQLite refuses DIRECTONLY functions in most of
+// these, but not a non-deterministic function in a CHECK constraint, so the engine does not rely
+// on it: a table that differs is refused by name before anything is written.
+//
+// The reference is what the extension's own SQL stores in an empty in-memory database, once as
+// schema.sql creates it and once as upgrade.sql leaves a table made by an earlier version.
+// Stored SQL is compared without comments and with whitespace collapsed, so a table made by a
+// version whose comments differed is still the same table.
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include "attribution/schema.hpp"
+#include "core/embedded_sql.hpp"
+#include "core/errors.hpp"
+#include "core/statement.hpp"
+#include "core/text.hpp"
+
+namespace pp {
+namespace {
+
+struct StoredObject {
+  std::string type;  // table, index, trigger, view
+  std::string name;
+  std::string sql;   // normalized; empty for an automatic index
+  bool operator<(const StoredObject& o) const { return std::tie(type, name, sql) < std::tie(o.type, o.name, o.sql); }
+  bool operator==(const StoredObject& o) const { return type == o.type && name == o.name && sql == o.sql; }
+};
+
+// The definition of one attribution table as the extension may have left it: its CREATE TABLE
+// (one of several forms) and the other objects on it (indexes; an older database may lack some).
+struct TableReference {
+  std::set<std::string> table_sql;
+  std::set<StoredObject> others;
+};
+
+struct References {
+  std::map<std::string, TableReference> tables;
+  std::map<std::string, std::string> views;  // name -> normalized SQL
+};
+
+// SQL without comments, whitespace runs as one space, none around ( ) , ; literals unchanged.
+std::string normalize_sql(std::string_view sql) {
+  std::string out;
+  bool pending_space = false;
+  auto put = [&](char c) {
+    const bool tight = c == '(' || c == ')' || c == ',' || c == ';';
+    if (pending_space && !out.empty() && !tight && out.back() != '(' && out.back() != ',') out.push_back(' ');
+    pending_space = false;
+    out.push_back(c);
+  };
+  for (size_t i = 0; i < sql.size(); ++i) {
+    const char c = sql[i];
+    if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      while (i < sql.size() && sql[i] != '\n') ++i;
+      pending_space = true;
+    } else if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
+      i += 2;
+      while (i + 1 < sql.size() && !(sql[i] == '*' && sql[i + 1] == '/')) ++i;
+      ++i;
+      pending_space = true;
+    } else if (c == '\'' || c == '"' || c == '`' || c == '[') {
+      const char close = c == '[' ? ']' : c;
+      put(c);
+      for (++i; i < sql.size(); ++i) {
+        out.push_back(sql[i]);
+        if (sql[i] == close) {
+          if (close != ']' && i + 1 < sql.size() && sql[i + 1] == close) {
+            out.push_back(sql[++i]);
+            continue;
+          }
+          break;
+        }
+      }
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') {
+      pending_space = true;
+    } else {
+      put(c);
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, StoredObject>> stored_objects(sqlite3* db, const char* schema) {
+  Statement select(db, std::string("SELECT lower(tbl_name), type, name, sql FROM ") + schema +
+                           ".sqlite_schema WHERE type IN ('table', 'index', 'trigger', 'view')");
+  std::vector<std::pair<std::string, StoredObject>> objects;
+  while (select.step())
+    objects.push_back({select.column_text(0),
+                       {select.column_text(1), select.column_text(2), normalize_sql(select.column_view(3))}});
+  return objects;
+}
+
+struct ReferenceDb {
+  sqlite3* db = nullptr;
+  ReferenceDb() {
+    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, nullptr) != SQLITE_OK) {
+      sqlite3_close(db);
+      throw std::bad_alloc();
+    }
+  }
+  ~ReferenceDb() { sqlite3_close(db); }
+};
+
+References build_references() {
+  References references;
+  auto collect = [&](sqlite3* db) {
+    for (auto& [table, object] : stored_objects(db, "main")) {
+      if (object.type == "view")
+        references.views[object.name] = object.sql;
+      else if (object.type == "table" && object.name.rfind("sqlite_", 0) != 0)
+        references.tables[table].table_sql.insert(object.sql);
+      else
+        references.tables[table].others.insert(object);
+    }
+  };
+  {
+    ReferenceDb current;
+    run_script(current.db, embedded_sql("schema"));
+    run_script(current.db, embedded_sql("views"));  // views are stored unresolved: no functions needed
+    run_script(current.db, embedded_sql("estimates"));
+    collect(current.db);
+  }
+  {
+    // pp_metrics as versions before metric kinds made it, before and after upgrade.sql.
+    ReferenceDb earlier;
+    run_script(earlier.db, "CREATE TABLE pp_metrics(metric TEXT PRIMARY KEY, column_name TEXT NOT NULL)");
+    collect(earlier.db);
+    run_script(earlier.db, named_sql("upgrade", "metric_kinds"));
+    collect(earlier.db);
+  }
+  return references;
+}
+
+const References& references() {
+  static std::once_flag once;
+  static References built;
+  std::call_once(once, [] { built = build_references(); });
+  return built;
+}
+
+[[noreturn]] void refuse(const std::string& table, const std::string& problem) {
+  throw Error("table '" + table + "' is not as precisionprobe creates it (" + problem +
+              "); nothing was written. The database file may have been altered to run code when the "
+              "engine writes to it: inspect SELECT type, name, sql FROM sqlite_schema WHERE tbl_name = '" +
+              table + "', or use a fresh database");
+}
+
+}  // namespace
+
+void verify_attribution_schema(sqlite3* db) {
+  const References& expected = references();
+  for (const auto& [table, object] : stored_objects(db, "main")) {
+    const std::string name = to_lower(object.name);
+    if (expected.views.count(name)) {
+      if (object.type != "view") refuse(name, "it is a " + object.type + " where the extension keeps a view");
+      continue;  // views are replaced when they differ (attribution_views_current)
+    }
+    // An object named like an attribution table, or defined on one.
+    auto it = expected.tables.find(table);
+    if (it == expected.tables.end()) it = expected.tables.find(name);
+    if (it == expected.tables.end()) continue;
+    const std::string& owner = it->first;
+    const TableReference& reference = it->second;
+    if (name == owner) {
+      if (object.type != "table") refuse(owner, "it is a " + object.type + ", not a table");
+      if (object.name != owner) refuse(owner, "it is named '" + object.name + "'");
+      if (!reference.table_sql.count(object.sql)) refuse(owner, "its columns or constraints differ");
+    } else if (!reference.others.count(object)) {
+      refuse(owner, "the " + object.type + " '" + object.name + "' on it is not the extension's");
+    }
+  }
+}
+
+bool attribution_views_current(sqlite3* db) {
+  const References& expected = references();
+  size_t matching = 0;
+  for (const auto& [table, object] : stored_objects(db, "main")) {
+    (void)table;
+    const auto it = expected.views.find(object.name);
+    if (object.type == "view" && it != expected.views.end()) {
+      if (it->second != object.sql) return false;
+      ++matching;
+    }
+  }
+  return matching == expected.views.size();
+}
+
+}  // namespace pp

@@ -1,0 +1,38 @@
+-- Numbers and settings: every setting, duration, time and flag has a checked range and a
+-- clear error naming the function, the argument or setting, and what was wrong.
+-- error: pp_config: setting 'timeout_ms' needs an integer from 1 to 86400000, got '0' (0 would mean no time limit at all)
+SELECT pp_config('timeout_ms', 0);
+-- error: pp_config: setting 'max_points_per_series' needs an integer from 1 to 1000000, got '9223372036854775807'
+SELECT pp_config('max_points_per_series', 9223372036854775807);
+-- error: pp_config: setting 'samples_chunk_seconds' needs an integer from 1 to 31536000, got '9223372036854775'
+SELECT pp_config('samples_chunk_seconds', 9223372036854775);
+-- error: pp_config: setting 'max_requests_per_query' needs an integer from 1 to 10000000, got '0'
+SELECT pp_config('max_requests_per_query', 0);
+-- error: pp_config: setting 'dedup_rel_tol' needs a number from 0 to 1000, got 'nan'
+SELECT pp_config('dedup_rel_tol', 'nan');
+-- error: pp_config: setting 'dedup_rel_tol' needs a number from 0 to 1000, got '1e999'
+SELECT pp_config('dedup_rel_tol', '1e999');
+-- error: prom_range: argument 'step' must be at most 10000000000000 seconds (about 317000 years), got '9223372036854775807ms'
+SELECT * FROM prom_range('up', 0, 10, '9223372036854775807ms');
+-- error: prom_range: argument 'start' is not a time: '2023-02-30T00:00:00Z'
+SELECT * FROM prom_range('up', '2023-02-30T00:00:00Z', '2023-03-01T00:00:00Z', '1h');
+-- error: prom_range: argument 'start' is not a time: '2023-02-01T00:00:00+25:00'
+SELECT * FROM prom_range('up', '2023-02-01T00:00:00+25:00', '2023-03-01T00:00:00Z', '1h');
+-- error: prom_range: argument 'end' is not a time: '2023-02-29T00:00:00Z'
+SELECT * FROM prom_range('up', '2023-02-01T00:00:00Z', '2023-02-29T00:00:00Z', '1h');
+-- error: pp_refresh: argument 'final' needs 0 or 1 (FALSE or TRUE), got 'yes'
+SELECT * FROM pp_refresh(NULL, 'yes');
+-- error: pp_refresh: argument 'final' needs 0 or 1 (FALSE or TRUE), got '2'
+SELECT * FROM pp_refresh(NULL, 2);
+
+-- A NUL byte would cut a path short: every text argument that holds one is refused.
+-- error: pp_refresh: argument 'path' holds a NUL byte (at byte 4)
+SELECT * FROM pp_refresh('runs' || char(0) || '/job.jsonl');
+-- error: layer_events: argument 'path' holds a NUL byte (at byte 4)
+SELECT * FROM layer_events('runs' || char(0) || '/job.jsonl');
+-- error: layer_jobs: argument 'path' holds a NUL byte (at byte 4)
+SELECT * FROM layer_jobs(CAST('runs' || char(0) || '/job.jsonl' AS BLOB));
+-- error: pp_config: argument 'value' holds a NUL byte (at byte 4)
+SELECT pp_config('bearer_token_file', '/tmp' || char(0) || '/token');
+-- error: pp_config: argument 'value' holds a NUL byte (at byte 4)
+SELECT pp_config('tls_ca_file', '/etc' || char(0) || '/ca.crt');

@@ -1,0 +1,121 @@
+// Secrets never appear in setting reads, pp_settings or errors, whatever the URL looks like, and
+// a secret file is read as one line of a regular file (tests/sql/secrets_errors.sql has more).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "test_db.hpp"
+
+namespace {
+
+// A scratch directory with the files a test writes, removed afterwards.
+struct ScratchDir {
+  std::string path;
+  ScratchDir() {
+    char name[] = "/tmp/pp_secrets_XXXXXX";
+    path = mkdtemp(name);
+  }
+  ~ScratchDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+  std::string write(const std::string& name, const std::string& content) const {
+    const std::string file = path + "/" + name;
+    std::ofstream(file, std::ios::binary) << content;
+    return file;
+  }
+};
+
+// A connection whose requests go nowhere at once (port 1 refuses), with no retries.
+struct Offline : pp_test::TestDb {
+  Offline() { query("SELECT pp_config('prometheus_url', 'http://127.0.0.1:1'), pp_config('retries', 0)"); }
+  std::string request_error() { return error("SELECT * FROM prom_label_values('job')"); }
+};
+
+bool shown_anywhere(pp_test::TestDb& db, const std::string& secret) {
+  const std::string settings = db.scalar("SELECT group_concat(value, ' ') FROM pp_settings").text;
+  return settings.find(secret) != std::string::npos ||
+         db.scalar("SELECT pp_config('prometheus_url')").text.find(secret) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(Secrets, PasswordsWithUrlDelimitersAreMaskedEverywhere) {
+  for (const std::string password : {"pa:ss", "p%2Fss", "s3cr@t", "p%23ss%3Fw"}) {
+    pp_test::TestDb db;
+    const std::string url = "http://reader:" + password + "@127.0.0.1:1/prometheus";
+    db.query("SELECT pp_config('prometheus_url', ?)", {url});
+    EXPECT_FALSE(shown_anywhere(db, password)) << password;
+    EXPECT_EQ(db.scalar("SELECT pp_config('prometheus_url')").text, "http://reader:***@127.0.0.1:1/prometheus");
+    db.query("SELECT pp_config('retries', 0)");
+    const std::string error = db.error("SELECT * FROM prom_label_values('job')");
+    EXPECT_NE(error.find("cannot reach http://reader:***@127.0.0.1:1"), std::string::npos) << error;
+    EXPECT_EQ(error.find(password), std::string::npos) << error;
+  }
+}
+
+TEST(Secrets, MalformedUrlsAreRefusedWithoutEchoingThem) {
+  pp_test::TestDb db;
+  for (const std::string url : {"http://reader:hun/ter2@prom:9090", "http://reader:hun#ter2@prom:9090",
+                                 "http://reader:hun?ter2@prom:9090", "reader:hunter2@prom:9090",
+                                 "http://reader:hunter2@", "http://reader:hunter2@prom:99999",
+                                 "http://reader:hunter2 @prom", "http://reader:hunter2@prom\n"}) {
+    const std::string error = db.error("SELECT pp_config('prometheus_url', ?)", {url});
+    EXPECT_NE(error.find("pp_config: setting 'prometheus_url' needs an http:// or https:// URL"), std::string::npos)
+        << error;
+    EXPECT_EQ(error.find("hunter2"), std::string::npos) << error;
+    EXPECT_EQ(error.find("ter2"), std::string::npos) << error;
+  }
+  EXPECT_NE(db.error("SELECT pp_config('prometheus_url', 'http://reader:hun/ter2@prom:9090')").find("percent-encode"),
+            std::string::npos);
+  EXPECT_NE(db.error("SELECT pp_config('prometheus_url', 'http://')").find("has no host"), std::string::npos);
+  EXPECT_FALSE(shown_anywhere(db, "hunter2"));
+}
+
+TEST(Secrets, TokenFileIsOneLineOfPrintableCharacters) {
+  ScratchDir dir;
+  Offline db;
+  auto with_token = [&](const std::string& file) {
+    db.query("SELECT pp_config('bearer_token_file', ?)", {file});
+    return db.request_error();
+  };
+  // A token with its line break is accepted: the request goes out (and finds no server).
+  EXPECT_NE(with_token(dir.write("good", "abc.DEF-123_~+/=\n")).find("cannot reach"), std::string::npos);
+  const std::string two_lines = with_token(dir.write("two", "abc\nX-Injected: yes\n"));
+  EXPECT_NE(two_lines.find("setting 'bearer_token_file' names '" + dir.path + "/two', which holds more than one line"),
+            std::string::npos)
+      << two_lines;
+  EXPECT_EQ(two_lines.find("X-Injected"), std::string::npos);
+  const std::string shadow_like = with_token(dir.write("shadow", "root:$6$salt$hash:19000:0:99999:7:::\ndaemon:*:19000::\n"));
+  EXPECT_NE(shadow_like.find("more than one line"), std::string::npos) << shadow_like;
+  EXPECT_EQ(shadow_like.find("$6$"), std::string::npos);
+  EXPECT_NE(with_token(dir.write("control", "abc\rX-Injected: yes")).find("holds a control character"),
+            std::string::npos);
+  EXPECT_NE(with_token(dir.write("space", "abc def")).find("holds a space"), std::string::npos);
+  EXPECT_NE(with_token(dir.write("empty", "\n\n")).find("which is empty"), std::string::npos);
+  EXPECT_NE(with_token(dir.write("large", std::string(100000, 'a'))).find("larger than 64 KiB"), std::string::npos);
+  EXPECT_NE(with_token(dir.path).find("which is not a regular file"), std::string::npos);
+}
+
+TEST(Secrets, FifoAsTokenFileIsRefusedAtOnce) {
+  ScratchDir dir;
+  const std::string fifo = dir.path + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  Offline db;
+  db.query("SELECT pp_config('bearer_token_file', ?)", {fifo});
+  const std::string error = db.request_error();  // would block for ever if the FIFO were opened for reading
+  EXPECT_NE(error.find("which is not a regular file"), std::string::npos) << error;
+}
+
+TEST(Secrets, PasswordFileMayHoldSpacesButNotLineBreaks) {
+  ScratchDir dir;
+  Offline db;
+  db.query("SELECT pp_config('basic_auth_user', 'reader')");
+  db.query("SELECT pp_config('basic_auth_password_file', ?)", {dir.write("ok", "correct horse battery\n")});
+  EXPECT_NE(db.request_error().find("cannot reach"), std::string::npos);
+  db.query("SELECT pp_config('basic_auth_password_file', ?)", {dir.write("bad", "sword\nfish")});
+  const std::string error = db.request_error();
+  EXPECT_NE(error.find("setting 'basic_auth_password_file' names"), std::string::npos) << error;
+  EXPECT_EQ(error.find("fish"), std::string::npos) << error;
+}
