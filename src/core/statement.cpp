@@ -67,7 +67,10 @@ int Statement::parameter_index(const char* name) const {
   return index;
 }
 
-void Statement::fail() const { throw Error(sqlite3_errmsg(db_)); }
+void Statement::fail() const {
+  if (sqlite3_errcode(db_) == SQLITE_INTERRUPT) throw InterruptedError();
+  throw Error(sqlite3_errmsg(db_));
+}
 
 long long run_script(sqlite3* db, std::string_view script, const SqlParameters& parameters) {
   long long changes = 0;

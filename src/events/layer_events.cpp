@@ -121,7 +121,7 @@ struct EventsCursor : TableCursor {
   static constexpr int kFirstArgument = kPath;
   static constexpr bool kDoesIo = true;
 
-  explicit EventsCursor(ConnectionTable* table) : TableCursor(table), scan(connection->warner(kName)) {}
+  explicit EventsCursor(ConnectionTable* table) : TableCursor(table), scan(connection->warner(kName), connection->db()) {}
 
   EventFileScan scan;
   LayerEvent event;
