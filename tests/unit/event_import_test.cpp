@@ -69,7 +69,7 @@ TEST_F(EventImport, LineBeingWrittenIsImportedOnceWhole) {
       << warnings();
 }
 
-TEST_F(EventImport, TruncatedOrReplacedFileIsReadFromTheStart) {
+TEST_F(EventImport, TruncatedFileIsReadFromTheStart) {
   dir.write("job1/rank0.jsonl", cpu_lines(0, 4));
   EXPECT_EQ(refresh(), 4);
   dir.write("job1/rank0.jsonl", cpu_lines(0, 2));  // truncated: shorter than it was
