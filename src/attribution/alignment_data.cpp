@@ -65,7 +65,8 @@ GpuEventExtent read_event_extent(sqlite3* db, const std::string& uuid) {
   spans.bind(":uuid", uuid);
   while (spans.step()) extent.jobs.push_back({spans.column_text(0), {spans.column_int64(1), spans.column_int64(2), 0}});
   extent.longest_ns = static_cast<int64_t>(
-      query_double(db, "SELECT max(t_end_ns - t_start_ns) FROM main.pp_events WHERE gpu_uuid = :uuid", {{":uuid", uuid}}, 0));
+      query_double(db, "SELECT max(t_end_ns - t_start_ns) FROM main.pp_events WHERE gpu_uuid = :uuid AND t_start_ns >= 0 "
+                       "AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)", {{":uuid", uuid}}, 0));
   return extent;
 }
 

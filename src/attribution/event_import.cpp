@@ -48,6 +48,26 @@ class EventInserter {
   int field_index_[kEventFieldCount] = {};
 };
 
+// The name under which the rows of a replaced file are kept: "F (replaced 1)", "F (replaced 2)"...
+// the first that no file or row has.
+std::string keep_replaced_rows(sqlite3* db, const std::string& file) {
+  std::string kept;
+  for (int n = 1;; ++n) {
+    kept = file + " (replaced " + std::to_string(n) + ")";
+    if (query_double(db, named_sql("import", "name_taken"), {{":kept", kept}}, 0) == 0) break;
+  }
+  run_script(db, named_sql("import", "keep_replaced_rows"), {{":source_file", file}, {":kept", kept}});
+  return kept;
+}
+
+// An event whose times cannot be a layer's call: it ends before it starts (a wall-clock step
+// between the two readings), or lies outside 1970..2116 where ns arithmetic could overflow.
+const char* impossible_times(const LayerEvent& e) {
+  if (e.t_start_ns < 0 || e.t_end_ns > kMaxEventNs) return "t_start_ns or t_end_ns outside 1970-2116";
+  if (e.t_end_ns < e.t_start_ns) return "t_end_ns is before t_start_ns (a clock step?)";
+  return nullptr;
+}
+
 void insert_job(Statement& insert, const JobHeader& h, const std::string& file, int64_t line) {
   insert.bind(":job_id", h.job_id);
   insert.bind(":host_name", h.host_name);
@@ -68,13 +88,14 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
   EventFileScan::Positions resume;
   {
     Statement read(db, named_sql("import", "resume_positions"));
-    while (read.step()) resume[read.column_text(0)] = {read.column_int64(1), read.column_int64(2)};
+    while (read.step())
+      resume[read.column_text(0)] = {read.column_int64(1), read.column_int64(2), read.column_int64(3), read.column_int64(4)};
   }
   EventInserter insert_event(db);
   Statement insert_job_header(db, named_sql("import", "insert_job"));
   long long events_added = 0;
-  EventFileScan scan(warn);
-  scan.start(path, resume);
+  EventFileScan scan(warn, db);
+  scan.start(path, &resume, [db](const std::string& file) { return keep_replaced_rows(db, file); });
   LayerEvent event;
   JobHeader header;
   std::string_view text;
@@ -83,6 +104,10 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
   while (scan.next(text, complete)) {
     switch (parse_event_line(text, event, problem)) {
       case LineKind::Event:
+        if (const char* problem_times = impossible_times(event)) {
+          scan.skip(problem_times, complete);
+          break;
+        }
         events_added += insert_event.add(event, scan.source_file(), scan.line_number());
         break;
       case LineKind::JobHeader:
@@ -106,6 +131,8 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
     save.bind(":source_file", file);
     save.bind(":bytes", position.bytes);
     save.bind(":lines", position.lines);
+    save.bind(":head_bytes", position.head_bytes);
+    save.bind(":head_hash", position.head_hash);
     save.run();
   }
   return events_added;

@@ -14,8 +14,11 @@ namespace pp {
 // last complete line; a file none of whose rows are left is read from the start), so
 // refreshing a running job reads only what was written since; a line still being written is
 // read again next time, and is warned about as malformed only when `final` (the writer is
-// done: a torn line stays torn). Other warnings (malformed lines, a file truncated or replaced
-// since) go to `warn` too. Returns the number of events added.
+// done: a torn line stays torn). A file whose first line changed was replaced: the rows read
+// from it before are renamed 'F (replaced N)' and it is read from the start. Events whose
+// times cannot be a call (ending before they start, outside [0, kMaxEventNs]) are skipped as
+// malformed. Other warnings (malformed lines, a file truncated or replaced since) go to `warn`
+// too. Throws InterruptedError when the connection is interrupted. Returns the events added.
 long long import_event_files(sqlite3* db, const std::string& path, bool final,
                              const std::function<void(const std::string&)>& warn);
 

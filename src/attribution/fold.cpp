@@ -15,6 +15,10 @@ void fold(RefreshRun& run) {
   const int64_t margin = run.connection.settings().get_int("attribution_margin_seconds");
   run_script(run.db, named_sql("refresh", "fold_windows"),
              {{":final", int64_t{run.final ? 1 : 0}}, {":now", run.now}, {":margin", margin}});
+  const auto impossible = static_cast<long long>(query_double(run.db, named_sql("refresh", "impossible_events"), {}, 0));
+  if (impossible > 0)
+    run.warn(std::to_string(impossible) + (impossible == 1 ? " event" : " events") +
+             " in pp_events end before they start or lie outside 1970-2116; they are not folded");
   run_script(run.db, embedded_sql("fold"));
   // The events whose durations the fold counted: up to each GPU's fold point, one index range
   // per GPU (a single UPDATE would look the GPU's window up for every row).

@@ -76,14 +76,16 @@ class TimelineReader {
     }
   }
 
-  // All events of the GPU in t_start_ns order: every one counts for its job's span; those that
+  // All events of the GPU in t_start_ns order (but those whose times cannot be a call, which
+  // an earlier version imported; kMaxEventNs is 1 << 62; the fold step warns about them): every one counts for its job's span; those that
   // can overlap a window [lo_ns_, hi_ns_) are kept for the sweep; unfolded ones starting by
   // through_ms give their durations.
   void read_events(const std::string& uuid, std::optional<int64_t> through_ms) {
     const int64_t through_ns = through_ms && *through_ms < INT64_MAX / kNsPerMs ? *through_ms * kNsPerMs : INT64_MAX;
     Statement stmt(db_,
                    "SELECT t_start_ns, t_end_ns, job_id, id, layer, forward, folded, layer_type FROM main.pp_events "
-                   "WHERE gpu_uuid = :uuid ORDER BY t_start_ns");
+                   "WHERE gpu_uuid = :uuid AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62) "
+                   "ORDER BY t_start_ns");
     stmt.bind(":uuid", uuid);
     std::unordered_map<std::string, uint32_t> job_index;
     std::string key;

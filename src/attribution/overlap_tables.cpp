@@ -43,6 +43,7 @@
 // SQLite is called from the calling thread only); bench/attribution_bench.py measures it.
 //
 // INNOCUOUS: it reads only tables of the database it runs in, no files or network.
+#include <atomic>
 #include <cmath>
 #include <exception>
 #include <memory>
@@ -54,6 +55,7 @@
 #include "attribution/attribution_tables.hpp"
 #include "attribution/gpu_timeline.hpp"
 #include "attribution/interval_sweep.hpp"
+#include "core/interrupt.hpp"
 #include "core/sql_values.hpp"
 #include "core/table_function.hpp"
 #include "stats/mean_state.hpp"
@@ -195,9 +197,23 @@ struct OverlapMeansCursor : TableCursor {
     const size_t threads =
         std::max<size_t>(1, std::min<size_t>({kThreads, metrics, std::thread::hardware_concurrency()}));
     std::vector<std::exception_ptr> failures(threads);
+    // sqlite3_interrupt(): the first thread asks the connection (only it uses the connection),
+    // and the others stop when it does.
+    InterruptCheck interrupted(connection->db());
+    std::atomic<bool> stop{false};
     auto work = [&](size_t first) {
       try {
         sweep_overlaps(g, [&](int64_t, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
+          if (first == 0) {
+            try {
+              interrupted.poll(65536);
+            } catch (...) {
+              stop = true;
+              throw;
+            }
+          } else if (stop.load(std::memory_order_relaxed)) {
+            throw InterruptedError();
+          }
           seen[group * metrics + series] = 1;
           if (sample.null) return;
           if (!std::isfinite(sample.value))

@@ -58,6 +58,13 @@ void warn_about_unchecked_wal(RefreshRun& run) {
 RefreshSummary refresh(Connection& connection, const std::optional<std::string>& path, bool final) {
   sqlite3* db = connection.db();
   RefreshRun run{connection, db, final, now_seconds(), connection.warner("pp_refresh"), {}, 0};
+  if (connection.refresh_left_open) {
+    // An interrupted refresh could not roll back its changes (see below); undo them now, unless
+    // ROLLBACK did already.
+    connection.refresh_left_open = false;
+    if (sqlite3_exec(db, "ROLLBACK TO pp_refresh; RELEASE pp_refresh", nullptr, nullptr, nullptr) == SQLITE_OK)
+      run.warn("the changes of the refresh interrupted before were rolled back");
+  }
   const bool commits_itself = sqlite3_get_autocommit(db) != 0;
   const Connection::WriteScope settings_fixed(connection);
   try {
@@ -75,7 +82,13 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
       busy = true;  // a step met the lock, and later SQL (a statement's cleanup) reset the code
     } catch (...) {
     }
-    sqlite3_exec(db, "ROLLBACK TO pp_refresh; RELEASE pp_refresh", nullptr, nullptr, nullptr);
+    if (sqlite3_exec(db, "ROLLBACK TO pp_refresh; RELEASE pp_refresh", nullptr, nullptr, nullptr) == SQLITE_INTERRUPT) {
+      // sqlite3_interrupt() stops every statement of the connection until the calling one ends.
+      connection.refresh_left_open = true;
+      throw InterruptedError(
+          "interrupted; nothing was committed, but SQLite cannot roll back while the interrupt is in force: "
+          "the next pp_refresh on this connection undoes this one's changes first (or run ROLLBACK)");
+    }
     if (busy)
       throw BusyError(
           "database is locked by another connection's write; nothing was changed (run pp_refresh again, "

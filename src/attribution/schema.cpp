@@ -34,6 +34,12 @@ void upgrade_tables(sqlite3* db) {
       query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_metrics'", {}, 0) > 0 &&
       query_double(db, "SELECT count(*) FROM pragma_table_info('pp_metrics', 'main') WHERE name = 'kind'", {}, 0) == 0;
   if (old_metrics) run_script(db, named_sql("upgrade", "metric_kinds"));
+  // ... and one made before pp_event_files recorded each file's head gets the columns (0:
+  // unknown, so its files are checked as before until their next import records it).
+  const bool old_event_files =
+      query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_event_files'", {}, 0) > 0 &&
+      query_double(db, "SELECT count(*) FROM pragma_table_info('pp_event_files', 'main') WHERE name = 'head_hash'", {}, 0) == 0;
+  if (old_event_files) run_script(db, named_sql("upgrade", "event_file_heads"));
 }
 
 }  // namespace

@@ -137,6 +137,15 @@ References build_references() {
     run_script(earlier.db, named_sql("upgrade", "metric_kinds"));
     collect(earlier.db);
   }
+  {
+    // pp_event_files as versions before file heads made it, before and after upgrade.sql.
+    ReferenceDb earlier;
+    run_script(earlier.db,
+               "CREATE TABLE pp_event_files(source_file TEXT PRIMARY KEY, bytes INTEGER NOT NULL, lines INTEGER NOT NULL)");
+    collect(earlier.db);
+    run_script(earlier.db, named_sql("upgrade", "event_file_heads"));
+    collect(earlier.db);
+  }
   return references;
 }
 

@@ -55,6 +55,10 @@ class Connection {
   void cursor_opened();
   void cursor_closed();
 
+  // Whether an interrupted pp_refresh left its savepoint open: SQLite runs no statement (not
+  // even ROLLBACK TO) while the interrupt is in force, so the next pp_refresh rolls it back.
+  bool refresh_left_open = false;
+
   // Returns the cached value for key, or computes, caches (if small enough) and returns it.
   // Cached values are immutable and shared, so a nested-loop join reuses one response.
   std::shared_ptr<const void> cached(const std::string& key, size_t& bytes_hint,

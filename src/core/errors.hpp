@@ -21,6 +21,13 @@ class BusyError : public Error {
   using Error::Error;
 };
 
+// The statement was interrupted (sqlite3_interrupt(), Ctrl-C in the shell): the guards return
+// SQLITE_INTERRUPT.
+class InterruptedError : public Error {
+ public:
+  explicit InterruptedError(const std::string& message = "interrupted") : Error(message) {}
+};
+
 // An argument that is present but unusable: "argument 'NAME' PROBLEM".
 inline Error argument_error(const std::string& argument, const std::string& problem) {
   return Error("argument '" + argument + "' " + problem);

@@ -16,6 +16,8 @@ void guard_function(sqlite3_context* ctx, const char* name, Body&& body) noexcep
   try {
     body();
     return;
+  } catch (const InterruptedError&) {
+    sqlite3_result_error_code(ctx, SQLITE_INTERRUPT);
   } catch (const Error& e) {
     sqlite3_result_error(ctx, (std::string(name) + ": " + e.what()).c_str(), -1);
   } catch (const std::bad_alloc&) {
@@ -34,7 +36,8 @@ inline void set_vtab_error(sqlite3_vtab* vtab, const std::string& message) {
 }
 
 // Runs body (returning an SQLite result code) for a virtual-table callback; an exception sets
-// the table's message "NAME: ..." and returns SQLITE_ERROR (SQLITE_BUSY for a BusyError).
+// the table's message "NAME: ..." and returns SQLITE_ERROR (SQLITE_BUSY for a BusyError,
+// SQLITE_INTERRUPT for an InterruptedError).
 template <class Body>
 int guard_vtab(sqlite3_vtab* vtab, const char* name, Body&& body) noexcept {
   try {
@@ -42,6 +45,9 @@ int guard_vtab(sqlite3_vtab* vtab, const char* name, Body&& body) noexcept {
   } catch (const BusyError& e) {
     set_vtab_error(vtab, std::string(name) + ": " + e.what());
     return SQLITE_BUSY;
+  } catch (const InterruptedError& e) {
+    set_vtab_error(vtab, std::string(name) + ": " + e.what());
+    return SQLITE_INTERRUPT;
   } catch (const Error& e) {
     set_vtab_error(vtab, std::string(name) + ": " + e.what());
   } catch (const std::bad_alloc&) {

@@ -68,6 +68,7 @@ int Statement::parameter_index(const char* name) const {
 }
 
 void Statement::fail() const {
+  if (sqlite3_errcode(db_) == SQLITE_INTERRUPT) throw InterruptedError();
   if ((sqlite3_extended_errcode(db_) & 0xFF) == SQLITE_BUSY)
     throw BusyError(std::string(sqlite3_errmsg(db_)) +
                     ": another connection holds this database's write lock; nothing was written by this "

@@ -92,6 +92,10 @@ void visit_event_field(Event& event, int field, Visit&& visit) {
 // Unix nanoseconds as unix seconds, the double nearest the exact value (so that
 // t_start = 1714000000.1004 holds for t_start_ns = 1714000000100400000): whole seconds and the
 // fraction are converted separately, since ns itself has no exact double above 2^53.
+// The latest time an event may have, 2^62 ns (in 2116): with times in [0, kMaxEventNs], a
+// difference or sum of two never overflows 64 bits.
+constexpr int64_t kMaxEventNs = int64_t{1} << 62;
+
 inline double ns_to_seconds(int64_t ns) {
   return static_cast<double>(ns / 1000000000) + static_cast<double>(ns % 1000000000) / 1e9;
 }

@@ -4,42 +4,76 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "events/event_files.hpp"
 #include "events/file_errors.hpp"
+#include "events/regular_file.hpp"
 
 namespace pp {
+namespace {
 
-void EventFileScan::start(const std::string& path, const Positions& resume) {
+// Reads up to `size` bytes at `offset`; returns how many (fewer only at the end of the file).
+size_t read_at(int fd, const std::string& file, char* data, size_t size, int64_t offset) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, data + done, size - done, static_cast<off_t>(offset) + static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_file_error("cannot read", file, errno);
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
+// 64-bit FNV-1a, as a signed integer for SQLite.
+int64_t fnv1a(const char* data, size_t size) {
+  uint64_t hash = 14695981039346656037ull;
+  for (size_t i = 0; i < size; ++i) hash = (hash ^ static_cast<unsigned char>(data[i])) * 1099511628211ull;
+  int64_t out;
+  std::memcpy(&out, &hash, sizeof out);
+  return out;
+}
+
+struct OpenFile {
+  int fd;
+  ~OpenFile() { ::close(fd); }
+};
+
+}  // namespace
+
+void EventFileScan::start(const std::string& path, const Positions* resume, Replaced replaced) {
   reader_.reset();
   next_file_ = 0;
   skipped_ = 0;
-  resume_ = resume;
+  resuming_ = resume != nullptr;
+  resume_ = resume ? *resume : Positions{};
+  replaced_ = std::move(replaced);
   ended_.clear();
   std::vector<std::string> notes;
   files_ = event_files(path, notes);
   for (const std::string& note : notes) warn_(note);
 }
 
-// Where to go on reading `file`: its resume position when the file still ends a line there.
-EventFileScan::Position EventFileScan::resume_position(const std::string& file) {
+// Where to go on reading `file`, whose head is `head`: its resume position when it is still
+// the file read then and still ends a line there.
+EventFileScan::Position EventFileScan::resume_position(const std::string& file, const Position& head) {
   const auto found = resume_.find(file);
   if (found == resume_.end() || found->second.bytes <= 0) return {};
   const Position position = found->second;
-  int fd;
-  do fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  while (fd < 0 && errno == EINTR);
-  if (fd < 0) throw_file_error("cannot open", file, errno);
+  if (position.head_bytes > 0 &&
+      (head.head_bytes != position.head_bytes || head.head_hash != position.head_hash)) {
+    const std::string kept = replaced_ ? replaced_(file) : std::string();
+    warn_(file + " was replaced since it was last read (its first line is not the one read then); reading it "
+          "from the start" + (kept.empty() ? std::string() : "; the rows read from it before are kept as source_file '" + kept + "'"));
+    return {};
+  }
+  struct stat st;
+  const OpenFile open{open_regular_file(file, st)};
   char last = 0;
-  ssize_t n;
-  do n = ::pread(fd, &last, 1, position.bytes - 1);
-  while (n < 0 && errno == EINTR);
-  const int error = errno;
-  ::close(fd);
-  if (n < 0) throw_file_error("cannot read", file, error);
-  if (n == 1 && last == '\n') return position;  // n == 0: the file is shorter now
+  if (read_at(open.fd, file, &last, 1, position.bytes - 1) == 1 && last == '\n') return position;
   warn_(file + " no longer ends a line at byte " + std::to_string(position.bytes) +
-        ", where it was last read (truncated or replaced?); reading it again from the start");
+        ", where it was last read (truncated?); reading it again from the start (lines read before are kept once)");
   return {};
 }
 
@@ -48,10 +82,30 @@ bool EventFileScan::next(std::string_view& line, bool& complete) {
     if (!reader_) {
       if (next_file_ == files_.size()) return false;
       source_file_ = files_[next_file_++];
-      const Position from = resume_.empty() ? Position{} : resume_position(source_file_);
-      reader_ = std::make_unique<LineReader>(source_file_, from.bytes, from.lines);
+      Position from;
+      if (resuming_) {
+        // The head: the first line, or its first kHeadBytes; unknown while that is not whole.
+        struct stat st;
+        const OpenFile open{open_regular_file(source_file_, st)};
+        char head[kHeadBytes];
+        const size_t n = read_at(open.fd, source_file_, head, sizeof head, 0);
+        const void* newline = std::memchr(head, '\n', n);
+        const size_t head_bytes = newline ? static_cast<size_t>(static_cast<const char*>(newline) - head) + 1
+                                          : n == sizeof head ? n : 0;
+        head_ = Position{0, 0, static_cast<int64_t>(head_bytes), head_bytes ? fnv1a(head, head_bytes) : 0};
+        from = resume_position(source_file_, head_);
+      }
+      reader_ = std::make_unique<LineReader>(source_file_, from.bytes, from.lines, kMaxLineBytes,
+                                             [this] { interrupted_.check(); });
     }
-    if (reader_->next(line, complete)) return true;
+    interrupted_.poll();
+    if (reader_->next(line, complete)) {
+      if (!reader_->too_long()) return true;
+      warn_("skipped line " + std::to_string(reader_->line_number()) + " of " + source_file_ + ": " +
+            std::to_string(reader_->line_bytes()) + " bytes, longer than the " + std::to_string(kMaxLineBytes) +
+            " a line may have" + (complete ? "" : " (an incomplete last line)"));
+      continue;
+    }
     finish_file();
   }
 }
@@ -79,7 +133,7 @@ void EventFileScan::finish_file() {
           (skipped_ == 1 ? " malformed line in " : " malformed lines in ") + source_file_ +
           " (first at line " + std::to_string(first_skipped_line_) + ": " + first_skipped_problem_ + ")");
   skipped_ = 0;
-  ended_[source_file_] = Position{reader_->complete_bytes(), reader_->complete_lines()};
+  ended_[source_file_] = Position{reader_->complete_bytes(), reader_->complete_lines(), head_.head_bytes, head_.head_hash};
   reader_.reset();
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/interrupt.hpp"
 #include "events/event_line.hpp"
 #include "events/line_reader.hpp"
 
@@ -14,24 +15,36 @@ namespace pp {
 
 // The caller classifies each line and calls skip() for a line it cannot use; leaving a file
 // with skipped lines gives one warning through `warn`:
-// "skipped 2 malformed lines in F (first at line 17: missing field 'layer')". Warnings carry no
-// function name; the SQL layer's `warn` adds it.
+// "skipped 2 malformed lines in F (first at line 17: missing field 'layer')". A line longer
+// than kMaxLineBytes gets a warning of its own and is never handed to the caller. Warnings
+// carry no function name; the SQL layer's `warn` adds it. With a connection, every long loop
+// notices sqlite3_interrupt() and throws InterruptedError.
 class EventFileScan {
  public:
   using Warn = std::function<void(const std::string&)>;
-  explicit EventFileScan(Warn warn) : warn_(std::move(warn)) {}
+  explicit EventFileScan(Warn warn, sqlite3* db = nullptr) : warn_(std::move(warn)), interrupted_(db) {}
 
-  // Where to start reading a file, and where reading it ended (LineReader::complete_bytes()).
+  // Where to start reading a file, and where reading it ended (LineReader::complete_bytes()),
+  // with the file's head: its first line (at most kHeadBytes of it) and a hash of those bytes,
+  // which say whether a file of the same name is still the same file. head_bytes 0: unknown.
+  static constexpr int64_t kHeadBytes = 4096;
   struct Position {
     int64_t bytes = 0, lines = 0;
+    int64_t head_bytes = 0, head_hash = 0;
   };
   using Positions = std::map<std::string, Position>;
+  // Called for a file in `resume` whose head is not the one recorded: new content under the
+  // old name. Returns what became of the rows read from it before, for the warning.
+  using Replaced = std::function<std::string(const std::string& file)>;
 
   // Starts over with the files that `path` names (event_files(); its notes become warnings).
-  // A file in `resume` is read from that position on, unless it is now shorter or the byte
-  // before the position is not a '\n' (the file was truncated or replaced: read from the start,
-  // with a warning). Each file's end position is in ended() once it was read to its end.
-  void start(const std::string& path, const Positions& resume = {});
+  // With `resume`, a file in it is read from that position on, unless:
+  //   * its head is not the recorded one: the file was replaced (`replaced` is called, and it
+  //     is read from the start, with a warning);
+  //   * it is now shorter, or the byte before the position is not a '\n' (truncated in place:
+  //     read from the start, with a warning).
+  // Each file's end position is in ended() once it was read to its end.
+  void start(const std::string& path, const Positions* resume = nullptr, Replaced replaced = {});
   const Positions& ended() const { return ended_; }
   // The next line (valid until the next call), opening files as needed; false after the last
   // line of the last file. `complete` as in LineReader::next.
@@ -48,11 +61,15 @@ class EventFileScan {
 
  private:
   void finish_file();
-  Position resume_position(const std::string& file);
+  Position resume_position(const std::string& file, const Position& head);
 
   Warn warn_;
+  InterruptCheck interrupted_;
   std::vector<std::string> files_;
+  bool resuming_ = false;
   Positions resume_, ended_;
+  Replaced replaced_;
+  Position head_;  // of the file being read (head fields only)
   size_t next_file_ = 0;
   std::unique_ptr<LineReader> reader_;
   std::string source_file_;

@@ -5,34 +5,72 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <new>
 
 #include "core/errors.hpp"
 #include "events/file_errors.hpp"
+#include "events/regular_file.hpp"
 
 namespace pp {
 namespace {
 
-void append_jsonl_files(const std::string& directory, std::vector<std::string>& files,
-                        std::vector<std::string>& notes) {
-  namespace fs = std::filesystem;
+namespace fs = std::filesystem;
+
+std::string skipped_kind(const std::string& file, mode_t mode) {
+  return std::string("skipped '") + file + "': " + file_kind(mode) + ", not a regular file";
+}
+
+// The *.jsonl files below `directory` (not following symbolic links to directories), unsorted.
+// A directory that cannot be read is a note, or an error when `named` (the path argument
+// itself). False when `directory` could not be read.
+bool walk(const fs::path& directory, bool named, std::vector<std::string>& found,
+          std::vector<std::string>& notes) {
   std::error_code ec;
-  std::vector<std::string> found;
-  fs::recursive_directory_iterator it(directory, fs::directory_options::skip_permission_denied, ec);
-  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    std::error_code type_ec;
-    if (it->path().extension() == ".jsonl" && it->is_regular_file(type_ec))
-      found.push_back(it->path().string());
+  fs::directory_iterator it(directory, ec);
+  if (ec) {
+    if (named) throw Error("cannot read directory '" + directory.string() + "': " + ec.message());
+    notes.push_back("skipped directory '" + directory.string() + "': " + ec.message());
+    return false;
   }
-  if (ec)
-    throw Error("cannot read directory '" + directory + "': " + ec.message());
-  if (found.empty())
-    notes.push_back("no *.jsonl files in directory '" + directory + "'");
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_directory(type_ec) && !it->is_symlink(type_ec)) {
+      walk(it->path(), false, found, notes);
+      continue;
+    }
+    if (it->path().extension() != ".jsonl") continue;
+    struct stat st;
+    if (::stat(it->path().c_str(), &st) != 0) {
+      notes.push_back("skipped '" + it->path().string() + "': " + std::strerror(errno));
+      continue;
+    }
+    if (S_ISREG(st.st_mode))
+      found.push_back(it->path().string());
+    else if (!S_ISDIR(st.st_mode))
+      notes.push_back(skipped_kind(it->path().string(), st.st_mode));
+  }
+  if (ec) throw Error("cannot read directory '" + directory.string() + "': " + ec.message());
+  return true;
+}
+
+void append_jsonl_files(const std::string& directory, bool named, std::vector<std::string>& files,
+                        std::vector<std::string>& notes) {
+  std::vector<std::string> found;
+  if (!walk(directory, named, found, notes)) return;
+  if (found.empty()) notes.push_back("no *.jsonl files in directory '" + directory + "'");
   std::sort(found.begin(), found.end());
   files.insert(files.end(), found.begin(), found.end());
 }
 
+// glob(3) reports directories it cannot read through a plain function pointer.
+thread_local std::vector<std::string>* glob_notes = nullptr;
+
+int note_glob_error(const char* path, int error) {
+  if (glob_notes) glob_notes->push_back(std::string("skipped directory '") + path + "': " + std::strerror(error));
+  return 0;  // go on with the rest
+}
 
 }  // namespace
 
@@ -41,15 +79,19 @@ std::vector<std::string> event_files(const std::string& path, std::vector<std::s
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode))
-      append_jsonl_files(path, files, notes);
-    else
+      append_jsonl_files(path, true, files, notes);
+    else if (S_ISREG(st.st_mode))
       files.push_back(path);
+    else
+      throw argument_error("path", std::string("names ") + file_kind(st.st_mode) + ", not a regular file: '" + path + "'");
     return files;
   }
   if (errno != ENOENT && errno != ENOTDIR) throw_file_error("cannot access", path, errno);
   if (path.find_first_of("*?[") != std::string::npos) {
     glob_t matches{};
-    const int rc = ::glob(path.c_str(), 0, nullptr, &matches);
+    glob_notes = &notes;
+    const int rc = ::glob(path.c_str(), 0, note_glob_error, &matches);
+    glob_notes = nullptr;
     struct Free {
       glob_t* g;
       ~Free() { ::globfree(g); }
@@ -60,10 +102,14 @@ std::vector<std::string> event_files(const std::string& path, std::vector<std::s
     if (rc == 0) {
       for (size_t i = 0; i < matches.gl_pathc; ++i) {
         const std::string match = matches.gl_pathv[i];
-        if (::stat(match.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-          append_jsonl_files(match, files, notes);
-        else
+        if (::stat(match.c_str(), &st) != 0)
+          notes.push_back("skipped '" + match + "': " + std::strerror(errno));
+        else if (S_ISDIR(st.st_mode))
+          append_jsonl_files(match, false, files, notes);
+        else if (S_ISREG(st.st_mode))
           files.push_back(match);
+        else
+          notes.push_back(skipped_kind(match, st.st_mode));
       }
       return files;
     }

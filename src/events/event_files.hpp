@@ -10,8 +10,14 @@ namespace pp {
 //   * a directory: every *.jsonl file below it (subdirectories included), sorted by path;
 //   * otherwise a glob(3) pattern ("runs/*/rank*.jsonl"): its matches, sorted, with matching
 //     directories expanded as above.
-// Throws pp::Error "no such file or directory: 'PATH'" when nothing matches. A directory
-// without *.jsonl files gives no files and a note in `notes`.
+// Only regular files are read (a FIFO would block, /dev/zero never ends). Throws pp::Error:
+//   * "no such file or directory: 'PATH'" when nothing matches;
+//   * "argument 'path' names a FIFO, not a regular file: 'PATH'" for a path named directly;
+//   * "cannot read directory 'PATH': Permission denied" for a directory named directly.
+// What a directory or glob meets on the way gives a note in `notes` and is skipped: a *.jsonl
+// name that is not a regular file ("skipped 'F': a FIFO, not a regular file"), a subdirectory
+// that cannot be read ("skipped directory 'D': Permission denied"), a directory without
+// *.jsonl files.
 std::vector<std::string> event_files(const std::string& path, std::vector<std::string>& notes);
 
 }  // namespace pp

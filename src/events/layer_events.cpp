@@ -15,7 +15,10 @@
 // is not a complete event (bad JSON, a field missing or of the wrong type, or a last line torn
 // by a killed process) is skipped too, and each file with such lines adds one warning to
 // pp_last_warnings(): "layer_events: skipped 2 malformed lines in F (first at line 17: ...)".
-// A path that names nothing is an error; an empty file gives no rows.
+// A path that names nothing is an error; an empty file gives no rows. Only regular files are
+// read: a path naming a FIFO or a device is an error, and one met through a directory or glob
+// is skipped with a warning, as is an unreadable subdirectory. A line longer than 1 MiB is
+// passed over with a warning. sqlite3_interrupt() stops a scan with SQLITE_INTERRUPT.
 //
 // COLUMNS (in order):
 //
@@ -143,7 +146,7 @@ struct EventsCursor : TableCursor {
   static constexpr int kFirstArgument = kPath;
   static constexpr bool kDoesIo = true;
 
-  explicit EventsCursor(ConnectionTable* table) : TableCursor(table), scan(connection->warner(kName)) {}
+  explicit EventsCursor(ConnectionTable* table) : TableCursor(table), scan(connection->warner(kName), connection->db()) {}
 
   EventFileScan scan;
   LayerEvent event;

@@ -63,7 +63,7 @@ struct JobsCursor : TableCursor {
   static constexpr int kFirstArgument = kPath;
   static constexpr bool kDoesIo = true;
 
-  explicit JobsCursor(ConnectionTable* table) : TableCursor(table), scan(connection->warner(kName)) {}
+  explicit JobsCursor(ConnectionTable* table) : TableCursor(table), scan(connection->warner(kName), connection->db()) {}
 
   EventFileScan scan;
   LayerEvent event;  // parse_event_line's output, unused: events give no rows here

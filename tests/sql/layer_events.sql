@@ -71,3 +71,6 @@ SELECT group_concat(n) = '6,4' FROM (
 -- DIRECTONLY: TEMP views may read files (persistent ones may not: layer_events_errors.sql).
 CREATE TEMP VIEW job1_events AS SELECT * FROM layer_events('${SOURCE_DIR}/tests/data/events/job1');
 SELECT count(*) = 10 FROM job1_events;
+-- A glob's matches that are not regular files are skipped, each with a warning.
+SELECT count(*) = 0 FROM layer_events('/dev/zer[o]');
+SELECT pp_last_warnings() = json_array('layer_events: skipped ''/dev/zero'': a character device, not a regular file');

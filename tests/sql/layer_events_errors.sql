@@ -3,6 +3,11 @@
 SELECT * FROM layer_events('${SOURCE_DIR}/tests/data/events/nope');
 -- error: layer_events: no such file or directory: '${SOURCE_DIR}/tests/data/events/*.json'
 SELECT * FROM layer_events('${SOURCE_DIR}/tests/data/events/*.json');
+-- Only regular files are read: a device named as the path never ends (/dev/zero, /dev/urandom).
+-- error: layer_events: argument 'path' names a character device, not a regular file: '/dev/zero'
+SELECT * FROM layer_events('/dev/zero');
+-- error: layer_events: argument 'path' names a character device, not a regular file: '/dev/urandom'
+SELECT count(*) FROM layer_events('/dev/urandom');
 -- error: layer_events: missing required argument 'path'
 SELECT * FROM layer_events;
 -- error: layer_events: argument 'path' is NULL

@@ -1,4 +1,6 @@
 -- layer_jobs: errors name the function and what is wrong.
+-- error: layer_jobs: argument 'path' names a character device, not a regular file: '/dev/zero'
+SELECT * FROM layer_jobs('/dev/zero');
 -- error: layer_jobs: no such file or directory: '${SOURCE_DIR}/tests/data/jobs/nope'
 SELECT * FROM layer_jobs('${SOURCE_DIR}/tests/data/jobs/nope');
 -- error: layer_jobs: no such file or directory: '${SOURCE_DIR}/tests/data/jobs/*.json'

@@ -1,6 +1,8 @@
 // pp_refresh's import of event files: each refresh reads only what was written since the last
-// one, a line still being written is imported once it is whole, and a file that was truncated
-// or replaced is read again from the start. CPU events, so no Prometheus is needed.
+// one, a line still being written is imported once it is whole, a file that was truncated is
+// read again from the start, and a file replaced by new content under its name (told by its
+// first line, not by where its lines end) has its new events imported while the rows read
+// from it before are kept. CPU events, so no Prometheus is needed.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -67,7 +69,7 @@ TEST_F(EventImport, LineBeingWrittenIsImportedOnceWhole) {
       << warnings();
 }
 
-TEST_F(EventImport, TruncatedOrReplacedFileIsReadFromTheStart) {
+TEST_F(EventImport, TruncatedFileIsReadFromTheStart) {
   dir.write("job1/rank0.jsonl", cpu_lines(0, 4));
   EXPECT_EQ(refresh(), 4);
   dir.write("job1/rank0.jsonl", cpu_lines(0, 2));  // truncated: shorter than it was
@@ -76,6 +78,43 @@ TEST_F(EventImport, TruncatedOrReplacedFileIsReadFromTheStart) {
   dir.write("job1/rank0.jsonl", cpu_lines(2, 4), /*append=*/true);  // written on: lines 3-6
   EXPECT_EQ(refresh(), 2);
   EXPECT_EQ(count("SELECT max(line) FROM pp_events"), 6);
+}
+
+TEST_F(EventImport, ReplacedFileHasItsNewEventsImportedAndTheOldOnesKept) {
+  dir.write("job1/rank0.jsonl", cpu_lines(0, 4));
+  EXPECT_EQ(refresh(), 4);
+  // New content of the same line lengths: every old position still ends a line.
+  const std::string replacement = cpu_lines(10, 4);
+  ASSERT_EQ(replacement.size(), cpu_lines(0, 4).size());
+  dir.write("job1/rank0.jsonl", replacement + cpu_lines(14, 1));
+  EXPECT_EQ(refresh(), 5);
+  const std::string kept = file + " (replaced 1)";
+  EXPECT_EQ(warnings(), "[\"pp_refresh: " + file +
+                            " was replaced since it was last read (its first line is not the one read then); reading "
+                            "it from the start; the rows read from it before are kept as source_file '" + kept + "'\"]");
+  EXPECT_EQ(db.scalar("SELECT group_concat(batch, ',') FROM (SELECT batch FROM pp_events WHERE source_file = ?1 "
+                      "ORDER BY line)", {file}).text,
+            "2,2,3,3,3");
+  EXPECT_EQ(count("SELECT count(*) FROM pp_events WHERE source_file = '" + kept + "'"), 4);
+  EXPECT_EQ(refresh(), 0);  // then read on as usual
+  EXPECT_EQ(warnings(), "[]");
+  dir.write("job1/rank0.jsonl", cpu_lines(20, 4));  // replaced again
+  EXPECT_EQ(refresh(), 4);
+  EXPECT_EQ(count("SELECT count(*) FROM pp_events WHERE source_file = '" + file + " (replaced 2)'"), 5);
+}
+
+TEST_F(EventImport, DatabaseFromBeforeFileHeadsIsUpgradedAndReadOn) {
+  // pp_event_files as an earlier version made it, with a position in a file imported then.
+  dir.write("job1/rank0.jsonl", cpu_lines(0, 4));
+  EXPECT_EQ(refresh(), 4);
+  db.exec("DROP TABLE pp_event_files; "
+          "CREATE TABLE pp_event_files(source_file TEXT PRIMARY KEY, bytes INTEGER NOT NULL, lines INTEGER NOT NULL);");
+  db.exec("INSERT INTO pp_event_files VALUES ('" + file + "', " + std::to_string(cpu_lines(0, 4).size()) + ", 4)");
+  dir.write("job1/rank0.jsonl", cpu_lines(4, 1), /*append=*/true);
+  EXPECT_EQ(refresh(), 1);  // read on from the old position; the head is recorded from now on
+  EXPECT_EQ(count("SELECT head_bytes FROM pp_event_files"), static_cast<int64_t>(cpu_line(0).size() + 1));
+  dir.write("job1/rank0.jsonl", cpu_lines(10, 5));
+  EXPECT_EQ(refresh(), 5);  // and a replacement is noticed
 }
 
 TEST_F(EventImport, DeletedRowsAreImportedAgain) {

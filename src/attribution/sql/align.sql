@@ -23,15 +23,19 @@ SELECT max(through_ms) FROM main.pp_alignment WHERE uuid = :uuid;
 
 -- name: event_extent
 -- The newest event start and end on the GPU (ns), and the longest event (how far back an event
--- overlapping a time may have started).
-SELECT max(t_start_ns), max(t_end_ns), max(t_end_ns - t_start_ns) FROM main.pp_events WHERE gpu_uuid = :uuid;
+-- overlapping a time may have started). Here and below, events whose times cannot be a call
+-- (ending before they start, outside [0, 2^62] ns: an earlier version imported such) are left out.
+SELECT max(t_start_ns), max(t_end_ns), max(t_end_ns - t_start_ns) FROM main.pp_events
+ WHERE gpu_uuid = :uuid AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62);
 
 -- name: job_spans
-SELECT job_id, min(t_start_ns), max(t_end_ns) FROM main.pp_events WHERE gpu_uuid = :uuid GROUP BY job_id;
+SELECT job_id, min(t_start_ns), max(t_end_ns) FROM main.pp_events WHERE gpu_uuid = :uuid AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)
+ GROUP BY job_id;
 
 -- name: events_in_range
 SELECT job_id, layer_type, forward, t_start_ns, t_end_ns FROM main.pp_events
  WHERE gpu_uuid = :uuid AND t_start_ns >= :from_start AND t_start_ns < :to AND t_end_ns > :from
+   AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)
  ORDER BY t_start_ns;
 
 -- name: previous_segments

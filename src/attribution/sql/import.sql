@@ -3,7 +3,7 @@
 
 -- name: resume_positions
 -- Positions of files whose rows are still there: rows deleted to start over are read again.
-SELECT source_file, bytes, lines FROM main.pp_event_files AS f
+SELECT source_file, bytes, lines, head_bytes, head_hash FROM main.pp_event_files AS f
  WHERE EXISTS (SELECT 1 FROM main.pp_events AS e WHERE e.source_file = f.source_file)
     OR EXISTS (SELECT 1 FROM main.pp_jobs AS j WHERE j.source_file = f.source_file);
 
@@ -21,5 +21,20 @@ INSERT OR IGNORE INTO main.pp_jobs(job_id, host_name, pid, params, command, torc
 VALUES (:job_id, :host_name, :pid, :params, :command, :torch_version, :start_time, :source_file, :line);
 
 -- name: save_position
-INSERT INTO main.pp_event_files(source_file, bytes, lines) VALUES (:source_file, :bytes, :lines)
-ON CONFLICT (source_file) DO UPDATE SET bytes = excluded.bytes, lines = excluded.lines;
+INSERT INTO main.pp_event_files(source_file, bytes, lines, head_bytes, head_hash)
+VALUES (:source_file, :bytes, :lines, :head_bytes, :head_hash)
+ON CONFLICT (source_file) DO UPDATE SET bytes = excluded.bytes, lines = excluded.lines,
+  head_bytes = excluded.head_bytes, head_hash = excluded.head_hash;
+
+-- name: name_taken
+SELECT EXISTS (SELECT 1 FROM main.pp_event_files WHERE source_file = :kept)
+    OR EXISTS (SELECT 1 FROM main.pp_events WHERE source_file = :kept)
+    OR EXISTS (SELECT 1 FROM main.pp_jobs WHERE source_file = :kept);
+
+-- name: keep_replaced_rows
+-- A file replaced by new content under its name: the rows read from it before are real events
+-- of the old content, kept under another name (with its position, so the name stays taken),
+-- and the new content is read under the file's name.
+UPDATE main.pp_events SET source_file = :kept WHERE source_file = :source_file;
+UPDATE main.pp_jobs SET source_file = :kept WHERE source_file = :source_file;
+UPDATE main.pp_event_files SET source_file = :kept WHERE source_file = :source_file;

@@ -142,6 +142,13 @@ DELETE FROM temp.pp_fold_window WHERE through_ms <= after_ms;
 -- name: fold_windows_list
 SELECT uuid, through_ms FROM temp.pp_fold_window;
 
+-- name: impossible_events
+-- Events not folded yet whose times cannot be a call (an earlier version imported them): they
+-- end before they start, or lie outside [0, 2^62] ns, where durations would overflow. The fold
+-- leaves them out; pp_refresh warns once, since mark_folded then passes them by for good.
+SELECT count(*) FROM main.pp_events
+ WHERE folded = 0 AND NOT (t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62));
+
 -- name: mark_folded
 -- The events whose durations the fold counted: up to the GPU's fold point, one index range.
 UPDATE main.pp_events SET folded = 1 WHERE gpu_uuid = :uuid AND t_start_ns <= :through_ms * 1000000 AND folded = 0;

@@ -21,9 +21,12 @@ CREATE INDEX IF NOT EXISTS pp_events_by_gpu_time ON pp_events(gpu_uuid, t_start_
 CREATE INDEX IF NOT EXISTS pp_events_unfolded ON pp_events(gpu_uuid, t_start_ns) WHERE folded = 0;
 
 -- How far pp_refresh has read each event file: the byte offset just past its last complete
--- line, and that line's number. The next refresh reads on from there.
+-- line, and that line's number. The next refresh reads on from there if the file is still the
+-- one read: its head (the first line, at most 4096 bytes of it; head_bytes 0 while unknown) has
+-- the same length and 64-bit FNV-1a hash.
 CREATE TABLE IF NOT EXISTS pp_event_files(
-  source_file TEXT PRIMARY KEY, bytes INTEGER NOT NULL, lines INTEGER NOT NULL);
+  source_file TEXT PRIMARY KEY, bytes INTEGER NOT NULL, lines INTEGER NOT NULL,
+  head_bytes INTEGER NOT NULL DEFAULT 0, head_hash INTEGER NOT NULL DEFAULT 0);
 
 -- The job header of each process (layer_jobs): what ran and how big the model is.
 CREATE TABLE IF NOT EXISTS pp_jobs(
