@@ -92,3 +92,28 @@ SELECT count(*) > 0 AND count(*) = sum(confidence IN ('identified', 'not identif
 SELECT events_added = 0 FROM pp_refresh('${SOURCE_DIR}/tests/data/colocation/*.jsonl', 1);
 SELECT coalesce(pp_last_warnings(), '') NOT LIKE '%shared%';
 SELECT count(*) = 1 FROM colocated_spans;
+
+-- A database made before pp_gpu_spans gets the spans of its folded events once, on install.
+CREATE TEMP TABLE spans_before AS SELECT * FROM pp_gpu_spans;
+DELETE FROM pp_gpu_spans;
+DELETE FROM pp_meta WHERE key = 'gpu_spans';
+SELECT pp_install_views() LIKE 'tables: %';
+SELECT pp_install_views() LIKE 'tables: %';
+SELECT (SELECT count(*) FROM pp_gpu_spans) = 7
+   AND (SELECT count(*) FROM (SELECT * FROM spans_before EXCEPT SELECT * FROM pp_gpu_spans)) = 0;
+
+-- Six jobs on one GPU at once (events inserted directly, folded by pp_refresh(NULL)): fifteen
+-- pairs, ten named, then how many more.
+WITH RECURSIVE j(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM j WHERE n < 6)
+INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end,
+                      source_file, line)
+SELECT 'many' || n, 'GPU-f0000000-0000-4000-8000-000000000000', 'mlp', 'Linear', 1,
+       (1700000200 + n) * 1000000000, (1700000210 + n) * 1000000000, 1700000200 + n, 1700000210 + n, 'many', n
+  FROM j;
+WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 20)
+INSERT INTO pp_samples(uuid, metric, ts_ms, value)
+SELECT 'GPU-f0000000-0000-4000-8000-000000000000', 'DCGM_FI_DEV_GPU_UTIL', (1700000200 + n) * 1000, 90 FROM i;
+SELECT windows_folded > 0 FROM pp_refresh(NULL, 1);
+SELECT count(*) = 15 FROM colocated_spans WHERE uuid = 'GPU-f0000000-0000-4000-8000-000000000000';
+SELECT (length(pp_last_warnings()) - length(replace(pp_last_warnings(), 'was shared by', ''))) = 10 * length('was shared by')
+   AND pp_last_warnings() LIKE '%pp_refresh: 5 more pairs of jobs shared a GPU; see colocated_spans%';
