@@ -67,6 +67,10 @@ SELECT note = 'GPU time in the job not covered by any layer event'
 SELECT count(*) = 2 AND min(note) = 'ran on CPU: no GPU samples' AND max(note) = 'ran on CPU: no GPU samples'
   FROM layer_metrics WHERE job_id IN ('jobU', 'jobV');
 SELECT abs(gpu_util - 40) < 1e-9 AND note IS NULL FROM layer_metrics WHERE job_id = 'jobR' AND layer = 'mlp';
+-- Table III names the job each shared a GPU with; the others shared with no one.
+SELECT group_concat(job_id || ':' || shared_with, ' ') = 'jobP:jobQ jobQ:jobP'
+  FROM (SELECT * FROM job_overview WHERE shared_with IS NOT NULL ORDER BY job_id);
+SELECT count(*) = 5 FROM job_overview WHERE shared_with IS NULL;
 
 -- The estimates of jobP and jobQ keep their values and intervals but are never identified:
 -- each job's system holds only its own layers, so it puts jobQ's half of every window on jobP's
@@ -115,5 +119,6 @@ INSERT INTO pp_samples(uuid, metric, ts_ms, value)
 SELECT 'GPU-f0000000-0000-4000-8000-000000000000', 'DCGM_FI_DEV_GPU_UTIL', (1700000200 + n) * 1000, 90 FROM i;
 SELECT windows_folded > 0 FROM pp_refresh(NULL, 1);
 SELECT count(*) = 15 FROM colocated_spans WHERE uuid = 'GPU-f0000000-0000-4000-8000-000000000000';
+SELECT shared_with = 'many1,many2,many4,many5,many6' FROM job_overview WHERE job_id = 'many3';
 SELECT (length(pp_last_warnings()) - length(replace(pp_last_warnings(), 'was shared by', ''))) = 10 * length('was shared by')
    AND pp_last_warnings() LIKE '%pp_refresh: 5 more pairs of jobs shared a GPU; see colocated_spans%';
