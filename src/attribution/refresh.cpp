@@ -28,6 +28,7 @@ void run_steps(RefreshRun& run, const std::optional<std::string>& path) {
   count_late_events(run);
   fold(run);
   warn_about_unattributed(run);
+  warn_about_shared_gpus(run);
   keep_history(run);
   run.summary.http_requests = run.connection.http().requests_sent() - requests_before;
 }

@@ -1,5 +1,5 @@
-// What pp_refresh says in pp_last_warnings() about events it cannot attribute: never dropped
-// silently.
+// What pp_refresh says in pp_last_warnings() about events it cannot attribute, or cannot
+// attribute to one job alone: never dropped silently.
 #include <string>
 
 #include "attribution/refresh.hpp"
@@ -26,6 +26,24 @@ void warn_about_unattributed(RefreshRun& run) {
     run.warn(std::to_string(run.late_events) +
              " events arrived after their sample windows were folded and are not attributed; refresh a job "
              "with all of its event files before final = 1");
+}
+
+// After folding: jobs whose spans on one GPU overlap (colocated_spans), for the pairs this
+// fold added events to. The GPU's samples describe both jobs at once; the views flag their rows.
+void warn_about_shared_gpus(RefreshRun& run) {
+  constexpr int named_pairs = 10;
+  int pairs = 0;
+  Statement shared(run.db, named_sql("refresh", "shared_gpus"));
+  while (shared.step()) {
+    if (++pairs > named_pairs) continue;
+    run.warn("GPU " + shared.column_text(0) + " was shared by jobs " + shared.column_text(1) + " and " +
+             shared.column_text(2) + " from " + shared.column_text(3) + " to " + shared.column_text(4) + " UTC (" +
+             shared.column_text(5) +
+             " s): its samples describe both jobs at once, so each job's '(untracked)' row and overlap means "
+             "include the other job's activity and its estimates are not identified; see colocated_spans");
+  }
+  if (pairs > named_pairs)
+    run.warn(std::to_string(pairs - named_pairs) + " more pairs of jobs shared a GPU; see colocated_spans");
 }
 
 }  // namespace pp

@@ -60,7 +60,7 @@ SELECT count(*) = 2 AND sum(params) = 2468 AND group_concat(line) = '1,1' AND co
   FROM pp_jobs WHERE job_id = 'jobA';
 SELECT count(*) = 2 FROM pp_jobs;
 -- Table III: parameters, then the job's time-weighted utilization over its 6.25 GPU seconds.
-SELECT group_concat(name, ',') = 'job_id,parameters,host_name,gpus,layers,gpu_util,gpu_mem_gib,gpu_mem_peak_gib,dram_active,fp32_active,sm_active,sm_occupancy,gpu_seconds'
+SELECT group_concat(name, ',') = 'job_id,parameters,host_name,gpus,layers,gpu_util,gpu_mem_gib,gpu_mem_peak_gib,dram_active,fp32_active,sm_active,sm_occupancy,gpu_seconds,shared_with'
   FROM pragma_table_info('job_overview');
 SELECT parameters = 1234 AND typeof(parameters) = 'integer'
    AND abs(gpu_util - 180.25 / 6.25) < 1e-9 AND gpus = 1 AND layers = 3 AND abs(gpu_seconds - 6.25) < 1e-6

@@ -162,3 +162,13 @@ SELECT coalesce(sum(coalesce(
      JOIN main.pp_intervals AS i ON i.uuid = s.uuid AND i.metric = s.metric
     WHERE s.uuid = w.uuid AND s.ts_ms > w.after_ms AND s.ts_ms <= w.through_ms))), 0)
   FROM temp.pp_fold_window AS w;
+
+-- name: shared_gpus
+-- The jobs that shared a GPU, for the pairs where this fold added events of either job
+-- (temp.pp_fold_spans), so that a pair is named when its data arrive, not on every refresh.
+SELECT c.uuid, c.job_a, c.job_b,
+       strftime('%Y-%m-%d %H:%M:%f', c.t_from, 'unixepoch'), strftime('%Y-%m-%d %H:%M:%f', c.t_through, 'unixepoch'),
+       printf('%.1f', c.seconds)
+  FROM main.colocated_spans AS c
+ WHERE EXISTS (SELECT 1 FROM temp.pp_fold_spans AS f WHERE f.uuid = c.uuid AND f.job_id IN (c.job_a, c.job_b))
+ ORDER BY c.uuid, c.job_a, c.job_b;

@@ -7,6 +7,18 @@ SELECT job_id, gpu_uuid AS uuid, min(t_start_ns) AS first_ns, max(t_end_ns) AS l
        min(t_start) AS t_first, max(t_end) AS t_last, count(*) AS events
   FROM pp_events GROUP BY job_id, gpu_uuid;
 
+-- Jobs that shared a GPU: per GPU (not 'cpu') each pair of jobs whose spans on it overlap
+-- (pp_gpu_spans: first event start to last event end), with the overlap in unix seconds. The
+-- samples of such a span describe both jobs together, so attribution cannot tell them apart:
+-- the views say so (layer_metrics.note, the estimates' confidence) and pp_refresh warns.
+CREATE VIEW IF NOT EXISTS colocated_spans AS
+SELECT a.uuid, a.job_id AS job_a, b.job_id AS job_b,
+       max(a.first_ns, b.first_ns) / 1e9 AS t_from, min(a.last_ns, b.last_ns) / 1e9 AS t_through,
+       (min(a.last_ns, b.last_ns) - max(a.first_ns, b.first_ns)) / 1e9 AS seconds,
+       a.events AS events_a, b.events AS events_b
+  FROM pp_gpu_spans AS a JOIN pp_gpu_spans AS b ON b.uuid = a.uuid AND b.job_id > a.job_id
+ WHERE a.uuid <> 'cpu' AND a.first_ns < b.last_ns AND b.first_ns < a.last_ns;
+
 -- Per event and metric: each sample whose aligned window overlaps the event (window_end: where
 -- it ends; sample_ts: when Prometheus stored it), with the overlap in seconds as weight. Events match only samples of their own GPU. The interval join is
 -- pp_overlaps (src/attribution/interval_join.cpp), a sweep per GPU; CROSS JOIN keeps that order.
@@ -22,8 +34,10 @@ SELECT o.event_id, o.job_id, o.layer, e.layer_type, o.forward, g.uuid AS gpu_uui
 -- The paper's Table II, one row per (job_id, layer, forward), followed by what a reader needs
 -- to judge it: the layer's type, calls, mean duration, and resolution = mean duration /
 -- sample interval (below 1, the layer is shorter than one sample and its numbers are a blend
--- of its neighbours: see the estimator).
+-- of its neighbours: see the estimator), and a note where a row needs one (CPU layers; the
+-- untracked time; a job that shared a GPU, whose rows hold the other job's activity too).
 CREATE VIEW IF NOT EXISTS layer_metrics AS
+WITH shared(job_id) AS (SELECT job_a FROM colocated_spans UNION SELECT job_b FROM colocated_spans)
 SELECT l.job_id, l.host_name, l.ip, l.forward, l.layer, l.cpu_num,
        coalesce(max(CASE s.metric WHEN 'DCGM_FI_DEV_GPU_UTIL' THEN pp_mean_count(s.state) END), 0) AS data_num,
        max(CASE s.metric WHEN 'DCGM_FI_DEV_GPU_UTIL' THEN pp_mean_value(s.state) END) AS gpu_util,
@@ -39,6 +53,9 @@ SELECT l.job_id, l.host_name, l.ip, l.forward, l.layer, l.cpu_num,
          / (SELECT max(i.interval_ms) / 1000.0 FROM pp_intervals AS i JOIN pp_metrics AS m USING (metric)
              WHERE i.uuid = l.gpu_uuid AND m.kind = 'window') AS resolution,
        CASE WHEN l.gpu_uuid = 'cpu' THEN 'ran on CPU: no GPU samples'
+            WHEN l.job_id IN shared AND l.layer = '(untracked)'
+              THEN 'GPU shared with another job (colocated_spans): this time includes the other job''s activity'
+            WHEN l.job_id IN shared THEN 'GPU shared with another job (colocated_spans): the means blend both jobs'
             WHEN l.layer = '(untracked)' THEN 'GPU time in the job not covered by any layer event'
        END AS note
   FROM pp_layers AS l
@@ -67,11 +84,14 @@ SELECT job_id, layer_type, forward, max(layers) AS layers,
 
 -- The paper's Table III per job: the model's parameter count (the largest a process of the job
 -- reported in its header), then every GPU second of the job's span (layers and untracked time
--- together), so gpu_util is the job's time-weighted average utilization.
+-- together), so gpu_util is the job's time-weighted average utilization; shared_with: the jobs
+-- that shared a GPU with it (colocated_spans), whose activity its numbers include.
 CREATE VIEW IF NOT EXISTS job_overview AS
 WITH merged AS (
   SELECT job_id, metric, pp_mean_merge(state) AS state
-    FROM layer_state WHERE metric <> '_duration' GROUP BY job_id, metric)
+    FROM layer_state WHERE metric <> '_duration' GROUP BY job_id, metric),
+shared(job_id, other) AS (
+  SELECT job_a, job_b FROM colocated_spans UNION SELECT job_b, job_a FROM colocated_spans)
 SELECT j.job_id,
        (SELECT max(params) FROM pp_jobs AS p WHERE p.job_id = j.job_id) AS parameters,
        (SELECT group_concat(DISTINCT host_name) FROM pp_layers AS l WHERE l.job_id = j.job_id) AS host_name,
@@ -84,7 +104,9 @@ SELECT j.job_id,
        max(CASE m.metric WHEN 'DCGM_FI_PROF_PIPE_FP32_ACTIVE' THEN pp_mean_value(m.state) END) AS fp32_active,
        max(CASE m.metric WHEN 'DCGM_FI_PROF_SM_ACTIVE' THEN pp_mean_value(m.state) END) AS sm_active,
        max(CASE m.metric WHEN 'DCGM_FI_PROF_SM_OCCUPANCY' THEN pp_mean_value(m.state) END) AS sm_occupancy,
-       (SELECT sum(last_ns - first_ns) / 1e9 FROM pp_job_spans AS s WHERE s.job_id = j.job_id) AS gpu_seconds
+       (SELECT sum(last_ns - first_ns) / 1e9 FROM pp_job_spans AS s WHERE s.job_id = j.job_id) AS gpu_seconds,
+       (SELECT group_concat(other, ',') FROM (SELECT other FROM shared AS c WHERE c.job_id = j.job_id ORDER BY other))
+         AS shared_with
   FROM (SELECT DISTINCT job_id FROM pp_layers) AS j
   LEFT JOIN merged AS m ON m.job_id = j.job_id
  GROUP BY j.job_id;

@@ -1,0 +1,124 @@
+-- Jobs that share a GPU: detected, warned about, and never called identified.
+-- Events: tests/data/colocation/shared.jsonl and separate.jsonl, T0 = 1700000100 (unix s).
+--   GPU c (shared): jobP's mlp runs [k, k + 0.5] and jobQ's emb [k + 0.5, k + 1] for k = 0..3,
+--     the two jobs taking turns on the GPU as under time-slicing; jobW runs mlp on the same GPU
+--     later, [10, 11] and [11.5, 12], after both have ended: one GPU, but not at the same time.
+--   GPU d runs jobR and GPU e runs jobT over the same seconds: no GPU shared.
+--   jobU and jobV both run on 'cpu' at the same time: a CPU is not a shared GPU.
+-- Samples, 1 s windows stored at their ends (so sample_offset_ms is 0), inserted directly:
+--   GPU c: jobP's layer alone would read GPU_UTIL 80, jobQ's 20; each of windows 1-4 holds half
+--     of each, 50. Window 11 is jobW's mlp whole (60), window 12 half of it (30); idle 0.
+--   GPU d: 40 in windows 1-4 (jobR's mlp at 80 half of each); GPU e: 10 (jobT's emb at 20).
+-- SM_ACTIVE is GPU_UTIL / 100 throughout.
+SELECT pp_install_views() LIKE 'tables: %';
+SELECT pp_config('sample_offset_ms', 0) = '0';
+UPDATE pp_metrics SET kind = 'window';
+WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 14),
+gpu(uuid, util) AS (VALUES ('GPU-c0000000-0000-4000-8000-000000000000', 50),
+                           ('GPU-d0000000-0000-4000-8000-000000000000', 40),
+                           ('GPU-e0000000-0000-4000-8000-000000000000', 10)),
+v AS (SELECT g.uuid, (1700000100 + i.n) * 1000 AS ts_ms,
+             CASE WHEN i.n <= 4 THEN g.util
+                  WHEN g.uuid LIKE 'GPU-c%' AND i.n = 11 THEN 60
+                  WHEN g.uuid LIKE 'GPU-c%' AND i.n = 12 THEN 30 ELSE 0 END AS util
+        FROM gpu AS g, i)
+INSERT INTO pp_samples(uuid, metric, ts_ms, value)
+SELECT uuid, 'DCGM_FI_DEV_GPU_UTIL', ts_ms, util FROM v
+UNION ALL SELECT uuid, 'DCGM_FI_PROF_SM_ACTIVE', ts_ms, util / 100.0 FROM v;
+SELECT count(*) = 2 * 3 * 14 FROM pp_samples;
+SELECT events_added = 20 FROM pp_refresh('${SOURCE_DIR}/tests/data/colocation/*.jsonl', 1);
+
+-- One row: jobP and jobQ on GPU c, from jobQ's first event (T0 + 0.5) to jobP's last (T0 + 3.5).
+SELECT group_concat(name, ',') = 'uuid,job_a,job_b,t_from,t_through,seconds,events_a,events_b'
+  FROM pragma_table_info('colocated_spans');
+SELECT count(*) = 1 FROM colocated_spans;
+SELECT uuid = 'GPU-c0000000-0000-4000-8000-000000000000' AND job_a = 'jobP' AND job_b = 'jobQ'
+   AND t_from = 1700000100.5 AND t_through = 1700000103.5 AND seconds = 3.0
+   AND events_a = 4 AND events_b = 4
+  FROM colocated_spans;
+-- jobW used GPU c after both had ended; jobR and jobT ran at once on GPUs of their own; jobU
+-- and jobV on CPUs: none of them is in a pair.
+SELECT count(*) = 0 FROM colocated_spans WHERE 'jobW' IN (job_a, job_b) OR 'jobR' IN (job_a, job_b)
+    OR 'jobT' IN (job_a, job_b) OR uuid = 'cpu';
+-- The spans it compares: one row per job and GPU, every event counted once.
+SELECT count(*) = 7 AND sum(events) = 20 FROM pp_gpu_spans;
+
+-- The refresh said so, naming the GPU, the jobs and when, and what it means.
+SELECT pp_last_warnings() LIKE '%pp_refresh: GPU GPU-c0000000-0000-4000-8000-000000000000 was shared by jobs jobP and jobQ'
+       || ' from 2023-11-14 22:15:00.500 to 2023-11-14 22:15:03.500 UTC (3.0 s): its samples describe both jobs'
+       || ' at once, so each job''s ''(untracked)'' row and overlap means include the other job''s activity and its'
+       || ' estimates are not identified; see colocated_spans%';
+-- Once: about that pair and no other.
+SELECT (length(pp_last_warnings()) - length(replace(pp_last_warnings(), 'was shared by', ''))) = length('was shared by');
+
+-- Table II: jobP's mlp reads 50, the blend of its own 80 and jobQ's 20, and its note says why.
+SELECT abs(gpu_util - 50) < 1e-9 AND note = 'GPU shared with another job (colocated_spans): the means blend both jobs'
+  FROM layer_metrics WHERE job_id = 'jobP' AND layer = 'mlp';
+SELECT note = 'GPU shared with another job (colocated_spans): the means blend both jobs'
+  FROM layer_metrics WHERE job_id = 'jobQ' AND layer = 'emb';
+-- jobP's untracked time is jobQ's layer, and says so.
+SELECT abs(gpu_util - 50) < 1e-9
+   AND note = 'GPU shared with another job (colocated_spans): this time includes the other job''s activity'
+  FROM layer_metrics WHERE job_id = 'jobP' AND layer = '(untracked)';
+-- The jobs that shared nothing keep their notes.
+SELECT count(*) = 0 FROM layer_metrics WHERE job_id NOT IN ('jobP', 'jobQ') AND note LIKE 'GPU shared%';
+SELECT note = 'GPU time in the job not covered by any layer event'
+  FROM layer_metrics WHERE job_id = 'jobR' AND layer = '(untracked)';
+SELECT count(*) = 2 AND min(note) = 'ran on CPU: no GPU samples' AND max(note) = 'ran on CPU: no GPU samples'
+  FROM layer_metrics WHERE job_id IN ('jobU', 'jobV');
+SELECT abs(gpu_util - 40) < 1e-9 AND note IS NULL FROM layer_metrics WHERE job_id = 'jobR' AND layer = 'mlp';
+-- Table III names the job each shared a GPU with; the others shared with no one.
+SELECT group_concat(job_id || ':' || shared_with, ' ') = 'jobP:jobQ jobQ:jobP'
+  FROM (SELECT * FROM job_overview WHERE shared_with IS NOT NULL ORDER BY job_id);
+SELECT count(*) = 5 FROM job_overview WHERE shared_with IS NULL;
+
+-- The estimates of jobP and jobQ keep their values and intervals but are never identified:
+-- each job's system holds only its own layers, so it puts jobQ's half of every window on jobP's
+-- mlp (100, where that layer alone reads 80); jobR's mlp, alone on its GPU, gets its 80.
+SELECT abs(estimate - 100) < 1e-6 FROM layer_estimates
+ WHERE job_id = 'jobP' AND layer = 'mlp' AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+SELECT abs(estimate - 80) < 1e-6 FROM layer_estimates
+ WHERE job_id = 'jobR' AND layer = 'mlp' AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+SELECT count(*) > 0 FROM layer_estimates WHERE job_id IN ('jobP', 'jobQ');
+SELECT count(*) = 0 FROM layer_estimates WHERE job_id IN ('jobP', 'jobQ')
+   AND confidence <> 'not identified: GPU shared with another job (colocated_spans)';
+SELECT count(*) = count(estimate) AND count(*) = count(lower90) FROM layer_estimates WHERE job_id IN ('jobP', 'jobQ');
+SELECT count(*) > 0 FROM layer_type_estimates WHERE job_id IN ('jobP', 'jobQ');
+SELECT count(*) = 0 FROM layer_type_estimates WHERE job_id IN ('jobP', 'jobQ')
+   AND confidence <> 'not identified: GPU shared with another job (colocated_spans)';
+-- Everyone else's confidence is the estimator's own.
+SELECT count(*) > 0 AND count(*) = sum(confidence IN ('identified', 'not identified: the interval is the honest answer'))
+  FROM layer_estimates WHERE job_id NOT IN ('jobP', 'jobQ');
+SELECT count(*) > 0 AND count(*) = sum(confidence IN ('identified', 'not identified: the interval is the honest answer'))
+  FROM layer_type_estimates WHERE job_id NOT IN ('jobP', 'jobQ');
+
+-- Refreshing again with nothing new warns about nothing.
+SELECT events_added = 0 FROM pp_refresh('${SOURCE_DIR}/tests/data/colocation/*.jsonl', 1);
+SELECT coalesce(pp_last_warnings(), '') NOT LIKE '%shared%';
+SELECT count(*) = 1 FROM colocated_spans;
+
+-- A database made before pp_gpu_spans gets the spans of its folded events once, on install.
+CREATE TEMP TABLE spans_before AS SELECT * FROM pp_gpu_spans;
+DELETE FROM pp_gpu_spans;
+DELETE FROM pp_meta WHERE key = 'gpu_spans';
+SELECT pp_install_views() LIKE 'tables: %';
+SELECT pp_install_views() LIKE 'tables: %';
+SELECT (SELECT count(*) FROM pp_gpu_spans) = 7
+   AND (SELECT count(*) FROM (SELECT * FROM spans_before EXCEPT SELECT * FROM pp_gpu_spans)) = 0;
+
+-- Six jobs on one GPU at once (events inserted directly, folded by pp_refresh(NULL)): fifteen
+-- pairs, ten named, then how many more.
+WITH RECURSIVE j(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM j WHERE n < 6)
+INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end,
+                      source_file, line)
+SELECT 'many' || n, 'GPU-f0000000-0000-4000-8000-000000000000', 'mlp', 'Linear', 1,
+       (1700000200 + n) * 1000000000, (1700000210 + n) * 1000000000, 1700000200 + n, 1700000210 + n, 'many', n
+  FROM j;
+WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 20)
+INSERT INTO pp_samples(uuid, metric, ts_ms, value)
+SELECT 'GPU-f0000000-0000-4000-8000-000000000000', 'DCGM_FI_DEV_GPU_UTIL', (1700000200 + n) * 1000, 90 FROM i;
+SELECT windows_folded > 0 FROM pp_refresh(NULL, 1);
+SELECT count(*) = 15 FROM colocated_spans WHERE uuid = 'GPU-f0000000-0000-4000-8000-000000000000';
+SELECT shared_with = 'many1,many2,many4,many5,many6' FROM job_overview WHERE job_id = 'many3';
+SELECT (length(pp_last_warnings()) - length(replace(pp_last_warnings(), 'was shared by', ''))) = 10 * length('was shared by')
+   AND pp_last_warnings() LIKE '%pp_refresh: 5 more pairs of jobs shared a GPU; see colocated_spans%';
