@@ -20,6 +20,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,7 +61,8 @@ struct SystemKey {
 // The rows of every system for one timing shift, from every aligned GPU.
 std::map<SystemKey, DeconvolveData> build_systems(sqlite3* db, const std::vector<std::string>& gpus, bool by_type,
                                                   int shift, const std::map<std::string, Bounds>& bounds,
-                                                  std::map<std::string, std::string>& layer_types) {
+                                                  std::map<std::string, std::string>& layer_types,
+                                                  std::set<SystemKey>& window_unknown) {
   std::map<SystemKey, DeconvolveData> systems;
   for (size_t g = 0; g < gpus.size(); ++g) {
     const GpuTimeline gpu = read_gpu_timeline(db, gpus[g], std::nullopt, std::nullopt, shift);
@@ -88,6 +90,7 @@ std::map<SystemKey, DeconvolveData> build_systems(sqlite3* db, const std::vector
           if (b != bounds.end()) it->second.set_bounds(b->second.lower, b->second.upper);
         }
         it->second.add(key, job_unknown.second, std::min(1.0, fraction), current->value);
+        if (series.off_own_grid > 0) window_unknown.insert(it->first);
       }
     };
     sweep_overlaps(gpu, [&](int64_t, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
@@ -145,8 +148,9 @@ struct EstimatesCursor : RowsCursor {
     // intervals are kept).
     std::map<SystemKey, DeconvolveResult> central;
     std::map<SystemKey, std::vector<DeconvolveResult>> variants;
+    std::set<SystemKey> window_unknown;  // systems with samples whose window is not known
     for (int shift : kShifts) {
-      for (auto& [key, data] : build_systems(db, gpus, by_type, shift, bounds, layer_types)) {
+      for (auto& [key, data] : build_systems(db, gpus, by_type, shift, bounds, layer_types, window_unknown)) {
         DeconvolveResult r = deconvolve(data);
         if (shift == 0)
           central.emplace(key, std::move(r));
@@ -157,15 +161,24 @@ struct EstimatesCursor : RowsCursor {
     std::vector<std::vector<SqlValue>> rows;
     for (const auto& [key, result] : central) {
       const DeconvolveResult hull = deconvolve_hull(result, variants[key]);
+      // GPU_UTIL samples off their driver's grid were fitted as DCGM windows, which they are not:
+      // the fit says nothing about how far that moves the estimate, so it is never identified.
+      const bool windows_known = window_unknown.count(key) == 0;
       for (const DeconvolveUnknown& u : hull.unknowns) {
         if (u.name == DeconvolveData::kRest) continue;
         const size_t bar = u.name.rfind('|');
         const std::string name = u.name.substr(0, bar);
         const int64_t forward = std::stoll(u.name.substr(bar + 1));
         auto optional = [](const std::optional<double>& v) { return v ? SqlValue(*v) : SqlValue(); };
+        std::optional<double> lower90 = u.lower90, upper90 = u.upper90;
+        if (!windows_known) {  // and the interval is only what the metric's bounds say
+          const auto b = bounds.find(key.metric);
+          lower90 = b != bounds.end() && std::isfinite(b->second.lower) ? std::optional<double>(b->second.lower) : std::nullopt;
+          upper90 = b != bounds.end() && std::isfinite(b->second.upper) ? std::optional<double>(b->second.upper) : std::nullopt;
+        }
         rows.push_back({key.job_id, by_type ? SqlValue() : SqlValue(name), layer_types[u.name], forward, key.metric,
-                        optional(u.estimate), optional(u.std_error), optional(u.lower90), optional(u.upper90), u.n,
-                        int64_t{u.identified ? 1 : 0}, optional(hull.condition_scaled)});
+                        optional(u.estimate), optional(u.std_error), optional(lower90), optional(upper90), u.n,
+                        int64_t{u.identified && windows_known ? 1 : 0}, optional(hull.condition_scaled)});
       }
     }
     set_rows(std::move(rows));

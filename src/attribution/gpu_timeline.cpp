@@ -59,6 +59,7 @@ class TimelineReader {
         const bool null = samples.column_null(1);
         const int64_t ts = samples.column_int64(0);
         const bool own_grid = driver && !samples.column_null(3);
+        if (driver && !own_grid) ++s.off_own_grid;
         const int64_t end = own_grid ? samples.column_int64(3) : samples.column_int64(2);
         // A driver window read by two DCGM samples is one window: its second reading is left out.
         if (own_grid && samples.column_int64(4) != 0) continue;

@@ -27,6 +27,9 @@ struct TimelineSeries {
   Kind kind = kWindow;
   double window_ns = 0;
   std::vector<TimelineSample> samples;  // end_ns ascending; one per window (copies left out)
+  // A driver-window series' samples whose driver grid the align step did not find: they are
+  // placed on DCGM's windows, which is not what they average.
+  size_t off_own_grid = 0;
 };
 
 // How far the moment of an instant metric's sample is known: within +-1 ms of where the

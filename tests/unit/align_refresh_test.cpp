@@ -209,6 +209,24 @@ TEST_F(AlignRefresh, SettingErrorsSayWhatIsWanted) {
   EXPECT_EQ(db_.scalar("SELECT pp_config('sample_offset_ms', 'AUTO')").text, "auto");
 }
 
+TEST_F(AlignRefresh, GpuUtilOffItsDriversGridIsNeverIdentified) {
+  insert_samples(0, last_ms());
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const char* identified_util =
+      "SELECT count(*) FROM layer_type_estimates WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' AND confidence = 'identified'";
+  ASSERT_GT(db_.scalar(identified_util).integer, 0);
+  // As where the align step finds no driver grid (its stretches poorly determined): GPU_UTIL's
+  // samples are then placed on DCGM's 100 ms windows, not the driver's 1/6 s ones they average.
+  db_.exec("UPDATE pp_windows SET util_end_ns = NULL");
+  EXPECT_EQ(db_.scalar(identified_util).integer, 0);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM layer_type_estimates WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' "
+                       "AND (lower90 <> 0 OR upper90 <> 100)").integer,
+            0);  // its interval is what the bounds say
+  EXPECT_GT(db_.scalar("SELECT count(*) FROM layer_type_estimates WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE' "
+                       "AND confidence = 'identified'").integer,
+            0);  // DCGM's own fields are not affected
+}
+
 TEST_F(AlignRefresh, WithoutAnyLayerNearItATimingCannotBeDetermined) {
   // Samples from an hour later: no event near them, nothing to attribute, said so.
   db_.exec("DELETE FROM pp_events WHERE t_start_ns > " + std::to_string(kT0 + 2 * 1000000000LL));
