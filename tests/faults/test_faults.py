@@ -477,7 +477,9 @@ def test_four_connections_refresh_one_wal_database(env, tmp_path):
 
     def worker(number):
         conn = connect(url, database, **settings)
-        conn.execute("PRAGMA busy_timeout = 10000")
+        # BEGIN IMMEDIATE waits here while the three others refresh in turn; under ASan (several
+        # times slower) ten seconds were sometimes not enough for its turn to come.
+        conn.execute("PRAGMA busy_timeout = 60000")
         immediate = number == 3  # this one wraps each refresh in BEGIN IMMEDIATE ... COMMIT
         last_round = False
         while True:
