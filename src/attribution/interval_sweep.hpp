@@ -4,9 +4,10 @@
 // A sample whose window ends at end_ns covers [start, end) = [end_ns - window, end_ns) in
 // integer ns. An event overlaps it when t_start_ns < end and t_end_ns > start, with weight =
 // min(t_end_ns, end) - max(t_start_ns, start): exact integers. The part of a window inside a
-// job's span on the GPU (its first event's start to its last event's end) that its events do
-// not cover is the job's untracked time: max(0, span overlap - sum of the job's weights in the
-// window). A sample of an instant metric is the moment end_ns, known to within kInstantSpreadNs:
+// job's span on the GPU (its first event's start to its last event's end) that no event covers
+// is the job's untracked time: max(0, span overlap - sum of the weights in the window). Where
+// jobs share the GPU, every job's events inside the span count (clipped to it), so one job's
+// layers are never another job's untracked time; alone on the GPU, only its own events are there. A sample of an instant metric is the moment end_ns, known to within kInstantSpreadNs:
 // the events running in that spread (or the job's untracked time) share the weight of one window.
 //
 // Cost O(events + samples + pairs) per series: events enter an active list when they start
@@ -70,14 +71,27 @@ void sweep_overlaps(const GpuTimeline& gpu, Emit&& emit, size_t first_series = 0
         active_jobs.push_back(jobs_by_first[next_job++]);
       kept = 0;
       for (uint32_t j : active_jobs) {
-        const TimelineJob& job = gpu.jobs[j];
-        if (job.last <= start) continue;
+        if (gpu.jobs[j].last <= start) continue;
         active_jobs[kept++] = j;
-        const int64_t untracked =
-            std::max<int64_t>(0, std::min(end, job.last) - std::max(start, job.first) - covered[j]);
-        if (untracked > 0) emit(-1, job.untracked_group, si, sample, scaled(untracked, scale));
       }
       active_jobs.resize(kept);
+      for (uint32_t j : active_jobs) {
+        const TimelineJob& job = gpu.jobs[j];
+        const int64_t from = std::max(start, job.first), to = std::min(end, job.last);
+        int64_t in_span = covered[j];
+        if (active_jobs.size() > 1) {  // a shared GPU: every job's events within this job's span
+          in_span = 0;
+          for (size_t i : active) {
+            const TimelineEvent& e = events[i];
+            if (e.job == j)
+              in_span += std::min(e.end, end) - std::max(e.start, start);
+            else
+              in_span += std::max<int64_t>(0, std::min(e.end, to) - std::max(e.start, from));
+          }
+        }
+        const int64_t untracked = std::max<int64_t>(0, to - from - in_span);
+        if (untracked > 0) emit(-1, job.untracked_group, si, sample, scaled(untracked, scale));
+      }
       for (uint32_t j : touched) covered[j] = 0;
       touched.clear();
     }

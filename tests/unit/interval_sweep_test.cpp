@@ -66,6 +66,23 @@ TEST(IntervalSweep, TwoJobsEachGetTheirOwnUntrackedTime) {
   EXPECT_EQ(pairs.count({-1, 2, 200}), 0u);     // the first job's span ended at 130
 }
 
+TEST(IntervalSweep, OnASharedGpuAnotherJobsLayerIsNotUntrackedTime) {
+  // Time-slicing: "other" runs C at 70-85 ms, inside the first job's span (10-130) between A and
+  // B. Window (0, 100]: the first job's span holds 90 ms, A 50 and B 10 of it, C 15: 15 ms
+  // untracked, not 30. The other job's span (70-85) is all C: nothing untracked there.
+  pp::GpuTimeline gpu = one_job();
+  gpu.jobs.push_back({"other", 70 * kMs, 85 * kMs, 4});
+  gpu.groups.push_back({1, "C", 1, "Linear"});
+  gpu.groups.push_back({1, "(untracked)", 0, "(untracked)"});
+  gpu.events.insert(gpu.events.begin() + 1, {70 * kMs, 85 * kMs, 3, 3, 1});
+  const Pairs pairs = sweep_all(gpu);
+  EXPECT_EQ(pairs.at({3, 3, 100}), 15 * kMs);
+  EXPECT_EQ(pairs.at({-1, 2, 100}), 15 * kMs);
+  EXPECT_EQ(pairs.count({-1, 4, 100}), 0u);
+  EXPECT_EQ(pairs.at({1, 0, 100}), 50 * kMs);  // the layers themselves are as before
+  EXPECT_EQ(pairs.at({2, 1, 200}), 30 * kMs);
+}
+
 TEST(IntervalSweep, WindowsEndWhereTheAlignmentSaysNotAtTheStoredTime) {
   // Stored at 130 and 230 ms, the windows ended 30 ms earlier: (0, 100] and (100, 200].
   pp::GpuTimeline gpu = one_job();
