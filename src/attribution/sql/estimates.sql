@@ -22,17 +22,19 @@ SELECT f.job_id, g.uuid, f.metric, f.ts_ms, f.layer, f.layer_type, f.forward, f.
 -- Per (job, layer, direction, metric): the overlap-weighted mean of layer_metrics beside the
 -- estimator's value, its standard error and 90% interval, and whether the data identify it
 -- (pp_estimates: each system is solved with every window where the alignment puts it and moved
--- by the GPU's timing uncertainty either way; the intervals hold all three). A job that shared a
--- GPU with another (colocated_spans) is never identified: each system holds one job's layers,
--- so the other job's activity sits in this job's '(untracked)' unknown and in its intervals.
+-- by the GPU's timing uncertainty either way; the intervals hold all three). Jobs that shared a
+-- GPU (colocated_spans) are solved in one system, each job's layers their own unknowns and the
+-- time none of their layers ran one '(untracked)' (shared_with names the other jobs); a window in
+-- which two of them ran at the same time is left out (concurrent_windows), and an instant gauge
+-- of a shared GPU is never identified (reason).
 CREATE VIEW IF NOT EXISTS layer_estimates AS
-WITH shared(job_id) AS (SELECT job_a FROM colocated_spans UNION SELECT job_b FROM colocated_spans)
 SELECT e.job_id, e.layer, e.forward, e.layer_type, e.metric,
        pp_mean_value(st.state) AS overlap_mean,
        e.estimate, e.stderr, e.lower90, e.upper90, e.windows,
-       CASE WHEN e.job_id IN shared THEN 'not identified: GPU shared with another job (colocated_spans)'
-            WHEN e.identified THEN 'identified' ELSE 'not identified: the interval is the honest answer' END AS confidence,
-       e.condition
+       CASE WHEN e.identified THEN 'identified'
+            WHEN e.reason IS NOT NULL THEN 'not identified: ' || e.reason
+            ELSE 'not identified: the interval is the honest answer' END AS confidence,
+       e.condition, e.shared_with
   FROM pp_estimates('layer') AS e
   JOIN pp_layers AS l ON l.job_id = e.job_id AND l.layer = e.layer AND l.forward = e.forward
   LEFT JOIN layer_state AS st ON st.job_id = e.job_id AND st.layer = e.layer AND st.forward = e.forward
@@ -41,8 +43,9 @@ SELECT e.job_id, e.layer, e.forward, e.layer_type, e.metric,
 -- The same per layer type and direction (the paper's Figure 2 groups), where the estimator
 -- has fewer unknowns and more windows each.
 CREATE VIEW IF NOT EXISTS layer_type_estimates AS
-WITH shared(job_id) AS (SELECT job_a FROM colocated_spans UNION SELECT job_b FROM colocated_spans)
 SELECT job_id, layer_type, forward, metric, estimate, stderr, lower90, upper90, windows,
-       CASE WHEN job_id IN shared THEN 'not identified: GPU shared with another job (colocated_spans)'
-            WHEN identified THEN 'identified' ELSE 'not identified: the interval is the honest answer' END AS confidence
+       CASE WHEN identified THEN 'identified'
+            WHEN reason IS NOT NULL THEN 'not identified: ' || reason
+            ELSE 'not identified: the interval is the honest answer' END AS confidence,
+       shared_with
   FROM pp_estimates('layer_type');
