@@ -29,7 +29,8 @@ void warn_about_unattributed(RefreshRun& run) {
 }
 
 // After folding: jobs whose spans on one GPU overlap (colocated_spans), for the pairs this
-// fold added events to. The GPU's samples describe both jobs at once; the views flag their rows.
+// fold added events to. The GPU's samples describe both jobs at once; the views flag their rows
+// and the estimator solves the jobs jointly.
 void warn_about_shared_gpus(RefreshRun& run) {
   constexpr int named_pairs = 10;
   int pairs = 0;
@@ -39,8 +40,8 @@ void warn_about_shared_gpus(RefreshRun& run) {
     run.warn("GPU " + shared.column_text(0) + " was shared by jobs " + shared.column_text(1) + " and " +
              shared.column_text(2) + " from " + shared.column_text(3) + " to " + shared.column_text(4) + " UTC (" +
              shared.column_text(5) +
-             " s): its samples describe both jobs at once, so each job's '(untracked)' row and overlap means "
-             "include the other job's activity and its estimates are not identified; see colocated_spans");
+             " s): its samples describe both jobs at once, so their overlap means blend the two; the estimator "
+             "solves them jointly (layer_estimates.shared_with); see colocated_spans");
   }
   if (pairs > named_pairs)
     run.warn(std::to_string(pairs - named_pairs) + " more pairs of jobs shared a GPU; see colocated_spans");

@@ -46,20 +46,19 @@ SELECT count(*) = 7 AND sum(events) = 20 FROM pp_gpu_spans;
 -- The refresh said so, naming the GPU, the jobs and when, and what it means.
 SELECT pp_last_warnings() LIKE '%pp_refresh: GPU GPU-c0000000-0000-4000-8000-000000000000 was shared by jobs jobP and jobQ'
        || ' from 2023-11-14 22:15:00.500 to 2023-11-14 22:15:03.500 UTC (3.0 s): its samples describe both jobs'
-       || ' at once, so each job''s ''(untracked)'' row and overlap means include the other job''s activity and its'
-       || ' estimates are not identified; see colocated_spans%';
+       || ' at once, so their overlap means blend the two; the estimator solves them jointly'
+       || ' (layer_estimates.shared_with); see colocated_spans%';
 -- Once: about that pair and no other.
 SELECT (length(pp_last_warnings()) - length(replace(pp_last_warnings(), 'was shared by', ''))) = length('was shared by');
 
 -- Table II: jobP's mlp reads 50, the blend of its own 80 and jobQ's 20, and its note says why.
-SELECT abs(gpu_util - 50) < 1e-9 AND note = 'GPU shared with another job (colocated_spans): the means blend both jobs'
-  FROM layer_metrics WHERE job_id = 'jobP' AND layer = 'mlp';
-SELECT note = 'GPU shared with another job (colocated_spans): the means blend both jobs'
-  FROM layer_metrics WHERE job_id = 'jobQ' AND layer = 'emb';
--- jobP's untracked time is jobQ's layer, and says so.
 SELECT abs(gpu_util - 50) < 1e-9
-   AND note = 'GPU shared with another job (colocated_spans): this time includes the other job''s activity'
-  FROM layer_metrics WHERE job_id = 'jobP' AND layer = '(untracked)';
+   AND note = 'GPU shared with another job (colocated_spans): the means blend both jobs; see layer_estimates'
+  FROM layer_metrics WHERE job_id = 'jobP' AND layer = 'mlp';
+SELECT note = 'GPU shared with another job (colocated_spans): the means blend both jobs; see layer_estimates'
+  FROM layer_metrics WHERE job_id = 'jobQ' AND layer = 'emb';
+-- jobQ's layer is not jobP's untracked time: one of the two ran throughout jobP's span.
+SELECT count(*) = 0 FROM layer_metrics WHERE job_id = 'jobP' AND layer = '(untracked)';
 -- The jobs that shared nothing keep their notes.
 SELECT count(*) = 0 FROM layer_metrics WHERE job_id NOT IN ('jobP', 'jobQ') AND note LIKE 'GPU shared%';
 SELECT note = 'GPU time in the job not covered by any layer event'
@@ -72,20 +71,16 @@ SELECT group_concat(job_id || ':' || shared_with, ' ') = 'jobP:jobQ jobQ:jobP'
   FROM (SELECT * FROM job_overview WHERE shared_with IS NOT NULL ORDER BY job_id);
 SELECT count(*) = 5 FROM job_overview WHERE shared_with IS NULL;
 
--- The estimates of jobP and jobQ keep their values and intervals but are never identified:
--- each job's system holds only its own layers, so it puts jobQ's half of every window on jobP's
--- mlp (100, where that layer alone reads 80); jobR's mlp, alone on its GPU, gets its 80.
-SELECT abs(estimate - 100) < 1e-6 FROM layer_estimates
- WHERE job_id = 'jobP' AND layer = 'mlp' AND metric = 'DCGM_FI_DEV_GPU_UTIL';
-SELECT abs(estimate - 80) < 1e-6 FROM layer_estimates
+-- jobP and jobQ are solved in one system, but every window holds half of each: it cannot tell
+-- mlp from emb, and says so (jobR's mlp, alone on its GPU, gets its 80).
+SELECT count(*) = 2 AND sum(confidence = 'not identified: the interval is the honest answer') = 2
+   AND group_concat(job_id || ':' || shared_with, ' ') = 'jobP:jobQ jobQ:jobP'
+  FROM (SELECT * FROM layer_estimates WHERE job_id IN ('jobP', 'jobQ') AND metric = 'DCGM_FI_DEV_GPU_UTIL'
+         ORDER BY job_id);
+SELECT abs(estimate - 80) < 1e-6 AND shared_with IS NULL FROM layer_estimates
  WHERE job_id = 'jobR' AND layer = 'mlp' AND metric = 'DCGM_FI_DEV_GPU_UTIL';
-SELECT count(*) > 0 FROM layer_estimates WHERE job_id IN ('jobP', 'jobQ');
-SELECT count(*) = 0 FROM layer_estimates WHERE job_id IN ('jobP', 'jobQ')
-   AND confidence <> 'not identified: GPU shared with another job (colocated_spans)';
-SELECT count(*) = count(estimate) AND count(*) = count(lower90) FROM layer_estimates WHERE job_id IN ('jobP', 'jobQ');
-SELECT count(*) > 0 FROM layer_type_estimates WHERE job_id IN ('jobP', 'jobQ');
-SELECT count(*) = 0 FROM layer_type_estimates WHERE job_id IN ('jobP', 'jobQ')
-   AND confidence <> 'not identified: GPU shared with another job (colocated_spans)';
+SELECT count(*) > 0 AND count(*) = sum(confidence LIKE 'not identified: %')
+  FROM layer_type_estimates WHERE job_id IN ('jobP', 'jobQ');
 -- Everyone else's confidence is the estimator's own.
 SELECT count(*) > 0 AND count(*) = sum(confidence IN ('identified', 'not identified: the interval is the honest answer'))
   FROM layer_estimates WHERE job_id NOT IN ('jobP', 'jobQ');
@@ -122,3 +117,69 @@ SELECT count(*) = 15 FROM colocated_spans WHERE uuid = 'GPU-f0000000-0000-4000-8
 SELECT shared_with = 'many1,many2,many4,many5,many6' FROM job_overview WHERE job_id = 'many3';
 SELECT (length(pp_last_warnings()) - length(replace(pp_last_warnings(), 'was shared by', ''))) = 10 * length('was shared by')
    AND pp_last_warnings() LIKE '%pp_refresh: 5 more pairs of jobs shared a GPU; see colocated_spans%';
+
+-- Jobs taking turns on a GPU, estimated jointly. T0 = 1700000300, 1 s windows, GPU_UTIL; a
+-- layer of sliceX alone would read 80, one of sliceY 20, the GPU between their layers 10:
+--   window 1: X runs [0, 0.6), Y [0.6, 0.8), neither [0.8, 1)  -> 48 + 4 + 2 = 54
+--   window 2: X [1, 1.3), Y [1.3, 1.8), neither [1.8, 2)       -> 24 + 10 + 2 = 36
+--   window 3: X [2, 2.1), Y [2.1, 2.9), neither [2.9, 3)       -> 8 + 16 + 1 = 25
+--   window 4: X [3, 3.5), Y [3.5, 3.8), neither [3.8, 4)       -> 40 + 6 + 2 = 48
+--   window 5: X [4, 4.2), Y [4.2, 4.4), then both have ended    -> 16 + 4 + 0.6 * 10 = 26
+-- GPU b holds the same turns in windows 2-5 for mpsM and mpsN, but in window 1 the two ran at
+-- the same time (M [0, 0.6), N [0.3, 0.8)), as under MPS, and window 6 ends them (N [5, 5.2),
+-- M [5.2, 5.3)): window 5 is M [4, 4.4), N [4.4, 4.5), neither [4.5, 5) -> 32 + 2 + 5 = 39.
+WITH ev(job_id, uuid, layer, layer_type, t0, t1) AS (VALUES
+  ('sliceX', 'a', 'a', 'Linear', 0, 0.6), ('sliceY', 'a', 'b', 'EmbeddingBag', 0.6, 0.8),
+  ('sliceX', 'a', 'a', 'Linear', 1, 1.3), ('sliceY', 'a', 'b', 'EmbeddingBag', 1.3, 1.8),
+  ('sliceX', 'a', 'a', 'Linear', 2, 2.1), ('sliceY', 'a', 'b', 'EmbeddingBag', 2.1, 2.9),
+  ('sliceX', 'a', 'a', 'Linear', 3, 3.5), ('sliceY', 'a', 'b', 'EmbeddingBag', 3.5, 3.8),
+  ('sliceX', 'a', 'a', 'Linear', 4, 4.2), ('sliceY', 'a', 'b', 'EmbeddingBag', 4.2, 4.4),
+  ('mpsM', 'b', 'a', 'Linear', 0, 0.6), ('mpsN', 'b', 'b', 'EmbeddingBag', 0.3, 0.8),
+  ('mpsM', 'b', 'a', 'Linear', 1, 1.3), ('mpsN', 'b', 'b', 'EmbeddingBag', 1.3, 1.8),
+  ('mpsM', 'b', 'a', 'Linear', 2, 2.1), ('mpsN', 'b', 'b', 'EmbeddingBag', 2.1, 2.9),
+  ('mpsM', 'b', 'a', 'Linear', 3, 3.5), ('mpsN', 'b', 'b', 'EmbeddingBag', 3.5, 3.8),
+  ('mpsM', 'b', 'a', 'Linear', 4, 4.4), ('mpsN', 'b', 'b', 'EmbeddingBag', 4.4, 4.5),
+  ('mpsN', 'b', 'b', 'EmbeddingBag', 5, 5.2), ('mpsM', 'b', 'a', 'Linear', 5.2, 5.3))
+INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end,
+                      source_file, line)
+SELECT job_id, 'GPU-' || uuid || '1000000-0000-4000-8000-000000000000', layer, layer_type, 1,
+       CAST(round((1700000300 + t0) * 1e3) AS INTEGER) * 1000000, CAST(round((1700000300 + t1) * 1e3) AS INTEGER) * 1000000,
+       1700000300 + t0, 1700000300 + t1, 'turns', row_number() OVER ()
+  FROM ev;
+UPDATE pp_metrics SET kind = 'instant' WHERE metric = 'DCGM_FI_DEV_FB_USED';
+WITH w(uuid, n, util) AS (VALUES ('a', 1, 54), ('a', 2, 36), ('a', 3, 25), ('a', 4, 48), ('a', 5, 26),
+                                 ('a', 6, 0), ('a', 7, 0), ('b', 1, 60), ('b', 2, 36), ('b', 3, 25), ('b', 4, 48),
+                                 ('b', 5, 39), ('b', 6, 12), ('b', 7, 0))
+INSERT INTO pp_samples(uuid, metric, ts_ms, value)
+SELECT 'GPU-' || uuid || '1000000-0000-4000-8000-000000000000', 'DCGM_FI_DEV_GPU_UTIL', (1700000300 + n) * 1000, util FROM w
+UNION ALL
+SELECT 'GPU-' || uuid || '1000000-0000-4000-8000-000000000000', 'DCGM_FI_DEV_FB_USED', (1700000300 + n) * 1000, 3000 FROM w;
+SELECT windows_folded > 0 FROM pp_refresh(NULL, 1);
+SELECT pp_last_warnings() LIKE '%GPU GPU-a1000000-0000-4000-8000-000000000000 was shared by jobs sliceX and sliceY%'
+       || 'the estimator solves them jointly (layer_estimates.shared_with)%';
+
+-- One system for both jobs recovers each layer's own value, and the time neither ran.
+SELECT abs(estimate - 80) < 1e-6 AND confidence = 'identified' AND shared_with = 'sliceY'
+  FROM layer_estimates WHERE job_id = 'sliceX' AND layer = 'a' AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+SELECT abs(estimate - 20) < 1e-6 AND confidence = 'identified' AND shared_with = 'sliceX'
+  FROM layer_estimates WHERE job_id = 'sliceY' AND layer = 'b' AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+SELECT count(*) = 2 AND min(abs(estimate - 10)) < 1e-6 AND max(abs(estimate - 10)) < 1e-6
+  FROM layer_estimates WHERE job_id IN ('sliceX', 'sliceY') AND layer = '(untracked)' AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+SELECT abs(estimate - 20) < 1e-6 AND confidence = 'identified' AND shared_with = 'sliceX'
+  FROM layer_type_estimates WHERE job_id = 'sliceY' AND layer_type = 'EmbeddingBag' AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+-- Memory in use is every sharing process's at once: never identified, the bounds its interval.
+SELECT count(*) > 0 AND count(*) = sum(confidence = 'not identified: an instant gauge of a shared GPU holds every'
+                                                     || ' sharing job''s part at once')
+   AND count(*) = sum(lower90 = 0 AND upper90 IS NULL)
+  FROM layer_estimates WHERE job_id IN ('sliceX', 'sliceY') AND metric = 'DCGM_FI_DEV_FB_USED';
+-- The window in which mpsM and mpsN ran at once is left out; the turns identify them.
+SELECT abs(estimate - 80) < 1e-6 AND confidence = 'identified' AND shared_with = 'mpsN' AND windows = 5
+  FROM layer_estimates WHERE job_id = 'mpsM' AND layer = 'a' AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+SELECT count(*) = 2 AND sum(concurrent_windows) = 2
+  FROM pp_estimates('layer') WHERE job_id IN ('mpsM', 'mpsN') AND layer <> '(untracked)'
+   AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+-- Table II: sliceX's untracked time is the time in its span in which no job's layer ran (0.2 s
+-- of window 1, 0.2 of 2, 0.1 of 3, 0.2 of 4), not sliceY's layers: its overlap mean is
+-- (0.2 * 54 + 0.2 * 36 + 0.1 * 25 + 0.2 * 48) / 0.7 = 43, and sliceY's the same.
+SELECT count(*) = 2 AND max(abs(gpu_util - 43)) < 1e-6
+  FROM layer_metrics WHERE job_id IN ('sliceX', 'sliceY') AND layer = '(untracked)';

@@ -9,8 +9,9 @@ SELECT job_id, gpu_uuid AS uuid, min(t_start_ns) AS first_ns, max(t_end_ns) AS l
 
 -- Jobs that shared a GPU: per GPU (not 'cpu') each pair of jobs whose spans on it overlap
 -- (pp_gpu_spans: first event start to last event end), with the overlap in unix seconds. The
--- samples of such a span describe both jobs together, so attribution cannot tell them apart:
--- the views say so (layer_metrics.note, the estimates' confidence) and pp_refresh warns.
+-- samples of such a span describe both jobs together: the overlap means blend them (the views
+-- say so in layer_metrics.note), the estimator solves the jobs jointly (layer_estimates
+-- .shared_with), and pp_refresh warns.
 CREATE VIEW IF NOT EXISTS colocated_spans AS
 SELECT a.uuid, a.job_id AS job_a, b.job_id AS job_b,
        max(a.first_ns, b.first_ns) / 1e9 AS t_from, min(a.last_ns, b.last_ns) / 1e9 AS t_through,
@@ -35,7 +36,8 @@ SELECT o.event_id, o.job_id, o.layer, e.layer_type, o.forward, g.uuid AS gpu_uui
 -- to judge it: the layer's type, calls, mean duration, and resolution = mean duration /
 -- sample interval (below 1, the layer is shorter than one sample and its numbers are a blend
 -- of its neighbours: see the estimator), and a note where a row needs one (CPU layers; the
--- untracked time; a job that shared a GPU, whose rows hold the other job's activity too).
+-- untracked time; a job that shared a GPU, whose layers' windows hold the other job's activity
+-- too: its '(untracked)' row is the time in which no job's layer ran).
 CREATE VIEW IF NOT EXISTS layer_metrics AS
 WITH shared(job_id) AS (SELECT job_a FROM colocated_spans UNION SELECT job_b FROM colocated_spans)
 SELECT l.job_id, l.host_name, l.ip, l.forward, l.layer, l.cpu_num,
@@ -54,8 +56,9 @@ SELECT l.job_id, l.host_name, l.ip, l.forward, l.layer, l.cpu_num,
              WHERE i.uuid = l.gpu_uuid AND m.kind = 'window') AS resolution,
        CASE WHEN l.gpu_uuid = 'cpu' THEN 'ran on CPU: no GPU samples'
             WHEN l.job_id IN shared AND l.layer = '(untracked)'
-              THEN 'GPU shared with another job (colocated_spans): this time includes the other job''s activity'
-            WHEN l.job_id IN shared THEN 'GPU shared with another job (colocated_spans): the means blend both jobs'
+              THEN 'GPU shared with another job (colocated_spans): time in the job in which no job''s layer ran'
+            WHEN l.job_id IN shared
+              THEN 'GPU shared with another job (colocated_spans): the means blend both jobs; see layer_estimates'
             WHEN l.layer = '(untracked)' THEN 'GPU time in the job not covered by any layer event'
        END AS note
   FROM pp_layers AS l
