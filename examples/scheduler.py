@@ -13,6 +13,9 @@
    sum of the two jobs' job-level means (GPU utilization / 100, DRAM active, FP32 active, SM
    active); a pair fits when every load is at most --max-load and the peak memory of both fits
    --gpu-memory-gib. Pairs are taken greedily, lowest peak load first, each job at most once.
+3. Where two jobs have already shared a GPU (colocated_spans), the pair's load is what the GPU
+   measured while both were on it, not the sum of their means, and says so; a job that ran on a
+   shared GPU is marked, since its job-level means then include the other job's activity.
 
 Reads the database only (the views call the extension's functions, so it is loaded); it
 changes nothing. Exit status 0, also when no pair fits.
@@ -48,6 +51,23 @@ SELECT o.job_id, o.gpu_util / 100.0 AS util, o.dram_active AS dram, o.fp32_activ
  ORDER BY o.job_id
 """
 
+# The GPU's own counters over the time two jobs shared it (every GPU they shared, every metric
+# averaged over the stored samples of those spans; memory the peak).
+MEASURED = """
+SELECT c.job_a, c.job_b, (SELECT sum(seconds) FROM colocated_spans AS t
+                            WHERE t.job_a = c.job_a AND t.job_b = c.job_b) AS seconds,
+       avg(CASE s.metric WHEN 'DCGM_FI_DEV_GPU_UTIL' THEN s.value / 100.0 END) AS util,
+       avg(CASE s.metric WHEN 'DCGM_FI_PROF_DRAM_ACTIVE' THEN s.value END) AS dram,
+       avg(CASE s.metric WHEN 'DCGM_FI_PROF_PIPE_FP32_ACTIVE' THEN s.value END) AS fp32,
+       avg(CASE s.metric WHEN 'DCGM_FI_PROF_SM_ACTIVE' THEN s.value END) AS sm,
+       max(CASE s.metric WHEN 'DCGM_FI_DEV_FB_USED' THEN s.value END) / 1024.0 AS mem_gib
+  FROM colocated_spans AS c
+  JOIN pp_samples AS s ON s.uuid = c.uuid AND s.ts_ms > c.t_from * 1000 AND s.ts_ms <= c.t_through * 1000
+ GROUP BY c.job_a, c.job_b
+HAVING util IS NOT NULL AND dram IS NOT NULL AND fp32 IS NOT NULL AND sm IS NOT NULL AND mem_gib IS NOT NULL
+ ORDER BY c.job_a, c.job_b
+"""
+
 PAIRS = """
 SELECT m.job_id AS memory_job, c.job_id AS compute_job,
        m.util + c.util AS util, m.dram + c.dram AS dram, m.fp32 + c.fp32 AS fp32, m.sm + c.sm AS sm,
@@ -75,6 +95,8 @@ def main():
     conn.execute("CREATE TEMP TABLE estimates AS SELECT job_id, layer_type, forward, metric, estimate, confidence "
                  "FROM layer_type_estimates WHERE metric IN ('DCGM_FI_PROF_DRAM_ACTIVE', 'DCGM_FI_PROF_PIPE_FP32_ACTIVE')")
     conn.execute(f"CREATE TEMP TABLE jobs AS {CLASSIFY}")
+    measured = {frozenset((a, b)): row for a, b, *row in conn.execute(MEASURED)}
+    shared = {job for pair in conn.execute("SELECT job_a, job_b FROM colocated_spans") for job in pair}
 
     print("Jobs: job-level means (job_overview), and the share of GPU seconds in layer groups the")
     print("estimator identifies as memory-leaning (DRAM > FP32) or compute-leaning:")
@@ -83,22 +105,37 @@ def main():
     for job, util, dram, fp32, sm, mem, cls, mshare, cshare in conn.execute(
             "SELECT job_id, util, dram, fp32, sm, mem_gib, class, memory_layers, compute_layers FROM temp.jobs"):
         print(f"{job:<12} {cls:<14} {util:>5.2f} {dram:>5.2f} {fp32:>5.2f} {sm:>5.2f} {mem:>8.1f} "
-              f"{mshare:>10.0%} {cshare:>11.0%}")
+              f"{mshare:>10.0%} {cshare:>11.0%}" + ("  (shared a GPU)" if job in shared else ""))
+    if shared:
+        print("(shared a GPU): its job-level means include the other job's activity (colocated_spans)")
+    if measured:
+        print("\nMeasured together: the GPU's own counters while two jobs shared it:")
+        for pair, (seconds, util, dram, fp32, sm, mem) in sorted(measured.items(), key=lambda kv: sorted(kv[0])):
+            a, b = sorted(pair)
+            print(f"  {a} + {b} ({seconds:.1f} s): util {util:.2f}, dram {dram:.2f}, fp32 {fp32:.2f}, "
+                  f"sm {sm:.2f}, memory {mem:.1f} GiB")
 
     limits = f"each load <= {args.max_load:g}, memory <= {args.gpu_memory_gib:g} GiB"
     print(f"\nCandidate pairs, memory-bound + compute-bound (fit: {limits}):")
     taken, proposed = set(), []
-    rows = conn.execute(PAIRS).fetchall()
+    rows = []
+    for mjob, cjob, util, dram, fp32, sm, mem, peak in conn.execute(PAIRS):
+        source = ""
+        if frozenset((mjob, cjob)) in measured:  # what the GPU did, rather than a sum of means
+            seconds, util, dram, fp32, sm, mem = measured[frozenset((mjob, cjob))]
+            peak, source = max(util, dram, fp32, sm), f" (measured together, {seconds:.1f} s)"
+        rows.append((peak, mjob, cjob, util, dram, fp32, sm, mem, source))
+    rows.sort(key=lambda row: row[:3])
     if not rows:
         print("  none: no memory-bound and compute-bound jobs to pair")
-    for mjob, cjob, util, dram, fp32, sm, mem, peak in rows:
+    for _, mjob, cjob, util, dram, fp32, sm, mem, source in rows:
         over = [name for name, load in (("util", util), ("dram", dram), ("fp32", fp32), ("sm", sm))
                 if load > args.max_load]
         if mem > args.gpu_memory_gib:
             over.append(f"memory {mem:.1f} GiB")
         verdict = "fits" if not over else "over: " + ", ".join(over)
         print(f"  {mjob} + {cjob}: util {util:.2f}, dram {dram:.2f}, fp32 {fp32:.2f}, sm {sm:.2f}, "
-              f"memory {mem:.1f} GiB -> {verdict}")
+              f"memory {mem:.1f} GiB{source} -> {verdict}")
         if not over and mjob not in taken and cjob not in taken:
             taken.update((mjob, cjob))
             proposed.append((mjob, cjob))

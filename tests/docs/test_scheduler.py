@@ -117,7 +117,7 @@ def test_the_doc_shows_the_sql_the_script_runs():
     scheduler = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(scheduler)
     shown = [" ".join(block.split()) for block in re.findall(r"```sql\n(.*?)```", (ROOT / "docs" / "scheduler.md").read_text(), re.S)]
-    for query in (scheduler.CLASSIFY, scheduler.PAIRS):
+    for query in (scheduler.CLASSIFY, scheduler.MEASURED, scheduler.PAIRS):
         assert " ".join(query.split()) + ";" in shown, "docs/scheduler.md shows other SQL than examples/scheduler.py runs"
 
 
@@ -126,3 +126,75 @@ def test_the_doc_shows_the_notebook_run_verbatim():
     recorded = (ROOT / "docs" / "notebook" / "scheduler.txt").read_text()
     assert recorded.strip() and recorded.strip() in shown, \
         "docs/scheduler.md must show docs/notebook/scheduler.txt (the notebook's run) verbatim"
+
+
+# Two jobs that first ran alone (GPUs 0 and 1, 10 s each, as `mem` and `cmp` above) and then
+# took turns on GPU 2 for 10 s (0.5 s each, alternating, mem first), where the GPU measured
+# util 100%, DRAM 0.50, FP32 0.45, SM 0.80 and 20000 MiB: a pair already measured together.
+TOGETHER = (100, 20000, 0.50, 0.45, 0.80, 0.60)
+
+
+@pytest.fixture(scope="module")
+def shared_database(tmp_path_factory):
+    work = tmp_path_factory.mktemp("scheduler-shared")
+    path = work / "jobs.db"
+    empty = work / "none.jsonl"
+    empty.write_text("")
+    conn = sqlite3.connect(path)
+    conn.enable_load_extension(True)
+    conn.load_extension(EXTENSION)
+    conn.execute("SELECT pp_config('prometheus_url', 'http://no-such-host.invalid')")
+    conn.execute("SELECT pp_config('retries', 0)")
+    conn.execute("SELECT pp_install_views()")
+    conn.execute("SELECT pp_config('sample_offset_ms', 0)")
+    conn.execute("UPDATE pp_metrics SET kind = 'window'")
+    line = 0
+
+    def event(job, uuid, gpu, start_s, end_s):
+        nonlocal line
+        line += 1
+        conn.execute(
+            "INSERT INTO pp_events(job_id, host_name, gpu_uuid, gpu, layer, layer_type, forward, t_start_ns, "
+            "t_end_ns, t_start, t_end, cpu_num, source_file, line) VALUES (?, 'node', ?, ?, 'fc', 'Linear', 1, "
+            "?, ?, ?, ?, 4.0, 'test', ?)",
+            (job, uuid, gpu, int(start_s * 1e9), int(end_s * 1e9), start_s, end_s, line))
+
+    def samples(uuid, first_s, values):
+        conn.executemany("INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES (?, ?, ?, ?)",
+                         [(uuid, metric, (first_s + i) * 1000, value)
+                          for i in range(1, 12) for metric, value in zip(METRICS, values)])
+
+    for g, job in enumerate(("mem", "cmp")):
+        uuid = f"GPU-{g:08d}-0000-4000-8000-000000000000"
+        event(job, uuid, g, T0, T0 + 10)
+        samples(uuid, T0, JOBS[job])
+    uuid = "GPU-00000002-0000-4000-8000-000000000000"
+    for k in range(10):
+        event("mem", uuid, 2, T0 + 20 + k, T0 + 20 + k + 0.5)
+        event("cmp", uuid, 2, T0 + 20 + k + 0.5, T0 + 21 + k)
+    samples(uuid, T0 + 20, TOGETHER)
+    conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(empty),)).fetchone()
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_a_pair_measured_together_is_judged_by_what_the_gpu_measured(shared_database):
+    out = run(shared_database)
+    # Both jobs are marked: their job-level means include the other's turns.
+    assert [line.split()[:2] + line.split()[-3:] for line in out.splitlines() if line.startswith(("mem ", "cmp "))] \
+        == [["cmp", "compute-bound", "(shared", "a", "GPU)"], ["mem", "memory-bound", "(shared", "a", "GPU)"]], out
+    # The GPU's counters over the 9 s both were on it (cmp's first turn to mem's last); memory
+    # 20000 MiB = 19.5 GiB.
+    assert "  cmp + mem (9.0 s): util 1.00, dram 0.50, fp32 0.45, sm 0.80, memory 19.5 GiB" in out, out
+    # Their job means would add up to less; the pair is judged by the measurement, and fits.
+    assert ("  mem + cmp: util 1.00, dram 0.50, fp32 0.45, sm 0.80, memory 19.5 GiB (measured together, 9.0 s)"
+            " -> fits") in out, out
+    assert "share one GPU: mem (memory-bound) with cmp (compute-bound)" in out, out
+    out = run(shared_database, "--max-load", "0.9")
+    assert "(measured together, 9.0 s) -> over: util" in out and "share one GPU" not in out, out
+
+
+def test_jobs_that_never_shared_are_not_marked(database):
+    out = run(database)
+    assert "shared a GPU" not in out and "Measured together" not in out and "measured together" not in out, out
