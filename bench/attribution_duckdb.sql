@@ -6,7 +6,9 @@
 -- An event takes each sample of its GPU whose window it overlaps, weighted by the overlap in ns;
 -- what the windows of a job's span on a GPU hold beyond its events is the job's '(untracked)'
 -- row. Result: one row per (job_id, layer, forward): data_num (GPU_UTIL pairs), the six
--- overlap-weighted means, calls and mean duration.
+-- overlap-weighted means, calls and mean duration. The benchmark's jobs never share a GPU; where
+-- jobs do, the engine also subtracts the other jobs' events inside a job's span from its
+-- untracked time (src/attribution/interval_sweep.hpp), which this query leaves out.
 --
 -- Range join: DuckDB plans `ON e.gpu_uuid = s.uuid AND <overlap>` as a hash join on the GPU
 -- with the overlap as a residual filter (every event against every sample of its GPU), so the

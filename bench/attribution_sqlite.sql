@@ -7,7 +7,9 @@
 --     (ts - interval, ts]
 --   intervals(uuid, metric, interval_ms)
 -- Each sample window looks up the events of its GPU that start inside it or at most the longest
--- event duration before it (an index range), and keeps those that overlap it.
+-- event duration before it (an index range), and keeps those that overlap it. Untracked time is
+-- a job's span less its own events: the benchmark's jobs never share a GPU (where jobs do, the
+-- engine subtracts every job's events, src/attribution/interval_sweep.hpp).
 DROP TABLE IF EXISTS temp.longest;
 CREATE TEMP TABLE longest AS SELECT max(t_end_ns - t_start_ns) + 1 AS ns FROM events;
 
