@@ -9,23 +9,31 @@ SELECT max(60.0, 2 * coalesce((SELECT max(interval_ms) / 1e3 FROM main.pp_interv
 
 -- name: fetch_start
 -- From the first event of each job with unfolded events (its untracked time needs every window
--- of its span, also those between events far apart), or the GPU's last sample.
-SELECT min(max(j.t_first, coalesce((SELECT max(ts_ms) / 1e3 FROM main.pp_samples s WHERE s.uuid = j.uuid), 0)))
-  FROM main.pp_job_spans AS j
- WHERE j.uuid <> 'cpu'
-   AND EXISTS (SELECT 1 FROM main.pp_events e WHERE e.folded = 0 AND e.gpu_uuid = j.uuid AND e.job_id = j.job_id);
+-- of its span, also those between events far apart), or the GPU's last sample. The first event
+-- is the earlier of its folded span's start (pp_gpu_spans) and its unfolded events': only the
+-- unfolded events are read (their partial index), never the job's history.
+SELECT min(max(u.t_first, coalesce((SELECT max((SELECT max(ts_ms) FROM main.pp_samples AS s
+                                                   WHERE s.uuid = u.uuid AND s.metric = m.metric))
+                                      FROM main.pp_metrics AS m) / 1e3, 0)))
+  FROM (SELECT e.gpu_uuid AS uuid,
+               min(min(e.t_start), coalesce((SELECT g.first_ns / 1e9 FROM main.pp_gpu_spans AS g
+                                              WHERE g.uuid = e.gpu_uuid AND g.job_id = e.job_id), 9e18)) AS t_first
+          FROM main.pp_events AS e WHERE e.folded = 0 AND e.gpu_uuid <> 'cpu'
+         GROUP BY e.gpu_uuid, e.job_id) AS u;
 
 -- name: fetch_last_end
 SELECT max(t_end) FROM main.pp_events WHERE folded = 0 AND gpu_uuid <> 'cpu';
 
 -- name: fetch_gpus
--- Each GPU with unfolded events and its last sample before this refresh.
+-- Each GPU with unfolded events and its last sample before this refresh (of the metrics fetched:
+-- one index seek per metric, where max(ts_ms) over the GPU would read all of its samples).
 CREATE TEMP TABLE IF NOT EXISTS pp_fetch_gpus(uuid TEXT PRIMARY KEY, host_name TEXT, last_end_ms INTEGER,
                                                last_sample_ms INTEGER);
 DELETE FROM temp.pp_fetch_gpus;
 INSERT INTO temp.pp_fetch_gpus
 SELECT gpu_uuid, max(host_name), max(t_end_ns) / 1000000,
-       (SELECT max(ts_ms) FROM main.pp_samples AS s WHERE s.uuid = e.gpu_uuid)
+       (SELECT max((SELECT max(ts_ms) FROM main.pp_samples AS s WHERE s.uuid = e.gpu_uuid AND s.metric = m.metric))
+          FROM main.pp_metrics AS m)
   FROM main.pp_events AS e WHERE folded = 0 AND gpu_uuid <> 'cpu' GROUP BY gpu_uuid;
 
 -- name: gpus_without_samples
