@@ -112,8 +112,9 @@ struct ReferenceDb {
 
 References build_references() {
   References references;
-  auto collect = [&](sqlite3* db) {
+  auto collect = [&](sqlite3* db, const std::string& only_table = "") {
     for (auto& [table, object] : stored_objects(db, "main")) {
+      if (!only_table.empty() && table != only_table) continue;
       if (object.type == "view")
         references.views[object.name] = object.sql;
       else if (object.type == "table" && object.name.rfind("sqlite_", 0) != 0)
@@ -145,6 +146,18 @@ References build_references() {
     collect(earlier.db);
     run_script(earlier.db, named_sql("upgrade", "event_file_heads"));
     collect(earlier.db);
+  }
+  {
+    // pp_gpu_spans as the version before each span's longest event made it, before and after
+    // upgrade.sql (whose UPDATE reads pp_events: a stand-in here, not a reference for it).
+    ReferenceDb earlier;
+    run_script(earlier.db,
+               "CREATE TABLE pp_gpu_spans(job_id TEXT NOT NULL, uuid TEXT NOT NULL, first_ns INTEGER NOT NULL, "
+               "last_ns INTEGER NOT NULL, events INTEGER NOT NULL, PRIMARY KEY (uuid, job_id)) WITHOUT ROWID;"
+               "CREATE TABLE pp_events(job_id, gpu_uuid, folded, t_start_ns, t_end_ns)");
+    collect(earlier.db, "pp_gpu_spans");
+    run_script(earlier.db, named_sql("upgrade", "gpu_span_longest"));
+    collect(earlier.db, "pp_gpu_spans");
   }
   return references;
 }

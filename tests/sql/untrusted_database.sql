@@ -8,6 +8,25 @@ SELECT count(*) = 1 FROM pragma_table_info('pp_metrics') WHERE name = 'kind';
 SELECT events_added = 0 FROM pp_refresh(NULL);
 SELECT events_added = 0 FROM pp_refresh(NULL);
 
+-- pp_gpu_spans as the version before spans kept their longest event made it: upgraded, its
+-- spans' longest events filled from the folded events (-1 where none is left), then refreshed.
+DROP TABLE pp_gpu_spans;
+CREATE TABLE pp_gpu_spans(job_id TEXT NOT NULL, uuid TEXT NOT NULL, first_ns INTEGER NOT NULL,
+                          last_ns INTEGER NOT NULL, events INTEGER NOT NULL,
+                          PRIMARY KEY (uuid, job_id)) WITHOUT ROWID;
+INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end,
+                      source_file, line, folded)
+VALUES ('old', 'GPU-0ld00000-0000-4000-8000-000000000000', 'fc', 'Linear', 1, 1000, 5000, 1e-6, 5e-6, 'old', 1, 1),
+       ('old', 'GPU-0ld00000-0000-4000-8000-000000000000', 'fc', 'Linear', 1, 6000, 7000, 6e-6, 7e-6, 'old', 2, 1);
+INSERT INTO pp_gpu_spans VALUES ('old', 'GPU-0ld00000-0000-4000-8000-000000000000', 1000, 7000, 2),
+                                ('gone', 'GPU-0ld00000-0000-4000-8000-000000000000', 1000, 2000, 1);
+SELECT pp_install_views() LIKE 'tables: %';
+SELECT group_concat(job_id || ':' || longest_ns, ' ') = 'gone:-1 old:4000'
+  FROM (SELECT * FROM pp_gpu_spans ORDER BY job_id);
+SELECT events_added = 0 FROM pp_refresh(NULL);
+DELETE FROM pp_events WHERE job_id = 'old';
+DELETE FROM pp_gpu_spans;
+
 -- A table whose comments and line breaks differ from this version's is the same table.
 DROP TABLE pp_event_files;
 CREATE TABLE pp_event_files(source_file TEXT PRIMARY KEY,  -- an older comment

@@ -81,20 +81,22 @@ CREATE TABLE IF NOT EXISTS pp_windows(
   util_copy INTEGER NOT NULL DEFAULT 0,  -- 1: the same driver window as an earlier stored time
   PRIMARY KEY (uuid, ts_ms)) WITHOUT ROWID;
 
--- Where each job ran on each GPU, from its folded events (the fold step adds each event once):
--- the first start and last end in ns, and the events. colocated_spans compares these spans
+-- Where each job ran on each GPU, from its folded events (the fold step adds each event once,
+-- but those whose times cannot be a call): the first start and last end in ns, the events, and
+-- the longest event in ns (so that a fold finds the folded events reaching into its windows by
+-- an index range, without reading the GPU's history). colocated_spans compares these spans
 -- without reading pp_events.
 CREATE TABLE IF NOT EXISTS pp_gpu_spans(
   job_id TEXT NOT NULL, uuid TEXT NOT NULL, first_ns INTEGER NOT NULL, last_ns INTEGER NOT NULL,
-  events INTEGER NOT NULL,
+  events INTEGER NOT NULL, longest_ns INTEGER NOT NULL,
   PRIMARY KEY (uuid, job_id)) WITHOUT ROWID;
 -- A database made before this table gets the spans of the events it has folded, once. (The
 -- one-row subquery first: as a WHERE term, the NOT EXISTS would be tested on every event.)
-INSERT OR IGNORE INTO main.pp_gpu_spans(job_id, uuid, first_ns, last_ns, events)
-SELECT e.job_id, e.gpu_uuid, min(e.t_start_ns), max(e.t_end_ns), count(*)
+INSERT OR IGNORE INTO main.pp_gpu_spans(job_id, uuid, first_ns, last_ns, events, longest_ns)
+SELECT e.job_id, e.gpu_uuid, min(e.t_start_ns), max(e.t_end_ns), count(*), max(e.t_end_ns - e.t_start_ns)
   FROM (SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM main.pp_meta WHERE key = 'gpu_spans')) AS once
  CROSS JOIN main.pp_events AS e
- WHERE e.folded = 1
+ WHERE e.folded = 1 AND e.t_start_ns >= 0 AND e.t_end_ns >= e.t_start_ns AND e.t_end_ns <= (1 << 62)
  GROUP BY e.job_id, e.gpu_uuid;
 INSERT OR IGNORE INTO main.pp_meta(key, value) VALUES ('gpu_spans', 'filled by the fold step');
 
