@@ -78,64 +78,107 @@ class TimelineReader {
     }
   }
 
-  // All events of the GPU in t_start_ns order (but those whose times cannot be a call, which
-  // an earlier version imported; kMaxEventNs is 1 << 62; the fold step warns about them): every one counts for its job's span; those that
-  // can overlap a window [lo_ns_, hi_ns_) are kept for the sweep; unfolded ones starting by
-  // through_ms give their durations.
-  void read_events(const std::string& uuid, std::optional<int64_t> through_ms) {
+  // The GPU's events in t_start_ns order (but those whose times cannot be a call, which an
+  // earlier version imported; kMaxEventNs is 1 << 62; the fold step warns about them): every one
+  // counts for its job's span; those that can overlap a window [lo_ns_, hi_ns_) are kept for the
+  // sweep; unfolded ones starting by through_ms give their durations.
+  //
+  // A fold (bounded: after_ms or through_ms given) reads only what it needs, so that its cost
+  // does not grow with the GPU's history: the spans of the folded events from pp_gpu_spans, the
+  // unfolded events (their partial index), and the folded events that can reach into the
+  // windows (an index range from the window range's start less the longest folded event). The
+  // estimator and the views (unbounded) read every event, as does a fold where pp_gpu_spans does
+  // not know a span's longest event.
+  void read_events(const std::string& uuid, std::optional<int64_t> after_ms, std::optional<int64_t> through_ms) {
     const int64_t through_ns = through_ms && *through_ms < INT64_MAX / kNsPerMs ? *through_ms * kNsPerMs : INT64_MAX;
-    Statement stmt(db_,
-                   "SELECT t_start_ns, t_end_ns, job_id, id, layer, forward, folded, layer_type FROM main.pp_events "
-                   "WHERE gpu_uuid = :uuid AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62) "
-                   "ORDER BY t_start_ns");
-    stmt.bind(":uuid", uuid);
-    std::unordered_map<std::string, uint32_t> job_index;
-    std::string key;
-    uint32_t last_job = UINT32_MAX;
-    std::string last_job_id;
-    while (stmt.step()) {
-      const int64_t start = stmt.column_int64(0);
-      const int64_t end = stmt.column_int64(1);
-      const std::string_view job_text = stmt.column_view(2);
-      if (last_job == UINT32_MAX || last_job_id != job_text) {
-        last_job_id.assign(job_text.data(), job_text.size());
-        auto [it, added] = job_index.emplace(last_job_id, static_cast<uint32_t>(gpu_.jobs.size()));
-        if (added) gpu_.jobs.push_back({last_job_id, start, end, 0});
-        last_job = it->second;
-      }
-      TimelineJob& job = gpu_.jobs[last_job];
-      job.first = std::min(job.first, start);
-      job.last = std::max(job.last, end);
-      const bool in_range = start < hi_ns_ && end > lo_ns_;  // may overlap a window of the range
-      const bool unfolded = start <= through_ns && stmt.column_int64(6) == 0;
-      if (!in_range && !unfolded) continue;
-      const std::string_view layer = stmt.column_view(4);
-      const int forward = stmt.column_int64(5) != 0 ? 1 : 0;
-      key.assign(reinterpret_cast<const char*>(&last_job), sizeof last_job);
-      key.push_back(static_cast<char>(forward));
-      key.append(layer.data(), layer.size());
-      const uint32_t group = group_for(key, last_job, layer, forward, stmt.column_view(7));
-      const int64_t id = stmt.column_int64(3);
-      if (in_range) gpu_.events.push_back({start, end, id, group, last_job});
-      if (unfolded) {
-        gpu_.durations[group].add(static_cast<double>(end - start) / 1e9);
-        gpu_.first_id[group] = std::min(gpu_.first_id[group], id);
+    constexpr const char* kColumns =
+        "SELECT t_start_ns, t_end_ns, job_id, id, layer, forward, folded, layer_type FROM main.pp_events "
+        "WHERE gpu_uuid = :uuid AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)";
+    const std::optional<int64_t> longest = (after_ms || through_ms) ? read_folded_spans(uuid) : std::nullopt;
+    if (!longest) {
+      Statement all(db_, std::string(kColumns) + " ORDER BY t_start_ns");
+      all.bind(":uuid", uuid);
+      while (all.step()) take_event(all, through_ns);
+    } else {
+      Statement unfolded(db_, std::string(kColumns) + " AND folded = 0 ORDER BY t_start_ns");
+      unfolded.bind(":uuid", uuid);
+      while (unfolded.step()) take_event(unfolded, through_ns);
+      if (lo_ns_ < hi_ns_) {
+        Statement reaching(db_, std::string(kColumns) +
+                                    " AND t_start_ns >= :from AND t_start_ns < :to AND folded <> 0 ORDER BY t_start_ns");
+        reaching.bind(":uuid", uuid);
+        reaching.bind(":from", lo_ns_ - *longest);
+        reaching.bind(":to", hi_ns_);
+        while (reaching.step()) take_event(reaching, through_ns);
       }
     }
     // The untracked row of each job is the group (job, '(untracked)', 0), as in SQL.
+    std::string key;
     for (uint32_t j = 0; j < gpu_.jobs.size(); ++j) {
       key.assign(reinterpret_cast<const char*>(&j), sizeof j);
       key.push_back(0);
       key.append(kUntracked);
       gpu_.jobs[j].untracked_group = group_for(key, j, kUntracked, 0, kUntracked);
     }
-    // ORDER BY t_start_ns is served by the index; sort anyway if a plan ever says otherwise.
+    // ORDER BY t_start_ns is served by the index; the two reads of a fold are merged here.
     const auto by_start = [](const TimelineEvent& a, const TimelineEvent& b) { return a.start < b.start; };
     if (!std::is_sorted(gpu_.events.begin(), gpu_.events.end(), by_start))
       std::stable_sort(gpu_.events.begin(), gpu_.events.end(), by_start);
   }
 
  private:
+  // Each job's span of folded events from pp_gpu_spans, as jobs of the timeline, and the longest
+  // folded event on the GPU; nullopt where a span does not know its longest event.
+  std::optional<int64_t> read_folded_spans(const std::string& uuid) {
+    Statement spans(db_, "SELECT job_id, first_ns, last_ns, longest_ns FROM main.pp_gpu_spans WHERE uuid = :uuid");
+    spans.bind(":uuid", uuid);
+    int64_t longest = 0;
+    std::vector<TimelineJob> jobs;
+    while (spans.step()) {
+      if (spans.column_int64(3) < 0) return std::nullopt;
+      jobs.push_back({spans.column_text(0), spans.column_int64(1), spans.column_int64(2), 0});
+      longest = std::max(longest, spans.column_int64(3));
+    }
+    for (TimelineJob& job : jobs) job_for(job.job_id, job.first, job.last);
+    return longest;
+  }
+
+  // The index of a job in the timeline, added with the span [first, last] if new, else widened.
+  uint32_t job_for(std::string_view job_id, int64_t first, int64_t last) {
+    if (last_job_ == UINT32_MAX || last_job_id_ != job_id) {
+      last_job_id_.assign(job_id.data(), job_id.size());
+      auto [it, added] = job_index_.emplace(last_job_id_, static_cast<uint32_t>(gpu_.jobs.size()));
+      if (added) gpu_.jobs.push_back({last_job_id_, first, last, 0});
+      last_job_ = it->second;
+    }
+    TimelineJob& job = gpu_.jobs[last_job_];
+    job.first = std::min(job.first, first);
+    job.last = std::max(job.last, last);
+    return last_job_;
+  }
+
+  // One row of a read_events query.
+  void take_event(Statement& row, int64_t through_ns) {
+    const int64_t start = row.column_int64(0);
+    const int64_t end = row.column_int64(1);
+    const uint32_t job = job_for(row.column_view(2), start, end);
+    const bool in_range = start < hi_ns_ && end > lo_ns_;  // may overlap a window of the range
+    const bool unfolded = start <= through_ns && row.column_int64(6) == 0;
+    if (!in_range && !unfolded) return;
+    const std::string_view layer = row.column_view(4);
+    const int forward = row.column_int64(5) != 0 ? 1 : 0;
+    key_.assign(reinterpret_cast<const char*>(&job), sizeof job);
+    key_.push_back(static_cast<char>(forward));
+    key_.append(layer.data(), layer.size());
+    const uint32_t group = group_for(key_, job, layer, forward, row.column_view(7));
+    const int64_t id = row.column_int64(3);
+    if (in_range) gpu_.events.push_back({start, end, id, group, job});
+    if (unfolded) {
+      gpu_.durations[group].add(static_cast<double>(end - start) / 1e9);
+      gpu_.first_id[group] = std::min(gpu_.first_id[group], id);
+    }
+  }
+
   uint32_t group_for(const std::string& key, uint32_t job, std::string_view layer, int forward,
                      std::string_view layer_type) {
     const auto found = group_index_.find(key);  // (emplace would allocate a node for every event)
@@ -167,6 +210,9 @@ class TimelineReader {
   sqlite3* db_;
   GpuTimeline& gpu_;
   std::unordered_map<std::string, uint32_t> group_index_;
+  std::unordered_map<std::string, uint32_t> job_index_;
+  uint32_t last_job_ = UINT32_MAX;  // the job of the previous row (rows come in runs of one job)
+  std::string last_job_id_, key_;
   int64_t lo_ns_ = INT64_MAX, hi_ns_ = INT64_MIN;
 };
 
@@ -199,7 +245,7 @@ GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optiona
   GpuTimeline gpu;
   TimelineReader reader(db, gpu);
   reader.read_series(uuid, after_ms, through_ms, timing_shift);
-  reader.read_events(uuid, through_ms);
+  reader.read_events(uuid, after_ms, through_ms);
   return gpu;
 }
 

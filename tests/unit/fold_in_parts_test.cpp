@@ -1,0 +1,89 @@
+// A fold reads only what it needs (gpu_timeline.cpp): the spans of folded events from
+// pp_gpu_spans, the unfolded events, and the folded events that reach into its windows. Folding
+// a job in three refreshes, as a running job is folded, must give what one refresh over all of
+// it gives, also for a layer that runs across two refreshes' windows and for a stall whose
+// windows hold no event at all (the job's untracked time, from its span alone).
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "unit/test_db.hpp"
+
+namespace {
+
+constexpr int64_t kMs = 1000000;
+constexpr int64_t kT0 = 1700000000LL * 1000000000LL;
+constexpr const char* kUuid = "GPU-f01d0000-0000-4000-8000-000000000000";
+
+class FoldInParts : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_.exec("SELECT pp_install_views()");
+    db_.exec("SELECT pp_config('sample_offset_ms', 0)");
+    db_.exec("UPDATE pp_metrics SET kind = 'window'");
+    db_.exec("SELECT pp_config('attribution_margin_seconds', 1000000000)");  // the job is running
+    // 'a' for 20 ms of each 100 ms in 0-10 s, 26-30 s and 60-80 s; 'long' from 39.05 s to 41.55 s;
+    // otherwise a stall from 30 s to 60 s. (The align step wants 100 windows a stretch.)
+    std::ostringstream sql;
+    sql << "INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, "
+           "source_file, line) VALUES ";
+    int line = 0;
+    auto event = [&](const char* layer, int64_t start, int64_t end) {
+      ++line;
+      sql << (line > 1 ? "," : "") << "('job', '" << kUuid << "', '" << layer << "', 'Linear', 1, " << kT0 + start << ", "
+          << kT0 + end << ", " << (kT0 + start) / 1e9 << ", " << (kT0 + end) / 1e9 << ", 'parts', " << line << ")";
+    };
+    for (int k = 0; k < 800; ++k)
+      if (k < 100 || (k >= 260 && k < 300) || k >= 600) event("a", k * 100 * kMs + 10 * kMs, k * 100 * kMs + 30 * kMs);
+    event("long", 39050 * kMs, 41550 * kMs);
+    db_.exec(sql.str());
+  }
+
+  // GPU_UTIL every 100 ms, stored at the window's end, in (from_ms, to_ms] after T0.
+  void insert_samples(int from_ms, int to_ms) {
+    std::ostringstream sql;
+    sql << "INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES ";
+    for (int t = from_ms + 100; t <= to_ms; t += 100)
+      sql << (t > from_ms + 100 ? "," : "") << "('" << kUuid << "', 'DCGM_FI_DEV_GPU_UTIL', " << kT0 / kMs + t << ", "
+          << 10 + (t / 100 * 37) % 50 << ")";
+    db_.exec(sql.str());
+  }
+
+  pp_test::TestDb db_;
+};
+
+TEST_F(FoldInParts, ThreeRefreshesGiveWhatOneGives) {
+  insert_samples(0, 20000);
+  db_.query("SELECT * FROM pp_refresh(NULL)");
+  const int64_t first_fold = db_.scalar("SELECT folded_through_ms FROM pp_fold_state").integer - kT0 / kMs;
+  insert_samples(20000, 45000);
+  db_.query("SELECT * FROM pp_refresh(NULL)");
+  const int64_t second_fold = db_.scalar("SELECT folded_through_ms FROM pp_fold_state").integer - kT0 / kMs;
+  insert_samples(45000, 80000);
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  // The case at hand: the stall's windows are split between the second and third folds, and so
+  // is 'long' (folded by the second, still running in windows of the third).
+  EXPECT_LT(first_fold, 30000);
+  EXPECT_GT(second_fold, 39050);
+  EXPECT_LT(second_fold, 41550);
+  db_.exec("CREATE TEMP TABLE parts AS SELECT * FROM layer_state");
+  db_.exec("DELETE FROM layer_state; DELETE FROM pp_layers; DELETE FROM pp_fold_state; DELETE FROM pp_gpu_spans; "
+           "DELETE FROM pp_alignment; DELETE FROM pp_windows; UPDATE pp_events SET folded = 0");
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  // 'long' counts every window it ran in, in both.
+  EXPECT_EQ(db_.scalar("SELECT pp_mean_count(state) FROM layer_state WHERE layer = 'long' AND metric = 'DCGM_FI_DEV_GPU_UTIL'")
+                .integer,
+            26);  // windows ending at 39.1 s ... 41.6 s
+  EXPECT_EQ(db_.scalar("SELECT pp_mean_count(state) FROM temp.parts WHERE layer = 'long' AND metric = 'DCGM_FI_DEV_GPU_UTIL'")
+                .integer,
+            26);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM layer_state").integer, db_.scalar("SELECT count(*) FROM temp.parts").integer);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM layer_state AS s JOIN temp.parts AS p USING (job_id, layer, forward, metric) "
+                       "WHERE pp_mean_count(s.state) = pp_mean_count(p.state) "
+                       "AND abs(pp_mean_value(s.state) - pp_mean_value(p.state)) <= 1e-12 * abs(pp_mean_value(p.state))")
+                .integer,
+            db_.scalar("SELECT count(*) FROM layer_state").integer);
+}
+
+}  // namespace
