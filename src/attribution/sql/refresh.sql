@@ -127,13 +127,16 @@ SELECT count(*) FROM gpus AS g
 -- Per GPU, the sample windows to fold: up to the last aligned sample (pp_alignment), or, while
 -- the job may still write events into the last windows, up to the start of its last known
 -- event. Each value is an index seek (temp.pp_series, max(t_start_ns) of pp_events_by_gpu_time);
--- the last event's end is read only when it decides (not :final). CPU events have no samples:
--- their durations fold at once.
+-- the last event's end is read only when it decides (not :final), from the folded spans
+-- (pp_gpu_spans) and the unfolded events (their partial index), never the GPU's history. CPU
+-- events have no samples: their durations fold at once.
 CREATE TEMP TABLE IF NOT EXISTS pp_fold_window(uuid TEXT PRIMARY KEY, after_ms INTEGER, through_ms INTEGER);
 DELETE FROM temp.pp_fold_window;
 INSERT INTO temp.pp_fold_window(uuid, after_ms, through_ms)
 SELECT s.uuid, coalesce(f.folded_through_ms, 0),
-       CASE WHEN :final OR :now - (SELECT max(t_end) FROM main.pp_events WHERE gpu_uuid = s.uuid) > :margin
+       CASE WHEN :final OR :now - max(coalesce((SELECT max(last_ns) FROM main.pp_gpu_spans AS g WHERE g.uuid = s.uuid), 0),
+                                      coalesce((SELECT max(t_end_ns) FROM main.pp_events
+                                                 WHERE gpu_uuid = s.uuid AND folded = 0), 0)) / 1e9 > :margin
             THEN s.last_ms
             ELSE min(s.last_ms, (SELECT max(t_start_ns) FROM main.pp_events WHERE gpu_uuid = s.uuid) / 1000000) END
   FROM (SELECT p.uuid, min(max(p.last_ms), (SELECT max(through_ms) FROM main.pp_alignment AS a WHERE a.uuid = p.uuid))
