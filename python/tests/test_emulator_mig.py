@@ -123,7 +123,7 @@ def test_instances_of_one_gpu_are_not_a_shared_gpu(refreshed):
 def test_a_whole_gpu_s_events_get_no_instance_series_and_an_unmapped_device_is_named(refreshed):
     rec, conn, _, warnings, unmapped = refreshed
     assert "1 GPU(s) of the events have no DCGM samples" in warnings  # the parent's own UUID
-    assert f"MIG device {unmapped} of {len(rec.instances[0].recording.events)} events has no row in " \
+    assert f"MIG device {unmapped} ({len(rec.instances[0].recording.events)} events) has no row in " \
            "pp_mig_devices" in warnings
     assert f"VALUES ('{unmapped}', 'GPU-<parent>', <GPU_I_ID>)" in warnings
     for job in ("whole-gpu-job", "unmapped-job"):

@@ -29,8 +29,8 @@ void warn_about_unattributed(RefreshRun& run) {
   while (unmapped.step()) {
     if (++devices > named_devices) continue;
     const std::string mig = unmapped.column_text(0);
-    run.warn("MIG device " + mig + " of " + unmapped.column_text(1) +
-             " events has no row in pp_mig_devices, so its GPU instance's samples cannot be found "
+    run.warn("MIG device " + mig + " (" + unmapped.column_text(1) +
+             " events) has no row in pp_mig_devices, so its GPU instance's samples cannot be found "
              "(dcgm-exporter labels them with the parent GPU's UUID and GPU_I_ID) and its events are not "
              "attributed; add it with INSERT INTO pp_mig_devices(mig_uuid, gpu_uuid, gpu_instance_id) VALUES ('" +
              mig +

@@ -57,7 +57,7 @@ SELECT count(*) = 0 FROM job_overview WHERE shared_with IS NOT NULL;
 
 -- jobM's MIG device has no mapping: every refresh says which device, what to insert and where
 -- to read it, and its events wait unfolded (not the generic 'no DCGM samples' warning).
-SELECT pp_last_warnings() LIKE '%pp_refresh: MIG device MIG-c3000000-0000-4000-8000-000000000000 of 4 events has no row'
+SELECT pp_last_warnings() LIKE '%pp_refresh: MIG device MIG-c3000000-0000-4000-8000-000000000000 (4 events) has no row'
        || ' in pp_mig_devices, so its GPU instance''s samples cannot be found (dcgm-exporter labels them with the'
        || ' parent GPU''s UUID and GPU_I_ID) and its events are not attributed; add it with INSERT INTO'
        || ' pp_mig_devices(mig_uuid, gpu_uuid, gpu_instance_id) VALUES (''MIG-c3000000-0000-4000-8000-000000000000'','

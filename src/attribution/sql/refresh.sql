@@ -72,6 +72,8 @@ SELECT uuid, metric, ts_ms, value, host, gpu FROM (
 -- name: insert_samples_by_instance
 -- The samples of :selector of a GPU instance (parent UUID or uuid label, and GPU_I_ID), stored
 -- under the MIG UUID of the events that ran on it: one row per MIG device of that instance.
+-- Driver-window metrics (GPU_UTIL) are left out: NVML has no per-instance utilization, and
+-- exporters that publish the series for an instance publish 0.
 -- (CROSS JOIN: prom_samples is read once, first, never once per row of pp_fetch_gpus.)
 INSERT OR IGNORE INTO main.pp_samples(uuid, metric, ts_ms, value, host, gpu)
 SELECT g.uuid, p.metric, p.ts_ms, p.value, p.host, p.gpu FROM (
@@ -81,7 +83,8 @@ SELECT g.uuid, p.metric, p.ts_ms, p.value, p.host, p.gpu FROM (
          json_extract(labels, '$.gpu') AS gpu, json_extract(labels, '$.GPU_I_ID') AS instance
     FROM prom_samples(:selector, :start, :end)) AS p
  CROSS JOIN temp.pp_fetch_gpus AS g ON g.parent_uuid = p.parent AND g.gpu_instance_id = CAST(p.instance AS INTEGER)
- WHERE p.instance IS NOT NULL AND CAST(p.instance AS TEXT) GLOB '[0-9]*';
+ WHERE p.instance IS NOT NULL AND CAST(p.instance AS TEXT) GLOB '[0-9]*'
+   AND p.metric NOT IN (SELECT metric FROM main.pp_metrics WHERE kind = 'driver_window');
 
 -- name: insert_samples_by_host
 -- The samples of :selector matched to the unfolded events of whole GPUs by Hostname and gpu
