@@ -18,6 +18,7 @@
 #include "events/event_fields.hpp"
 #include "events/event_line.hpp"
 #include "events/job_header.hpp"
+#include "events/mig_device.hpp"
 #include "fuzz/fuzz_check.hpp"
 
 namespace {
@@ -68,6 +69,7 @@ std::optional<LineKind> reference_kind(std::string_view line, json& out) {
   if (max_depth > 200 || duplicate) return std::nullopt;
   if (!out.is_object()) return LineKind::Malformed;
   if (out.contains("record") && out["record"] == "job") return LineKind::JobHeader;
+  if (out.contains("record") && out["record"] == "mig_device") return LineKind::MigDevice;
   for (int f = 0; f < pp::kEventFieldCount; ++f) {
     const std::string key(pp::kEventFieldKeys[f]);
     if (!out.contains(key) || !has_type(out[key], pp::kEventFieldTypes[f])) return LineKind::Malformed;
@@ -114,6 +116,7 @@ const char* kind_name(LineKind k) {
   switch (k) {
     case LineKind::Event: return "event";
     case LineKind::JobHeader: return "job header";
+    case LineKind::MigDevice: return "mig_device record";
     case LineKind::Blank: return "blank";
     case LineKind::Malformed: return "malformed";
   }
@@ -142,6 +145,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         PP_FUZZ_CHECK(!header_problem.empty(), "job header refused without a problem");
     } catch (const std::exception& e) {
       pp_fuzz::unexpected_exception("parse_job_header", e);
+    }
+  }
+
+  if (kind == LineKind::MigDevice) {
+    pp::MigDevice device;
+    std::string device_problem;
+    try {
+      if (!pp::parse_mig_device(line, device, device_problem))
+        PP_FUZZ_CHECK(!device_problem.empty(), "mig_device record refused without a problem");
+    } catch (const std::exception& e) {
+      pp_fuzz::unexpected_exception("parse_mig_device", e);
     }
   }
 

@@ -9,6 +9,20 @@ Event line (keys in this order, nothing else):
 Header line: the first line of each file, once per process, told apart by "record": "job" and by
 having no "layer" key. See job_header() for its keys.
 
+MIG device record: before the first event on a device that is a MIG instance, once per device
+(mig_device_record()), which GPU instance of which GPU the events' "MIG-..." gpu_uuid is:
+  {"record":"mig_device","mig_uuid":"MIG-1c2d...","gpu_uuid":"GPU-153b...","gpu_instance_id":7,
+   "profile":"1g.12gb"}
+dcgm-exporter labels a GPU instance's series with the parent's UUID and GPU_I_ID; pp_refresh
+keeps these records in pp_mig_devices to find them.
+
+FORMAT_VERSION (the header's "format_version") counts changes to what a file may hold. Readers
+read every version up to their own: fields and record types are only ever added, an event line
+keeps exactly EVENT_FIELDS, and a reader ignores fields it does not know. A record type a reader
+does not know is a line it skips as malformed (counted in a warning), never a reason to stop.
+  1  events and the job header
+  2  the mig_device record
+
 Lines are built by string concatenation from fragments computed once (per process, per device, per
 module), which is what keeps the writer thread cheap; json.dumps escapes every string it pastes.
 """
@@ -21,15 +35,26 @@ EVENT_FIELDS = (
     "t_end_ns", "cpu_num",
 )
 HEADER_RECORD = "job"
-FORMAT_VERSION = 1
+MIG_DEVICE_RECORD = "mig_device"
+FORMAT_VERSION = 2
+
+
+def mig_device_record(mig_uuid, gpu_uuid, gpu_instance_id, profile=None):
+    """The line saying which GPU instance (parent UUID, GPU_I_ID) a MIG device UUID is."""
+    return json.dumps({"record": MIG_DEVICE_RECORD, "mig_uuid": mig_uuid, "gpu_uuid": gpu_uuid,
+                       "gpu_instance_id": int(gpu_instance_id), "profile": profile},
+                      separators=(",", ":")) + "\n"
 
 
 class EventFormatter:
-    """Formats event tuples; gpu_lookup(torch_index) -> (uuid, host index) for CUDA devices."""
+    """Formats event tuples; gpu_lookup(torch_index) -> (uuid, host index) for CUDA devices;
+    mig_lookup(torch_index) -> a mig_device_record() line, or None, called once per device with
+    gpu_lookup: the first event line of a MIG device comes after its record."""
 
-    def __init__(self, identity, gpu_lookup=None):
+    def __init__(self, identity, gpu_lookup=None, mig_lookup=None):
         self._identity = identity
         self._gpu_lookup = gpu_lookup
+        self._mig_lookup = mig_lookup
         self._prefixes = {None: self._prefix("cpu", None)}
         self._suffix = f',"cpu_num":{json.dumps(float(identity.cpu_num))}}}\n'
 
@@ -46,6 +71,9 @@ class EventFormatter:
         if prefix is None:
             uuid, gpu = self._gpu_lookup(device)
             prefix = self._prefixes[device] = self._prefix(uuid, gpu)
+            record = self._mig_lookup(device) if self._mig_lookup else None
+            if record:
+                return record + self.line(info, forward, batch, epoch, t_start_ns, t_end_ns, device)
         return (f'{prefix}"epoch":{epoch},"batch":{batch},{info.fragment}'
                 f'"forward":{"true" if forward else "false"},'
                 f'"t_start_ns":{t_start_ns},"t_end_ns":{t_end_ns}{self._suffix}')

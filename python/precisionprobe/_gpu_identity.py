@@ -4,9 +4,14 @@ dcgm-exporter labels series with the GPU UUID ("GPU-5d5b...") and the host's GPU
 not match torch's index when CUDA_VISIBLE_DEVICES remaps devices. Sources, best first:
 CUDA_VISIBLE_DEVICES entries (a UUID or a host index), torch's device properties (`uuid` exists
 in torch >= 2.0), and one `nvidia-smi` query made when the first CUDA event is written.
+On a MIG device the UUID is the MIG device's and the index its parent GPU's; mig_record() gives
+the line that says which GPU instance it is (_mig_device.py, through NVML).
 """
 import os
 import subprocess
+
+from ._event_format import mig_device_record
+from ._mig_device import MigDirectory
 
 CPU_UUID = "cpu"
 
@@ -59,9 +64,11 @@ def resolve_gpu(torch_index, visible_devices=None, smi_table=None, torch_uuid=No
 class GpuDirectory:
     """Caches (uuid, host index) per torch device index for the writer thread."""
 
-    def __init__(self, torch_module):
+    def __init__(self, torch_module, mig_directory=None):
         self._torch = torch_module
         self._cache = {}
+        self._mig = {}  # torch index -> _mig_device.MigDevice or None
+        self._mig_directory = mig_directory or MigDirectory()
         self._smi_table = None
 
     def lookup(self, torch_index):
@@ -75,5 +82,17 @@ class GpuDirectory:
                 pass
             uuid, host_index = resolve_gpu(torch_index, os.environ.get("CUDA_VISIBLE_DEVICES"),
                                            self._smi_table, torch_uuid)
+            mig = self._mig[torch_index] = self._mig_directory.lookup(uuid) if uuid else None
+            if mig is not None:  # the MIG device's UUID (torch's lacks its prefix), its parent's index
+                uuid, host_index = mig.mig_uuid, mig.gpu_index
             self._cache[torch_index] = (uuid or f"cuda:{torch_index}", host_index)
         return self._cache[torch_index]
+
+    def mig_record(self, torch_index):
+        """The mig_device record line of the device, or None when it is not a MIG device (or NVML
+        cannot say): called once per device, after lookup()."""
+        self.lookup(torch_index)
+        mig = self._mig.get(torch_index)
+        if mig is None:
+            return None
+        return mig_device_record(mig.mig_uuid, mig.gpu_uuid, mig.gpu_instance_id, mig.profile)

@@ -72,7 +72,7 @@ class Probe:
     def _new_process_state(self):
         """Everything that is per process: the writer, its file, and per-thread state."""
         self._writer = EventWriter(self.out_dir, event_file_name(self.identity),
-                                   EventFormatter(self.identity, self._gpu_lookup),
+                                   EventFormatter(self.identity, self._gpu_lookup, self._mig_lookup),
                                    cuda_clock=self._cuda_clock,
                                    flush_interval=self._flush_interval, stderr=self._stderr)
         self._emit = self._sink or self._writer.put
@@ -89,6 +89,9 @@ class Probe:
 
     def _gpu_lookup(self, device):
         return self._gpu_directory.lookup(device)
+
+    def _mig_lookup(self, device):
+        return self._gpu_directory.mig_record(device)
 
     # -- installing ---------------------------------------------------------------------------
 

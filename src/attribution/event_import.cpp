@@ -4,6 +4,7 @@
 #include "core/statement.hpp"
 #include "events/event_file_scan.hpp"
 #include "events/job_header.hpp"
+#include "events/mig_device.hpp"
 
 namespace pp {
 namespace {
@@ -81,6 +82,14 @@ void insert_job(Statement& insert, const JobHeader& h, const std::string& file, 
   insert.run();
 }
 
+void insert_mig_device(Statement& insert, const MigDevice& d) {
+  insert.bind(":mig_uuid", d.mig_uuid);
+  insert.bind(":gpu_uuid", d.gpu_uuid);
+  insert.bind(":gpu_instance_id", d.gpu_instance_id);
+  insert.bind(":profile", d.profile);
+  insert.run();
+}
+
 }  // namespace
 
 long long import_event_files(sqlite3* db, const std::string& path, bool final,
@@ -93,11 +102,13 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
   }
   EventInserter insert_event(db);
   Statement insert_job_header(db, named_sql("import", "insert_job"));
+  Statement insert_mig(db, named_sql("import", "insert_mig_device"));
   long long events_added = 0;
   EventFileScan scan(warn, db);
   scan.start(path, &resume, [db](const std::string& file) { return keep_replaced_rows(db, file); });
   LayerEvent event;
   JobHeader header;
+  MigDevice mig_device;
   std::string_view text;
   std::string problem;
   bool complete = false;
@@ -116,6 +127,13 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
           break;
         }
         insert_job(insert_job_header, header, scan.source_file(), scan.line_number());
+        break;
+      case LineKind::MigDevice:
+        if (!parse_mig_device(text, mig_device, problem)) {
+          scan.skip(problem, complete);
+          break;
+        }
+        insert_mig_device(insert_mig, mig_device);
         break;
       case LineKind::Malformed:
         // Without its '\n' the last line may still be being written: the next import reads it

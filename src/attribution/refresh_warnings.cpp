@@ -22,6 +22,24 @@ void warn_about_unattributed(RefreshRun& run) {
              redact_url(run.connection.settings().get("prometheus_url")) +
              " (check prometheus_url and that dcgm-exporter's series carry the events' UUID label); their "
              "events are not attributed");
+  // A MIG device's samples are its GPU instance's series, found through pp_mig_devices.
+  constexpr int named_devices = 10;
+  int devices = 0;
+  Statement unmapped(run.db, named_sql("refresh", "mig_devices_without_mapping"));
+  while (unmapped.step()) {
+    if (++devices > named_devices) continue;
+    const std::string mig = unmapped.column_text(0);
+    run.warn("MIG device " + mig + " (" + unmapped.column_text(1) +
+             " events) has no row in pp_mig_devices, so its GPU instance's samples cannot be found "
+             "(dcgm-exporter labels them with the parent GPU's UUID and GPU_I_ID) and its events are not "
+             "attributed; add it with INSERT INTO pp_mig_devices(mig_uuid, gpu_uuid, gpu_instance_id) VALUES ('" +
+             mig +
+             "', 'GPU-<parent>', <GPU_I_ID>) (nvidia-smi -L lists each MIG device under its GPU, nvidia-smi "
+             "mig -lgi the GPU instance IDs) and refresh again, or run the hook client where NVML "
+             "(libnvidia-ml.so.1) loads, which records it");
+  }
+  if (devices > named_devices)
+    run.warn(std::to_string(devices - named_devices) + " more MIG devices have no row in pp_mig_devices");
   if (run.late_events > 0)
     run.warn(std::to_string(run.late_events) +
              " events arrived after their sample windows were folded and are not attributed; refresh a job "

@@ -51,8 +51,8 @@ class EventFileScan {
   bool next(std::string_view& line, bool& complete);
   // Counts the line last returned as malformed, for the file's warning.
   void skip(const std::string& problem, bool complete);
-  // The next event or job header line: blank lines are passed over and malformed ones
-  // skipped. `kind` says which (Event: decoded into `event`); `line` is the header's text.
+  // The next event or job header line: blank lines and mig_device records (pp_refresh's
+  // import reads those with next()) are passed over, malformed lines skipped. `kind` says which (Event: decoded into `event`); `line` is the header's text.
   // False after the last line of the last file.
   bool next_record(LayerEvent& event, LineKind& kind, std::string_view& line, bool& complete);
 

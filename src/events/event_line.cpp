@@ -123,7 +123,7 @@ class LineParser : public JsonScanner {
       problem = "invalid JSON at byte " + std::to_string(p_ - begin_ + 1);
       return LineKind::Malformed;
     }
-    if (is_job_header_) return LineKind::JobHeader;
+    if (record_ == LineKind::JobHeader || record_ == LineKind::MigDevice) return record_;
     if (wrong_type_ != kUnknown) {
       problem = "field '" + std::string(field_name(wrong_type_)) + "' " +
                 (out_of_range_ ? "is out of range" : type_phrase(field_type(wrong_type_)));
@@ -173,7 +173,7 @@ class LineParser : public JsonScanner {
       if (*p_ != '"') return skip_value(0);
       std::string_view value;
       if (!parse_string(value, value_scratch_)) return false;
-      is_job_header_ = value == "job";
+      record_ = value == "job" ? LineKind::JobHeader : value == "mig_device" ? LineKind::MigDevice : LineKind::Event;
       return true;
     }
     const FieldType type = field_type(f);
@@ -281,7 +281,7 @@ class LineParser : public JsonScanner {
   uint32_t seen_ = 0;
   Field wrong_type_ = kUnknown;
   bool out_of_range_ = false;
-  bool is_job_header_ = false;
+  LineKind record_ = LineKind::Event;  // what the "record" field names: JobHeader, MigDevice, or none
 };
 
 static_assert(kEventFieldCount <= 32, "seen_ is a 32-bit mask");

@@ -1,6 +1,6 @@
 // Parsing one line of the hook client's JSON Lines (docs/reference/layer_events.md has the
-// format): an event, the job header written once per process, a blank line, or something
-// malformed (with the reason).
+// format): an event, the job header written once per process, the record of a MIG device the
+// process ran on, a blank line, or something malformed (with the reason).
 #pragma once
 #include <string>
 #include <string_view>
@@ -12,6 +12,7 @@ namespace pp {
 enum class LineKind {
   Event,      // `event` holds the line's event
   JobHeader,  // {"record": "job", ...}: once per process, not an event
+  MigDevice,  // {"record": "mig_device", ...}: which GPU instance a MIG device is, not an event
   Blank,      // empty or whitespace only
   Malformed,  // not JSON, not an object, or a field missing or of the wrong type
 };

@@ -52,6 +52,16 @@ SELECT pp_install_views();
 CREATE TABLE copies(x);
 CREATE TRIGGER keep_copy AFTER INSERT ON layer_history BEGIN INSERT INTO copies VALUES (new.metrics); END;
 SELECT * FROM pp_refresh(NULL);
+-- pp_mig_devices is written by the import, so a trigger on it would run there.
+-- error: pp_refresh: table 'pp_mig_devices' is not as precisionprobe creates it (the trigger 'keep_mig' on it is not the extension's)
+SELECT pp_install_views();
+CREATE TABLE copies(x);
+CREATE TRIGGER keep_mig AFTER INSERT ON pp_mig_devices BEGIN INSERT INTO copies VALUES (new.mig_uuid); END;
+SELECT * FROM pp_refresh(NULL);
+-- error: pp_refresh: table 'pp_mig_devices' is not as precisionprobe creates it (its columns or constraints differ)
+CREATE TABLE pp_mig_devices(mig_uuid TEXT PRIMARY KEY, gpu_uuid TEXT NOT NULL,
+                            gpu_instance_id INTEGER NOT NULL CHECK (pp_config('timeout_ms') IS NOT NULL), profile TEXT);
+SELECT * FROM pp_refresh(NULL);
 -- error: pp_refresh: table 'pp_samples' is not as precisionprobe creates it (the index 'pp_samples_by_value' on it is not the extension's)
 SELECT pp_install_views();
 CREATE INDEX pp_samples_by_value ON pp_samples(value);

@@ -66,6 +66,7 @@ std::optional<LineKind> reference_kind(const std::string& line, nlohmann::json& 
   }
   if (!out.is_object()) return LineKind::Malformed;
   if (out.contains("record") && out["record"] == "job") return LineKind::JobHeader;
+  if (out.contains("record") && out["record"] == "mig_device") return LineKind::MigDevice;
   for (int f = 0; f < pp::kEventFieldCount; ++f) {
     const std::string key(pp::kEventFieldKeys[f]);
     if (!out.contains(key) || !has_type(out[key], pp::kEventFieldTypes[f])) return LineKind::Malformed;

@@ -84,7 +84,9 @@ Two drivers:
       a real Prometheus to scrape (live.py); /served says what each scrape was served (test support);
   python3 -m precisionprobe.emulator offline --out DIR --minutes 10 --interval-ms 100 --noise 0.005
       generates a DLRM-like timeline (timeline.py) and writes OpenMetrics for promtool backfill,
-      the matching events, the ground truth and per stored sample what it describes (offline.py).
+      the matching events, the ground truth and per stored sample what it describes (offline.py);
+      with --mig 4g.40gb,3g.40gb, one GPU split into MIG instances, each running its own job with
+      its own truth, labelled as dcgm-exporter labels GPU instances (mig.py has its table).
 """
 from .exposition import EMULATOR_NAME
 from .profile import METRICS, Profile

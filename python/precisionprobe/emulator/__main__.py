@@ -128,6 +128,9 @@ def parser():
     offline.add_argument("--profile", default="dlrm", help=PROFILE_HELP + " (default dlrm)")
     offline.add_argument("--start", type=int, default=None,
                          help="recording start, unix seconds (default 2024-05-01T10:00:00Z)")
+    offline.add_argument("--mig", default=None, metavar="PROFILES|N",
+                         help="one GPU split into MIG instances, each running its own job: GPU instance "
+                              "profiles (4g.40gb,3g.40gb) or a count (emulator/mig.py)")
     common(offline)
     return p
 
@@ -146,6 +149,15 @@ def main(argv=None):
         if args.minutes <= 0:
             raise ValueError("--minutes must be positive")
         start = args.start if args.start is not None else offline.DEFAULT_START_S
+        if args.mig is not None:
+            from . import mig
+            rec = mig.record(args.minutes * 60, args.interval_ms, args.noise, args.seed, profile,
+                             mig.parse_layout(args.mig), args.mux_zero, start, timing=args.timing)
+            paths = mig.write(rec, args.out, ["python3", "-m", "precisionprobe.emulator", *sys.argv[1:]])
+            print(f"{EMULATOR_NAME}: emulated GPU {rec.parent_uuid} split into {len(rec.instances)} MIG instances")
+            print("\n".join(mig.summary(rec)))
+            print(f"  openmetrics: {paths['openmetrics']}\n  events: {paths['events']}\n  mig: {paths['mig']}")
+            return 0
         rec = offline.record(args.minutes * 60, args.interval_ms, args.noise, args.seed, profile,
                              args.mux_zero, start, timing=args.timing)
         paths = offline.write(rec, args.out, ["python3", "-m", "precisionprobe.emulator", *sys.argv[1:]])

@@ -20,6 +20,12 @@ INSERT OR IGNORE INTO main.pp_jobs(job_id, host_name, pid, params, command, torc
                                    source_file, line)
 VALUES (:job_id, :host_name, :pid, :params, :command, :torch_version, :start_time, :source_file, :line);
 
+-- name: insert_mig_device
+-- A row a user inserted, or an earlier record, is kept: a MIG UUID names one GPU instance for
+-- as long as it exists.
+INSERT OR IGNORE INTO main.pp_mig_devices(mig_uuid, gpu_uuid, gpu_instance_id, profile)
+VALUES (:mig_uuid, :gpu_uuid, :gpu_instance_id, :profile);
+
 -- name: save_position
 INSERT INTO main.pp_event_files(source_file, bytes, lines, head_bytes, head_hash)
 VALUES (:source_file, :bytes, :lines, :head_bytes, :head_hash)

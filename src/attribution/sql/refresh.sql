@@ -26,48 +26,89 @@ SELECT max(t_end) FROM main.pp_events WHERE folded = 0 AND gpu_uuid <> 'cpu';
 
 -- name: fetch_gpus
 -- Each GPU with unfolded events and its last sample before this refresh (of the metrics fetched:
--- one index seek per metric, where max(ts_ms) over the GPU would read all of its samples).
+-- one index seek per metric, where max(ts_ms) over the GPU would read all of its samples); for a
+-- MIG device, the parent GPU and GPU instance whose series are its samples (pp_mig_devices, else
+-- read off the MIG UUID of drivers before R470, "MIG-GPU-<parent UUID>/<GPU instance>/<compute
+-- instance>").
 CREATE TEMP TABLE IF NOT EXISTS pp_fetch_gpus(uuid TEXT PRIMARY KEY, host_name TEXT, last_end_ms INTEGER,
-                                               last_sample_ms INTEGER);
+                                               last_sample_ms INTEGER, parent_uuid TEXT, gpu_instance_id INTEGER);
 DELETE FROM temp.pp_fetch_gpus;
 INSERT INTO temp.pp_fetch_gpus
-SELECT gpu_uuid, max(host_name), max(t_end_ns) / 1000000,
-       (SELECT max((SELECT max(ts_ms) FROM main.pp_samples AS s WHERE s.uuid = e.gpu_uuid AND s.metric = m.metric))
-          FROM main.pp_metrics AS m)
-  FROM main.pp_events AS e WHERE folded = 0 AND gpu_uuid <> 'cpu' GROUP BY gpu_uuid;
+SELECT g.uuid, g.host_name, g.last_end_ms, g.last_sample_ms, m.gpu_uuid, m.gpu_instance_id
+  FROM (SELECT gpu_uuid AS uuid, max(host_name) AS host_name, max(t_end_ns) / 1000000 AS last_end_ms,
+               (SELECT max((SELECT max(ts_ms) FROM main.pp_samples AS s WHERE s.uuid = e.gpu_uuid AND s.metric = m.metric))
+                  FROM main.pp_metrics AS m) AS last_sample_ms
+          FROM main.pp_events AS e WHERE folded = 0 AND gpu_uuid <> 'cpu' GROUP BY gpu_uuid) AS g
+  LEFT JOIN main.pp_mig_devices AS m ON m.mig_uuid = g.uuid;
+UPDATE temp.pp_fetch_gpus
+   SET parent_uuid = substr(uuid, 5, instr(uuid, '/') - 5),
+       gpu_instance_id = CAST(substr(uuid, instr(uuid, '/') + 1) AS INTEGER)  -- CAST stops at the next '/'
+ WHERE parent_uuid IS NULL AND uuid GLOB 'MIG-GPU-*/[0-9]*/[0-9]*';
 
 -- name: gpus_without_samples
--- UUIDs (:by_host = 0) or host names (:by_host = 1) of GPUs whose unfolded events reach past
--- their last sample (none yet, or a job still running: later refreshes must fetch again) and
--- that no pass of this refresh has brought samples for yet.
+-- UUIDs (:by_host = 0) or host names (:by_host = 1) of whole GPUs (not MIG devices) whose
+-- unfolded events reach past their last sample (none yet, or a job still running: later
+-- refreshes must fetch again) and that no pass of this refresh has brought samples for yet.
 SELECT DISTINCT CASE WHEN :by_host THEN host_name ELSE uuid END
   FROM temp.pp_fetch_gpus AS g
  WHERE CASE WHEN :by_host THEN host_name ELSE uuid END IS NOT NULL
+   AND g.uuid NOT GLOB 'MIG-*'
+   AND last_end_ms > coalesce(last_sample_ms, -1)
+   AND NOT EXISTS (SELECT 1 FROM main.pp_metrics AS m JOIN main.pp_samples AS s
+                    ON s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > coalesce(g.last_sample_ms, -1));
+
+-- name: instances_without_samples
+-- The same for MIG devices whose GPU instance is known: the parent GPU's UUID and the GPU_I_ID.
+SELECT DISTINCT parent_uuid, gpu_instance_id
+  FROM temp.pp_fetch_gpus AS g
+ WHERE parent_uuid IS NOT NULL
    AND last_end_ms > coalesce(last_sample_ms, -1)
    AND NOT EXISTS (SELECT 1 FROM main.pp_metrics AS m JOIN main.pp_samples AS s
                     ON s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > coalesce(g.last_sample_ms, -1));
 
 -- name: insert_samples_by_uuid
--- The samples of :selector whose UUID (or older exporters' uuid) label names a GPU of the
--- unfolded events.
+-- The samples of :selector whose UUID (or older exporters' uuid) label names a whole GPU of the
+-- unfolded events. A GPU instance's series (GPU_I_ID) never counts as its whole GPU's.
 INSERT OR IGNORE INTO main.pp_samples(uuid, metric, ts_ms, value, host, gpu)
 SELECT uuid, metric, ts_ms, value, host, gpu FROM (
   SELECT coalesce(json_extract(labels, '$.UUID'), json_extract(labels, '$.uuid')) AS uuid, metric,
          CAST(round(ts * 1000) AS INTEGER) AS ts_ms, value,
          coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname')) AS host,
-         json_extract(labels, '$.gpu') AS gpu
+         json_extract(labels, '$.gpu') AS gpu, json_extract(labels, '$.GPU_I_ID') AS instance
     FROM prom_samples(:selector, :start, :end))
- WHERE uuid IN (SELECT gpu_uuid FROM main.pp_events WHERE folded = 0);
+ WHERE uuid IN (SELECT gpu_uuid FROM main.pp_events WHERE folded = 0) AND instance IS NULL;
+
+-- name: insert_samples_by_instance
+-- The samples of :selector of a GPU instance (parent UUID or uuid label, and GPU_I_ID), stored
+-- under the MIG UUID of the events that ran on it: one row per MIG device of that instance.
+-- Driver-window metrics (GPU_UTIL) are left out: NVML has no per-instance utilization, and
+-- exporters that publish the series for an instance publish 0.
+-- (CROSS JOIN: prom_samples is read once, first, never once per row of pp_fetch_gpus.)
+INSERT OR IGNORE INTO main.pp_samples(uuid, metric, ts_ms, value, host, gpu)
+SELECT g.uuid, p.metric, p.ts_ms, p.value, p.host, p.gpu FROM (
+  SELECT coalesce(json_extract(labels, '$.UUID'), json_extract(labels, '$.uuid')) AS parent, metric,
+         CAST(round(ts * 1000) AS INTEGER) AS ts_ms, value,
+         coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname')) AS host,
+         json_extract(labels, '$.gpu') AS gpu, json_extract(labels, '$.GPU_I_ID') AS instance
+    FROM prom_samples(:selector, :start, :end)) AS p
+ CROSS JOIN temp.pp_fetch_gpus AS g ON g.parent_uuid = p.parent AND g.gpu_instance_id = CAST(p.instance AS INTEGER)
+ WHERE p.instance IS NOT NULL AND CAST(p.instance AS TEXT) GLOB '[0-9]*'
+   AND p.metric NOT IN (SELECT metric FROM main.pp_metrics WHERE kind = 'driver_window');
 
 -- name: insert_samples_by_host
--- The samples of :selector matched to the unfolded events by Hostname and gpu index.
+-- The samples of :selector matched to the unfolded events of whole GPUs by Hostname and gpu
+-- index (a MIG device's events carry its parent's index: they are never matched this way).
 INSERT OR IGNORE INTO main.pp_samples(uuid, metric, ts_ms, value, host, gpu)
-SELECT (SELECT gpu_uuid FROM main.pp_events e WHERE e.host_name = p.host AND e.gpu = CAST(p.gpu AS INTEGER) LIMIT 1),
+SELECT (SELECT gpu_uuid FROM main.pp_events e WHERE e.host_name = p.host AND e.gpu = CAST(p.gpu AS INTEGER)
+           AND e.gpu_uuid NOT GLOB 'MIG-*' LIMIT 1),
        metric, CAST(round(ts * 1000) AS INTEGER), value, host, gpu FROM (
   SELECT coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname')) AS host,
-         json_extract(labels, '$.gpu') AS gpu, metric, ts, value FROM prom_samples(:selector, :start, :end)) AS p
- WHERE EXISTS (SELECT 1 FROM main.pp_events e
-                WHERE e.folded = 0 AND e.host_name = p.host AND e.gpu = CAST(p.gpu AS INTEGER));
+         json_extract(labels, '$.gpu') AS gpu, json_extract(labels, '$.GPU_I_ID') AS instance, metric, ts, value
+    FROM prom_samples(:selector, :start, :end)) AS p
+ WHERE p.instance IS NULL
+   AND EXISTS (SELECT 1 FROM main.pp_events e
+                WHERE e.folded = 0 AND e.host_name = p.host AND e.gpu = CAST(p.gpu AS INTEGER)
+                  AND e.gpu_uuid NOT GLOB 'MIG-*');
 
 -- name: series_table
 -- temp.pp_series: each series (uuid, metric) of pp_samples and its last ts_ms.
@@ -121,7 +162,25 @@ WITH RECURSIVE gpus(uuid) AS (
 SELECT count(*) FROM gpus AS g
  WHERE g.uuid IS NOT NULL AND g.uuid <> 'cpu'
    AND NOT EXISTS (SELECT 1 FROM main.pp_samples s WHERE s.uuid = g.uuid)
-   AND EXISTS (SELECT 1 FROM main.pp_events e WHERE e.gpu_uuid = g.uuid AND e.folded = 0);
+   AND EXISTS (SELECT 1 FROM main.pp_events e WHERE e.gpu_uuid = g.uuid AND e.folded = 0)
+   AND NOT (g.uuid GLOB 'MIG-*' AND g.uuid NOT GLOB 'MIG-GPU-*/[0-9]*/[0-9]*'  -- mig_devices_without_mapping
+            AND NOT EXISTS (SELECT 1 FROM main.pp_mig_devices AS m WHERE m.mig_uuid = g.uuid));
+
+-- name: mig_devices_without_mapping
+-- MIG devices of unfolded events without samples whose GPU instance pp_mig_devices does not
+-- say (nor their UUID, as before driver R470), with their unfolded events: the MIG UUIDs in
+-- the index's range 'MIG-' .. 'MIG.', one seek each.
+WITH RECURSIVE migs(uuid) AS (
+  SELECT min(gpu_uuid) FROM main.pp_events WHERE gpu_uuid >= 'MIG-' AND gpu_uuid < 'MIG.'
+  UNION ALL SELECT (SELECT min(gpu_uuid) FROM main.pp_events WHERE gpu_uuid > g.uuid AND gpu_uuid < 'MIG.')
+    FROM migs AS g WHERE g.uuid IS NOT NULL)
+SELECT g.uuid, (SELECT count(*) FROM main.pp_events e WHERE e.gpu_uuid = g.uuid AND e.folded = 0) AS events
+  FROM migs AS g
+ WHERE g.uuid IS NOT NULL AND g.uuid NOT GLOB 'MIG-GPU-*/[0-9]*/[0-9]*'
+   AND NOT EXISTS (SELECT 1 FROM main.pp_mig_devices AS m WHERE m.mig_uuid = g.uuid)
+   AND NOT EXISTS (SELECT 1 FROM main.pp_samples s WHERE s.uuid = g.uuid)
+   AND EXISTS (SELECT 1 FROM main.pp_events e WHERE e.gpu_uuid = g.uuid AND e.folded = 0)
+ ORDER BY g.uuid;
 
 -- name: fold_windows
 -- Per GPU, the sample windows to fold: up to the last aligned sample (pp_alignment), or, while

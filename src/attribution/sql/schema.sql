@@ -37,6 +37,17 @@ CREATE TABLE IF NOT EXISTS pp_jobs(
   source_file TEXT NOT NULL, line INTEGER NOT NULL,
   UNIQUE (source_file, line));
 
+-- Which GPU instance each MIG device is. A process on a MIG device sees a MIG UUID
+-- ("MIG-...", its events' gpu_uuid), while dcgm-exporter labels the instance's series with the
+-- parent GPU's UUID and GPU_I_ID. pp_refresh fills this from the hook client's mig_device
+-- records; a user may INSERT rows (from `nvidia-smi -L` and `nvidia-smi mig -lgi`), and a row
+-- already here is kept. Samples of an instance are stored in pp_samples under its MIG UUID.
+CREATE TABLE IF NOT EXISTS pp_mig_devices(
+  mig_uuid TEXT PRIMARY KEY,
+  gpu_uuid TEXT NOT NULL,                 -- the parent GPU: the series' UUID label
+  gpu_instance_id INTEGER NOT NULL,       -- the series' GPU_I_ID label
+  profile TEXT);                          -- GPU_I_PROFILE ("3g.40gb"), for reading
+
 -- Raw DCGM samples of the GPUs the events ran on, at the times Prometheus stored them (ms).
 -- dcgm-exporter prints no timestamps, so ts_ms is when Prometheus scraped: the window a sample
 -- describes ended some time before it (pp_windows, from the align step of pp_refresh).
