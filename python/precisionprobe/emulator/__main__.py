@@ -2,6 +2,7 @@
 import argparse
 import sys
 
+from . import colocation
 from .exposition import EMULATOR_NAME
 from .profile import Profile, ProfileError
 from .timing import EXPORTERS, MODES, Timing
@@ -128,6 +129,7 @@ def parser():
     offline.add_argument("--profile", default="dlrm", help=PROFILE_HELP + " (default dlrm)")
     offline.add_argument("--start", type=int, default=None,
                          help="recording start, unix seconds (default 2024-05-01T10:00:00Z)")
+    colocation.add_arguments(offline)
     common(offline)
     return p
 
@@ -146,6 +148,8 @@ def main(argv=None):
         if args.minutes <= 0:
             raise ValueError("--minutes must be positive")
         start = args.start if args.start is not None else offline.DEFAULT_START_S
+        if colocation.requested(args):
+            return colocation.main(args, profile, start, sys.argv[1:] if argv is None else argv)
         rec = offline.record(args.minutes * 60, args.interval_ms, args.noise, args.seed, profile,
                              args.mux_zero, start, timing=args.timing)
         paths = offline.write(rec, args.out, ["python3", "-m", "precisionprobe.emulator", *sys.argv[1:]])
