@@ -243,3 +243,13 @@ def test_cli_writes_a_shared_gpu_recording(tmp_path):
 def test_cli_errors_name_the_flag(tmp_path, argv, message):
     done = run_cli("--out", str(tmp_path / "o"), "--minutes", "0.05", *argv)
     assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def test_jobs_may_end_before_the_recording_does(dlrm):
+    """job_seconds: the jobs stop, the samples go on (idle activity, both baselines of memory)."""
+    rec = colocation.record(8, 100, 0.0, 3, dlrm, jobs=2, job_seconds=5, timing=Timing(mode="exact"))
+    assert max(job.events.t_end_ns[-1] for job in rec.jobs) <= T0 + 5 * 10**9
+    after = rec.tick_ms > offline.DEFAULT_START_S * 1000 + 5100
+    assert after.sum() == 29  # windows ending at 5.2 s .. 8.0 s
+    np.testing.assert_allclose(rec.truth_means[after][:, ACTIVITY], 0)
+    np.testing.assert_allclose(rec.truth_means[after][:, FB], 2 * dlrm.idle[FB])

@@ -269,13 +269,16 @@ def _scales(values, jobs, name, default):
 
 
 def record(seconds, interval_ms, noise, seed, profile, jobs=2, sharing=DEFAULT_SHARING, mux_zero=0.0,
-           start_s=offline.DEFAULT_START_S, timing=Timing(), duration_scales=None, activity_scales=None):
+           start_s=offline.DEFAULT_START_S, timing=Timing(), duration_scales=None, activity_scales=None,
+           job_seconds=None):
     """A recording of `seconds` from start_s of `jobs` DLRM-like jobs on one emulated GPU.
 
     sharing: 'time-sliced' or 'concurrent' (module doc); job j's timeline is dlrm_timeline(seed + j)
     stretched by duration_scales[j] (default 1 + 0.25 j), its activity scaled by
     activity_scales[j] (default 0.85^j); timing, noise and mux_zero as offline.record (the timing
-    model's phases and jitter and the noise drawn from seed). ValueError names the flag at fault."""
+    model's phases and jitter and the noise drawn from seed); job_seconds: how long the jobs run
+    from the start (default: the whole recording; the GPU is idle after). ValueError names the
+    flag at fault."""
     interval_ms = int(interval_ms)
     if interval_ms < 100:
         raise ValueError("interval_ms (-c/--interval-ms): DCGM's floor for profiling fields is 100 ms")
@@ -287,10 +290,11 @@ def record(seconds, interval_ms, noise, seed, profile, jobs=2, sharing=DEFAULT_S
     activities = _scales(activity_scales, jobs, "--activity-scales", default_activity_scales)
     resolved = timing_model.resolve(timing, interval_ms, seed)
     start_ns = int(start_s) * 10**9
-    end_ns = start_ns + int(seconds * 1e9)
+    job_seconds = seconds if job_seconds is None else min(float(job_seconds), seconds)
+    end_ns = start_ns + int(job_seconds * 1e9)
 
     # Each job's own timeline, as it would run alone, filling the recording.
-    alone = [stretched(dlrm_timeline(start_ns, seconds / durations[j], seed + j), start_ns, durations[j])
+    alone = [stretched(dlrm_timeline(start_ns, job_seconds / durations[j], seed + j), start_ns, durations[j])
              for j in range(jobs)]
     if sharing == "time-sliced":
         ran = time_slice(alone, start_ns)
