@@ -44,6 +44,8 @@ def test_time_sliced_jobs_take_turns_and_keep_their_own_calls(dlrm):
     rec = colocation.record(20, 100, 0.0, 4, dlrm, jobs=2, sharing="time-sliced")
     starts, ends, who = all_calls(rec)
     assert np.all(starts[1:] >= ends[:-1])       # one layer on the GPU at any instant
+    switches = who[1:] != who[:-1]               # and a context switch between two jobs' calls
+    assert np.all(starts[1:][switches] - ends[:-1][switches] >= 25_000) and rec.context_switch_us == 25
     assert set(who.tolist()) == {0, 1} and np.any(who[1:] != who[:-1])  # and they interleave
     assert colocation.busy_share(rec, 2) == 0
     for job, scale in zip(rec.jobs, (1.0, 1.25)):
@@ -162,6 +164,7 @@ def test_truth_and_events_per_job(dlrm, tmp_path):
     paths = colocation.write(rec, tmp_path)
     truth = json.loads(open(paths["truth"]).read())
     assert truth["colocation"]["sharing"] == "concurrent" and truth["colocation"]["jobs"] == 2
+    assert truth["colocation"]["context_switch_us"] is None  # no switching: both run at once
     assert 0 < truth["colocation"]["overlap_share"] < truth["colocation"]["gpu_busy_share"] <= 1
     assert truth["idle"][FB_USED] == 2 * dlrm.idle[FB]
     first, second = truth["jobs"]
@@ -208,6 +211,7 @@ def test_reproducible_by_seed(dlrm):
     (dict(jobs=0), "--jobs"),
     (dict(duration_scales=[1]), "--duration-scales: 1 values for 2 jobs"),
     (dict(activity_scales=[1, -0.5]), "--activity-scales: scales must be positive"),
+    (dict(context_switch_us=-1), "--context-switch-us must be a number of at least 0"),
 ])
 def test_record_errors_name_the_parameter(dlrm, kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -239,6 +243,8 @@ def test_cli_writes_a_shared_gpu_recording(tmp_path):
     (["--jobs", "2", "--duration-scales", "1"], "--duration-scales: 1 values for 2 jobs"),
     (["--jobs", "2", "--activity-scales", "1,lots"], "--activity-scales: not a comma-separated list"),
     (["--jobs", "2", "--sharing", "mps"], "--sharing: invalid choice"),
+    (["--jobs", "2", "--sharing", "concurrent", "--context-switch-us", "5"],
+     "--context-switch-us applies to --sharing time-sliced"),
 ])
 def test_cli_errors_name_the_flag(tmp_path, argv, message):
     done = run_cli("--out", str(tmp_path / "o"), "--minutes", "0.05", *argv)

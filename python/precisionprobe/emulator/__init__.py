@@ -84,7 +84,12 @@ Two drivers:
       a real Prometheus to scrape (live.py); /served says what each scrape was served (test support);
   python3 -m precisionprobe.emulator offline --out DIR --minutes 10 --interval-ms 100 --noise 0.005
       generates a DLRM-like timeline (timeline.py) and writes OpenMetrics for promtool backfill,
-      the matching events, the ground truth and per stored sample what it describes (offline.py).
+      the matching events, the ground truth and per stored sample what it describes (offline.py);
+      with --jobs N (2 or more) and --sharing time-sliced|concurrent, N jobs share the one
+      emulated GPU: taking turns (GPU time-slicing) or overlapping (MPS), one event file and one
+      truth per job (colocation.py, whose table says which behaviour models which component and
+      what is assumed: summed counters clipped at their bound, the union of busy times, memory
+      of every process added up).
 """
 from .exposition import EMULATOR_NAME
 from .profile import METRICS, Profile

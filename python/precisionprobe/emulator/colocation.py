@@ -20,7 +20,8 @@ does, with one event file per job:
                                and its parameters under "colocation"; timing as offline.py
   OUT/samples_truth.csv        per stored sample what it describes (as offline.py)
 
-Sharing modes (--sharing; which real behaviour each models, and what is assumed):
+Sharing modes (--sharing; which real behaviour each models, and what is assumed; [c]: chosen
+here, the sources leave it open):
 
   behaviour                                  | real component               | parameter          | default
   -------------------------------------------|------------------------------|--------------------|-------------------
@@ -30,6 +31,9 @@ Sharing modes (--sharing; which real behaviour each models, and what is assumed)
   whole (first ready, first served); the     | GPU without MPS)             |                    |
   recorded times are when it ran on the GPU  |                              |                    |
   (the hook client records GPU times)        |                              |                    |
+  after another job's call the GPU is idle  | the context switch between   | --context-switch-us| 25 us [c]
+  for a context switch: two jobs' calls      | time-sliced processes        |                    |
+  never touch                                |                              |                    |
   concurrent: the jobs' kernels run at once; | MPS, or several streams      | --sharing          | -
   the timelines are independent and overlap  | sharing the SMs              | concurrent         |
   each job's calls and gaps: its own DLRM    | the training process (data   | seed + job index,  | job j: seed + j,
@@ -63,7 +67,8 @@ recorded GPU span can hold turns of the other process and the two jobs' events t
 here they never do. The clipped sum under concurrency is an upper bound on what hardware reports.
 
   python3 -m precisionprobe.emulator offline --out DIR --jobs 2 --sharing time-sliced|concurrent
-      [--duration-scales 1,1.25] [--activity-scales 1,0.85] (and every flag of offline)
+      [--duration-scales 1,1.25] [--activity-scales 1,0.85] [--context-switch-us 25]
+      (and every flag of offline)
 """
 import copy
 import heapq
@@ -86,6 +91,7 @@ from .truth import Timeline
 
 SHARING = ("time-sliced", "concurrent")
 DEFAULT_SHARING = "time-sliced"
+DEFAULT_SWITCH_US = 25.0  # chosen: a context switch costs tens of microseconds
 _UTIL, _FB = METRICS.index(GPU_UTIL), METRICS.index(FB_USED)
 _PROF = [METRICS.index(m) for m in PROF_METRICS]
 _ACTIVITY = [_UTIL] + _PROF
@@ -136,13 +142,14 @@ def stretched(events, start_ns, scale):
                   stretch(events.t_start_ns), stretch(events.t_end_ns))
 
 
-def time_slice(timelines, start_ns):
+def time_slice(timelines, start_ns, switch_ns=0):
     """Merges the jobs' timelines onto one GPU that runs one call at a time.
 
     Each job keeps its own order, call durations and the untracked gap before each call (host
     time: data loading, launches), measured from the end of ITS previous call; a call is ready
     at that end plus its gap and runs when the GPU is free, the earliest-ready call first (ties:
-    the lower job index). Returns per job (the Events as run, per call how long it waited, ns)."""
+    the lower job index); after another job's call the GPU is free switch_ns later (the context
+    switch). Returns per job (the Events as run, per call how long it waited, ns)."""
     n = len(timelines)
     gaps, durations = [], []
     for ev in timelines:
@@ -152,10 +159,11 @@ def time_slice(timelines, start_ns):
     starts = [[] for _ in range(n)]
     heap = [(start_ns + gaps[j][0], j) for j in range(n) if gaps[j]]
     heapq.heapify(heap)
-    free, waited = start_ns, [[] for _ in range(n)]
+    free, waited, previous = start_ns, [[] for _ in range(n)], None
     while heap:
         ready, j = heapq.heappop(heap)
-        begin = max(free, ready)
+        begin = max(free + (switch_ns if previous not in (None, j) else 0), ready)
+        previous = j
         waited[j].append(begin - ready)
         free = begin + durations[j][len(starts[j])]
         starts[j].append(begin)
@@ -240,6 +248,7 @@ class ColocatedRecording:
     timing: Timing            # resolved
     schedule: object          # timing.Schedule
     signal: Timeline          # the GPU's ground-truth signal (all jobs)
+    context_switch_us: float = None  # time-sliced: the GPU's time to pass between jobs
 
     @property
     def events(self):
@@ -270,15 +279,16 @@ def _scales(values, jobs, name, default):
 
 def record(seconds, interval_ms, noise, seed, profile, jobs=2, sharing=DEFAULT_SHARING, mux_zero=0.0,
            start_s=offline.DEFAULT_START_S, timing=Timing(), duration_scales=None, activity_scales=None,
-           job_seconds=None):
+           job_seconds=None, context_switch_us=DEFAULT_SWITCH_US):
     """A recording of `seconds` from start_s of `jobs` DLRM-like jobs on one emulated GPU.
 
     sharing: 'time-sliced' or 'concurrent' (module doc); job j's timeline is dlrm_timeline(seed + j)
     stretched by duration_scales[j] (default 1 + 0.25 j), its activity scaled by
     activity_scales[j] (default 0.85^j); timing, noise and mux_zero as offline.record (the timing
     model's phases and jitter and the noise drawn from seed); job_seconds: how long the jobs run
-    from the start (default: the whole recording; the GPU is idle after). ValueError names the
-    flag at fault."""
+    from the start (default: the whole recording; the GPU is idle after); context_switch_us:
+    time-sliced, how long the GPU takes to pass from one job's call to another's (idle then).
+    ValueError names the flag at fault."""
     interval_ms = int(interval_ms)
     if interval_ms < 100:
         raise ValueError("interval_ms (-c/--interval-ms): DCGM's floor for profiling fields is 100 ms")
@@ -288,6 +298,9 @@ def record(seconds, interval_ms, noise, seed, profile, jobs=2, sharing=DEFAULT_S
         raise ValueError(f"--jobs must be a whole number of at least 1, got {jobs!r}")
     durations = _scales(duration_scales, jobs, "--duration-scales", default_duration_scales)
     activities = _scales(activity_scales, jobs, "--activity-scales", default_activity_scales)
+    switch = float(context_switch_us)
+    if not (np.isfinite(switch) and switch >= 0):
+        raise ValueError(f"--context-switch-us must be a number of at least 0, got {context_switch_us!r}")
     resolved = timing_model.resolve(timing, interval_ms, seed)
     start_ns = int(start_s) * 10**9
     job_seconds = seconds if job_seconds is None else min(float(job_seconds), seconds)
@@ -297,7 +310,7 @@ def record(seconds, interval_ms, noise, seed, profile, jobs=2, sharing=DEFAULT_S
     alone = [stretched(dlrm_timeline(start_ns, job_seconds / durations[j], seed + j), start_ns, durations[j])
              for j in range(jobs)]
     if sharing == "time-sliced":
-        ran = time_slice(alone, start_ns)
+        ran = time_slice(alone, start_ns, int(round(switch * 1000)))
     else:
         ran = [(ev, np.zeros(len(ev), np.int64)) for ev in alone]
     runs, parts = [], []
@@ -328,7 +341,8 @@ def record(seconds, interval_ms, noise, seed, profile, jobs=2, sharing=DEFAULT_S
                           util_ticks=sched.util_window)
     gpu = EmulatedGpu(0, emulated_uuid(offline.HOST, 0), offline.HOST, profile.model_name)
     return ColocatedRecording(gpu, profile, sharing, runs, interval_ms, sched.ts_ms, truth_means, samples,
-                              noise, mux_zero, seed, start_ns, seconds, resolved, sched, signal)
+                              noise, mux_zero, seed, start_ns, seconds, resolved, sched, signal,
+                              switch if sharing == "time-sliced" else None)
 
 
 def busy_share(rec, at_least=1):
@@ -385,8 +399,9 @@ def truth_document(rec):
         "repeats": int(rec.schedule.repeat.sum()), "skipped_windows": rec.schedule.skipped,
         "metrics": list(METRICS),
         "colocation": {
-            "sharing": rec.sharing, "jobs": len(rec.jobs),
-            "model": ("time-sliced: one call at a time, a ready call waits for the running one"
+            "sharing": rec.sharing, "jobs": len(rec.jobs), "context_switch_us": rec.context_switch_us,
+            "model": ("time-sliced: one call at a time, a ready call waits for the running one "
+                      "(and for the context switch after another job's call)"
                       if rec.sharing == "time-sliced" else
                       "concurrent: calls overlap freely; PROF_* summed above idle and clipped at the bound, "
                       "GPU_UTIL the union of busy times") + "; FB_USED the sum of every job's memory",
@@ -469,6 +484,9 @@ def add_arguments(sub):
                        help="per job, a factor on its layer durations and gaps (default 1,1.25,...)")
     group.add_argument("--activity-scales", default=None, metavar="LIST",
                        help="per job, a factor on its layers' activity above idle (default 1,0.85,...)")
+    group.add_argument("--context-switch-us", type=float, default=None, metavar="US",
+                       help=f"time-sliced: the GPU's time to pass from one job's call to another's, "
+                            f"idle (default {DEFAULT_SWITCH_US:g})")
 
 
 def requested(args):
@@ -476,10 +494,12 @@ def requested(args):
     if args.jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
     if args.jobs == 1:
-        for name in ("sharing", "duration_scales", "activity_scales"):
+        for name in ("sharing", "duration_scales", "activity_scales", "context_switch_us"):
             if getattr(args, name) is not None:
                 raise ValueError(f"--{name.replace('_', '-')} applies to --jobs 2 or more")
         return False
+    if args.context_switch_us is not None and (args.sharing or DEFAULT_SHARING) != "time-sliced":
+        raise ValueError("--context-switch-us applies to --sharing time-sliced")
     return True
 
 
@@ -493,6 +513,8 @@ def main(args, profile, start_s, argv):
                 scales[name] = _scale_list(text)
             except ValueError as error:
                 raise ValueError(f"--{name.replace('_', '-')}: {error}") from None
+    if args.context_switch_us is not None:
+        scales["context_switch_us"] = args.context_switch_us
     rec = record(args.minutes * 60, args.interval_ms, args.noise, args.seed, profile, jobs=args.jobs,
                  sharing=args.sharing or DEFAULT_SHARING, mux_zero=args.mux_zero, start_s=start_s,
                  timing=args.timing, **scales)
