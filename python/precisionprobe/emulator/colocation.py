@@ -94,7 +94,6 @@ DEFAULT_SHARING = "time-sliced"
 DEFAULT_SWITCH_US = 25.0  # chosen: a context switch costs tens of microseconds
 _UTIL, _FB = METRICS.index(GPU_UTIL), METRICS.index(FB_USED)
 _PROF = [METRICS.index(m) for m in PROF_METRICS]
-_ACTIVITY = [_UTIL] + _PROF
 
 
 def default_duration_scales(jobs):
@@ -249,11 +248,6 @@ class ColocatedRecording:
     schedule: object          # timing.Schedule
     signal: Timeline          # the GPU's ground-truth signal (all jobs)
     context_switch_us: float = None  # time-sliced: the GPU's time to pass between jobs
-
-    @property
-    def events(self):
-        """Calls of all jobs (for counts)."""
-        return [job.events for job in self.jobs]
 
     def job_recording(self, j):
         """Job j as an offline.Recording sharing the GPU's samples: its events and its own truth
