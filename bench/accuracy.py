@@ -33,15 +33,23 @@ give the same tables); then pp_refresh(path, 1) aligns and folds. Errors are rel
 layers, is reported on its own. "cover90" is the share of (group, metric) pairs whose 90%
 interval holds the truth.
 
+The co-location axis (emulator/colocation.py): two DLRM-like jobs on one GPU, time-sliced (one
+job's layer at a time) or concurrent (MPS: layers overlap, counters add up), each in exact and
+realistic timing at 100 ms / 0.5% noise over the longest --minutes; the second job's layers run
+1.25x longer at 0.85x the activity. One line per cell and job, scored against that job's own
+truth (its layers running alone), with the same columns; then the GPU's busy and overlap shares.
+
   PYTHONPATH=python /usr/bin/python3 bench/accuracy.py [--extension build/precisionprobe]
       [--out bench/results/accuracy.txt] [--timings exact,real,...] [--grid-timings exact,exact-ms,real]
-      [--intervals 100,1000,10000] [--noises 0,0.005,0.02] [--minutes 1,10]
+      [--intervals 100,1000,10000] [--noises 0,0.005,0.02] [--minutes 1,10] [--axis all|single|colocation]
 
-Runs in about 10 minutes on 2 cores (the 10-minute timelines have about 290,000 layer calls).
+Runs in about 10 minutes on 2 cores (the 10-minute timelines have about 290,000 layer calls);
+--axis colocation runs only the co-location cells (a few minutes).
 """
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import tempfile
 import time
@@ -49,7 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
-from precisionprobe.emulator import offline
+from precisionprobe.emulator import colocation, offline
 from precisionprobe.emulator.exposition import format_value
 from precisionprobe.emulator.profile import FB_USED, METRICS, UPPER_BOUNDS, Profile
 from precisionprobe.emulator.timeline import dlrm_timeline
@@ -78,6 +86,13 @@ def template_db(extension, rec, work):
     """A database holding the timeline's events, imported from JSON Lines by layer_events()."""
     events_file = work / "events.jsonl"
     offline.write_events(rec, events_file)
+    conn = import_events(extension, events_file)
+    events_file.unlink()
+    return conn
+
+
+def import_events(extension, path):
+    """A database whose pp_events hold what layer_events(path) reads (a file or a directory)."""
     conn = connect(extension)
     conn.execute("SELECT pp_install_views()")
     conn.execute(
@@ -85,9 +100,8 @@ def template_db(extension, rec, work):
         "batch, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, cpu_num, source_file, line) "
         "SELECT job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, pid, epoch, batch, layer, "
         "layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, cpu_num, source_file, line "
-        "FROM layer_events(?)", (str(events_file),))
+        "FROM layer_events(?)", (str(path),))
     conn.commit()
-    events_file.unlink()
     return conn
 
 
@@ -105,18 +119,19 @@ def paper_method(rec):
     return out
 
 
-def overlap_method(conn):
+def overlap_method(conn, job_id=None):
     rows = conn.execute("SELECT layer_type, forward, gpu_util, gpu_mem, dram_active, fp32_active, "
-                        "sm_active, sm_occupancy FROM layer_type_metrics WHERE layer_type <> '(untracked)'")
+                        "sm_active, sm_occupancy FROM layer_type_metrics WHERE layer_type <> '(untracked)' "
+                        "AND (?1 IS NULL OR job_id = ?1)", (job_id,))
     return {(r[0], bool(r[1])): np.array(r[2:], dtype=float) for r in rows}
 
 
-def estimator_method(conn):
+def estimator_method(conn, job_id=None):
     """layer_type_estimates: pp_deconvolve over the aligned windows, as users read it."""
     out = {metric: {} for metric in METRICS}
     for layer_type, forward, metric, estimate, stderr, lo, hi, confidence in conn.execute(
             "SELECT layer_type, forward, metric, estimate, stderr, lower90, upper90, confidence "
-            "FROM layer_type_estimates"):
+            "FROM layer_type_estimates WHERE ?1 IS NULL OR job_id = ?1", (job_id,)):
         out[metric][group_name(layer_type, forward)] = {
             "estimate": estimate, "stderr": stderr, "lower90": lo, "upper90": hi,
             "identified": confidence == "identified"}
@@ -136,6 +151,11 @@ def errors(estimates, truth, metrics):
 
 
 def run_cell(conn_template, rec, truth):
+    return score(refreshed(conn_template, rec), rec, truth)
+
+
+def refreshed(conn_template, rec):
+    """A copy of the template with the recording's samples, after pp_refresh."""
     conn = sqlite3.connect(":memory:")
     conn.enable_load_extension(True)
     conn_template.backup(conn)
@@ -146,9 +166,14 @@ def run_cell(conn_template, rec, truth):
                       for m, metric in enumerate(METRICS) for t, v in zip(rec.tick_ms, rec.samples[:, m])])
     with tempfile.NamedTemporaryFile(suffix=".jsonl") as empty:  # events are already in pp_events
         conn.execute("SELECT * FROM pp_refresh(?, 1)", (empty.name,)).fetchone()
+    return conn
+
+
+def score(conn, rec, truth, job_id=None):
+    """The cell's numbers for one job (job_id: the only job when None) against its truth."""
     paper = paper_method(rec)
-    overlap = overlap_method(conn)
-    solved = estimator_method(conn)
+    overlap = overlap_method(conn, job_id)
+    solved = estimator_method(conn, job_id)
     est, identified, cover, with_interval, wrong = {}, {}, [], 0, 0
     for group in truth:
         key = group_name(*group)
@@ -301,6 +326,52 @@ def cell_line(name, interval, noise, minutes, rec, r, seconds):
             f"{seconds:4.0f}")
 
 
+# The co-location axis: two jobs on one GPU (emulator/colocation.py), at 100 ms / 0.5% noise.
+COLOCATION = {
+    "ts-exact": ("time-sliced", "exact"),
+    "ts-real": ("time-sliced", "real"),
+    "mps-exact": ("concurrent", "exact"),
+    "mps-real": ("concurrent", "real"),
+}
+COLOCATION_NOTE = {
+    "time-sliced": "time-sliced (one job's layer at a time, a ready call waits for the running one)",
+    "concurrent": "concurrent (MPS: layers overlap, PROF_* add up clipped at 1, GPU_UTIL the union)",
+}
+
+
+def colocation_cells(extension, profile, seed, minutes, work, say):
+    """The co-location cells: per cell and job a line of the table, scored against that job's own
+    truth (its layers running alone). Returns {(cell, job index): result}."""
+    seconds = minutes * 60
+    results = {}
+    for name, (sharing, timing) in COLOCATION.items():
+        t0 = time.perf_counter()
+        # As the one-job cells: samples until two seconds past the jobs' end.
+        rec = colocation.record(seconds + 2.1, 100, 0.005, seed, profile, jobs=2, sharing=sharing,
+                                timing=Timing(**TIMINGS[timing][1]), job_seconds=seconds)
+        events_dir = work / f"colocation-{name}"
+        events_dir.mkdir()
+        for j in range(len(rec.jobs)):
+            colocation.write_job_events(rec, j, events_dir / colocation.events_file_name(rec.jobs[j]))
+        template = import_events(extension, events_dir)
+        shutil.rmtree(events_dir)
+        conn = refreshed(template, rec)
+        template.close()
+        cell = []
+        for j, job in enumerate(rec.jobs):
+            view = rec.job_recording(j)
+            cell.append(score(conn, view, view.type_truth(), job_id=job.job_id))
+        conn.close()
+        elapsed = time.perf_counter() - t0
+        for j, r in enumerate(cell):
+            results[(name, j)] = r
+            say(cell_line(f"{name}/{j}", 100, 0.005, minutes, rec.job_recording(j), r, elapsed))
+        say(f"{'':<11} GPU busy {100 * colocation.busy_share(rec):.1f}%, both jobs at once "
+            f"{100 * colocation.busy_share(rec, 2):.1f}%; calls "
+            + ", ".join(f"{job.job_id} {len(job.events)}" for job in rec.jobs))
+    return results
+
+
 def main():
     global EXTENSION
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -315,6 +386,9 @@ def main():
     parser.add_argument("--minutes", default="1,10", help="recording lengths, minutes")
     parser.add_argument("--built-from", help="say what the extension was built from (default: this tree's commit)")
     parser.add_argument("--seed", type=int, default=SEED, help=f"timeline, timing and noise seed (default {SEED})")
+    parser.add_argument("--axis", choices=("all", "single", "colocation"), default="all",
+                        help="single: the one-job cells; colocation: only the two-jobs-on-one-GPU cells "
+                             "(at the longest --minutes); all (default): both")
     args = parser.parse_args()
     EXTENSION = args.extension
     seed = args.seed
@@ -328,6 +402,8 @@ def main():
     lengths = [float(x) for x in args.minutes.split(",")]
     cells = [(t, 100, 0.005) for t in axis]
     cells += [(t, i, n) for t in grid_timings for i in intervals for n in noises if (t, i, n) not in cells]
+    if args.axis == "colocation":
+        cells = []
     profile = Profile.named("dlrm")
     lines = []
 
@@ -360,7 +436,7 @@ def main():
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="pp-accuracy-") as tmp:
         work = Path(tmp)
-        for minutes in lengths:
+        for minutes in (lengths if args.axis != "colocation" else []):
             seconds = minutes * 60
             events = dlrm_timeline(offline.DEFAULT_START_S * 10**9, seconds, seed)
             base = offline.record(seconds, 100, 0.0, seed, profile, events=events, timing=Timing(mode="exact"))
@@ -377,33 +453,51 @@ def main():
                 say(cell_line(name, interval, noise, minutes, rec, r, time.perf_counter() - t0))
             template.close()
             say()
-    say("FB_USED (MiB, a level: layers differ by a few %), mean relative error in %:")
-    for (name, interval, noise, minutes), r in results.items():
-        if noise == 0.005 and name in ("exact", "real"):
-            say(f"  {name:<6} {interval / 1000:>5g}s {100 * noise:g}% {minutes:g} min: paper {pct(r['fb']['paper'])}  "
-                f"overlap {pct(r['fb']['overlap'])}  estimator {pct(r['fb']['estimator'])}")
-    say()
-    say(f"Targets at 100 ms / 0.5% noise / 10 minutes, realistic timing: offset within 3 ms of the truth; no "
-        f"identified row more than {100 * WRONG:g}% off anywhere; EmbeddingBag and Linear identified both ways on "
-        "the activity metrics (20 of 20); cover90 >= 85% in every cell.")
-    worst_wrong = sum(r["wrong"] for r in results.values())
-    low_cover = [k for k, r in results.items() if r["with_interval"] and r["cover90"] < 0.85]
-    say(f"  measured: identified-but-wrong rows in the whole grid: {worst_wrong}; cells with cover90 < 85%: "
-        + (", ".join(f"{k[0]} {k[1] / 1000:g}s {100 * k[2]:g}% {k[3]:g} min ({100 * results[k]['cover90']:.0f}%)"
-                     for k in low_cover) or "none"))
-    key = ("real", 100, 0.005, max(lengths))
-    if key in results:
-        r = results[key]
-        a = r["alignment"]
-        say(f"  realistic 100 ms: offset worst stretch {a['seg_ms']:.2f} ms over {a['segments']} stretches, "
-            f"{100 * a['placed']:.1f}% of windows placed within 3 ms; EB/Lin identified {r['main_identified']}/"
-            f"{r['main_pairs']}; estimator identified {r['identified']}/{r['pairs']} (mean "
-            f"{pct(r['estimator_identified']).strip()}% worst {pct(r['estimator_identified'], True).strip()}%), "
-            f"cover90 {100 * r['cover90']:.1f}%; paper mean {pct(r['paper']).strip()}%, overlap mean "
-            f"{pct(r['overlap']).strip()}%")
-        say("Per group at that cell (two of the metrics):")
-        for line in detail_lines(r):
-            say(line)
+        if args.axis != "single":
+            coloc_minutes = max(lengths)
+            say(f"Co-location: two jobs on one GPU, 100 ms / 0.5% noise / {coloc_minutes:g} minutes, each job "
+                "scored against its own truth (its layers running alone);")
+            say("job 1 runs 1.25x longer layers at 0.85x the activity (emulator/colocation.py). Cells: "
+                + "; ".join(f"{n}: {COLOCATION_NOTE[sh]}, {t} timing" for n, (sh, t) in COLOCATION.items()))
+            coloc = colocation_cells(args.extension, profile, seed, coloc_minutes, work, say)
+            say()
+    if results:  # the one-job cells ran (not --axis colocation)
+        say("FB_USED (MiB, a level: layers differ by a few %), mean relative error in %:")
+        for (name, interval, noise, minutes), r in results.items():
+            if noise == 0.005 and name in ("exact", "real"):
+                say(f"  {name:<6} {interval / 1000:>5g}s {100 * noise:g}% {minutes:g} min: paper {pct(r['fb']['paper'])}  "
+                    f"overlap {pct(r['fb']['overlap'])}  estimator {pct(r['fb']['estimator'])}")
+        say()
+        say(f"Targets at 100 ms / 0.5% noise / 10 minutes, realistic timing: offset within 3 ms of the truth; no "
+            f"identified row more than {100 * WRONG:g}% off anywhere; EmbeddingBag and Linear identified both ways on "
+            "the activity metrics (20 of 20); cover90 >= 85% in every cell.")
+        worst_wrong = sum(r["wrong"] for r in results.values())
+        low_cover = [k for k, r in results.items() if r["with_interval"] and r["cover90"] < 0.85]
+        say(f"  measured: identified-but-wrong rows in the whole grid: {worst_wrong}; cells with cover90 < 85%: "
+            + (", ".join(f"{k[0]} {k[1] / 1000:g}s {100 * k[2]:g}% {k[3]:g} min ({100 * results[k]['cover90']:.0f}%)"
+                         for k in low_cover) or "none"))
+        key = ("real", 100, 0.005, max(lengths))
+        if key in results:
+            r = results[key]
+            a = r["alignment"]
+            say(f"  realistic 100 ms: offset worst stretch {a['seg_ms']:.2f} ms over {a['segments']} stretches, "
+                f"{100 * a['placed']:.1f}% of windows placed within 3 ms; EB/Lin identified {r['main_identified']}/"
+                f"{r['main_pairs']}; estimator identified {r['identified']}/{r['pairs']} (mean "
+                f"{pct(r['estimator_identified']).strip()}% worst {pct(r['estimator_identified'], True).strip()}%), "
+                f"cover90 {100 * r['cover90']:.1f}%; paper mean {pct(r['paper']).strip()}%, overlap mean "
+                f"{pct(r['overlap']).strip()}%")
+            say("Per group at that cell (two of the metrics):")
+            for line in detail_lines(r):
+                say(line)
+    if args.axis != "single":
+        say(f"Co-location targets (the engine's, as for one job): no identified row more than {100 * WRONG:g}% off its "
+            "job's truth; cover90 >= 85% under time-slicing; concurrency: few rows identified, none wrong.")
+        low = [f"{name}/{j} ({100 * r['cover90']:.0f}%)" for (name, j), r in coloc.items()
+               if COLOCATION[name][0] == "time-sliced" and r["with_interval"] and r["cover90"] < 0.85]
+        say(f"  measured: identified {sum(r['identified'] for r in coloc.values())} of "
+            f"{sum(r['pairs'] for r in coloc.values())} (job, group, metric) rows, "
+            f"{sum(r['wrong'] for r in coloc.values())} of them wrong; time-sliced jobs with cover90 < 85%: "
+            + (", ".join(low) or "none"))
     say(f"Total {time.perf_counter() - started:.0f} s, {os.cpu_count()} CPUs.")
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n")

@@ -86,7 +86,12 @@ Two drivers:
       generates a DLRM-like timeline (timeline.py) and writes OpenMetrics for promtool backfill,
       the matching events, the ground truth and per stored sample what it describes (offline.py);
       with --mig 4g.40gb,3g.40gb, one GPU split into MIG instances, each running its own job with
-      its own truth, labelled as dcgm-exporter labels GPU instances (mig.py has its table).
+      its own truth, labelled as dcgm-exporter labels GPU instances (mig.py has its table);
+      with --jobs N (2 or more) and --sharing time-sliced|concurrent, N jobs share the one
+      emulated GPU: taking turns (GPU time-slicing) or overlapping (MPS), one event file and one
+      truth per job (colocation.py, whose table says which behaviour models which component and
+      what is assumed: summed counters clipped at their bound, the union of busy times, memory
+      of every process added up).
 """
 from .exposition import EMULATOR_NAME
 from .profile import METRICS, Profile

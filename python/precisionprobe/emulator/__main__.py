@@ -2,6 +2,7 @@
 import argparse
 import sys
 
+from . import colocation
 from .exposition import EMULATOR_NAME
 from .profile import Profile, ProfileError
 from .timing import EXPORTERS, MODES, Timing
@@ -131,6 +132,7 @@ def parser():
     offline.add_argument("--mig", default=None, metavar="PROFILES|N",
                          help="one GPU split into MIG instances, each running its own job: GPU instance "
                               "profiles (4g.40gb,3g.40gb) or a count (emulator/mig.py)")
+    colocation.add_arguments(offline)
     common(offline)
     return p
 
@@ -149,6 +151,8 @@ def main(argv=None):
         if args.minutes <= 0:
             raise ValueError("--minutes must be positive")
         start = args.start if args.start is not None else offline.DEFAULT_START_S
+        if args.mig is not None and colocation.requested(args):
+            raise ValueError("--mig and --jobs cannot be combined: each MIG instance runs one job of its own")
         if args.mig is not None:
             from . import mig
             rec = mig.record(args.minutes * 60, args.interval_ms, args.noise, args.seed, profile,
@@ -158,6 +162,8 @@ def main(argv=None):
             print("\n".join(mig.summary(rec)))
             print(f"  openmetrics: {paths['openmetrics']}\n  events: {paths['events']}\n  mig: {paths['mig']}")
             return 0
+        if colocation.requested(args):
+            return colocation.main(args, profile, start, sys.argv[1:] if argv is None else argv)
         rec = offline.record(args.minutes * 60, args.interval_ms, args.noise, args.seed, profile,
                              args.mux_zero, start, timing=args.timing)
         paths = offline.write(rec, args.out, ["python3", "-m", "precisionprobe.emulator", *sys.argv[1:]])
