@@ -274,6 +274,9 @@ struct EstimatesCursor : RowsCursor {
         reason = "samples whose window is not known (a driver-period metric off its driver's grid)";
       else if (note.shared_gauge)
         reason = "an instant gauge of a shared GPU holds every sharing job's part at once";
+      // (Solving it as a sum per job does not help: while one job runs, the other waits, so a
+      // job's layers always appear with the other's idle level and only their sum is known; the
+      // metric's lower bound then pins one part and the other looks identified, wrongly.)
       const bool bounds_only = reason.has_value();
       for (const DeconvolveUnknown& u : hull.unknowns) {
         if (u.name == DeconvolveData::kRest) continue;
