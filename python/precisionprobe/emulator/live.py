@@ -19,6 +19,12 @@ the hook client writes gpu_uuid "cpu") maps to GPU --cpu-gpu (default 0); any ot
 the event's host GPU index when that is below --gpus. Events that map nowhere are counted and
 left out of the signal (and copied to the mirror unchanged).
 
+Several jobs on one emulated GPU: all its events form one timeline, as for one job. Calls that
+overlap are cut where the later one starts (it owns the shared time), so jobs taking turns come
+out as time slicing does, but jobs running at once are not added up, and FB_USED is the running
+layer's value, not the sum of every resident process's memory. The offline emulator models both
+kinds of sharing (--jobs, --sharing: colocation.py).
+
 Timing (timing.py; the package doc has the table). By default (--timing realistic) the text
 carries NO timestamps, as dcgm-exporter's does not, so Prometheus stores its scrape time. At each
 GET /metrics the emulator works out from the wall clock which DCGM window the exporter would
