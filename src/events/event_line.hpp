@@ -12,7 +12,7 @@ namespace pp {
 enum class LineKind {
   Event,      // `event` holds the line's event
   JobHeader,  // {"record": "job", ...}: once per process, not an event
-  Blank,      // empty or whitespace only
+  Blank,      // empty or whitespace only (EventDecoder: also a line that only sets context)
   Malformed,  // not JSON, not an object, or a field missing or of the wrong type
 };
 
