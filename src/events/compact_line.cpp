@@ -105,9 +105,15 @@ CompactKind parse_compact_line(std::string_view line, CompactRecord& r, std::str
 bool is_format_line(std::string_view line) { return line.substr(0, kFormatLinePrefix.size()) == kFormatLinePrefix; }
 
 bool is_known_format(std::string_view line, std::string& what) {
-  what = std::string(line.substr(kFormatLinePrefix.size()));
-  if (!what.empty() && what.back() == '\r') what.pop_back();
-  return what == std::string(kCompactFormat) + " " + std::to_string(kCompactVersion);
+  std::string_view rest = line.substr(kFormatLinePrefix.size());
+  if (!rest.empty() && rest.back() == '\r') rest.remove_suffix(1);
+  if (rest == std::string(kCompactFormat) + " " + std::to_string(kCompactVersion)) return true;
+  // For the error message: printable, and short (the line may be anything).
+  what.clear();
+  for (const char c : rest.substr(0, 40))
+    what += static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7F ? c : '?';
+  if (rest.size() > 40) what += "...";
+  return false;
 }
 
 }  // namespace pp

@@ -44,7 +44,8 @@ struct CompactRecord {
 CompactKind parse_compact_line(std::string_view line, CompactRecord& record, std::string& problem);
 
 // For line 1: whether it claims to be a format line, and if so whether it is one this reader
-// knows (`what` is then the rest of the line, e.g. "compact 2", for the error).
+// knows (`what` is then the rest of the line, e.g. "compact 2", for the error: non-printable
+// bytes as '?', at most 40 of them).
 bool is_format_line(std::string_view line);
 bool is_known_format(std::string_view line, std::string& what);
 

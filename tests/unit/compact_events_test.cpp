@@ -195,6 +195,12 @@ TEST_F(CompactEvents, UnknownVersionIsAnErrorNamingTheFileAndTheVersion) {
             "and 'compact 1'); was it written by a newer precisionprobe?");
   EXPECT_NE(db.error("SELECT count(*) FROM layer_jobs(?1)", {file}).find("'compact 2' is not one this reader knows"),
             std::string::npos);
+  // The rest of the line is quoted printable and short, whatever bytes it holds.
+  const std::string odd = dir.write("odd.jsonl", std::string("#precisionprobe-events co\0\x01", 27) + std::string(60, 'x') + "\n");
+  EXPECT_EQ(db.error("SELECT count(*) FROM layer_events(?1)", {odd}),
+            "layer_events: " + odd + ": event file format 'co??" + std::string(36, 'x') +
+                "...' is not one this reader knows (it reads JSON Lines and 'compact 1'); was it written by a newer "
+                "precisionprobe?");
 }
 
 // pp_refresh reading on from a stored position, with CPU events (no Prometheus needed).
