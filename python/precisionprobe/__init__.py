@@ -22,7 +22,8 @@ _lock = threading.Lock()
 _active = None
 
 
-def attach(job_id=None, out=None, *, clock="auto", flush_interval=0.2, summary="always"):
+def attach(job_id=None, out=None, *, clock="auto", flush_interval=0.2, summary="always",
+           event_format=None):
     """Installs the global hooks in this process and returns the Probe.
 
     job_id: defaults to $PRECISIONPROBE_JOB_ID, else "job-<date>-<time>-<pid>".
@@ -30,6 +31,8 @@ def attach(job_id=None, out=None, *, clock="auto", flush_interval=0.2, summary="
     clock: "auto" (CUDA events when CUDA is available), "cpu" or "cuda".
     summary: "always" prints the summary line at detach; "auto" only if something was recorded;
     "never" (the counts are still returned by detach()).
+    event_format: "compact" (the default: job, device and layer written once per file) or "json"
+    (JSON Lines, one self-contained object per event); defaults to $PRECISIONPROBE_EVENT_FORMAT.
     Calling attach() again while attached returns the probe already installed.
     """
     global _active
@@ -40,7 +43,7 @@ def attach(job_id=None, out=None, *, clock="auto", flush_interval=0.2, summary="
             return _active
         from ._probe import Probe
         _active = Probe(job_id=job_id, out=out, clock=clock, flush_interval=flush_interval,
-                        summary=summary).install()
+                        summary=summary, event_format=event_format).install()
         return _active
 
 

@@ -23,10 +23,14 @@ does not know is a line it skips as malformed (counted in a warning), never a re
   1  events and the job header
   2  the mig_device record
 
+This is one of the two encodings the probe writes (chosen_event_format(); the other, the default,
+is _compact_format.py): JSON Lines is what jq and other JSON tools read directly.
+
 Lines are built by string concatenation from fragments computed once (per process, per device, per
 module), which is what keeps the writer thread cheap; json.dumps escapes every string it pastes.
 """
 import json
+import os
 import sys
 
 EVENT_FIELDS = (
@@ -44,6 +48,22 @@ def mig_device_record(mig_uuid, gpu_uuid, gpu_instance_id, profile=None):
     return json.dumps({"record": MIG_DEVICE_RECORD, "mig_uuid": mig_uuid, "gpu_uuid": gpu_uuid,
                        "gpu_instance_id": int(gpu_instance_id), "profile": profile},
                       separators=(",", ":")) + "\n"
+
+# PRECISIONPROBE_EVENT_FORMAT (or attach(event_format=...)): which encoding new files get.
+ENV_EVENT_FORMAT = "PRECISIONPROBE_EVENT_FORMAT"
+EVENT_FORMATS = ("compact", "json")
+DEFAULT_EVENT_FORMAT = "compact"
+
+
+def chosen_event_format(value=None, environ=None):
+    """The event format: `value` if given, else $PRECISIONPROBE_EVENT_FORMAT, else compact."""
+    chosen = value or (os.environ if environ is None else environ).get(ENV_EVENT_FORMAT) \
+        or DEFAULT_EVENT_FORMAT
+    chosen = chosen.strip().lower()
+    if chosen not in EVENT_FORMATS:
+        raise ValueError(f"event format {chosen!r} is not one of {', '.join(EVENT_FORMATS)} "
+                         f"(attach(event_format=...) or ${ENV_EVENT_FORMAT})")
+    return chosen
 
 
 class EventFormatter:
@@ -65,6 +85,14 @@ class EventFormatter:
                            "rank": i.rank, "local_rank": i.local_rank,
                            "world_size": i.world_size, "pid": i.pid}, separators=(",", ":"))
         return head[:-1] + ","  # keep the object open for the per-event fields
+
+    def new_block(self):
+        """Nothing to do: every JSON line stands alone (the compact formatter restates its time
+        base here)."""
+
+    def file_start(self, header, restart):
+        """What a newly opened file starts with: nothing, or after a removed file the header."""
+        return header if restart else ""
 
     def line(self, info, forward, batch, epoch, t_start_ns, t_end_ns, device):
         prefix = self._prefixes.get(device)

@@ -1,7 +1,7 @@
 """The background writer: the training thread appends tuples to a deque and never touches disk.
 
 Every `flush_interval` seconds (and at close) the writer thread drains the deque, formats the
-events into JSON lines and appends them to the process's file with whole-line writes: when a
+events (JSON Lines or the compact format: the formatter decides) and appends them to the process's file with whole-line writes: when a
 write fails part-way (disk full), the file is truncated back to the end of the last whole line,
 so every event written before the failure stays intact. The first failure (directory that cannot
 be created, permission, disk full) prints ONE warning to stderr; from then on events are only
@@ -89,6 +89,7 @@ class EventWriter:
     def _drain_unsafe(self, final):
         queue, unresolved = self._queue, self._unresolved
         chunk, chunk_events = [], 0
+        self._formatter.new_block()  # each write restates what its lines are relative to
         while queue:
             item = queue.popleft()
             if self._failed:
@@ -103,6 +104,7 @@ class EventWriter:
             if len(chunk) >= 4096:
                 self._write(chunk, chunk_events)
                 chunk, chunk_events = [], 0
+                self._formatter.new_block()
         while unresolved and not self._failed:
             item = unresolved[0]
             if item[0] is not HEADER and not self._resolve(item, final):
@@ -161,9 +163,10 @@ class EventWriter:
                 self._check_still_there(at_close=False)
             if self._fd is None:
                 self._open()
-                if self._restart_with_header:  # a file after a removed one: header first again
-                    self._restart_with_header = False
-                    data = self._header.encode() + data
+                # A file after a removed one starts again with the header (and definitions).
+                start = self._formatter.file_start(self._header, self._restart_with_header)
+                self._restart_with_header = False
+                data = start.encode() + data
             self._write_whole(data)
         except OSError as error:
             self.dropped += event_count

@@ -24,7 +24,8 @@ from ._backward_spans import BackwardSpan, BackwardTimeline
 from ._batch_tracker import BatchTracker
 from ._cuda_clock import CudaClock
 from ._epoch_tracker import EpochTracker
-from ._event_format import EventFormatter, job_header
+from ._compact_format import CompactFormatter
+from ._event_format import EventFormatter, chosen_event_format, job_header
 from ._event_writer import HEADER, EventWriter
 from ._gpu_identity import GpuDirectory
 from ._job_identity import JobIdentity
@@ -39,6 +40,8 @@ def default_out_dir(job_id):
 
 
 def event_file_name(identity):
+    # One name for both formats: directory scans, globs and tools find the files as before, and
+    # the first line tells the formats apart.
     return f"events-{identity.host_name}-{identity.pid}.jsonl"
 
 
@@ -46,8 +49,9 @@ class Probe:
     """Installs the hooks (install()) and removes them, flushing every event (close())."""
 
     def __init__(self, job_id=None, out=None, clock="auto", flush_interval=0.2, command=None,
-                 summary="always", stderr=None, sink=None):
+                 summary="always", stderr=None, sink=None, event_format=None):
         import torch
+        self.event_format = chosen_event_format(event_format)  # "compact" or "json"
         self._torch = torch
         self._stderr = stderr
         self.identity = JobIdentity.from_environment(job_id)
@@ -71,8 +75,9 @@ class Probe:
 
     def _new_process_state(self):
         """Everything that is per process: the writer, its file, and per-thread state."""
-        self._writer = EventWriter(self.out_dir, event_file_name(self.identity),
-                                   EventFormatter(self.identity, self._gpu_lookup, self._mig_lookup),
+        formatter = (CompactFormatter if self.event_format == "compact" else EventFormatter)(
+            self.identity, self._gpu_lookup, self._mig_lookup)
+        self._writer = EventWriter(self.out_dir, event_file_name(self.identity), formatter,
                                    cuda_clock=self._cuda_clock,
                                    flush_interval=self._flush_interval, stderr=self._stderr)
         self._emit = self._sink or self._writer.put

@@ -11,6 +11,7 @@ import pytest
 # Children get this precisionprobe on PYTHONPATH, and no PRECISIONPROBE_ATTACH: tests decide
 # themselves when the probe attaches.
 from precisionprobe.harness.processes import child_environment
+from precisionprobe._event_reader import read_event_file
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL_DLRM = ["--batch-size", "16", "--mlp-bot", "32-16-8", "--mlp-top", "64-32-16-1",
@@ -36,21 +37,22 @@ def wait_for(condition, timeout=60.0, what="condition"):
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
-def run_launched(out_dir, command, job_id="test-job", timeout=300, **kwargs):
+def run_launched(out_dir, command, job_id="test-job", timeout=300, env=None, **kwargs):
     """`python3 -m precisionprobe run --out OUT --job-id ID -- COMMAND`, output captured."""
     return subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--out", str(out_dir),
                            "--job-id", job_id, "--", *command],
-                          env=child_environment(), capture_output=True, text=True,
+                          env=env or child_environment(), capture_output=True, text=True,
                           timeout=timeout, **kwargs)
 
 
 def read_records(out_dir):
-    """(headers, events) from every .jsonl file in out_dir, each in file order."""
+    """(headers, events) from every event file in out_dir (either format: the hook client's
+    default is compact), each in file order, as the dicts that JSON Lines would give."""
     headers, events = [], []
     for path in sorted(Path(out_dir).glob("*.jsonl")):
-        for line in path.read_text().splitlines():
-            record = json.loads(line)
-            (headers if record.get("record") == "job" else events).append(record)
+        file_headers, file_events = read_event_file(path)
+        headers += file_headers
+        events += file_events
     return headers, events
 
 

@@ -313,6 +313,34 @@ def test_tail_and_mirror_follow_growing_files(tmp_path, profile):
     assert (emu.events, emu.bad_lines) == (2, 1)
 
 
+def test_tail_and_mirror_follow_compact_files(tmp_path, profile):
+    """The hook client's default format: the mirror gets the same JSON event lines as from the
+    same events written as JSON Lines, after the header; format, definition and block lines
+    are not copied."""
+    events_dir, mirror_dir = tmp_path / "run", tmp_path / "run.emulated"
+    events_dir.mkdir()
+    tail = live.EventTail(events_dir, exclude=mirror_dir)
+    gpus = live.build_gpus(1, [], "h", "m")
+    emu = live.Emulator(profile, gpus, interval_ms=100)
+    mirror = live.Mirror(events_dir, mirror_dir, gpus)
+    header = ('{"record":"job","job_id":"j","host_name":"h","ip":"1.2.3.4","pod":"p","namespace":"",'
+              '"rank":0,"local_rank":0,"world_size":1,"pid":1,"cpu_num":2.0}')
+    f = events_dir / "events-h-1.jsonl"
+    f.write_text("#precisionprobe-events compact 1\n" + header + "\n"
+                 'L 0 "l1" "A"\nD 0 null "cpu"\n' f"@ {T0} 0 0\n0 f0 0 {10 * MS}\n"
+                 'L 1 "l2" "B"\n' f"1 b0 {10 * MS} {10 * MS}\n1 b0 5")  # the last one is torn
+    assert live.follow_once(tail, emu, mirror) == 8
+    mirror.close()
+    lines = (mirror_dir / "events-h-1.jsonl").read_text().splitlines()
+    assert lines[0] == header and len(lines) == 3
+    expected = [event("l1", "A", True, 0, 10), event("l2", "B", False, 10, 20)]
+    for e in expected:
+        e["gpu_uuid"], e["gpu"] = gpus[0].uuid, 0
+    assert [json.loads(line) for line in lines[1:]] == expected
+    assert [list(json.loads(line)) for line in lines[1:]] == [list(e) for e in expected]
+    assert (emu.events, emu.bad_lines) == (2, 0)
+
+
 def test_cli_names_itself_an_emulator(tmp_path):
     env = child_environment()
     for argv in (["--help"], ["live", "--help"], ["offline", "--help"]):

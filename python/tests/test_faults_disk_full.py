@@ -24,8 +24,9 @@ import pytest
 
 from conftest import run_launched
 from test_faults_support import (DLRM_COMMAND, JOB_ID, PRODUCED, STEPS, EventFile,
-                                 assert_read_back_whole, event_key, megabytes, only_events_file,
-                                 reference, report, step_losses, summary, warnings_in)
+                                 assert_read_back_whole, event_key, fault_environment, megabytes,
+                                 only_events_file, reference, report, step_losses, summary,
+                                 warnings_in)
 
 LIMIT = 2 * 1024 * 1024
 
@@ -59,7 +60,8 @@ def test_disk_full_training_goes_on_and_every_written_event_stays_whole(disk, re
     out, launch_options, error_text = request.getfixturevalue(disk)
     ref = reference()
 
-    result = run_launched(out, DLRM_COMMAND, job_id=JOB_ID, **launch_options)
+    result = run_launched(out, DLRM_COMMAND, job_id=JOB_ID, env=fault_environment(),
+                          **launch_options)
 
     # Training: finished, and the same loss at every step as without hooks.
     assert result.returncode == 0, result.stderr

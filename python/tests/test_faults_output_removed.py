@@ -20,13 +20,14 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import child_environment, wait_for
+from conftest import wait_for
 from precisionprobe._event_format import EventFormatter
 from precisionprobe._event_writer import HEADER, EventWriter
 from precisionprobe._job_identity import JobIdentity
 from precisionprobe._layer_names import ModuleInfo
 from test_faults_support import (DLRM_ARGS, EVENTS_PER_STEP, JOB_ID, PRODUCED, EventFile,
-                                 assert_read_back_whole, count_lines, event_key, megabytes,
+                                 assert_read_back_whole, count_lines, event_key,
+                                 fault_environment, megabytes,
                                  only_events_file, reference, report, step_losses, summary,
                                  warnings_in)
 
@@ -64,7 +65,7 @@ def test_output_directory_removed_twice_mid_run_is_noticed_and_recording_goes_on
         [sys.executable, "-m", "precisionprobe", "run", "--out", str(out), "--job-id", JOB_ID,
          "--", sys.executable, "-c", PAUSING_DLRM, ",".join(map(str, REMOVE_AFTER_STEPS)),
          *DLRM_ARGS],
-        env=child_environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        env=fault_environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
     stdout_lines = []
     try:

@@ -24,9 +24,10 @@ import time
 
 import pytest
 
-from conftest import child_environment, wait_for
+from conftest import wait_for
 from test_faults_support import (DLRM_COMMAND, EVENTS_PER_STEP, JOB_ID, PRODUCED, STEPS,
-                                 EventFile, assert_read_back_whole, event_key, megabytes,
+                                 EventFile, assert_read_back_whole, event_key,
+                                 fault_environment, megabytes,
                                  reference, report, step_losses, summary)
 
 KILL_SEEDS = (1, 2, 3)
@@ -40,7 +41,7 @@ def start_training(tmp_path):
     stderr = open(tmp_path / "stderr.txt", "w")
     launcher = subprocess.Popen(
         [sys.executable, "-m", "precisionprobe", "run", "--out", str(out), "--job-id", JOB_ID,
-         "--", *DLRM_COMMAND], env=child_environment(), stdout=stdout, stderr=stderr)
+         "--", *DLRM_COMMAND], env=fault_environment(), stdout=stdout, stderr=stderr)
     stdout.close()
     stderr.close()
     return launcher, out

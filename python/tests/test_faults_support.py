@@ -13,6 +13,10 @@ the faulty run left on disk with a run that had no fault:
     dropped + lost = the events the model produced, where lost (events neither written nor
     counted) must be 0 wherever the client had a chance to count them.
 
+The checks count JSON Lines bytes and lines, so these runs write JSON Lines (the documented
+PRECISIONPROBE_EVENT_FORMAT=json, fault_environment()); test_compact_events.py checks the
+compact format through a removed file, and tests/unit/compact_events_test.cpp its torn tails.
+
 This file holds no tests itself (pytest collects it and finds none).
 """
 import functools
@@ -37,6 +41,11 @@ PRODUCED = STEPS * EVENTS_PER_STEP
 DLRM_ARGS = [a for a in SMALL_DLRM if a != "--quiet"] + ["--iterations", str(STEPS)]
 DLRM_COMMAND = [sys.executable, "-m", "precisionprobe.workloads.dlrm", *DLRM_ARGS]
 EXTENSION = os.environ.get("PP_EXTENSION")
+
+def fault_environment():
+    """The children's environment: the hook client writes JSON Lines (see the module doc)."""
+    return {**child_environment(), "PRECISIONPROBE_EVENT_FORMAT": "json"}
+
 
 _STEP_LINE = re.compile(r"^dlrm: epoch \d+ step \d+ loss (\S+) time")
 _SUMMARY = re.compile(r"precisionprobe: wrote (\d+) events, dropped (\d+) \((.*)\)")
@@ -135,7 +144,7 @@ def reference():
                              stderr=subprocess.PIPE, text=True)
     out = Path(tempfile.mkdtemp(prefix="pp-faults-reference-"))
     try:
-        hooked = run_launched(out, DLRM_COMMAND, job_id=JOB_ID)
+        hooked = run_launched(out, DLRM_COMMAND, job_id=JOB_ID, env=fault_environment())
         plain_stdout, plain_stderr = plain.communicate(timeout=300)
         assert plain.returncode == 0, plain_stderr
         assert "precisionprobe" not in plain_stderr  # really without hooks

@@ -119,12 +119,13 @@ def test_event_lines_have_exactly_the_documented_fields(run):
     assert first["cpu_num"] == usable_cpu_count()
 
 
-def test_header_is_the_first_line_and_describes_the_job(run, model):
+def test_header_follows_the_format_line_and_describes_the_job(run, model):
     _, out, headers, _ = run
     assert len(headers) == 1
     header = headers[0]
-    first_line = next(out.glob("*.jsonl")).read_text().splitlines()[0]
-    assert '"record":"job"' in first_line
+    format_line, first_record = next(out.glob("*.jsonl")).read_text().splitlines()[:2]
+    assert format_line == "#precisionprobe-events compact 1"  # the default format
+    assert '"record":"job"' in first_record
     assert "layer" not in header
     assert header["job_id"] == "dlrm-test"
     assert header["model"] == "DLRM"

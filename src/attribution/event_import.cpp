@@ -98,7 +98,8 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
   {
     Statement read(db, named_sql("import", "resume_positions"));
     while (read.step())
-      resume[read.column_text(0)] = {read.column_int64(1), read.column_int64(2), read.column_int64(3), read.column_int64(4)};
+      resume[read.column_text(0)] = {read.column_int64(1), read.column_int64(2), read.column_int64(3),
+                                     read.column_int64(4), read.column_text(5)};
   }
   EventInserter insert_event(db);
   Statement insert_job_header(db, named_sql("import", "insert_job"));
@@ -112,8 +113,9 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
   std::string_view text;
   std::string problem;
   bool complete = false;
-  while (scan.next(text, complete)) {
-    switch (parse_event_line(text, event, problem)) {
+  LineKind kind;
+  while (scan.next_decoded(event, kind, text, problem, complete)) {
+    switch (kind) {
       case LineKind::Event:
         if (const char* problem_times = impossible_times(event)) {
           scan.skip(problem_times, complete);
@@ -145,6 +147,7 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
     }
   }
   Statement save(db, named_sql("import", "save_position"));
+  Statement save_state(db, named_sql("import", "save_state"));
   for (const auto& [file, position] : scan.ended()) {
     save.bind(":source_file", file);
     save.bind(":bytes", position.bytes);
@@ -152,6 +155,10 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
     save.bind(":head_bytes", position.head_bytes);
     save.bind(":head_hash", position.head_hash);
     save.run();
+    if (position.state.empty()) continue;
+    save_state.bind(":source_file", file);
+    save_state.bind(":state", position.state);
+    save_state.run();
   }
   return events_added;
 }

@@ -12,7 +12,8 @@ namespace pp {
 // pp_events and job header lines to pp_jobs (INSERT OR IGNORE on source_file and line). Each
 // file is read from where the last import left it (pp_event_files: the byte offset after its
 // last complete line; a file none of whose rows are left is read from the start), so
-// refreshing a running job reads only what was written since; a line still being written is
+// refreshing a running job reads only what was written since (for a compact file, with the
+// decoder context recorded in pp_event_file_state at that position); a line still being written is
 // read again next time, and is warned about as malformed only when `final` (the writer is
 // done: a torn line stays torn). A file whose first line changed was replaced: the rows read
 // from it before are renamed 'F (replaced N)' and it is read from the start. Events whose

@@ -90,10 +90,26 @@ bool EventFileScan::next(std::string_view& line, bool& complete) {
         char head[kHeadBytes];
         const size_t n = read_at(open.fd, source_file_, head, sizeof head, 0);
         const void* newline = std::memchr(head, '\n', n);
-        const size_t head_bytes = newline ? static_cast<size_t>(static_cast<const char*>(newline) - head) + 1
-                                          : n == sizeof head ? n : 0;
-        head_ = Position{0, 0, static_cast<int64_t>(head_bytes), head_bytes ? fnv1a(head, head_bytes) : 0};
+        size_t head_bytes = newline ? static_cast<size_t>(static_cast<const char*>(newline) - head) + 1
+                                    : n == sizeof head ? n : 0;
+        const bool compact = newline && is_format_line(std::string_view(head, head_bytes));
+        if (compact) {  // every compact file starts with the same line: the header line too
+          const void* second = std::memchr(head + head_bytes, '\n', n - head_bytes);
+          head_bytes = second ? static_cast<size_t>(static_cast<const char*>(second) - head) + 1
+                              : n == sizeof head ? n : 0;
+        }
+        head_ = Position{0, 0, static_cast<int64_t>(head_bytes), head_bytes ? fnv1a(head, head_bytes) : 0, {}};
         from = resume_position(source_file_, head_);
+        decoder_.reset(source_file_);
+        std::string problem;
+        if (from.bytes > 0 && compact && !decoder_.restore(from.state, problem)) {
+          warn_(source_file_ + ": cannot read on from byte " + std::to_string(from.bytes) + ", where it was last read: " +
+                problem + "; reading it from the start (lines read before are kept once)");
+          from = {};
+          decoder_.reset(source_file_);
+        }
+      } else {
+        decoder_.reset(source_file_);
       }
       reader_ = std::make_unique<LineReader>(source_file_, from.bytes, from.lines, kMaxLineBytes,
                                              [this] { interrupted_.check(); });
@@ -110,10 +126,16 @@ bool EventFileScan::next(std::string_view& line, bool& complete) {
   }
 }
 
+bool EventFileScan::next_decoded(LayerEvent& event, LineKind& kind, std::string_view& line, std::string& problem,
+                                 bool& complete) {
+  if (!next(line, complete)) return false;
+  kind = decoder_.decode(line, reader_->line_number(), complete, event, problem);
+  return true;
+}
+
 bool EventFileScan::next_record(LayerEvent& event, LineKind& kind, std::string_view& line,
                                 bool& complete) {
-  while (next(line, complete)) {
-    kind = parse_event_line(line, event, problem_);
+  while (next_decoded(event, kind, line, problem_, complete)) {
     if (kind == LineKind::Event || kind == LineKind::JobHeader) return true;
     if (kind == LineKind::Malformed) skip(problem_, complete);
   }
@@ -133,7 +155,8 @@ void EventFileScan::finish_file() {
           (skipped_ == 1 ? " malformed line in " : " malformed lines in ") + source_file_ +
           " (first at line " + std::to_string(first_skipped_line_) + ": " + first_skipped_problem_ + ")");
   skipped_ = 0;
-  ended_[source_file_] = Position{reader_->complete_bytes(), reader_->complete_lines(), head_.head_bytes, head_.head_hash};
+  ended_[source_file_] =
+      Position{reader_->complete_bytes(), reader_->complete_lines(), head_.head_bytes, head_.head_hash, decoder_.state()};
   reader_.reset();
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "core/interrupt.hpp"
+#include "events/event_decoder.hpp"
 #include "events/event_line.hpp"
 #include "events/line_reader.hpp"
 
@@ -27,10 +28,14 @@ class EventFileScan {
   // Where to start reading a file, and where reading it ended (LineReader::complete_bytes()),
   // with the file's head: its first line (at most kHeadBytes of it) and a hash of those bytes,
   // which say whether a file of the same name is still the same file. head_bytes 0: unknown.
+  // A compact file's first line is the same in every file, so its head is its first two lines
+  // (the format line and the job header). `state` is what the decoder needs to read on from
+  // `bytes` (EventDecoder::state(); empty for JSON Lines).
   static constexpr int64_t kHeadBytes = 4096;
   struct Position {
     int64_t bytes = 0, lines = 0;
     int64_t head_bytes = 0, head_hash = 0;
+    std::string state;
   };
   using Positions = std::map<std::string, Position>;
   // Called for a file in `resume` whose head is not the one recorded: new content under the
@@ -51,8 +56,14 @@ class EventFileScan {
   bool next(std::string_view& line, bool& complete);
   // Counts the line last returned as malformed, for the file's warning.
   void skip(const std::string& problem, bool complete);
-  // The next event or job header line: blank lines and mig_device records (pp_refresh's
-  // import reads those with next()) are passed over, malformed lines skipped. `kind` says which (Event: decoded into `event`); `line` is the header's text.
+  // The next line, decoded in its file's format (EventDecoder): `kind` says what it is (Event:
+  // decoded into `event`; Malformed: `problem` says why); nothing is skipped. False after the
+  // last line of the last file. Throws pp::Error for a file of a format this reader does not know.
+  bool next_decoded(LayerEvent& event, LineKind& kind, std::string_view& line, std::string& problem,
+                    bool& complete);
+  // The next event or job header line: blank lines and mig_device records (pp_refresh's import
+  // reads those with next_decoded()) are passed over, malformed ones skipped. `kind` says which
+  // (Event: decoded into `event`); `line` is the header's text.
   // False after the last line of the last file.
   bool next_record(LayerEvent& event, LineKind& kind, std::string_view& line, bool& complete);
 
@@ -70,6 +81,7 @@ class EventFileScan {
   Positions resume_, ended_;
   Replaced replaced_;
   Position head_;  // of the file being read (head fields only)
+  EventDecoder decoder_;
   size_t next_file_ = 0;
   std::unique_ptr<LineReader> reader_;
   std::string source_file_;

@@ -13,7 +13,7 @@ enum class LineKind {
   Event,      // `event` holds the line's event
   JobHeader,  // {"record": "job", ...}: once per process, not an event
   MigDevice,  // {"record": "mig_device", ...}: which GPU instance a MIG device is, not an event
-  Blank,      // empty or whitespace only
+  Blank,      // empty or whitespace only (EventDecoder: also a line that only sets context)
   Malformed,  // not JSON, not an object, or a field missing or of the wrong type
 };
 

@@ -1,4 +1,5 @@
-// layer_events: the layer events that the Python hook client writes as JSON Lines, as a table.
+// layer_events: the layer events that the Python hook client writes (compact format or JSON
+// Lines, each file in its own: event_decoder.hpp), as a table.
 //
 // USAGE:
 //
@@ -11,14 +12,16 @@
 //
 // The argument is the HIDDEN column `path` (required). Files are read in sorted path order,
 // line by line in bounded memory, up to their current end (a file still being written can be
-// read). The job header line of each process ({"record": "job", ...}) is skipped. A line that
-// is not a complete event (bad JSON, a field missing or of the wrong type, or a last line torn
-// by a killed process) is skipped too, and each file with such lines adds one warning to
+// read). The job header line of each process ({"record": "job", ...}) is skipped, as are a
+// compact file's format, definition and block lines. A line that is not a complete event (bad
+// JSON or compact syntax, a field missing or of the wrong type, an undefined id, or a last line
+// torn by a killed process) is skipped too, and each file with such lines adds one warning to
 // pp_last_warnings(): "layer_events: skipped 2 malformed lines in F (first at line 17: ...)".
 // A path that names nothing is an error; an empty file gives no rows. Only regular files are
 // read: a path naming a FIFO or a device is an error, and one met through a directory or glob
 // is skipped with a warning, as is an unreadable subdirectory. A line longer than 1 MiB is
-// passed over with a warning. sqlite3_interrupt() stops a scan with SQLITE_INTERRUPT.
+// passed over with a warning. sqlite3_interrupt() stops a scan with SQLITE_INTERRUPT. A file
+// whose first line names a format or version this reader does not know is an error naming it.
 //
 // COLUMNS (in order):
 //

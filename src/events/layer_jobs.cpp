@@ -1,4 +1,5 @@
-// layer_jobs: the job header lines of the hook client's JSON Lines files, one row per process.
+// layer_jobs: the job header lines of the hook client's event files (a JSON line in either
+// format), one row per process.
 //
 // USAGE:
 //

@@ -6,11 +6,13 @@
 Three parts, in one process:
 
   tail      every 50 ms, new complete lines of the *.jsonl files below --events (files may appear
-            later and grow; a partial last line waits for its newline);
-  mirror    each line, rewritten so that its gpu_uuid/gpu are those of the emulated GPU that ran it,
-            is appended to the same file name below --mirror (default: the events directory's
-            path + ".emulated"). pp_refresh reads the MIRROR: its events name GPUs that the
-            emulator's series carry, so the attribution matches them by UUID like real data;
+            later and grow; a partial last line waits for its newline), in either format the
+            hook client writes (compact, its default, or JSON Lines: _event_reader.py);
+  mirror    each event, rewritten so that its gpu_uuid/gpu are those of the emulated GPU that ran
+            it, is appended to the same file name below --mirror (default: the events directory's
+            path + ".emulated") as a JSON line, after the job header line: the mirror is JSON Lines
+            whatever the followed file's format. pp_refresh reads the MIRROR: its events name GPUs
+            that the emulator's series carry, so the attribution matches them by UUID like real data;
   exporter  GET /metrics on 127.0.0.1:PORT in dcgm-exporter's format (exposition.py) for
             --gpus emulated GPUs; GET /served (test support, below) says what it served.
 
@@ -72,6 +74,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._event_reader import EventDecoder
 from . import timing as timing_model
 from .exposition import EMULATOR_NAME, EmulatedGpu, emulated_uuid, format_value, metrics_text
 from .noise import measure
@@ -92,6 +95,7 @@ class EventTail:
         self.exclude = Path(exclude).resolve() if exclude else None
         self.max_bytes = max_bytes_per_poll
         self.files = {}  # path -> [offset, partial bytes, inode]
+        self.decoders = {}  # path -> EventDecoder of the file as it is now
 
     def poll(self):
         """[(path, line text)] of the lines completed since the last call."""
@@ -106,6 +110,7 @@ class EventTail:
                 state = self.files.get(path)
                 if state is None or st.st_size < state[0] or st.st_ino != state[2]:
                     state = self.files[path] = [0, b"", st.st_ino]  # new, truncated or replaced
+                    self.decoders[path] = EventDecoder()
                 if st.st_size == state[0]:
                     continue
                 with open(path, "rb") as f:
@@ -333,9 +338,12 @@ class Mirror:
         self.lines = 0
 
     def write(self, path, line, gpu_index, event):
-        if gpu_index is not None and event is not None:
-            gpu = self.gpus[gpu_index]
-            event["gpu_uuid"], event["gpu"] = gpu.uuid, gpu.index
+        """`event`: the line's event (None for other lines); written as JSON, on the emulated
+        GPU that ran it when gpu_index is one."""
+        if event is not None:
+            if gpu_index is not None:
+                gpu = self.gpus[gpu_index]
+                event["gpu_uuid"], event["gpu"] = gpu.uuid, gpu.index
             line = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
         out = self.handles.get(path)
         if out is None:
@@ -359,15 +367,22 @@ def follow_once(tail, emulator, mirror):
     """One poll: new lines into the signal and the mirror; returns how many lines."""
     lines = tail.poll()
     for path, line in lines:
+        decoder = tail.decoders[path]
         event, g = None, None
         try:
-            event = json.loads(line)
-            if isinstance(event, dict) and "layer" in event and event.get("record") != "job":
+            kind, record = decoder.decode(line)
+            if kind is None and decoder.compact:
+                continue  # format, definition and block lines: the mirror is JSON Lines
+            if kind == "event" and "layer" in record:
+                event = record
                 g = emulator.add_event(event)
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):  # EventFormatError is a ValueError
             emulator.bad_lines += 1
             event = None
-        mirror.write(path, line, g, event if g is not None else None)
+            if decoder.compact:
+                continue
+        # A JSON line is copied as it is unless the event moves to an emulated GPU.
+        mirror.write(path, line, g, event if g is not None or decoder.compact else None)
     if lines:
         mirror.flush()
     return len(lines)

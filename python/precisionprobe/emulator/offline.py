@@ -7,8 +7,10 @@ published values with noise (noise.py). write() puts on disk:
   OUT/metrics.om           OpenMetrics for `promtool tsdb create-blocks-from openmetrics
                            OUT/metrics.om DATA_DIR` (then `prometheus --storage.tsdb.path=DATA_DIR`)
   OUT/events/events-emulated-node-1.jsonl
-                           the matching layer events in the hook client's format (job header
-                           line first; gpu_uuid is the emulated GPU's), for pp_refresh('OUT/events')
+                           the matching layer events as JSON Lines, one of the hook client's two
+                           formats (job header line first; gpu_uuid is the emulated GPU's), for
+                           pp_refresh('OUT/events'); JSON keeps them readable by any tool, and
+                           the readers take either format
   OUT/truth.json           the ground truth: per layer and per (layer type, direction) the six
                            values, the idle values, how the recording was made, the timing
                            parameters (resolved: phases drawn from the seed are written out),

@@ -3,7 +3,9 @@
 
 -- name: resume_positions
 -- Positions of files whose rows are still there: rows deleted to start over are read again.
-SELECT source_file, bytes, lines, head_bytes, head_hash FROM main.pp_event_files AS f
+SELECT source_file, bytes, lines, head_bytes, head_hash,
+       coalesce((SELECT state FROM main.pp_event_file_state AS s WHERE s.source_file = f.source_file), '')
+  FROM main.pp_event_files AS f
  WHERE EXISTS (SELECT 1 FROM main.pp_events AS e WHERE e.source_file = f.source_file)
     OR EXISTS (SELECT 1 FROM main.pp_jobs AS j WHERE j.source_file = f.source_file);
 
@@ -32,6 +34,11 @@ VALUES (:source_file, :bytes, :lines, :head_bytes, :head_hash)
 ON CONFLICT (source_file) DO UPDATE SET bytes = excluded.bytes, lines = excluded.lines,
   head_bytes = excluded.head_bytes, head_hash = excluded.head_hash;
 
+-- name: save_state
+-- What reading a compact file on from its position needs (JSON Lines files need nothing).
+INSERT INTO main.pp_event_file_state(source_file, state) VALUES (:source_file, :state)
+ON CONFLICT (source_file) DO UPDATE SET state = excluded.state;
+
 -- name: name_taken
 SELECT EXISTS (SELECT 1 FROM main.pp_event_files WHERE source_file = :kept)
     OR EXISTS (SELECT 1 FROM main.pp_events WHERE source_file = :kept)
@@ -44,3 +51,4 @@ SELECT EXISTS (SELECT 1 FROM main.pp_event_files WHERE source_file = :kept)
 UPDATE main.pp_events SET source_file = :kept WHERE source_file = :source_file;
 UPDATE main.pp_jobs SET source_file = :kept WHERE source_file = :source_file;
 UPDATE main.pp_event_files SET source_file = :kept WHERE source_file = :source_file;
+DELETE FROM main.pp_event_file_state WHERE source_file = :source_file;

@@ -4,7 +4,7 @@
 -- Facts about this database's attribution schema (the fingerprint of its views).
 CREATE TABLE IF NOT EXISTS pp_meta(key TEXT PRIMARY KEY, value TEXT);
 
--- Layer events imported from the hook client's JSON Lines (one row per line, never twice).
+-- Layer events imported from the hook client's event files (one row per line, never twice).
 CREATE TABLE IF NOT EXISTS pp_events(
   id INTEGER PRIMARY KEY,
   job_id TEXT NOT NULL, host_name TEXT, ip TEXT, pod TEXT, namespace TEXT,
@@ -27,6 +27,10 @@ CREATE INDEX IF NOT EXISTS pp_events_unfolded ON pp_events(gpu_uuid, t_start_ns)
 CREATE TABLE IF NOT EXISTS pp_event_files(
   source_file TEXT PRIMARY KEY, bytes INTEGER NOT NULL, lines INTEGER NOT NULL,
   head_bytes INTEGER NOT NULL DEFAULT 0, head_hash INTEGER NOT NULL DEFAULT 0);
+
+-- For each compact event file in pp_event_files, what its decoder needs to read on from that
+-- position (the format line, job header, definitions and last block line, as compact lines).
+CREATE TABLE IF NOT EXISTS pp_event_file_state(source_file TEXT PRIMARY KEY, state TEXT NOT NULL);
 
 -- The job header of each process (layer_jobs): what ran and how big the model is.
 CREATE TABLE IF NOT EXISTS pp_jobs(

@@ -1,0 +1,160 @@
+"""Reading event files of either format back into records, as json.loads gives JSON Lines.
+
+For Python tools that follow what the hook client writes (the live emulator, tests, benches);
+SQL reads the same files with layer_events(). A compact file (_compact_format.py) is decoded
+line by line with the definitions and block line before each event, so an event comes back as
+the dict its JSON line would be (same keys, same order, same values).
+"""
+import json
+
+from ._event_format import EVENT_FIELDS, HEADER_RECORD
+
+MAGIC_PREFIX = "#precisionprobe-events "
+COMPACT_VERSION = 1
+_JOB_FIELDS = ("job_id", "host_name", "ip", "pod", "namespace")
+_PROCESS_FIELDS = ("rank", "local_rank", "world_size", "pid")
+
+
+class EventFormatError(ValueError):
+    """A line that the decoder cannot read (the message says why), or an unknown format."""
+
+
+class EventDecoder:
+    """The records of ONE file, fed its lines in order (without the '\\n').
+
+    decode(line) returns ("header", dict), ("event", dict) or (None, None) for lines that are
+    no record of their own (format line, definitions, block lines, blank lines); it raises
+    EventFormatError for a malformed line, which leaves the decoder usable for the next one.
+    """
+
+    def __init__(self):
+        self.compact = False
+        self._lines = 0
+        self._job = None      # the event fields the header gives, in EVENT_FIELDS order
+        self._devices = []    # id -> (gpu_uuid, gpu)
+        self._layers = []     # id -> (name, type)
+        self._block = None    # (base ns, epoch, batch)
+
+    def decode(self, line):
+        self._lines += 1
+        if self._lines == 1 and line.startswith(MAGIC_PREFIX):
+            words = line[len(MAGIC_PREFIX):].split()
+            if len(words) != 2 or words[0] != "compact" or words[1] != str(COMPACT_VERSION):
+                raise EventFormatError(f"event format {' '.join(words)!r} is not one this reader "
+                                       f"knows (compact {COMPACT_VERSION})")
+            self.compact = True
+            return None, None
+        if not line.strip():
+            return None, None
+        if not self.compact or line[0] == "{":
+            return self._json(line)
+        tag = line[0]
+        if tag == "@":
+            self._block = None
+            words = line.split(" ")
+            if len(words) != 4 or words[0] != "@":
+                raise EventFormatError("a block line is '@ BASE_NS EPOCH BATCH'")
+            self._block = (_int(words[1]), _int(words[2]), _int(words[3]))
+            return None, None
+        if tag in "DL":
+            self._define(tag, line)
+            return None, None
+        if not tag.isdigit():
+            raise EventFormatError(f"unknown record type {tag!r}")
+        return "event", self._event(line)
+
+    def _json(self, line):
+        try:
+            record = json.loads(line)
+        except ValueError as error:
+            raise EventFormatError(f"invalid JSON ({error})") from None
+        if not isinstance(record, dict):
+            raise EventFormatError("not a JSON object")
+        if record.get("record") == HEADER_RECORD:
+            if self.compact:
+                self._job = record
+            return "header", record
+        return "event", record
+
+    def _define(self, tag, line):
+        head, _, rest = line.partition(" ")
+        number, _, rest = rest.partition(" ")
+        table = self._devices if tag == "D" else self._layers
+        values = _json_values(rest) if head == tag else None
+        if not values or len(values) != 2 or _int(number) not in range(len(table) + 1):
+            raise EventFormatError(f"a definition line is '{tag} ID ... ' with the next or a "
+                                   "known id")
+        ok = (values[0] is None or type(values[0]) is int) and type(values[1]) is str \
+            if tag == "D" else all(type(v) is str for v in values)
+        if not ok:
+            raise EventFormatError(f"definition {line!r} has values of the wrong type")
+        entry = (values[1], values[0]) if tag == "D" else tuple(values)
+        if int(number) == len(table):
+            table.append(entry)
+        else:
+            table[int(number)] = entry
+
+    def _event(self, line):
+        words = line.split(" ")
+        if len(words) != 4 or len(words[1]) < 2 or words[1][0] not in "fb":
+            raise EventFormatError("an event line is 'LAYER f|bDEVICE START DURATION'")
+        layer, device = _int(words[0]), _int(words[1][1:])
+        start, duration = _int(words[2]), _int(words[3])
+        if self._job is None:
+            raise EventFormatError("an event before the job header")
+        if self._block is None:
+            raise EventFormatError("an event before any block line")
+        if layer >= len(self._layers) or device >= len(self._devices):
+            raise EventFormatError(f"layer {layer} or device {device} is not defined")
+        base, epoch, batch = self._block
+        job = self._job
+        uuid, gpu = self._devices[device]
+        name, type_name = self._layers[layer]
+        t_start = base + start
+        values = (*(job.get(k) for k in _JOB_FIELDS), uuid, gpu,
+                  *(job.get(k) for k in _PROCESS_FIELDS), epoch, batch, name, type_name,
+                  words[1][0] == "f", t_start, t_start + duration, job.get("cpu_num"))
+        return dict(zip(EVENT_FIELDS, values))
+
+
+_scan = json.JSONDecoder().raw_decode
+
+
+def _json_values(text):
+    """The space-separated JSON values of a definition line, or None."""
+    values, at = [], 0
+    try:
+        while at < len(text):
+            value, at = _scan(text, at)
+            values.append(value)
+            if at < len(text):
+                if text[at] != " ":
+                    return None
+                at += 1
+    except ValueError:
+        return None
+    return values
+
+
+def _int(text):
+    if not text or not (text.isdigit() or (text[0] == "-" and text[1:].isdigit())):
+        raise EventFormatError(f"{text!r} is not an integer")
+    return int(text)
+
+
+def read_event_file(path):
+    """(headers, events) of one file of either format, in file order; raises EventFormatError
+    (naming the file and line) on a malformed line."""
+    headers, events = [], []
+    decoder = EventDecoder()
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            try:
+                kind, record = decoder.decode(line.rstrip("\n"))
+            except EventFormatError as error:
+                raise EventFormatError(f"{path} line {number}: {error}") from None
+            if kind == "header":
+                headers.append(record)
+            elif kind == "event":
+                events.append(record)
+    return headers, events

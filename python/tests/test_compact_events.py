@@ -1,0 +1,127 @@
+"""The compact event format from the hook client's side: the probe writes it by default,
+layer_events reads back exactly what JSON Lines of the same run give, the JSON setting still
+works, and a file removed mid-run is followed by one that decodes on its own."""
+import os
+import sqlite3
+
+import pytest
+import torch
+
+from conftest import extension_path
+from precisionprobe._compact_format import MAGIC, CompactFormatter
+from precisionprobe._event_format import EventFormatter, chosen_event_format
+from precisionprobe._event_reader import EventFormatError, read_event_file
+from precisionprobe._event_writer import HEADER, EventWriter
+from precisionprobe._job_identity import JobIdentity
+from precisionprobe._layer_names import ModuleInfo
+
+COLUMNS = ("job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, local_rank, world_size, "
+           "pid, epoch, batch, layer, layer_type, forward, t_start_ns, t_end_ns, cpu_num, t_start, "
+           "t_end")
+IDENTITY = JobIdentity(job_id="j", host_name="node", ip="10.0.0.1", pod="p", namespace="ml",
+                       rank=1, local_rank=1, world_size=2, pid=77, cpu_num=4.0)
+
+
+def items():
+    """A queue's worth of events: two layers (one with a name needing JSON escapes), two batches."""
+    layers = [ModuleInfo("top_l.0", "Linear", True), ModuleInfo('blocks["a b"].é', "ReLU", True)]
+    t0 = 1714000000000000000
+    out = []
+    for batch in range(2):
+        for i, info in enumerate(layers):
+            start = t0 + batch * 10_000_000 + i * 1_000_000
+            out.append((info, True, batch, 0, start, start + 250_000, None))
+        out.append((layers[0], False, batch, 0, t0 + batch * 10_000_000 - 5, t0 + batch * 10_000_000, None))
+    return out
+
+
+def write(path, formatter, events, header='{"record":"job","job_id":"j","host_name":"node",'
+          '"ip":"10.0.0.1","pod":"p","namespace":"ml","rank":1,"local_rank":1,"world_size":2,'
+          '"pid":77,"cpu_num":4.0}\n'):
+    writer = EventWriter(str(path.parent), path.name, formatter)
+    writer.put((HEADER, header))
+    for item in events:
+        writer.put(item)
+    writer.close()
+    return writer
+
+
+def layer_events(path):
+    db = sqlite3.connect(":memory:")
+    db.enable_load_extension(True)
+    db.load_extension(extension_path())
+    rows = db.execute(f"SELECT {COLUMNS} FROM layer_events(?)", (str(path),)).fetchall()
+    warnings = db.execute("SELECT pp_last_warnings()").fetchone()[0]
+    return rows, warnings
+
+
+def test_the_setting_chooses_the_format():
+    assert chosen_event_format(environ={}) == "compact"
+    assert chosen_event_format(environ={"PRECISIONPROBE_EVENT_FORMAT": "JSON"}) == "json"
+    assert chosen_event_format("compact", environ={"PRECISIONPROBE_EVENT_FORMAT": "json"}) == "compact"
+    with pytest.raises(ValueError, match="event format 'xml' is not one of compact, json"):
+        chosen_event_format(environ={"PRECISIONPROBE_EVENT_FORMAT": "xml"})
+
+
+def test_compact_file_reads_back_as_the_json_lines_of_the_same_events(tmp_path):
+    write(tmp_path / "compact.jsonl", CompactFormatter(IDENTITY), items())
+    write(tmp_path / "json.jsonl", EventFormatter(IDENTITY), items())
+    text = (tmp_path / "compact.jsonl").read_text()
+    assert text.startswith(MAGIC)
+    assert '\nL 1 "blocks[\\"a b\\"].\\u00e9" "ReLU"\n' in text
+    assert "\n0 b0 -5 5\n" in text  # a start before the block's base
+    # The Python reader: the same dicts as json.loads of the JSON lines.
+    assert read_event_file(tmp_path / "compact.jsonl") == read_event_file(tmp_path / "json.jsonl")
+    # The extension: the same rows, no warnings.
+    assert layer_events(tmp_path / "compact.jsonl") == layer_events(tmp_path / "json.jsonl")
+    assert len(layer_events(tmp_path / "compact.jsonl")[0]) == 6
+    assert os.path.getsize(tmp_path / "compact.jsonl") < os.path.getsize(tmp_path / "json.jsonl") / 2
+
+
+def test_probe_writes_compact_by_default_and_json_when_asked(tmp_path, fresh_probe):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    for event_format in (None, "json"):
+        out = tmp_path / (event_format or "default")
+        fresh_probe.attach(job_id="j", out=str(out), clock="cpu", summary="never",
+                           event_format=event_format)
+        for _ in range(3):
+            model(torch.randn(2, 4)).sum().backward()
+        written, dropped = fresh_probe.detach()
+        assert (written, dropped) == (18, 0)
+        (path,) = out.glob("*.jsonl")
+        first_line = path.read_text().splitlines()[0]
+        assert (first_line == MAGIC.strip()) == (event_format is None)
+        headers, events = read_event_file(path)
+        assert len(headers) == 1 and len(events) == 18
+        rows, warnings = layer_events(path)
+        assert warnings == "[]"
+        # layer_events gives what the JSON of the decoded events says, field for field.
+        assert [row[:19] for row in rows] == [
+            tuple(int(v) if isinstance(v, bool) else v for v in e.values()) for e in events]
+
+
+def test_a_file_after_a_removed_one_starts_with_everything_its_events_need(tmp_path):
+    out = tmp_path / "out"
+    writer = EventWriter(str(out), "events.jsonl", CompactFormatter(IDENTITY), stderr=open(os.devnull, "w"))
+    header = ('{"record":"job","job_id":"j","host_name":"node","ip":"10.0.0.1","pod":"p",'
+              '"namespace":"ml","rank":1,"local_rank":1,"world_size":2,"pid":77,"cpu_num":4.0}\n')
+    events = items()
+    writer.put((HEADER, header))
+    for item in events[:3]:
+        writer.put(item)
+    writer._drain(final=False)
+    os.remove(out / "events.jsonl")
+    for item in events[3:]:
+        writer.put(item)
+    writer.close()
+    headers, decoded = read_event_file(out / "events.jsonl")
+    assert len(headers) == 1 and len(decoded) == len(events) - 3
+    assert [e["layer"] for e in decoded] == [i[0].name for i in events[3:]]
+    assert (writer.written, writer.dropped) == (3, 3)
+
+
+def test_unknown_version_is_an_error_naming_the_file(tmp_path):
+    path = tmp_path / "v9.jsonl"
+    path.write_text("#precisionprobe-events compact 9\n")
+    with pytest.raises(EventFormatError, match=r"v9.jsonl line 1: event format 'compact 9' is not one"):
+        read_event_file(path)

@@ -1,0 +1,191 @@
+#include "events/event_decoder.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+
+namespace pp {
+namespace {
+
+// The job fields of a compact file's events, from its header line: null or absent text is
+// NULL (as outside Kubernetes), the integers and cpu_num must be there.
+bool job_fields(std::string_view line, LayerEvent& job, std::string& problem) {
+  const nlohmann::json doc = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+  if (!doc.is_object()) return problem = "invalid JSON", false;
+  const auto text = [&](const char* key, std::string& out, bool* null) {
+    const auto it = doc.find(key);
+    if ((it == doc.end() || it->is_null()) && null) return *null = true, true;
+    if (it == doc.end() || !it->is_string()) return problem = std::string("no text field '") + key + "'", false;
+    if (null) *null = false;
+    out = it->get<std::string>();
+    return true;
+  };
+  const auto integer = [&](const char* key, int64_t& out) {
+    const auto it = doc.find(key);
+    if (it == doc.end() || !it->is_number_integer() ||
+        (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT64_MAX}))
+      return problem = std::string("no integer field '") + key + "'", false;
+    out = it->get<int64_t>();
+    return true;
+  };
+  const auto cpu_num = doc.find("cpu_num");
+  if (cpu_num == doc.end() || !cpu_num->is_number()) return problem = "no number field 'cpu_num'", false;
+  job.cpu_num = cpu_num->get<double>();
+  return text("job_id", job.job_id, nullptr) && text("host_name", job.host_name.value, &job.host_name.null) &&
+         text("ip", job.ip.value, &job.ip.null) && text("pod", job.pod.value, &job.pod.null) &&
+         text("namespace", job.namespace_.value, &job.namespace_.null) && integer("rank", job.rank) &&
+         integer("local_rank", job.local_rank) && integer("world_size", job.world_size) && integer("pid", job.pid);
+}
+
+template <class Table>
+bool next_or_known_id(const Table& table, int64_t id, const char* what, std::string& problem) {
+  if (id <= static_cast<int64_t>(table.size()) && id < kMaxCompactIds) return true;
+  problem = std::string(what) + " id " + std::to_string(id) + " skips ids (the next new one is " +
+            std::to_string(table.size()) + ")";
+  return false;
+}
+
+}  // namespace
+
+void EventDecoder::reset(const std::string& file) {
+  file_ = file;
+  compact_ = has_job_ = has_block_ = block_damaged_ = false;
+  job_problem_.clear();
+  devices_.clear();
+  layers_.clear();
+  header_line_.clear();
+  definition_lines_.clear();
+  block_line_.clear();
+}
+
+LineKind EventDecoder::decode(std::string_view line, int64_t line_number, bool complete, LayerEvent& event,
+                              std::string& problem) {
+  if (line_number == 1 && is_format_line(line)) {
+    if (!complete) return problem = "incomplete format line", LineKind::Malformed;
+    std::string what;
+    if (!is_known_format(line, what))
+      throw Error(file_ + ": event file format '" + what + "' is not one this reader knows (it reads JSON Lines and '" +
+                  std::string(kCompactFormat) + " " + std::to_string(kCompactVersion) +
+                  "'); was it written by a newer precisionprobe?");
+    compact_ = true;
+    return LineKind::Blank;
+  }
+  if (!compact_) return parse_event_line(line, event, problem);
+  if (!complete) return problem = "incomplete line (no newline)", LineKind::Malformed;
+  return decode_compact(line, event, problem);
+}
+
+LineKind EventDecoder::decode_compact(std::string_view line, LayerEvent& event, std::string& problem) {
+  // JSON lines (the job header), blank lines and lines starting with a BOM read as in JSON Lines.
+  const char first = line.empty() ? ' ' : line[0];
+  if (first == '{' || first == ' ' || first == '\t' || first == '\r' || first == '\xEF') {
+    const LineKind kind = parse_event_line(line, event, problem);
+    if (kind == LineKind::JobHeader) take_job_header(line);
+    return kind;
+  }
+  switch (parse_compact_line(line, record_, problem)) {
+    case CompactKind::Event: {
+      const CompactRecord& r = record_;
+      if (!has_job_) return problem = job_problem_.empty() ? "an event before the job header" : job_problem_, LineKind::Malformed;
+      if (!has_block_)
+        return problem = block_damaged_ ? "an event after a malformed block line" : "an event before any block line",
+               LineKind::Malformed;
+      if (r.layer >= static_cast<int64_t>(layers_.size()))
+        return problem = "layer id " + std::to_string(r.layer) + " is not defined", LineKind::Malformed;
+      if (r.device >= static_cast<int64_t>(devices_.size()))
+        return problem = "device id " + std::to_string(r.device) + " is not defined", LineKind::Malformed;
+      int64_t start = 0, end = 0;
+      if (__builtin_add_overflow(base_ns_, r.start, &start) || __builtin_add_overflow(start, r.duration, &end))
+        return problem = "field 't_start_ns' or 't_end_ns' is out of range", LineKind::Malformed;
+      event.job_id = job_.job_id;
+      event.host_name = job_.host_name;
+      event.ip = job_.ip;
+      event.pod = job_.pod;
+      event.namespace_ = job_.namespace_;
+      const Device& device = devices_[static_cast<size_t>(r.device)];
+      event.gpu_uuid = device.uuid;
+      event.gpu = device.gpu;
+      event.rank = job_.rank;
+      event.local_rank = job_.local_rank;
+      event.world_size = job_.world_size;
+      event.pid = job_.pid;
+      event.epoch = epoch_;
+      event.batch = batch_;
+      const Layer& layer = layers_[static_cast<size_t>(r.layer)];
+      event.layer = layer.name;
+      event.layer_type = layer.type;
+      event.forward = r.forward;
+      event.t_start_ns = start;
+      event.t_end_ns = end;
+      event.cpu_num = job_.cpu_num;
+      return LineKind::Event;
+    }
+    case CompactKind::Block:
+      base_ns_ = record_.base_ns;
+      epoch_ = record_.epoch;
+      batch_ = record_.batch;
+      has_block_ = true;
+      block_damaged_ = false;
+      block_line_.assign(line.data(), line.size());
+      return LineKind::Blank;
+    case CompactKind::Device:
+      if (!next_or_known_id(devices_, record_.id, "device", problem)) return LineKind::Malformed;
+      if (record_.id == static_cast<int64_t>(devices_.size())) devices_.emplace_back();
+      devices_[static_cast<size_t>(record_.id)] = Device{record_.second, record_.gpu};
+      definition_lines_.append(line.data(), line.size()).push_back('\n');
+      return LineKind::Blank;
+    case CompactKind::Layer:
+      if (!next_or_known_id(layers_, record_.id, "layer", problem)) return LineKind::Malformed;
+      if (record_.id == static_cast<int64_t>(layers_.size())) layers_.emplace_back();
+      layers_[static_cast<size_t>(record_.id)] = Layer{record_.first, record_.second};
+      definition_lines_.append(line.data(), line.size()).push_back('\n');
+      return LineKind::Blank;
+    case CompactKind::Malformed:
+      if (first == '@') {  // the events up to the next block line cannot be placed in time
+        has_block_ = false;
+        block_damaged_ = true;
+      }
+      return LineKind::Malformed;
+  }
+  return LineKind::Malformed;
+}
+
+void EventDecoder::take_job_header(std::string_view line) {
+  header_line_.assign(line.data(), line.size());
+  std::string why;
+  has_job_ = job_fields(line, job_, why);
+  job_problem_ = has_job_ ? std::string() : "the job header cannot give the events their job fields (" + why + ")";
+}
+
+std::string EventDecoder::state() const {
+  if (!compact_) return {};
+  std::string out = std::string(kFormatLinePrefix) + std::string(kCompactFormat) + " " + std::to_string(kCompactVersion) + "\n";
+  if (!header_line_.empty()) out += header_line_ + "\n";
+  out += definition_lines_;
+  if (has_block_) out += block_line_ + "\n";
+  return out;
+}
+
+bool EventDecoder::restore(std::string_view state, std::string& problem) {
+  reset(file_);
+  LayerEvent scratch;
+  int64_t number = 0;
+  while (!state.empty()) {
+    const size_t newline = state.find('\n');
+    if (newline == std::string_view::npos) return problem = "the saved state does not end a line", false;
+    const std::string_view line = state.substr(0, newline);
+    state.remove_prefix(newline + 1);
+    ++number;
+    if (number == 1 && !is_format_line(line)) return problem = "the saved state is not of a compact file", false;
+    const LineKind kind = decode(line, number, true, scratch, problem);
+    if (kind == LineKind::Malformed || kind == LineKind::Event) {
+      if (kind == LineKind::Event) problem = "an event";
+      problem = "the saved state has a line it should not (" + problem + ")";
+      return false;
+    }
+  }
+  if (!compact_) return problem = "the saved state is empty", false;
+  return true;
+}
+
+}  // namespace pp
