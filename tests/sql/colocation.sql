@@ -183,3 +183,44 @@ SELECT count(*) = 2 AND sum(concurrent_windows) = 2
 -- (0.2 * 54 + 0.2 * 36 + 0.1 * 25 + 0.2 * 48) / 0.7 = 43, and sliceY's the same.
 SELECT count(*) = 2 AND max(abs(gpu_util - 43)) < 1e-6
   FROM layer_metrics WHERE job_id IN ('sliceX', 'sliceY') AND layer = '(untracked)';
+
+-- Hand-overs are not concurrency: on GPU e, hoX and hoY take the turns of GPU a, but each of
+-- hoY's layers is recorded starting 50 us before hoX's ends (two processes' clocks, each turned
+-- into unix time with its own anchor). No window is left out, and the estimates stay within
+-- 0.1% of 80 and 20 (the 50 us, counted twice, are scaled back into the window).
+-- On GPU f, allM and allN ran at the same time in every window, as under MPS: every window is
+-- left out, and each of their layers still has a row, saying why it has no estimate.
+WITH ev(job_id, uuid, layer, layer_type, t0, t1) AS (VALUES
+  ('hoX', 'e', 'a', 'Linear', 0, 0.6), ('hoY', 'e', 'b', 'EmbeddingBag', 0.59995, 0.8),
+  ('hoX', 'e', 'a', 'Linear', 1, 1.3), ('hoY', 'e', 'b', 'EmbeddingBag', 1.29995, 1.8),
+  ('hoX', 'e', 'a', 'Linear', 2, 2.1), ('hoY', 'e', 'b', 'EmbeddingBag', 2.09995, 2.9),
+  ('hoX', 'e', 'a', 'Linear', 3, 3.5), ('hoY', 'e', 'b', 'EmbeddingBag', 3.49995, 3.8),
+  ('hoX', 'e', 'a', 'Linear', 4, 4.2), ('hoY', 'e', 'b', 'EmbeddingBag', 4.19995, 4.4),
+  ('allM', 'f', 'a', 'Linear', 0, 0.6), ('allN', 'f', 'b', 'EmbeddingBag', 0.2, 0.9),
+  ('allM', 'f', 'a', 'Linear', 1, 1.5), ('allN', 'f', 'b', 'EmbeddingBag', 1.1, 1.7),
+  ('allM', 'f', 'a', 'Linear', 2, 2.8), ('allN', 'f', 'b', 'EmbeddingBag', 2.5, 2.9))
+INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end,
+                      source_file, line)
+SELECT job_id, 'GPU-' || uuid || '1000000-0000-4000-8000-000000000000', layer, layer_type, 1,
+       CAST(round((1700000300 + t0) * 1e6) AS INTEGER) * 1000, CAST(round((1700000300 + t1) * 1e6) AS INTEGER) * 1000,
+       1700000300 + t0, 1700000300 + t1, 'turns-2', row_number() OVER ()
+  FROM ev;
+WITH w(uuid, n, util) AS (VALUES ('e', 1, 54), ('e', 2, 36), ('e', 3, 25), ('e', 4, 48), ('e', 5, 26),
+                                 ('e', 6, 0), ('e', 7, 0), ('f', 1, 70), ('f', 2, 80), ('f', 3, 90), ('f', 4, 0),
+                                 ('f', 5, 0), ('f', 6, 0), ('f', 7, 0))
+INSERT INTO pp_samples(uuid, metric, ts_ms, value)
+SELECT 'GPU-' || uuid || '1000000-0000-4000-8000-000000000000', 'DCGM_FI_DEV_GPU_UTIL', (1700000300 + n) * 1000, util FROM w;
+SELECT windows_folded > 0 FROM pp_refresh(NULL, 1);
+SELECT count(*) = 2 AND sum(identified) = 2 AND max(concurrent_windows) = 0
+   AND sum(abs(estimate - CASE job_id WHEN 'hoX' THEN 80 ELSE 20 END) < 0.1 / 100 * 80) = 2
+  FROM pp_estimates('layer') WHERE job_id IN ('hoX', 'hoY') AND layer <> '(untracked)'
+   AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+SELECT count(*) = 2 AND count(estimate) = 0 AND sum(identified) = 0 AND min(concurrent_windows) = 3
+   AND min(reason) = '3 windows in which the sharing jobs ran at the same time were left out'
+   AND min(lower90) = 0 AND max(upper90) = 100
+  FROM pp_estimates('layer') WHERE job_id IN ('allM', 'allN') AND layer <> '(untracked)'
+   AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+SELECT count(*) = 2 AND min(confidence) = 'not identified: 3 windows in which the sharing jobs ran at the same time'
+                                          || ' were left out'
+  FROM layer_type_estimates WHERE job_id IN ('allM', 'allN') AND layer_type <> '(untracked)'
+   AND metric = 'DCGM_FI_DEV_GPU_UTIL';
