@@ -128,7 +128,8 @@ class TimelineReader {
 
  private:
   // Each job's span of folded events from pp_gpu_spans, as jobs of the timeline, and the longest
-  // folded event on the GPU; nullopt where a span does not know its longest event.
+  // folded event of the spans that reach the windows; nullopt where a span does not know its
+  // longest event (negative: not one pp_gpu_spans holds; read everything then).
   std::optional<int64_t> read_folded_spans(const std::string& uuid) {
     Statement spans(db_, "SELECT job_id, first_ns, last_ns, longest_ns FROM main.pp_gpu_spans WHERE uuid = :uuid");
     spans.bind(":uuid", uuid);
@@ -137,7 +138,7 @@ class TimelineReader {
     while (spans.step()) {
       if (spans.column_int64(3) < 0) return std::nullopt;
       jobs.push_back({spans.column_text(0), spans.column_int64(1), spans.column_int64(2), 0});
-      longest = std::max(longest, spans.column_int64(3));
+      if (spans.column_int64(2) > lo_ns_) longest = std::max(longest, spans.column_int64(3));
     }
     for (TimelineJob& job : jobs) job_for(job.job_id, job.first, job.last);
     return longest;

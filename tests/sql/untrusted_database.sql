@@ -9,7 +9,8 @@ SELECT events_added = 0 FROM pp_refresh(NULL);
 SELECT events_added = 0 FROM pp_refresh(NULL);
 
 -- pp_gpu_spans as the version before spans kept their longest event made it: upgraded, its
--- spans' longest events filled from the folded events (-1 where none is left), then refreshed.
+-- spans recomputed from the folded events whose times can be a call (the event of 2^62 ns is
+-- not), with their longest events (0 where none is left), then refreshed.
 DROP TABLE pp_gpu_spans;
 CREATE TABLE pp_gpu_spans(job_id TEXT NOT NULL, uuid TEXT NOT NULL, first_ns INTEGER NOT NULL,
                           last_ns INTEGER NOT NULL, events INTEGER NOT NULL,
@@ -17,11 +18,13 @@ CREATE TABLE pp_gpu_spans(job_id TEXT NOT NULL, uuid TEXT NOT NULL, first_ns INT
 INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end,
                       source_file, line, folded)
 VALUES ('old', 'GPU-0ld00000-0000-4000-8000-000000000000', 'fc', 'Linear', 1, 1000, 5000, 1e-6, 5e-6, 'old', 1, 1),
-       ('old', 'GPU-0ld00000-0000-4000-8000-000000000000', 'fc', 'Linear', 1, 6000, 7000, 6e-6, 7e-6, 'old', 2, 1);
-INSERT INTO pp_gpu_spans VALUES ('old', 'GPU-0ld00000-0000-4000-8000-000000000000', 1000, 7000, 2),
+       ('old', 'GPU-0ld00000-0000-4000-8000-000000000000', 'fc', 'Linear', 1, 6000, 7000, 6e-6, 7e-6, 'old', 2, 1),
+       ('old', 'GPU-0ld00000-0000-4000-8000-000000000000', 'fc', 'Linear', 1, 8000, (1 << 62) + 1, 8e-6, 4.6e9, 'old', 3, 1);
+INSERT INTO pp_gpu_spans VALUES ('old', 'GPU-0ld00000-0000-4000-8000-000000000000', 1000, (1 << 62) + 1, 3),
                                 ('gone', 'GPU-0ld00000-0000-4000-8000-000000000000', 1000, 2000, 1);
 SELECT pp_install_views() LIKE 'tables: %';
-SELECT group_concat(job_id || ':' || longest_ns, ' ') = 'gone:-1 old:4000'
+SELECT group_concat(job_id || ':' || first_ns || '-' || last_ns || ':' || events || ':' || longest_ns, ' ')
+       = 'gone:1000-2000:1:0 old:1000-7000:2:4000'
   FROM (SELECT * FROM pp_gpu_spans ORDER BY job_id);
 SELECT events_added = 0 FROM pp_refresh(NULL);
 DELETE FROM pp_events WHERE job_id = 'old';

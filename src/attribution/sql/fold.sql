@@ -59,7 +59,7 @@ INSERT INTO main.pp_gpu_spans(job_id, uuid, first_ns, last_ns, events, longest_n
 SELECT job_id, uuid, first_ns, last_ns, events, longest_ns FROM temp.pp_fold_spans WHERE true
 ON CONFLICT (uuid, job_id) DO UPDATE SET first_ns = min(first_ns, excluded.first_ns),
   last_ns = max(last_ns, excluded.last_ns), events = events + excluded.events,
-  longest_ns = CASE WHEN longest_ns < 0 THEN -1 ELSE max(longest_ns, excluded.longest_ns) END;
+  longest_ns = max(longest_ns, excluded.longest_ns);
 
 INSERT INTO main.pp_fold_state(uuid, folded_through_ms)
 SELECT uuid, through_ms FROM temp.pp_fold_window WHERE uuid <> 'cpu'

@@ -13,10 +13,18 @@ ALTER TABLE main.pp_event_files ADD COLUMN head_bytes INTEGER NOT NULL DEFAULT 0
 ALTER TABLE main.pp_event_files ADD COLUMN head_hash INTEGER NOT NULL DEFAULT 0;
 
 -- name: gpu_span_longest
--- pp_gpu_spans as the version that made it left it, without each span's longest event: filled
--- once from the folded events (-1 for a span none of whose events is still there).
-ALTER TABLE main.pp_gpu_spans ADD COLUMN longest_ns INTEGER NOT NULL DEFAULT -1;
-UPDATE main.pp_gpu_spans AS g SET longest_ns = coalesce(
-  (SELECT max(e.t_end_ns - e.t_start_ns) FROM main.pp_events AS e
-    WHERE e.gpu_uuid = g.uuid AND e.job_id = g.job_id AND e.folded = 1
-      AND e.t_start_ns >= 0 AND e.t_end_ns >= e.t_start_ns AND e.t_end_ns <= (1 << 62)), -1);
+-- pp_gpu_spans as the version that made it left it, without each span's longest event. Its spans
+-- could also hold events whose times cannot be a call (which that version folded): recomputed
+-- from the folded events that can, in one pass. A span none of whose events is left keeps its
+-- bounds, with longest 0: deleted events reach into no window.
+ALTER TABLE main.pp_gpu_spans ADD COLUMN longest_ns INTEGER NOT NULL DEFAULT 0;
+CREATE TEMP TABLE pp_upgrade_spans AS
+SELECT e.gpu_uuid AS uuid, e.job_id, min(e.t_start_ns) AS first_ns, max(e.t_end_ns) AS last_ns, count(*) AS events,
+       max(e.t_end_ns - e.t_start_ns) AS longest_ns
+  FROM main.pp_events AS e
+ WHERE e.folded = 1 AND e.t_start_ns >= 0 AND e.t_end_ns >= e.t_start_ns AND e.t_end_ns <= (1 << 62)
+ GROUP BY e.gpu_uuid, e.job_id;
+UPDATE main.pp_gpu_spans AS g
+   SET first_ns = u.first_ns, last_ns = u.last_ns, events = u.events, longest_ns = u.longest_ns
+  FROM temp.pp_upgrade_spans AS u WHERE u.uuid = g.uuid AND u.job_id = g.job_id;
+DROP TABLE temp.pp_upgrade_spans;
