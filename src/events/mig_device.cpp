@@ -19,6 +19,8 @@ bool parse_mig_device(std::string_view line, MigDevice& device, std::string& pro
   }
   device.mig_uuid = doc["mig_uuid"].get<std::string>();
   device.gpu_uuid = doc["gpu_uuid"].get<std::string>();
+  // The fetch tells a MIG device's events from a whole GPU's by this prefix (as CUDA names them).
+  if (device.mig_uuid.rfind("MIG-", 0) != 0) return problem = "field 'mig_uuid' does not start with 'MIG-'", false;
   const auto id = doc.find("gpu_instance_id");
   if (id == doc.end()) return problem = "mig_device record without field 'gpu_instance_id'", false;
   if (!id->is_number_integer() || (id->is_number_unsigned() && id->get<uint64_t>() > uint64_t{INT32_MAX}) ||

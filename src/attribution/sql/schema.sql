@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS pp_jobs(
 -- records; a user may INSERT rows (from `nvidia-smi -L` and `nvidia-smi mig -lgi`), and a row
 -- already here is kept. Samples of an instance are stored in pp_samples under its MIG UUID.
 CREATE TABLE IF NOT EXISTS pp_mig_devices(
-  mig_uuid TEXT PRIMARY KEY,
+  mig_uuid TEXT PRIMARY KEY CHECK (mig_uuid LIKE 'MIG-%'),  -- as CUDA names a MIG device
   gpu_uuid TEXT NOT NULL,                 -- the parent GPU: the series' UUID label
   gpu_instance_id INTEGER NOT NULL,       -- the series' GPU_I_ID label
   profile TEXT);                          -- GPU_I_PROFILE ("3g.40gb"), for reading
