@@ -54,7 +54,8 @@ void EventDecoder::reset(const std::string& file) {
   devices_.clear();
   layers_.clear();
   header_line_.clear();
-  definition_lines_.clear();
+  device_lines_.clear();
+  layer_lines_.clear();
   block_line_.clear();
 }
 
@@ -130,15 +131,15 @@ LineKind EventDecoder::decode_compact(std::string_view line, LayerEvent& event, 
       return LineKind::Blank;
     case CompactKind::Device:
       if (!next_or_known_id(devices_, record_.id, "device", problem)) return LineKind::Malformed;
-      if (record_.id == static_cast<int64_t>(devices_.size())) devices_.emplace_back();
+      if (record_.id == static_cast<int64_t>(devices_.size())) devices_.emplace_back(), device_lines_.emplace_back();
       devices_[static_cast<size_t>(record_.id)] = Device{record_.second, record_.gpu};
-      definition_lines_.append(line.data(), line.size()).push_back('\n');
+      device_lines_[static_cast<size_t>(record_.id)].assign(line.data(), line.size());  // a redefinition replaces it
       return LineKind::Blank;
     case CompactKind::Layer:
       if (!next_or_known_id(layers_, record_.id, "layer", problem)) return LineKind::Malformed;
-      if (record_.id == static_cast<int64_t>(layers_.size())) layers_.emplace_back();
+      if (record_.id == static_cast<int64_t>(layers_.size())) layers_.emplace_back(), layer_lines_.emplace_back();
       layers_[static_cast<size_t>(record_.id)] = Layer{record_.first, record_.second};
-      definition_lines_.append(line.data(), line.size()).push_back('\n');
+      layer_lines_[static_cast<size_t>(record_.id)].assign(line.data(), line.size());
       return LineKind::Blank;
     case CompactKind::Malformed:
       if (first == '@') {  // the events up to the next block line cannot be placed in time
@@ -161,7 +162,8 @@ std::string EventDecoder::state() const {
   if (!compact_) return {};
   std::string out = std::string(kFormatLinePrefix) + std::string(kCompactFormat) + " " + std::to_string(kCompactVersion) + "\n";
   if (!header_line_.empty()) out += header_line_ + "\n";
-  out += definition_lines_;
+  for (const std::string& line : device_lines_) out += line + "\n";
+  for (const std::string& line : layer_lines_) out += line + "\n";
   if (has_block_) out += block_line_ + "\n";
   return out;
 }

@@ -59,7 +59,8 @@ class EventDecoder {
   bool block_damaged_ = false;
   int64_t base_ns_ = 0, epoch_ = 0, batch_ = 0;
   // The lines state() is made of.
-  std::string header_line_, definition_lines_, block_line_;
+  std::string header_line_, block_line_;
+  std::vector<std::string> device_lines_, layer_lines_;  // the last definition of each id
   CompactRecord record_;
 };
 
