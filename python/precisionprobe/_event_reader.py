@@ -22,8 +22,9 @@ class EventFormatError(ValueError):
 class EventDecoder:
     """The records of ONE file, fed its lines in order (without the '\\n').
 
-    decode(line) returns ("header", dict), ("event", dict) or (None, None) for lines that are
-    no record of their own (format line, definitions, block lines, blank lines); it raises
+    decode(line) returns ("header", dict), ("event", dict), ("record", dict) for another record
+    type (a mig_device record), or (None, None) for lines that are no record of their own
+    (format line, definitions, block lines, blank lines); it raises
     EventFormatError for a malformed line, which leaves the decoder usable for the next one.
     """
 
@@ -74,6 +75,8 @@ class EventDecoder:
             if self.compact:
                 self._job = record
             return "header", record
+        if "record" in record:  # another record type (mig_device, or one a later version adds)
+            return "record", record
         return "event", record
 
     def _define(self, tag, line):
