@@ -33,9 +33,10 @@ METRICS = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_DRAM_ACT
            "DCGM_FI_PROF_PIPE_FP32_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY"]
 
 
-@pytest.fixture(scope="module")
-def database(tmp_path_factory):
-    work = tmp_path_factory.mktemp("scheduler")
+def new_database(work):
+    """An empty results database in `work` with the extension loaded, samples taken as stored at
+    their windows' ends (every metric a window average), and an event file with nothing in it:
+    the tests insert events and samples directly, and pp_refresh(that file, 1) folds them."""
     path = work / "jobs.db"
     empty = work / "none.jsonl"
     empty.write_text("")
@@ -48,6 +49,12 @@ def database(tmp_path_factory):
     conn.execute("SELECT pp_install_views()")
     conn.execute("SELECT pp_config('sample_offset_ms', 0)")
     conn.execute("UPDATE pp_metrics SET kind = 'window'")
+    return path, empty, conn
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory):
+    path, empty, conn = new_database(tmp_path_factory.mktemp("scheduler"))
     for g, (job, values) in enumerate(JOBS.items()):
         uuid = f"GPU-{g:08d}-0000-4000-8000-000000000000"
         start_ns, end_ns = T0 * 10**9, (T0 + 10) * 10**9
@@ -136,18 +143,7 @@ TOGETHER = (100, 20000, 0.50, 0.45, 0.80, 0.60)
 
 @pytest.fixture(scope="module")
 def shared_database(tmp_path_factory):
-    work = tmp_path_factory.mktemp("scheduler-shared")
-    path = work / "jobs.db"
-    empty = work / "none.jsonl"
-    empty.write_text("")
-    conn = sqlite3.connect(path)
-    conn.enable_load_extension(True)
-    conn.load_extension(EXTENSION)
-    conn.execute("SELECT pp_config('prometheus_url', 'http://no-such-host.invalid')")
-    conn.execute("SELECT pp_config('retries', 0)")
-    conn.execute("SELECT pp_install_views()")
-    conn.execute("SELECT pp_config('sample_offset_ms', 0)")
-    conn.execute("UPDATE pp_metrics SET kind = 'window'")
+    path, empty, conn = new_database(tmp_path_factory.mktemp("scheduler-shared"))
     line = 0
 
     def event(job, uuid, gpu, start_s, end_s):

@@ -78,8 +78,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._event_format import EVENT_FIELDS, FORMAT_VERSION, HEADER_RECORD
-from .._version import __version__
 from . import offline
 from . import timing as timing_model
 from .exposition import EMULATOR_NAME, EmulatedGpu, emulated_uuid, write_openmetrics
@@ -411,29 +409,11 @@ def events_file_name(job):
 
 
 def write_job_events(rec, j, path, command=("precisionprobe.emulator", "offline")):
-    """Job j's calls as the hook client's JSON Lines (its header first; EVENT_FIELDS order)."""
-    assert EVENT_FIELDS[0] == "job_id" and EVENT_FIELDS[-1] == "cpu_num"
+    """Job j's calls as the hook client's JSON Lines (its header first)."""
     job, gpu = rec.jobs[j], rec.gpu
-    header = {"record": HEADER_RECORD, "format_version": FORMAT_VERSION, "job_id": job.job_id,
-              "host_name": offline.HOST, "ip": "127.0.0.1", "pod": job.pod, "namespace": "emulator",
-              "rank": 0, "local_rank": 0, "world_size": 1, "pid": job.pid, "cpu_num": offline.CPU_NUM,
-              "command": list(command), "python_version": "", "torch_version": "",
-              "precisionprobe_version": __version__, "start_time_ns": rec.start_ns,
-              "model": "DLRM", "parameters": 0, "clock": "emulated"}
-    prefix = json.dumps({"job_id": job.job_id, "host_name": offline.HOST, "ip": "127.0.0.1", "pod": job.pod,
-                         "namespace": "emulator", "gpu_uuid": gpu.uuid, "gpu": gpu.index,
-                         "rank": 0, "local_rank": 0, "world_size": 1, "pid": job.pid},
-                        separators=(",", ":"))[:-1] + ","
-    ev = job.events
-    names = [f'"layer":{json.dumps(n)},"layer_type":{json.dumps(t)},' for n, t in ev.layers]
-    suffix = f',"cpu_num":{offline.CPU_NUM}}}\n'
-    with open(path, "w") as out:
-        out.write(json.dumps(header, separators=(",", ":")) + "\n")
-        out.writelines(
-            f'{prefix}"epoch":{e},"batch":{b},{names[lid]}"forward":{"true" if f else "false"},'
-            f'"t_start_ns":{s},"t_end_ns":{t}{suffix}'
-            for e, b, lid, f, s, t in zip(ev.epoch.tolist(), ev.batch.tolist(), ev.layer_id.tolist(),
-                                          ev.forward.tolist(), ev.t_start_ns.tolist(), ev.t_end_ns.tolist()))
+    offline.write_job_events(path, job.events, job_id=job.job_id, pod=job.pod, namespace="emulator",
+                             gpu_uuid=gpu.uuid, gpu_index=gpu.index, pid=job.pid, start_ns=rec.start_ns,
+                             command=command)
 
 
 def write(rec, out_dir, command=("precisionprobe.emulator", "offline")):

@@ -51,8 +51,7 @@ import re
 import uuid as uuid_module
 from dataclasses import dataclass
 
-from .._event_format import EVENT_FIELDS, FORMAT_VERSION, HEADER_RECORD, mig_device_record
-from .._version import __version__
+from .._event_format import mig_device_record
 from . import offline
 from .exposition import HELP, HELP_PREFIX, EmulatedGpu, _seconds_text, emulated_uuid, escape, format_value
 from .noise import measure
@@ -195,29 +194,11 @@ def write_openmetrics(out, mig):
 def write_events(inst, path, command):
     """The job's JSON Lines as offline.write_events writes them, with this instance's job, pid and
     MIG UUID, and its mig_device record after the header."""
-    assert EVENT_FIELDS[0] == "job_id" and EVENT_FIELDS[-1] == "cpu_num"
     rec, gpu = inst.recording, inst.gpu
-    header = {"record": HEADER_RECORD, "format_version": FORMAT_VERSION, "job_id": inst.job_id,
-              "host_name": gpu.host_name, "ip": "127.0.0.1", "pod": gpu.pod, "namespace": gpu.namespace,
-              "rank": 0, "local_rank": 0, "world_size": 1, "pid": inst.pid, "cpu_num": offline.CPU_NUM,
-              "command": list(command), "python_version": "", "torch_version": "",
-              "precisionprobe_version": __version__, "start_time_ns": rec.start_ns,
-              "model": "DLRM", "parameters": 0, "clock": "emulated"}
-    prefix = json.dumps({"job_id": inst.job_id, "host_name": gpu.host_name, "ip": "127.0.0.1", "pod": gpu.pod,
-                         "namespace": gpu.namespace, "gpu_uuid": gpu.mig_uuid, "gpu": gpu.index,
-                         "rank": 0, "local_rank": 0, "world_size": 1, "pid": inst.pid},
-                        separators=(",", ":"))[:-1] + ","
-    ev = rec.events
-    names = [f'"layer":{json.dumps(n)},"layer_type":{json.dumps(t)},' for n, t in ev.layers]
-    suffix = f',"cpu_num":{offline.CPU_NUM}}}\n'
-    with open(path, "w") as out:
-        out.write(json.dumps(header, separators=(",", ":")) + "\n")
-        out.write(mig_device_record(gpu.mig_uuid, gpu.uuid, gpu.gpu_instance_id, gpu.profile))
-        out.writelines(
-            f'{prefix}"epoch":{e},"batch":{b},{names[lid]}"forward":{"true" if f else "false"},'
-            f'"t_start_ns":{s},"t_end_ns":{t}{suffix}'
-            for e, b, lid, f, s, t in zip(ev.epoch.tolist(), ev.batch.tolist(), ev.layer_id.tolist(),
-                                          ev.forward.tolist(), ev.t_start_ns.tolist(), ev.t_end_ns.tolist()))
+    offline.write_job_events(path, rec.events, job_id=inst.job_id, pod=gpu.pod, namespace=gpu.namespace,
+                             gpu_uuid=gpu.mig_uuid, gpu_index=gpu.index, pid=inst.pid, start_ns=rec.start_ns,
+                             command=command, host_name=gpu.host_name,
+                             records=[mig_device_record(gpu.mig_uuid, gpu.uuid, gpu.gpu_instance_id, gpu.profile)])
 
 
 def truth_document(inst):

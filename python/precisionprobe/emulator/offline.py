@@ -157,34 +157,39 @@ def truth_document(rec):
     }
 
 
-def header_line(rec, command):
-    record_ = {"record": HEADER_RECORD, "format_version": FORMAT_VERSION, "job_id": JOB_ID,
-               "host_name": HOST, "ip": "127.0.0.1", "pod": rec.gpu.pod, "namespace": rec.gpu.namespace,
-               "rank": 0, "local_rank": 0, "world_size": 1, "pid": PID, "cpu_num": CPU_NUM,
-               "command": list(command), "python_version": "", "torch_version": "",
-               "precisionprobe_version": __version__, "start_time_ns": rec.start_ns,
-               "model": "DLRM", "parameters": 0, "clock": "emulated"}
-    return json.dumps(record_, separators=(",", ":")) + "\n"
-
-
-def write_events(rec, path, command=("precisionprobe.emulator", "offline")):
-    """The hook client's JSON Lines for the recording's calls (EVENT_FIELDS order)."""
+def write_job_events(path, events, *, job_id, pod, namespace, gpu_uuid, gpu_index, pid, start_ns, command,
+                     host_name=HOST, records=()):
+    """One job's calls as the hook client's JSON Lines: its job header, then `records` (whole
+    lines, such as a mig_device record), then one line per call (EVENT_FIELDS order)."""
     assert EVENT_FIELDS[0] == "job_id" and EVENT_FIELDS[-1] == "cpu_num"
-    ev = rec.events
-    prefix = json.dumps({"job_id": JOB_ID, "host_name": HOST, "ip": "127.0.0.1", "pod": rec.gpu.pod,
-                         "namespace": rec.gpu.namespace, "gpu_uuid": rec.gpu.uuid, "gpu": rec.gpu.index,
-                         "rank": 0, "local_rank": 0, "world_size": 1, "pid": PID},
+    header = {"record": HEADER_RECORD, "format_version": FORMAT_VERSION, "job_id": job_id,
+              "host_name": host_name, "ip": "127.0.0.1", "pod": pod, "namespace": namespace,
+              "rank": 0, "local_rank": 0, "world_size": 1, "pid": pid, "cpu_num": CPU_NUM,
+              "command": list(command), "python_version": "", "torch_version": "",
+              "precisionprobe_version": __version__, "start_time_ns": start_ns,
+              "model": "DLRM", "parameters": 0, "clock": "emulated"}
+    prefix = json.dumps({"job_id": job_id, "host_name": host_name, "ip": "127.0.0.1", "pod": pod,
+                         "namespace": namespace, "gpu_uuid": gpu_uuid, "gpu": gpu_index,
+                         "rank": 0, "local_rank": 0, "world_size": 1, "pid": pid},
                         separators=(",", ":"))[:-1] + ","
-    names = [f'"layer":{json.dumps(n)},"layer_type":{json.dumps(t)},' for n, t in ev.layers]
+    names = [f'"layer":{json.dumps(n)},"layer_type":{json.dumps(t)},' for n, t in events.layers]
     suffix = f',"cpu_num":{CPU_NUM}}}\n'
     with open(path, "w") as out:
-        out.write(header_line(rec, command))
-        epochs = ev.epoch.tolist()
+        out.write(json.dumps(header, separators=(",", ":")) + "\n")
+        out.writelines(records)
         out.writelines(
             f'{prefix}"epoch":{e},"batch":{b},{names[lid]}"forward":{"true" if f else "false"},'
             f'"t_start_ns":{s},"t_end_ns":{t}{suffix}'
-            for e, b, lid, f, s, t in zip(epochs, ev.batch.tolist(), ev.layer_id.tolist(),
-                                          ev.forward.tolist(), ev.t_start_ns.tolist(), ev.t_end_ns.tolist()))
+            for e, b, lid, f, s, t in zip(events.epoch.tolist(), events.batch.tolist(), events.layer_id.tolist(),
+                                          events.forward.tolist(), events.t_start_ns.tolist(),
+                                          events.t_end_ns.tolist()))
+
+
+def write_events(rec, path, command=("precisionprobe.emulator", "offline")):
+    """The hook client's JSON Lines for the recording's calls."""
+    write_job_events(path, rec.events, job_id=JOB_ID, pod=rec.gpu.pod, namespace=rec.gpu.namespace,
+                     gpu_uuid=rec.gpu.uuid, gpu_index=rec.gpu.index, pid=PID, start_ns=rec.start_ns,
+                     command=command)
 
 
 def describe_timing(rec):
