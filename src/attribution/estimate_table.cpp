@@ -318,7 +318,9 @@ struct EstimatesCursor : RowsCursor {
     }
     std::vector<std::vector<SqlValue>> rows;
     auto optional = [](const std::optional<double>& v) { return v ? SqlValue(*v) : SqlValue(); };
-    for (const auto& [key, note] : notes) {
+    for (const auto& system_notes : notes) {
+      const SystemKey& key = system_notes.first;  // (not a structured binding: the lambda below uses it)
+      const SystemNotes& note = system_notes.second;
       const std::vector<std::string>& members = sharing.members(key.system);
       const auto b = bounds.find(key.metric);
       const std::optional<double> lowest = b != bounds.end() && std::isfinite(b->second.lower)
