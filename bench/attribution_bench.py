@@ -119,7 +119,7 @@ def engine_extension(args, data, manifest):
     runs = []
     for _ in range(args.runs):
         conn.executescript("DELETE FROM layer_state; DELETE FROM pp_layers; DELETE FROM pp_fold_state; "
-                           "DELETE FROM layer_history; UPDATE pp_events SET folded = 0;")
+                           "DELETE FROM pp_gpu_spans; DELETE FROM layer_history; UPDATE pp_events SET folded = 0;")
 
         def fold():
             summary = conn.execute("SELECT * FROM pp_refresh(NULL, 1)").fetchone()
