@@ -7,7 +7,8 @@
 // job's span on the GPU (its first event's start to its last event's end) that no event covers
 // is the job's untracked time: max(0, span overlap - sum of the weights in the window). Where
 // jobs share the GPU, every job's events inside the span count (clipped to it), so one job's
-// layers are never another job's untracked time; alone on the GPU, only its own events are there. A sample of an instant metric is the moment end_ns, known to within kInstantSpreadNs:
+// layers are never another job's untracked time; alone on the GPU, only its own events are
+// there. A sample of an instant metric is the moment end_ns, known to within kInstantSpreadNs:
 // the events running in that spread (or the job's untracked time) share the weight of one window.
 //
 // Cost O(events + samples + pairs) per series: events enter an active list when they start
