@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 
 #include "core/statement.hpp"
@@ -21,6 +22,13 @@ constexpr double kPollWanderNs = 100000;  // 0.1 ms
 // timing is unknown (half a window) still dominates. DCGM's grid and the driver's apart.
 struct TimingShift {
   double dcgm_ns = 0, driver_ns = 0;
+};
+
+// A stored sample time of the GPU and the window it describes (a row of pp_windows).
+struct StoredWindow {
+  int64_t ts_ms, end_ns;
+  std::optional<int64_t> util_end_ns;
+  bool util_copy, copy;
 };
 
 class TimelineReader {
@@ -45,25 +53,31 @@ class TimelineReader {
       gpu_.series.push_back(std::move(s));
     }
     const TimingShift by = timing_shift ? read_timing(uuid) : TimingShift{};
+    // The GPU's windows once, then each metric's samples merged with them by stored time (both
+    // in ts_ms order, index ranges): a join would look each sample's window up in the index,
+    // which was most of the fold's time.
+    const std::vector<StoredWindow> windows = read_windows(uuid, after_ms, through_ms);
     Statement samples(db_,
-                      "SELECT s.ts_ms, s.value, w.end_ns, w.util_end_ns, w.util_copy FROM main.pp_samples AS s "
-                      "JOIN main.pp_windows AS w ON w.uuid = s.uuid AND w.ts_ms = s.ts_ms "
-                      "WHERE s.uuid = :uuid AND s.metric = :metric AND s.ts_ms > :after AND s.ts_ms <= :through "
-                      "AND w.copy_of_ms IS NULL ORDER BY s.ts_ms");
+                      "SELECT ts_ms, value FROM main.pp_samples WHERE uuid = :uuid AND metric = :metric "
+                      "AND ts_ms > :after AND ts_ms <= :through ORDER BY ts_ms");
     samples.bind(":uuid", uuid);
     samples.bind(":after", after_ms.value_or(INT64_MIN));
     samples.bind(":through", through_ms.value_or(INT64_MAX));
     for (auto& s : gpu_.series) {
       samples.bind(":metric", s.metric);
       const bool driver = s.kind == TimelineSeries::kDriverWindow;
+      auto window = windows.begin();
       while (samples.step()) {
-        const bool null = samples.column_null(1);
         const int64_t ts = samples.column_int64(0);
-        const bool own_grid = driver && !samples.column_null(3);
+        while (window != windows.end() && window->ts_ms < ts) ++window;
+        // Not aligned yet, or a copy of a window already counted: left out.
+        if (window == windows.end() || window->ts_ms != ts || window->copy) continue;
+        const bool null = samples.column_null(1);
+        const bool own_grid = driver && window->util_end_ns;
         if (driver && !own_grid) ++s.off_own_grid;
-        const int64_t end = own_grid ? samples.column_int64(3) : samples.column_int64(2);
+        const int64_t end = own_grid ? *window->util_end_ns : window->end_ns;
         // A driver window read by two DCGM samples is one window: its second reading is left out.
-        if (own_grid && samples.column_int64(4) != 0) continue;
+        if (own_grid && window->util_copy) continue;
         const int64_t moved = std::llround(timing_shift * (own_grid ? by.driver_ns : by.dcgm_ns));
         s.samples.push_back({ts, end + moved, null ? 0.0 : samples.column_double(1), null});
       }
@@ -127,6 +141,22 @@ class TimelineReader {
   }
 
  private:
+  std::vector<StoredWindow> read_windows(const std::string& uuid, std::optional<int64_t> after_ms,
+                                         std::optional<int64_t> through_ms) {
+    Statement read(db_,
+                   "SELECT ts_ms, end_ns, util_end_ns, util_copy, copy_of_ms IS NOT NULL FROM main.pp_windows "
+                   "WHERE uuid = :uuid AND ts_ms > :after AND ts_ms <= :through ORDER BY ts_ms");
+    read.bind(":uuid", uuid);
+    read.bind(":after", after_ms.value_or(INT64_MIN));
+    read.bind(":through", through_ms.value_or(INT64_MAX));
+    std::vector<StoredWindow> out;
+    while (read.step())
+      out.push_back({read.column_int64(0), read.column_int64(1),
+                     read.column_null(2) ? std::nullopt : std::optional<int64_t>(read.column_int64(2)),
+                     read.column_int64(3) != 0, read.column_int64(4) != 0});
+    return out;
+  }
+
   // Each job's span of folded events from pp_gpu_spans, as jobs of the timeline, and the longest
   // folded event of the spans that reach the windows; nullopt where a span does not know its
   // longest event (negative: not one pp_gpu_spans holds; read everything then).
