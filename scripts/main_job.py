@@ -11,10 +11,11 @@ Only the layer timings are measured; every counter value is the emulator's. With
 the job reads a real dcgm-exporter's Prometheus instead and starts no emulator.
 
 Steps: start Prometheus (loopback, temporary storage) and the emulator; train the CPU DLRM under
-`python3 -m precisionprobe run` for --seconds; pp_refresh the events into OUT/precisionprobe.db;
-print Table II, the per-type estimates and Table III through the sqlite3 shell with .load;
-write OUT/figure2a.png and OUT/figure2b.png. Every process it starts is stopped, on Ctrl-C or
-failure too.
+`python3 -m precisionprobe run` for --seconds; `python3 -m precisionprobe analyze` refreshes the
+events into OUT/precisionprobe.db (pp_refresh) and writes OUT/report.md; the sample alignment,
+Table II, the per-type estimates and Table III through the sqlite3 shell with .load (the SQL
+path); OUT/figure2a.png and OUT/figure2b.png; last, the analyze report in the terminal. Every
+process it starts is stopped, on Ctrl-C or failure too.
 
 scripts/main.sh runs it with python/ on PYTHONPATH; by hand, from the repository's root:
   PYTHONPATH=$PWD/python /usr/bin/python3 scripts/main_job.py [--seconds 60]
@@ -193,20 +194,26 @@ def main():
             raise SystemExit(f"training failed ({training.returncode}):\n{training.stderr[-2000:]}")
         time.sleep(settle)
 
+        # The answer comes from `precisionprobe analyze`, as a user runs it after a job: it refreshes
+        # the database (pp_refresh) and writes the report; the SQL below it is the power path.
         database = args.out / "precisionprobe.db"
-        conn = sqlite3.connect(database)
-        conn.enable_load_extension(True)
-        conn.load_extension(str(EXTENSION))
-        conn.execute("SELECT pp_config('prometheus_url', ?)", (url,))
         started = time.perf_counter()
-        refresh = conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(events_for_refresh),)).fetchone()
-        conn.commit()
-        conn.close()
-        print(f"pp_refresh: {refresh[0]} events, {refresh[1]} samples, {refresh[2]} windows folded, "
-              f"{refresh[4]} HTTP requests, {time.perf_counter() - started:.1f} s\n")
+        analyze = [PYTHON, "-m", "precisionprobe", "analyze", str(events_for_refresh), "--db", str(database)]
+        report = subprocess.run([*analyze, "--prometheus", url, "--final", "--format", "markdown"], env=env,
+                                text=True, capture_output=True)
+        sys.stderr.write(report.stderr)
+        if report.returncode:
+            raise SystemExit(report.returncode)
+        (args.out / "report.md").write_text(report.stdout)
+        print(f"precisionprobe analyze: refreshed {database} in {time.perf_counter() - started:.1f} s; "
+              f"report also in {args.out / 'report.md'}\n")
+        print("The same data in SQL (sqlite3 shell, .load):")
         shell(database, REPORT.replace("{job}", args.job_id))
         draw_figures(database, args.job_id, args.out, emulated)
-        print(f"database: {database}")
+        print(f"database: {database}\n")
+        print(f"precisionprobe analyze {events_for_refresh} --db {database} --no-refresh:\n", flush=True)
+        if subprocess.run([*analyze, "--no-refresh"], env=env).returncode:
+            raise SystemExit(1)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -1,11 +1,20 @@
-"""Command line: `python3 -m precisionprobe run [--out DIR] [--job-id ID] -- COMMAND...`."""
+"""Command line (`precisionprobe`, or `python3 -m precisionprobe`):
+
+  run [--out DIR] [--job-id ID] -- COMMAND...   record a training job's layer events
+  analyze RUN_DIR [...]                         refresh its results and print the report
+  compare RUN_A RUN_B [...]                     compare two analyzed runs
+"""
 import argparse
+import os
 import sys
+
+# As the user typed it: the console script, or the module.
+PROG = "precisionprobe" if os.path.basename(sys.argv[0]) == "precisionprobe" else "python3 -m precisionprobe"
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python3 -m precisionprobe",
-                                     description="Record PyTorch layer events of a training job.")
+    parser = argparse.ArgumentParser(prog=PROG, description="Record PyTorch layer events of a training job, "
+                                     "and tell where its GPU resources go, layer by layer.")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a command with the probe attached",
                               description="Runs COMMAND with layer hooks installed in each of "
@@ -14,7 +23,12 @@ def main(argv=None):
     run.add_argument("--job-id", help="job id written in every event (default "
                                       "$PRECISIONPROBE_JOB_ID or job-<date>-<time>-<pid>)")
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
+    from .analysis import cli as analysis
+    analysis.add_analyze(commands)
+    analysis.add_compare(commands)
     args = parser.parse_args(argv)
+    if args.command != "run":
+        return analysis.run(args, PROG)
     command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if not command:
         parser.error("run: missing COMMAND (put it after --)")

@@ -1,0 +1,86 @@
+"""Two jobs' reports side by side, per layer type, direction and metric: both values, the
+difference, and whether it exceeds the combined uncertainty.
+
+Each value's uncertainty is its 90% half-width (identified estimates and intervals; an interval
+is taken at its middle). Two independent 90% half-widths combine as sqrt(a^2 + b^2); a
+difference beyond that is 'yes'. A blend has no uncertainty the data can give: a comparison
+involving one is 'unknown', whatever the difference.
+"""
+import csv
+import io
+import json
+import math
+
+from .report import METRICS
+
+
+def _center_half(value):
+    if value.kind == "estimate":
+        return value.value, max(value.value - value.lower90, value.upper90 - value.value)
+    if value.kind == "interval":
+        return (value.lower90 + value.upper90) / 2, (value.upper90 - value.lower90) / 2
+    if value.kind == "blend":
+        return value.value, None
+    return None, None
+
+
+def compare_jobs(a, b):
+    """Rows (dicts) for every (layer type, direction, metric) of either job, then the shares."""
+    rows_a = {(r.name, r.direction): r for r in a.layer_types}
+    rows_b = {(r.name, r.direction): r for r in b.layer_types}
+    out = []
+    for key in sorted(set(rows_a) | set(rows_b), key=lambda k: (k[0] == "(untracked)", k)):
+        ra, rb = rows_a.get(key), rows_b.get(key)
+        share = {"layer_type": key[0], "direction": key[1], "metric": "share",
+                 "a": ra.share if ra else None, "b": rb.share if rb else None,
+                 "a_kind": "measured" if ra else None, "b_kind": "measured" if rb else None, "combined90": None}
+        share["difference"] = share["b"] - share["a"] if ra and rb else None
+        share["exceeds_uncertainty"] = "measured"  # durations are measured, not estimated
+        out.append(share)
+        for _, short, _ in METRICS:
+            ca, ha = _center_half(ra.metrics[short]) if ra else (None, None)
+            cb, hb = _center_half(rb.metrics[short]) if rb else (None, None)
+            row = {"layer_type": key[0], "direction": key[1], "metric": short, "a": ca, "b": cb,
+                   "a_kind": ra.metrics[short].kind if ra else None, "b_kind": rb.metrics[short].kind if rb else None,
+                   "difference": cb - ca if ca is not None and cb is not None else None, "combined90": None}
+            if row["difference"] is None:
+                row["exceeds_uncertainty"] = "missing"
+            elif ha is None or hb is None:
+                row["exceeds_uncertainty"] = "unknown"
+            else:
+                row["combined90"] = math.hypot(ha, hb)
+                row["exceeds_uncertainty"] = "yes" if abs(row["difference"]) > row["combined90"] else "no"
+            out.append(row)
+    return out
+
+
+def _fmt(x, metric):
+    if x is None:
+        return "-"
+    if metric == "share":
+        return f"{100 * x:.1f}%"
+    return f"{x:.1f}" if metric == "gpu_util" else f"{x:.3f}"
+
+
+def render_comparison(a, b, rows, fmt):
+    if fmt == "json":
+        return json.dumps({"a": a.job_id, "b": b.job_id, "rows": rows}, indent=1)
+    if fmt == "csv":
+        buffer = io.StringIO()
+        names = ["layer_type", "direction", "metric", "a", "b", "difference", "combined90", "exceeds_uncertainty"]
+        writer = csv.DictWriter(buffer, names, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return buffer.getvalue()
+    header = ["layer type", "direction", "metric", f"A {a.job_id}", f"B {b.job_id}", "B - A", "beyond 90%"]
+    cells = [[r["layer_type"], r["direction"], r["metric"], _fmt(r["a"], r["metric"]), _fmt(r["b"], r["metric"]),
+              _fmt(r["difference"], r["metric"]), r["exceeds_uncertainty"]] for r in rows]
+    if fmt == "markdown":
+        return "\n".join(["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+                         + ["| " + " | ".join(c) + " |" for c in cells]) + "\n"
+    widths = [max(len(x) for x in col) for col in zip(header, *cells)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in [header] + cells]
+    lines.append("")
+    lines.append("beyond 90%: yes/no whether |B - A| exceeds the combined 90% half-widths; unknown where one "
+                 "side is a blend (no uncertainty); measured: call durations, no estimate involved.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,159 @@
+"""Plain sentences from a JobReport's numbers, and what could not be resolved and what would.
+
+Each sentence says where its numbers come from (an identified estimate, an interval, or a
+blend). The judgement "memory-bound" follows the paper and the GPU-inference literature on
+embedding lookups: DRAM far more active than the FP32 pipes, with low occupancy.
+"""
+import math
+
+from .report import METRICS, UNTRACKED
+
+MEMORY_BOUND_DRAM = 0.3        # DRAM active at least this ...
+MEMORY_BOUND_RATIO = 2.0       # ... and at least this many times FP32 active
+IDLE_WORTH_SAYING = 0.2        # device idle time worth a sentence of its own
+UNRESOLVED_SHARE = 0.01        # layer types below this share of GPU time are not listed
+TARGET_RELATIVE = 0.05         # what `identified` asks of an interval: within 5% of the value,
+MIN_HALF_WIDTH = 0.001         # or within 0.1% of the metric's range
+MAX_LISTED = 12
+METRIC_LABEL = {short: label for _, short, label in METRICS}
+
+
+def _percent(x):
+    return f"{100 * x:.0f}%"
+
+
+def _point(value):
+    """A number to reason with: the estimate, the middle of an interval, or the blend."""
+    if value.kind == "estimate" or value.kind == "blend":
+        return value.value
+    if value.kind == "interval":
+        return (value.lower90 + value.upper90) / 2
+    return None
+
+
+def _source(values):
+    kinds = {v.kind for v in values if v.kind}
+    if kinds == {"estimate"}:
+        return "identified estimates"
+    if "blend" in kinds:
+        return "some of them blends of the sample window, so only indicative"
+    return "estimates and 90% intervals"
+
+
+def _stage(rows, layer_type):
+    return [r for r in rows if r.layer_type == layer_type]
+
+
+def busy_sentences(job):
+    out = []
+    if job.busy_share is not None:
+        idle = 1 - job.busy_share
+        sentence = (f"The GPU ran kernels {_percent(job.busy_share)} of the job's time and was idle "
+                    f"{_percent(idle)} (mean GPU_UTIL {100 * job.busy_share:.1f}%).")
+        if idle >= IDLE_WORTH_SAYING:
+            sentence += (" Idle device time is time between kernels spent on the host (input pipeline, "
+                         "index preparation for the embeddings, optimizer, synchronization); in DLRM training "
+                         "it is often the first thing to reduce.")
+        out.append(sentence)
+    if job.untracked_share > 0:
+        out.append(f"{_percent(job.untracked_share)} of the job's GPU time ran outside every layer "
+                   "(functional operations such as feature interactions and concatenations, the optimizer, "
+                   "data loading): see the (untracked) row.")
+    return out
+
+
+def embedding_sentences(job):
+    rows = _stage(job.layer_types, "EmbeddingBag") or _stage(job.layer_types, "Embedding")
+    if not rows:
+        return []
+    share = sum(r.share for r in rows)
+    dram = [r.metrics["dram_active"] for r in rows]
+    fp32 = [r.metrics["fp32_active"] for r in rows]
+    occupancy = [r.metrics["sm_occupancy"] for r in rows]
+    points = [(_point(d), _point(f)) for d, f in zip(dram, fp32)]
+    name = rows[0].layer_type
+    sentence = f"The embedding stage ({name}, forward and backward) takes {_percent(share)} of the GPU time"
+    if any(d is None or f is None for d, f in points):
+        return [sentence + "; its DRAM and FP32 activity are not known."]
+    bound = all(d >= MEMORY_BOUND_DRAM and d >= MEMORY_BOUND_RATIO * f for d, f in points)
+    detail = ", ".join(f"{r.direction} DRAM {d:.2f} vs FP32 {f:.2f}" for r, (d, f) in zip(rows, points))
+    occ = [_point(o) for o in occupancy]
+    if all(o is not None for o in occ):
+        detail += ", SM occupancy " + "/".join(f"{o:.2f}" for o in occ)
+    verdict = "and is memory-bound" if bound else "and is not memory-bound by this measure"
+    return [f"{sentence} {verdict}: {detail} ({_source(dram + fp32)})."]
+
+
+def largest_sentence(job):
+    tracked = [r for r in job.layer_types if r.direction != "untracked"]
+    if not tracked:
+        return []
+    top = tracked[0]
+    return [f"The largest share of GPU time is {top.name} {top.direction} ({_percent(top.share)}, "
+            f"{top.calls} calls of {top.mean_ms:.2f} ms)."]
+
+
+def memory_sentence(job):
+    if job.gpu_mem_gib is None:
+        return []
+    peak = f" (peak {job.gpu_mem_peak_gib:.1f} GiB)" if job.gpu_mem_peak_gib is not None else ""
+    return [f"GPU memory in use averaged {job.gpu_mem_gib:.1f} GiB{peak}."]
+
+
+def sharing_sentence(job):
+    if not job.shared_with:
+        return []
+    return [f"The job shared a GPU with {job.shared_with}: its means include that job's activity, and "
+            "the estimates of the time both ran are solved jointly (memory in use is never resolved there)."]
+
+
+def unresolved_items(job):
+    """What could not be resolved (layer types holding at least UNRESOLVED_SHARE of the time), each
+    with what would resolve it."""
+    items = []
+    for row in job.layer_types:
+        if row.share < UNRESOLVED_SHARE:
+            continue
+        for short, value in row.metrics.items():
+            if value.kind in ("estimate", None):
+                continue
+            what = f"{row.name} {row.direction if row.direction != 'untracked' else ''}".strip()
+            items.append(f"{what}, {METRIC_LABEL[short]}: {_shown(value)}; {_remedy(job, row, value)}")
+    return items[:MAX_LISTED] + ([f"... and {len(items) - MAX_LISTED} more (--format json lists every value)"]
+                                 if len(items) > MAX_LISTED else [])
+
+
+def _shown(value):
+    if value.kind == "interval":
+        return f"between {value.lower90:.3g} and {value.upper90:.3g} (90%), not identified"
+    return f"only the blend {value.value:.3g} is known"
+
+
+def _remedy(job, row, value):
+    confidence = value.confidence or ""
+    if confidence.startswith("not identified: ") and "honest answer" not in confidence:
+        return "the reason: " + confidence[len("not identified: "):]
+    if value.kind == "interval" and job.minutes > 0:
+        middle = (value.lower90 + value.upper90) / 2
+        half = (value.upper90 - value.lower90) / 2
+        # What `identified` asks: within 5% of the value, or 0.1% of the metric's range.
+        target = max(TARGET_RELATIVE * abs(middle), MIN_HALF_WIDTH * (value.scale or 0))
+        if target > 0 and half > 0:
+            # Intervals narrow as 1/sqrt(windows): the run length needed grows as the square.
+            minutes = max(job.minutes * (half / target) ** 2, 2 * job.minutes)
+            if minutes < 24 * 60:
+                return f"a run of about {math.ceil(minutes)} minutes would likely identify it"
+    if job.window_ms and row.mean_ms and row.mean_ms < job.window_ms:
+        shorter = "a shorter DCGM interval (dcgm-exporter -c 100 and a 100 ms scrape)" if job.window_ms > 100 \
+            else "many more windows"
+        return (f"its calls ({row.mean_ms:.2f} ms) are far shorter than the {job.window_ms:.0f} ms sample window: "
+                f"{shorter} or a much longer run")
+    return "a longer run"
+
+
+def complete(job):
+    """Fills job.findings and job.unresolved; returns job."""
+    job.findings = (busy_sentences(job) + largest_sentence(job) + embedding_sentences(job) + memory_sentence(job)
+                    + sharing_sentence(job))
+    job.unresolved = unresolved_items(job)
+    return job

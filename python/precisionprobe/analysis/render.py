@@ -1,0 +1,128 @@
+"""A list of JobReports as text: a terminal table (default), CSV, JSON or Markdown.
+
+In the table and Markdown a metric's cell reads
+    0.860±0.003   identified estimate, 90% half-width
+    0.30..0.32    not identified: the 90% interval (no point value)
+    ~0.49         not identified: the blend of the sample window (Table II's overlap mean)
+"""
+import csv
+import io
+import json
+
+from .report import METRICS
+
+LEGEND = ("value±h: identified estimate and 90% half-width; a..b: not identified, 90% interval; "
+          "~v: not identified, blend of the sample window (Table II), not the layer's own value")
+FORMATS = ("table", "csv", "json", "markdown")
+
+
+def _digits(short):
+    return 1 if short == "gpu_util" else 3
+
+
+def cell(short, value):
+    d = _digits(short)
+    if value.kind == "estimate":
+        half = max(value.value - value.lower90, value.upper90 - value.value)
+        return f"{value.value:.{d}f}±{half:.{d}f}"
+    if value.kind == "interval":
+        return f"{value.lower90:.{d}f}..{value.upper90:.{d}f}"
+    if value.kind == "blend":
+        return f"~{value.value:.{d}f}"
+    return "-"
+
+
+def _header():
+    return ["layer", "direction", "calls", "mean ms", "share"] + [label for _, _, label in METRICS]
+
+
+def _cells(row):
+    return ([row.name, row.direction, "" if row.calls is None else str(row.calls),
+             "" if row.mean_ms is None else f"{row.mean_ms:.3f}", f"{100 * row.share:.1f}%"]
+            + [cell(short, row.metrics[short]) for _, short, _ in METRICS])
+
+
+def _job_lines(job):
+    lines = [f"{job.gpus} GPU(s), {job.gpu_seconds:.1f} GPU-seconds ({job.minutes:.1f} min)"
+             + (f", sample window {job.window_ms:g} ms" if job.window_ms else "")
+             + (f", {job.parameters:,} parameters" if job.parameters else "")]
+    return lines
+
+
+def _text_table(header, rows):
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
+    numeric = [False, False] + [True] * (len(header) - 2)
+
+    def line(cells):
+        return "  ".join(c.rjust(w) if n else c.ljust(w) for c, w, n in zip(cells, widths, numeric)).rstrip()
+    return [line(header), line(["-" * w for w in widths])] + [line(r) for r in rows]
+
+
+def as_table(jobs, layers=True):
+    out = []
+    for job in jobs:
+        out += [f"job {job.job_id}: " + _job_lines(job)[0], "", "Per layer type:"]
+        out += _text_table(_header(), [_cells(r) for r in job.layer_types])
+        if layers:
+            out += ["", "Per layer:"]
+            out += _text_table(_header(), [_cells(r) for r in job.layers])
+        out += ["", LEGEND, "", "What this says:"] + [f"  - {s}" for s in job.findings]
+        if job.unresolved:
+            out += ["", "Not resolved, and what would resolve it:"] + [f"  - {s}" for s in job.unresolved]
+        out.append("")
+    return "\n".join(out)
+
+
+def as_markdown(jobs, layers=True):
+    out = []
+
+    def table(rows):
+        header = _header()
+        return (["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+                + ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |" for r in rows])
+    for job in jobs:
+        out += [f"## Job {job.job_id}", "", _job_lines(job)[0] + ".", "", "### Per layer type", ""]
+        out += table(job.layer_types)
+        if layers:
+            out += ["", "### Per layer", ""] + table(job.layers)
+        out += ["", f"*{LEGEND}*", "", "### What this says", ""] + [f"- {s}" for s in job.findings]
+        if job.unresolved:
+            out += ["", "### Not resolved, and what would resolve it", ""] + [f"- {s}" for s in job.unresolved]
+        out.append("")
+    return "\n".join(out)
+
+
+def as_json(jobs):
+    return json.dumps({"jobs": [job.as_dict() for job in jobs], "legend": LEGEND}, indent=1)
+
+
+def as_csv(jobs):
+    """One line per (job, level, layer or type, direction): its numbers and, per metric, what kind
+    of value it is, the value and the interval."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    columns = ["job_id", "level", "name", "layer_type", "direction", "calls", "mean_ms", "share"]
+    for _, short, _ in METRICS:
+        columns += [f"{short}_kind", short, f"{short}_lower90", f"{short}_upper90", f"{short}_blend"]
+    writer.writerow(columns)
+    for job in jobs:
+        for level, rows in (("layer_type", job.layer_types), ("layer", job.layers)):
+            for r in rows:
+                line = [job.job_id, level, r.name, r.layer_type, r.direction, r.calls, r.mean_ms, r.share]
+                for _, short, _ in METRICS:
+                    v = r.metrics[short]
+                    line += [v.kind, v.value, v.lower90, v.upper90, v.blend]
+                writer.writerow(["" if x is None else x for x in line])
+    return buffer.getvalue()
+
+
+def render(jobs, fmt, layers=True):
+    if fmt == "table":
+        return as_table(jobs, layers)
+    if fmt == "markdown":
+        return as_markdown(jobs, layers)
+    if fmt == "json":
+        return as_json(jobs)
+    if fmt == "csv":
+        return as_csv(jobs)
+    raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")

@@ -1,0 +1,170 @@
+"""The report of one job, read from a refreshed results database (the extension's views).
+
+For each layer type and each layer, ordered by share of the job's GPU time: calls, mean
+duration, share, and for each activity metric of the paper's Table I the best number the data
+give (best_value):
+
+  estimate  the estimator identified the value (layer_type_estimates / layer_estimates): the
+            estimate with its 90% interval
+  interval  not identified, but the 90% interval is narrow enough to say something
+            (at most INFORMATIVE_WIDTH of the metric's range): the interval, no point value
+  blend     otherwise the overlap mean of Table II, which blends every layer that shared the
+            layer's sample windows; marked as such, never presented as the layer's own value
+
+A point estimate sitting on a bound (0, 1, 100) is never shown when not identified: the bound is
+what pinned it, not the data.
+"""
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+# The activity metrics of Table I, as the report names them (memory in use is per job only: an
+# instant gauge, which the layers of a window hold at once).
+METRICS = (
+    ("DCGM_FI_DEV_GPU_UTIL", "gpu_util", "GPU util %"),
+    ("DCGM_FI_PROF_SM_ACTIVE", "sm_active", "SM active"),
+    ("DCGM_FI_PROF_SM_OCCUPANCY", "sm_occupancy", "SM occupancy"),
+    ("DCGM_FI_PROF_DRAM_ACTIVE", "dram_active", "DRAM active"),
+    ("DCGM_FI_PROF_PIPE_FP32_ACTIVE", "fp32_active", "FP32 active"),
+)
+INFORMATIVE_WIDTH = 0.2  # an unidentified interval this narrow (of the metric's range) is shown
+UNTRACKED = "(untracked)"
+
+
+@dataclass
+class Value:
+    kind: Optional[str]  # 'estimate', 'interval', 'blend', or None: no data
+    value: Optional[float] = None   # the estimate, or the blend; None for an interval
+    lower90: Optional[float] = None
+    upper90: Optional[float] = None
+    blend: Optional[float] = None   # the overlap mean, always kept for reference
+    confidence: Optional[str] = None
+    scale: Optional[float] = None   # the metric's range (100 for GPU util %, 1 for ratios)
+
+
+@dataclass
+class Row:
+    name: str                 # the layer, or the layer type
+    layer_type: str
+    direction: str            # 'forward', 'backward', or 'untracked'
+    calls: Optional[int]
+    mean_ms: Optional[float]
+    seconds: float            # GPU time of its calls (untracked: the job's time no layer covered)
+    share: float              # of the job's GPU time
+    metrics: dict = field(default_factory=dict)  # short metric name -> Value
+
+
+@dataclass
+class JobReport:
+    job_id: str
+    gpus: int
+    gpu_seconds: float        # the job's span on each GPU, summed
+    minutes: float            # wall time of the run (gpu_seconds / gpus)
+    window_ms: Optional[float]
+    parameters: Optional[int]
+    shared_with: Optional[str]
+    busy_share: Optional[float]      # GPU_UTIL over the job: time a kernel ran
+    untracked_share: float           # time no layer event covered (functional ops, data loading)
+    gpu_mem_gib: Optional[float]
+    gpu_mem_peak_gib: Optional[float]
+    job_metrics: dict                # short metric name -> the job's mean
+    layer_types: list
+    layers: list
+    findings: list = field(default_factory=list)
+    unresolved: list = field(default_factory=list)
+
+    def as_dict(self):
+        return asdict(self)
+
+
+def direction_of(layer_type, forward):
+    return "untracked" if layer_type == UNTRACKED else ("forward" if forward else "backward")
+
+
+def best_value(estimate, blend, scale):
+    """The Value to show from an estimate row (dict or None) and the overlap mean (or None)."""
+    if estimate is None or (estimate["lower90"] is None and estimate["estimate"] is None):
+        return Value("blend" if blend is not None else None, blend, blend=blend, scale=scale)
+    confidence = estimate["confidence"]
+    if confidence == "identified":
+        return Value("estimate", estimate["estimate"], estimate["lower90"], estimate["upper90"], blend, confidence,
+                     scale)
+    low, high = estimate["lower90"], estimate["upper90"]
+    if low is not None and high is not None and scale and high - low <= INFORMATIVE_WIDTH * scale:
+        return Value("interval", None, low, high, blend, confidence, scale)
+    return Value("blend" if blend is not None else None, blend, low, high, blend, confidence, scale)
+
+
+def _query(conn, sql, params=()):
+    cursor = conn.execute(sql, params)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor]
+
+
+def _scales(conn):
+    return {r["metric"]: (r["upper"] - r["lower"]) if r["upper"] is not None and r["lower"] is not None else None
+            for r in _query(conn, "SELECT metric, lower, upper FROM pp_metric_bounds")}
+
+
+def _rows(metric_rows, estimate_rows, key_of, scales, job_seconds, by_type):
+    estimates = {}
+    for e in estimate_rows:
+        estimates[(key_of(e), e["metric"])] = e
+    rows = []
+    tracked = 0.0
+    for m in metric_rows:
+        layer_type = m["layer_type"]
+        if layer_type == UNTRACKED:
+            continue
+        seconds = (m["calls"] or 0) * (m["mean_duration_ms"] or 0) / 1e3
+        tracked += seconds
+        row = Row(m["layer_type"] if by_type else m["layer"], layer_type, direction_of(layer_type, m["forward"]),
+                  m["calls"], m["mean_duration_ms"], seconds, seconds / job_seconds if job_seconds else 0.0)
+        for metric, short, _ in METRICS:
+            row.metrics[short] = best_value(estimates.get((key_of(m), metric)), m[short], scales.get(metric))
+        rows.append(row)
+    untracked = next((m for m in metric_rows if m["layer_type"] == UNTRACKED), None)
+    if untracked is not None:
+        seconds = max(0.0, job_seconds - tracked)
+        row = Row(UNTRACKED, UNTRACKED, "untracked", None, None, seconds,
+                  seconds / job_seconds if job_seconds else 0.0)
+        for metric, short, _ in METRICS:
+            row.metrics[short] = best_value(estimates.get((key_of(untracked), metric)), untracked[short],
+                                            scales.get(metric))
+        rows.append(row)
+    rows.sort(key=lambda r: (-r.share, r.name, r.direction))
+    return rows
+
+
+def jobs_in(conn):
+    return [r[0] for r in conn.execute("SELECT DISTINCT job_id FROM pp_layers ORDER BY job_id")]
+
+
+def read_report(conn, job_id):
+    """The JobReport of job_id (findings and unresolved are filled by findings.py)."""
+    job = _query(conn, "SELECT * FROM job_overview WHERE job_id = ?", (job_id,))
+    if not job:
+        raise LookupError(f"no job {job_id!r} in the database")
+    job = job[0]
+    scales = _scales(conn)
+    seconds = job["gpu_seconds"] or 0.0
+    gpus = job["gpus"] or 0
+    window = conn.execute(
+        "SELECT max(i.interval_ms) FROM pp_intervals AS i JOIN pp_metrics AS m USING (metric) "
+        "WHERE m.kind = 'window' AND i.uuid IN (SELECT gpu_uuid FROM pp_layers WHERE job_id = ?)",
+        (job_id,)).fetchone()[0]
+    type_rows = _rows(
+        _query(conn, "SELECT * FROM layer_type_metrics WHERE job_id = ?", (job_id,)),
+        _query(conn, "SELECT * FROM layer_type_estimates WHERE job_id = ?", (job_id,)),
+        lambda r: (r["layer_type"], r["forward"]), scales, seconds, by_type=True)
+    layer_rows = _rows(
+        _query(conn, "SELECT * FROM layer_metrics WHERE job_id = ?", (job_id,)),
+        _query(conn, "SELECT * FROM layer_estimates WHERE job_id = ?", (job_id,)),
+        lambda r: (r["layer"], r["forward"]), scales, seconds, by_type=False)
+    untracked = next((r.share for r in type_rows if r.direction == "untracked"), 0.0)
+    return JobReport(
+        job_id=job_id, gpus=gpus, gpu_seconds=seconds, minutes=seconds / max(gpus, 1) / 60,
+        window_ms=window, parameters=job["parameters"] or None, shared_with=job["shared_with"],
+        busy_share=job["gpu_util"] / 100 if job["gpu_util"] is not None else None,
+        untracked_share=untracked, gpu_mem_gib=job["gpu_mem_gib"], gpu_mem_peak_gib=job["gpu_mem_peak_gib"],
+        job_metrics={short: job[short] for _, short, _ in METRICS},
+        layer_types=type_rows, layers=layer_rows)

@@ -1,0 +1,151 @@
+"""`precisionprobe analyze` and `compare` as a user runs them: the offline emulator's recordings
+(realistic dcgm-exporter timing) backfilled into a real Prometheus, the commands run as
+subprocesses, their output read back in each format."""
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import extension_path
+from precisionprobe.emulator import offline
+from precisionprobe.emulator.colocation import scaled_profile
+from precisionprobe.emulator.profile import Profile
+from precisionprobe.harness import prometheus, processes
+from precisionprobe.harness.ports import free_port
+
+pytestmark = pytest.mark.skipif(shutil.which("promtool") is None or shutil.which("prometheus") is None,
+                                reason="needs Debian's prometheus package (promtool, prometheus)")
+
+SHORT = {"DCGM_FI_DEV_GPU_UTIL": "gpu_util", "DCGM_FI_PROF_SM_ACTIVE": "sm_active",
+         "DCGM_FI_PROF_SM_OCCUPANCY": "sm_occupancy", "DCGM_FI_PROF_DRAM_ACTIVE": "dram_active",
+         "DCGM_FI_PROF_PIPE_FP32_ACTIVE": "fp32_active"}
+
+
+def precisionprobe(*args, check=True):
+    env = dict(os.environ, PRECISIONPROBE_EXTENSION=extension_path())
+    result = subprocess.run([sys.executable, "-m", "precisionprobe", *map(str, args)], env=env, text=True,
+                            capture_output=True, timeout=300)
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two 2-minute recordings an hour apart in one Prometheus: A with the dlrm profile, B with
+    every layer's activity above idle halved."""
+    work = tmp_path_factory.mktemp("analyze")
+    profile = Profile.named("dlrm")
+    paths = {}
+    for name, start, prof in (("a", offline.DEFAULT_START_S, profile),
+                              ("b", offline.DEFAULT_START_S + 3600, scaled_profile(profile, 0.5))):
+        rec = offline.record(120, 100, 0.005, 7, prof, start_s=start)
+        paths[name] = offline.write(rec, work / name)
+        prometheus.backfill(paths[name]["openmetrics"], work / prometheus.TSDB_DIR)
+    process, url = prometheus.serve(work)
+    try:
+        yield work, paths, url
+    finally:
+        processes.stop(process)
+
+
+@pytest.fixture(scope="module")
+def report_a(runs):
+    work, paths, url = runs
+    result = precisionprobe("analyze", work / "a" / "events", "--prometheus", url, "--final", "--format", "json",
+                            "--db", work / "a.db")
+    return json.loads(result.stdout), json.loads(Path(paths["a"]["truth"]).read_text())
+
+
+def test_analyze_reports_the_job_with_its_shares_of_gpu_time(report_a):
+    report, _ = report_a
+    (job,) = report["jobs"]
+    assert job["job_id"] == offline.JOB_ID and job["gpus"] == 1
+    assert job["minutes"] == pytest.approx(2, abs=0.05)
+    shares = [row["share"] for row in job["layer_types"]]
+    assert sum(shares) == pytest.approx(1, abs=1e-6)
+    assert shares == sorted(shares, reverse=True)
+    assert {r["direction"] for r in job["layer_types"]} == {"forward", "backward", "untracked"}
+    assert sum(r["share"] for r in job["layers"]) == pytest.approx(1, abs=1e-6)
+
+
+def test_identified_values_hold_the_truth_and_others_are_never_a_point(report_a):
+    report, truth = report_a
+    (job,) = report["jobs"]
+    identified = 0
+    for row in job["layer_types"]:
+        if row["direction"] == "untracked":
+            continue
+        true = truth["layer_types"][row["name"]][row["direction"]]
+        for metric, short in SHORT.items():
+            value = row["metrics"][short]
+            if value["kind"] == "estimate":
+                identified += 1
+                assert value["value"] == pytest.approx(true[metric], rel=0.05, abs=0.001 * value["scale"])
+            elif value["kind"] == "interval":
+                assert value["value"] is None  # a bound-pinned point is never shown as a value
+            elif value["kind"] == "blend":
+                assert value["value"] == value["blend"]
+    assert identified >= 15  # EmbeddingBag and Linear: most of their 20 values in two minutes
+
+
+def test_findings_say_the_embeddings_are_memory_bound(report_a):
+    report, _ = report_a
+    (job,) = report["jobs"]
+    text = " ".join(job["findings"])
+    assert "The GPU ran kernels" in text and "idle" in text
+    assert "embedding stage (EmbeddingBag, forward and backward)" in text and "is memory-bound" in text
+    # What is not resolved says what would resolve it.
+    assert job["unresolved"] and all("; " in item for item in job["unresolved"])
+
+
+def test_every_format_reads_the_same_database(runs, report_a):
+    work, _, _ = runs
+    table = precisionprobe("analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh").stdout
+    assert "Per layer type:" in table and "Per layer:" in table and "value±h: identified estimate" in table
+    assert "EmbeddingBag  backward" in table
+    markdown = precisionprobe("analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh",
+                              "--format", "markdown", "--no-layers").stdout
+    assert "| layer | direction | calls |" in markdown and "### Per layer\n" not in markdown
+    rows = list(csv.DictReader(io.StringIO(precisionprobe(
+        "analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh", "--format", "csv").stdout)))
+    report, _ = report_a
+    (job,) = report["jobs"]
+    assert len(rows) == len(job["layer_types"]) + len(job["layers"])
+    assert {r["level"] for r in rows} == {"layer_type", "layer"}
+
+
+def test_compare_finds_the_halved_activity_beyond_the_uncertainty(runs, report_a):
+    work, _, url = runs
+    precisionprobe("analyze", work / "b" / "events", "--prometheus", url, "--final", "--db", work / "b.db")
+    rows = json.loads(precisionprobe("compare", work / "a.db", work / "b.db", "--format", "json").stdout)["rows"]
+    dram = {(r["layer_type"], r["direction"]): r for r in rows if r["metric"] == "dram_active"}
+    backward = dram[("EmbeddingBag", "backward")]
+    assert backward["exceeds_uncertainty"] == "yes" and backward["difference"] < -0.3
+    same = json.loads(precisionprobe("compare", work / "a.db", work / "a.db", "--format", "json").stdout)["rows"]
+    assert {r["exceeds_uncertainty"] for r in same if r["a_kind"] in ("estimate", "interval")} == {"no"}
+
+
+def test_errors_are_one_line(runs, tmp_path):
+    work, _, _ = runs
+    missing = precisionprobe("analyze", tmp_path / "nowhere", check=False)
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == f"python3 -m precisionprobe analyze: run directory '{tmp_path / 'nowhere'}' does not exist"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    no_events = precisionprobe("analyze", empty, "--prometheus", "http://127.0.0.1:9", check=False)
+    assert no_events.returncode == 1 and "no layer events in" in no_events.stderr
+    assert len(no_events.stderr.strip().splitlines()) == 1 + no_events.stderr.count("warning:")
+    down = precisionprobe("analyze", work / "a" / "events", "--db", tmp_path / "down.db", "--prometheus",
+                          f"http://127.0.0.1:{free_port()}", check=False)
+    assert down.returncode == 1
+    (line,) = down.stderr.strip().splitlines()
+    assert line.startswith("python3 -m precisionprobe analyze: pp_refresh") and "Traceback" not in down.stderr
+    several = precisionprobe("compare", work / "a.db", tmp_path / "none.db", check=False)
+    assert several.returncode == 1 and "RUN_B: no results database at" in several.stderr
