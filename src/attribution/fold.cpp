@@ -1,6 +1,6 @@
-// Refresh steps 4 and 5: the fold of sample windows into layer_state (sql/fold.sql, around the
-// interval join of overlap_tables.cpp), and the paper's dedup rule into layer_history
-// (sql/history.sql).
+// Refresh steps 5 to 7: the fold of sample windows into layer_state (sql/fold.sql, around the
+// interval join of overlap_tables.cpp), the paper's dedup rule into layer_history
+// (sql/history.sql), and the plain result tables (sql/report.sql).
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +34,10 @@ void fold(RefreshRun& run) {
     mark.run();
   }
   run.summary.windows_folded = static_cast<long long>(query_double(run.db, named_sql("refresh", "windows_folded"), {}, 0));
+}
+
+void write_report_tables(RefreshRun& run) {
+  run_script(run.db, embedded_sql("report"), {{":refreshed_at", run.now}});
 }
 
 void keep_history(RefreshRun& run) {

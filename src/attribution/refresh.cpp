@@ -30,6 +30,7 @@ void run_steps(RefreshRun& run, const std::optional<std::string>& path) {
   warn_about_unattributed(run);
   warn_about_shared_gpus(run);
   keep_history(run);
+  write_report_tables(run);
   run.summary.http_requests = run.connection.http().requests_sent() - requests_before;
 }
 

@@ -6,6 +6,7 @@
 //   4. align_samples      the windows stored sample times describe (align_samples.cpp)
 //   5. fold               aligned sample windows whose events are all known into layer_state (fold.cpp)
 //   6. keep_history       the paper's dedup rule into layer_history (fold.cpp)
+//   7. write_report_tables  the results as plain tables for clients without the extension (fold.cpp)
 // with the warnings of refresh_warnings.cpp between them. docs/architecture.md follows one
 // refresh through these steps; docs/reference/attribution.md is the user documentation.
 #pragma once
@@ -47,5 +48,6 @@ void fold(RefreshRun& run);
 void warn_about_unattributed(RefreshRun& run);
 void warn_about_shared_gpus(RefreshRun& run);
 void keep_history(RefreshRun& run);
+void write_report_tables(RefreshRun& run);
 
 }  // namespace pp

@@ -71,6 +71,25 @@ SELECT count(*) = 2 AND count(parameters) = 0 FROM job_overview WHERE job_id IN 
 SELECT abs(gpu_util - 10.5) < 1e-9 AND layers = 1 FROM layer_type_metrics
  WHERE job_id = 'jobA' AND layer_type = 'Linear' AND forward = 1;
 
+-- The plain result tables, for clients without the extension: the views' numbers under column
+-- names with units, directions as words, the untracked row neither forward nor backward.
+SELECT count(*) = (SELECT count(*) FROM layer_metrics) FROM report_layers;
+SELECT direction = 'forward' AND abs(gpu_util_percent - 10.5) < 1e-9 AND abs(gpu_mem_mib - 1001.5) < 1e-9
+   AND abs(dram_active_ratio - 0.0555) < 1e-9 AND calls = 1 AND abs(call_seconds - 1.0) < 1e-9
+   AND windows = 2 AND layer_type = 'Linear' AND typeof(gpu_util_percent) = 'real'
+  FROM report_layers WHERE job_id = 'jobA' AND layer = 'l1' AND direction = 'forward';
+SELECT count(*) = 1 AND min(direction) = 'backward' FROM report_layers WHERE job_id = 'jobA' AND layer = 'l1' AND direction <> 'forward';
+SELECT count(*) = 2 AND min(direction) = 'untracked' AND max(direction) = 'untracked'
+  FROM report_layers WHERE layer = '(untracked)';
+SELECT count(*) = 0 FROM report_layers WHERE direction NOT IN ('forward', 'backward', 'untracked');
+SELECT abs(gpu_util_percent - 10.5) < 1e-9 AND layers = 1 AND direction = 'forward' FROM report_layer_types
+ WHERE job_id = 'jobA' AND layer_type = 'Linear' AND direction = 'forward';
+SELECT direction = 'untracked' FROM report_layer_types WHERE job_id = 'jobA' AND layer_type = '(untracked)';
+SELECT parameters = 1234 AND abs(gpu_util_percent - 180.25 / 6.25) < 1e-9 AND gpus = 1 AND layers = 3
+   AND abs(gpu_seconds - 6.25) < 1e-6 AND refreshed_at > 1.7e9
+  FROM report_jobs WHERE job_id = 'jobA';
+SELECT count(*) = 3 FROM report_jobs;
+
 -- Refreshing again with nothing new changes nothing.
 CREATE TEMP TABLE before AS SELECT job_id, layer, forward, metric, state FROM layer_state;
 SELECT events_added = 0 AND samples_added = 0 AND windows_folded = 0 AND history_kept = 0

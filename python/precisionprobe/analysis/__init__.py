@@ -4,8 +4,9 @@
                 copy, or a build of the repository)
   refresh.py    opens a run's results database and brings it up to date (pp_refresh), progress
                 on stderr
-  report.py     reads the report from the database's views: per layer type and per layer the
-                best number available for each metric, and the job's totals
+  saved_estimates.py  saves the estimator's results as the plain table report_estimates
+  report.py     reads the report from the plain report_* tables: per layer type and per layer
+                the best number available for each metric, and the job's totals
   findings.py   plain sentences from those numbers, and what could not be resolved and what
                 would resolve it
   render.py     the report as a terminal table, CSV, JSON or Markdown

@@ -16,6 +16,7 @@ from .compare import compare_jobs, render_comparison
 from .extension import ExtensionError, connect
 from .refresh import RefreshError, refresh
 from .report import jobs_in, read_report
+from .saved_estimates import estimates_stale, save_estimates
 
 DATABASE_NAME = "precisionprobe.db"
 
@@ -69,6 +70,8 @@ def _database(run, db):
 
 
 def _reports(conn, job, source):
+    if estimates_stale(conn):
+        save_estimates(conn)
     jobs = jobs_in(conn)
     if not jobs:
         raise CommandError(f"no layer events in {source}: the hook client writes events-HOST-PID.jsonl files "

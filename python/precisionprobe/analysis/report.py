@@ -1,4 +1,5 @@
-"""The report of one job, read from a refreshed results database (the extension's views).
+"""The report of one job, read from a refreshed results database: the plain report_* tables that
+pp_refresh writes and report_estimates (saved_estimates.py), which any SQLite client reads.
 
 For each layer type and each layer, ordered by share of the job's GPU time: calls, mean
 duration, share, and for each activity metric of the paper's Table I the best number the data
@@ -26,6 +27,9 @@ METRICS = (
     ("DCGM_FI_PROF_DRAM_ACTIVE", "dram_active", "DRAM active"),
     ("DCGM_FI_PROF_PIPE_FP32_ACTIVE", "fp32_active", "FP32 active"),
 )
+# The report_* tables' column of each metric (units in the names).
+COLUMN = {"gpu_util": "gpu_util_percent", "sm_active": "sm_active_ratio", "sm_occupancy": "sm_occupancy_ratio",
+          "dram_active": "dram_active_ratio", "fp32_active": "fp32_active_ratio"}
 INFORMATIVE_WIDTH = 0.2  # an unidentified interval this narrow (of the metric's range) is shown
 UNTRACKED = "(untracked)"
 
@@ -76,10 +80,6 @@ class JobReport:
         return asdict(self)
 
 
-def direction_of(layer_type, forward):
-    return "untracked" if layer_type == UNTRACKED else ("forward" if forward else "backward")
-
-
 def best_value(estimate, blend, scale):
     """The Value to show from an estimate row (dict or None) and the overlap mean (or None)."""
     if estimate is None or (estimate["lower90"] is None and estimate["estimate"] is None):
@@ -105,43 +105,37 @@ def _scales(conn):
             for r in _query(conn, "SELECT metric, lower, upper FROM pp_metric_bounds")}
 
 
-def _rows(metric_rows, estimate_rows, key_of, scales, job_seconds, by_type):
-    estimates = {}
-    for e in estimate_rows:
-        estimates[(key_of(e), e["metric"])] = e
+def _rows(metric_rows, estimate_rows, name_column, scales, job_seconds):
+    estimates = {(e["name"], e["direction"], e["metric"]): e for e in estimate_rows}
     rows = []
     tracked = 0.0
     for m in metric_rows:
-        layer_type = m["layer_type"]
-        if layer_type == UNTRACKED:
+        if m["direction"] == "untracked":
             continue
-        seconds = (m["calls"] or 0) * (m["mean_duration_ms"] or 0) / 1e3
+        seconds = m["call_seconds"] or 0.0
         tracked += seconds
-        row = Row(m["layer_type"] if by_type else m["layer"], layer_type, direction_of(layer_type, m["forward"]),
-                  m["calls"], m["mean_duration_ms"], seconds, seconds / job_seconds if job_seconds else 0.0)
-        for metric, short, _ in METRICS:
-            row.metrics[short] = best_value(estimates.get((key_of(m), metric)), m[short], scales.get(metric))
-        rows.append(row)
-    untracked = next((m for m in metric_rows if m["layer_type"] == UNTRACKED), None)
-    if untracked is not None:
+        rows.append(Row(m[name_column], m["layer_type"], m["direction"], m["calls"], m["mean_duration_ms"], seconds,
+                        seconds / job_seconds if job_seconds else 0.0))
+    untracked = [m for m in metric_rows if m["direction"] == "untracked"]
+    for m in untracked:
         seconds = max(0.0, job_seconds - tracked)
-        row = Row(UNTRACKED, UNTRACKED, "untracked", None, None, seconds,
-                  seconds / job_seconds if job_seconds else 0.0)
+        rows.append(Row(UNTRACKED, UNTRACKED, "untracked", None, None, seconds,
+                        seconds / job_seconds if job_seconds else 0.0))
+    for row, m in zip(rows, [m for m in metric_rows if m["direction"] != "untracked"] + untracked):
         for metric, short, _ in METRICS:
-            row.metrics[short] = best_value(estimates.get((key_of(untracked), metric)), untracked[short],
+            row.metrics[short] = best_value(estimates.get((m[name_column], m["direction"], metric)), m[COLUMN[short]],
                                             scales.get(metric))
-        rows.append(row)
     rows.sort(key=lambda r: (-r.share, r.name, r.direction))
     return rows
 
 
 def jobs_in(conn):
-    return [r[0] for r in conn.execute("SELECT DISTINCT job_id FROM pp_layers ORDER BY job_id")]
+    return [r[0] for r in conn.execute("SELECT job_id FROM report_jobs ORDER BY job_id")]
 
 
 def read_report(conn, job_id):
     """The JobReport of job_id (findings and unresolved are filled by findings.py)."""
-    job = _query(conn, "SELECT * FROM job_overview WHERE job_id = ?", (job_id,))
+    job = _query(conn, "SELECT * FROM report_jobs WHERE job_id = ?", (job_id,))
     if not job:
         raise LookupError(f"no job {job_id!r} in the database")
     job = job[0]
@@ -152,19 +146,16 @@ def read_report(conn, job_id):
         "SELECT max(i.interval_ms) FROM pp_intervals AS i JOIN pp_metrics AS m USING (metric) "
         "WHERE m.kind = 'window' AND i.uuid IN (SELECT gpu_uuid FROM pp_layers WHERE job_id = ?)",
         (job_id,)).fetchone()[0]
-    type_rows = _rows(
-        _query(conn, "SELECT * FROM layer_type_metrics WHERE job_id = ?", (job_id,)),
-        _query(conn, "SELECT * FROM layer_type_estimates WHERE job_id = ?", (job_id,)),
-        lambda r: (r["layer_type"], r["forward"]), scales, seconds, by_type=True)
-    layer_rows = _rows(
-        _query(conn, "SELECT * FROM layer_metrics WHERE job_id = ?", (job_id,)),
-        _query(conn, "SELECT * FROM layer_estimates WHERE job_id = ?", (job_id,)),
-        lambda r: (r["layer"], r["forward"]), scales, seconds, by_type=False)
+    estimates = "SELECT * FROM report_estimates WHERE job_id = ? AND grouping = ?"
+    type_rows = _rows(_query(conn, "SELECT * FROM report_layer_types WHERE job_id = ?", (job_id,)),
+                      _query(conn, estimates, (job_id, "layer_type")), "layer_type", scales, seconds)
+    layer_rows = _rows(_query(conn, "SELECT * FROM report_layers WHERE job_id = ?", (job_id,)),
+                       _query(conn, estimates, (job_id, "layer")), "layer", scales, seconds)
     untracked = next((r.share for r in type_rows if r.direction == "untracked"), 0.0)
     return JobReport(
         job_id=job_id, gpus=gpus, gpu_seconds=seconds, minutes=seconds / max(gpus, 1) / 60,
         window_ms=window, parameters=job["parameters"] or None, shared_with=job["shared_with"],
-        busy_share=job["gpu_util"] / 100 if job["gpu_util"] is not None else None,
+        busy_share=job["gpu_util_percent"] / 100 if job["gpu_util_percent"] is not None else None,
         untracked_share=untracked, gpu_mem_gib=job["gpu_mem_gib"], gpu_mem_peak_gib=job["gpu_mem_peak_gib"],
-        job_metrics={short: job[short] for _, short, _ in METRICS},
+        job_metrics={short: job[COLUMN[short]] for _, short, _ in METRICS},
         layer_types=type_rows, layers=layer_rows)

@@ -156,3 +156,32 @@ CREATE TABLE IF NOT EXISTS layer_history(
   refreshed_at REAL NOT NULL, data_num INTEGER NOT NULL,
   metrics TEXT NOT NULL);                -- JSON array in pp_metrics order of column_name
 CREATE INDEX IF NOT EXISTS layer_history_by_layer ON layer_history(job_id, layer, forward);
+
+-- The results as plain tables, for any SQLite client without the extension (pandas, DBeaver,
+-- Grafana's SQLite data source): REAL columns with units in their names, directions as words
+-- ('forward', 'backward', 'untracked'). Each refresh rewrites the first three from the views
+-- (sql/report.sql); report_estimates is written by `precisionprobe analyze`, since the
+-- estimator reads every event of a job (refreshed_at says when).
+CREATE TABLE IF NOT EXISTS report_layers(
+  job_id TEXT NOT NULL, layer TEXT NOT NULL, direction TEXT NOT NULL, layer_type TEXT, host_name TEXT,
+  windows INTEGER, calls INTEGER, mean_duration_ms REAL, call_seconds REAL,
+  gpu_util_percent REAL, gpu_mem_mib REAL, dram_active_ratio REAL, fp32_active_ratio REAL,
+  sm_occupancy_ratio REAL, sm_active_ratio REAL, resolution REAL, note TEXT, refreshed_at REAL NOT NULL,
+  PRIMARY KEY (job_id, layer, direction));
+CREATE TABLE IF NOT EXISTS report_layer_types(
+  job_id TEXT NOT NULL, layer_type TEXT NOT NULL, direction TEXT NOT NULL, layers INTEGER,
+  windows INTEGER, calls INTEGER, mean_duration_ms REAL, call_seconds REAL,
+  gpu_util_percent REAL, gpu_mem_mib REAL, dram_active_ratio REAL, fp32_active_ratio REAL,
+  sm_occupancy_ratio REAL, sm_active_ratio REAL, refreshed_at REAL NOT NULL,
+  PRIMARY KEY (job_id, layer_type, direction));
+CREATE TABLE IF NOT EXISTS report_jobs(
+  job_id TEXT NOT NULL PRIMARY KEY, parameters INTEGER, host_name TEXT, gpus INTEGER, layers INTEGER,
+  gpu_seconds REAL, gpu_util_percent REAL, gpu_mem_gib REAL, gpu_mem_peak_gib REAL,
+  dram_active_ratio REAL, fp32_active_ratio REAL, sm_active_ratio REAL, sm_occupancy_ratio REAL,
+  shared_with TEXT, refreshed_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS report_estimates(
+  job_id TEXT NOT NULL, grouping TEXT NOT NULL,       -- 'layer_type' or 'layer'
+  name TEXT NOT NULL, layer_type TEXT, direction TEXT NOT NULL, metric TEXT NOT NULL, unit TEXT NOT NULL,
+  estimate REAL, stderr REAL, lower90 REAL, upper90 REAL, windows INTEGER,
+  identified INTEGER NOT NULL, confidence TEXT, overlap_mean REAL, refreshed_at REAL NOT NULL,
+  PRIMARY KEY (job_id, grouping, name, direction, metric));
