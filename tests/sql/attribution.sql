@@ -90,6 +90,16 @@ SELECT parameters = 1234 AND abs(gpu_util_percent - 180.25 / 6.25) < 1e-9 AND gp
   FROM report_jobs WHERE job_id = 'jobA';
 SELECT count(*) = 3 FROM report_jobs;
 
+-- Per training step: jobA's one step spans its first start to its last end, 4.5 s of 6.25 s in
+-- layer calls; jobB's two steps are 100 ms each, the second 400 ms after the first ended.
+SELECT count(*) = 1 AND abs(duration_ms - 6250) < 1e-6 AND events = 3 AND abs(layer_ms - 4500) < 1e-6
+   AND abs(layer_share - 0.72) < 1e-12 AND gap_before_ms IS NULL AND abs(relative_duration - 1) < 1e-12
+  FROM step_timeline WHERE job_id = 'jobA';
+SELECT group_concat(batch) = '0,1' AND max(abs(duration_ms - 100)) < 1e-6 AND max(gap_before_ms) = 400
+   AND max(abs(relative_duration - 1)) < 1e-9 AND min(uuid) LIKE 'GPU-a111%'
+  FROM (SELECT * FROM step_timeline WHERE job_id = 'jobB' ORDER BY t_start);
+SELECT uuid = 'cpu' AND abs(duration_ms - 2) < 1e-6 FROM step_timeline WHERE job_id = 'jobC';
+
 -- Refreshing again with nothing new changes nothing.
 CREATE TEMP TABLE before AS SELECT job_id, layer, forward, metric, state FROM layer_state;
 SELECT events_added = 0 AND samples_added = 0 AND windows_folded = 0 AND history_kept = 0

@@ -126,3 +126,23 @@ SELECT a.uuid, a.from_ms / 1000.0 AS t_from, a.through_ms / 1000.0 AS t_through,
          WHERE i.uuid = a.uuid AND m.kind = 'driver_window' LIMIT 1) AS util_window_ms,
        a.util_phase_ns / 1e6 AS util_phase_ms, a.samples, a.repeats, a.skipped, a.moved, a.status
   FROM pp_alignment AS a;
+
+-- Per training step (the hook client's epoch and batch) of each job on each GPU, from the
+-- events: when it ran, how long, how much of it layer calls covered, the host time since the
+-- previous step ended, and its length against the mean step of that job and GPU. Stragglers
+-- have a relative_duration well above 1; stalls (waiting for data, checkpoints) a long
+-- gap_before_ms. Reads pp_events (every step of the history), not the result tables.
+CREATE VIEW IF NOT EXISTS step_timeline AS
+WITH steps AS (
+  SELECT job_id, gpu_uuid AS uuid, epoch, batch, min(t_start_ns) AS first_ns, max(t_end_ns) AS last_ns,
+         count(*) AS events, sum(t_end_ns - t_start_ns) AS layer_ns
+    FROM pp_events
+   WHERE batch IS NOT NULL AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)
+   GROUP BY job_id, gpu_uuid, epoch, batch)
+SELECT job_id, uuid, epoch, batch, first_ns / 1e9 AS t_start, (last_ns - first_ns) / 1e6 AS duration_ms,
+       events, layer_ns / 1e6 AS layer_ms,
+       CASE WHEN last_ns > first_ns THEN min(1.0, layer_ns * 1.0 / (last_ns - first_ns)) END AS layer_share,
+       (first_ns - lag(last_ns) OVER by_time) / 1e6 AS gap_before_ms,
+       (last_ns - first_ns) / avg(last_ns - first_ns) OVER (PARTITION BY job_id, uuid) AS relative_duration
+  FROM steps
+WINDOW by_time AS (PARTITION BY job_id, uuid ORDER BY first_ns);
