@@ -1,7 +1,7 @@
 """The subcommands `analyze` and `compare` of `precisionprobe` (python3 -m precisionprobe).
 
-  precisionprobe analyze RUN_DIR [--db FILE] [--prometheus URL] [--final] [--no-refresh]
-                         [--job ID] [--format table|csv|json|markdown] [--no-layers]
+  precisionprobe analyze RUN_DIR [--db FILE] [--prometheus URL | --emulate PROFILE] [--final]
+                         [--no-refresh] [--job ID] [--format table|csv|json|markdown] [--no-layers]
   precisionprobe compare RUN_A RUN_B [--db-a FILE] [--db-b FILE] [--job-a ID] [--job-b ID]
                          [--format ...]
 
@@ -11,7 +11,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import findings, render
+from . import emulate, findings, render
 from .compare import compare_jobs, render_comparison
 from .extension import ExtensionError, connect
 from .refresh import RefreshError, refresh
@@ -37,8 +37,13 @@ def add_analyze(commands):
     p.add_argument("--db", help=f"results database (default RUN_DIR/{DATABASE_NAME}; created if missing)")
     p.add_argument("--prometheus", metavar="URL", help="Prometheus (or compatible) with the GPUs' DCGM "
                    "metrics (default $PRECISIONPROBE_PROMETHEUS_URL, else http://127.0.0.1:9090)")
+    p.add_argument("--emulate", metavar="PROFILE", help="no GPU: replay the run's layer calls on EMULATED "
+                   "GPUs (the DCGM emulator with this profile, e.g. dlrm) served by a loopback Prometheus; the "
+                   "counter values are the profile's, not measurements")
+    p.add_argument("--emulate-out", metavar="DIR", help="where --emulate writes the emulated events and samples "
+                   "(default RUN_DIR.emulated, beside the run; its precisionprobe.db is then the default --db)")
     p.add_argument("--final", action="store_true", help="the job has ended: fold every sample window, "
-                   "including the last ones")
+                   "including the last ones (always so with --emulate)")
     p.add_argument("--no-refresh", action="store_true", help="report the database as it is")
     p.add_argument("--job", help="only this job (default: every job in the database)")
     p.add_argument("--format", choices=render.FORMATS, default="table")
@@ -88,12 +93,23 @@ def analyze(args):
     if not run_dir.is_dir():
         raise CommandError(f"run directory '{run_dir}' does not exist" if not run_dir.exists()
                            else f"'{run_dir}' is not a directory (RUN_DIR is where the events are)")
-    database = _database(run_dir, args.db)
+    if args.emulate and (args.prometheus or args.no_refresh):
+        raise CommandError("--emulate: serves its own Prometheus, so it takes neither --prometheus nor --no-refresh")
+    emulated = Path(args.emulate_out) if args.emulate_out else emulate.default_out(run_dir)
+    database = _database(emulated if args.emulate else run_dir, args.db)
     if args.no_refresh and not database.is_file():
         raise CommandError(f"--no-refresh: no results database at '{database}'")
+    if args.emulate:
+        try:
+            events_dir, openmetrics = emulate.replay(run_dir, emulated, args.emulate)
+        except (ValueError, OSError) as e:
+            raise CommandError(f"--emulate: {e}") from None
     conn = connect(database)
     try:
-        if not args.no_refresh:
+        if args.emulate:
+            with emulate.Served(openmetrics) as url:
+                refresh(conn, events_dir, url, final=True)
+        elif not args.no_refresh:
             refresh(conn, run_dir, args.prometheus, args.final)
         reports = _reports(conn, args.job, f"'{run_dir}'")
     finally:

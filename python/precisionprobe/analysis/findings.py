@@ -142,7 +142,8 @@ def _remedy(job, row, value):
             # Intervals narrow as 1/sqrt(windows): the run length needed grows as the square.
             minutes = max(job.minutes * (half / target) ** 2, 2 * job.minutes)
             if minutes < 24 * 60:
-                return f"a run of about {math.ceil(minutes)} minutes would likely identify it"
+                minutes = math.ceil(minutes)
+                return f"a run of about {minutes} minute{'s' if minutes > 1 else ''} would likely identify it"
     if job.window_ms and row.mean_ms and row.mean_ms < job.window_ms:
         shorter = "a shorter DCGM interval (dcgm-exporter -c 100 and a 100 ms scrape)" if job.window_ms > 100 \
             else "many more windows"

@@ -1,0 +1,134 @@
+"""`analyze --emulate PROFILE`: a run's events replayed on EMULATED GPUs, for a machine without one.
+
+The DCGM emulator (precisionprobe.emulator) computes what dcgm-exporter behind Prometheus would
+have stored for the recorded layer calls, in its realistic timing (scrape times stored, windows
+some 120 ms older), from the values of a profile: the layer timings are the run's own, every
+counter value is the profile's. It writes, in OUT (by default RUN_DIR + '.emulated', beside the
+run and never inside it, so that a later refresh of RUN_DIR does not read the copy):
+
+  OUT/events/...     the run's event files as JSON Lines, each GPU's events under that GPU's UUID
+                     and each CPU process's on an emulated GPU of its own (what pp_refresh reads)
+  OUT/metrics-N.om   the samples of emulated GPU N, for `promtool tsdb create-blocks-from`
+
+and then serves them from a Prometheus on loopback (harness/prometheus.py) while the refresh runs.
+The files are written the same way every time, so refreshing the same database again imports
+nothing twice.
+"""
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .._event_reader import read_event_file
+from ..harness import processes, prometheus
+from ..emulator import offline
+from ..emulator.exposition import EmulatedGpu, emulated_uuid, write_openmetrics
+from ..emulator.profile import PROFILES, Profile
+from ..emulator.timeline import Events
+
+CPU_UUID = "cpu"
+INTERVAL_MS = 100
+NOISE = 0.005
+SEED = 1
+
+
+def default_out(run_dir):
+    run_dir = Path(run_dir).resolve()
+    return run_dir.parent / (run_dir.name + ".emulated")
+
+
+def _streams(run_dir):
+    """The run's events per GPU: {key: (gpu_uuid or None for an emulated one, host, [events])}
+    keyed by the GPU's UUID, or by (host, pid) for a CPU process; and the files' headers."""
+    streams, files = {}, []
+    for path in sorted(Path(run_dir).rglob("*.jsonl")):
+        headers, events = read_event_file(path)
+        files.append((path, headers, events))
+        for e in events:
+            cpu = e.get("gpu_uuid") == CPU_UUID
+            key = ("cpu", e.get("host_name"), e.get("pid")) if cpu else ("gpu", e["gpu_uuid"])
+            streams.setdefault(key, []).append(e)
+    return streams, files
+
+
+def _events_of(stream):
+    stream = sorted(stream, key=lambda e: e["t_start_ns"])
+    layers, ids = [], {}
+    for e in stream:
+        ids.setdefault((e["layer"], e.get("layer_type") or e["layer"]), len(ids))
+    layers = list(ids)
+    return Events(layers=layers,
+                  layer_id=np.array([ids[(e["layer"], e.get("layer_type") or e["layer"])] for e in stream], int),
+                  forward=np.array([bool(e["forward"]) for e in stream]),
+                  batch=np.array([int(e.get("batch") or 0) for e in stream]),
+                  t_start_ns=np.array([int(e["t_start_ns"]) for e in stream], np.int64),
+                  t_end_ns=np.array([int(e["t_end_ns"]) for e in stream], np.int64))
+
+
+def replay(run_dir, out, profile_name, stream=sys.stderr):
+    """Writes OUT/events and OUT/metrics-N.om for the run's events; returns (events dir, the
+    OpenMetrics files). Raises ValueError with a one-line reason (no events; an unknown profile)."""
+    shipped = sorted(p.name[:-5] for p in PROFILES.iterdir() if p.name.endswith(".json"))
+    if not Path(profile_name).suffix and not Path(profile_name).exists() and profile_name not in shipped:
+        raise ValueError(f"no profile {profile_name!r} (shipped: {', '.join(shipped)}; or a path to a profile file)")
+    profile = Profile.named(profile_name)
+    streams, files = _streams(run_dir)
+    if not streams:
+        raise ValueError(f"no layer events in '{run_dir}' to emulate GPUs for")
+    out = Path(out)
+    gpus = {}
+    for n, key in enumerate(sorted(streams, key=str)):
+        host = key[1] if key[0] == "cpu" else streams[key][0].get("host_name") or "emulated-node"
+        uuid = emulated_uuid(host, n) if key[0] == "cpu" else key[1]
+        gpus[key] = EmulatedGpu(n, uuid, host, profile.model_name)
+    missing = sorted({e.get("layer_type") or e["layer"] for s in streams.values() for e in s}
+                     - set(profile.types))
+    if missing:
+        print(f"precisionprobe: warning: profile {profile_name!r} has no values for layer types "
+              f"{', '.join(missing)}: the emulator gives them its default values", file=stream)
+    events_dir = out / "events"
+    for path, headers, events in files:
+        target = events_dir / path.relative_to(run_dir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "w", encoding="utf-8") as f:
+            for h in headers:
+                f.write(json.dumps(h, separators=(",", ":")) + "\n")
+            for e in events:
+                cpu = e.get("gpu_uuid") == CPU_UUID
+                gpu = gpus[("cpu", e.get("host_name"), e.get("pid")) if cpu else ("gpu", e["gpu_uuid"])]
+                f.write(json.dumps(dict(e, gpu_uuid=gpu.uuid, gpu=gpu.index), separators=(",", ":")) + "\n")
+    openmetrics = []
+    for key, gpu in gpus.items():
+        events = _events_of(streams[key])
+        start_s = int(events.t_start_ns.min() // 10**9)
+        seconds = math.ceil((int(events.t_end_ns.max()) - start_s * 10**9) / 1e9) + 1
+        rec = offline.record(seconds, INTERVAL_MS, NOISE, SEED + gpu.index, profile, start_s=start_s, events=events)
+        path = out / f"metrics-{gpu.index}.om"
+        with open(path, "w") as f:
+            write_openmetrics(f, [gpu], rec.tick_ms, [rec.samples])
+        openmetrics.append(path)
+    return events_dir, openmetrics
+
+
+class Served:
+    """A Prometheus on loopback serving the OpenMetrics files from a temporary storage directory,
+    while the `with` block runs: `with Served(files) as url: ...`."""
+
+    def __init__(self, openmetrics):
+        self.openmetrics = openmetrics
+
+    def __enter__(self):
+        import tempfile
+        self.work = Path(tempfile.mkdtemp(prefix="precisionprobe-emulate-"))
+        for path in self.openmetrics:
+            prometheus.backfill(path, self.work / prometheus.TSDB_DIR)
+        self.process, url = prometheus.serve(self.work)
+        return url
+
+    def __exit__(self, *exc):
+        import shutil
+        processes.stop(self.process)
+        shutil.rmtree(self.work, ignore_errors=True)
+        return False
