@@ -1,5 +1,7 @@
 """Answers without writing SQL: the commands `precisionprobe analyze` and `precisionprobe compare`.
 
+  emulate.py    --emulate: a run's layer calls replayed on emulated GPUs, served by a loopback
+                Prometheus
   extension.py  finds and loads the SQLite extension (PRECISIONPROBE_EXTENSION, the package's own
                 copy, or a build of the repository)
   refresh.py    opens a run's results database and brings it up to date (pp_refresh), progress
@@ -10,6 +12,8 @@
   findings.py   plain sentences from those numbers, and what could not be resolved and what
                 would resolve it
   render.py     the report as a terminal table, CSV, JSON or Markdown
+  figures.py    its figures (matplotlib): share of GPU time, each metric per layer type
+  html_report.py  the self-contained report page of --html
   compare.py    two reports side by side: differences and whether they exceed the uncertainty
   cli.py        the subcommands' arguments and their one-line errors
 """

@@ -2,6 +2,7 @@
 
   precisionprobe analyze RUN_DIR [--db FILE] [--prometheus URL | --emulate PROFILE] [--final]
                          [--no-refresh] [--job ID] [--format table|csv|json|markdown] [--no-layers]
+                         [--html DIR]
   precisionprobe compare RUN_A RUN_B [--db-a FILE] [--db-b FILE] [--job-a ID] [--job-b ID]
                          [--format ...]
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from . import emulate, findings, render
 from .compare import compare_jobs, render_comparison
 from .extension import ExtensionError, connect
+from .html_report import write_html
 from .refresh import RefreshError, refresh
 from .report import jobs_in, read_report
 from .saved_estimates import estimates_stale, save_estimates
@@ -48,6 +50,8 @@ def add_analyze(commands):
     p.add_argument("--job", help="only this job (default: every job in the database)")
     p.add_argument("--format", choices=render.FORMATS, default="table")
     p.add_argument("--no-layers", action="store_true", help="per layer type only")
+    p.add_argument("--html", metavar="DIR", help="also write DIR/index.html, a self-contained report page with "
+                   "its figures (PNG, also as files in DIR)")
     p.set_defaults(handler=analyze)
 
 
@@ -115,6 +119,12 @@ def analyze(args):
     finally:
         conn.close()
     sys.stdout.write(render.render(reports, args.format, layers=not args.no_layers))
+    if args.html:
+        try:
+            page = write_html(reports, args.html, layers=not args.no_layers)
+        except (RuntimeError, OSError) as e:
+            raise CommandError(f"--html: {e}") from None
+        print(f"precisionprobe: report page {page}", file=sys.stderr)
     return 0
 
 

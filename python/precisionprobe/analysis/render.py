@@ -32,21 +32,20 @@ def cell(short, value):
     return "-"
 
 
-def _header():
+def header_cells():
     return ["layer", "direction", "calls", "mean ms", "share"] + [label for _, _, label in METRICS]
 
 
-def _cells(row):
+def row_cells(row):
     return ([row.name, row.direction, "" if row.calls is None else str(row.calls),
              "" if row.mean_ms is None else f"{row.mean_ms:.3f}", f"{100 * row.share:.1f}%"]
             + [cell(short, row.metrics[short]) for _, short, _ in METRICS])
 
 
-def _job_lines(job):
-    lines = [f"{job.gpus} GPU(s), {job.gpu_seconds:.1f} GPU-seconds ({job.minutes:.1f} min)"
-             + (f", sample window {job.window_ms:g} ms" if job.window_ms else "")
-             + (f", {job.parameters:,} parameters" if job.parameters else "")]
-    return lines
+def job_summary(job):
+    return (f"{job.gpus} GPU(s), {job.gpu_seconds:.1f} GPU-seconds ({job.minutes:.1f} min)"
+            + (f", sample window {job.window_ms:g} ms" if job.window_ms else "")
+            + (f", {job.parameters:,} parameters" if job.parameters else ""))
 
 
 def _text_table(header, rows):
@@ -61,11 +60,11 @@ def _text_table(header, rows):
 def as_table(jobs, layers=True):
     out = []
     for job in jobs:
-        out += [f"job {job.job_id}: " + _job_lines(job)[0], "", "Per layer type:"]
-        out += _text_table(_header(), [_cells(r) for r in job.layer_types])
+        out += [f"job {job.job_id}: " + job_summary(job), "", "Per layer type:"]
+        out += _text_table(header_cells(), [row_cells(r) for r in job.layer_types])
         if layers:
             out += ["", "Per layer:"]
-            out += _text_table(_header(), [_cells(r) for r in job.layers])
+            out += _text_table(header_cells(), [row_cells(r) for r in job.layers])
         out += ["", LEGEND, "", "What this says:"] + [f"  - {s}" for s in job.findings]
         if job.unresolved:
             out += ["", "Not resolved, and what would resolve it:"] + [f"  - {s}" for s in job.unresolved]
@@ -77,11 +76,11 @@ def as_markdown(jobs, layers=True):
     out = []
 
     def table(rows):
-        header = _header()
+        header = header_cells()
         return (["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-                + ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |" for r in rows])
+                + ["| " + " | ".join(c.replace("|", "\\|") for c in row_cells(r)) + " |" for r in rows])
     for job in jobs:
-        out += [f"## Job {job.job_id}", "", _job_lines(job)[0] + ".", "", "### Per layer type", ""]
+        out += [f"## Job {job.job_id}", "", job_summary(job) + ".", "", "### Per layer type", ""]
         out += table(job.layer_types)
         if layers:
             out += ["", "### Per layer", ""] + table(job.layers)

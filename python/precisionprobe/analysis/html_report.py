@@ -1,0 +1,60 @@
+"""`analyze --html DIR`: the report as one self-contained page, DIR/index.html (its figures
+embedded as data URIs, so the file alone can be mailed or attached), with the figures also as
+DIR/<job>-share.png and DIR/<job>-metrics.png."""
+import base64
+import html
+import re
+from pathlib import Path
+
+from . import figures
+from .render import LEGEND, header_cells, job_summary, row_cells
+
+STYLE = """
+body { font-family: sans-serif; margin: 2em; max-width: 70em; color: #222; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }
+th, td { padding: 0.2em 0.6em; border-bottom: 1px solid #ddd; text-align: right; }
+th:nth-child(-n+2), td:nth-child(-n+2) { text-align: left; }
+.legend { color: #555; font-size: 0.85em; }
+img { max-width: 100%; }
+"""
+
+
+def _file_name(job_id):
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", job_id) or "job"
+
+
+def _table(rows):
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header_cells())
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row_cells(r)) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _image(path):
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return f'<img alt="{html.escape(Path(path).stem)}" src="data:image/png;base64,{data}">'
+
+
+def write_html(jobs, directory, layers=True):
+    """Writes DIR/index.html and the PNGs; returns the page's path."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    parts = []
+    for job in jobs:
+        name = _file_name(job.job_id)
+        share, metrics = directory / f"{name}-share.png", directory / f"{name}-metrics.png"
+        figures.share_figure(job, share)
+        figures.metrics_figure(job, metrics)
+        parts += [f"<h2>Job {html.escape(job.job_id)}</h2>", f"<p>{html.escape(job_summary(job))}</p>",
+                  "<h3>What this says</h3><ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in job.findings)
+                  + "</ul>", _image(share), "<h3>Per layer type</h3>", _table(job.layer_types),
+                  f'<p class="legend">{html.escape(LEGEND)}</p>', _image(metrics)]
+        if job.unresolved:
+            parts.append("<h3>Not resolved, and what would resolve it</h3><ul>"
+                         + "".join(f"<li>{html.escape(s)}</li>" for s in job.unresolved) + "</ul>")
+        if layers:
+            parts += ["<h3>Per layer</h3>", _table(job.layers)]
+    page = directory / "index.html"
+    page.write_text("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>precisionprobe report</title>"
+                    f"<style>{STYLE}</style></head><body><h1>precisionprobe report</h1>\n"
+                    + "\n".join(parts) + "\n</body></html>\n")
+    return page
