@@ -139,8 +139,9 @@ def jobs_in(conn):
     return [r[0] for r in conn.execute("SELECT DISTINCT job_id FROM pp_layers ORDER BY job_id")]
 
 
-def read_report(conn, job_id):
-    """The JobReport of job_id (findings and unresolved are filled by findings.py)."""
+def read_report(conn, job_id, layers=True):
+    """The JobReport of job_id (findings and unresolved are filled by findings.py); layers=False
+    leaves the per-layer rows out (the estimator's per-layer view is half the reading time)."""
     job = _query(conn, "SELECT * FROM job_overview WHERE job_id = ?", (job_id,))
     if not job:
         raise LookupError(f"no job {job_id!r} in the database")
@@ -159,7 +160,7 @@ def read_report(conn, job_id):
     layer_rows = _rows(
         _query(conn, "SELECT * FROM layer_metrics WHERE job_id = ?", (job_id,)),
         _query(conn, "SELECT * FROM layer_estimates WHERE job_id = ?", (job_id,)),
-        lambda r: (r["layer"], r["forward"]), scales, seconds, by_type=False)
+        lambda r: (r["layer"], r["forward"]), scales, seconds, by_type=False) if layers else []
     untracked = next((r.share for r in type_rows if r.direction == "untracked"), 0.0)
     return JobReport(
         job_id=job_id, gpus=gpus, gpu_seconds=seconds, minutes=seconds / max(gpus, 1) / 60,
