@@ -20,6 +20,7 @@ import pytest
 
 from conftest import extension_path, wait_for
 from precisionprobe.analysis import openmetrics, serve as endpoint
+from precisionprobe.analysis.report import JobReport, Row, Value
 from precisionprobe.emulator import offline
 from precisionprobe.emulator.profile import Profile
 from precisionprobe.harness import prometheus, processes
@@ -320,6 +321,20 @@ def test_the_docs_show_this_export_and_every_family(run):
             name = name.replace(f"_{short}_", "_METRIC_")
         named.add(name)
     assert named <= documented, f"undocumented: {sorted(named - documented)}"
+
+
+def test_any_job_id_and_layer_type_is_a_valid_label_value():
+    """Label values are escaped (backslash, quote, newline), so that promtool reads them back."""
+    job_id, layer_type = 'team "a"\\run\n2', "Conv2d\\x"
+    row = Row(layer_type, layer_type, "forward", 3, 1.5, 0.0045, 0.5,
+              {short: Value("blend", 0.25, blend=0.25) for short in SHORTS})
+    report = JobReport(job_id, 1, 0.009, 0.00015, 100.0, None, None, 0.5, 0.5, None, None, {}, [row], [])
+    text = openmetrics.exposition([report])
+    result = subprocess.run(["promtool", "check", "metrics"], input=text, text=True, capture_output=True)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    line = next(line for line in text.splitlines() if line.startswith("precisionprobe_layer_type_share_ratio{"))
+    assert line == ('precisionprobe_layer_type_share_ratio{job_id="team \\"a\\"\\\\run\\n2",'
+                    'layer_type="Conv2d\\\\x",direction="forward"} 0.5')
 
 
 def test_errors_are_one_line(run, tmp_path):
