@@ -3,6 +3,8 @@
   run [--out DIR] [--job-id ID] -- COMMAND...   record a training job's layer events
   analyze RUN_DIR [...]                         refresh its results and print the report
   compare RUN_A RUN_B [...]                     compare two analyzed runs
+  export RUN_DIR --openmetrics FILE [...]       its per-layer-type profile as OpenMetrics
+  serve RUN_DIR --port N [...]                  the same on an HTTP /metrics endpoint
 """
 import argparse
 import os
@@ -26,6 +28,8 @@ def main(argv=None):
     from .analysis import cli as analysis
     analysis.add_analyze(commands)
     analysis.add_compare(commands)
+    analysis.add_export(commands)
+    analysis.add_serve(commands)
     args = parser.parse_args(argv)
     if args.command != "run":
         return analysis.run(args, PROG)

@@ -1,19 +1,23 @@
-"""Answers without writing SQL: the commands `precisionprobe analyze` and `precisionprobe compare`.
+"""Answers without writing SQL: the commands `precisionprobe analyze` and `compare`, and the same
+numbers for a monitoring stack: `export` and `serve`.
 
-  emulate.py    --emulate: a run's layer calls replayed on emulated GPUs, served by a loopback
-                Prometheus
-  extension.py  finds and loads the SQLite extension (PRECISIONPROBE_EXTENSION, the package's own
-                copy, or a build of the repository)
-  refresh.py    opens a run's results database and brings it up to date (pp_refresh), progress
-                on stderr
+  extension.py        finds and loads the SQLite extension (PRECISIONPROBE_EXTENSION, the
+                      package's own copy, or a build of the repository)
+  refresh.py          opens a run's results database and brings it up to date (pp_refresh),
+                      progress on stderr
+  emulate.py          --emulate: a run's layer calls replayed on emulated GPUs, served by a
+                      loopback Prometheus
   saved_estimates.py  saves the estimator's results as the plain table report_estimates
-  report.py     reads the report from the plain report_* tables: per layer type and per layer
-                the best number available for each metric, and the job's totals
-  findings.py   plain sentences from those numbers, and what could not be resolved and what
-                would resolve it
-  render.py     the report as a terminal table, CSV, JSON or Markdown
-  figures.py    its figures (matplotlib): share of GPU time, each metric per layer type
-  html_report.py  the self-contained report page of --html
-  compare.py    two reports side by side: differences and whether they exceed the uncertainty
-  cli.py        the subcommands' arguments and their one-line errors
+  report.py           reads the report from the plain report_* tables: per layer type and per
+                      layer the best number available for each metric, and the job's totals
+  findings.py         plain sentences from those numbers, and what could not be resolved and
+                      what would resolve it
+  render.py           the report as a terminal table, CSV, JSON or Markdown
+  figures.py          its figures (matplotlib): share of GPU time, each metric per layer type
+  html_report.py      the self-contained report page of --html
+  compare.py          two reports side by side: differences and whether they exceed the uncertainty
+  openmetrics.py      the per-layer-type profile as OpenMetrics text: the series, their names,
+                      labels, units and HELP (export writes it, serve answers scrapes with it)
+  serve.py            the HTTP /metrics endpoint and its refresh thread
+  cli.py              the subcommands' arguments and their one-line errors
 """

@@ -1,18 +1,24 @@
-"""The subcommands `analyze` and `compare` of `precisionprobe` (python3 -m precisionprobe).
+"""The subcommands `analyze`, `compare`, `export` and `serve` of `precisionprobe`
+(python3 -m precisionprobe).
 
   precisionprobe analyze RUN_DIR [--db FILE] [--prometheus URL | --emulate PROFILE] [--final]
                          [--no-refresh] [--job ID] [--format table|csv|json|markdown] [--no-layers]
                          [--html DIR]
   precisionprobe compare RUN_A RUN_B [--db-a FILE] [--db-b FILE] [--job-a ID] [--job-b ID]
                          [--format ...]
+  precisionprobe export RUN_DIR --openmetrics FILE [--db ... --job ID, as analyze]
+  precisionprobe serve RUN_DIR --port N [--listen ADDR] [--refresh-seconds S]
+                       [--db ... --job ID, as analyze]
 
 Failures are one line on stderr, `precisionprobe analyze: ...`, and exit status 1.
 """
+import os
+import signal
 import sqlite3
 import sys
 from pathlib import Path
 
-from . import emulate, findings, render
+from . import emulate, findings, openmetrics, render, serve as endpoint
 from .compare import compare_jobs, render_comparison
 from .extension import ExtensionError, connect
 from .html_report import write_html
@@ -27,13 +33,9 @@ class CommandError(RuntimeError):
     """A failure the user can act on; its message is printed as one line."""
 
 
-def add_analyze(commands):
-    p = commands.add_parser(
-        "analyze", help="refresh a run's results and print where its GPU resources go, layer by layer",
-        description="Refreshes RUN_DIR's results database from its event files and Prometheus, then "
-                    "prints the report: per layer type and per layer, calls, time, share of GPU time and "
-                    "the best value of each metric; the job's busy and idle time; plain findings; what "
-                    "could not be resolved and what would resolve it.")
+def _add_run_options(p):
+    """RUN_DIR and the options that say which database to read and how to refresh it first:
+    the same for analyze, export and serve."""
     p.add_argument("run_dir", metavar="RUN_DIR", help="the directory the hook client wrote (events-*.jsonl, "
                    "read with its subdirectories)")
     p.add_argument("--db", help=f"results database (default RUN_DIR/{DATABASE_NAME}; created if missing)")
@@ -46,13 +48,53 @@ def add_analyze(commands):
                    "(default RUN_DIR.emulated, beside the run; its precisionprobe.db is then the default --db)")
     p.add_argument("--final", action="store_true", help="the job has ended: fold every sample window, "
                    "including the last ones (always so with --emulate)")
-    p.add_argument("--no-refresh", action="store_true", help="report the database as it is")
+    p.add_argument("--no-refresh", action="store_true", help="use the database as it is")
     p.add_argument("--job", help="only this job (default: every job in the database)")
+
+
+def add_analyze(commands):
+    p = commands.add_parser(
+        "analyze", help="refresh a run's results and print where its GPU resources go, layer by layer",
+        description="Refreshes RUN_DIR's results database from its event files and Prometheus, then "
+                    "prints the report: per layer type and per layer, calls, time, share of GPU time and "
+                    "the best value of each metric; the job's busy and idle time; plain findings; what "
+                    "could not be resolved and what would resolve it.")
+    _add_run_options(p)
     p.add_argument("--format", choices=render.FORMATS, default="table")
     p.add_argument("--no-layers", action="store_true", help="per layer type only")
     p.add_argument("--html", metavar="DIR", help="also write DIR/index.html, a self-contained report page with "
                    "its figures (PNG, also as files in DIR)")
     p.set_defaults(handler=analyze)
+
+
+def add_export(commands):
+    p = commands.add_parser(
+        "export", help="write a run's per-layer-type profile as OpenMetrics (node-exporter's textfile collector)",
+        description="Refreshes RUN_DIR's results database as analyze does, then writes the jobs' series "
+                    "(per job and per layer type and direction; docs/export.md lists them) as OpenMetrics "
+                    "text to FILE, replacing it in one step so that a collector never reads half a file.")
+    _add_run_options(p)
+    p.add_argument("--openmetrics", metavar="FILE", required=True,
+                   help="where to write (e.g. /var/lib/node_exporter/textfile/precisionprobe.prom); - for stdout")
+    p.set_defaults(handler=export)
+
+
+def add_serve(commands):
+    p = commands.add_parser(
+        "serve", help="serve a run's per-layer-type profile on an HTTP /metrics endpoint for Prometheus",
+        description="Refreshes RUN_DIR's results database as analyze does (unless --no-refresh), then "
+                    "answers GET /metrics with the series export writes, read from the database again "
+                    "whenever it changed; with --refresh-seconds, refreshes it that often. Runs until "
+                    "interrupted (Ctrl-C, SIGTERM).")
+    _add_run_options(p)
+    p.add_argument("--port", type=int, required=True, help="TCP port to listen on (0: one the kernel chooses, "
+                   "printed on stderr)")
+    p.add_argument("--listen", metavar="ADDR", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1, this machine only; 0.0.0.0 for every IPv4 "
+                        "interface, :: for IPv6)")
+    p.add_argument("--refresh-seconds", metavar="S", type=float,
+                   help="refresh the database every S seconds while serving (default: only at start)")
+    p.set_defaults(handler=serve)
 
 
 def add_compare(commands):
@@ -78,9 +120,13 @@ def _database(run, db):
     return run if run.is_file() else run / DATABASE_NAME
 
 
-def _reports(conn, job, source):
+def _saved_estimates_current(conn):
     if estimates_stale(conn):
         save_estimates(conn)
+
+
+def _reports(conn, job, source, complete=True, layers=True):
+    _saved_estimates_current(conn)
     jobs = jobs_in(conn)
     if not jobs:
         raise CommandError(f"no layer events in {source}: the hook client writes events-HOST-PID.jsonl files "
@@ -89,33 +135,54 @@ def _reports(conn, job, source):
         if job not in jobs:
             raise CommandError(f"--job: no job {job!r} in {source} (jobs: {', '.join(jobs)})")
         jobs = [job]
-    return [findings.complete(read_report(conn, j)) for j in jobs]
+    reports = [read_report(conn, j, layers=layers) for j in jobs]
+    return [findings.complete(r) for r in reports] if complete else reports
 
 
-def analyze(args):
+def _run_database(args):
+    """RUN_DIR and its results database, checked as analyze, export and serve need them."""
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise CommandError(f"run directory '{run_dir}' does not exist" if not run_dir.exists()
                            else f"'{run_dir}' is not a directory (RUN_DIR is where the events are)")
     if args.emulate and (args.prometheus or args.no_refresh):
         raise CommandError("--emulate: serves its own Prometheus, so it takes neither --prometheus nor --no-refresh")
-    emulated = Path(args.emulate_out) if args.emulate_out else emulate.default_out(run_dir)
-    database = _database(emulated if args.emulate else run_dir, args.db)
+    database = _database(_emulated_dir(args) if args.emulate else run_dir, args.db)
     if args.no_refresh and not database.is_file():
         raise CommandError(f"--no-refresh: no results database at '{database}'")
+    return run_dir, database
+
+
+def _emulated_dir(args):
+    return Path(args.emulate_out) if args.emulate_out else emulate.default_out(args.run_dir)
+
+
+def _open_refreshed(args):
+    """A connection to the run's results database, refreshed first unless --no-refresh (with
+    --emulate: from the run replayed on emulated GPUs)."""
+    run_dir, database = _run_database(args)
     if args.emulate:
         try:
-            events_dir, openmetrics = emulate.replay(run_dir, emulated, args.emulate)
+            events_dir, samples = emulate.replay(run_dir, _emulated_dir(args), args.emulate)
         except (ValueError, OSError) as e:
             raise CommandError(f"--emulate: {e}") from None
     conn = connect(database)
     try:
         if args.emulate:
-            with emulate.Served(openmetrics) as url:
+            with emulate.Served(samples) as url:
                 refresh(conn, events_dir, url, final=True)
         elif not args.no_refresh:
             refresh(conn, run_dir, args.prometheus, args.final)
-        reports = _reports(conn, args.job, f"'{run_dir}'")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def analyze(args):
+    conn = _open_refreshed(args)
+    try:
+        reports = _reports(conn, args.job, f"'{args.run_dir}'")
     finally:
         conn.close()
     sys.stdout.write(render.render(reports, args.format, layers=not args.no_layers))
@@ -125,6 +192,95 @@ def analyze(args):
         except (RuntimeError, OSError) as e:
             raise CommandError(f"--html: {e}") from None
         print(f"precisionprobe: report page {page}", file=sys.stderr)
+    return 0
+
+
+def write_atomically(path, text):
+    """Writes text to path through a temporary file beside it, renamed over it: a reader (node-
+    exporter's textfile collector) sees the old file or the new one, never a part. The temporary
+    name does not end in .prom, which the collector would read. Permissions follow the umask,
+    so that a collector running as another user can read the file."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except OSError as e:
+        if temporary.exists():
+            temporary.unlink()
+        raise CommandError(f"--openmetrics: cannot write '{path}': {e.strerror or e}") from None
+
+
+def export(args):
+    conn = _open_refreshed(args)
+    try:
+        reports = _reports(conn, args.job, f"'{args.run_dir}'", complete=False, layers=False)
+    finally:
+        conn.close()
+    text = openmetrics.exposition(reports)
+    if args.openmetrics == "-":
+        sys.stdout.write(text)
+    else:
+        write_atomically(args.openmetrics, text)
+    return 0
+
+
+def _exposition_reader(database, job):
+    """What serve answers a scrape with: the database read anew whenever it changed, every job
+    (or --job's only; none yet is an empty exposition, not an error: the job may not have
+    started)."""
+    def read():
+        conn = connect(database)
+        try:
+            _saved_estimates_current(conn)
+            jobs = [j for j in jobs_in(conn) if job is None or j == job]
+            return openmetrics.exposition([read_report(conn, j, layers=False) for j in jobs])
+        finally:
+            conn.close()
+    return endpoint.when_changed(read, [database, Path(f"{database}-wal")])
+
+
+def _refresher(run_dir, database, args):
+    def again():
+        conn = connect(database)
+        try:
+            refresh(conn, run_dir, args.prometheus, args.final)
+        finally:
+            conn.close()
+    return again
+
+
+def _stop(signum, frame):
+    raise SystemExit(0)
+
+
+def serve(args):
+    if args.refresh_seconds is not None and not args.refresh_seconds > 0:
+        raise CommandError(f"--refresh-seconds: must be more than 0, got {args.refresh_seconds:g}")
+    if args.emulate and args.refresh_seconds is not None:
+        raise CommandError("--refresh-seconds: an emulated run is replayed once, when serve starts; "
+                           "it has nothing to refresh")
+    if not 0 <= args.port <= 65535:
+        raise CommandError(f"--port: must be 0 to 65535, got {args.port}")
+    run_dir, database = _run_database(args)
+    _open_refreshed(args).close()
+    try:
+        server = endpoint.listen(args.listen, args.port, _exposition_reader(database, args.job), args.prog)
+    except (OSError, OverflowError) as e:
+        raise CommandError(f"--listen/--port: cannot listen on {args.listen}:{args.port}: "
+                           f"{getattr(e, 'strerror', None) or e}") from None
+    host, port = server.server_address[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"{args.prog}: serving http://{shown}:{port}/metrics from '{database}'"
+          + (f", refreshed every {args.refresh_seconds:g} s" if args.refresh_seconds else ""),
+          file=sys.stderr, flush=True)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        endpoint.serve(server, _refresher(run_dir, database, args), args.refresh_seconds, args.prog)
+    except KeyboardInterrupt:
+        pass
     return 0
 
 
@@ -152,6 +308,7 @@ def compare(args):
 
 def run(args, prog):
     """Runs the chosen subcommand; a failure is one line on stderr and status 1."""
+    args.prog = f"{prog} {args.command}"
     try:
         return args.handler(args)
     except (CommandError, ExtensionError, RefreshError, sqlite3.Error) as e:

@@ -133,8 +133,9 @@ def jobs_in(conn):
     return [r[0] for r in conn.execute("SELECT job_id FROM report_jobs ORDER BY job_id")]
 
 
-def read_report(conn, job_id):
-    """The JobReport of job_id (findings and unresolved are filled by findings.py)."""
+def read_report(conn, job_id, layers=True):
+    """The JobReport of job_id (findings and unresolved are filled by findings.py); layers=False
+    leaves the per-layer rows out."""
     job = _query(conn, "SELECT * FROM report_jobs WHERE job_id = ?", (job_id,))
     if not job:
         raise LookupError(f"no job {job_id!r} in the database")
@@ -150,7 +151,7 @@ def read_report(conn, job_id):
     type_rows = _rows(_query(conn, "SELECT * FROM report_layer_types WHERE job_id = ?", (job_id,)),
                       _query(conn, estimates, (job_id, "layer_type")), "layer_type", scales, seconds)
     layer_rows = _rows(_query(conn, "SELECT * FROM report_layers WHERE job_id = ?", (job_id,)),
-                       _query(conn, estimates, (job_id, "layer")), "layer", scales, seconds)
+                       _query(conn, estimates, (job_id, "layer")), "layer", scales, seconds) if layers else []
     untracked = next((r.share for r in type_rows if r.direction == "untracked"), 0.0)
     return JobReport(
         job_id=job_id, gpus=gpus, gpu_seconds=seconds, minutes=seconds / max(gpus, 1) / 60,

@@ -48,16 +48,16 @@ def start_backfilled(openmetrics, work):
     return serve(work)
 
 
-def scrape(targets, work, log=None, interval_ms=100, ready_seconds=READY_SECONDS):
+def scrape(targets, work, log=None, interval_ms=100, ready_seconds=READY_SECONDS, job_name="dcgm-emulator"):
     """Starts a Prometheus scraping 127.0.0.1:PORT for each port of targets every interval_ms
-    (timeout 90% of it: one slow scrape does not delay the next), job name dcgm-emulator, its
+    (timeout 90% of it: one slow scrape does not delay the next), job name job_name, its
     storage in WORK/tsdb (the caller removes work). Output to log (an open file), default
     WORK/prometheus.log."""
     work = Path(work)
     config = work / "prometheus.yml"
     config.write_text(
         f"global:\n  scrape_interval: {interval_ms}ms\n  scrape_timeout: {max(1, interval_ms * 9 // 10)}ms\n"
-        "scrape_configs:\n  - job_name: dcgm-emulator\n    static_configs:\n"
+        f"scrape_configs:\n  - job_name: {job_name}\n    static_configs:\n"
         f"      - targets: [{', '.join(repr(f'127.0.0.1:{port}') for port in targets)}]\n")
     return _start(work, config, work / "tsdb", None, [], log, ready_seconds)
 

@@ -1,0 +1,429 @@
+"""`precisionprobe export` and `serve` as a platform engineer runs them: a one-minute recording of
+the offline emulator backfilled into a real Prometheus and refreshed by `export`; the file it
+writes checked by promtool; `serve` scraped by a second, real Prometheus, whose answers must be
+the report's numbers; the Grafana dashboard's queries run against that Prometheus."""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import extension_path, wait_for
+from precisionprobe.analysis import openmetrics, serve as endpoint
+from precisionprobe.analysis.report import JobReport, Row, Value
+from precisionprobe.emulator import offline
+from precisionprobe.emulator.profile import Profile
+from precisionprobe.harness import prometheus, processes
+from precisionprobe.harness.ports import free_port, wait_ready
+
+pytestmark = pytest.mark.skipif(shutil.which("promtool") is None or shutil.which("prometheus") is None,
+                                reason="needs Debian's prometheus package (promtool, prometheus)")
+
+ROOT = Path(__file__).resolve().parents[2]
+DASHBOARD = ROOT / "docs" / "grafana" / "precisionprobe-dashboard.json"
+DOC = ROOT / "docs" / "export.md"
+SHORTS = [short for _, short, _ in openmetrics.METRICS]
+SAMPLE = re.compile(r'^(\w+)\{(.*)\} (\S+)$')
+LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def precisionprobe(*args, check=True):
+    env = dict(os.environ, PRECISIONPROBE_EXTENSION=extension_path())
+    result = subprocess.run([sys.executable, "-m", "precisionprobe", *map(str, args)], env=env, text=True,
+                            capture_output=True, timeout=120)
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def samples(text):
+    """{(name, frozenset of labels): value} of an exposition."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        name, labels, value = SAMPLE.match(line).groups()
+        out[(name, frozenset(LABEL.findall(labels)))] = float(value)
+    return out
+
+
+@pytest.fixture(scope="module")
+def scraper(tmp_path_factory):
+    """A real Prometheus scraping a loopback port every 200 ms, started first: it takes some
+    5 s to apply its targets, which the recording and the refresh fill. `serve` listens there
+    later (scraped below)."""
+    port = free_port()
+    process, url = prometheus.scrape([port], tmp_path_factory.mktemp("scrape"), interval_ms=200,
+                                     job_name="precisionprobe")
+    try:
+        yield port, url
+    finally:
+        processes.stop(process)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, scraper):
+    """A one-minute dlrm recording, refreshed and exported by `export` (from a backfilled
+    Prometheus, stopped afterwards), and the report `analyze --format json` reads from the same
+    database."""
+    work = tmp_path_factory.mktemp("export")
+    rec = offline.record(60, 100, 0.005, 7, Profile.named("dlrm"))
+    paths = offline.write(rec, work / "a")
+    process, url = prometheus.start_backfilled(paths["openmetrics"], work)
+    try:
+        precisionprobe("export", work / "a" / "events", "--prometheus", url, "--final", "--db", work / "a.db",
+                       "--openmetrics", work / "a.prom")
+    finally:
+        processes.stop(process)
+    report = json.loads(precisionprobe("analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh",
+                                       "--format", "json").stdout)
+    (job,) = report["jobs"]
+    return work, job, (work / "a.prom").read_text()
+
+
+def test_promtool_accepts_the_exported_file(run):
+    work, _, text = run
+    # promtool parses Prometheus text format 0.0.4 and lints the names (units, _total, help):
+    # `# UNIT` and `# EOF` are comments there. The OpenMetrics parser is checked by the scrape below.
+    result = subprocess.run(["promtool", "check", "metrics"], input=text, text=True, capture_output=True)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert text.endswith("\n# EOF\n")
+    assert oct((work / "a.prom").stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+    assert not list(work.glob(".a.prom.*"))  # the temporary file was renamed, not left
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_series_are_per_job_and_layer_type_only(run):
+    _, job, text = run
+    series = samples(text)
+    label_names = {name for _, labels in series for name, _ in labels}
+    assert label_names == {"job_id", "layer_type", "direction", "metric"}
+    assert {dict(labels).get("direction") for _, labels in series} == {None, "forward", "backward", "untracked"}
+    per_row = 3 + 5 * len(SHORTS)  # seconds, share, calls; estimate, interval, blend, identified
+    assert len(series) <= per_row * len(job["layer_types"]) + 11
+    families = [line.split()[2] for line in text.splitlines() if line.startswith("# TYPE")]
+    assert len(families) == len(set(families)) and {line.split()[3] for line in text.splitlines()
+                                                    if line.startswith("# TYPE")} == {"gauge"}
+    assert {name for name, _ in series} == set(families)
+
+
+def _expected(job):
+    """{(name, labels): value} that the report says the exposition holds for layer types."""
+    out = {}
+    for row in job["layer_types"]:
+        labels = {"job_id": job["job_id"], "layer_type": row["layer_type"], "direction": row["direction"]}
+        key = frozenset(labels.items())
+        out[("precisionprobe_layer_type_share_ratio", key)] = row["share"]
+        out[("precisionprobe_layer_type_gpu_seconds", key)] = row["seconds"]
+        if row["calls"] is not None:
+            out[("precisionprobe_layer_type_calls", key)] = row["calls"]
+        for short in SHORTS:
+            v = row["metrics"][short]
+            scale = 100 if short == "gpu_util" else 1
+            name = f"precisionprobe_layer_type_{short}"
+            if v["kind"] == "estimate":
+                out[(f"{name}_ratio", key)] = v["value"] / scale
+            for kind in ("lower90", "upper90", "blend"):
+                if v[kind] is not None:
+                    out[(f"{name}_{kind}_ratio", key)] = v[kind] / scale
+            if v["kind"] is not None:
+                out[("precisionprobe_layer_type_identified", frozenset({**labels, "metric": short}.items()))] = \
+                    1 if v["kind"] == "estimate" else 0
+    return out
+
+
+def test_exported_values_are_the_reports(run):
+    _, job, text = run
+    series = samples(text)
+    per_type = {k: v for k, v in series.items() if k[0].startswith("precisionprobe_layer_type_")}
+    assert per_type == _expected(job)  # exact: both are Python's shortest round-trip reprs
+    key = frozenset({"job_id": job["job_id"]}.items())
+    assert series[("precisionprobe_job_busy_ratio", key)] == job["busy_share"]
+    assert series[("precisionprobe_job_gpu_seconds", key)] == job["gpu_seconds"]
+    assert series[("precisionprobe_job_dram_active_ratio", key)] == job["job_metrics"]["dram_active"]
+    assert series[("precisionprobe_job_gpu_shared", key)] == 0
+    # The three kinds of number are all there: identified estimates, intervals only, blends.
+    kinds = {row["metrics"][s]["kind"] for row in job["layer_types"] for s in SHORTS}
+    assert kinds == {"estimate", "interval", "blend"}
+
+
+def _query(url, expr):
+    query = urllib.parse.urlencode({"query": expr})
+    try:
+        with urllib.request.urlopen(f"{url}/api/v1/query?{query}", timeout=10) as r:
+            answer = json.load(r)
+    except urllib.error.HTTPError as e:
+        answer = json.load(e)
+    assert answer["status"] == "success", answer
+    return answer["data"]["result"]
+
+
+@pytest.fixture(scope="module")
+def scraped(run, scraper):
+    """`serve` on the run's database, on the port the scraper scrapes; yields once Prometheus
+    holds every layer type's share."""
+    work, job, _ = run
+    port, url = scraper
+    env = dict(os.environ, PRECISIONPROBE_EXTENSION=extension_path())
+    log = open(work / "serve.log", "w")
+    server = processes.start([sys.executable, "-m", "precisionprobe", "serve", str(work / "a" / "events"),
+                              "--db", str(work / "a.db"), "--no-refresh", "--port", str(port)], log, env=env)
+    try:
+        wait_ready(f"http://127.0.0.1:{port}/metrics", server, "precisionprobe serve", 60)
+        count = f"count(precisionprobe_layer_type_share_ratio{{job_id={json.dumps(job['job_id'])}}})"
+        wait_for(lambda: [r for r in _query(url, count) if int(r["value"][1]) == len(job["layer_types"])],
+                 30, "Prometheus to store serve's series")
+        yield url, port
+        processes.stop(server)
+        assert server.returncode == 0  # SIGTERM ends it cleanly
+        (line,) = (work / "serve.log").read_text().splitlines()  # scrapes, timed out or not, are not logged
+        assert line == f"python3 -m precisionprobe serve: serving http://127.0.0.1:{port}/metrics from '{work / 'a.db'}'"
+    finally:
+        processes.stop(server)
+        log.close()
+
+
+def test_prometheus_scrapes_serve_and_answers_the_reports_numbers(run, scraped):
+    _, job, _ = run
+    url, port = scraped
+    expected = _expected(job)
+    for name in ("precisionprobe_layer_type_share_ratio", "precisionprobe_layer_type_dram_active_ratio",
+                 "precisionprobe_layer_type_gpu_util_upper90_ratio", "precisionprobe_layer_type_identified"):
+        got = {}
+        for r in _query(url, name):
+            labels = {k: v for k, v in r["metric"].items() if k not in ("__name__", "instance", "job")}
+            assert r["metric"]["job"] == "precisionprobe" and r["metric"]["instance"] == f"127.0.0.1:{port}"
+            got[(name, frozenset(labels.items()))] = float(r["value"][1])
+        assert got == {k: v for k, v in expected.items() if k[0] == name}
+    # Prometheus parsed OpenMetrics (it asks for it first): only that parser reads `# UNIT`.
+    query = urllib.parse.urlencode({"metric": "precisionprobe_layer_type_gpu_seconds"})
+    with urllib.request.urlopen(f"{url}/api/v1/targets/metadata?{query}", timeout=10) as r:
+        (metadata,) = json.load(r)["data"]
+    assert (metadata["type"], metadata["unit"]) == ("gauge", "seconds")
+
+
+def test_the_fleet_mean_of_one_job_is_its_estimate(run, scraped):
+    """docs/export.md's fleet formula: with one job, sum(value * seconds) / sum(seconds) per layer
+    type is that job's identified estimate, and types without one are absent."""
+    _, job, _ = run
+    url, _ = scraped
+    fleet = _query(url, _fleet_mean("dram_active", "1h"))
+    got = {(r["metric"]["layer_type"], r["metric"]["direction"]): float(r["value"][1]) for r in fleet}
+    want = {(row["layer_type"], row["direction"]): row["metrics"]["dram_active"]["value"]
+            for row in job["layer_types"] if row["metrics"]["dram_active"]["kind"] == "estimate"}
+    assert got.keys() == want.keys() and all(got[k] == pytest.approx(want[k], rel=1e-12) for k in want)
+
+
+def _fleet_mean(metric, window):
+    text = DOC.read_text()
+    formula = re.search(r"<!-- fleet mean -->\n```promql\n(.*?)```", text, re.S).group(1)
+    return formula.replace("dram_active", metric).replace("30d", window)
+
+
+def _dashboard_queries(dashboard):
+    for panel in dashboard["panels"]:
+        for target in panel.get("targets", []):
+            yield panel["title"], target["expr"]
+
+
+def test_the_dashboard_is_valid_and_its_queries_answer(run, scraped):
+    _, job, _ = run
+    url, _ = scraped
+    dashboard = json.loads(DASHBOARD.read_text())
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
+    assert variables["job_id"]["type"] == "query" and "job_id" in variables["job_id"]["definition"]
+    assert [o["value"] for o in variables["metric"]["options"]] == SHORTS
+    titles = [p["title"] for p in dashboard["panels"]]
+    assert {"GPU busy and idle", "Share of GPU time per layer type"} <= set(titles)
+    assert len({p["id"] for p in dashboard["panels"]}) == len(titles)
+    # Every query names exported families only, reads the chosen data source, and answers on
+    # the scraped run for every metric the variable offers.
+    families = {f.name for f in openmetrics.FAMILIES}
+    for panel in dashboard["panels"]:
+        if panel["type"] != "row":
+            assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+    for title, expr in _dashboard_queries(dashboard):
+        for short in SHORTS:
+            query = (expr.replace("${metric}", short).replace("$__range", "1h")
+                     .replace("$job_id", job["job_id"]))
+            assert set(re.findall(r"precisionprobe_\w+", query)) <= families, title
+            result = _query(url, query)
+            assert result, f"{title}: {query} returned nothing"
+
+
+DOC_BLOCK = re.compile(r"(<!-- export output: generated by python/tests/test_export.py -->\n```text\n)(.*?)(```\n)",
+                       re.S)
+DOC_FAMILIES = ("precisionprobe_job_gpu_seconds", "precisionprobe_job_busy_ratio",
+                "precisionprobe_layer_type_share_ratio", "precisionprobe_layer_type_dram_active_ratio",
+                "precisionprobe_layer_type_dram_active_lower90_ratio",
+                "precisionprobe_layer_type_dram_active_upper90_ratio",
+                "precisionprobe_layer_type_dram_active_blend_ratio", "precisionprobe_layer_type_identified")
+DOC_ROWS = ('layer_type="EmbeddingBag",direction="backward"', 'layer_type="Linear",direction="backward"',
+            'layer_type="ReLU",direction="backward"')
+
+
+def _doc_excerpt(text):
+    """The exported file cut to DOC_FAMILIES, their job-level samples and those of DOC_ROWS (of
+    the identified family, dram_active's only)."""
+    out, keep = [], False
+    for line in text.splitlines():
+        if line == "# EOF":
+            break
+        if line.startswith("# HELP "):
+            keep = line.split()[2] in DOC_FAMILIES
+        if not keep:
+            continue
+        if line.startswith("#") or "layer_type=" not in line:
+            out.append(line)
+        elif any(row in line for row in DOC_ROWS) and ('metric="' not in line or 'metric="dram_active"' in line):
+            out.append(line)
+    return "\n".join(out + ["# EOF"]) + "\n"
+
+
+def test_the_docs_show_this_export_and_every_family(run):
+    """docs/export.md shows an excerpt of the file this test exports (PP_WRITE_DOCS=1 rewrites it)
+    and names every family."""
+    _, job, exported = run
+    kinds = {(row["layer_type"], row["direction"]): row["metrics"]["dram_active"]["kind"] for row in job["layer_types"]}
+    # What the docs say of the three rows shown.
+    assert [kinds[row] for row in (("EmbeddingBag", "backward"), ("Linear", "backward"), ("ReLU", "backward"))] == \
+        ["estimate", "interval", "blend"]
+    text = DOC.read_text()
+    match = DOC_BLOCK.search(text)
+    assert match, "docs/export.md lacks its generated output block"
+    excerpt = _doc_excerpt(exported)
+    if os.environ.get("PP_WRITE_DOCS"):
+        text = text[:match.start(2)] + excerpt + text[match.end(2):]
+        DOC.write_text(text)
+    else:
+        assert match.group(2) == excerpt, "docs/export.md is out of date: rerun with PP_WRITE_DOCS=1"
+    documented = set(re.findall(r"`(precisionprobe_\w+)`", text))
+    named = set()
+    for family in openmetrics.FAMILIES:
+        name = family.name
+        for short in SHORTS:
+            name = name.replace(f"_{short}_", "_METRIC_")
+        named.add(name)
+    assert named <= documented, f"undocumented: {sorted(named - documented)}"
+
+
+def test_any_job_id_and_layer_type_is_a_valid_label_value():
+    """Label values are escaped (backslash, quote, newline), so that promtool reads them back."""
+    job_id, layer_type = 'team "a"\\run\n2', "Conv2d\\x"
+    row = Row(layer_type, layer_type, "forward", 3, 1.5, 0.0045, 0.5,
+              {short: Value("blend", 0.25, blend=0.25) for short in SHORTS})
+    report = JobReport(job_id, 1, 0.009, 0.00015, 100.0, None, None, 0.5, 0.5, None, None, {}, [row], [])
+    text = openmetrics.exposition([report])
+    result = subprocess.run(["promtool", "check", "metrics"], input=text, text=True, capture_output=True)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    line = next(line for line in text.splitlines() if line.startswith("precisionprobe_layer_type_share_ratio{"))
+    assert line == ('precisionprobe_layer_type_share_ratio{job_id="team \\"a\\"\\\\run\\n2",'
+                    'layer_type="Conv2d\\\\x",direction="forward"} 0.5')
+
+
+def test_errors_are_one_line(run, tmp_path):
+    work, _, _ = run
+    events = work / "a" / "events"
+    missing = precisionprobe("export", events, "--db", work / "a.db", "--no-refresh", "--openmetrics",
+                             tmp_path / "nowhere" / "x.prom", check=False)
+    assert (missing.returncode, missing.stderr) == (
+        1, f"python3 -m precisionprobe export: --openmetrics: cannot write '{tmp_path / 'nowhere' / 'x.prom'}': "
+           "No such file or directory\n")
+    no_db = precisionprobe("serve", events, "--db", tmp_path / "none.db", "--no-refresh", "--port", "0",
+                           check=False)
+    assert (no_db.returncode, no_db.stderr) == (
+        1, f"python3 -m precisionprobe serve: --no-refresh: no results database at '{tmp_path / 'none.db'}'\n")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = precisionprobe("serve", events, "--db", work / "a.db", "--no-refresh", "--port", port, check=False)
+    assert busy.returncode == 1
+    assert busy.stderr == (f"python3 -m precisionprobe serve: --listen/--port: cannot listen on 127.0.0.1:{port}: "
+                           "Address already in use\n")
+    interval = precisionprobe("serve", events, "--no-refresh", "--port", "0", "--refresh-seconds", "0", check=False)
+    assert interval.stderr == "python3 -m precisionprobe serve: --refresh-seconds: must be more than 0, got 0\n"
+
+
+def test_serve_answers_failures_with_500_and_refreshes_on_its_own_thread():
+    """The endpoint itself, with stand-ins for reading and refreshing: a failed scrape is a 500
+    with its reason, a failed refresh a warning, and neither stops the next."""
+    state = {"reads": 0, "refreshes": 0}
+
+    def read():
+        state["reads"] += 1
+        if state["reads"] == 1:
+            raise RuntimeError("database is locked")
+        return "# EOF\n"
+
+    def refresh():
+        state["refreshes"] += 1
+        if state["refreshes"] == 1:
+            raise RuntimeError("pp_refresh: Prometheus at http://127.0.0.1:9 does not answer")
+
+    log = _Lines()
+    server = endpoint.listen("127.0.0.1", 0, read, "precisionprobe serve", log)
+    thread = threading.Thread(target=endpoint.serve, args=(server, refresh, 0.05, "precisionprobe serve", log),
+                              daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            urllib.request.urlopen(base + "/metrics", timeout=5)
+        assert failed.value.code == 500
+        assert failed.value.read() == b"precisionprobe serve: scrape of /metrics failed: database is locked\n"
+        request = urllib.request.Request(base + "/metrics", headers={"Accept": "application/openmetrics-text"})
+        with urllib.request.urlopen(request, timeout=5) as r:
+            assert r.read() == b"# EOF\n" and r.headers["Content-Type"] == openmetrics.CONTENT_TYPE
+        with urllib.request.urlopen(base + "/metrics", timeout=5) as r:
+            assert r.headers["Content-Type"] == openmetrics.TEXT_CONTENT_TYPE
+        wait_for(lambda: state["refreshes"] >= 3, 10, "three refreshes")
+    finally:
+        server.shutdown()
+        thread.join(5)
+    assert "precisionprobe serve: scrape of /metrics failed: database is locked" in log.lines
+    assert ("precisionprobe serve: warning: refresh failed: pp_refresh: Prometheus at http://127.0.0.1:9 does "
+            "not answer") in log.lines
+    assert len(log.lines) == 2  # the later refreshes and scrapes succeeded silently
+
+
+class _Lines:
+    def __init__(self):
+        self.lines, self._part = [], ""
+
+    def write(self, text):
+        self._part += text
+        *done, self._part = self._part.split("\n")
+        self.lines += done
+
+    def flush(self):
+        pass
+
+
+def test_the_cache_reads_again_only_when_the_database_changed(tmp_path):
+    database = tmp_path / "x.db"
+    database.write_bytes(b"one")
+    reads = []
+    cached = endpoint.when_changed(lambda: reads.append(1) or str(len(reads)), [database, tmp_path / "x.db-wal"])
+    assert (cached(), cached()) == ("1", "1")
+    time.sleep(0.01)
+    (tmp_path / "x.db-wal").write_bytes(b"wal")
+    assert cached() == "2"
+    database.write_bytes(b"three")
+    assert (cached(), cached()) == ("3", "3")
