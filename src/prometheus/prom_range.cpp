@@ -66,6 +66,7 @@ struct RangeCursor : MatrixCursor {
   static constexpr const char* kSchema =
       "CREATE TABLE x(" PP_MATRIX_COLUMNS ", query HIDDEN, start HIDDEN, \"end\" HIDDEN, step HIDDEN)";
   using MatrixCursor::MatrixCursor;
+  StatementClock clock;  // "now" in the time arguments, read once per cursor
 
   static int plan(sqlite3_index_info* info) {
     const int rc = plan_arguments(info, kFirstArgument, kArguments);
@@ -79,7 +80,7 @@ struct RangeCursor : MatrixCursor {
     const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
     keep_arguments(args);
     const std::string query = required_text(args[0], "query");
-    const auto [start_ms, end_ms] = parse_time_range(args[1], args[2]);
+    const auto [start_ms, end_ms] = parse_time_range(args[1], args[2], clock.now_ms());
     const int64_t step = args[3] ? parse_duration_ms(args[3], "step") : default_step_ms(end_ms - start_ms);
     start(plan_chunks(*connection, query, start_ms, end_ms, step));
   }

@@ -56,6 +56,7 @@ struct SamplesCursor : MatrixCursor {
   static constexpr const char* kSchema =
       "CREATE TABLE x(" PP_MATRIX_COLUMNS ", selector HIDDEN, start HIDDEN, \"end\" HIDDEN)";
   using MatrixCursor::MatrixCursor;
+  StatementClock clock;  // "now" in the time arguments, read once per cursor
 
   static int plan(sqlite3_index_info* info) {
     const int rc = plan_arguments(info, kFirstArgument, kArguments);
@@ -70,7 +71,7 @@ struct SamplesCursor : MatrixCursor {
     const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
     keep_arguments(args);
     const std::string selector = required_text(args[0], "selector");
-    const auto [start_ms, end_ms] = parse_time_range(args[1], args[2]);
+    const auto [start_ms, end_ms] = parse_time_range(args[1], args[2], clock.now_ms());
     const auto pushed = apply_metric_pushdown(selector, idx_num, argc, argv);
     start(pushed ? plan_chunks(*connection, *pushed, start_ms, end_ms) : std::vector<MatrixChunk>{});
   }

@@ -27,6 +27,7 @@ struct SeriesCursor : RowsCursor {
   static constexpr int kFirstArgument = 2;
   static constexpr bool kDoesIo = true;
   using RowsCursor::RowsCursor;
+  StatementClock clock;  // "now" in the time arguments, read once per cursor
 
   static int plan(sqlite3_index_info* info) {
     const int rc = plan_arguments(info, kFirstArgument, kArguments);
@@ -44,11 +45,11 @@ struct SeriesCursor : RowsCursor {
     // The series API needs both bounds; absent ones mean all time (through the year 2100).
     TimeRange range{0, 4102444800000};
     if (args[1] && args[2])
-      range = parse_time_range(args[1], args[2]);
+      range = parse_time_range(args[1], args[2], clock.now_ms());
     else if (args[1])
-      range.start_ms = parse_time_ms(args[1], "start");
+      range.start_ms = parse_time_ms(args[1], "start", clock.now_ms());
     else if (args[2])
-      range.end_ms = parse_time_ms(args[2], "end");
+      range.end_ms = parse_time_ms(args[2], "end", clock.now_ms());
     std::vector<std::vector<SqlValue>> rows;
     if (const auto pushed = apply_metric_pushdown(match, idx_num, argc, argv)) {
       PromClient client(*connection, kName);

@@ -1,5 +1,6 @@
 #include "prometheus/time_parse.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -93,7 +94,29 @@ bool parse_rfc3339_ms(std::string_view s, int64_t& out_ms) {
   return true;
 }
 
-int64_t parse_time_ms(sqlite3_value* value, const char* argument) {
+int64_t wall_clock_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool parse_relative_time_ms(std::string_view text, int64_t now_ms, int64_t& out_ms) {
+  std::string_view rest = text;
+  if (rest.size() >= 3 && (rest[0] == 'n' || rest[0] == 'N') && (rest[1] == 'o' || rest[1] == 'O') &&
+      (rest[2] == 'w' || rest[2] == 'W')) {
+    rest.remove_prefix(3);
+    if (rest.empty()) {
+      out_ms = now_ms;
+      return true;
+    }
+  }
+  if (rest.size() < 2 || (rest[0] != '-' && rest[0] != '+')) return false;
+  int64_t offset = 0;
+  if (!parse_prometheus_duration_ms(rest.substr(1), offset)) return false;
+  out_ms = rest[0] == '-' ? now_ms - offset : now_ms + offset;
+  return true;
+}
+
+int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms) {
   int64_t ms = 0;
   switch (sqlite3_value_type(value)) {
     case SQLITE_NULL:
@@ -108,15 +131,17 @@ int64_t parse_time_ms(sqlite3_value* value, const char* argument) {
       double seconds = 0;
       if (parse_double(text, seconds) && seconds_to_ms(seconds, ms)) return ms;
       if (parse_rfc3339_ms(text, ms)) return ms;
+      if (parse_relative_time_ms(text, now_ms, ms)) return ms;
       throw argument_error(argument,
                            "is not a time: '" + text +
-                               "' (use unix seconds or RFC3339 such as 2024-05-01T12:00:00Z)");
+                               "' (use unix seconds, RFC3339 such as 2024-05-01T12:00:00Z, or a time relative "
+                               "to now such as 'now', '-1h' or 'now-15m')");
     }
   }
 }
 
-TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end) {
-  const TimeRange range{parse_time_ms(start, "start"), parse_time_ms(end, "end")};
+TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end, int64_t now_ms) {
+  const TimeRange range{parse_time_ms(start, "start", now_ms), parse_time_ms(end, "end", now_ms)};
   if (range.end_ms < range.start_ms)
     throw Error("argument 'end' (" + format_seconds(range.end_ms) +
                 ") is before 'start' (" + format_seconds(range.start_ms) + ")");

@@ -2,6 +2,7 @@
 // Everything is integer milliseconds inside, the precision Prometheus stores.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -10,17 +11,31 @@
 namespace pp {
 
 // A time argument: unix seconds (INTEGER, REAL or numeric text, fractions kept to the ms),
-// RFC3339 text ("2023-11-14T22:13:20.5Z", "...+02:00"), or SQLite's own UTC datetime text
-// ("2023-11-14 22:13:20"). Throws pp::Error naming the argument otherwise.
-int64_t parse_time_ms(sqlite3_value* value, const char* argument);
+// RFC3339 text ("2023-11-14T22:13:20.5Z", "...+02:00"), SQLite's own UTC datetime text
+// ("2023-11-14 22:13:20"), or a time relative to now_ms as Grafana and PromQL users type it:
+// "now", "now-1h", "now+5m", "-15m" (any Prometheus duration). Throws pp::Error naming the
+// argument otherwise.
+int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms);
 bool parse_rfc3339_ms(std::string_view text, int64_t& out_ms);
+// "now", "now-1h", "now+5m", "-15m", "+1h" relative to now_ms (case-insensitive "now").
+bool parse_relative_time_ms(std::string_view text, int64_t now_ms, int64_t& out_ms);
+// The wall clock in unix ms. A table function reads it once per cursor (StatementClock), so
+// that calling it again for each row of an outer table sees the same "now" whatever the plan.
+int64_t wall_clock_ms();
+struct StatementClock {
+  std::optional<int64_t> now;
+  int64_t now_ms() {
+    if (!now) now = wall_clock_ms();
+    return *now;
+  }
+};
 
 // start and end arguments together: both parsed, end not before start (error names both).
 struct TimeRange {
   int64_t start_ms;
   int64_t end_ms;
 };
-TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end);
+TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end, int64_t now_ms);
 
 // A step or range: seconds (number or numeric text) or a Prometheus duration ("15s", "1m30s",
 // "250ms", "1h", "2d", "1w", "1y"). Throws pp::Error unless the result is > 0.

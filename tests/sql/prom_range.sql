@@ -38,3 +38,15 @@ SELECT query = 'pp_test_long' AND step = '10s'
 -- Identical requests in one statement are sent once: a correlated join stays cheap and exact.
 SELECT count(*) = 3 * 5 FROM generate_series(1, 3) AS g,
        prom_range('pp_test_long', ${LONG_START}, ${LONG_START} + 40, '10s') AS r;
+
+-- Times relative to now, as Grafana and PromQL users type them: '-1h' to 'now' is the last
+-- hour (vector(1) has a point at every step whatever the data), and 'now-1h' the same.
+SELECT count(*) = 5 AND max(ts) - min(ts) = 3600 AND abs(max(ts) - unixepoch('now')) < 60
+  FROM prom_range('vector(1)', '-1h', 'now', '15m');
+SELECT count(*) = 5 AND abs(min(ts) - (unixepoch('now') - 3600)) < 60
+  FROM prom_range('vector(1)', 'now-1h', 'NOW', 900);
+-- Called again for each row of an outer table, one cursor reads the clock once: every call
+-- asks for the same range, whatever the plan.
+SELECT count(DISTINCT ts) = 3 AND count(*) = 9
+  FROM (SELECT 1 AS k UNION ALL SELECT 2 UNION ALL SELECT 3) AS o
+  CROSS JOIN prom_range('vector(1)', '-2m', 'now', '1m') AS r;

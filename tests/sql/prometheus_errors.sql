@@ -43,3 +43,6 @@ INSERT INTO t VALUES (1);
 -- error: unsafe use of pp_config()
 CREATE VIEW settings_view AS SELECT pp_config('prometheus_url', 'http://attacker.invalid');
 SELECT * FROM settings_view;
+
+-- error: prom_range: argument 'start' is not a time: 'now - 1h' (use unix seconds, RFC3339 such as 2024-05-01T12:00:00Z, or a time relative to now such as 'now', '-1h' or 'now-15m')
+SELECT * FROM prom_range('up', 'now - 1h', 'now', 60);

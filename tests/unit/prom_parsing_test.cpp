@@ -44,6 +44,29 @@ TEST(PromParsing, Rfc3339AndSqliteDatetime) {
   EXPECT_FALSE(pp::parse_rfc3339_ms("yesterday", ms));
 }
 
+TEST(PromParsing, TimesRelativeToNowAsGrafanaUsersTypeThem) {
+  const int64_t now = 1700000000123;
+  int64_t ms = 0;
+  ASSERT_TRUE(pp::parse_relative_time_ms("now", now, ms));
+  EXPECT_EQ(ms, now);
+  ASSERT_TRUE(pp::parse_relative_time_ms("NOW", now, ms));
+  EXPECT_EQ(ms, now);
+  ASSERT_TRUE(pp::parse_relative_time_ms("-1h", now, ms));
+  EXPECT_EQ(ms, now - 3600000);
+  ASSERT_TRUE(pp::parse_relative_time_ms("now-15m", now, ms));
+  EXPECT_EQ(ms, now - 900000);
+  ASSERT_TRUE(pp::parse_relative_time_ms("now+1m30s", now, ms));
+  EXPECT_EQ(ms, now + 90000);
+  ASSERT_TRUE(pp::parse_relative_time_ms("-2d", now, ms));
+  EXPECT_EQ(ms, now - 2 * 86400000);
+  EXPECT_FALSE(pp::parse_relative_time_ms("now-", now, ms));
+  EXPECT_FALSE(pp::parse_relative_time_ms("now - 1h", now, ms));
+  EXPECT_FALSE(pp::parse_relative_time_ms("-", now, ms));
+  EXPECT_FALSE(pp::parse_relative_time_ms("1h", now, ms));  // a duration is not a time
+  EXPECT_FALSE(pp::parse_relative_time_ms("nowish", now, ms));
+  EXPECT_FALSE(pp::parse_relative_time_ms("yesterday", now, ms));
+}
+
 TEST(PromParsing, PrometheusDurations) {
   int64_t ms = 0;
   ASSERT_TRUE(pp::parse_prometheus_duration_ms("1m30s", ms));
