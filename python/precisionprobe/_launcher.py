@@ -4,10 +4,12 @@ The command inherits an environment that makes every Python process of the job a
 (see _autoattach.py). The launcher waits for the command, forwards the signals that were meant for
 it, and returns the command's exit status (128+N when a signal N killed it, as shells do).
 """
+import glob
 import os
 import signal
 import subprocess
 import sys
+import time
 
 from . import _autoattach as autoattach
 from ._job_identity import default_job_id
@@ -34,6 +36,7 @@ def run(command, out=None, job_id=None):
     job_id = job_id or os.environ.get(autoattach.ENV_JOB_ID) or default_job_id()
     out_dir = os.path.abspath(out or default_out_dir(job_id))
     print(f"precisionprobe: job {job_id}, events in {out_dir}", file=sys.stderr, flush=True)
+    started = time.time()
     # Signals are blocked from before the child exists (none can slip past the forwarding loop)
     # and unblocked again in the child before it runs the command.
     waited = set(FORWARDED_SIGNALS) | {signal.SIGCHLD}
@@ -54,7 +57,23 @@ def run(command, out=None, job_id=None):
             pass
         signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
         signal.signal(signal.SIGCHLD, previous_sigchld)
+    if not _wrote_events_since(out_dir, started):
+        print(f"precisionprobe: warning: {command[0]} wrote no layer events to {out_dir}: the hooks record "
+              "the PyTorch modules that Python processes of the command call (is it a Python program, "
+              "with torch importable, that ran a model?)", file=sys.stderr)
     return status if status >= 0 else 128 - status
+
+
+def _wrote_events_since(out_dir, started):
+    """Whether an event file in out_dir was written to since the command started (one second of
+    slack for file systems that keep coarse modification times)."""
+    for path in glob.glob(os.path.join(glob.escape(out_dir), "events-*.jsonl")):
+        try:
+            if os.path.getmtime(path) >= started - 1 and os.path.getsize(path) > 0:
+                return True
+        except OSError:
+            pass
+    return False
 
 
 def _wait_forwarding_signals(child, waited):

@@ -49,3 +49,15 @@ def test_default_job_id_and_output_directory(tmp_path):
     assert re.fullmatch(r"job-\d{8}-\d{6}-\d+", job_dir.name)
     headers, events = read_records(job_dir)
     assert {r["job_id"] for r in headers + events} == {job_dir.name}
+
+
+def test_a_command_that_wrote_no_events_is_told_so(tmp_path):
+    # Not a Python program, and a Python program that never ran a PyTorch module: the run ends
+    # with the command's status and a warning saying why nothing was recorded.
+    for command in (["true"], [sys.executable, "-c", "print('no model here')"]):
+        result = run_launched(tmp_path / command[0].rsplit("/", 1)[-1], command)
+        assert result.returncode == 0
+        assert f"precisionprobe: warning: {command[0]} wrote no layer events to" in result.stderr
+        assert "is it a Python program, with torch importable, that ran a model?" in result.stderr
+    trained = run_launched(tmp_path / "trained", [sys.executable, "-c", TRAIN_ONE_STEP])
+    assert trained.returncode == 0 and "wrote no layer events" not in trained.stderr
