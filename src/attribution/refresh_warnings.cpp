@@ -1,5 +1,6 @@
 // What pp_refresh says in pp_last_warnings() about events it cannot attribute, or cannot
 // attribute to one job alone: never dropped silently.
+#include <cmath>
 #include <string>
 
 #include "attribution/refresh.hpp"
@@ -44,6 +45,18 @@ void warn_about_unattributed(RefreshRun& run) {
     run.warn(std::to_string(run.late_events) +
              " events arrived after their sample windows were folded and are not attributed; refresh a job "
              "with all of its event files before final = 1");
+  // Not final: the newest events wait for windows the job may still write events into. Said,
+  // so that a refresh right after a job ended is not taken for the whole job.
+  if (!run.final) {
+    Statement waiting(run.db, named_sql("refresh", "waiting_events"));
+    if (waiting.step() && waiting.column_int64(0) > 0)
+      run.warn(std::to_string(waiting.column_int64(0)) + " events (the last " +
+               std::to_string(static_cast<long long>(std::ceil(waiting.column_double(1)))) +
+               " s) are not folded yet: while a job may still write events, the fold waits " +
+               run.connection.settings().get("attribution_margin_seconds") +
+               " s (attribution_margin_seconds) after a GPU's last event; refresh again later, or with "
+               "final = 1 once the job has ended");
+  }
 }
 
 // After folding: jobs whose spans on one GPU overlap (colocated_spans), for the pairs this

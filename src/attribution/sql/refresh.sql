@@ -242,3 +242,11 @@ SELECT c.uuid, c.job_a, c.job_b,
   FROM main.colocated_spans AS c
  WHERE EXISTS (SELECT 1 FROM temp.pp_fold_spans AS f WHERE f.uuid = c.uuid AND f.job_id IN (c.job_a, c.job_b))
  ORDER BY c.uuid, c.job_a, c.job_b;
+
+-- name: waiting_events
+-- After a fold that was not final: events of sampled GPUs still unfolded (their partial
+-- index), and how many seconds of the newest GPU's events they cover.
+SELECT count(*), coalesce((max(e.t_end_ns) - min(e.t_start_ns)) / 1e9, 0) FROM main.pp_events AS e
+ WHERE e.folded = 0 AND e.gpu_uuid <> 'cpu'
+   AND e.t_start_ns >= 0 AND e.t_end_ns >= e.t_start_ns AND e.t_end_ns <= (1 << 62)
+   AND EXISTS (SELECT 1 FROM main.pp_samples AS s WHERE s.uuid = e.gpu_uuid);
