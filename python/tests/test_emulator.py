@@ -357,3 +357,17 @@ def test_cli_names_itself_an_emulator(tmp_path):
     assert ok.returncode == 0, ok.stderr
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["events", "metrics.om", "samples_truth.csv",
                                                                   "truth.json"]
+
+
+def test_layer_types_only_the_default_covers_are_named_once(capsys):
+    """A profile with a "default" covers any layer type; the live emulator says which ones got
+    the default values, once each, rather than using them silently."""
+    data = dict(SMALL_PROFILE, default={"forward": values(70, 1000, 0.3, 0.3, 0.3, 0.3),
+                                        "backward": values(60, 1000, 0.2, 0.2, 0.2, 0.2)})
+    emu = live.Emulator(Profile(data, "with-default"), live.build_gpus(1, [], "h", "m"), interval_ms=100)
+    for start in (0, 10, 20):
+        emu.add_event(event("conv", "Conv2d", True, start, start + 5))
+    emu.add_event(event("l1", "A", True, 30, 35))
+    err = capsys.readouterr().err
+    assert err.count("has no values for layer type 'Conv2d': its calls get the profile's default values") == 1
+    assert "'A'" not in err and emu.defaulted_types == {"Conv2d"}

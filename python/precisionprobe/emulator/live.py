@@ -233,6 +233,7 @@ class Emulator:
         self.served = deque(maxlen=SERVED_LOG)
         self.events = self.unmapped = self.late = self.bad_lines = 0
         self.unknown_types = set()
+        self.defaulted_types = set()  # layer types only the profile's "default" covers
 
     def add_event(self, event):
         """Adds one parsed event; returns the emulated GPU index or None."""
@@ -245,6 +246,12 @@ class Emulator:
         except ProfileError:
             self.unknown_types.add(event.get("layer_type"))
             return g
+        layer_type = event.get("layer_type")
+        if (layer_type not in self.profile.types and event["layer"] not in self.profile.layers
+                and layer_type not in self.defaulted_types):
+            self.defaulted_types.add(layer_type)
+            print(f"{EMULATOR_NAME}: warning: profile {self.profile.source} has no values for layer type "
+                  f"{layer_type!r}: its calls get the profile's default values", file=sys.stderr, flush=True)
         start, end = int(event["t_start_ns"]), int(event["t_end_ns"])
         with self.lock:
             if self.served_end_ns is not None and start < self.served_end_ns:
