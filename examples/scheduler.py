@@ -78,6 +78,12 @@ SELECT m.job_id AS memory_job, c.job_id AS compute_job,
 """
 
 
+def fail(message):
+    """A one-line error on stderr; exit status 1."""
+    print(f"scheduler.py: {message}", file=sys.stderr)
+    return 1
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("database")
@@ -88,13 +94,24 @@ def main():
                         help="largest combined load per resource, as a fraction (default 1.0)")
     args = parser.parse_args()
 
-    conn = sqlite3.connect(f"file:{args.database}?mode=ro", uri=True)
-    conn.enable_load_extension(True)
-    conn.load_extension(args.extension)
-    # The estimator runs once per (job, metric); keep the two metrics the classification needs.
-    conn.execute("CREATE TEMP TABLE estimates AS SELECT job_id, layer_type, forward, metric, estimate, confidence "
-                 "FROM layer_type_estimates WHERE metric IN ('DCGM_FI_PROF_DRAM_ACTIVE', 'DCGM_FI_PROF_PIPE_FP32_ACTIVE')")
-    conn.execute(f"CREATE TEMP TABLE jobs AS {CLASSIFY}")
+    if not Path(args.database).is_file():
+        return fail(f"no results database at '{args.database}' (make one with `precisionprobe analyze RUN_DIR` "
+                    "or pp_refresh)")
+    try:
+        conn = sqlite3.connect(f"file:{args.database}?mode=ro", uri=True)
+        conn.enable_load_extension(True)
+        conn.load_extension(args.extension)
+    except (sqlite3.Error, AttributeError) as e:
+        return fail(f"cannot load the extension {args.extension}: {e} (build it with scripts/build.sh, or "
+                    "give --extension)")
+    try:
+        # The estimator runs once per (job, metric); keep the two metrics the classification needs.
+        conn.execute("CREATE TEMP TABLE estimates AS SELECT job_id, layer_type, forward, metric, estimate, "
+                     "confidence FROM layer_type_estimates "
+                     "WHERE metric IN ('DCGM_FI_PROF_DRAM_ACTIVE', 'DCGM_FI_PROF_PIPE_FP32_ACTIVE')")
+        conn.execute(f"CREATE TEMP TABLE jobs AS {CLASSIFY}")
+    except sqlite3.Error as e:
+        return fail(f"'{args.database}' is not a precisionprobe results database ({e})")
     measured = {frozenset((a, b)): row for a, b, *row in conn.execute(MEASURED)}
     shared = {job for pair in conn.execute("SELECT job_a, job_b FROM colocated_spans") for job in pair}
 

@@ -194,3 +194,18 @@ def test_a_pair_measured_together_is_judged_by_what_the_gpu_measured(shared_data
 def test_jobs_that_never_shared_are_not_marked(database):
     out = run(database)
     assert "shared a GPU" not in out and "Measured together" not in out and "measured together" not in out, out
+
+
+def test_errors_are_one_line_not_tracebacks(tmp_path):
+    plain = tmp_path / "plain.db"
+    sqlite3.connect(plain).execute("CREATE TABLE t(x)")
+    cases = [([str(tmp_path / "missing.db")], "no results database at"),
+             ([str(plain), "--extension", str(tmp_path / "nowhere")], "cannot load the extension"),
+             ([str(plain)], "is not a precisionprobe results database")]
+    for arguments, message in cases:
+        result = subprocess.run([sys.executable, str(SCHEDULER), *arguments, *([] if "--extension" in arguments
+                                                                              else ["--extension", EXTENSION])],
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith("scheduler.py: ") and message in line
