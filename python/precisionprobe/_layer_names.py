@@ -1,7 +1,9 @@
 """Names and types of modules, computed once per module and cached for the hot path.
 
 A layer's name is its qualified path in the model that contains it (`top_l.2`, `emb_l.3`,
-`loss_fn`), the key `named_modules()` gives it. Global hooks see modules, not models, so when a
+`loss_fn`), the key `named_modules()` gives it; a path that starts with an index (the children of a
+top-level `nn.Sequential` or `nn.ModuleList` are `0`, `1`, ...) is prefixed with the model's class
+name (`Sequential.0`), so that it says whose child it is. Global hooks see modules, not models, so when a
 module with children is called at top level its whole tree is named at once; a module called
 before any model containing it has been seen keeps its class name as its layer name.
 """
@@ -44,9 +46,12 @@ class LayerRegistry:
         return info
 
     def _name_tree(self, root):
+        root_name = type(root).__name__
         for name, module in root.named_modules():
             known = self._infos.get(id(module))
             if known is None or (known.provisional and name):
+                if name[:1].isdigit():
+                    name = f"{root_name}.{name}"
                 self._add(module, name or type(module).__name__, provisional=not name)
 
     def _add(self, module, name, provisional):

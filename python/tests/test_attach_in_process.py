@@ -38,8 +38,8 @@ def test_attach_records_layers_until_detach(tmp_path, fresh_probe, capsys):
     assert [h["job_id"] for h in headers] == ["notebook"]
     assert {e["job_id"] for e in events} == {"notebook"}
     assert [(e["layer"], e["forward"]) for e in events if e["batch"] == 1] == [
-        ("0", True), ("1", True), ("2", True), ("MSELoss", True),
-        ("MSELoss", False), ("2", False), ("1", False), ("0", False)]
+        ("Sequential.0", True), ("Sequential.1", True), ("Sequential.2", True), ("MSELoss", True),
+        ("MSELoss", False), ("Sequential.2", False), ("Sequential.1", False), ("Sequential.0", False)]
 
     train(model, steps=1)  # detached: nothing more is written
     assert len(read_records(tmp_path)[1]) == len(events)
@@ -60,9 +60,9 @@ def test_modules_whose_output_needs_no_grad_have_no_backward_event(tmp_path, fre
     model(torch.randn(2, 4)).sum().backward()
     fresh_probe.detach()
     events = read_records(tmp_path)[1]
-    assert [e["layer"] for e in events if e["forward"]] == ["0", "1", "2", "3"]
-    # "0" and "1": no grad flows into them. "2" (Identity) returns its input: no work of its own.
-    assert [e["layer"] for e in events if not e["forward"]] == ["3"]
+    assert [e["layer"] for e in events if e["forward"]] == ["Sequential.0", "Sequential.1", "Sequential.2", "Sequential.3"]
+    # Sequential.0 and .1: no grad flows into them. .2 (Identity) returns its input: no work of its own.
+    assert [e["layer"] for e in events if not e["forward"]] == ["Sequential.3"]
 
 
 def test_inference_under_no_grad_gives_forward_events_one_batch_per_call(tmp_path, fresh_probe):
@@ -101,7 +101,7 @@ def test_backward_run_twice_gives_two_backward_events(tmp_path, fresh_probe):
     loss.backward()
     fresh_probe.detach()
     assert [(e["layer"], e["forward"]) for e in read_records(tmp_path)[1]] == [
-        ("0", True), ("1", True), ("1", False), ("0", False), ("1", False), ("0", False)]
+        ("Sequential.0", True), ("Sequential.1", True), ("Sequential.1", False), ("Sequential.0", False), ("Sequential.1", False), ("Sequential.0", False)]
 
 
 def test_a_backward_pass_that_raises_does_not_stop_batch_counting(tmp_path, fresh_probe):
@@ -123,4 +123,4 @@ def test_a_backward_pass_that_raises_does_not_stop_batch_counting(tmp_path, fres
     assert sorted({e["batch"] for e in events}) == [0, 1, 2]
     for batch in (1, 2):  # the steps after the failure are timed as usual
         assert [e["layer"] for e in events if e["batch"] == batch and not e["forward"]] == [
-            "MSELoss", "2", "1", "0"]
+            "MSELoss", "Sequential.2", "Sequential.1", "Sequential.0"]
