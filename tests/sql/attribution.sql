@@ -63,8 +63,11 @@ SELECT count(*) = 2 FROM pp_jobs;
 SELECT group_concat(name, ',') = 'job_id,parameters,host_name,gpus,layers,gpu_util,gpu_mem_gib,gpu_mem_peak_gib,dram_active,fp32_active,sm_active,sm_occupancy,gpu_seconds,shared_with'
   FROM pragma_table_info('job_overview');
 SELECT parameters = 1234 AND typeof(parameters) = 'integer'
-   AND abs(gpu_util - 180.25 / 6.25) < 1e-9 AND gpus = 1 AND layers = 3 AND abs(gpu_seconds - 6.25) < 1e-6
+   AND abs(gpu_util - 180.25 / 6.25) < 1e-9 AND gpus = 1 AND layers = 2 AND abs(gpu_seconds - 6.25) < 1e-6
   FROM job_overview WHERE job_id = 'jobA';
+-- layers counts layers (l1 ran forward and backward: one layer); a job on the CPU only has no
+-- GPUs and no GPU seconds.
+SELECT gpus = 0 AND gpu_seconds IS NULL AND layers = 1 FROM job_overview WHERE job_id = 'jobC';
 -- jobB and jobC wrote no header: no parameter count.
 SELECT count(*) = 2 AND count(parameters) = 0 FROM job_overview WHERE job_id IN ('jobB', 'jobC');
 -- Per layer type (the paper's Figure 2).
@@ -85,7 +88,7 @@ SELECT count(*) = 0 FROM report_layers WHERE direction NOT IN ('forward', 'backw
 SELECT abs(gpu_util_percent - 10.5) < 1e-9 AND layers = 1 AND direction = 'forward' FROM report_layer_types
  WHERE job_id = 'jobA' AND layer_type = 'Linear' AND direction = 'forward';
 SELECT direction = 'untracked' FROM report_layer_types WHERE job_id = 'jobA' AND layer_type = '(untracked)';
-SELECT parameters = 1234 AND abs(gpu_util_percent - 180.25 / 6.25) < 1e-9 AND gpus = 1 AND layers = 3
+SELECT parameters = 1234 AND abs(gpu_util_percent - 180.25 / 6.25) < 1e-9 AND gpus = 1 AND layers = 2
    AND abs(gpu_seconds - 6.25) < 1e-6 AND refreshed_at > 1.7e9
   FROM report_jobs WHERE job_id = 'jobA';
 SELECT count(*) = 3 FROM report_jobs;

@@ -88,7 +88,8 @@ SELECT job_id, layer_type, forward, max(layers) AS layers,
 -- The paper's Table III per job: the model's parameter count (the largest a process of the job
 -- reported in its header), then every GPU second of the job's span (layers and untracked time
 -- together), so gpu_util is the job's time-weighted average utilization; shared_with: the jobs
--- that shared a GPU with it (colocated_spans), whose activity its numbers include.
+-- that shared a GPU with it (colocated_spans), whose activity its numbers include. layers counts
+-- layers (a layer run forward and backward is one); a job on the CPU only has no GPU seconds.
 CREATE VIEW IF NOT EXISTS job_overview AS
 WITH merged AS (
   SELECT job_id, metric, pp_mean_merge(state) AS state
@@ -99,7 +100,7 @@ SELECT j.job_id,
        (SELECT max(params) FROM pp_jobs AS p WHERE p.job_id = j.job_id) AS parameters,
        (SELECT group_concat(DISTINCT host_name) FROM pp_layers AS l WHERE l.job_id = j.job_id) AS host_name,
        (SELECT count(DISTINCT gpu_uuid) FROM pp_layers AS l WHERE l.job_id = j.job_id AND gpu_uuid <> 'cpu') AS gpus,
-       (SELECT count(*) FROM pp_layers AS l WHERE l.job_id = j.job_id AND layer <> '(untracked)') AS layers,
+       (SELECT count(DISTINCT layer) FROM pp_layers AS l WHERE l.job_id = j.job_id AND layer <> '(untracked)') AS layers,
        max(CASE m.metric WHEN 'DCGM_FI_DEV_GPU_UTIL' THEN pp_mean_value(m.state) END) AS gpu_util,
        max(CASE m.metric WHEN 'DCGM_FI_DEV_FB_USED' THEN pp_mean_value(m.state) END) / 1024.0 AS gpu_mem_gib,
        max(CASE m.metric WHEN 'DCGM_FI_DEV_FB_USED' THEN pp_mean_max(m.state) END) / 1024.0 AS gpu_mem_peak_gib,
@@ -107,7 +108,8 @@ SELECT j.job_id,
        max(CASE m.metric WHEN 'DCGM_FI_PROF_PIPE_FP32_ACTIVE' THEN pp_mean_value(m.state) END) AS fp32_active,
        max(CASE m.metric WHEN 'DCGM_FI_PROF_SM_ACTIVE' THEN pp_mean_value(m.state) END) AS sm_active,
        max(CASE m.metric WHEN 'DCGM_FI_PROF_SM_OCCUPANCY' THEN pp_mean_value(m.state) END) AS sm_occupancy,
-       (SELECT sum(last_ns - first_ns) / 1e9 FROM pp_job_spans AS s WHERE s.job_id = j.job_id) AS gpu_seconds,
+       (SELECT sum(last_ns - first_ns) / 1e9 FROM pp_job_spans AS s WHERE s.job_id = j.job_id AND s.uuid <> 'cpu')
+         AS gpu_seconds,
        (SELECT group_concat(other, ',') FROM (SELECT other FROM shared AS c WHERE c.job_id = j.job_id ORDER BY other))
          AS shared_with
   FROM (SELECT DISTINCT job_id FROM pp_layers) AS j
