@@ -26,6 +26,17 @@ def extension_path():
     return path
 
 
+def run_cli(*args, check=True, timeout=300):
+    """`python3 -m precisionprobe ARGS...` with this extension, output captured; asserts that it
+    succeeded unless check is False."""
+    env = dict(os.environ, PRECISIONPROBE_EXTENSION=extension_path())
+    result = subprocess.run([sys.executable, "-m", "precisionprobe", *map(str, args)], env=env, text=True,
+                            capture_output=True, timeout=timeout)
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
 def wait_for(condition, timeout=60.0, what="condition"):
     """condition()'s first true value, polled every 10 ms; AssertionError after timeout seconds."""
     deadline = time.monotonic() + timeout

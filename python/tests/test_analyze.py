@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import extension_path
+from conftest import extension_path, run_cli as precisionprobe
 from precisionprobe.emulator import offline
 from precisionprobe.emulator.colocation import scaled_profile
 from precisionprobe.emulator.profile import Profile
@@ -26,15 +26,6 @@ pytestmark = pytest.mark.skipif(shutil.which("promtool") is None or shutil.which
 SHORT = {"DCGM_FI_DEV_GPU_UTIL": "gpu_util", "DCGM_FI_PROF_SM_ACTIVE": "sm_active",
          "DCGM_FI_PROF_SM_OCCUPANCY": "sm_occupancy", "DCGM_FI_PROF_DRAM_ACTIVE": "dram_active",
          "DCGM_FI_PROF_PIPE_FP32_ACTIVE": "fp32_active"}
-
-
-def precisionprobe(*args, check=True):
-    env = dict(os.environ, PRECISIONPROBE_EXTENSION=extension_path())
-    result = subprocess.run([sys.executable, "-m", "precisionprobe", *map(str, args)], env=env, text=True,
-                            capture_output=True, timeout=300)
-    if check:
-        assert result.returncode == 0, result.stderr
-    return result
 
 
 @pytest.fixture(scope="module")

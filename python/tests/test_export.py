@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import extension_path, wait_for
+from conftest import extension_path, run_cli as precisionprobe, wait_for
 from precisionprobe.analysis import openmetrics, serve as endpoint
 from precisionprobe.analysis.report import JobReport, Row, Value
 from precisionprobe.emulator import offline
@@ -35,15 +35,6 @@ DOC = ROOT / "docs" / "export.md"
 SHORTS = [short for _, short, _ in openmetrics.METRICS]
 SAMPLE = re.compile(r'^(\w+)\{(.*)\} (\S+)$')
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
-def precisionprobe(*args, check=True):
-    env = dict(os.environ, PRECISIONPROBE_EXTENSION=extension_path())
-    result = subprocess.run([sys.executable, "-m", "precisionprobe", *map(str, args)], env=env, text=True,
-                            capture_output=True, timeout=120)
-    if check:
-        assert result.returncode == 0, result.stderr
-    return result
 
 
 def samples(text):
