@@ -11,6 +11,9 @@ packages=(
   prometheus victoria-metrics
   python3 python3-pytest python3-torch python3-numpy python3-matplotlib python3-pandas
   python3-nbconvert python3-ipykernel jupyter-nbconvert
+  # the wheel, offline (scripts/build_wheel.sh) and its test's venv; the Debian package (CPack
+  # runs dpkg-shlibdeps and file on the module)
+  python3-pip python3-setuptools python3-wheel python3-venv dpkg-dev file
 )
 
 missing=()
