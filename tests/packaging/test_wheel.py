@@ -147,6 +147,9 @@ def test_pip_install_of_the_source_folder_works_offline(tmp_path):
     seen = json.loads(in_venv(venv, LOAD))
     assert seen["row"] == [VERSION, "1234", 3.0]
     assert seen["path"].startswith(str(venv / "lib")), seen
+    # Debian's torch is importable here (system site packages), and still not imported.
+    assert in_venv(venv, "import importlib.util; print(importlib.util.find_spec('torch') is not None)") == "True\n"
+    assert not seen["torch"], "import precisionprobe and load() must not import torch"
 
 
 def test_a_python_without_loadable_extensions_is_told_the_fix(venv):
