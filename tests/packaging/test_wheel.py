@@ -5,7 +5,7 @@ scripts/build_wheel.sh packages this build's extension as it is (PP_EXTENSION, n
 from the file; in that environment `precisionprobe.load(conn)` loads the wheel's own copy into a
 sqlite3 connection. A connection without enable_load_extension, as a Python built without
 loadable extensions gives, gets the error that says what is wrong and the fix. CTest:
-packaging.wheel (about 10 s on 2 cores).
+packaging.wheel (about 10 s of CPU).
 
   PP_EXTENSION=build/precisionprobe python3 -m pytest -q tests/packaging/test_wheel.py
 """
