@@ -26,7 +26,7 @@ if [ "${PRECISIONPROBE_WHEEL_EXTENSION:-}" = none ]; then
   exit 2
 fi
 if [ -z "${PRECISIONPROBE_WHEEL_EXTENSION:-}" ]; then
-  bash scripts/build.sh
+  bash scripts/build.sh >&2  # stdout is the wheel's path alone
   export PRECISIONPROBE_WHEEL_EXTENSION=$PWD/build/precisionprobe.so
 fi
 stage=$(mktemp -d)
