@@ -10,14 +10,21 @@
 # (scripts/setup.sh installs them) with --no-build-isolation --no-index: nothing is downloaded.
 # The sources are copied to a temporary folder first, so python/ gets no build/ or egg-info.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-out=dist
+out=
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=${2:?build_wheel.sh: --out needs a folder}; shift 2 ;;
     *) echo "build_wheel.sh: unknown argument '$1' (expected: --out DIR)" >&2; exit 2 ;;
   esac
 done
+# Paths given relative to where the script was called from.
+[ -n "$out" ] && out=$(realpath -m "$out")
+case ${PRECISIONPROBE_WHEEL_EXTENSION:-none} in
+  none) ;;
+  *) PRECISIONPROBE_WHEEL_EXTENSION=$(realpath -m "$PRECISIONPROBE_WHEEL_EXTENSION") ;;
+esac
+cd "$(dirname "$0")/.."
+out=${out:-$PWD/dist}
 python=${PP_PYTHON:-/usr/bin/python3}
 bash scripts/setup.sh
 if [ "${PRECISIONPROBE_WHEEL_EXTENSION:-}" = none ]; then
