@@ -73,6 +73,13 @@ def load(conn):
     ExtensionLoadError, saying what is wrong and the fix, when this Python's sqlite3 cannot load
     extensions, when this install has no extension, or when loading it fails.
     """
+    load_file(conn, None)
+
+
+def load_file(conn, path):
+    """load() of the extension at path (without its suffix) instead of the package's own, for
+    callers that let users name another build (`precisionprobe analyze`: $PRECISIONPROBE_EXTENSION).
+    path None is load()."""
     if isinstance(conn, (str, bytes, os.PathLike)):
         raise TypeError("precisionprobe.load: conn must be an open connection "
                         f"(sqlite3.connect(...)), not the {type(conn).__name__} {conn!r}")
@@ -82,13 +89,14 @@ def load(conn):
             f"precisionprobe.load: conn ({type(conn).__module__}.{type(conn).__qualname__} of "
             f"{_interpreter(conn)}) has no enable_load_extension: this Python's sqlite3 module was "
             f"built without loadable extension support. {_NO_LOADING_FIX}.")
-    path = loadable_path()
-    if not os.path.isfile(path + _SUFFIX):
-        raise ExtensionLoadError(
-            f"precisionprobe.load: the SQLite extension {path}{_SUFFIX} is missing: this "
-            f"precisionprobe ({_PACKAGE_DIR}) was installed without it. Install the wheel that "
-            "scripts/build_wheel.sh makes, or build the extension (scripts/build.sh) and then "
-            "`pip install --no-build-isolation ./python`.")
+    if path is None:
+        path = loadable_path()
+        if not os.path.isfile(path + _SUFFIX):
+            raise ExtensionLoadError(
+                f"precisionprobe.load: the SQLite extension {path}{_SUFFIX} is missing: this "
+                f"precisionprobe ({_PACKAGE_DIR}) was installed without it. Install the wheel that "
+                "scripts/build_wheel.sh makes, or build the extension (scripts/build.sh) and then "
+                "`pip install --no-build-isolation ./python`.")
     try:
         enable(True)
     except Exception as exc:
@@ -103,7 +111,8 @@ def load(conn):
         except Exception:  # the error below is the one to report
             pass
         message = str(exc)
+        shown = path if os.path.isfile(path) else path + _SUFFIX
         raise ExtensionLoadError(
-            f"precisionprobe.load: loading {path}{_SUFFIX} failed ({type(exc).__name__}: {message}) "
+            f"precisionprobe.load: loading {shown} failed ({type(exc).__name__}: {message}) "
             f"in {_interpreter(conn)}.{_hint(message)}") from exc
     enable(False)

@@ -38,9 +38,12 @@ try:
     after = "allowed"
 except sqlite3.OperationalError as e:
     after = str(e)
+from precisionprobe.analysis.extension import connect, extension_path  # `precisionprobe analyze`
+views = connect(":memory:").execute("SELECT count(*) FROM sqlite_master WHERE name = 'layer_metrics'")
 print(json.dumps({"row": row, "path": precisionprobe.loadable_path(), "file": precisionprobe.__file__,
                   "version": precisionprobe.__version__, "torch": "torch" in sys.modules,
-                  "load_extension_after": after}))
+                  "load_extension_after": after, "analyze_path": extension_path(),
+                  "analyze_views": views.fetchone()[0]}))
 """
 
 # A connection as Python's sqlite3 gives it when built without loadable extension support:
@@ -65,7 +68,8 @@ except precisionprobe.ExtensionLoadError as e:
 def clean_environment():
     """This process's environment without what would let the venv's Python see the checkout."""
     return {k: v for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE")}
+            if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE",
+                         "PRECISIONPROBE_EXTENSION")}
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +124,8 @@ def test_load_in_a_fresh_venv_calls_the_extension(venv):
     site = str(venv / "lib")
     assert seen["file"].startswith(site) and seen["path"].startswith(site), seen
     assert seen["path"].endswith("/precisionprobe/_extension/precisionprobe")
+    # `precisionprobe analyze` finds the same copy, and installs the views with it.
+    assert seen["analyze_path"] == seen["path"] and seen["analyze_views"] == 1
     assert not seen["torch"], "import precisionprobe and load() must not import torch"
     # load() switched loading off again: SQL cannot load other extensions afterwards.
     assert seen["load_extension_after"] == "not authorized"
