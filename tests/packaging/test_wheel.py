@@ -131,6 +131,12 @@ def test_load_in_a_fresh_venv_calls_the_extension(venv):
     assert seen["load_extension_after"] == "not authorized"
 
 
+def test_the_command_is_installed(venv):
+    result = subprocess.run([str(venv / "bin" / "precisionprobe"), "--help"], cwd=venv, capture_output=True,
+                            text=True, timeout=60, env=clean_environment())
+    assert result.returncode == 0 and "{run,analyze,compare}" in result.stdout, result.stdout + result.stderr
+
+
 def test_pip_install_of_the_source_folder_works_offline(tmp_path):
     """`pip install --no-build-isolation ./python` where the extension was built: a copy of python/
     beside a build/ that holds this build's extension, into a venv that sees Debian's setuptools
