@@ -45,6 +45,16 @@ run_ctest() {
   summary+=("$stage $((total - bad))/$total")
 }
 
+# A build folder configured for another checkout (a moved or copied repository) is removed, to
+# be configured anew instead of failing, as scripts/build.sh does for build/.
+forget_other_checkout() {
+  if [ -f "$1/CMakeCache.txt" ] &&
+     ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$root" "$1/CMakeCache.txt"; then
+    echo "test.sh: $1/ was configured for another checkout; configuring it anew" >&2
+    rm -rf "$1"
+  fi
+}
+
 stage_failed() {  # a stage that could not build
   echo "test.sh: stage $1 failed: $2" >&2
   failed=$((failed + 1))
@@ -67,6 +77,7 @@ for stage in $stages; do
       # GCC's -Wmaybe-uninitialized misfires on sanitized libstdc++ code (std::regex) at -O1;
       # the normal stage keeps it.
       libasan=$(gcc -print-file-name=libasan.so)
+      forget_other_checkout build-asan
       if cmake -S . -B build-asan -DPP_SANITIZE=ON -DPP_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
            -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS=-Wno-maybe-uninitialized \
            -DPP_TEST_PYTHON_PRELOAD="$libasan:libstdc++.so.6" >/dev/null &&
@@ -96,6 +107,7 @@ EOF
       ;;
     fuzz)
       bash scripts/setup.sh
+      forget_other_checkout build-fuzz
       # -O0 and line tables: a short run in CI needs the build more than the speed (by hand,
       # PP_FUZZ_OPT=-O1 builds as OSS-Fuzz does, for long runs).
       if cmake -S . -B build-fuzz -DPP_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ \

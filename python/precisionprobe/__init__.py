@@ -8,15 +8,25 @@ In a notebook or script:
     precisionprobe.detach()   # writes what is queued, prints "precisionprobe: wrote N events, ..."
 
 Without touching the script: `python3 -m precisionprobe run --out DIR -- python3 train.py ...`.
+
+The SQLite extension, from the wheel (or a checkout's build/precisionprobe.so):
+
+    import sqlite3, precisionprobe
+    conn = sqlite3.connect("precisionprobe.db")
+    precisionprobe.load(conn)               # ExtensionLoadError says why not, and the fix
+    precisionprobe.loadable_path()          # for conn.load_extension() or the shell's .load
+
 Importing this package does not import torch; attach() does.
 """
 import os
 import sys
 import threading
 
+from ._loadable import ExtensionLoadError, load, loadable_path
 from ._version import __version__
 
-__all__ = ["attach", "detach", "active_probe", "__version__"]
+__all__ = ["attach", "detach", "active_probe", "load", "loadable_path", "ExtensionLoadError",
+           "__version__"]
 
 _lock = threading.Lock()
 _active = None

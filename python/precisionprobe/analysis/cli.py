@@ -18,7 +18,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from . import emulate, findings, openmetrics, render, serve as endpoint
+from . import findings, openmetrics, render, serve as endpoint
 from .compare import compare_jobs, render_comparison
 from .extension import ExtensionError, connect
 from .html_report import write_html
@@ -153,8 +153,19 @@ def _run_database(args):
     return run_dir, database
 
 
+def _emulate():
+    """analysis.emulate, imported for --emulate only: it needs numpy, which the package does not
+    require, so that the command starts where numpy is not installed (a wheel in a bare venv)."""
+    try:
+        from . import emulate
+    except ImportError as e:
+        raise CommandError(f"--emulate: needs numpy, the emulator's extra ({e}): "
+                           "pip install 'precisionprobe[emulator]'") from None
+    return emulate
+
+
 def _emulated_dir(args):
-    return Path(args.emulate_out) if args.emulate_out else emulate.default_out(args.run_dir)
+    return Path(args.emulate_out) if args.emulate_out else _emulate().default_out(args.run_dir)
 
 
 def _open_refreshed(args):
@@ -163,13 +174,13 @@ def _open_refreshed(args):
     run_dir, database = _run_database(args)
     if args.emulate:
         try:
-            events_dir, samples = emulate.replay(run_dir, _emulated_dir(args), args.emulate)
+            events_dir, samples = _emulate().replay(run_dir, _emulated_dir(args), args.emulate)
         except (ValueError, OSError) as e:
             raise CommandError(f"--emulate: {e}") from None
     conn = connect(database)
     try:
         if args.emulate:
-            with emulate.Served(samples) as url:
+            with _emulate().Served(samples) as url:
                 refresh(conn, events_dir, url, final=True)
         elif not args.no_refresh:
             refresh(conn, run_dir, args.prometheus, args.final)

@@ -1,19 +1,18 @@
 """Where the precisionprobe SQLite extension is, and loading it into a connection.
 
 Looked for, in order: $PRECISIONPROBE_EXTENSION (a path as sqlite3's load_extension takes it,
-with or without the .so suffix); the copy a wheel installs next to this package; the build of
-the repository this package sits in (build/precisionprobe.so).
+with or without the .so suffix); then precisionprobe.loadable_path(): the copy the wheel installs
+in the package, or the build of the repository this package sits in (build/precisionprobe.so).
+Loading is precisionprobe.load's, whose errors say what is wrong and the fix (a Python whose
+sqlite3 cannot load extensions, an SQLite too old, a library missing).
 """
 import os
 import sqlite3
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent
-REPOSITORY_BUILD = PACKAGE.parent.parent / "build" / "precisionprobe"
+from .._loadable import ExtensionLoadError, load_file, loadable_path
 
-
-class ExtensionError(RuntimeError):
-    """The extension cannot be found or loaded; the message says why and what to do."""
+ExtensionError = ExtensionLoadError  # the extension cannot be found or loaded; the message says why
 
 
 def _exists(stem):
@@ -28,29 +27,25 @@ def extension_path():
         if not _exists(stem):
             raise ExtensionError(f"PRECISIONPROBE_EXTENSION is {configured!r}, which is not a file")
         return stem
-    for stem in (PACKAGE / "precisionprobe", REPOSITORY_BUILD):
-        if _exists(stem):
-            return str(stem)
-    raise ExtensionError("the precisionprobe extension was not found (looked for "
-                         f"{PACKAGE / 'precisionprobe.so'} and {REPOSITORY_BUILD}.so): build it with "
-                         "scripts/build.sh, or set PRECISIONPROBE_EXTENSION to its path")
+    stem = loadable_path()
+    if _exists(stem):
+        return stem
+    raise ExtensionError(f"the precisionprobe extension was not found (looked for {stem}.so): install "
+                         "the wheel scripts/build_wheel.sh makes, build it with scripts/build.sh, or set "
+                         "PRECISIONPROBE_EXTENSION to its path")
 
 
 def connect(database):
     """A connection to database with the extension loaded and the views installed."""
     conn = sqlite3.connect(database)
-    if not hasattr(conn, "enable_load_extension"):
-        conn.close()
-        raise ExtensionError("this Python's sqlite3 module cannot load extensions (it was built without "
-                             "them): run with Debian's /usr/bin/python3, or a Python built with "
-                             "--enable-loadable-sqlite-extensions")
-    path = extension_path()
     try:
-        conn.enable_load_extension(True)
-        conn.load_extension(path)
-        conn.enable_load_extension(False)
+        path = extension_path()
+        load_file(conn, path)
         conn.execute("SELECT pp_install_views()")
     except sqlite3.Error as e:
         conn.close()
-        raise ExtensionError(f"cannot load the extension {path}: {e}") from None
+        raise ExtensionError(f"cannot install the views of the extension {path}: {e}") from None
+    except BaseException:
+        conn.close()
+        raise
     return conn
