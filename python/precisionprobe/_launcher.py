@@ -60,7 +60,8 @@ def run(command, out=None, job_id=None):
     if not _wrote_events_since(out_dir, started):
         print(f"precisionprobe: warning: {command[0]} wrote no layer events to {out_dir}: the hooks record "
               "the PyTorch modules that Python processes of the command call (is it a Python program, "
-              "with torch importable, that ran a model?)", file=sys.stderr)
+              "with torch importable, that ran a model?), or the events could not be written (a warning "
+              "above says why)", file=sys.stderr)
     return status if status >= 0 else 128 - status
 
 

@@ -43,6 +43,6 @@ def test_inplace_relu_backward_is_timed_between_its_neighbours(tmp_path, fresh_p
     train(inplace_model(), steps=2)
     fresh_probe.detach()
     backward = [e for e in read_records(tmp_path)[1] if not e["forward"] and e["batch"] == 1]
-    assert [e["layer"] for e in backward] == ["4", "3", "2", "1", "0"]
+    assert [e["layer"] for e in backward] == ["Sequential.4", "Sequential.3", "Sequential.2", "Sequential.1", "Sequential.0"]
     for later, earlier in zip(backward, backward[1:]):
         assert later["t_start_ns"] < later["t_end_ns"] <= earlier["t_start_ns"]
