@@ -87,11 +87,16 @@ def rows_of(conn, sql):
 
 
 def extension_connection(extension):
+    """The extension with the semantics the other engines' queries have: a sample stored at ts
+    covers (ts - interval, ts] for every metric (the generated data are stamped so), rather than
+    the alignment it would estimate for scrape-time stamps."""
     conn = sqlite3.connect(":memory:", isolation_level=None)
     conn.enable_load_extension(True)
     conn.load_extension(extension)
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute("SELECT pp_install_views()")
+    conn.execute("SELECT pp_config('sample_offset_ms', 0)")
+    conn.execute("UPDATE pp_metrics SET kind = 'window'")
     return conn
 
 

@@ -90,6 +90,8 @@ SELECT job_id, layer_type, forward, max(layers) AS layers,
 -- together), so gpu_util is the job's time-weighted average utilization; shared_with: the jobs
 -- that shared a GPU with it (colocated_spans), whose activity its numbers include. layers counts
 -- layers (a layer run forward and backward is one); a job on the CPU only has no GPU seconds.
+-- The spans are pp_gpu_spans (the fold keeps them), so that each refresh's report tables never
+-- read the events' history.
 CREATE VIEW IF NOT EXISTS job_overview AS
 WITH merged AS (
   SELECT job_id, metric, pp_mean_merge(state) AS state
@@ -108,7 +110,7 @@ SELECT j.job_id,
        max(CASE m.metric WHEN 'DCGM_FI_PROF_PIPE_FP32_ACTIVE' THEN pp_mean_value(m.state) END) AS fp32_active,
        max(CASE m.metric WHEN 'DCGM_FI_PROF_SM_ACTIVE' THEN pp_mean_value(m.state) END) AS sm_active,
        max(CASE m.metric WHEN 'DCGM_FI_PROF_SM_OCCUPANCY' THEN pp_mean_value(m.state) END) AS sm_occupancy,
-       (SELECT sum(last_ns - first_ns) / 1e9 FROM pp_job_spans AS s WHERE s.job_id = j.job_id AND s.uuid <> 'cpu')
+       (SELECT sum(last_ns - first_ns) / 1e9 FROM pp_gpu_spans AS s WHERE s.job_id = j.job_id AND s.uuid <> 'cpu')
          AS gpu_seconds,
        (SELECT group_concat(other, ',') FROM (SELECT other FROM shared AS c WHERE c.job_id = j.job_id ORDER BY other))
          AS shared_with
