@@ -10,7 +10,7 @@
 namespace pp {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
 
 bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
@@ -36,8 +36,8 @@ GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, std::option
   for (size_t m = 0; m < data.metrics.size(); ++m) {
     samples.bind(":metric", data.metrics[m].metric);
     while (samples.step()) {
-      auto& row = rows.try_emplace(samples.column_int64(0), data.metrics.size(), kNaN).first->second;
-      row[m] = samples.column_null(1) ? kNaN : samples.column_double(1);
+      auto& row = rows.try_emplace(samples.column_int64(0), data.metrics.size(), kMissing).first->second;
+      row[m] = samples.column_null(1) ? kMissing : samples.column_double(1);
     }
   }
   data.values.assign(data.metrics.size(), {});

@@ -45,7 +45,7 @@
 namespace pp {
 namespace {
 
-const std::vector<ArgumentSpec> kArguments = {{"grouping", true}};
+const std::vector<ArgumentSpec> kEstimateArguments = {{"grouping", true}};
 constexpr int kShifts[] = {0, -1, 1};
 
 struct Bounds {
@@ -278,7 +278,7 @@ struct EstimatesCursor : RowsCursor {
   using RowsCursor::RowsCursor;
 
   static int plan(sqlite3_index_info* info) {
-    const int rc = plan_arguments(info, kFirstArgument, kArguments);
+    const int rc = plan_arguments(info, kFirstArgument, kEstimateArguments);
     if (rc != SQLITE_OK) return rc;
     info->estimatedRows = 1000;
     info->estimatedCost = 1e7;
@@ -286,7 +286,7 @@ struct EstimatesCursor : RowsCursor {
   }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {
-    const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
+    const auto args = filter_arguments(idx_num, argc, argv, kEstimateArguments.size());
     keep_arguments(args);
     const std::string grouping = required_text(args[0], "grouping");
     if (grouping != "layer" && grouping != "layer_type")

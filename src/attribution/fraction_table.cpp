@@ -30,7 +30,7 @@
 namespace pp {
 namespace {
 
-const std::vector<ArgumentSpec> kArguments = {{"uuid", true}, {"timing_shift", false}};
+const std::vector<ArgumentSpec> kFractionArguments = {{"uuid", true}, {"timing_shift", false}};
 
 struct FractionsCursor : RowsCursor {
   static constexpr const char* kName = "pp_fractions";
@@ -42,7 +42,7 @@ struct FractionsCursor : RowsCursor {
   using RowsCursor::RowsCursor;
 
   static int plan(sqlite3_index_info* info) {
-    const int rc = plan_arguments(info, kFirstArgument, kArguments);
+    const int rc = plan_arguments(info, kFirstArgument, kFractionArguments);
     if (rc != SQLITE_OK) return rc;
     info->estimatedRows = 100000;
     info->estimatedCost = 1e6;
@@ -50,7 +50,7 @@ struct FractionsCursor : RowsCursor {
   }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {
-    const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
+    const auto args = filter_arguments(idx_num, argc, argv, kFractionArguments.size());
     keep_arguments(args);
     const std::string uuid = required_text(args[0], "uuid");
     int shift = 0;

@@ -12,7 +12,7 @@
 namespace pp {
 namespace {
 
-constexpr int64_t kNsPerMs = 1000000;
+constexpr int64_t kNsPerMsInt = 1000000;
 constexpr const char* kUntracked = "(untracked)";
 constexpr double kPollWanderNs = 100000;  // 0.1 ms
 
@@ -45,7 +45,7 @@ class TimelineReader {
       if (series.column_null(1)) continue;
       TimelineSeries s;
       s.metric = series.column_text(0);
-      s.window_ns = series.column_double(1) * static_cast<double>(kNsPerMs);
+      s.window_ns = series.column_double(1) * static_cast<double>(kNsPerMsInt);
       const std::string kind = series.column_text(2);
       s.kind = kind == "instant" ? TimelineSeries::kInstant
                : kind == "driver_window" ? TimelineSeries::kDriverWindow
@@ -104,7 +104,7 @@ class TimelineReader {
   // estimator and the views (unbounded) read every event, as does a fold where pp_gpu_spans does
   // not know a span's longest event.
   void read_events(const std::string& uuid, std::optional<int64_t> after_ms, std::optional<int64_t> through_ms) {
-    const int64_t through_ns = through_ms && *through_ms < INT64_MAX / kNsPerMs ? *through_ms * kNsPerMs : INT64_MAX;
+    const int64_t through_ns = through_ms && *through_ms < INT64_MAX / kNsPerMsInt ? *through_ms * kNsPerMsInt : INT64_MAX;
     constexpr const char* kColumns =
         "SELECT t_start_ns, t_end_ns, job_id, id, layer, forward, folded, layer_type FROM main.pp_events "
         "WHERE gpu_uuid = :uuid AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)";

@@ -63,7 +63,7 @@
 namespace pp {
 namespace {
 
-const std::vector<ArgumentSpec> kArguments = {{"uuid", true}, {"after_ms", false}, {"through_ms", false}};
+const std::vector<ArgumentSpec> kOverlapArguments = {{"uuid", true}, {"after_ms", false}, {"through_ms", false}};
 constexpr size_t kThreads = 2;  // pp_overlap_means sweeps a GPU's series on up to this many threads
 
 std::optional<int64_t> bound_argument(sqlite3_value* value, const char* argument) {
@@ -84,7 +84,7 @@ std::unique_ptr<GpuTimeline> read_arguments(sqlite3* db, const std::vector<sqlit
 }
 
 int plan_overlaps(sqlite3_index_info* info, int first_argument, double rows) {
-  const int rc = plan_arguments(info, first_argument, kArguments);
+  const int rc = plan_arguments(info, first_argument, kOverlapArguments);
   if (rc != SQLITE_OK) return rc;
   info->estimatedRows = static_cast<sqlite3_int64>(rows);
   info->estimatedCost = 1e6;
@@ -117,7 +117,7 @@ struct OverlapsCursor : TableCursor {
   static int plan(sqlite3_index_info* info) { return plan_overlaps(info, kFirstArgument, 1000000); }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {
-    const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
+    const auto args = filter_arguments(idx_num, argc, argv, kOverlapArguments.size());
     keep_arguments(args);
     pairs.clear();
     gpu = read_arguments(connection->db(), args);
@@ -185,7 +185,7 @@ struct OverlapMeansCursor : TableCursor {
   static int plan(sqlite3_index_info* info) { return plan_overlaps(info, kFirstArgument, 500); }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {
-    const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
+    const auto args = filter_arguments(idx_num, argc, argv, kOverlapArguments.size());
     keep_arguments(args);
     rows.clear();
     gpu = read_arguments(connection->db(), args);

@@ -36,7 +36,7 @@
 namespace pp {
 namespace {
 
-const std::vector<ArgumentSpec> kArguments = {{"path", true}, {"final", false}};
+const std::vector<ArgumentSpec> kRefreshArguments = {{"path", true}, {"final", false}};
 
 // 0 or 1 (SQL's FALSE and TRUE, or the text '0', '1', 'false', 'true'); NULL or absent is 0. Anything else, 'yes' included, is refused
 // rather than read as whatever number SQLite would make of it.
@@ -65,7 +65,7 @@ struct RefreshCursor : RowsCursor {
   using RowsCursor::RowsCursor;
 
   static int plan(sqlite3_index_info* info) {
-    const int rc = plan_arguments(info, kFirstArgument, kArguments);
+    const int rc = plan_arguments(info, kFirstArgument, kRefreshArguments);
     if (rc != SQLITE_OK) return rc;
     info->estimatedRows = 1;
     info->estimatedCost = 1e7;
@@ -73,7 +73,7 @@ struct RefreshCursor : RowsCursor {
   }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {
-    const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
+    const auto args = filter_arguments(idx_num, argc, argv, kRefreshArguments.size());
     keep_arguments(args);
     const bool final = final_argument(args[1]);
     const RefreshSummary s = refresh(*connection, optional_text(args[0], "path"), final);

@@ -44,10 +44,8 @@
 namespace pp {
 namespace {
 
-enum Column { kJobId, kHostName, kPid, kParams, kCommand, kTorchVersion, kStartTime, kSourceFile, kLine, kPath };
-
 template <class T>
-void result_optional(sqlite3_context* ctx, const std::optional<T>& value) {
+void result_header_field(sqlite3_context* ctx, const std::optional<T>& value) {
   if (!value)
     sqlite3_result_null(ctx);
   else if constexpr (std::is_same_v<T, std::string>)
@@ -57,6 +55,7 @@ void result_optional(sqlite3_context* ctx, const std::optional<T>& value) {
 }
 
 struct JobsCursor : TableCursor {
+  enum Column { kJobId, kHostName, kPid, kParams, kCommand, kTorchVersion, kStartTime, kSourceFile, kLine, kPath };
   static constexpr const char* kName = "layer_jobs";
   static constexpr const char* kSchema =
       "CREATE TABLE x(job_id TEXT, host_name TEXT, pid INTEGER, params INTEGER, command TEXT, "
@@ -109,11 +108,11 @@ struct JobsCursor : TableCursor {
     const JobHeader& h = header;
     switch (column) {
       case kJobId: result_text(ctx, h.job_id); break;
-      case kHostName: result_optional(ctx, h.host_name); break;
-      case kPid: result_optional(ctx, h.pid); break;
-      case kParams: result_optional(ctx, h.params); break;
-      case kCommand: result_optional(ctx, h.command); break;
-      case kTorchVersion: result_optional(ctx, h.torch_version); break;
+      case kHostName: result_header_field(ctx, h.host_name); break;
+      case kPid: result_header_field(ctx, h.pid); break;
+      case kParams: result_header_field(ctx, h.params); break;
+      case kCommand: result_header_field(ctx, h.command); break;
+      case kTorchVersion: result_header_field(ctx, h.torch_version); break;
       case kStartTime:
         if (h.start_time_ns)
           sqlite3_result_double(ctx, ns_to_seconds(*h.start_time_ns));

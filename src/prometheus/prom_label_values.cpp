@@ -15,7 +15,7 @@
 namespace pp {
 namespace {
 
-const std::vector<ArgumentSpec> kArguments = {{"label", true}, {"match", false}};
+const std::vector<ArgumentSpec> kLabelValuesArguments = {{"label", true}, {"match", false}};
 
 struct LabelValuesCursor : RowsCursor {
   static constexpr const char* kName = "prom_label_values";
@@ -25,7 +25,7 @@ struct LabelValuesCursor : RowsCursor {
   using RowsCursor::RowsCursor;
 
   static int plan(sqlite3_index_info* info) {
-    const int rc = plan_arguments(info, kFirstArgument, kArguments);
+    const int rc = plan_arguments(info, kFirstArgument, kLabelValuesArguments);
     if (rc != SQLITE_OK) return rc;
     info->estimatedRows = 100;
     info->estimatedCost = 1e5;
@@ -33,7 +33,7 @@ struct LabelValuesCursor : RowsCursor {
   }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {
-    const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
+    const auto args = filter_arguments(idx_num, argc, argv, kLabelValuesArguments.size());
     keep_arguments(args);
     const std::string label = required_text(args[0], "label");
     const auto match = optional_text(args[1], "match");

@@ -29,14 +29,14 @@
 namespace pp {
 namespace {
 
-const std::vector<ArgumentSpec> kArguments = {{"query", true}, {"start", true}, {"end", true}, {"step", false}};
+const std::vector<ArgumentSpec> kRangeArguments = {{"query", true}, {"start", true}, {"end", true}, {"step", false}};
 
 int64_t default_step_ms(int64_t span_ms) {
   return std::max<int64_t>(1, (span_ms + 999) / 1000);  // about 1,000 points
 }
 
 // Splits [start, end] into requests of at most max_points evaluation times each.
-std::vector<MatrixChunk> plan_chunks(Connection& connection, const std::string& query, int64_t start, int64_t end,
+std::vector<MatrixChunk> plan_range_chunks(Connection& connection, const std::string& query, int64_t start, int64_t end,
                                      int64_t step) {
   const Settings& settings = connection.settings();
   const int64_t max_points = std::max<int64_t>(1, settings.get_int("max_points_per_series"));
@@ -69,7 +69,7 @@ struct RangeCursor : MatrixCursor {
   StatementClock clock;  // "now" in the time arguments, read once per cursor
 
   static int plan(sqlite3_index_info* info) {
-    const int rc = plan_arguments(info, kFirstArgument, kArguments);
+    const int rc = plan_arguments(info, kFirstArgument, kRangeArguments);
     if (rc != SQLITE_OK) return rc;
     info->estimatedRows = 10000;
     info->estimatedCost = 1e6;  // a network round trip: make SQLite call it as few times as it can
@@ -77,12 +77,12 @@ struct RangeCursor : MatrixCursor {
   }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {
-    const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
+    const auto args = filter_arguments(idx_num, argc, argv, kRangeArguments.size());
     keep_arguments(args);
     const std::string query = required_text(args[0], "query");
     const auto [start_ms, end_ms] = parse_time_range(args[1], args[2], clock.now_ms());
     const int64_t step = args[3] ? parse_duration_ms(args[3], "step") : default_step_ms(end_ms - start_ms);
-    start(plan_chunks(*connection, query, start_ms, end_ms, step));
+    start(plan_range_chunks(*connection, query, start_ms, end_ms, step));
   }
 };
 

@@ -27,11 +27,11 @@
 namespace pp {
 namespace {
 
-const std::vector<ArgumentSpec> kArguments = {{"selector", true}, {"start", true}, {"end", true}};
+const std::vector<ArgumentSpec> kSamplesArguments = {{"selector", true}, {"start", true}, {"end", true}};
 
 // Windows (after, through] of samples_chunk_seconds covering [start, end]: the first begins
 // 1 ms before start because Prometheus stores milliseconds.
-std::vector<MatrixChunk> plan_chunks(Connection& connection, const std::string& selector, int64_t start,
+std::vector<MatrixChunk> plan_sample_chunks(Connection& connection, const std::string& selector, int64_t start,
                                      int64_t end) {
   const Settings& settings = connection.settings();
   const int64_t chunk_ms = std::max<int64_t>(1000, settings.get_int("samples_chunk_seconds") * 1000);
@@ -59,7 +59,7 @@ struct SamplesCursor : MatrixCursor {
   StatementClock clock;  // "now" in the time arguments, read once per cursor
 
   static int plan(sqlite3_index_info* info) {
-    const int rc = plan_arguments(info, kFirstArgument, kArguments);
+    const int rc = plan_arguments(info, kFirstArgument, kSamplesArguments);
     if (rc != SQLITE_OK) return rc;
     info->estimatedRows = 100000;
     info->estimatedCost = 1e6;
@@ -68,12 +68,12 @@ struct SamplesCursor : MatrixCursor {
   }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {
-    const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
+    const auto args = filter_arguments(idx_num, argc, argv, kSamplesArguments.size());
     keep_arguments(args);
     const std::string selector = required_text(args[0], "selector");
     const auto [start_ms, end_ms] = parse_time_range(args[1], args[2], clock.now_ms());
     const auto pushed = apply_metric_pushdown(selector, idx_num, argc, argv);
-    start(pushed ? plan_chunks(*connection, *pushed, start_ms, end_ms) : std::vector<MatrixChunk>{});
+    start(pushed ? plan_sample_chunks(*connection, *pushed, start_ms, end_ms) : std::vector<MatrixChunk>{});
   }
 };
 

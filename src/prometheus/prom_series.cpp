@@ -18,7 +18,7 @@
 namespace pp {
 namespace {
 
-const std::vector<ArgumentSpec> kArguments = {{"match", true}, {"start", false}, {"end", false}};
+const std::vector<ArgumentSpec> kSeriesArguments = {{"match", true}, {"start", false}, {"end", false}};
 
 struct SeriesCursor : RowsCursor {
   static constexpr const char* kName = "prom_series";
@@ -30,7 +30,7 @@ struct SeriesCursor : RowsCursor {
   StatementClock clock;  // "now" in the time arguments, read once per cursor
 
   static int plan(sqlite3_index_info* info) {
-    const int rc = plan_arguments(info, kFirstArgument, kArguments);
+    const int rc = plan_arguments(info, kFirstArgument, kSeriesArguments);
     if (rc != SQLITE_OK) return rc;
     info->estimatedRows = 1000;
     info->estimatedCost = 1e5;
@@ -39,7 +39,7 @@ struct SeriesCursor : RowsCursor {
   }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {
-    const auto args = filter_arguments(idx_num, argc, argv, kArguments.size());
+    const auto args = filter_arguments(idx_num, argc, argv, kSeriesArguments.size());
     keep_arguments(args);
     const std::string match = required_text(args[0], "match");
     // The series API needs both bounds; absent ones mean all time (through the year 2100).

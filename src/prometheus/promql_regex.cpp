@@ -10,7 +10,7 @@
 namespace pp {
 namespace {
 
-bool valid_utf8(const std::string& s) {
+bool is_valid_utf8(const std::string& s) {
   size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
@@ -49,7 +49,7 @@ std::optional<std::string> regex_matching_exactly(const std::vector<std::string>
   if (values.empty()) return std::nullopt;
   std::string out;
   for (const std::string& value : values) {
-    if (!valid_utf8(value)) return std::nullopt;
+    if (!is_valid_utf8(value)) return std::nullopt;
     if (!out.empty()) out += '|';
     for (char ch : value) {
       const auto c = static_cast<unsigned char>(ch);

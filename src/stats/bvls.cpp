@@ -7,7 +7,7 @@
 namespace pp {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
@@ -19,10 +19,10 @@ BvlsSolution solve_bvls(const Eigen::MatrixXd& C, const Eigen::VectorXd& d, cons
   s.u = Eigen::VectorXd::Zero(n);
   s.state.assign(static_cast<size_t>(n), 0);
   for (Index j = 0; j < n; ++j) {  // start at a bound where there is one
-    if (lo(j) > -kInf) {
+    if (lo(j) > -kInfinity) {
       s.u(j) = lo(j);
       s.state[j] = -1;
-    } else if (hi(j) < kInf) {
+    } else if (hi(j) < kInfinity) {
       s.u(j) = hi(j);
       s.state[j] = +1;
     }

@@ -15,7 +15,7 @@
 namespace {
 
 constexpr int64_t kMs = 1000000;
-constexpr int64_t kT0 = 1700000000LL * 1000000000LL;
+constexpr int64_t kRefreshT0 = 1700000000LL * 1000000000LL;
 constexpr const char* kUuid = "GPU-51de0000-0000-4000-8000-000000000000";
 constexpr double kOffsetMs = 37.4;
 constexpr double kUtilPeriodNs = 1e9 / 6;
@@ -48,7 +48,7 @@ class AlignRefresh : public ::testing::Test {
     while (t < 70e9) {
       const int layer = k % 3;
       const double d = kLayers[layer].ms * jitter(rng) * kMs;
-      events_.push_back({kT0 + static_cast<int64_t>(t), kT0 + static_cast<int64_t>(t + d), layer});
+      events_.push_back({kRefreshT0 + static_cast<int64_t>(t), kRefreshT0 + static_cast<int64_t>(t + d), layer});
       t += d + gap(rng) * kMs + (k % 40 == 39 ? 15 * kMs : 0);  // a data-loading gap now and then
       ++k;
     }
@@ -96,7 +96,7 @@ class AlignRefresh : public ::testing::Test {
     sql << "INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES ";
     bool first = true;
     for (int64_t i = 1;; ++i) {
-      const int64_t end = kT0 + i * 100 * kMs + 3 * kMs;
+      const int64_t end = kRefreshT0 + i * 100 * kMs + 3 * kMs;
       const int64_t ts = static_cast<int64_t>(std::floor((static_cast<double>(end) + (kOffsetMs + late(rng)) * kMs) / kMs));
       if (ts > to_ms) break;
       if (ts <= from_ms) continue;
@@ -118,7 +118,7 @@ class AlignRefresh : public ::testing::Test {
     db_.exec(sql.str());
   }
 
-  int64_t last_ms() const { return (kT0 + 70 * 1000000000LL) / kMs; }
+  int64_t last_ms() const { return (kRefreshT0 + 70 * 1000000000LL) / kMs; }
 
   pp_test::TestDb db_;
   std::vector<Event> events_;
@@ -229,7 +229,7 @@ TEST_F(AlignRefresh, GpuUtilOffItsDriversGridIsNeverIdentified) {
 
 TEST_F(AlignRefresh, WithoutAnyLayerNearItATimingCannotBeDetermined) {
   // Samples from an hour later: no event near them, nothing to attribute, said so.
-  db_.exec("DELETE FROM pp_events WHERE t_start_ns > " + std::to_string(kT0 + 2 * 1000000000LL));
+  db_.exec("DELETE FROM pp_events WHERE t_start_ns > " + std::to_string(kRefreshT0 + 2 * 1000000000LL));
   insert_samples(0, last_ms());
   db_.query("SELECT * FROM pp_refresh(NULL, 1)");
   EXPECT_GT(db_.scalar("SELECT count(*) FROM sample_alignment WHERE status = 'no layers'").integer, 0);

@@ -130,7 +130,7 @@ std::vector<Window> simulate(uint64_t seed, double window_s, double seconds, dou
 }
 
 std::string group_name(size_t g) { return g < kGroups.size() ? kGroups[g].name : kUntracked; }
-double truth(size_t g) { return g < kGroups.size() ? kGroups[g].value : kIdleValue; }
+double true_value(size_t g) { return g < kGroups.size() ? kGroups[g].value : kIdleValue; }
 
 DeconvolveResult estimate(const std::vector<Window>& windows, double lower = 0, double upper = 1) {
   DeconvolveData data;
@@ -171,13 +171,13 @@ TEST(DeconvolveTimeline, RecoversEveryLayerAt100msWindows) {
     for (size_t g = 0; g <= kGroups.size(); ++g) {
       const auto& u = unknown(r, group_name(g));
       ASSERT_TRUE(u.estimate && u.std_error) << u.name;
-      const double relative = std::fabs(*u.estimate - truth(g)) / truth(g);
+      const double relative = std::fabs(*u.estimate - true_value(g)) / true_value(g);
       worst = std::max(worst, relative);
-      EXPECT_LT(relative, 0.05) << u.name << " seed " << seed << ": " << *u.estimate << " vs " << truth(g);
+      EXPECT_LT(relative, 0.05) << u.name << " seed " << seed << ": " << *u.estimate << " vs " << true_value(g);
       EXPECT_TRUE(u.identified) << u.name << " seed " << seed;
       EXPECT_GE(u.n, 5990) << u.name;  // a window may hold only a stall and part of an iteration
       ++intervals;
-      covered += covers(u, truth(g));
+      covered += covers(u, true_value(g));
     }
   }
   const double coverage = static_cast<double>(covered) / intervals;
@@ -200,10 +200,10 @@ TEST(DeconvolveTimeline, NeverConfidentAndWrongAt1sWindows) {
       const auto& u = unknown(r, group_name(g));
       ++layers;
       identified += u.identified;
-      covered += covers(u, truth(g));
-      EXPECT_TRUE(!u.identified || covers(u, truth(g)))
+      covered += covers(u, true_value(g));
+      EXPECT_TRUE(!u.identified || covers(u, true_value(g)))
           << u.name << " seed " << seed << ": " << *u.estimate << " in [" << u.lower90.value_or(-INFINITY)
-          << ", " << u.upper90.value_or(INFINITY) << "] claims to be identified, truth " << truth(g);
+          << ", " << u.upper90.value_or(INFINITY) << "] claims to be identified, truth " << true_value(g);
       // Whatever is reported stays inside the bounds.
       ASSERT_TRUE(u.estimate);
       EXPECT_GE(*u.estimate, 0);
@@ -243,7 +243,7 @@ TEST(DeconvolveTimeline, ExactWithoutNoise) {
     const DeconvolveResult r = bounded ? estimate(windows) : estimate(windows, -INFINITY, INFINITY);
     for (size_t g = 0; g <= kGroups.size(); ++g) {
       const auto& u = unknown(r, group_name(g));
-      EXPECT_NEAR(*u.estimate, truth(g), 1e-9) << u.name;
+      EXPECT_NEAR(*u.estimate, true_value(g), 1e-9) << u.name;
       EXPECT_TRUE(u.identified) << u.name;
     }
     EXPECT_LT(r.residual_rms, 1e-12);

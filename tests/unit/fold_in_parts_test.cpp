@@ -12,9 +12,9 @@
 
 namespace {
 
-constexpr int64_t kMs = 1000000;
-constexpr int64_t kT0 = 1700000000LL * 1000000000LL;
-constexpr const char* kUuid = "GPU-f01d0000-0000-4000-8000-000000000000";
+constexpr int64_t kNsPerMs = 1000000;
+constexpr int64_t kFoldT0 = 1700000000LL * 1000000000LL;
+constexpr const char* kFoldUuid = "GPU-f01d0000-0000-4000-8000-000000000000";
 
 class FoldInParts : public ::testing::Test {
  protected:
@@ -31,12 +31,12 @@ class FoldInParts : public ::testing::Test {
     int line = 0;
     auto event = [&](const char* layer, int64_t start, int64_t end) {
       ++line;
-      sql << (line > 1 ? "," : "") << "('job', '" << kUuid << "', '" << layer << "', 'Linear', 1, " << kT0 + start << ", "
-          << kT0 + end << ", " << (kT0 + start) / 1e9 << ", " << (kT0 + end) / 1e9 << ", 'parts', " << line << ")";
+      sql << (line > 1 ? "," : "") << "('job', '" << kFoldUuid << "', '" << layer << "', 'Linear', 1, " << kFoldT0 + start << ", "
+          << kFoldT0 + end << ", " << (kFoldT0 + start) / 1e9 << ", " << (kFoldT0 + end) / 1e9 << ", 'parts', " << line << ")";
     };
     for (int k = 0; k < 800; ++k)
-      if (k < 100 || (k >= 260 && k < 300) || k >= 600) event("a", k * 100 * kMs + 10 * kMs, k * 100 * kMs + 30 * kMs);
-    event("long", 39050 * kMs, 41550 * kMs);
+      if (k < 100 || (k >= 260 && k < 300) || k >= 600) event("a", k * 100 * kNsPerMs + 10 * kNsPerMs, k * 100 * kNsPerMs + 30 * kNsPerMs);
+    event("long", 39050 * kNsPerMs, 41550 * kNsPerMs);
     db_.exec(sql.str());
   }
 
@@ -45,7 +45,7 @@ class FoldInParts : public ::testing::Test {
     std::ostringstream sql;
     sql << "INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES ";
     for (int t = from_ms + 100; t <= to_ms; t += 100)
-      sql << (t > from_ms + 100 ? "," : "") << "('" << kUuid << "', 'DCGM_FI_DEV_GPU_UTIL', " << kT0 / kMs + t << ", "
+      sql << (t > from_ms + 100 ? "," : "") << "('" << kFoldUuid << "', 'DCGM_FI_DEV_GPU_UTIL', " << kFoldT0 / kNsPerMs + t << ", "
           << 10 + (t / 100 * 37) % 50 << ")";
     db_.exec(sql.str());
   }
@@ -56,10 +56,10 @@ class FoldInParts : public ::testing::Test {
 TEST_F(FoldInParts, ThreeRefreshesGiveWhatOneGives) {
   insert_samples(0, 20000);
   db_.query("SELECT * FROM pp_refresh(NULL)");
-  const int64_t first_fold = db_.scalar("SELECT folded_through_ms FROM pp_fold_state").integer - kT0 / kMs;
+  const int64_t first_fold = db_.scalar("SELECT folded_through_ms FROM pp_fold_state").integer - kFoldT0 / kNsPerMs;
   insert_samples(20000, 45000);
   db_.query("SELECT * FROM pp_refresh(NULL)");
-  const int64_t second_fold = db_.scalar("SELECT folded_through_ms FROM pp_fold_state").integer - kT0 / kMs;
+  const int64_t second_fold = db_.scalar("SELECT folded_through_ms FROM pp_fold_state").integer - kFoldT0 / kNsPerMs;
   insert_samples(45000, 80000);
   db_.query("SELECT * FROM pp_refresh(NULL, 1)");
   // The case at hand: the stall's windows are split between the second and third folds, and so

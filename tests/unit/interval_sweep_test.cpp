@@ -10,16 +10,16 @@
 
 namespace {
 
-constexpr int64_t kMs = 1000000;  // ns
+constexpr int64_t kNsPerMs = 1000000;  // ns
 
 // Two layers of one job ("A" group 0, "B" group 1, untracked group 2) and one 100 ms series.
 pp::GpuTimeline one_job() {
   pp::GpuTimeline gpu;
-  gpu.series.push_back({"DCGM_FI_PROF_SM_ACTIVE", pp::TimelineSeries::kWindow, 100 * kMs,
-                        {{100, 100 * kMs, 0.5, false}, {200, 200 * kMs, 0.7, false}}});
-  gpu.jobs.push_back({"job", 10 * kMs, 130 * kMs, 2});
+  gpu.series.push_back({"DCGM_FI_PROF_SM_ACTIVE", pp::TimelineSeries::kWindow, 100 * kNsPerMs,
+                        {{100, 100 * kNsPerMs, 0.5, false}, {200, 200 * kNsPerMs, 0.7, false}}});
+  gpu.jobs.push_back({"job", 10 * kNsPerMs, 130 * kNsPerMs, 2});
   gpu.groups = {{0, "A", 1, "Linear"}, {0, "B", 1, "ReLU"}, {0, "(untracked)", 0, "(untracked)"}};
-  gpu.events = {{10 * kMs, 60 * kMs, 1, 0, 0}, {90 * kMs, 130 * kMs, 2, 1, 0}};
+  gpu.events = {{10 * kNsPerMs, 60 * kNsPerMs, 1, 0, 0}, {90 * kNsPerMs, 130 * kNsPerMs, 2, 1, 0}};
   return gpu;
 }
 
@@ -41,28 +41,28 @@ Pairs sweep_all(const pp::GpuTimeline& gpu, size_t first_series = 0, size_t stri
 TEST(IntervalSweep, OverlapsAndUntrackedTimeOfOneJob) {
   // Window (0, 100] ms: A runs 10-60 (50 ms), B 90-100 (10 ms); the job's span covers 10-100,
   // so 30 ms are untracked. Window (100, 200]: B 100-130; the span ends at 130, nothing untracked.
-  const Pairs expected = {{{1, 0, 100}, 50 * kMs}, {{2, 1, 100}, 10 * kMs}, {{-1, 2, 100}, 30 * kMs},
-                          {{2, 1, 200}, 30 * kMs}};
+  const Pairs expected = {{{1, 0, 100}, 50 * kNsPerMs}, {{2, 1, 100}, 10 * kNsPerMs}, {{-1, 2, 100}, 30 * kNsPerMs},
+                          {{2, 1, 200}, 30 * kNsPerMs}};
   EXPECT_EQ(sweep_all(one_job()), expected);
 }
 
 TEST(IntervalSweep, EventsThatOnlyTouchAWindowAreNotPairs) {
   pp::GpuTimeline gpu = one_job();
-  gpu.events = {{100 * kMs, 150 * kMs, 7, 0, 0}};  // starts exactly where window (0, 100] ends
-  gpu.jobs[0] = {"job", 100 * kMs, 150 * kMs, 2};
-  const Pairs expected = {{{7, 0, 200}, 50 * kMs}};
+  gpu.events = {{100 * kNsPerMs, 150 * kNsPerMs, 7, 0, 0}};  // starts exactly where window (0, 100] ends
+  gpu.jobs[0] = {"job", 100 * kNsPerMs, 150 * kNsPerMs, 2};
+  const Pairs expected = {{{7, 0, 200}, 50 * kNsPerMs}};
   EXPECT_EQ(sweep_all(gpu), expected);
 }
 
 TEST(IntervalSweep, TwoJobsEachGetTheirOwnUntrackedTime) {
   pp::GpuTimeline gpu = one_job();
-  gpu.jobs.push_back({"other", 150 * kMs, 190 * kMs, 4});
+  gpu.jobs.push_back({"other", 150 * kNsPerMs, 190 * kNsPerMs, 4});
   gpu.groups.push_back({1, "C", 1, "Linear"});
   gpu.groups.push_back({1, "(untracked)", 0, "(untracked)"});
-  gpu.events.push_back({160 * kMs, 170 * kMs, 3, 3, 1});
+  gpu.events.push_back({160 * kNsPerMs, 170 * kNsPerMs, 3, 3, 1});
   const Pairs pairs = sweep_all(gpu);
-  EXPECT_EQ(pairs.at({3, 3, 200}), 10 * kMs);
-  EXPECT_EQ(pairs.at({-1, 4, 200}), 30 * kMs);  // 150-190 less C's 10 ms
+  EXPECT_EQ(pairs.at({3, 3, 200}), 10 * kNsPerMs);
+  EXPECT_EQ(pairs.at({-1, 4, 200}), 30 * kNsPerMs);  // 150-190 less C's 10 ms
   EXPECT_EQ(pairs.count({-1, 2, 200}), 0u);     // the first job's span ended at 130
 }
 
@@ -71,24 +71,24 @@ TEST(IntervalSweep, OnASharedGpuAnotherJobsLayerIsNotUntrackedTime) {
   // B. Window (0, 100]: the first job's span holds 90 ms, A 50 and B 10 of it, C 15: 15 ms
   // untracked, not 30. The other job's span (70-85) is all C: nothing untracked there.
   pp::GpuTimeline gpu = one_job();
-  gpu.jobs.push_back({"other", 70 * kMs, 85 * kMs, 4});
+  gpu.jobs.push_back({"other", 70 * kNsPerMs, 85 * kNsPerMs, 4});
   gpu.groups.push_back({1, "C", 1, "Linear"});
   gpu.groups.push_back({1, "(untracked)", 0, "(untracked)"});
-  gpu.events.insert(gpu.events.begin() + 1, {70 * kMs, 85 * kMs, 3, 3, 1});
+  gpu.events.insert(gpu.events.begin() + 1, {70 * kNsPerMs, 85 * kNsPerMs, 3, 3, 1});
   const Pairs pairs = sweep_all(gpu);
-  EXPECT_EQ(pairs.at({3, 3, 100}), 15 * kMs);
-  EXPECT_EQ(pairs.at({-1, 2, 100}), 15 * kMs);
+  EXPECT_EQ(pairs.at({3, 3, 100}), 15 * kNsPerMs);
+  EXPECT_EQ(pairs.at({-1, 2, 100}), 15 * kNsPerMs);
   EXPECT_EQ(pairs.count({-1, 4, 100}), 0u);
-  EXPECT_EQ(pairs.at({1, 0, 100}), 50 * kMs);  // the layers themselves are as before
-  EXPECT_EQ(pairs.at({2, 1, 200}), 30 * kMs);
+  EXPECT_EQ(pairs.at({1, 0, 100}), 50 * kNsPerMs);  // the layers themselves are as before
+  EXPECT_EQ(pairs.at({2, 1, 200}), 30 * kNsPerMs);
 }
 
 TEST(IntervalSweep, WindowsEndWhereTheAlignmentSaysNotAtTheStoredTime) {
   // Stored at 130 and 230 ms, the windows ended 30 ms earlier: (0, 100] and (100, 200].
   pp::GpuTimeline gpu = one_job();
-  gpu.series[0].samples = {{130, 100 * kMs, 0.5, false}, {230, 200 * kMs, 0.7, false}};
-  const Pairs expected = {{{1, 0, 130}, 50 * kMs}, {{2, 1, 130}, 10 * kMs}, {{-1, 2, 130}, 30 * kMs},
-                          {{2, 1, 230}, 30 * kMs}};
+  gpu.series[0].samples = {{130, 100 * kNsPerMs, 0.5, false}, {230, 200 * kNsPerMs, 0.7, false}};
+  const Pairs expected = {{{1, 0, 130}, 50 * kNsPerMs}, {{2, 1, 130}, 10 * kNsPerMs}, {{-1, 2, 130}, 30 * kNsPerMs},
+                          {{2, 1, 230}, 30 * kNsPerMs}};
   EXPECT_EQ(sweep_all(gpu), expected);
 }
 
@@ -96,20 +96,20 @@ TEST(IntervalSweep, AnInstantBelongsToWhatRunsThenWithTheWeightOfAWindow) {
   // FB_USED read at 30 ms (A runs), 75 ms (between A and B: untracked), 90.5 ms (B began at 90:
   // of the +-1 ms the instant may be, 0.5 ms before B is untracked) and 140 ms (after the span).
   pp::GpuTimeline gpu = one_job();
-  gpu.series[0] = {"DCGM_FI_DEV_FB_USED", pp::TimelineSeries::kInstant, 100 * kMs,
-                   {{31, 30 * kMs, 900, false}, {76, 75 * kMs, 880, false}, {91, 90 * kMs + kMs / 2, 890, false},
-                    {141, 140 * kMs, 870, false}}};
-  const Pairs expected = {{{1, 0, 31}, 100 * kMs}, {{-1, 2, 76}, 100 * kMs}, {{2, 1, 91}, 75 * kMs},
-                          {{-1, 2, 91}, 25 * kMs}};
+  gpu.series[0] = {"DCGM_FI_DEV_FB_USED", pp::TimelineSeries::kInstant, 100 * kNsPerMs,
+                   {{31, 30 * kNsPerMs, 900, false}, {76, 75 * kNsPerMs, 880, false}, {91, 90 * kNsPerMs + kNsPerMs / 2, 890, false},
+                    {141, 140 * kNsPerMs, 870, false}}};
+  const Pairs expected = {{{1, 0, 31}, 100 * kNsPerMs}, {{-1, 2, 76}, 100 * kNsPerMs}, {{2, 1, 91}, 75 * kNsPerMs},
+                          {{-1, 2, 91}, 25 * kNsPerMs}};
   EXPECT_EQ(sweep_all(gpu), expected);
 }
 
 TEST(IntervalSweep, SeriesSplitAcrossWorkersGiveTheSamePairs) {
   pp::GpuTimeline gpu = one_job();
-  gpu.series.push_back({"DCGM_FI_PROF_DRAM_ACTIVE", pp::TimelineSeries::kWindow, 100 * kMs,
-                        {{100, 100 * kMs, 0.1, false}, {200, 200 * kMs, 0.2, true}}});
-  gpu.series.push_back({"DCGM_FI_DEV_GPU_UTIL", pp::TimelineSeries::kDriverWindow, 1000 * kMs,
-                        {{1000, 1000 * kMs, 50, false}}});
+  gpu.series.push_back({"DCGM_FI_PROF_DRAM_ACTIVE", pp::TimelineSeries::kWindow, 100 * kNsPerMs,
+                        {{100, 100 * kNsPerMs, 0.1, false}, {200, 200 * kNsPerMs, 0.2, true}}});
+  gpu.series.push_back({"DCGM_FI_DEV_GPU_UTIL", pp::TimelineSeries::kDriverWindow, 1000 * kNsPerMs,
+                        {{1000, 1000 * kNsPerMs, 50, false}}});
   Pairs split = sweep_all(gpu, 0, 2);
   for (const auto& [key, weight] : sweep_all(gpu, 1, 2)) split[key] += weight;
   EXPECT_EQ(split, sweep_all(gpu));

@@ -33,8 +33,6 @@ class PromTables : public ::testing::Test {
   int64_t t0 = 0;
 };
 
-}  // namespace
-
 TEST_F(PromTables, TwoConnectionsInTwoThreadsAtOnce) {
   const std::string url = env["prometheus_url"];
   const std::string uuid0 = env["UUID0"], uuid1 = env["UUID1"];
@@ -89,3 +87,5 @@ TEST_F(PromTables, StoredViewIsRefusedTempViewWorks) {
   EXPECT_EQ(victim.scalar("SELECT count(*) FROM mine").integer, 3 * 11);
   std::remove(file.c_str());
 }
+
+}  // namespace
