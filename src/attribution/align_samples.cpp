@@ -103,12 +103,12 @@ class GpuAligner {
     segments_ = read_segments(run_.db, uuid_);
     const std::optional<int64_t> aligned =
         segments_.empty() ? std::nullopt : std::optional<int64_t>(segments_.back().through_ms);
-    data_ = read_gpu_samples(run_.db, uuid_, aligned);
+    extent_ = read_event_extent(run_.db, uuid_);
+    data_ = read_gpu_samples(run_.db, uuid_, extent_, aligned);
     if (data_.ts_ms.size() <= data_.first_new || data_.primary.empty()) return;
     settings();
     // A pinned offset says what the stored times mean: each is its own window, never a repeat.
     if (pinned_) std::fill(data_.is_copy.begin(), data_.is_copy.end(), 0);
-    extent_ = read_event_extent(run_.db, uuid_);
     const int64_t limit = complete_through();
     size_t first = data_.first_new;
     while (first < data_.ts_ms.size() && data_.ts_ms[first] <= limit) {

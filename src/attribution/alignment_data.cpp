@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "attribution/refresh.hpp"
 #include "core/embedded_sql.hpp"
 #include "core/statement.hpp"
 
@@ -11,12 +12,14 @@ namespace pp {
 namespace {
 
 constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
+constexpr int64_t kNanosecondsPerMs = 1000000;
 
 bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
 }  // namespace
 
-GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, std::optional<int64_t> last_aligned_ms) {
+GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, const GpuEventExtent& extent,
+                               std::optional<int64_t> last_aligned_ms) {
   GpuSampleData data;
   {
     Statement metrics(db, named_sql("align", "metrics_of_gpu"));
@@ -42,7 +45,14 @@ GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, std::option
   }
   data.values.assign(data.metrics.size(), {});
   for (auto& v : data.values) v.reserve(rows.size());
+  const auto needed = [&](int64_t ts_ms) {
+    const int64_t ts_ns = ts_ms * kNanosecondsPerMs;
+    return std::any_of(extent.jobs.begin(), extent.jobs.end(), [&](const auto& job) {
+      return ts_ns >= job.second.first && ts_ns <= job.second.last + kSamplesAfterLastEventSeconds * 1000 * kNanosecondsPerMs;
+    });
+  };
   for (const auto& [ts, row] : rows) {
+    if (!needed(ts)) continue;
     data.ts_ms.push_back(ts);
     for (size_t m = 0; m < row.size(); ++m) data.values[m].push_back(row[m]);
   }

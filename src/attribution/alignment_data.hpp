@@ -46,8 +46,6 @@ struct GpuSampleData {
   size_t first_new = 0;
 };
 
-GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, std::optional<int64_t> last_aligned_ms);
-
 // Each job's span over all of its events on the GPU, and the longest event (how far back an
 // event overlapping a time may have started): read once per GPU.
 struct GpuEventExtent {
@@ -55,6 +53,11 @@ struct GpuEventExtent {
   int64_t longest_ns = 0;
 };
 GpuEventExtent read_event_extent(sqlite3* db, const std::string& uuid);
+
+// Only the stored times its jobs need are read: from a job's first event to
+// kSamplesAfterLastEventSeconds after its last (refresh.hpp).
+GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, const GpuEventExtent& extent,
+                               std::optional<int64_t> last_aligned_ms);
 
 // The GPU's events overlapping [from_ns, to_ns) grouped by (job, layer type, direction).
 AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, const GpuEventExtent& extent,

@@ -46,6 +46,7 @@ std::string selector_for(sqlite3* db, const std::string& label, const std::vecto
 std::vector<std::string> gpus_without_samples(sqlite3* db, bool by_host) {
   Statement list(db, named_sql("refresh", "gpus_without_samples"));
   list.bind(":by_host", int64_t{by_host ? 1 : 0});
+  list.bind(":after_ms", kSamplesAfterLastEventSeconds * 1000);
   std::vector<std::string> names;
   while (list.step()) names.push_back(list.column_text(0));
   return names;
@@ -57,6 +58,7 @@ void instances_without_samples(sqlite3* db, std::vector<std::string>& parents, s
   parents.clear();
   instances.clear();
   Statement list(db, named_sql("refresh", "instances_without_samples"));
+  list.bind(":after_ms", kSamplesAfterLastEventSeconds * 1000);
   while (list.step()) {
     const std::string parent = list.column_text(0), instance = list.column_text(1);
     if (std::find(parents.begin(), parents.end(), parent) == parents.end()) parents.push_back(parent);
@@ -67,7 +69,8 @@ void instances_without_samples(sqlite3* db, std::vector<std::string>& parents, s
 }  // namespace
 
 void fetch_samples(RefreshRun& run) {
-  const double margin = query_double(run.db, named_sql("refresh", "fetch_margin"), {}, 60);
+  const double margin = query_double(run.db, named_sql("refresh", "fetch_margin"),
+                                     {{":after_seconds", kSamplesAfterLastEventSeconds}}, 60);
   const double start = query_double(run.db, named_sql("refresh", "fetch_start"), {}, NAN);
   if (std::isnan(start)) return;
   const double last_end = query_double(run.db, named_sql("refresh", "fetch_last_end"), {}, start);

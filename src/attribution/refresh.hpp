@@ -18,6 +18,12 @@
 
 namespace pp {
 
+// The samples a GPU's jobs need: from each job's first event to this long after its last one
+// (the window covering the last event arrives up to a collection interval later). The fetch
+// brings all of them in whatever sequence of refreshes, and the align step uses only these, so
+// that a GPU's alignment never depends on which other GPUs' data a fetch happened to cover.
+constexpr int64_t kSamplesAfterLastEventSeconds = 60;
+
 struct RefreshSummary {
   long long events_added = 0, samples_added = 0, windows_folded = 0, history_kept = 0;
   long http_requests = 0;

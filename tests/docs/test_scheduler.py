@@ -35,11 +35,9 @@ METRICS = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_DRAM_ACT
 
 def new_database(work):
     """An empty results database in `work` with the extension loaded, samples taken as stored at
-    their windows' ends (every metric a window average), and an event file with nothing in it:
-    the tests insert events and samples directly, and pp_refresh(that file, 1) folds them."""
+    their windows' ends (every metric a window average): the tests insert events and samples
+    directly, and pp_refresh(NULL, 1) folds them without reading files or fetching."""
     path = work / "jobs.db"
-    empty = work / "none.jsonl"
-    empty.write_text("")
     conn = sqlite3.connect(path)
     conn.enable_load_extension(True)
     conn.load_extension(EXTENSION)
@@ -49,12 +47,12 @@ def new_database(work):
     conn.execute("SELECT pp_install_views()")
     conn.execute("SELECT pp_config('sample_offset_ms', 0)")
     conn.execute("UPDATE pp_metrics SET kind = 'window'")
-    return path, empty, conn
+    return path, conn
 
 
 @pytest.fixture(scope="module")
 def database(tmp_path_factory):
-    path, empty, conn = new_database(tmp_path_factory.mktemp("scheduler"))
+    path, conn = new_database(tmp_path_factory.mktemp("scheduler"))
     for g, (job, values) in enumerate(JOBS.items()):
         uuid = f"GPU-{g:08d}-0000-4000-8000-000000000000"
         start_ns, end_ns = T0 * 10**9, (T0 + 10) * 10**9
@@ -65,7 +63,7 @@ def database(tmp_path_factory):
         conn.executemany("INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES (?, ?, ?, ?)",
                          [(uuid, metric, (T0 + i) * 1000, value)
                           for i in range(1, 12) for metric, value in zip(METRICS, values)])
-    conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(empty),)).fetchone()
+    conn.execute("SELECT * FROM pp_refresh(NULL, 1)").fetchone()
     conn.commit()
     conn.close()
     return path
@@ -143,7 +141,7 @@ TOGETHER = (100, 20000, 0.50, 0.45, 0.80, 0.60)
 
 @pytest.fixture(scope="module")
 def shared_database(tmp_path_factory):
-    path, empty, conn = new_database(tmp_path_factory.mktemp("scheduler-shared"))
+    path, conn = new_database(tmp_path_factory.mktemp("scheduler-shared"))
     line = 0
 
     def event(job, uuid, gpu, start_s, end_s):
@@ -169,7 +167,7 @@ def shared_database(tmp_path_factory):
         event("mem", uuid, 2, T0 + 20 + k, T0 + 20 + k + 0.5)
         event("cmp", uuid, 2, T0 + 20 + k + 0.5, T0 + 21 + k)
     samples(uuid, T0 + 20, TOGETHER)
-    conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(empty),)).fetchone()
+    conn.execute("SELECT * FROM pp_refresh(NULL, 1)").fetchone()
     conn.commit()
     conn.close()
     return path

@@ -530,9 +530,11 @@ def test_four_connections_refresh_one_wal_database(env, tmp_path):
     reference = connect(url, reference_db, **settings)
     reference.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
 
-    # Samples past a job's last event (each fetch reaches 60 s beyond it) attribute nothing.
-    needed = ("(SELECT * FROM pp_samples AS s WHERE ts_ms <= (SELECT max(t_end_ns) / 1000000 + 1000 "
-              "FROM pp_events AS e WHERE e.gpu_uuid = s.uuid))")
+    # A GPU's samples from its first event to 60 s after its last come in any sequence of
+    # refreshes; those before it arrive only with other GPUs' fetches and are never used.
+    needed = ("(SELECT * FROM pp_samples AS s WHERE ts_ms * 1000000 BETWEEN "
+              "(SELECT min(t_start_ns) FROM pp_events AS e WHERE e.gpu_uuid = s.uuid) AND "
+              "(SELECT max(t_end_ns) + 60000000000 FROM pp_events AS e WHERE e.gpu_uuid = s.uuid))")
     for table in ["pp_events", "pp_jobs", "pp_layers", needed]:
         n = final.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
         assert n == reference.execute(f"SELECT count(*) FROM {table}").fetchone()[0], table
@@ -546,6 +548,36 @@ def test_four_connections_refresh_one_wal_database(env, tmp_path):
         assert got[key][1] == pytest.approx(value, rel=1e-9, abs=1e-12), key
     print(f"concurrency: {outcomes['refreshed']} refreshes, {outcomes['busy']} clean SQLITE_BUSY failures, "
           f"{outcomes['queries']} query rounds, {len(expected)} layer states equal")
+
+
+@pytest.mark.parametrize("steps", [
+    # The first refresh sees one GPU's job: the others' first fetch starts later than it would
+    # have in one refresh.
+    [(0.3, 0, 0), (0.3, 0.5, 0.5), (0.9, 0.9, 0.9)],
+    # Fetches that end 60 s after a job's last event known then, short of its real end.
+    [(0.2, 0.2, 0.2), (0.85, 0.9, 0.95), (0.97, 0.97, 0.97)],
+])
+def test_refreshes_as_the_files_grow_equal_one_refresh(env, tmp_path, steps):
+    """Refreshes while the jobs still write (each file cut at a share of its lines, per GPU)
+    leave exactly the layer states of one final refresh over the finished files: each GPU's
+    alignment sees the same samples whatever the other GPUs' data made earlier fetches cover."""
+    url = env["prometheus_url"]
+    settings = {"attribution_margin_seconds": 10**9}  # the jobs are still running until final
+    events = tmp_path / "events"
+    events.mkdir()
+    jobs = [job_lines(g) for g in range(len(dcgm_data.GPUS))]
+    growing = connect(url, str(tmp_path / "growing.db"), **settings)
+    for shares in steps + [(1,) * len(jobs)]:
+        for g, (lines, share) in enumerate(zip(jobs, shares)):
+            (events / f"rank{g}.jsonl").write_text("".join(lines[:int(len(lines) * share)]))
+        growing.execute("SELECT * FROM pp_refresh(?)", (str(events),)).fetchall()
+    growing.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
+    once = connect(url, str(tmp_path / "once.db"), **settings)
+    once.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
+    got, expected = layer_states(growing), layer_states(once)
+    assert got.keys() == expected.keys()
+    for key, (count, value) in expected.items():
+        assert got[key] == (count, pytest.approx(value, rel=1e-9, abs=1e-12)), key
 
 
 def test_refresh_while_a_cursor_of_the_same_connection_is_open(env, tmp_path):

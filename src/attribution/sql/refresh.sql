@@ -4,8 +4,9 @@
 
 -- name: fetch_margin
 -- Seconds past the last unfolded event to fetch samples for: the sample covering an event's end
--- arrives up to one collection interval later (30 s by dcgm-exporter's default).
-SELECT max(60.0, 2 * coalesce((SELECT max(interval_ms) / 1e3 FROM main.pp_intervals), 0));
+-- arrives up to one collection interval later (30 s by dcgm-exporter's default), and never
+-- less than the :after_seconds that alignment uses.
+SELECT max(:after_seconds, 2 * coalesce((SELECT max(interval_ms) / 1e3 FROM main.pp_intervals), 0));
 
 -- name: fetch_start
 -- From the first event of each job with unfolded events (its untracked time needs every window
@@ -47,13 +48,14 @@ UPDATE temp.pp_fetch_gpus
 
 -- name: gpus_without_samples
 -- UUIDs (:by_host = 0) or host names (:by_host = 1) of whole GPUs (not MIG devices) whose
--- unfolded events reach past their last sample (none yet, or a job still running: later
--- refreshes must fetch again) and that no pass of this refresh has brought samples for yet.
+-- samples do not yet reach :after_ms past their unfolded events (none yet, a job still running,
+-- or an earlier fetch that ended before the job did: later refreshes must fetch again) and that
+-- no pass of this refresh has brought samples for yet.
 SELECT DISTINCT CASE WHEN :by_host THEN host_name ELSE uuid END
   FROM temp.pp_fetch_gpus AS g
  WHERE CASE WHEN :by_host THEN host_name ELSE uuid END IS NOT NULL
    AND g.uuid NOT GLOB 'MIG-*'
-   AND last_end_ms > coalesce(last_sample_ms, -1)
+   AND last_end_ms + :after_ms > coalesce(last_sample_ms, -1)
    AND NOT EXISTS (SELECT 1 FROM main.pp_metrics AS m JOIN main.pp_samples AS s
                     ON s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > coalesce(g.last_sample_ms, -1));
 
@@ -62,7 +64,7 @@ SELECT DISTINCT CASE WHEN :by_host THEN host_name ELSE uuid END
 SELECT DISTINCT parent_uuid, gpu_instance_id
   FROM temp.pp_fetch_gpus AS g
  WHERE parent_uuid IS NOT NULL
-   AND last_end_ms > coalesce(last_sample_ms, -1)
+   AND last_end_ms + :after_ms > coalesce(last_sample_ms, -1)
    AND NOT EXISTS (SELECT 1 FROM main.pp_metrics AS m JOIN main.pp_samples AS s
                     ON s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > coalesce(g.last_sample_ms, -1));
 
