@@ -1,0 +1,82 @@
+"""Getting started's "The same by hand" runs as written: its shell blocks in order, in one bash
+from the repository's root (the emulator and Prometheus in the background, on the ports the page
+names), then its SQL blocks in one sqlite3 shell on the database analyze wrote, then the two
+servers stopped as the page says. It writes what the page writes, runs/demo (removed first: it
+is the page's own output). Section 1's two commands are the CI job itself.
+
+  PP_EXTENSION=build/precisionprobe python3 -m pytest -q tests/docs/test_getting_started.py
+"""
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def by_hand_blocks():
+    text = (ROOT / "docs" / "getting-started.md").read_text()
+    start = text.index("## 2. The same by hand")
+    section = text[start:text.index("\n## ", start + 1)]
+    shell = re.findall(r"```sh\n(.*?)```", section, re.S)
+    sql = re.findall(r"```sql\n(.*?)```", section, re.S)
+    stop = re.search(r"Stop the two servers afterwards \(`([^`]+)`\)", section).group(1)
+    return shell, sql, stop
+
+
+def table_rows(text, header):
+    """The rows of the box table whose header row contains `header`, as lists of cells."""
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if header in line and line.startswith("│"))
+    rows = []
+    for line in lines[first + 2:]:
+        if not line.startswith("│"):
+            break
+        rows.append([cell.strip() for cell in line.strip("│").split("│")])
+    return rows
+
+
+def test_the_by_hand_section_runs_as_written():
+    shell, sql, stop = by_hand_blocks()
+    assert len(shell) == 4 and len(sql) == 3, "the test follows the page's four shell and three SQL blocks"
+    assert stop == "kill %1 %2"
+    shutil.rmtree(ROOT / "runs" / "demo", ignore_errors=True)
+    script = "\n".join([
+        "set -euo pipefail",
+        # Whatever happens, the two servers the page starts do not outlive the test.
+        "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT",
+        *shell,
+        "sqlite3 runs/demo/precisionprobe.db <<'SQL'",
+        "".join(sql) + "SQL",
+        stop,
+    ])
+    result = subprocess.run(["bash", "-c", script], cwd=ROOT, text=True, capture_output=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert "Parse error" not in out + result.stderr and "Runtime error" not in out + result.stderr
+    # analyze's report, as the page describes it.
+    assert "job demo: 1 GPU(s)" in out and "Per layer type:" in out and "What this says:" in out
+
+    # Table II: the layers the page shows, each forward and backward, and the untracked row.
+    layers = {(row[0], row[1]) for row in table_rows(out, "│ mem_mib │")}
+    for layer in ["bot_l.0", "emb_l.0", "top_l.4", "loss_fn"]:
+        assert {(layer, "1"), (layer, "0")} <= layers, layer
+    assert ("(untracked)", "0") in layers
+
+    # sample_alignment: each stretch estimated, the emulated exporter's 300 ms latency plus the
+    # scrape's phase (under one 100 ms period), known to well under a millisecond.
+    stretches = table_rows(out, "│ offset_ms │")
+    assert len(stretches) >= 2
+    for t_from, offset_ms, timing_ms, samples, repeats, skipped, status in stretches:
+        assert status == "estimated" and 300 <= float(offset_ms) <= 400 and float(timing_ms) < 2, stretches
+
+    # The estimates beside the overlap means: EmbeddingBag's DRAM near the profile's 0.78 / 0.86
+    # (the overlap means blend it with the layers around it), each interval inside [0, 1].
+    estimates = {(row[0], row[1]): row for row in table_rows(out, "│ dram_estimate │")}
+    for direction, truth in [("1", 0.78), ("0", 0.86)]:
+        row = estimates[("EmbeddingBag", direction)]
+        assert abs(float(row[3]) - truth) < 0.1, row
+        assert float(row[2]) < float(row[3]), row  # the blend reads lower than the layer's own value
+    for row in estimates.values():
+        low, high = (float(x) for x in row[4].split("-"))
+        assert 0 <= low <= high <= 1, row
