@@ -44,8 +44,8 @@ INTERVAL_MS = 100
 # paper's MLPs (512-512-64, 1024-1024-1024-1) and 8 tables of dimension 64; 200,000 rows per table
 # make the embeddings 98% of its parameters, near the paper's 99.5% (8 x 1M x 64 of 514M), so the
 # embedding stage (and SGD's dense update of the tables) takes a large part of a step, as the
-# paper describes its model. With scripts/main_job.py's 20,000 rows the Linear layers took 80% of
-# a CPU step in one run here. ResNeXt and GPT-2 build their batches up front, so they cycle a few
+# paper describes its model (scripts/main_job.py uses the same; with 20,000 rows the Linear layers
+# took 80% of a CPU step in one run here). ResNeXt and GPT-2 build their batches up front, so they cycle a few
 # batches over many epochs; --seconds stops every job.
 WORKLOADS = {
     "dlrm": ("precisionprobe.workloads.dlrm",

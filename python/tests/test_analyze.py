@@ -97,6 +97,30 @@ def test_findings_say_the_embeddings_are_memory_bound(report_a):
     assert job["unresolved"] and all("; " in item for item in job["unresolved"])
 
 
+def test_the_embedding_verdict_weighs_each_direction_by_its_time():
+    """A backward pass 500 times longer than the forward decides the stage, as on the GPU: here the
+    long backward calls are memory-bound and the short forward calls, known only as a blend of
+    the Linear layers around them, are not."""
+    from precisionprobe.analysis.findings import embedding_sentences
+    from precisionprobe.analysis.report import JobReport, Row, Value
+
+    def row(direction, share, dram, fp32, kind):
+        metrics = {"dram_active": Value(kind, dram, blend=dram), "fp32_active": Value(kind, fp32, blend=fp32),
+                   "sm_occupancy": Value(kind, 0.3, blend=0.3)}
+        return Row("EmbeddingBag", "EmbeddingBag", direction, 92, 1.0, share * 60, share, metrics)
+
+    def verdict(backward, forward):
+        job = JobReport("dlrm", 1, 60, 1, 100, None, None, 0.9, 0.1, None, None, {}, [backward, forward], [])
+        return embedding_sentences(job)[0]
+
+    text = verdict(row("backward", 0.579, 0.84, 0.09, "estimate"), row("forward", 0.001, 0.22, 0.37, "blend"))
+    assert "is memory-bound (DRAM 0.84 vs FP32 0.09 weighted by time)" in text, text
+    assert "forward DRAM 0.22 vs FP32 0.37" in text and "only indicative" in text, text
+    # The same two directions with the shares swapped: the forward decides, and it is not.
+    text = verdict(row("backward", 0.001, 0.84, 0.09, "estimate"), row("forward", 0.579, 0.22, 0.37, "blend"))
+    assert "is not memory-bound by this measure" in text, text
+
+
 def test_every_format_reads_the_same_database(runs, report_a):
     work, _, _ = runs
     table = precisionprobe("analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh").stdout

@@ -75,13 +75,20 @@ def embedding_sentences(job):
     sentence = f"The embedding stage ({name}, forward and backward) takes {_percent(share)} of the GPU time"
     if any(d is None or f is None for d, f in points):
         return [sentence + "; its DRAM and FP32 activity are not known."]
-    bound = all(d >= MEMORY_BOUND_DRAM and d >= MEMORY_BOUND_RATIO * f for d, f in points)
+    # The stage as a whole: each direction weighs by its share of the GPU time (a backward pass
+    # that takes 500 times longer than the forward decides, as it does on the GPU).
+    weights = [r.share for r in rows] if sum(r.share for r in rows) > 0 else [1] * len(rows)
+    stage_dram = sum(w * d for w, (d, _) in zip(weights, points)) / sum(weights)
+    stage_fp32 = sum(w * f for w, (_, f) in zip(weights, points)) / sum(weights)
+    bound = stage_dram >= MEMORY_BOUND_DRAM and stage_dram >= MEMORY_BOUND_RATIO * stage_fp32
     detail = ", ".join(f"{r.direction} DRAM {d:.2f} vs FP32 {f:.2f}" for r, (d, f) in zip(rows, points))
     occ = [_point(o) for o in occupancy]
     if all(o is not None for o in occ):
         detail += ", SM occupancy " + "/".join(f"{o:.2f}" for o in occ)
     verdict = "and is memory-bound" if bound else "and is not memory-bound by this measure"
-    return [f"{sentence} {verdict}: {detail} ({_source(dram + fp32)})."]
+    weighted = f"DRAM {stage_dram:.2f} vs FP32 {stage_fp32:.2f} weighted by time" if len(rows) > 1 else ""
+    return [f"{sentence} {verdict}" + (f" ({weighted})" if weighted else "") +
+            f": {detail} ({_source(dram + fp32)})."]
 
 
 def largest_sentence(job):
