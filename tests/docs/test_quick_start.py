@@ -31,6 +31,10 @@ def test_the_quick_start_runs_as_written():
     out = result.stdout
     # analyze's report, then the two SQL tables of the shell.
     assert "job quick: 1 GPU(s)" in out and "Per layer type:" in out and "What this says:" in out
+    # The DLRM's embeddings are most of its parameters, as in the paper, and it reads as the paper
+    # found: its embedding stage memory-bound (the main job trains the same model).
+    assert re.search(r"The embedding stage \(EmbeddingBag, forward and backward\) takes \d+% of the GPU "
+                     r"time and is memory-bound", out), out[:4000]
     tables = out[out.index("What this says:"):]
     assert re.search(r"│\s+layer_type\s+│", tables) and re.search(r"│ EmbeddingBag\s+│", tables)
     assert "DCGM_FI_PROF_DRAM_ACTIVE" in tables and re.search(r"│\s+data_num\s+│", tables)
