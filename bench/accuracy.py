@@ -164,8 +164,8 @@ def refreshed(conn_template, rec):
     conn.executemany("INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES (?, ?, ?, ?)",
                      [(rec.gpu.uuid, metric, int(t), float(format_value(metric, v)))
                       for m, metric in enumerate(METRICS) for t, v in zip(rec.tick_ms, rec.samples[:, m])])
-    with tempfile.NamedTemporaryFile(suffix=".jsonl") as empty:  # events are already in pp_events
-        conn.execute("SELECT * FROM pp_refresh(?, 1)", (empty.name,)).fetchone()
+    # Events and samples are in place: NULL folds them without reading files or fetching.
+    conn.execute("SELECT * FROM pp_refresh(NULL, 1)").fetchone()
     return conn
 
 
