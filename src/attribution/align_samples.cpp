@@ -131,12 +131,8 @@ class GpuAligner {
     window_ns_ = w.window_ms * kNsPerMs;
     window_settled_ = w.settled;
     lag_ns_ = static_cast<double>(s.get_int("max_sample_lag_ms")) * kNsPerMs;
-    Statement extent(run_.db, named_sql("align", "event_extent"));
-    extent.bind(":uuid", uuid_);
-    if (extent.step() && !extent.column_null(0)) {
-      last_event_start_ns_ = extent.column_int64(0);
-      last_event_end_ns_ = extent.column_int64(1);
-    }
+    last_event_start_ns_ = extent_.last_start_ns;
+    last_event_end_ns_ = extent_.last_end_ns;
   }
 
   // The newest stored time up to which everything a segment needs is in: all samples up to it

@@ -71,12 +71,24 @@ GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, const GpuEv
 
 GpuEventExtent read_event_extent(sqlite3* db, const std::string& uuid) {
   GpuEventExtent extent;
-  Statement spans(db, named_sql("align", "job_spans"));
-  spans.bind(":uuid", uuid);
-  while (spans.step()) extent.jobs.push_back({spans.column_text(0), {spans.column_int64(1), spans.column_int64(2), 0}});
-  extent.longest_ns = static_cast<int64_t>(
-      query_double(db, "SELECT max(t_end_ns - t_start_ns) FROM main.pp_events WHERE gpu_uuid = :uuid AND t_start_ns >= 0 "
-                       "AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)", {{":uuid", uuid}}, 0));
+  const auto read = [&](const char* name) {
+    extent = GpuEventExtent{};
+    Statement spans(db, named_sql("align", name));
+    spans.bind(":uuid", uuid);
+    bool complete = true;
+    while (spans.step()) {
+      extent.jobs.push_back({spans.column_text(0), {spans.column_int64(1), spans.column_int64(2), 0}});
+      const int64_t longest = spans.column_int64(3);
+      if (longest < 0) complete = false;
+      extent.longest_ns = std::max(extent.longest_ns, longest);
+      extent.last_end_ns = std::max(extent.last_end_ns, spans.column_int64(2));
+    }
+    return complete;
+  };
+  if (!read("job_spans")) read("job_spans_all");
+  Statement last(db, named_sql("align", "last_event_start"));
+  last.bind(":uuid", uuid);
+  if (last.step()) extent.last_start_ns = last.column_int64(0);
   return extent;
 }
 
@@ -92,7 +104,7 @@ AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, 
   Statement events(db, named_sql("align", "events_in_range"));
   events.bind(":uuid", uuid);
   events.bind(":from", static_cast<int64_t>(from_ns));
-  events.bind(":from_start", static_cast<int64_t>(from_ns) - extent.longest_ns - 1);
+  events.bind(":from_start", std::max<int64_t>(static_cast<int64_t>(from_ns) - extent.longest_ns - 1, 0));
   events.bind(":to", static_cast<int64_t>(to_ns));
   while (events.step()) {
     const uint32_t job = job_index.at(events.column_text(0));

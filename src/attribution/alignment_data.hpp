@@ -46,11 +46,13 @@ struct GpuSampleData {
   size_t first_new = 0;
 };
 
-// Each job's span over all of its events on the GPU, and the longest event (how far back an
-// event overlapping a time may have started): read once per GPU.
+// Each job's span over all of its events on the GPU, the longest event (how far back an event
+// overlapping a time may have started), and the newest event's start and end: read once per
+// GPU, from the folded events' spans and the unfolded events, never the GPU's history.
 struct GpuEventExtent {
   std::vector<std::pair<std::string, AlignmentTimeline::Job>> jobs;
   int64_t longest_ns = 0;
+  int64_t last_start_ns = 0, last_end_ns = 0;
 };
 GpuEventExtent read_event_extent(sqlite3* db, const std::string& uuid);
 

@@ -21,21 +21,39 @@ SELECT ts_ms, value FROM main.pp_samples WHERE uuid = :uuid AND metric = :metric
 -- name: last_aligned
 SELECT max(through_ms) FROM main.pp_alignment WHERE uuid = :uuid;
 
--- name: event_extent
--- The newest event start and end on the GPU (ns), and the longest event (how far back an event
--- overlapping a time may have started). Here and below, events whose times cannot be a call
--- (ending before they start, outside [0, 2^62] ns: an earlier version imported such) are left out.
-SELECT max(t_start_ns), max(t_end_ns), max(t_end_ns - t_start_ns) FROM main.pp_events
- WHERE gpu_uuid = :uuid AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62);
-
 -- name: job_spans
-SELECT job_id, min(t_start_ns), max(t_end_ns) FROM main.pp_events WHERE gpu_uuid = :uuid AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)
+-- Each job's span on the GPU, and its longest event (how far back an event overlapping a time
+-- may have started), without reading the GPU's history: the folded events' spans
+-- (pp_gpu_spans) joined with the unfolded events (their partial index). Here and below, events
+-- whose times cannot be a call (ending before they start, outside [0, 2^62] ns: an earlier
+-- version imported such) are left out. A negative longest_ns: a span that pp_gpu_spans holds
+-- without its longest event (an older database); then job_spans_all reads them all.
+SELECT job_id, min(first_ns), max(last_ns), max(longest_ns) FROM (
+  SELECT job_id, first_ns, last_ns, longest_ns FROM main.pp_gpu_spans WHERE uuid = :uuid
+  UNION ALL
+  SELECT job_id, min(t_start_ns), max(t_end_ns), max(t_end_ns - t_start_ns) FROM main.pp_events
+   WHERE gpu_uuid = :uuid AND folded = 0 AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)
+   GROUP BY job_id)
  GROUP BY job_id;
 
+-- name: job_spans_all
+SELECT job_id, min(t_start_ns), max(t_end_ns), max(t_end_ns - t_start_ns) FROM main.pp_events
+ WHERE gpu_uuid = :uuid AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)
+ GROUP BY job_id;
+
+-- name: last_event_start
+-- The newest event start on the GPU: the time index read backwards to the first event that can
+-- be a call.
+SELECT t_start_ns FROM main.pp_events
+ WHERE gpu_uuid = :uuid AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)
+ ORDER BY t_start_ns DESC LIMIT 1;
+
 -- name: events_in_range
+-- (:from_start is at least 0: a second lower bound on t_start_ns, such as t_start_ns >= 0, could
+-- be the one SQLite takes for the index range, and the GPU's history would be read.)
 SELECT job_id, layer_type, forward, t_start_ns, t_end_ns FROM main.pp_events
  WHERE gpu_uuid = :uuid AND t_start_ns >= :from_start AND t_start_ns < :to AND t_end_ns > :from
-   AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)
+   AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)
  ORDER BY t_start_ns;
 
 -- name: previous_segments
