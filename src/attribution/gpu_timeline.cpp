@@ -105,23 +105,25 @@ class TimelineReader {
   // not know a span's longest event.
   void read_events(const std::string& uuid, std::optional<int64_t> after_ms, std::optional<int64_t> through_ms) {
     const int64_t through_ns = through_ms && *through_ms < INT64_MAX / kNsPerMsInt ? *through_ms * kNsPerMsInt : INT64_MAX;
+    // (t_start_ns >= 0 is said in each query: with a second lower bound on t_start_ns SQLite may
+    // take this one for the index range, and read the GPU's history from its first event.)
     constexpr const char* kColumns =
         "SELECT t_start_ns, t_end_ns, job_id, id, layer, forward, folded, layer_type FROM main.pp_events "
-        "WHERE gpu_uuid = :uuid AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)";
+        "WHERE gpu_uuid = :uuid AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)";
     const std::optional<int64_t> longest = (after_ms || through_ms) ? read_folded_spans(uuid) : std::nullopt;
     if (!longest) {
-      Statement all(db_, std::string(kColumns) + " ORDER BY t_start_ns");
+      Statement all(db_, std::string(kColumns) + " AND t_start_ns >= 0 ORDER BY t_start_ns");
       all.bind(":uuid", uuid);
       while (all.step()) take_event(all, through_ns);
     } else {
-      Statement unfolded(db_, std::string(kColumns) + " AND folded = 0 ORDER BY t_start_ns");
+      Statement unfolded(db_, std::string(kColumns) + " AND t_start_ns >= 0 AND folded = 0 ORDER BY t_start_ns");
       unfolded.bind(":uuid", uuid);
       while (unfolded.step()) take_event(unfolded, through_ns);
       if (lo_ns_ < hi_ns_) {
         Statement reaching(db_, std::string(kColumns) +
                                     " AND t_start_ns >= :from AND t_start_ns < :to AND folded <> 0 ORDER BY t_start_ns");
         reaching.bind(":uuid", uuid);
-        reaching.bind(":from", lo_ns_ - *longest);
+        reaching.bind(":from", std::max<int64_t>(lo_ns_ - *longest, 0));
         reaching.bind(":to", hi_ns_);
         while (reaching.step()) take_event(reaching, through_ns);
       }
