@@ -46,7 +46,6 @@ std::string selector_for(sqlite3* db, const std::string& label, const std::vecto
 std::vector<std::string> gpus_without_samples(sqlite3* db, bool by_host) {
   Statement list(db, named_sql("refresh", "gpus_without_samples"));
   list.bind(":by_host", int64_t{by_host ? 1 : 0});
-  list.bind(":after_ms", kSamplesAfterLastEventSeconds * 1000);
   std::vector<std::string> names;
   while (list.step()) names.push_back(list.column_text(0));
   return names;
@@ -58,7 +57,6 @@ void instances_without_samples(sqlite3* db, std::vector<std::string>& parents, s
   parents.clear();
   instances.clear();
   Statement list(db, named_sql("refresh", "instances_without_samples"));
-  list.bind(":after_ms", kSamplesAfterLastEventSeconds * 1000);
   while (list.step()) {
     const std::string parent = list.column_text(0), instance = list.column_text(1);
     if (std::find(parents.begin(), parents.end(), parent) == parents.end()) parents.push_back(parent);
@@ -69,15 +67,18 @@ void instances_without_samples(sqlite3* db, std::vector<std::string>& parents, s
 }  // namespace
 
 void fetch_samples(RefreshRun& run) {
+  const int64_t lag_ms = run.connection.settings().get_int("max_sample_lag_ms");
   const double margin = query_double(run.db, named_sql("refresh", "fetch_margin"),
-                                     {{":after_seconds", kSamplesAfterLastEventSeconds}}, 60);
+                                     {{":after_seconds", kSamplesAfterLastEventSeconds},
+                                      {":lag_seconds", static_cast<double>(lag_ms) / 1e3}}, 60);
   const double start = query_double(run.db, named_sql("refresh", "fetch_start"), {}, NAN);
   if (std::isnan(start)) return;
   const double last_end = query_double(run.db, named_sql("refresh", "fetch_last_end"), {}, start);
   const double end = std::min(run.now, last_end + margin);
   if (end <= start) return;
 
-  run_script(run.db, named_sql("refresh", "fetch_gpus"));
+  run_script(run.db, named_sql("refresh", "fetch_gpus"),
+             {{":after_ms", kSamplesAfterLastEventSeconds * 1000}, {":lag_ms", lag_ms}});
   struct Pass {
     const char* label;
     const char* insert;
@@ -100,6 +101,8 @@ void fetch_samples(RefreshRun& run) {
         run_script(run.db, named_sql("refresh", "insert_samples_by_instance"),
                    {{":selector", selector_for(run.db, label, parents, instances)}, {":start", start}, {":end", end}});
   }
+  run_script(run.db, named_sql("refresh", "record_fetch"),
+             {{":end_ms", static_cast<int64_t>(std::floor(end * 1000))}});
 }
 
 }  // namespace pp

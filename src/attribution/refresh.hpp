@@ -18,9 +18,10 @@
 
 namespace pp {
 
-// The samples a GPU's jobs need: from each job's first event to this long after its last one
-// (the window covering the last event arrives up to a collection interval later). The fetch
-// brings all of them in whatever sequence of refreshes, and the align step uses only these, so
+// The samples a GPU's jobs need: from each job's first event to at least this long after its
+// last one (longer where two windows and the exporter's lag are: the sample covering the last
+// event is stored that much later at most). The fetch brings all of them in whatever sequence
+// of refreshes (pp_fetch_state says how far it asked), and the align step uses only these, so
 // that a GPU's alignment never depends on which other GPUs' data a fetch happened to cover.
 constexpr int64_t kSamplesAfterLastEventSeconds = 60;
 

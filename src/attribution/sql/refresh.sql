@@ -4,9 +4,9 @@
 
 -- name: fetch_margin
 -- Seconds past the last unfolded event to fetch samples for: the sample covering an event's end
--- arrives up to one collection interval later (30 s by dcgm-exporter's default), and never
--- less than the :after_seconds that alignment uses.
-SELECT max(:after_seconds, 2 * coalesce((SELECT max(interval_ms) / 1e3 FROM main.pp_intervals), 0));
+-- is stored up to a window and a scrape (and the exporter's lag) later, and never less than
+-- the :after_seconds that alignment uses (kSamplesAfterLastEventSeconds, refresh.hpp).
+SELECT max(:after_seconds, 2 * coalesce((SELECT max(interval_ms) / 1e3 FROM main.pp_intervals), 0) + :lag_seconds);
 
 -- name: fetch_start
 -- From the first event of each job with unfolded events (its untracked time needs every window
@@ -31,31 +31,40 @@ SELECT max(t_end) FROM main.pp_events WHERE folded = 0 AND gpu_uuid <> 'cpu';
 -- MIG device, the parent GPU and GPU instance whose series are its samples (pp_mig_devices, else
 -- read off the MIG UUID of drivers before R470, "MIG-GPU-<parent UUID>/<GPU instance>/<compute
 -- instance>").
+-- A GPU needs a fetch when its samples may not reach :after_ms (or two of its windows and the
+-- exporter's lag) past its unfolded events: when it has none, when the last fetch for it
+-- (pp_fetch_state) ended before that, or, never fetched, when its stored samples end before its
+-- events do (samples inserted by other means that cover the events are taken as they are).
 CREATE TEMP TABLE IF NOT EXISTS pp_fetch_gpus(uuid TEXT PRIMARY KEY, host_name TEXT, last_end_ms INTEGER,
-                                               last_sample_ms INTEGER, parent_uuid TEXT, gpu_instance_id INTEGER);
+                                               last_sample_ms INTEGER, parent_uuid TEXT, gpu_instance_id INTEGER,
+                                               needs_fetch INTEGER);
 DELETE FROM temp.pp_fetch_gpus;
 INSERT INTO temp.pp_fetch_gpus
-SELECT g.uuid, g.host_name, g.last_end_ms, g.last_sample_ms, m.gpu_uuid, m.gpu_instance_id
+SELECT g.uuid, g.host_name, g.last_end_ms, g.last_sample_ms, m.gpu_uuid, m.gpu_instance_id,
+       CASE WHEN g.last_sample_ms IS NULL THEN 1
+            WHEN f.fetched_through_ms IS NULL THEN g.last_end_ms > g.last_sample_ms
+            ELSE g.last_end_ms + max(:after_ms, 2 * coalesce((SELECT max(interval_ms) FROM main.pp_intervals AS i
+                                                               WHERE i.uuid = g.uuid), 0) + :lag_ms)
+                 > f.fetched_through_ms END
   FROM (SELECT gpu_uuid AS uuid, max(host_name) AS host_name, max(t_end_ns) / 1000000 AS last_end_ms,
                (SELECT max((SELECT max(ts_ms) FROM main.pp_samples AS s WHERE s.uuid = e.gpu_uuid AND s.metric = m.metric))
                   FROM main.pp_metrics AS m) AS last_sample_ms
           FROM main.pp_events AS e WHERE folded = 0 AND gpu_uuid <> 'cpu' GROUP BY gpu_uuid) AS g
-  LEFT JOIN main.pp_mig_devices AS m ON m.mig_uuid = g.uuid;
+  LEFT JOIN main.pp_mig_devices AS m ON m.mig_uuid = g.uuid
+  LEFT JOIN main.pp_fetch_state AS f ON f.uuid = g.uuid;
 UPDATE temp.pp_fetch_gpus
    SET parent_uuid = substr(uuid, 5, instr(uuid, '/') - 5),
        gpu_instance_id = CAST(substr(uuid, instr(uuid, '/') + 1) AS INTEGER)  -- CAST stops at the next '/'
  WHERE parent_uuid IS NULL AND uuid GLOB 'MIG-GPU-*/[0-9]*/[0-9]*';
 
 -- name: gpus_without_samples
--- UUIDs (:by_host = 0) or host names (:by_host = 1) of whole GPUs (not MIG devices) whose
--- samples do not yet reach :after_ms past their unfolded events (none yet, a job still running,
--- or an earlier fetch that ended before the job did: later refreshes must fetch again) and that
--- no pass of this refresh has brought samples for yet.
+-- UUIDs (:by_host = 0) or host names (:by_host = 1) of whole GPUs (not MIG devices) that need a
+-- fetch (fetch_gpus) and that no pass of this refresh has brought samples for yet.
 SELECT DISTINCT CASE WHEN :by_host THEN host_name ELSE uuid END
   FROM temp.pp_fetch_gpus AS g
  WHERE CASE WHEN :by_host THEN host_name ELSE uuid END IS NOT NULL
    AND g.uuid NOT GLOB 'MIG-*'
-   AND last_end_ms + :after_ms > coalesce(last_sample_ms, -1)
+   AND needs_fetch
    AND NOT EXISTS (SELECT 1 FROM main.pp_metrics AS m JOIN main.pp_samples AS s
                     ON s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > coalesce(g.last_sample_ms, -1));
 
@@ -64,9 +73,17 @@ SELECT DISTINCT CASE WHEN :by_host THEN host_name ELSE uuid END
 SELECT DISTINCT parent_uuid, gpu_instance_id
   FROM temp.pp_fetch_gpus AS g
  WHERE parent_uuid IS NOT NULL
-   AND last_end_ms + :after_ms > coalesce(last_sample_ms, -1)
+   AND needs_fetch
    AND NOT EXISTS (SELECT 1 FROM main.pp_metrics AS m JOIN main.pp_samples AS s
                     ON s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > coalesce(g.last_sample_ms, -1));
+
+-- name: record_fetch
+-- The GPUs this fetch asked for, through :end_ms, that have samples: one of which Prometheus
+-- has none yet (or prometheus_url named the wrong server) is asked again next time.
+INSERT INTO main.pp_fetch_state(uuid, fetched_through_ms)
+SELECT g.uuid, :end_ms FROM temp.pp_fetch_gpus AS g
+ WHERE g.needs_fetch AND EXISTS (SELECT 1 FROM main.pp_samples AS s WHERE s.uuid = g.uuid)
+ON CONFLICT (uuid) DO UPDATE SET fetched_through_ms = max(fetched_through_ms, excluded.fetched_through_ms);
 
 -- name: insert_samples_by_uuid
 -- The samples of :selector whose UUID (or older exporters' uuid) label names a whole GPU of the

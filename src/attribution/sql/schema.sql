@@ -118,6 +118,10 @@ INSERT OR IGNORE INTO main.pp_meta(key, value) VALUES ('gpu_spans', 'filled by t
 -- Per GPU: sample windows with ts_ms <= folded_through_ms are already in layer_state.
 CREATE TABLE IF NOT EXISTS pp_fold_state(uuid TEXT PRIMARY KEY, folded_through_ms INTEGER NOT NULL);
 
+-- Per GPU: the end of the last fetch that asked Prometheus for its samples (unix ms), so that a
+-- refresh knows whether the samples its jobs need (to 60 s past their last event) were asked for.
+CREATE TABLE IF NOT EXISTS pp_fetch_state(uuid TEXT PRIMARY KEY, fetched_through_ms INTEGER NOT NULL);
+
 -- The metrics pp_refresh fetches and attributes: the six of the paper's Table I with their
 -- Table II column names, and what a sample of each describes:
 --   window         the average over the window that ends when DCGM takes the sample
