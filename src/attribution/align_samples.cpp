@@ -104,7 +104,12 @@ class GpuAligner {
     const std::optional<int64_t> aligned =
         segments_.empty() ? std::nullopt : std::optional<int64_t>(segments_.back().through_ms);
     extent_ = read_event_extent(run_.db, uuid_);
-    data_ = read_gpu_samples(run_.db, uuid_, extent_, aligned);
+    const double samples_after_ms =
+        query_double(run_.db, named_sql("align", "samples_after"),
+                     {{":uuid", uuid_}, {":after_ms", kSamplesAfterLastEventSeconds * 1000},
+                      {":lag_ms", run_.connection.settings().get_int("max_sample_lag_ms")}},
+                     static_cast<double>(kSamplesAfterLastEventSeconds * 1000));
+    data_ = read_gpu_samples(run_.db, uuid_, extent_, static_cast<int64_t>(samples_after_ms * kNsPerMs), aligned);
     if (data_.ts_ms.size() <= data_.first_new || data_.primary.empty()) return;
     settings();
     // A pinned offset says what the stored times mean: each is its own window, never a repeat.

@@ -19,7 +19,7 @@ bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == 
 }  // namespace
 
 GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, const GpuEventExtent& extent,
-                               std::optional<int64_t> last_aligned_ms) {
+                               int64_t samples_after_ns, std::optional<int64_t> last_aligned_ms) {
   GpuSampleData data;
   {
     Statement metrics(db, named_sql("align", "metrics_of_gpu"));
@@ -43,49 +43,52 @@ GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, const GpuEv
       row[m] = samples.column_null(1) ? kMissing : samples.column_double(1);
     }
   }
-  data.values.assign(data.metrics.size(), {});
-  for (auto& v : data.values) v.reserve(rows.size());
+  // Copies: every metric equal to the stored time before (stored next to it, before the samples
+  // a job does not need are left out). A window where every fitted metric reads 0 (an idle
+  // GPU) looks the same as the next idle one, so zeros are never copies.
+  std::vector<char> copies;
+  copies.reserve(rows.size());
+  const std::vector<double>* before = nullptr;
+  for (const auto& [ts, row] : rows) {
+    bool equal = before != nullptr, active = false;
+    for (size_t m = 0; m < row.size() && equal; ++m) equal = same(row[m], (*before)[m]);
+    for (size_t m : data.primary) active = active || (std::isfinite(row[m]) && row[m] != 0);
+    copies.push_back(equal && active ? 1 : 0);
+    before = &row;
+  }
+  // Only the stored times the GPU's jobs need (GpuEventExtent), whatever else a fetch brought.
   const auto needed = [&](int64_t ts_ms) {
     const int64_t ts_ns = ts_ms * kNanosecondsPerMs;
     return std::any_of(extent.jobs.begin(), extent.jobs.end(), [&](const auto& job) {
-      return ts_ns >= job.second.first && ts_ns <= job.second.last + kSamplesAfterLastEventSeconds * 1000 * kNanosecondsPerMs;
+      return ts_ns >= job.second.first && ts_ns - job.second.last <= samples_after_ns;
     });
   };
+  data.values.assign(data.metrics.size(), {});
+  size_t i = 0;
+  bool previous_kept = false;  // a copy is one of the stored time before it, which must be kept too
   for (const auto& [ts, row] : rows) {
-    if (!needed(ts)) continue;
-    data.ts_ms.push_back(ts);
-    for (size_t m = 0; m < row.size(); ++m) data.values[m].push_back(row[m]);
+    const char copy = copies[i++];
+    const bool keep = needed(ts);
+    if (keep) {
+      data.ts_ms.push_back(ts);
+      data.is_copy.push_back(previous_kept ? copy : 0);
+      for (size_t m = 0; m < row.size(); ++m) data.values[m].push_back(row[m]);
+    }
+    previous_kept = keep;
   }
   data.first_new = last_aligned_ms && !data.ts_ms.empty() && data.ts_ms.front() == *last_aligned_ms ? 1 : 0;
-  // Copies: every metric equal to the stored time before. A window where every fitted metric
-  // reads 0 (an idle GPU) looks the same as the next idle one, so zeros are never copies.
-  data.is_copy.assign(data.ts_ms.size(), 0);
-  for (size_t i = 1; i < data.ts_ms.size(); ++i) {
-    bool equal = true, active = false;
-    for (size_t m = 0; m < data.metrics.size() && equal; ++m) equal = same(data.values[m][i], data.values[m][i - 1]);
-    for (size_t m : data.primary) active = active || (std::isfinite(data.values[m][i]) && data.values[m][i] != 0);
-    data.is_copy[i] = equal && active ? 1 : 0;
-  }
   return data;
 }
 
 GpuEventExtent read_event_extent(sqlite3* db, const std::string& uuid) {
   GpuEventExtent extent;
-  const auto read = [&](const char* name) {
-    extent = GpuEventExtent{};
-    Statement spans(db, named_sql("align", name));
-    spans.bind(":uuid", uuid);
-    bool complete = true;
-    while (spans.step()) {
-      extent.jobs.push_back({spans.column_text(0), {spans.column_int64(1), spans.column_int64(2), 0}});
-      const int64_t longest = spans.column_int64(3);
-      if (longest < 0) complete = false;
-      extent.longest_ns = std::max(extent.longest_ns, longest);
-      extent.last_end_ns = std::max(extent.last_end_ns, spans.column_int64(2));
-    }
-    return complete;
-  };
-  if (!read("job_spans")) read("job_spans_all");
+  Statement spans(db, named_sql("align", "job_spans"));
+  spans.bind(":uuid", uuid);
+  while (spans.step()) {
+    extent.jobs.push_back({spans.column_text(0), {spans.column_int64(1), spans.column_int64(2), 0}});
+    extent.longest_ns = std::max(extent.longest_ns, spans.column_int64(3));
+    extent.last_end_ns = std::max(extent.last_end_ns, spans.column_int64(2));
+  }
   Statement last(db, named_sql("align", "last_event_start"));
   last.bind(":uuid", uuid);
   if (last.step()) extent.last_start_ns = last.column_int64(0);
@@ -107,7 +110,14 @@ AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, 
   events.bind(":from_start", std::max<int64_t>(static_cast<int64_t>(from_ns) - extent.longest_ns - 1, 0));
   events.bind(":to", static_cast<int64_t>(to_ns));
   while (events.step()) {
-    const uint32_t job = job_index.at(events.column_text(0));
+    // Every job with events is in the extent; one that is not (its span not recorded by an
+    // older version) gets its span from its events here.
+    const std::string job_id = events.column_text(0);
+    const auto [found, new_job] = job_index.try_emplace(job_id, static_cast<uint32_t>(t.jobs.size()));
+    if (new_job) t.jobs.push_back({events.column_int64(3), events.column_int64(4), 0});
+    const uint32_t job = found->second;
+    t.jobs[job].first = std::min(t.jobs[job].first, events.column_int64(3));
+    t.jobs[job].last = std::max(t.jobs[job].last, events.column_int64(4));
     const auto key = std::make_tuple(job, events.column_text(1), static_cast<int>(events.column_int64(2)));
     auto [it, added] = group_index.try_emplace(key, static_cast<uint32_t>(group_index.size()));
     t.events.push_back({events.column_int64(3), events.column_int64(4), it->second, job});

@@ -48,7 +48,7 @@ struct GpuSampleData {
 
 // Each job's span over all of its events on the GPU, the longest event (how far back an event
 // overlapping a time may have started), and the newest event's start and end: read once per
-// GPU, from the folded events' spans and the unfolded events, never the GPU's history.
+// GPU from the folded events' spans and the unfolded events, and an index seek.
 struct GpuEventExtent {
   std::vector<std::pair<std::string, AlignmentTimeline::Job>> jobs;
   int64_t longest_ns = 0;
@@ -56,10 +56,10 @@ struct GpuEventExtent {
 };
 GpuEventExtent read_event_extent(sqlite3* db, const std::string& uuid);
 
-// Only the stored times its jobs need are read: from a job's first event to
-// kSamplesAfterLastEventSeconds after its last (refresh.hpp).
+// Only the stored times its jobs need are read: from a job's first event to samples_after_ns
+// after its last (align.sql samples_after: at least kSamplesAfterLastEventSeconds).
 GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, const GpuEventExtent& extent,
-                               std::optional<int64_t> last_aligned_ms);
+                               int64_t samples_after_ns, std::optional<int64_t> last_aligned_ms);
 
 // The GPU's events overlapping [from_ns, to_ns) grouped by (job, layer type, direction).
 AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, const GpuEventExtent& extent,

@@ -26,20 +26,21 @@ SELECT max(through_ms) FROM main.pp_alignment WHERE uuid = :uuid;
 -- may have started), without reading the GPU's history: the folded events' spans
 -- (pp_gpu_spans) joined with the unfolded events (their partial index). Here and below, events
 -- whose times cannot be a call (ending before they start, outside [0, 2^62] ns: an earlier
--- version imported such) are left out. A negative longest_ns: a span that pp_gpu_spans holds
--- without its longest event (an older database); then job_spans_all reads them all.
+-- version imported such) are left out, and so are the spans an earlier version made of them.
 SELECT job_id, min(first_ns), max(last_ns), max(longest_ns) FROM (
-  SELECT job_id, first_ns, last_ns, longest_ns FROM main.pp_gpu_spans WHERE uuid = :uuid
+  SELECT job_id, first_ns, last_ns, longest_ns FROM main.pp_gpu_spans
+   WHERE uuid = :uuid AND first_ns >= 0 AND last_ns >= first_ns AND last_ns <= (1 << 62)
   UNION ALL
   SELECT job_id, min(t_start_ns), max(t_end_ns), max(t_end_ns - t_start_ns) FROM main.pp_events
    WHERE gpu_uuid = :uuid AND folded = 0 AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)
    GROUP BY job_id)
  GROUP BY job_id;
 
--- name: job_spans_all
-SELECT job_id, min(t_start_ns), max(t_end_ns), max(t_end_ns - t_start_ns) FROM main.pp_events
- WHERE gpu_uuid = :uuid AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)
- GROUP BY job_id;
+-- name: samples_after
+-- How long after a job's last event the GPU's samples are needed (ms): :after_ms, or two of
+-- its windows and the exporter's lag where that is longer (the sample covering the last event
+-- is stored that much later at most).
+SELECT max(:after_ms, 2 * coalesce((SELECT max(interval_ms) FROM main.pp_intervals WHERE uuid = :uuid), 0) + :lag_ms);
 
 -- name: last_event_start
 -- The newest event start on the GPU: the time index read backwards to the first event that can
