@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Does a refresh cost only its new data? The refresh of one new minute of a running job, timed
-after 1 hour of history and again after several, with the ratio printed.
+after a short history and again after a long one, with the ratio printed.
 
 One job on --gpus GPUs (default 1) runs a DLRM-like step of 42 layer calls (21 forward, 21
 backward: Linear, ReLU, EmbeddingBag, Sigmoid, MSELoss) at --events-per-second per GPU (default

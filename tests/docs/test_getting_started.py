@@ -8,8 +8,11 @@ is the page's own output). Section 1's two commands are the CI job itself.
 """
 import re
 import shutil
+import socket
 import subprocess
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,7 +39,15 @@ def table_rows(text, header):
     return rows
 
 
+def port_in_use(port):
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def test_the_by_hand_section_runs_as_written():
+    busy = [port for port in (9090, 9400) if port_in_use(port)]
+    if busy:
+        pytest.skip(f"the page's commands listen on 127.0.0.1:9090 and :9400, and {busy} is in use here")
     shell, sql, stop = by_hand_blocks()
     assert len(shell) == 4 and len(sql) == 3, "the test follows the page's four shell and three SQL blocks"
     assert stop == "kill %1 %2"
@@ -65,19 +76,22 @@ def test_the_by_hand_section_runs_as_written():
 
     # sample_alignment: each stretch estimated, the emulated exporter's 300 ms latency plus the
     # scrape's phase (under one 100 ms period), known to well under a millisecond.
+    # (A stretch may be poorly determined on a machine busy with other work; most are estimated.)
     stretches = table_rows(out, "│ offset_ms │")
-    assert len(stretches) >= 2
-    for t_from, offset_ms, timing_ms, samples, repeats, skipped, status in stretches:
-        assert status == "estimated" and 300 <= float(offset_ms) <= 400 and float(timing_ms) < 2, stretches
+    estimated = [s for s in stretches if s[6] == "estimated"]
+    assert len(estimated) >= 2 and len(estimated) * 2 > len(stretches), stretches
+    for t_from, offset_ms, timing_ms, samples, repeats, skipped, status in estimated:
+        assert 300 <= float(offset_ms) <= 400 and float(timing_ms) < 2, stretches
 
-    # The estimates beside the overlap means: backward EmbeddingBag identified, and it and both
-    # Linear directions within a few hundredths of the profile's values (whether Linear is
-    # claimed depends on the run's step times), the long backward EmbeddingBag calls above their
-    # blended overlap mean, every interval inside [0, 1] around its estimate.
+    # The estimates beside the overlap means: backward EmbeddingBag identified, and each of it and
+    # the two Linear directions, where identified, within 5% of the profile's value (whether
+    # Linear is claimed depends on the run's step times); the long backward EmbeddingBag calls
+    # above their blended overlap mean; every interval inside [0, 1] around its estimate.
     estimates = {(row[0], row[1]): row for row in table_rows(out, "│ dram_estimate │")}
     assert estimates[("EmbeddingBag", "0")][6] == "1", estimates
     for key, truth in [(("EmbeddingBag", "0"), 0.86), (("Linear", "1"), 0.24), (("Linear", "0"), 0.31)]:
-        assert abs(float(estimates[key][3]) - truth) < 0.05, estimates[key]
+        if estimates[key][6] == "1":
+            assert abs(float(estimates[key][3]) - truth) < 0.05 * truth, estimates[key]
     assert float(estimates[("EmbeddingBag", "0")][2]) < float(estimates[("EmbeddingBag", "0")][3])
     for row in estimates.values():
         low, high = (float(x) for x in row[4].split("-"))

@@ -567,13 +567,17 @@ def test_refreshes_as_the_files_grow_equal_one_refresh(env, tmp_path, steps):
     events.mkdir()
     jobs = [job_lines(g) for g in range(len(dcgm_data.GPUS))]
     growing = connect(url, str(tmp_path / "growing.db"), **settings)
+    folded_on_the_way = 0
     for shares in steps + [(1,) * len(jobs)]:
         for g, (lines, share) in enumerate(zip(jobs, shares)):
             (events / f"rank{g}.jsonl").write_text("".join(lines[:int(len(lines) * share)]))
-        growing.execute("SELECT * FROM pp_refresh(?)", (str(events),)).fetchall()
+        folded_on_the_way += int(growing.execute("SELECT windows_folded FROM pp_refresh(?)", (str(events),)).fetchone()[0])
+    assert folded_on_the_way > 0  # the refreshes on the way folded windows: the parts are real parts
     growing.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
     once = connect(url, str(tmp_path / "once.db"), **settings)
     once.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
+    alignment = "SELECT uuid, from_ms, through_ms, offset_ns, timing_ns, status FROM pp_alignment ORDER BY uuid, from_ms"
+    assert growing.execute(alignment).fetchall() == once.execute(alignment).fetchall()
     got, expected = layer_states(growing), layer_states(once)
     assert got.keys() == expected.keys()
     for key, (count, value) in expected.items():
