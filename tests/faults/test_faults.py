@@ -573,6 +573,8 @@ def test_refreshes_as_the_files_grow_equal_one_refresh(env, tmp_path, steps):
             (events / f"rank{g}.jsonl").write_text("".join(lines[:int(len(lines) * share)]))
         folded_on_the_way += int(growing.execute("SELECT windows_folded FROM pp_refresh(?)", (str(events),)).fetchone()[0])
     assert folded_on_the_way > 0  # the refreshes on the way folded windows: the parts are real parts
+    # Every sample the jobs need was asked for (pp_fetch_state): another refresh asks for nothing.
+    assert growing.execute("SELECT http_requests FROM pp_refresh(?)", (str(events),)).fetchone()[0] in (0, "0")
     growing.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
     once = connect(url, str(tmp_path / "once.db"), **settings)
     once.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
