@@ -6,8 +6,8 @@ one test, `faults`, which the ASan stage runs again with the sanitized extension
   * a real Prometheus paused, killed or restarted in the middle of a chunked fetch;
   * responses slower than timeout_ms; 429 and 503 with Retry-After;
   * label values that need escaping, bytes that are not UTF-8, 50,000 series in one response;
-  * PromQL that pp_refresh builds from event UUIDs and host names full of metacharacters;
-  * four connections refreshing and querying one WAL database at once.
+  * PromQL that pp_refresh builds from event UUIDs and host names full of metacharacters.
+Concurrent and incremental refreshes are in test_concurrent_refresh.py.
 
 CTest runs this file as the test `faults` (fixture `servers`): PP_EXTENSION names the built
 extension, PP_TEST_ENV_DIR the directory of the servers' env.json, and PYTHONPATH holds the
@@ -17,13 +17,11 @@ start their own Prometheus (precisionprobe.harness.prometheus) on a free loopbac
 import json
 import os
 import re
-import resource
 import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -405,203 +403,3 @@ def test_selectors_from_event_labels_match_exactly_their_series(tmp_path, server
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-
-
-# ---- Concurrency: four connections, one WAL database ------------------------------------------
-
-BATCH_LAYERS = [("bot_l.0", "Linear", 0.30), ("bot_l.1", "ReLU", 0.15), ("top_l.0", "Linear", 0.45),
-                ("top_l.1", "Sigmoid", 0.20)]
-
-
-def job_lines(g):
-    """Events of one training job per dcgm_data GPU: forward then backward per 2.5 s batch."""
-    host, index, uuid, pod = dcgm_data.GPUS[g]
-    base = {"job_id": f"job{g}", "host_name": host, "ip": "10.0.0.1", "pod": pod, "namespace": "ml",
-            "gpu_uuid": uuid, "gpu": index, "rank": 0, "local_rank": 0, "world_size": 1, "pid": 100 + g,
-            "epoch": 0}
-    lines = [json.dumps({"record": "job", "job_id": f"job{g}", "pid": 100 + g, "parameters": 1000 * (g + 1)})]
-    t = (dcgm_data.T0 + 1 + 0.1 * g) * 1e9
-    for batch in range(200):
-        order = [(layer, kind, d, True) for layer, kind, d in BATCH_LAYERS]
-        order += [(layer, kind, 1.5 * d, False) for layer, kind, d in reversed(BATCH_LAYERS)]
-        for layer, kind, duration, forward in order:
-            start = int(t)
-            end = int(t + duration * 1e9)
-            lines.append(json.dumps(dict(base, batch=batch, layer=layer, layer_type=kind, forward=forward,
-                                         t_start_ns=start, t_end_ns=end, cpu_num=4.0)))
-            t = end + 0.01e9
-        t += 0.05e9
-    return [line + "\n" for line in lines]
-
-
-def layer_states(conn):
-    return {tuple(key): (count, value) for *key, count, value in conn.execute(
-        "SELECT job_id, layer, forward, metric, pp_mean_count(state), pp_mean_value(state) FROM layer_state")}
-
-
-def test_four_connections_refresh_one_wal_database(env, tmp_path):
-    """Four threads, one connection each, refresh and query one WAL database while a writer
-    appends events: no corruption, and the final layer_state equals that of one connection
-    refreshing once over the finished files. A refresh that meets another's write fails at once
-    with SQLITE_BUSY, having changed nothing (the calling SELECT already holds a read
-    transaction, so busy_timeout cannot wait); inside BEGIN IMMEDIATE it waits its turn."""
-    url = env["prometheus_url"]
-    events = tmp_path / "events"
-    events.mkdir()
-    jobs = [job_lines(g) for g in range(len(dcgm_data.GPUS))]
-    database = str(tmp_path / "shared.db")
-    setup = connect(url, database)
-    assert setup.execute("PRAGMA journal_mode = WAL").fetchone() == ("wal",)
-    setup.execute("SELECT pp_install_views()")
-
-    # Jobs still running: fold only up to each GPU's last known event, however old the data.
-    settings = {"attribution_margin_seconds": 10**9}
-    writing = threading.Event()
-    writing.set()
-    outcomes = {"refreshed": 0, "busy": 0, "queries": 0}
-    failures = []
-    lock = threading.Lock()
-
-    def writer():
-        files = [open(events / f"rank{g}.jsonl", "w") for g in range(len(jobs))]
-        parts = 12
-        for part in range(parts):
-            for f, lines in zip(files, jobs):
-                chunk = lines[len(lines) * part // parts:len(lines) * (part + 1) // parts]
-                f.write("".join(chunk))
-                f.flush()  # whole chunks, but a reader may still see a torn last line
-            time.sleep(0.15)
-        for f in files:
-            f.close()
-        writing.clear()
-
-    def worker(number):
-        conn = connect(url, database, **settings)
-        # BEGIN IMMEDIATE waits here while the three others refresh in turn; under ASan (several
-        # times slower) ten seconds were sometimes not enough for its turn to come.
-        conn.execute("PRAGMA busy_timeout = 60000")
-        immediate = number == 3  # this one wraps each refresh in BEGIN IMMEDIATE ... COMMIT
-        last_round = False
-        while True:
-            done = not writing.is_set()
-            try:
-                if immediate:
-                    conn.execute("BEGIN IMMEDIATE")
-                conn.execute("SELECT * FROM pp_refresh(?)", (str(events),)).fetchall()
-                if immediate:
-                    conn.execute("COMMIT")
-                with lock:
-                    outcomes["refreshed"] += 1
-            except sqlite3.OperationalError as error:
-                busy = getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY
-                if immediate or not busy or "nothing was changed" not in str(error):
-                    failures.append(f"worker {number}: {error!r}")
-                    return
-                with lock:
-                    outcomes["busy"] += 1
-                time.sleep(0.01)  # as an application would, before running it again
-            if immediate and conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if conn.in_transaction:
-                failures.append(f"worker {number}: left a transaction open")
-                return
-            # Readers are never blocked in WAL mode.
-            conn.execute("SELECT count(*), sum(data_num) FROM layer_metrics").fetchall()
-            conn.execute("SELECT * FROM job_overview").fetchall()
-            with lock:
-                outcomes["queries"] += 1
-            if last_round:
-                return
-            last_round = done
-
-    threads = [threading.Thread(target=writer)] + [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not failures, failures
-    assert not any(t.is_alive() for t in threads)
-
-    final = connect(url, database, **settings)
-    final.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
-    assert final.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-
-    reference_db = str(tmp_path / "reference.db")
-    reference = connect(url, reference_db, **settings)
-    reference.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
-
-    # A GPU's samples from its first event to 60 s after its last come in any sequence of
-    # refreshes; those before it arrive only with other GPUs' fetches and are never used.
-    needed = ("(SELECT * FROM pp_samples AS s WHERE ts_ms * 1000000 BETWEEN "
-              "(SELECT min(t_start_ns) FROM pp_events AS e WHERE e.gpu_uuid = s.uuid) AND "
-              "(SELECT max(t_end_ns) + 60000000000 FROM pp_events AS e WHERE e.gpu_uuid = s.uuid))")
-    for table in ["pp_events", "pp_jobs", "pp_layers", needed]:
-        n = final.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-        assert n == reference.execute(f"SELECT count(*) FROM {table}").fetchone()[0], table
-    assert final.execute("SELECT count(*) FROM pp_events").fetchone()[0] == sum(len(j) - 1 for j in jobs)
-    assert final.execute("SELECT group_concat(parameters) FROM (SELECT parameters FROM job_overview "
-                         "ORDER BY job_id)").fetchone() == ("1000,2000,3000",)
-    got, expected = layer_states(final), layer_states(reference)
-    assert got.keys() == expected.keys()
-    for key, (count, value) in expected.items():
-        assert got[key][0] == count, key
-        assert got[key][1] == pytest.approx(value, rel=1e-9, abs=1e-12), key
-    print(f"concurrency: {outcomes['refreshed']} refreshes, {outcomes['busy']} clean SQLITE_BUSY failures, "
-          f"{outcomes['queries']} query rounds, {len(expected)} layer states equal")
-
-
-@pytest.mark.parametrize("steps", [
-    # The first refresh sees one GPU's job: the others' first fetch starts later than it would
-    # have in one refresh.
-    [(0.3, 0, 0), (0.3, 0.5, 0.5), (0.9, 0.9, 0.9)],
-    # Fetches that end 60 s after a job's last event known then, short of its real end.
-    [(0.2, 0.2, 0.2), (0.85, 0.9, 0.95), (0.97, 0.97, 0.97)],
-])
-def test_refreshes_as_the_files_grow_equal_one_refresh(env, tmp_path, steps):
-    """Refreshes while the jobs still write (each file cut at a share of its lines, per GPU)
-    leave exactly the layer states of one final refresh over the finished files: each GPU's
-    alignment sees the same samples whatever the other GPUs' data made earlier fetches cover."""
-    url = env["prometheus_url"]
-    settings = {"attribution_margin_seconds": 10**9}  # the jobs are still running until final
-    events = tmp_path / "events"
-    events.mkdir()
-    jobs = [job_lines(g) for g in range(len(dcgm_data.GPUS))]
-    growing = connect(url, str(tmp_path / "growing.db"), **settings)
-    folded_on_the_way = 0
-    for shares in steps + [(1,) * len(jobs)]:
-        for g, (lines, share) in enumerate(zip(jobs, shares)):
-            (events / f"rank{g}.jsonl").write_text("".join(lines[:int(len(lines) * share)]))
-        folded_on_the_way += int(growing.execute("SELECT windows_folded FROM pp_refresh(?)", (str(events),)).fetchone()[0])
-    assert folded_on_the_way > 0  # the refreshes on the way folded windows: the parts are real parts
-    # Every sample the jobs need was asked for (pp_fetch_state): another refresh asks for nothing.
-    assert growing.execute("SELECT http_requests FROM pp_refresh(?)", (str(events),)).fetchone()[0] in (0, "0")
-    growing.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
-    once = connect(url, str(tmp_path / "once.db"), **settings)
-    once.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
-    alignment = "SELECT uuid, from_ms, through_ms, offset_ns, timing_ns, status FROM pp_alignment ORDER BY uuid, from_ms"
-    assert growing.execute(alignment).fetchall() == once.execute(alignment).fetchall()
-    got, expected = layer_states(growing), layer_states(once)
-    assert got.keys() == expected.keys()
-    for key, (count, value) in expected.items():
-        assert got[key] == (count, pytest.approx(value, rel=1e-9, abs=1e-12)), key
-
-
-def test_refresh_while_a_cursor_of_the_same_connection_is_open(env, tmp_path):
-    """pp_refresh writes from inside a SELECT: with another statement of the same connection
-    still reading, and inside a transaction that is then rolled back."""
-    conn = connect(env["prometheus_url"], str(tmp_path / "nested.db"))
-    attribution = str(Path(__file__).resolve().parents[1] / "data" / "attribution" / "*.jsonl")
-    conn.execute("SELECT pp_install_views()")
-    conn.execute("BEGIN")
-    assert int(conn.execute("SELECT events_added FROM pp_refresh(?)", (attribution,)).fetchone()[0]) == 6
-    conn.execute("ROLLBACK")
-    assert conn.execute("SELECT count(*) FROM pp_events").fetchone() == (0,)
-    conn.execute("CREATE TABLE paths(p)")
-    conn.execute("INSERT INTO paths VALUES (?), (?)", (attribution, attribution))
-    reading = conn.execute("SELECT p FROM paths")
-    first = reading.fetchone()
-    assert int(conn.execute("SELECT events_added FROM pp_refresh(?)", first).fetchone()[0]) == 6
-    second = reading.fetchone()
-    assert int(conn.execute("SELECT events_added FROM pp_refresh(?)", second).fetchone()[0]) == 0
-    assert not conn.in_transaction
-    assert conn.execute("SELECT count(*) FROM pp_events").fetchone() == (6,)
