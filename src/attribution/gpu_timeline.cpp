@@ -115,6 +115,7 @@ class TimelineReader {
       Statement all(db_, std::string(kColumns) + " AND t_start_ns >= 0 ORDER BY t_start_ns");
       all.bind(":uuid", uuid);
       while (all.step()) take_event(all, through_ns);
+      widen_to_folded_spans(uuid);
     } else {
       Statement unfolded(db_, std::string(kColumns) + " AND t_start_ns >= 0 AND folded = 0 ORDER BY t_start_ns");
       unfolded.bind(":uuid", uuid);
@@ -174,6 +175,23 @@ class TimelineReader {
     }
     for (TimelineJob& job : jobs) job_for(job.job_id, job.first, job.last);
     return longest;
+  }
+
+  // Events the retention setting dropped (event_retention_minutes) still count for their job's
+  // span: a window after them in which the job ran no layer is its untracked time, as in the
+  // fold. Without retention the spans are those of the events read (every folded event is in
+  // pp_gpu_spans once), so nothing changes. A job none of whose events is left is not added.
+  void widen_to_folded_spans(const std::string& uuid) {
+    Statement spans(db_, "SELECT job_id, first_ns, last_ns FROM main.pp_gpu_spans WHERE uuid = :uuid "
+                         "AND first_ns >= 0 AND last_ns >= first_ns AND last_ns <= (1 << 62)");
+    spans.bind(":uuid", uuid);
+    while (spans.step()) {
+      const auto found = job_index_.find(spans.column_text(0));
+      if (found == job_index_.end()) continue;
+      TimelineJob& job = gpu_.jobs[found->second];
+      job.first = std::min(job.first, spans.column_int64(1));
+      job.last = std::max(job.last, spans.column_int64(2));
+    }
   }
 
   // The index of a job in the timeline, added with the span [first, last] if new, else widened.

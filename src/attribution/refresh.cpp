@@ -31,6 +31,7 @@ void run_steps(RefreshRun& run, const std::optional<std::string>& path) {
   warn_about_shared_gpus(run);
   keep_history(run);
   write_report_tables(run);
+  drop_old_data(run);
   run.summary.http_requests = run.connection.http().requests_sent() - requests_before;
 }
 

@@ -7,6 +7,7 @@
 //   5. fold               aligned sample windows whose events are all known into layer_state (fold.cpp)
 //   6. keep_history       the paper's dedup rule into layer_history (fold.cpp)
 //   7. write_report_tables  the results as plain tables for clients without the extension (fold.cpp)
+//   8. drop_old_data     folded events, samples and windows older than the retention setting (retention.cpp)
 // with the warnings of refresh_warnings.cpp between them. docs/architecture.md follows one
 // refresh through these steps; docs/reference/attribution.md is the user documentation.
 #pragma once
@@ -56,5 +57,6 @@ void warn_about_unattributed(RefreshRun& run);
 void warn_about_shared_gpus(RefreshRun& run);
 void keep_history(RefreshRun& run);
 void write_report_tables(RefreshRun& run);
+void drop_old_data(RefreshRun& run);
 
 }  // namespace pp

@@ -48,6 +48,9 @@ const std::vector<SettingDefinition>& setting_definitions() {
       {"attribution_margin_seconds", SettingType::Integer, "60", nullptr,
        "pp_refresh: a job whose last event is older than this is complete, so all its sample "
        "windows are folded", 0, 3153600000},
+      {"event_retention_minutes", SettingType::Integer, "0", nullptr,
+       "pp_refresh: keep in pp_events (and pp_samples, pp_windows) only the last this many minutes "
+       "before each GPU's fold point, once folded; 0 keeps everything", 0, 52560000},
       {"dedup_rel_tol", SettingType::Real, "0.05", nullptr,
        "pp_refresh: a layer's new means are kept in layer_history only when they differ from "
        "the last kept ones by more than this relative tolerance", 0, 1000},

@@ -219,3 +219,68 @@ def test_refresh_while_a_cursor_of_the_same_connection_is_open(env, tmp_path):
     assert int(conn.execute("SELECT events_added FROM pp_refresh(?)", second).fetchone()[0]) == 0
     assert not conn.in_transaction
     assert conn.execute("SELECT count(*) FROM pp_events").fetchone() == (6,)
+
+
+# ---- Retention: refreshes in parts that keep only recent events --------------------------------
+
+def test_retention_keeps_the_last_minutes_and_every_folded_mean(env, tmp_path):
+    """With event_retention_minutes = 4, refreshes while the files grow keep only the events
+    and samples of the last 4 minutes before each GPU's fold point, and layer_state is exactly
+    that of one refresh keeping everything. Each job writes two files, as a hook client that
+    starts a new one, the first without a job header (as older hook clients wrote JSON Lines):
+    its events all go, it is never read again, and pp_dropped_events counts them. The estimator
+    runs on what is kept."""
+    url = env["prometheus_url"]
+    events = tmp_path / "events"
+    events.mkdir()
+    jobs = [job_lines(g) for g in range(len(dcgm_data.GPUS))]
+
+    def write(share):
+        for g, lines in enumerate(jobs):
+            upto, half = int(len(lines) * share), len(lines) // 2
+            (events / f"rank{g}-a.jsonl").write_text("".join(lines[1:min(upto, half)]))
+            if upto > half:
+                (events / f"rank{g}-b.jsonl").write_text("".join(lines[:1] + lines[half:upto]))
+
+    settings = {"attribution_margin_seconds": 10**9}
+    kept = connect(url, str(tmp_path / "kept.db"), event_retention_minutes=4, **settings)
+    for share in (0.3, 0.6, 0.9, 1.0):
+        write(share)
+        kept.execute("SELECT * FROM pp_refresh(?)", (str(events),)).fetchall()
+    kept.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
+    everything = connect(url, str(tmp_path / "everything.db"), **settings)
+    everything.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
+
+    got, expected = layer_states(kept), layer_states(everything)
+    assert got.keys() == expected.keys()
+    for key, (count, value) in expected.items():
+        assert got[key] == (count, pytest.approx(value, rel=1e-9, abs=1e-12)), key
+
+    # What is left: each GPU's samples of the last 4 minutes before its fold point, the events
+    # that can reach into their windows, and nothing of the first files.
+    total = sum(len(lines) - 1 for lines in jobs)
+    left = kept.execute("SELECT count(*) FROM pp_events").fetchone()[0]
+    dropped = kept.execute("SELECT sum(events) FROM pp_dropped_events").fetchone()[0]
+    assert 0 < left < total / 2 and left + dropped == total
+    assert kept.execute("SELECT count(*) FROM pp_events WHERE source_file LIKE '%-a.jsonl'").fetchone() == (0,)
+    for g, lines in enumerate(jobs):
+        first_file = kept.execute("SELECT events FROM pp_dropped_events WHERE source_file LIKE ?",
+                                  (f"%rank{g}-a.jsonl",)).fetchone()
+        assert first_file == (len(lines) // 2 - 1,)
+    oldest = kept.execute(
+        "SELECT min(f.folded_through_ms - (SELECT min(ts_ms) FROM pp_samples AS s WHERE s.uuid = f.uuid)) "
+        "FROM pp_fold_state AS f").fetchone()[0]
+    assert 230000 <= oldest < 240000
+    assert kept.execute("SELECT count(*) FROM pp_windows").fetchone()[0] < \
+        everything.execute("SELECT count(*) FROM pp_windows").fetchone()[0] / 2
+
+    # Nothing is read twice, and another refresh changes nothing.
+    again = kept.execute("SELECT events_added, windows_folded FROM pp_refresh(?)", (str(events),)).fetchone()
+    assert tuple(int(n) for n in again) == (0, 0)
+    assert layer_states(kept) == got
+
+    # The estimator solves from the kept windows: fewer of them, for the same layers.
+    windows = "SELECT job_id, layer_type, forward, metric, windows FROM layer_type_estimates ORDER BY 1, 2, 3, 4"
+    short, full = kept.execute(windows).fetchall(), everything.execute(windows).fetchall()
+    assert [row[:4] for row in short] == [row[:4] for row in full] and short
+    assert all(0 < s[4] < f[4] / 2 for s, f in zip(short, full))

@@ -2,12 +2,14 @@
 -- each. An event's fields bind by their names in the event line (events/event_fields.hpp).
 
 -- name: resume_positions
--- Positions of files whose rows are still there: rows deleted to start over are read again.
+-- Positions of files whose rows are still there, or were removed by the retention setting
+-- (pp_dropped_events): rows a user deleted to start over are read again.
 SELECT source_file, bytes, lines, head_bytes, head_hash,
        coalesce((SELECT state FROM main.pp_event_file_state AS s WHERE s.source_file = f.source_file), '')
   FROM main.pp_event_files AS f
  WHERE EXISTS (SELECT 1 FROM main.pp_events AS e WHERE e.source_file = f.source_file)
-    OR EXISTS (SELECT 1 FROM main.pp_jobs AS j WHERE j.source_file = f.source_file);
+    OR EXISTS (SELECT 1 FROM main.pp_jobs AS j WHERE j.source_file = f.source_file)
+    OR EXISTS (SELECT 1 FROM main.pp_dropped_events AS d WHERE d.source_file = f.source_file);
 
 -- name: insert_event
 INSERT OR IGNORE INTO main.pp_events(job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, pid, epoch, batch,
@@ -42,7 +44,8 @@ ON CONFLICT (source_file) DO UPDATE SET state = excluded.state;
 -- name: name_taken
 SELECT EXISTS (SELECT 1 FROM main.pp_event_files WHERE source_file = :kept)
     OR EXISTS (SELECT 1 FROM main.pp_events WHERE source_file = :kept)
-    OR EXISTS (SELECT 1 FROM main.pp_jobs WHERE source_file = :kept);
+    OR EXISTS (SELECT 1 FROM main.pp_jobs WHERE source_file = :kept)
+    OR EXISTS (SELECT 1 FROM main.pp_dropped_events WHERE source_file = :kept);
 
 -- name: keep_replaced_rows
 -- A file replaced by new content under its name: the rows read from it before are real events
@@ -51,4 +54,5 @@ SELECT EXISTS (SELECT 1 FROM main.pp_event_files WHERE source_file = :kept)
 UPDATE main.pp_events SET source_file = :kept WHERE source_file = :source_file;
 UPDATE main.pp_jobs SET source_file = :kept WHERE source_file = :source_file;
 UPDATE main.pp_event_files SET source_file = :kept WHERE source_file = :source_file;
+UPDATE main.pp_dropped_events SET source_file = :kept WHERE source_file = :source_file;
 DELETE FROM main.pp_event_file_state WHERE source_file = :source_file;

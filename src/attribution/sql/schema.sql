@@ -32,6 +32,12 @@ CREATE TABLE IF NOT EXISTS pp_event_files(
 -- position (the format line, job header, definitions and last block line, as compact lines).
 CREATE TABLE IF NOT EXISTS pp_event_file_state(source_file TEXT PRIMARY KEY, state TEXT NOT NULL);
 
+-- Per event file, the folded events the event_retention_minutes setting removed from
+-- pp_events: how many, and the last end among them (ns). The file's position in pp_event_files
+-- stays valid, so its events are never read twice; the file holds them all.
+CREATE TABLE IF NOT EXISTS pp_dropped_events(
+  source_file TEXT PRIMARY KEY, events INTEGER NOT NULL, last_end_ns INTEGER NOT NULL);
+
 -- The job header of each process (layer_jobs): what ran and how big the model is.
 CREATE TABLE IF NOT EXISTS pp_jobs(
   job_id TEXT NOT NULL, host_name TEXT, pid INTEGER,
