@@ -284,3 +284,28 @@ def test_retention_keeps_the_last_minutes_and_every_folded_mean(env, tmp_path):
     short, full = kept.execute(windows).fetchall(), everything.execute(windows).fetchall()
     assert [row[:4] for row in short] == [row[:4] for row in full] and short
     assert all(0 < s[4] < f[4] / 2 for s, f in zip(short, full))
+
+
+def test_retention_keeps_a_stalled_jobs_span(tmp_path):
+    """A job that stalled: its events of the first minute go with 2 minutes of retention, yet the
+    windows of its stall that are kept still count as its untracked time, for the estimator as
+    for the fold (its span starts at its first event: pp_gpu_spans)."""
+    uuid, s = "GPU-stall", 10**9
+    conn = connect(None, str(tmp_path / "stall.db"), event_retention_minutes=2, sample_offset_ms=0)
+    conn.execute("SELECT pp_install_views()")
+    calls = [t for t in range(0, 60)] + [t for t in range(300, 330)]  # a 240 s stall between
+    conn.executemany(
+        "INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, "
+        "source_file, line) VALUES ('stalled', ?, 'fc', 'Linear', 1, ?, ?, ?, ?, 'by hand', ?)",
+        [(uuid, t * s, t * s + s // 2, t, t + 0.5, n) for n, t in enumerate(calls)])
+    conn.executemany("INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES (?, 'DCGM_FI_PROF_SM_ACTIVE', ?, ?)",
+                     [(uuid, t * 1000, 0.5 if (t - 1 in calls) else 0.0) for t in range(1, 401)])
+    conn.execute("SELECT * FROM pp_refresh(NULL, 1)").fetchall()
+    assert conn.execute("SELECT min(t_start) FROM pp_events").fetchone() == (300,)
+    # Aligned to 60 s after the last event; kept: the 2 minutes before that.
+    kept = conn.execute("SELECT min(ts_ms) / 1000, max(ts_ms) / 1000 FROM pp_windows").fetchone()
+    assert kept == (270, 389)
+    # The job's span runs from its first event at 0 s to its last end at 329.5 s: the untracked
+    # time is in the 60 windows ending 270..329 s, 30 of them its stall, where no event is left.
+    windows = dict(conn.execute("SELECT layer_type, windows FROM layer_type_estimates WHERE job_id = 'stalled'"))
+    assert windows == {"(untracked)": 60, "Linear": 30}
