@@ -17,12 +17,15 @@ steps measured are the align step, the fold, the dedup history and the report ta
 History is folded in refreshes of 10 minutes each; then one new minute is inserted and its
 refresh is timed in a fresh process (wall, CPU, that process's peak RSS), at each hour of
 --hours (default 0.25,2). The last line is the ratio of the last hour's refresh to the first's.
+With --retention-minutes M every refresh runs with event_retention_minutes = M: the database
+then keeps the last M minutes of events and samples, and its size stops growing with history.
 
-  /usr/bin/python3 bench/refresh_growth.py [--hours 0.25,2] [--gpus 1]
+  /usr/bin/python3 bench/refresh_growth.py [--hours 0.25,2] [--gpus 1] [--retention-minutes M]
       [--events-per-second 1000] [--extension build/precisionprobe] [--db PATH]
 
 About 1.5 minutes per hour of history per GPU at 1,000 events/s on the 2-core VM (mostly
-inserting and folding the history); the database takes about 0.85 GB per GPU-hour.
+inserting and folding the history); without retention the database takes about 0.85 GB per
+GPU-hour.
 """
 import argparse
 import json
@@ -128,11 +131,12 @@ def coverage(starts, ends, lo, hi):
     return (covered_until(hi) - covered_until(lo)) / (hi - lo)
 
 
-def connect(extension, path):
+def connect(extension, path, retention_minutes):
     conn = sqlite3.connect(path, isolation_level=None)
     conn.enable_load_extension(True)
     conn.load_extension(extension)
     conn.execute("SELECT pp_config('attribution_margin_seconds', 1000000000)")  # the job still runs
+    conn.execute("SELECT pp_config('event_retention_minutes', ?)", (retention_minutes,))
     return conn
 
 
@@ -163,6 +167,7 @@ conn = sqlite3.connect(sys.argv[2], isolation_level=None)
 conn.enable_load_extension(True)
 conn.load_extension(sys.argv[1])
 conn.execute("SELECT pp_config('attribution_margin_seconds', 1000000000)")
+conn.execute("SELECT pp_config('event_retention_minutes', ?)", (int(sys.argv[3]),))
 wall, cpu = time.perf_counter(), time.process_time()
 row = conn.execute("SELECT * FROM pp_refresh(NULL)").fetchone()
 print(json.dumps({"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu,
@@ -179,20 +184,23 @@ def main():
     parser.add_argument("--extension", default=str(ROOT / "build" / "precisionprobe"))
     parser.add_argument("--db", help="the database (default: a temporary file, removed at the end)")
     parser.add_argument("--seed", type=int, default=20261126)
+    parser.add_argument("--retention-minutes", type=int, default=0,
+                        help="event_retention_minutes for every refresh (default 0: keep everything)")
     args = parser.parse_args()
     hours = sorted(float(h) for h in args.hours.split(","))
     with tempfile.TemporaryDirectory(prefix="pp-growth-") as tmp:
         path = args.db or str(Path(tmp) / "growth.db")
         if os.path.exists(path):
             sys.exit(f"refresh_growth: {path} exists; give a new --db")
-        conn = connect(args.extension, path)
+        conn = connect(args.extension, path, args.retention_minutes)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("SELECT pp_install_views()")
         rng = np.random.default_rng(args.seed)
         t0 = (int(time.time()) - int(3600 * (hours[-1] + 1))) * 10**9  # recent, and the job still running
         timelines = [Timeline(g, t0, args.events_per_second, rng) for g in range(args.gpus)]
         print(f"one job on {args.gpus} GPU(s) at {args.events_per_second:g} events/s each, 100 ms samples; "
-              f"a refresh of one new minute after each of {', '.join(f'{h:g}' for h in hours)} hour(s) of history")
+              f"a refresh of one new minute after each of {', '.join(f'{h:g}' for h in hours)} hour(s) of history; "
+              + (f"event_retention_minutes = {args.retention_minutes}" if args.retention_minutes else "no retention"))
         print(f"{'history':>8} {'events':>11} {'samples':>11} {'db MB':>7} {'fold s':>7} | "
               f"{'refresh wall s':>14} {'cpu s':>6} {'peak RSS MB':>11} {'windows':>7}")
         minutes, line, results = 0, 0, []
@@ -209,7 +217,7 @@ def main():
             line = insert_minute(conn, timelines, line)  # the new minute
             minutes += 1
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            measured = json.loads(subprocess.run([sys.executable, "-c", MEASURE, args.extension, path],
+            measured = json.loads(subprocess.run([sys.executable, "-c", MEASURE, args.extension, path, str(args.retention_minutes)],
                                                  check=True, capture_output=True, text=True).stdout)
             events = conn.execute("SELECT count(*) FROM pp_events").fetchone()[0]
             samples = conn.execute("SELECT count(*) FROM pp_samples").fetchone()[0]
