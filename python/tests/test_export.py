@@ -4,9 +4,11 @@ writes checked by promtool; `serve` scraped by a second, real Prometheus, whose 
 the report's numbers; the Grafana dashboard's queries run against that Prometheus."""
 import json
 import os
+import random
 import re
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -418,3 +420,55 @@ def test_the_cache_reads_again_only_when_the_database_changed(tmp_path):
     assert cached() == "2"
     database.write_bytes(b"three")
     assert (cached(), cached()) == ("3", "3")
+
+
+def test_serve_with_retention_keeps_the_last_minutes(tmp_path):
+    """`serve --retention-minutes 2` on a five-minute job: its refresh keeps the last 2 minutes
+    of events and samples in the database, while the per-layer means count every call."""
+    t0, second, uuid = 1_700_000_000, 10**9, "GPU-5e7e0000-0000-4000-8000-000000000000"
+    rng = random.Random(5)
+    calls = [(t, t * second + rng.randrange(200, 800) * 10**6) for t in range(t0, t0 + 300)]  # 0.2-0.8 s each
+    events = tmp_path / "events"
+    events.mkdir()
+    (events / "events-node-1.jsonl").write_text("".join(
+        json.dumps({"job_id": "long", "host_name": "node", "ip": "10.0.0.1", "pod": "long-0", "namespace": "ml",
+                    "gpu_uuid": uuid, "gpu": 0, "rank": 0, "local_rank": 0, "world_size": 1, "pid": 100, "epoch": 0,
+                    "batch": t - t0, "layer": "fc", "layer_type": "Linear", "forward": True,
+                    "t_start_ns": t * second, "t_end_ns": end, "cpu_num": 4.0}) + "\n"
+        for t, end in calls))
+    database = tmp_path / "long.db"
+    conn = sqlite3.connect(database)
+    conn.enable_load_extension(True)
+    conn.load_extension(extension_path())
+    conn.execute("SELECT pp_install_views()")
+    # The GPU's samples, stored at the ends of their 1 s windows: the share of each the call ran
+    # (stored samples that cover the events are taken as they are: no Prometheus is asked).
+    busy = {t + 1: (end - t * second) / second for t, end in calls}
+    conn.executemany("INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES (?, 'DCGM_FI_PROF_SM_ACTIVE', ?, ?)",
+                     [(uuid, t * 1000, busy.get(t, 0.0)) for t in range(t0 + 1, t0 + 400)])
+    conn.commit()
+    conn.close()
+
+    log = open(tmp_path / "serve.log", "w")
+    env = dict(os.environ, PRECISIONPROBE_EXTENSION=extension_path())
+    port = free_port()
+    server = processes.start([sys.executable, "-m", "precisionprobe", "serve", str(events), "--db", str(database),
+                              "--final", "--retention-minutes", "2", "--port", str(port)], log, env=env)
+    try:
+        wait_ready(f"http://127.0.0.1:{port}/metrics", server, "precisionprobe serve", 60)
+    finally:
+        processes.stop(server)
+        log.close()
+    conn = sqlite3.connect(database)
+    conn.enable_load_extension(True)
+    conn.load_extension(extension_path())
+    left, dropped = conn.execute("SELECT (SELECT count(*) FROM pp_events), (SELECT sum(events) FROM pp_dropped_events)"
+                                 ).fetchone()
+    assert 0 < left < 150 and left + dropped == 300
+    kept = conn.execute("SELECT f.folded_through_ms - min(s.ts_ms) FROM pp_fold_state AS f, pp_samples AS s").fetchone()
+    assert kept[0] < 120_000
+    calls_counted, mean = conn.execute("SELECT pp_mean_count(state), pp_mean_value(state) FROM layer_state "
+                                       "WHERE layer = 'fc' AND metric = '_duration'").fetchone()
+    assert calls_counted == 300 and mean == pytest.approx(sum(end - t * second for t, end in calls) / 300 / second)
+    errors = precisionprobe("serve", events, "--port", "0", "--retention-minutes", "-1", check=False)
+    assert errors.stderr == "python3 -m precisionprobe serve: --retention-minutes: must be 0 or more, got -1\n"

@@ -94,6 +94,10 @@ def add_serve(commands):
                         "interface, :: for IPv6)")
     p.add_argument("--refresh-seconds", metavar="S", type=float,
                    help="refresh the database every S seconds while serving (default: only at start)")
+    p.add_argument("--retention-minutes", metavar="M", type=int,
+                   help="keep only the last M minutes of events and samples in the database "
+                        "(event_retention_minutes): the overlap means keep everything, the estimates "
+                        "describe the last M minutes (default: keep everything)")
     p.set_defaults(handler=serve)
 
 
@@ -183,7 +187,7 @@ def _open_refreshed(args):
             with _emulate().Served(samples) as url:
                 refresh(conn, events_dir, url, final=True)
         elif not args.no_refresh:
-            refresh(conn, run_dir, args.prometheus, args.final)
+            refresh(conn, run_dir, args.prometheus, args.final, retention_minutes=getattr(args, "retention_minutes", None))
     except BaseException:
         conn.close()
         raise
@@ -257,7 +261,7 @@ def _refresher(run_dir, database, args):
     def again():
         conn = connect(database)
         try:
-            refresh(conn, run_dir, args.prometheus, args.final)
+            refresh(conn, run_dir, args.prometheus, args.final, retention_minutes=args.retention_minutes)
         finally:
             conn.close()
     return again
@@ -270,6 +274,8 @@ def _stop(signum, frame):
 def serve(args):
     if args.refresh_seconds is not None and not args.refresh_seconds > 0:
         raise CommandError(f"--refresh-seconds: must be more than 0, got {args.refresh_seconds:g}")
+    if args.retention_minutes is not None and args.retention_minutes < 0:
+        raise CommandError(f"--retention-minutes: must be 0 or more, got {args.retention_minutes}")
     if args.emulate and args.refresh_seconds is not None:
         raise CommandError("--refresh-seconds: an emulated run is replayed once, when serve starts; "
                            "it has nothing to refresh")

@@ -36,11 +36,14 @@ class _Progress:
                   file=self.stream, flush=True)
 
 
-def refresh(conn, events, prometheus_url=None, final=False, stream=sys.stderr):
+def refresh(conn, events, prometheus_url=None, final=False, stream=sys.stderr, retention_minutes=None):
     """Runs pp_refresh(events, final) in conn (committed) and returns its counts as a dict; the
-    warnings it raised are printed to stream."""
+    warnings it raised are printed to stream. retention_minutes, if given, is the
+    event_retention_minutes setting of the refresh."""
     if prometheus_url:
         conn.execute("SELECT pp_config('prometheus_url', ?)", (prometheus_url,))
+    if retention_minutes is not None:
+        conn.execute("SELECT pp_config('event_retention_minutes', ?)", (retention_minutes,))
     progress = _Progress(f"refreshing from {events}", stream)
     conn.set_progress_handler(progress, 200_000)
     try:
