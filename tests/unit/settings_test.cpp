@@ -67,7 +67,9 @@ TEST(Settings, NumbersHaveCheckedRanges) {
            {"dedup_rel_tol", "nan"},
            {"dedup_rel_tol", "1e999"},
            {"dedup_rel_tol", "-0.5"},
-           {"attribution_margin_seconds", "99999999999999"}}) {
+           {"attribution_margin_seconds", "99999999999999"},
+           {"event_retention_minutes", "-1"},
+           {"event_retention_minutes", "52560001"}}) {
     EXPECT_THROW(settings.set(key, value), pp::Error) << key << " = " << value;
   }
   try {
