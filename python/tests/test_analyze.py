@@ -121,6 +121,25 @@ def test_the_embedding_verdict_weighs_each_direction_by_its_time():
     assert "is not memory-bound by this measure" in text, text
 
 
+def test_with_retention_the_advice_is_about_the_minutes_kept():
+    """A 60-minute job whose estimates saw the last 10 (event_retention_minutes): the findings say
+    so, and an interval twice as wide as `identified` asks is answered with minutes to keep, not
+    with a run length, since a longer run would not widen what the estimator sees."""
+    from precisionprobe.analysis.findings import complete
+    from precisionprobe.analysis.report import JobReport, Row, Value
+
+    interval = Value("interval", None, 0.20, 0.30, 0.25, "not identified", 1.0)  # half 0.05, 5% asks 0.0125
+    linear = Row("Linear", "Linear", "forward", 92, 1.0, 600, 0.2, {"dram_active": interval})
+    job = complete(JobReport("long", 1, 3600, 60, 100, None, None, 0.9, 0.1, None, None, {}, [linear], [],
+                             estimate_minutes=10))
+    assert ("Only the last 10 of the run's 60 minutes kept their events (event_retention_minutes): the means "
+            "cover the whole run, the estimates those minutes.") in job.findings
+    assert job.unresolved == ["Linear forward, DRAM active: between 0.2 and 0.3 (90%), not identified; keeping "
+                              "about 160 minutes of events (event_retention_minutes) would likely identify it"]
+    job.estimate_minutes = None  # nothing removed: the run itself is what grows
+    assert complete(job).unresolved[0].endswith("a run of about 960 minutes would likely identify it")
+
+
 def test_every_format_reads_the_same_database(runs, report_a):
     work, _, _ = runs
     table = precisionprobe("analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh").stdout

@@ -470,5 +470,11 @@ def test_serve_with_retention_keeps_the_last_minutes(tmp_path):
     calls_counted, mean = conn.execute("SELECT pp_mean_count(state), pp_mean_value(state) FROM layer_state "
                                        "WHERE layer = 'fc' AND metric = '_duration'").fetchone()
     assert calls_counted == 300 and mean == pytest.approx(sum(end - t * second for t, end in calls) / 300 / second)
+    # The report says what the estimates saw: the minute of the job left after the fold point's
+    # last two minutes (the samples run on 60 s past its last event), of its five.
+    report = json.loads(precisionprobe("analyze", events, "--db", database, "--no-refresh", "--format", "json").stdout)
+    (job,) = report["jobs"]
+    assert job["estimate_minutes"] == pytest.approx(1, abs=0.05) and job["minutes"] == pytest.approx(5, abs=0.05)
+    assert any("kept their events (event_retention_minutes)" in f for f in job["findings"]), job["findings"]
     errors = precisionprobe("serve", events, "--port", "0", "--retention-minutes", "-1", check=False)
     assert errors.stderr == "python3 -m precisionprobe serve: --retention-minutes: must be 0 or more, got -1\n"

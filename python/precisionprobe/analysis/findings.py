@@ -114,6 +114,13 @@ def sharing_sentence(job):
             "the estimates of the time both ran are solved jointly (memory in use is never resolved there)."]
 
 
+def retention_sentence(job):
+    if job.estimate_minutes is None:
+        return []
+    return [f"Only the last {job.estimate_minutes:.0f} of the run's {job.minutes:.0f} minutes kept their events "
+            "(event_retention_minutes): the means cover the whole run, the estimates those minutes."]
+
+
 def unresolved_items(job):
     """What could not be resolved (layer types holding at least UNRESOLVED_SHARE of the time), each
     with what would resolve it."""
@@ -140,16 +147,20 @@ def _remedy(job, row, value):
     confidence = value.confidence or ""
     if confidence.startswith("not identified: ") and "honest answer" not in confidence:
         return "the reason: " + confidence[len("not identified: "):]
-    if value.kind == "interval" and job.minutes > 0:
+    # The minutes the estimate saw: the run, or what the retention setting kept of it.
+    seen = job.estimate_minutes if job.estimate_minutes is not None else job.minutes
+    if value.kind == "interval" and seen > 0:
         middle = (value.lower90 + value.upper90) / 2
         half = (value.upper90 - value.lower90) / 2
         # What `identified` asks: within 5% of the value, or 0.1% of the metric's range.
         target = max(TARGET_RELATIVE * abs(middle), MIN_HALF_WIDTH * (value.scale or 0))
         if target > 0 and half > 0:
             # Intervals narrow as 1/sqrt(windows): the run length needed grows as the square.
-            minutes = max(job.minutes * (half / target) ** 2, 2 * job.minutes)
+            minutes = max(seen * (half / target) ** 2, 2 * seen)
             if minutes < 24 * 60:
                 minutes = math.ceil(minutes)
+                if job.estimate_minutes is not None:
+                    return f"keeping about {minutes} minutes of events (event_retention_minutes) would likely identify it"
                 return f"a run of about {minutes} minute{'s' if minutes > 1 else ''} would likely identify it"
     if job.window_ms and row.mean_ms and row.mean_ms < job.window_ms:
         shorter = "a shorter DCGM interval (dcgm-exporter -c 100 and a 100 ms scrape)" if job.window_ms > 100 \
@@ -162,6 +173,6 @@ def _remedy(job, row, value):
 def complete(job):
     """Fills job.findings and job.unresolved; returns job."""
     job.findings = (busy_sentences(job) + largest_sentence(job) + embedding_sentences(job) + memory_sentence(job)
-                    + sharing_sentence(job))
+                    + sharing_sentence(job) + retention_sentence(job))
     job.unresolved = unresolved_items(job)
     return job

@@ -75,6 +75,9 @@ class JobReport:
     layers: list
     findings: list = field(default_factory=list)
     unresolved: list = field(default_factory=list)
+    # The minutes of windows the estimates were solved from, where the event_retention_minutes
+    # setting removed some of the job's events (None: nothing removed, they saw the whole run).
+    estimate_minutes: Optional[float] = None
 
     def as_dict(self):
         return asdict(self)
@@ -153,10 +156,28 @@ def read_report(conn, job_id, layers=True):
     layer_rows = _rows(_query(conn, "SELECT * FROM report_layers WHERE job_id = ?", (job_id,)),
                        _query(conn, estimates, (job_id, "layer")), "layer", scales, seconds) if layers else []
     untracked = next((r.share for r in type_rows if r.direction == "untracked"), 0.0)
+    estimate_minutes = _estimate_minutes(conn, job_id, window, gpus)
     return JobReport(
         job_id=job_id, gpus=gpus, gpu_seconds=seconds, minutes=seconds / max(gpus, 1) / 60,
         window_ms=window, parameters=job["parameters"] or None, shared_with=job["shared_with"],
         busy_share=job["gpu_util_percent"] / 100 if job["gpu_util_percent"] is not None else None,
         untracked_share=untracked, gpu_mem_gib=job["gpu_mem_gib"], gpu_mem_peak_gib=job["gpu_mem_peak_gib"],
         job_metrics={short: job[COLUMN[short]] for _, short, _ in METRICS},
-        layer_types=type_rows, layers=layer_rows)
+        layer_types=type_rows, layers=layer_rows, estimate_minutes=estimate_minutes)
+
+
+def _estimate_minutes(conn, job_id, window_ms, gpus):
+    """Where retention removed events of the job (pp_dropped_events, per file: the files of its
+    header and of its events left), the minutes of windows its estimates saw: the most windows
+    of one of its estimates, over its GPUs. None where nothing of it was removed. (pp_events has
+    no index by job: it is read only once retention is known to be in use, which bounds it.)"""
+    if not conn.execute("SELECT EXISTS (SELECT 1 FROM pp_dropped_events)").fetchone()[0]:
+        return None
+    dropped = conn.execute(
+        "SELECT coalesce(sum(events), 0) FROM pp_dropped_events WHERE source_file IN "
+        "(SELECT source_file FROM pp_jobs WHERE job_id = ?1 UNION SELECT source_file FROM pp_events WHERE job_id = ?1)",
+        (job_id,)).fetchone()[0]
+    if not dropped:
+        return None
+    windows = conn.execute("SELECT max(windows) FROM report_estimates WHERE job_id = ?", (job_id,)).fetchone()[0]
+    return (windows or 0) * (window_ms or 0) / 60000 / max(gpus, 1)
