@@ -3,9 +3,9 @@ connections refreshing and querying one WAL database while a writer appends even
 while the event files grow, and a refresh from inside another statement of the same connection.
 Each ends with the tables one refresh over the finished files gives.
 
-CTest runs this file as `faults.wal` (the concurrency) and `faults.parts` (the refreshes in parts
-and retention), fixture `servers`, with the environment of test_faults.py, whose connect() and
-env fixture it uses:
+CTest runs this file as `faults.wal` (the concurrency), `faults.parts` and `faults.parts_fetch`
+(the refreshes in parts) and `faults.retention`, fixture `servers`, with the environment of
+test_faults.py, whose connect() and env fixture it uses:
 
   PP_EXTENSION=build/precisionprobe PP_TEST_ENV_DIR=build/test-env PYTHONPATH=$PWD:$PWD/python \
       python3 -m pytest -q tests/faults/test_concurrent_refresh.py
@@ -171,7 +171,7 @@ def test_four_connections_refresh_one_wal_database(env, tmp_path):
     [(0.3, 0, 0), (0.3, 0.5, 0.5), (0.9, 0.9, 0.9)],
     # Fetches that end 60 s after a job's last event known then, short of its real end.
     [(0.2, 0.2, 0.2), (0.85, 0.9, 0.95), (0.97, 0.97, 0.97)],
-])
+], ids=["one_gpu_first", "fetches_end_short"])
 def test_refreshes_as_the_files_grow_equal_one_refresh(env, tmp_path, steps):
     """Refreshes while the jobs still write (each file cut at a share of its lines, per GPU)
     leave exactly the layer states of one final refresh over the finished files: each GPU's
