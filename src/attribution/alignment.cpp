@@ -30,8 +30,18 @@ Eigen::MatrixXd fractions(const AlignmentTimeline& t, const std::vector<int64_t>
   Eigen::MatrixXd A = Eigen::MatrixXd::Zero(n, t.unknowns + 1);
   std::vector<size_t> active;
   std::vector<double> covered(t.jobs.size(), 0.0);
-  size_t next = 0;
   const bool instant = window <= 0;
+  // Events that end before the first window starts add nothing: the sweep starts after them
+  // (the search fits stretches and quarters of a stretch hundreds of times).
+  size_t next = 0;
+  if (n > 0) {
+    const double first_start = static_cast<double>(ends.front()) - (instant ? 0 : window);
+    const double skip_before = first_start - static_cast<double>(t.longest_ns);
+    next = static_cast<size_t>(
+        std::partition_point(t.events.begin(), t.events.end(),
+                             [&](const AlignmentTimeline::Event& e) { return static_cast<double>(e.start) < skip_before; }) -
+        t.events.begin());
+  }
   for (Eigen::Index i = 0; i < n; ++i) {
     const double end = static_cast<double>(ends[static_cast<size_t>(i)]);
     const double start = instant ? end : end - window;
@@ -97,6 +107,10 @@ Fit fit(const Eigen::MatrixXd& A, const std::vector<std::vector<double>>& values
   const Eigen::Index p = A.cols();
   f.any_layer = layer_columns > 0 && (A.leftCols(layer_columns).array() > 0).any();
   double total = 0;
+  // The metrics of a GPU usually have values in the same windows: their normal equations then
+  // share one matrix, and it is built and factorised once (the search fits hundreds of offsets).
+  std::vector<Eigen::Index> factored_rows;
+  Eigen::LDLT<Eigen::MatrixXd> factored;
   for (const auto& y : values) {
     std::vector<Eigen::Index> rows;
     for (size_t i = 0; i < y.size(); ++i)
@@ -107,21 +121,24 @@ Fit fit(const Eigen::MatrixXd& A, const std::vector<std::vector<double>>& values
       f.variance.push_back(kNaN);
       continue;
     }
-    Eigen::MatrixXd M = Eigen::MatrixXd::Zero(p, p);
+    if (factored_rows.empty() || rows != factored_rows) {
+      Eigen::MatrixXd M = Eigen::MatrixXd::Zero(p, p);
+      for (Eigen::Index r : rows) M.selfadjointView<Eigen::Lower>().rankUpdate(A.row(r).transpose());
+      M = M.selfadjointView<Eigen::Lower>();
+      // A column no window touches (or a tiny one) must not make the system singular.
+      const double ridge = 1e-10 * std::max(1.0, M.diagonal().maxCoeff());
+      M.diagonal().array() += ridge;
+      factored.compute(M);
+      factored_rows = rows;
+    }
     Eigen::VectorXd b = Eigen::VectorXd::Zero(p);
     double yy = 0;
     for (Eigen::Index r : rows) {
-      const auto row = A.row(r);
       const double v = y[static_cast<size_t>(r)];
-      M.selfadjointView<Eigen::Lower>().rankUpdate(row.transpose());
-      b += row.transpose() * v;
+      b += A.row(r).transpose() * v;
       yy += v * v;
     }
-    M = M.selfadjointView<Eigen::Lower>();
-    // A column no window touches (or a tiny one) must not make the system singular.
-    const double ridge = 1e-10 * std::max(1.0, M.diagonal().maxCoeff());
-    M.diagonal().array() += ridge;
-    const Eigen::VectorXd x = M.ldlt().solve(b);
+    const Eigen::VectorXd x = factored.solve(b);
     double rss = 0;
     for (Eigen::Index r : rows) {
       const double e = y[static_cast<size_t>(r)] - A.row(r).dot(x);

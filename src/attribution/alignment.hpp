@@ -28,6 +28,7 @@
 // DCGM window ends, its window length and grid phase are estimated the same way.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace pp {
@@ -44,6 +45,9 @@ struct AlignmentTimeline {
     uint32_t untracked;   // unknown of the job's time not covered by its events
   };
   std::vector<Event> events;  // by start
+  // The longest event's duration, which lets a fit skip the events before its windows; the
+  // largest value (unknown) skips none.
+  int64_t longest_ns = std::numeric_limits<int64_t>::max();
   std::vector<Job> jobs;
   uint32_t unknowns = 0;  // groups and untracked; the rest of a window is one more
 };

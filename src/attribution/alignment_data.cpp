@@ -104,6 +104,7 @@ AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, 
     t.jobs.push_back(span);
   }
   std::map<std::tuple<uint32_t, std::string, int>, uint32_t> group_index;
+  t.longest_ns = 0;
   Statement events(db, named_sql("align", "events_in_range"));
   events.bind(":uuid", uuid);
   events.bind(":from", static_cast<int64_t>(from_ns));
@@ -121,6 +122,7 @@ AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, 
     const auto key = std::make_tuple(job, events.column_text(1), static_cast<int>(events.column_int64(2)));
     auto [it, added] = group_index.try_emplace(key, static_cast<uint32_t>(group_index.size()));
     t.events.push_back({events.column_int64(3), events.column_int64(4), it->second, job});
+    t.longest_ns = std::max(t.longest_ns, t.events.back().end - t.events.back().start);
   }
   // Unknowns: the groups, then each job's untracked time (the rest of a window is one more).
   t.unknowns = static_cast<uint32_t>(group_index.size());
