@@ -205,9 +205,14 @@ class GpuAligner {
     }
     const double spacing = median_gap_ns(samples.ts_ns);
     const double lag = std::max(lag_ns_, 2 * std::max(window_ns_, spacing));
-    const AlignmentTimeline timeline = read_alignment_timeline(
-        run_.db, uuid_, extent_, static_cast<double>(data_.ts_ms[first]) * kNsPerMs - lag - 2 * std::max(window_ns_, spacing),
-        static_cast<double>(data_.ts_ms[last - 1]) * kNsPerMs + lag);
+    // A pinned offset needs the events only for the driver's grid (GPU_UTIL's own window).
+    const bool needs_events = !pinned_ || (!data_.driver.empty() && data_.primary != data_.driver);
+    const AlignmentTimeline timeline =
+        needs_events ? read_alignment_timeline(run_.db, uuid_, extent_,
+                                               static_cast<double>(data_.ts_ms[first]) * kNsPerMs - lag -
+                                                   2 * std::max(window_ns_, spacing),
+                                               static_cast<double>(data_.ts_ms[last - 1]) * kNsPerMs + lag)
+                     : AlignmentTimeline{};
     std::vector<int> shift;
     if (pinned_) {
       seg.offset_ns = pinned_ms_ * kNsPerMs;
