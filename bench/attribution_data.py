@@ -331,7 +331,7 @@ def production(args):
     if args.verify:
         rows, digest = attribution_production.verify(directory, args.extension)
         print(f"verified: layer_events() of the compact files gives the {rows:,} rows of events.csv "
-              f"(sha256 of the sorted rows {digest[:16]})")
+              f"(sha256 of the rows {digest[:16]})")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ Writes to DIR (default bench/data/attribution-production-EVENTS, gitignored):
   manifest.json             "mode": "production", counts, sizes and checksums of the above
 """
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -400,22 +401,27 @@ def ensure(minutes, directory=None):
 # ---- the check that the compact files say what events.csv says ----
 
 def verify(directory, extension):
-    """Reads the compact files with the extension's layer_events() and events.csv, and compares
-    the rows (sorted, as the two orders differ): their count and a sha256 of each side. Returns
-    (rows, digest); raises SystemExit on any difference."""
+    """Reads the compact files with the extension's layer_events() and compares them row by row
+    with events.csv, which is in the same order (GPU by GPU, in time). Returns the number of rows
+    and a sha256 of them; raises SystemExit at the first difference."""
     conn = sqlite3.connect(":memory:")
     conn.enable_load_extension(True)
     conn.load_extension(extension)
     decoded = conn.execute(
         "SELECT job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns FROM layer_events(?) "
-        "ORDER BY gpu_uuid, t_start_ns", (str(Path(directory) / "events"),)).fetchall()
+        "ORDER BY gpu_uuid, t_start_ns", (str(Path(directory) / "events"),))
+    digest = hashlib.sha256()
+    rows = 0
     with open(Path(directory) / "events.csv") as f:
         next(f)
-        rows = [line.rstrip("\n").split(",") for line in f]
-    written = sorted(((r[0], r[3], r[5], r[6], int(r[7]), int(r[8]), int(r[9])) for r in rows),
-                     key=lambda r: (r[1], r[5]))
-    digests = [hashlib.sha256(repr(side).encode()).hexdigest() for side in (decoded, written)]
-    if len(decoded) != len(written) or digests[0] != digests[1]:
-        raise SystemExit(f"compact files and events.csv differ: {len(decoded):,} rows "
-                         f"(sha256 {digests[0][:12]}) against {len(written):,} ({digests[1][:12]})")
-    return len(decoded), digests[0]
+        for row, line in itertools.zip_longest(decoded, f):
+            if row is None or line is None:
+                raise SystemExit(f"compact files and events.csv differ: after {rows:,} rows, only "
+                                 f"{'events.csv' if row is None else 'the compact files'} go on")
+            r = line.split(",")
+            written = (r[0], r[3], r[5], r[6], int(r[7]), int(r[8]), int(r[9]))
+            if row != written:
+                raise SystemExit(f"compact files and events.csv differ at row {rows + 1:,}: {row} against {written}")
+            digest.update(repr(row).encode())
+            rows += 1
+    return rows, digest.hexdigest()
