@@ -192,10 +192,10 @@ def fixed_gaps(plan, calls, call, step, rng):
     gaps[at] += rng.integers(200_000, 600_000, int(at.sum()))
     at = call == len(plan.layers) - 1                # the loss, forward
     gaps[at] += rng.integers(50_000, 200_000, int(at.sum()))
-    at = call == per_step - 1
-    gaps[at] += rng.integers(500_000, 2_000_000, int(at.sum()))
-    at &= (step + 1) % PAUSE_EVERY_STEPS == 0
-    gaps[at] += rng.integers(2 * 10**9, 8 * 10**9, int(at.sum()))
+    step_end = call == per_step - 1
+    gaps[step_end] += rng.integers(500_000, 2_000_000, int(step_end.sum()))
+    pause = step_end & ((step + 1) % PAUSE_EVERY_STEPS == 0)
+    gaps[pause] += rng.integers(2 * 10**9, 8 * 10**9, int(pause.sum()))
     return gaps
 
 
