@@ -3,8 +3,10 @@
 
 Data (bench/attribution_data.py, fixed seed, generated once into bench/data/): 1,000,000
 DLRM-like layer events of 4 jobs over 8 GPUs and 6 metrics x 8 GPUs x 1 hour of 100 ms DCGM
-samples (1,728,000). The result, per (job_id, layer, forward) including each job's
-'(untracked)' row: data_num, the six overlap-weighted means, calls, mean duration.
+samples (1,728,000). With --production, the production-rate data of bench/attribution_production.py
+instead: 1,000 events/s per GPU over --minutes (28,800,000 events for the default hour), the event
+files in the hook client's compact format. The result, per (job_id, layer, forward) including each
+job's '(untracked)' row: data_num, the six overlap-weighted means, calls, mean duration.
 
   extension  precisionprobe's engine on tables already filled: events imported with
              layer_events() into pp_events, samples inserted into pp_samples, pp_intervals
@@ -25,8 +27,8 @@ the best of --runs after loading, and the peak RSS is the process's during the t
 (VmHWM, reset after loading) and over its whole life. Every engine's rows must agree with the
 extension's: counts exactly, means to 1e-9 relative; the largest difference is printed.
 
-Usage: PYTHONPATH=python /usr/bin/python3 bench/attribution_bench.py [--events 1000000] [--runs 3]
-         [--extension build/precisionprobe] [--skip refresh,sqlite] [--out bench/results/attribution.txt]
+Usage: PYTHONPATH=python /usr/bin/python3 bench/attribution_bench.py [--events 1000000 | --production [--minutes 60]]
+         [--runs 3] [--extension build/precisionprobe] [--skip refresh,sqlite] [--out bench/results/attribution.txt]
 """
 import argparse
 import csv
@@ -283,7 +285,10 @@ def best(result, field="wall_s"):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--events", type=int, help="the default data's size (default 1,000,000)")
+    parser.add_argument("--production", action="store_true",
+                        help="the production-rate data (bench/attribution_production.py) instead")
+    parser.add_argument("--minutes", type=int, default=60, help="--production: the data's span")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--extension", default=str(ROOT / "build" / "precisionprobe"))
     parser.add_argument("--skip", default="", help="comma-separated: extension is always run")
@@ -302,10 +307,15 @@ def main():
         Path(args.result).write_text(json.dumps(result))
         return
 
-    # The harness is imported by the driver only: the engine processes above measure their memory.
+    # The harness and the production data (numpy) are imported by the driver only: the engine
+    # processes above measure their memory.
     from precisionprobe.harness import processes
+    import attribution_production  # bench/attribution_production.py, beside this script
     skip = set(filter(None, args.skip.split(",")))
-    data = attribution_data.ensure(args.events)
+    if args.production and args.events is not None:
+        parser.error("--production sizes the data by --minutes, not --events")
+    data = (attribution_production.ensure(args.minutes) if args.production
+            else attribution_data.ensure(args.events or 1_000_000))
     manifest = json.loads((data / "manifest.json").read_text())
     work = Path(tempfile.mkdtemp(prefix="pp-attribution-"))
     lines = []
@@ -334,7 +344,9 @@ def main():
         ext = results["extension"]
         say(f"data: {data.relative_to(ROOT) if data.is_relative_to(ROOT) else data}: {manifest['events']:,} events, "
             f"{manifest['samples']:,} samples ({len(manifest['jobs'])} jobs, {manifest['gpus']} GPUs, "
-            f"{manifest['interval_ms']} ms), seed {manifest['seed']}; {len(ext['rows'])} result rows")
+            f"{manifest['interval_ms']} ms), seed {manifest['seed']}; {len(ext['rows'])} result rows"
+            + (f"; production mode: {manifest['minutes']} minutes at {manifest['events_per_second_per_gpu']:,} "
+               f"events/s per GPU, compact files" if manifest.get("mode") == "production" else ""))
         load_avg = os.getloadavg()
         say(f"machine: {os.cpu_count()} cores, load average {load_avg[0]:.1f} {load_avg[1]:.1f} {load_avg[2]:.1f} "
             f"at the end; best of {args.runs} runs; SQLite {ext['sqlite_version']}"

@@ -26,6 +26,9 @@ Writes to DIR (default bench/data/attribution-EVENTS, gitignored):
   samples.om                OpenMetrics for `promtool tsdb create-blocks-from openmetrics`
   manifest.json             counts, seed, T0, checksums of the above
 Usage: bench/attribution_data.py [--events N] [--dir DIR]
+       bench/attribution_data.py --production [--minutes 60] [--dir DIR] [--verify [--extension E]]
+         the same kind of data at 1,000 events/s per GPU, in the hook client's compact format: see
+         bench/attribution_production.py
 """
 import argparse
 import hashlib
@@ -33,6 +36,7 @@ import json
 import os
 import random
 import shutil
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -293,11 +297,41 @@ def ensure(events, directory=None):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--events", type=int, help="default mode: the number of events (default 1,000,000)")
+    parser.add_argument("--production", action="store_true",
+                        help="production rate: 1,000 events/s per GPU over --minutes (bench/attribution_production.py)")
+    parser.add_argument("--minutes", type=int, help="--production: the span (default 60: 28,800,000 events)")
+    parser.add_argument("--verify", action="store_true",
+                        help="--production: check with the extension that the compact files decode to events.csv")
+    parser.add_argument("--extension", default=str(ROOT / "build" / "precisionprobe"), help="for --verify")
     parser.add_argument("--dir")
     args = parser.parse_args()
-    directory = Path(args.dir or ROOT / "bench" / "data" / f"attribution-{args.events}")
-    print(json.dumps(generate(args.events, directory), indent=2))
+    if args.production:
+        production(args)
+        return
+    if args.minutes is not None or args.verify:
+        parser.error("--minutes and --verify go with --production")
+    events = 1_000_000 if args.events is None else args.events
+    directory = Path(args.dir or ROOT / "bench" / "data" / f"attribution-{events}")
+    print(json.dumps(generate(events, directory), indent=2))
+
+
+def production(args):
+    """--production: the data of attribution_production.py, timed, and checked if asked."""
+    import attribution_production  # imports this module: only when asked for
+    if args.events is not None:
+        raise SystemExit("--production sizes the data by --minutes (8 GPUs x 60,000 events a minute), "
+                         "not --events")
+    minutes = 60 if args.minutes is None else args.minutes
+    directory = Path(args.dir or attribution_production.default_directory(minutes))
+    started = time.perf_counter()
+    manifest = attribution_production.generate(minutes, directory)
+    manifest["generation_seconds"] = round(time.perf_counter() - started, 1)
+    print(json.dumps({k: v for k, v in manifest.items() if k != "files"}, indent=2))
+    if args.verify:
+        rows, digest = attribution_production.verify(directory, args.extension)
+        print(f"verified: layer_events() of the compact files gives the {rows:,} rows of events.csv "
+              f"(sha256 of the rows {digest[:16]})")
 
 
 if __name__ == "__main__":
