@@ -22,11 +22,14 @@ SIGCONT once the count is back on pace), so disk use does not depend on the mach
 about 0.35 KB per event for the events and again for the emulator's mirror, plus the database.
 
 At the end: one row per minute (largest RSS in that minute, layer_metrics rows, events and
-samples imported, median refresh time, size of the -wal file), and whether memory is flat: after a warm-up (the first
-fifth of the run, at least a minute) the largest RSS of the last minute may exceed the largest
-RSS of the first minute after warm-up by at most max(8 MiB, 5%).
+samples stored, median refresh time (BEGIN IMMEDIATE to COMMIT), sizes of the -wal file and
+the database file), and whether memory is flat: after a warm-up (the first fifth of the run,
+at least a minute) the largest RSS of the last minute may exceed the largest RSS of the first
+minute after warm-up by at most max(8 MiB, 5%); then the refresh time and the database file's
+size in those two minutes. --retention-minutes M sets event_retention_minutes for every refresh.
 
-  PYTHONPATH=python /usr/bin/python3 bench/soak.py [--minutes 30] [--extension build/precisionprobe]
+  PYTHONPATH=python /usr/bin/python3 bench/soak.py [--minutes 30] [--retention-minutes M]
+      [--extension build/precisionprobe]
 
 Needs build/precisionprobe.so (scripts/build.sh), prometheus, and Debian's python3-torch.
 """
@@ -140,6 +143,8 @@ def main():
     parser.add_argument("--events-per-second", type=float, default=1000)
     parser.add_argument("--job-minutes", type=float, default=5)
     parser.add_argument("--refresh-seconds", type=float, default=2)
+    parser.add_argument("--retention-minutes", type=int, default=0,
+                        help="event_retention_minutes for every refresh (default 0: keep everything)")
     parser.add_argument("--work-dir", help="default: a new temporary directory, removed at the end")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
@@ -177,11 +182,14 @@ def main():
         conn.enable_load_extension(True)
         conn.load_extension(args.extension)
         conn.execute("SELECT pp_config('prometheus_url', ?)", (prometheus_url,))
+        conn.execute("SELECT pp_config('event_retention_minutes', ?)", (args.retention_minutes,))
         print(f"soak: {args.minutes:g} min in {work}; emulator 127.0.0.1:{emulator_port} ({uuid}), "
               f"Prometheus {prometheus_url} scraping every {INTERVAL_MS} ms; "
-              f"training held to {args.events_per_second:g} events/s", flush=True)
+              f"training held to {args.events_per_second:g} events/s; "
+              + (f"event_retention_minutes = {args.retention_minutes}" if args.retention_minutes else "no retention"),
+              flush=True)
 
-        wal_file = work / "soak.db-wal"
+        db_file, wal_file = work / "soak.db", work / "soak.db-wal"
         start = time.monotonic()
         end = start + seconds
         training = Training(run_dir, end, args.job_minutes * 60, args.events_per_second, log)
@@ -197,6 +205,7 @@ def main():
                 conn.execute("BEGIN IMMEDIATE")
                 conn.execute("SELECT * FROM pp_refresh(?, ?)", (str(mirror_dir), 1 if final else 0)).fetchall()
                 conn.execute("COMMIT")
+                took = time.perf_counter() - began  # the refresh alone: the reads below count rows
                 rows = len(conn.execute("SELECT * FROM layer_metrics").fetchall())
                 events, samples = conn.execute(
                     "SELECT (SELECT count(*) FROM pp_events), (SELECT count(*) FROM pp_samples)").fetchone()
@@ -207,27 +216,28 @@ def main():
                 if len(errors) == 1:
                     print(f"soak: refresh failed: {e}", file=sys.stderr, flush=True)
                 rows = events = samples = None
-            took = time.perf_counter() - began
+                took = time.perf_counter() - began
             minute = min(int((now - start) // 60), max(0, int(seconds // 60) - 1) if seconds >= 60 else 0)
             m = minutes.setdefault(minute, {"rss": [], "refresh": []})
             m["rss"].append(rss_kib())
             m["refresh"].append(took)
             m["wal"] = max(m.get("wal", 0), wal_file.stat().st_size if wal_file.exists() else 0)
+            m["db"] = db_file.stat().st_size
             if rows is not None:
                 m.update(rows=rows, events=events, samples=samples)
             if final:
                 break
-            time.sleep(max(0.0, min(args.refresh_seconds - took, end - time.monotonic())))
+            time.sleep(max(0.0, min(args.refresh_seconds - (time.perf_counter() - began), end - time.monotonic())))
         training.stopping.set()
         training.join(timeout=60)
 
         print(f"\n{'minute':>6} {'RSS MiB':>8} {'layer_metrics rows':>19} {'events':>10} {'samples':>9} "
-              f"{'refresh ms':>10} {'WAL MiB':>8}")
+              f"{'refresh ms':>10} {'WAL MiB':>8} {'db MiB':>7}")
         for minute in sorted(minutes):
             m = minutes[minute]
             print(f"{minute + 1:>6} {max(m['rss']) / 1024:>8.1f} {m.get('rows', 0):>19} {m.get('events', 0):>10} "
                   f"{m.get('samples', 0):>9} {statistics.median(m['refresh']) * 1000:>10.0f} "
-                  f"{m.get('wal', 0) / 2**20:>8.1f}")
+                  f"{m.get('wal', 0) / 2**20:>8.1f} {m.get('db', 0) / 2**20:>7.1f}")
         elapsed = time.monotonic() - start
         written = training.counter.count()
         disk = sum(p.stat().st_size for p in work.rglob("*") if p.is_file()) / 2**20
@@ -247,6 +257,12 @@ def main():
             print(f"memory {'flat' if flat else 'GROWING'}: {first:.1f} MiB in minute {order[warm] + 1} "
                   f"(after {warm} min of warm-up), {last:.1f} MiB in minute {order[-1] + 1} "
                   f"({last - first:+.1f} MiB; allowed {allowed:.1f})")
+            refresh_first = statistics.median(minutes[order[warm]]["refresh"]) * 1000
+            refresh_last = statistics.median(minutes[order[-1]]["refresh"]) * 1000
+            db_first, db_last = minutes[order[warm]]["db"] / 2**20, minutes[order[-1]]["db"] / 2**20
+            print(f"refresh: median {refresh_first:.0f} ms in minute {order[warm] + 1}, {refresh_last:.0f} ms in "
+                  f"minute {order[-1] + 1} ({refresh_last / refresh_first:.2f}x); database file {db_first:.0f} MiB, "
+                  f"then {db_last:.0f} MiB")
         else:
             print("memory: run too short to judge (needs warm-up plus two minutes)")
         if errors:
