@@ -77,6 +77,14 @@ def host_of(g):
     return f"gpu-node-{g // 4}", f"10.42.0.{17 + g // 4}"
 
 
+def series_labels(g):
+    """The labels dcgm-exporter puts on GPU g's series, as OpenMetrics text."""
+    host, _ = host_of(g)
+    return (f'gpu="{g % 4}",UUID="{uuid_of(g)}",pci_bus_id="00000000:{0x17 + g % 4:02X}:00.0",'
+            f'device="nvidia{g % 4}",modelName="NVIDIA A100-SXM4-40GB",Hostname="{host}",'
+            f'DCGM_FI_DRIVER_VERSION="535.104.05"')
+
+
 def model_layers(rng, tables):
     """(name, type, forward base ms, backward base ms) in forward order."""
     layers = []
@@ -258,10 +266,7 @@ def generate(events, directory):
         for m, metric in enumerate(METRICS):
             om.write(f"# TYPE {metric} gauge\n")
             for g in range(GPUS):
-                host, _ = host_of(g)
-                labels = (f'gpu="{g % 4}",UUID="{uuid_of(g)}",pci_bus_id="00000000:{0x17 + g % 4:02X}:00.0",'
-                          f'device="nvidia{g % 4}",modelName="NVIDIA A100-SXM4-40GB",Hostname="{host}",'
-                          f'DCGM_FI_DRIVER_VERSION="535.104.05"')
+                labels = series_labels(g)
                 uuid = uuid_of(g)
                 for ts_ms, text in series[(metric, g)]:
                     csv.write(f"{uuid},{metric},{ts_ms},{text}\n")

@@ -45,7 +45,7 @@ from typing import NamedTuple
 import numpy as np
 
 from attribution_data import (GPUS, INTERVAL_MS, METRICS, PROFILE, ROOT, SEED, T0_NS, T0_S, hash_str, host_of,
-                              model_layers, uuid_of)
+                              model_layers, series_labels, uuid_of)
 
 sys.path.insert(0, str(ROOT / "python"))
 from precisionprobe._compact_format import MAGIC  # noqa: E402  (the client's format line)
@@ -333,10 +333,7 @@ def write_samples(directory, texts, windows):
     for m, metric in enumerate(METRICS):
         om.write(f"# TYPE {metric} gauge\n")
         for g in range(GPUS):
-            host, _ = host_of(g)
-            labels = (f'gpu="{g % 4}",UUID="{uuid_of(g)}",pci_bus_id="00000000:{0x17 + g % 4:02X}:00.0",'
-                      f'device="nvidia{g % 4}",modelName="NVIDIA A100-SXM4-40GB",Hostname="{host}",'
-                      f'DCGM_FI_DRIVER_VERSION="535.104.05"')
+            labels = series_labels(g)
             values = texts[g][m]
             csv.write("".join([f"{uuid_of(g)},{metric},{s},{v}\n" for s, v in zip(stamps, values)]))
             om.write("".join([f"{metric}{{{labels}}} {v} {s}\n" for s, v in zip(om_stamps, values)]))
