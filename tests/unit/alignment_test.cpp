@@ -2,6 +2,7 @@
 // idle gaps, sampled by windows that end a known offset before their stored times.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -166,3 +167,42 @@ TEST(Alignment, DriverWindowEndIsTheNewestGridPoint) {
 
 }  // namespace
 
+
+TEST(Alignment, AFitOfLaterWindowsSkipsOnlyTheEventsThatEndBeforeThem) {
+  // The fits of a stretch's later windows skip the events before them, bounded by the longest
+  // event: the likelihood is the same as when every event is swept, and a bound shorter than
+  // the events that reach into the first window would change it.
+  Gpu g = make_gpu(20, 11);
+  int64_t longest = 0;
+  for (const auto& e : g.timeline.events) longest = std::max(longest, e.end - e.start);
+  std::vector<int64_t> ends;
+  std::vector<std::vector<double>> values(2);
+  for (double end = 10e9 + 0.7 * kMs; end < 19e9; end += 100 * kMs) {  // the second half only
+    ends.push_back(static_cast<int64_t>(end));
+    values[0].push_back(truth(g, end, 100 * kMs));
+    values[1].push_back(0.5 * truth(g, end, 100 * kMs) + 0.01);
+  }
+  const double sweeping_all = pp::window_log_likelihood(g.timeline, ends, 100 * kMs, values);
+  g.timeline.longest_ns = longest;
+  EXPECT_EQ(pp::window_log_likelihood(g.timeline, ends, 100 * kMs, values), sweeping_all);
+  g.timeline.longest_ns = 0;  // as if every event were an instant: those reaching in are lost
+  EXPECT_NE(pp::window_log_likelihood(g.timeline, ends, 100 * kMs, values), sweeping_all);
+}
+
+TEST(Alignment, MetricsFittedTogetherAreEachFittedAsAlone) {
+  // Two metrics with values in the same windows share one factorised matrix; a third with a
+  // window missing gets its own. Each adds what it adds when fitted alone.
+  const Gpu g = make_gpu(12, 13);
+  std::vector<int64_t> ends;
+  std::vector<std::vector<double>> values(3);
+  for (double end = 200 * kMs; end < 11e9; end += 100 * kMs) {
+    ends.push_back(static_cast<int64_t>(end));
+    const double v = truth(g, end, 100 * kMs);
+    values[0].push_back(v * (1 + 0.01 * std::sin(end)));
+    values[1].push_back(0.3 * v + 0.02 * std::cos(end));
+    values[2].push_back(ends.size() == 7 ? NAN : 0.9 * v + 0.01 * std::sin(3 * end));
+  }
+  double alone = 0;
+  for (const auto& v : values) alone += pp::window_log_likelihood(g.timeline, ends, 100 * kMs, {v});
+  EXPECT_NEAR(pp::window_log_likelihood(g.timeline, ends, 100 * kMs, values), alone, 1e-9 * std::fabs(alone));
+}
