@@ -32,11 +32,12 @@ Eigen::MatrixXd fractions(const AlignmentTimeline& t, const std::vector<int64_t>
   std::vector<double> covered(t.jobs.size(), 0.0);
   const bool instant = window <= 0;
   // Events that end before the first window starts add nothing: the sweep starts after them
-  // (the search fits stretches and quarters of a stretch hundreds of times).
+  // (the search fits stretches and quarters of a stretch hundreds of times). A millisecond to
+  // spare, since times held as doubles are rounded to a few hundred ns.
   size_t next = 0;
   if (n > 0) {
     const double first_start = static_cast<double>(ends.front()) - (instant ? 0 : window);
-    const double skip_before = first_start - static_cast<double>(t.longest_ns);
+    const double skip_before = first_start - static_cast<double>(t.longest_ns) - 1e6;
     next = static_cast<size_t>(
         std::partition_point(t.events.begin(), t.events.end(),
                              [&](const AlignmentTimeline::Event& e) { return static_cast<double>(e.start) < skip_before; }) -
