@@ -26,7 +26,7 @@ Writes to DIR (default bench/data/attribution-EVENTS, gitignored):
   samples.om                OpenMetrics for `promtool tsdb create-blocks-from openmetrics`
   manifest.json             counts, seed, T0, checksums of the above
 Usage: bench/attribution_data.py [--events N] [--dir DIR]
-       bench/attribution_data.py --production [--minutes 60] [--dir DIR] [--verify [--extension E]]
+       PYTHONPATH=python bench/attribution_data.py --production [--minutes 60] [--dir DIR] [--verify [--extension E]]
          the same kind of data at 1,000 events/s per GPU, in the hook client's compact format: see
          bench/attribution_production.py
 """

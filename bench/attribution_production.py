@@ -38,7 +38,6 @@ import os
 import random
 import shutil
 import sqlite3
-import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -47,9 +46,8 @@ import numpy as np
 from attribution_data import (GPUS, INTERVAL_MS, METRICS, PROFILE, ROOT, SEED, T0_NS, T0_S, hash_str, host_of,
                               model_layers, series_labels, uuid_of)
 
-sys.path.insert(0, str(ROOT / "python"))
-from precisionprobe._compact_format import MAGIC  # noqa: E402  (the client's format line)
-from precisionprobe._event_format import FORMAT_VERSION, HEADER_RECORD  # noqa: E402
+from precisionprobe._compact_format import MAGIC  # the client's format line
+from precisionprobe._event_format import FORMAT_VERSION, HEADER_RECORD
 
 EVENTS_PER_SECOND = 1000          # per GPU, over the whole span
 EVENTS_PER_MINUTE = GPUS * 60 * EVENTS_PER_SECOND
