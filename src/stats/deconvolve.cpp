@@ -13,11 +13,13 @@
 //      of the unconstrained estimate, cut at the bounds) and `identified`.
 #include "stats/deconvolve.hpp"
 
+#include <Eigen/Eigenvalues>
 #include <Eigen/QR>
 #include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <unordered_map>
 
 #include "core/errors.hpp"
 #include "stats/bvls.hpp"
@@ -98,17 +100,22 @@ void DeconvolveData::set_bounds(double lower, double upper) {
 
 bool identified_by(const DeconvolveUnknown& u, double scale, double widen);
 
-class DeconvolveSolver {
- public:
-  static DeconvolveResult run(const DeconvolveData& data);
+// Step 1 of the solver, and of DeconvolveData::state(): the samples with a value, in order of
+// first appearance, as sparse rows (CSR; repeated (sample, layer) pairs merged, the remainder as
+// '(rest)'), over the unknowns of the rows and of the added states, sorted by name.
+struct CompactRows {
+  std::vector<std::string> names, labels;  // labels: the states' ("" for the rows' own)
+  std::vector<size_t> row_start{0};
+  std::vector<uint32_t> cols;
+  std::vector<double> weights, values;
+  std::vector<int64_t> counts;         // rows in which the unknown has weight, the states' included
+  std::vector<uint32_t> state_column;  // per unknown of the added states, its column
+
+  explicit CompactRows(const DeconvolveData& data);
+  size_t rows() const { return values.size(); }
 };
 
-DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
-  using Eigen::Index;
-  DeconvolveResult result;
-  const double L = data.lower_, U = data.upper_;
-
-  // 1. Samples with a value, in order of first appearance; unknowns sorted by name.
+CompactRows::CompactRows(const DeconvolveData& data) {
   std::vector<uint32_t> row_of(data.samples_.size(), UINT32_MAX);
   std::vector<uint32_t> sample_of_row;
   bool rest_needed = false;
@@ -118,24 +125,37 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
     sample_of_row.push_back(static_cast<uint32_t>(s));
     if (1 - data.samples_[s].weight_sum > DeconvolveLimits::kRestThreshold) rest_needed = true;
   }
-  std::vector<std::string> names = data.layers_;
-  if (rest_needed && !data.layer_index_.count(DeconvolveData::kRest)) names.push_back(DeconvolveData::kRest);
-  std::vector<uint32_t> order(names.size());
+  std::vector<std::string> all = data.layers_;
+  std::vector<std::string> all_labels(all.size());
+  std::unordered_map<std::string, uint32_t> index = data.layer_index_;
+  auto add_name = [&](const std::string& name, const std::string& label) {
+    const auto [it, added] = index.try_emplace(name, static_cast<uint32_t>(all.size()));
+    if (added) {
+      all.push_back(name);
+      all_labels.emplace_back();
+    }
+    if (all_labels[it->second].empty()) all_labels[it->second] = label;
+    return it->second;
+  };
+  std::vector<uint32_t> state_index;
+  for (const auto& u : data.prior_.unknowns()) state_index.push_back(add_name(u.name, u.label));
+  const uint32_t rest_index = rest_needed ? add_name(DeconvolveData::kRest, "") : UINT32_MAX;
+  if (all.size() > DeconvolveLimits::kMaxUnknowns + 1)
+    throw argument_error("layer_key", "has more than " + std::to_string(DeconvolveLimits::kMaxUnknowns) +
+                                          " distinct values in one group, with the state's");
+  std::vector<uint32_t> order(all.size());
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return names[a] < names[b]; });
-  std::vector<uint32_t> column_of(names.size());
-  for (size_t c = 0; c < order.size(); ++c) column_of[order[c]] = static_cast<uint32_t>(c);
-  const Index p = static_cast<Index>(names.size());
-  const uint32_t rest_column =
-      rest_needed ? column_of[data.layer_index_.count(DeconvolveData::kRest) ? data.layer_index_.at(DeconvolveData::kRest)
-                                                                             : names.size() - 1]
-                  : UINT32_MAX;
-  result.unknowns.resize(names.size());
-  for (size_t k = 0; k < names.size(); ++k) result.unknowns[column_of[k]].name = names[k];
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return all[a] < all[b]; });
+  std::vector<uint32_t> column_of(all.size());
+  for (size_t c = 0; c < order.size(); ++c) {
+    column_of[order[c]] = static_cast<uint32_t>(c);
+    names.push_back(all[order[c]]);
+    labels.push_back(all_labels[order[c]]);
+  }
+  for (uint32_t i : state_index) state_column.push_back(column_of[i]);
+  const uint32_t rest_column = rest_needed ? column_of[rest_index] : UINT32_MAX;
   const size_t m = sample_of_row.size();
-  result.samples = static_cast<int64_t>(m);
 
-  // Sparse rows (CSR): repeated (sample, layer) pairs merged, the remainder as '(rest)'.
   std::vector<size_t> start(m + 1, 0);
   for (const auto& e : data.entries_)
     if (row_of[e.sample] != UINT32_MAX) ++start[row_of[e.sample] + 1];
@@ -146,13 +166,10 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
     for (const auto& e : data.entries_)
       if (row_of[e.sample] != UINT32_MAX) cells[fill[row_of[e.sample]]++] = {column_of[e.layer], e.weight};
   }
-  std::vector<size_t> row_start(m + 1, 0);
-  std::vector<uint32_t> cols;
-  std::vector<double> weights;
   cols.reserve(cells.size() + (rest_needed ? m : 0));
   weights.reserve(cols.capacity());
-  Eigen::VectorXd y(static_cast<Index>(m));
-  std::vector<int64_t> counts(names.size(), 0);
+  values.reserve(m);
+  counts.assign(names.size(), 0);
   std::vector<std::pair<uint32_t, double>> row;
   for (size_t r = 0; r < m; ++r) {
     row.assign(cells.begin() + static_cast<std::ptrdiff_t>(start[r]),
@@ -170,13 +187,71 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
         ++counts[row[i].first];
       }
     }
-    row_start[r + 1] = cols.size();
-    y(static_cast<Index>(r)) = sample.value;
+    row_start.push_back(cols.size());
+    values.push_back(sample.value);
   }
-  for (Index k = 0; k < p; ++k) result.unknowns[k].n = counts[k];
+  for (size_t i = 0; i < state_column.size(); ++i) counts[state_column[i]] += data.prior_.unknowns()[i].rows;
+}
+
+LeastSquaresState DeconvolveData::state(const std::function<std::string(const std::string&)>& label_of) const {
+  const CompactRows compact(*this);
+  LeastSquaresState out;
+  out.merge(prior_);
+  std::vector<size_t> index(compact.names.size());
+  for (size_t k = 0; k < compact.names.size(); ++k)
+    index[k] = out.unknown(compact.names[k], label_of ? label_of(compact.names[k]) : compact.labels[k]);
+  std::vector<std::pair<size_t, double>> row;
+  for (size_t r = 0; r < compact.rows(); ++r) {
+    row.clear();
+    for (size_t i = compact.row_start[r]; i < compact.row_start[r + 1]; ++i)
+      row.emplace_back(index[compact.cols[i]], compact.weights[i]);
+    out.add_row(row, compact.values[r]);
+  }
+  return out;
+}
+
+class DeconvolveSolver {
+ public:
+  static DeconvolveResult run(const DeconvolveData& data);
+};
+
+DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
+  using Eigen::Index;
+  DeconvolveResult result;
+  const double L = data.lower_, U = data.upper_;
+
+  // 1. The rows, and the states added to them (whose rows are only sums).
+  const CompactRows compact(data);
+  const LeastSquaresState& prior = data.prior_;
+  const Index p = static_cast<Index>(compact.names.size());
+  result.unknowns.resize(compact.names.size());
+  for (Index k = 0; k < p; ++k) {
+    result.unknowns[k].name = compact.names[k];
+    result.unknowns[k].n = compact.counts[k];
+  }
+  const size_t m = compact.rows();
+  const size_t total = m + static_cast<size_t>(prior.rows());
+  result.samples = static_cast<int64_t>(total);
+  const std::vector<size_t>& row_start = compact.row_start;
+  const std::vector<uint32_t>& cols = compact.cols;
+  const std::vector<double>& weights = compact.weights;
+  const Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(compact.values.data(), static_cast<Index>(m));
+  const std::vector<int64_t>& counts = compact.counts;
+  // The states' cross-products of [A | y] in the columns here (the value last).
+  Eigen::MatrixXd prior_cross;
+  if (!prior.empty()) {
+    prior_cross = Eigen::MatrixXd::Zero(p + 1, p + 1);
+    const auto& sc = compact.state_column;
+    for (size_t i = 0; i < sc.size(); ++i) {
+      prior_cross(sc[i], p) = prior_cross(p, sc[i]) = prior.cross_value(i);
+      for (size_t j = 0; j < sc.size(); ++j) prior_cross(sc[i], sc[j]) = prior.cross(i, j);
+    }
+    prior_cross(p, p) = prior.value_squares();
+  }
 
   // The scale `identified` compares interval widths with.
-  result.scale = std::isfinite(L) && std::isfinite(U) ? U - L : (m ? y.cwiseAbs().maxCoeff() : 0.0);
+  result.scale = std::isfinite(L) && std::isfinite(U) ? U - L
+                                                      : std::max(m ? y.cwiseAbs().maxCoeff() : 0.0, prior.max_abs_value());
 
   std::vector<Index> data_columns;
   for (Index k = 0; k < p; ++k)
@@ -186,15 +261,24 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
     u.lower90 = std::isfinite(L) ? std::optional<double>(L) : std::nullopt;
     u.upper90 = std::isfinite(U) ? std::optional<double>(U) : std::nullopt;
   }
-  if (m == 0 || q == 0) {
+  if (total == 0 || q == 0) {
     result.dof = result.samples;
-    if (m) result.residual_rms = std::sqrt(y.squaredNorm() / static_cast<double>(m));
+    if (total)
+      result.residual_rms =
+          std::sqrt((y.squaredNorm() + (prior.empty() ? 0.0 : prior_cross(p, p))) / static_cast<double>(total));
     return result;
   }
 
-  // 2. R of [A | y], accumulated over blocks of rows.
+  // 2. R of [A | y], accumulated over blocks of rows, from the R of the states' rows: any rows
+  // with their cross-products, here sqrt(eigenvalues) times the eigenvectors.
   const Index block = std::max<Index>(512, 4 * (p + 1));
   Eigen::MatrixXd R = Eigen::MatrixXd::Zero(p + 1, p + 1);
+  if (!prior.empty()) {
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen(prior_cross);
+    const Eigen::MatrixXd rows =
+        eigen.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal() * eigen.eigenvectors().transpose();
+    R = Eigen::HouseholderQR<Eigen::MatrixXd>(rows).matrixQR().triangularView<Eigen::Upper>();
+  }
   {
     Eigen::MatrixXd stacked(p + 1 + block, p + 1);
     Eigen::HouseholderQR<Eigen::MatrixXd> qr;
@@ -245,8 +329,13 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
     for (size_t i = row_start[r]; i < row_start[r + 1]; ++i) fitted += weights[i] * x(cols[i]);
     residual(static_cast<Index>(r)) = y(static_cast<Index>(r)) - fitted;
   }
-  const double rss = residual.squaredNorm();
-  result.residual_rms = std::sqrt(rss / static_cast<double>(m));
+  double rss = residual.squaredNorm();
+  if (!prior.empty()) {  // the states' rows: [x; -1]^T (cross-products) [x; -1]
+    Eigen::VectorXd xv(p + 1);
+    xv << x, -1.0;
+    rss += std::max(0.0, xv.dot(prior_cross * xv));
+  }
+  result.residual_rms = std::sqrt(rss / static_cast<double>(total));
   result.dof = result.samples - result.free;
   if (result.dof > 0) {
     result.sigma = std::sqrt(rss / static_cast<double>(result.dof));
@@ -308,6 +397,12 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
       for (size_t s = 0; s < idx.size(); ++s)
         for (size_t t = 0; t < idx.size(); ++t) meat(idx[s], idx[t]) += w * a[s] * a[t];
     }
+    // Rows kept only as sums have no residual of their own: they enter the sandwich with the
+    // residual variance of the whole system (the classical covariance's assumption).
+    if (!prior.empty())
+      for (Index j = 0; j < q; ++j)
+        for (Index k = 0; k < q; ++k)
+          meat(j, k) += sigma2 * prior_cross(data_columns[j], data_columns[k]) / (norms(j) * norms(k));
     const Eigen::MatrixXd GM = G * meat;
     const Eigen::VectorXd hc3 = GM.cwiseProduct(G.transpose()).rowwise().sum();
     for (Index j = 0; j < q; ++j) variance(j) = std::max(sigma2 * G(j, j), hc3(j));

@@ -13,12 +13,15 @@
 //   deconvolve_json() the result as pp_deconvolve returns it (deconvolve_json.cpp)
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "stats/least_squares_state.hpp"
 
 namespace pp {
 
@@ -50,12 +53,20 @@ class DeconvolveData {
   // -inf/+inf for no bound.
   void set_bounds(double lower, double upper);
 
+  // Rows kept only as their sums (stats/least_squares_state.hpp), solved with these rows as one
+  // system; its unknowns are unknowns of the result even where no row here names them.
+  void add_state(const LeastSquaresState& state) { prior_.merge(state); }
+  // The rows as one state (with the states added): what add_state() takes back.
+  // label_of names each unknown's label (default: the added states' labels).
+  LeastSquaresState state(const std::function<std::string(const std::string&)>& label_of = nullptr) const;
+
   double lower() const { return lower_; }
   double upper() const { return upper_; }
   size_t rows() const { return rows_; }
 
  private:
   friend class DeconvolveSolver;
+  friend struct CompactRows;
   struct Sample {
     double value = 0;
     bool has_value = false;
@@ -74,6 +85,7 @@ class DeconvolveData {
   std::vector<std::string> layers_;
   std::vector<Entry> entries_;  // weight > 0 only
   size_t rows_ = 0;
+  LeastSquaresState prior_;
   bool bounds_set_ = false;
   double lower_ = -std::numeric_limits<double>::infinity();
   double upper_ = std::numeric_limits<double>::infinity();

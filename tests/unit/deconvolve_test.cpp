@@ -406,4 +406,110 @@ TEST(DeconvolveDegenerate, MissingWeightIsTheRest) {
   EXPECT_NEAR(*unknown(result, "(rest)").estimate, 0.2, 1e-12);
 }
 
+// ---- rows kept only as their sums (stats/least_squares_state.hpp) ----
+
+// The rows of windows [first, last) of a timeline, as estimate() adds them.
+DeconvolveData window_rows(const std::vector<Window>& windows, size_t first, size_t last, double lower = 0,
+                           double upper = 1) {
+  DeconvolveData data;
+  data.set_bounds(lower, upper);
+  for (size_t i = first; i < last; ++i)
+    for (size_t g = 0; g < windows[i].fraction.size(); ++g)
+      data.add(pp::sample_key_integer(static_cast<int64_t>(i)), group_name(g), windows[i].fraction[g], windows[i].value);
+  return data;
+}
+
+// Ten minutes of 100 ms windows, the first two thirds kept only as the sums of two states (as the
+// estimator keeps windows that left the retention): the estimates are those of every row, to
+// rounding, and so are the samples, each unknown's windows and the residual variance. Only the
+// robust part of the standard errors differs (a state's rows have no residuals of their own).
+TEST(DeconvolveState, KeptAsSumsTheRowsSolveAsTheyDid) {
+  const auto windows = simulate(1201, 0.1, 600, 0.005);
+  const DeconvolveResult all = pp::deconvolve(window_rows(windows, 0, 6000));
+  DeconvolveData recent = window_rows(windows, 4000, 6000);
+  recent.add_state(window_rows(windows, 0, 2000).state());
+  recent.add_state(window_rows(windows, 2000, 4000).state());
+  const DeconvolveResult parts = pp::deconvolve(recent);
+  EXPECT_EQ(parts.samples, 6000);
+  EXPECT_EQ(parts.dof, all.dof);
+  EXPECT_NEAR(*parts.sigma, *all.sigma, 1e-9 * *all.sigma);
+  ASSERT_EQ(parts.unknowns.size(), all.unknowns.size());
+  for (size_t k = 0; k < all.unknowns.size(); ++k) {
+    const DeconvolveUnknown &a = all.unknowns[k], &b = parts.unknowns[k];
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.n, b.n) << a.name;
+    EXPECT_NEAR(*b.estimate, *a.estimate, 1e-9 * std::fabs(*a.estimate)) << a.name;
+    EXPECT_NEAR(*b.std_error, *a.std_error, 0.25 * *a.std_error) << a.name;
+    EXPECT_TRUE(b.identified) << a.name;
+  }
+  // Every row as a state, none left as a row: the same estimates again.
+  DeconvolveData none;
+  none.set_bounds(0, 1);
+  none.add_state(window_rows(windows, 0, 6000).state());
+  const DeconvolveResult sums = pp::deconvolve(none);
+  for (size_t k = 0; k < all.unknowns.size(); ++k)
+    EXPECT_NEAR(*sums.unknowns[k].estimate, *all.unknowns[k].estimate, 1e-9 * std::fabs(*all.unknowns[k].estimate));
+}
+
+// States merge in any order and survive their encoding bit for bit; a state whose unknowns are
+// renamed onto one adds their columns (what a job's layers become when grouped by type).
+TEST(DeconvolveState, StatesMergeInAnyOrderAndEncodeExactly) {
+  const auto windows = simulate(1202, 0.1, 120, 0.005);
+  const pp::LeastSquaresState a = window_rows(windows, 0, 500).state(), b = window_rows(windows, 500, 1200).state();
+  pp::LeastSquaresState ab = a, ba = b;
+  ab.merge(b);
+  ba.merge(a);
+  const pp::LeastSquaresState decoded = pp::LeastSquaresState::decode(ab.encode());
+  EXPECT_EQ(decoded.encode(), ab.encode());
+  DeconvolveData one, other;
+  one.set_bounds(0, 1);
+  other.set_bounds(0, 1);
+  one.add_state(decoded);
+  other.add_state(ba);
+  const DeconvolveResult x = pp::deconvolve(one), y = pp::deconvolve(other);
+  for (size_t k = 0; k < x.unknowns.size(); ++k)
+    EXPECT_NEAR(*x.unknowns[k].estimate, *y.unknowns[k].estimate, 1e-12) << x.unknowns[k].name;
+
+  DeconvolveData direct;
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const std::string key = pp::sample_key_integer(static_cast<int64_t>(i));
+    for (size_t g = 0; g < windows[i].fraction.size(); ++g)
+      direct.add(key, g < 3 ? "first three" : group_name(g), windows[i].fraction[g], windows[i].value);
+  }
+  pp::LeastSquaresState renamed;
+  renamed.merge(window_rows(windows, 0, 1200).state(), [](const std::string& name) {
+    for (size_t g = 0; g < 3; ++g)
+      if (name == group_name(g)) return std::string("first three");
+    return name;
+  });
+  const pp::LeastSquaresState expected = direct.state();
+  ASSERT_EQ(renamed.unknowns().size(), expected.unknowns().size());
+  for (size_t i = 0; i < expected.unknowns().size(); ++i) {
+    const size_t ri = renamed.find(expected.unknowns()[i].name);
+    ASSERT_LT(ri, renamed.unknowns().size());
+    EXPECT_NEAR(renamed.cross_value(ri), expected.cross_value(i), 1e-9 * std::fabs(expected.cross_value(i)));
+    for (size_t j = 0; j < expected.unknowns().size(); ++j) {
+      const size_t rj = renamed.find(expected.unknowns()[j].name);
+      EXPECT_NEAR(renamed.cross(ri, rj), expected.cross(i, j), 1e-9 * (1 + std::fabs(expected.cross(i, j))));
+    }
+  }
+}
+
+// A blob that is not a whole state is refused with what is wrong with it.
+TEST(DeconvolveState, DecodeRefusesWhatIsNotAState) {
+  const std::string blob = window_rows(simulate(1203, 0.1, 10, 0.005), 0, 100).state().encode();
+  auto message = [](const std::string& bytes) {
+    try {
+      pp::LeastSquaresState::decode(bytes);
+    } catch (const pp::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message(blob.substr(0, blob.size() - 1)), "estimator state: the blob ends early (truncated or not a state)");
+  EXPECT_EQ(message(blob + "x"), "estimator state: bytes after the end of the state");
+  EXPECT_EQ(message("{\"json\": 1}"), "estimator state: not a state (no 'PPLS' mark)");
+  EXPECT_EQ(message(""), "estimator state: the blob ends early (truncated or not a state)");
+}
+
 }  // namespace

@@ -1,0 +1,152 @@
+// LeastSquaresState (stats/least_squares_state.hpp): sums of cross-products, and their encoding.
+#include "stats/least_squares_state.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/errors.hpp"
+
+namespace pp {
+
+namespace {
+
+// The encoding, little-endian: "PPLS", version (u32), p (u32), rows (i64), max |y| (f64),
+// y^T y (f64); per unknown: name and label (u32 length + UTF-8 each), rows (i64), A_i^T y (f64);
+// then A^T A's upper triangle column by column (p (p + 1) / 2 f64).
+constexpr char kMagic[4] = {'P', 'P', 'L', 'S'};
+constexpr uint32_t kVersion = 1;
+
+template <typename T>
+void put(std::string& out, T value) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out.append(bytes, sizeof(T));
+}
+
+void put_text(std::string& out, const std::string& text) {
+  put(out, static_cast<uint32_t>(text.size()));
+  out += text;
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string_view blob) : blob_(blob) {}
+  template <typename T>
+  T get() {
+    need(sizeof(T));
+    T value;
+    std::memcpy(&value, blob_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return value;
+  }
+  std::string text() {
+    const auto size = get<uint32_t>();
+    need(size);
+    std::string out(blob_.substr(at_, size));
+    at_ += size;
+    return out;
+  }
+  bool done() const { return at_ == blob_.size(); }
+  void need(size_t bytes) const {
+    if (blob_.size() - at_ < bytes) throw Error("estimator state: the blob ends early (truncated or not a state)");
+  }
+
+ private:
+  std::string_view blob_;
+  size_t at_ = 0;
+};
+
+}  // namespace
+
+size_t LeastSquaresState::find(const std::string& name) const {
+  const auto it = index_.find(name);
+  return it == index_.end() ? unknowns_.size() : it->second;
+}
+
+size_t LeastSquaresState::unknown(const std::string& name, const std::string& label) {
+  const auto [it, added] = index_.try_emplace(name, unknowns_.size());
+  if (added) {
+    unknowns_.push_back({name, label, 0});
+    cross_.resize(cross_.size() + unknowns_.size(), 0.0);
+    cross_value_.push_back(0.0);
+  }
+  return it->second;
+}
+
+void LeastSquaresState::add_row(const std::vector<std::pair<size_t, double>>& weights, double value) {
+  for (size_t s = 0; s < weights.size(); ++s) {
+    const auto [i, a] = weights[s];
+    if (a > 0) ++unknowns_[i].rows;
+    cross_value_[i] += a * value;
+    for (size_t t = s; t < weights.size(); ++t) cross_[packed(i, weights[t].first)] += a * weights[t].second;
+  }
+  value_squares_ += value * value;
+  max_abs_value_ = std::max(max_abs_value_, std::fabs(value));
+  ++rows_;
+}
+
+void LeastSquaresState::merge(const LeastSquaresState& other,
+                              const std::function<std::string(const std::string&)>& rename) {
+  std::vector<size_t> here(other.unknowns_.size());
+  for (size_t i = 0; i < other.unknowns_.size(); ++i) {
+    const auto& u = other.unknowns_[i];
+    here[i] = unknown(rename ? rename(u.name) : u.name, u.label);
+  }
+  for (size_t j = 0; j < other.unknowns_.size(); ++j) {
+    unknowns_[here[j]].rows += other.unknowns_[j].rows;
+    cross_value_[here[j]] += other.cross_value_[j];
+    for (size_t i = 0; i <= j; ++i) {
+      // Two of the other's unknowns that become one add both cross-products with each other.
+      const double c = other.cross_[packed(i, j)];
+      cross_[packed(here[i], here[j])] += (i != j && here[i] == here[j]) ? 2 * c : c;
+    }
+  }
+  value_squares_ += other.value_squares_;
+  max_abs_value_ = std::max(max_abs_value_, other.max_abs_value_);
+  rows_ += other.rows_;
+}
+
+std::string LeastSquaresState::encode() const {
+  std::string out(kMagic, sizeof kMagic);
+  put(out, kVersion);
+  put(out, static_cast<uint32_t>(unknowns_.size()));
+  put(out, rows_);
+  put(out, max_abs_value_);
+  put(out, value_squares_);
+  for (size_t i = 0; i < unknowns_.size(); ++i) {
+    put_text(out, unknowns_[i].name);
+    put_text(out, unknowns_[i].label);
+    put(out, unknowns_[i].rows);
+    put(out, cross_value_[i]);
+  }
+  for (double c : cross_) put(out, c);
+  return out;
+}
+
+LeastSquaresState LeastSquaresState::decode(std::string_view blob) {
+  Reader in(blob);
+  in.need(sizeof kMagic);
+  if (std::memcmp(blob.data(), kMagic, sizeof kMagic) != 0) throw Error("estimator state: not a state (no 'PPLS' mark)");
+  in.get<uint32_t>();  // the magic, read as a number
+  const auto version = in.get<uint32_t>();
+  if (version != kVersion)
+    throw Error("estimator state: version " + std::to_string(version) + ", this extension reads version " +
+                std::to_string(kVersion));
+  LeastSquaresState state;
+  const auto p = in.get<uint32_t>();
+  state.rows_ = in.get<int64_t>();
+  state.max_abs_value_ = in.get<double>();
+  state.value_squares_ = in.get<double>();
+  for (uint32_t i = 0; i < p; ++i) {
+    std::string name = in.text(), label = in.text();
+    if (state.find(name) != state.unknowns_.size()) throw Error("estimator state: unknown '" + name + "' twice");
+    const size_t index = state.unknown(name, label);
+    state.unknowns_[index].rows = in.get<int64_t>();
+    state.cross_value_[index] = in.get<double>();
+  }
+  for (double& c : state.cross_) c = in.get<double>();
+  if (!in.done()) throw Error("estimator state: bytes after the end of the state");
+  return state;
+}
+
+}  // namespace pp
