@@ -122,8 +122,8 @@ def test_the_embedding_verdict_weighs_each_direction_by_its_time():
 
 
 def test_with_retention_the_advice_is_about_the_minutes_kept():
-    """A 60-minute job whose estimates saw the last 10 (event_retention_minutes): the findings say
-    so, and an interval twice as wide as `identified` asks is answered with minutes to keep, not
+    """A 60-minute job whose estimates saw the last 10 (a database whose retention ran before the
+    estimator kept the windows it removes as its state): the findings say so, and an interval twice as wide as `identified` asks is answered with minutes to keep, not
     with a run length, since a longer run would not widen what the estimator sees."""
     from precisionprobe.analysis.findings import complete
     from precisionprobe.analysis.report import JobReport, Row, Value

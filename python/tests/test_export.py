@@ -424,7 +424,8 @@ def test_the_cache_reads_again_only_when_the_database_changed(tmp_path):
 
 def test_serve_with_retention_keeps_the_last_minutes(tmp_path):
     """`serve --retention-minutes 2` on a five-minute job: its refresh keeps the last 2 minutes
-    of events and samples in the database, while the per-layer means count every call."""
+    of events and samples in the database, while the per-layer means count every call and the
+    estimator every window."""
     t0, second, uuid = 1_700_000_000, 10**9, "GPU-5e7e0000-0000-4000-8000-000000000000"
     rng = random.Random(5)
     calls = [(t, t * second + rng.randrange(200, 800) * 10**6) for t in range(t0, t0 + 300)]  # 0.2-0.8 s each
@@ -470,11 +471,16 @@ def test_serve_with_retention_keeps_the_last_minutes(tmp_path):
     calls_counted, mean = conn.execute("SELECT pp_mean_count(state), pp_mean_value(state) FROM layer_state "
                                        "WHERE layer = 'fc' AND metric = '_duration'").fetchone()
     assert calls_counted == 300 and mean == pytest.approx(sum(end - t * second for t, end in calls) / 300 / second)
-    # The report says what the estimates saw: the minute of the job left after the fold point's
-    # last two minutes (the samples run on 60 s past its last event), of its five.
+    # The estimates still saw the whole job: the windows removed are in the estimator's state, so
+    # the report has no finding about the minutes kept.
     report = json.loads(precisionprobe("analyze", events, "--db", database, "--no-refresh", "--format", "json").stdout)
     (job,) = report["jobs"]
-    assert job["estimate_minutes"] == pytest.approx(1, abs=0.05) and job["minutes"] == pytest.approx(5, abs=0.05)
-    assert any("kept their events (event_retention_minutes)" in f for f in job["findings"]), job["findings"]
+    assert job["estimate_minutes"] is None and job["minutes"] == pytest.approx(5, abs=0.05)
+    assert not any("kept their events (event_retention_minutes)" in f for f in job["findings"]), job["findings"]
+    seen = conn.execute("SELECT max(windows) FROM layer_type_estimates WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE'"
+                        ).fetchone()[0]
+    state = conn.execute("SELECT sum(windows) FROM pp_estimator_state WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE' "
+                         "AND grouping = 'layer_type' AND shift = 0").fetchone()[0]
+    assert state > 0 and seen / 60 == pytest.approx(5, abs=0.1)  # 1 s windows
     errors = precisionprobe("serve", events, "--port", "0", "--retention-minutes", "-1", check=False)
     assert errors.stderr == "python3 -m precisionprobe serve: --retention-minutes: must be 0 or more, got -1\n"

@@ -3,13 +3,14 @@
 // before their GPU's fold point are removed, so the database grows with the folded results, not
 // with the event rate. The event files stay the source of truth: pp_dropped_events counts what
 // went per file, and the file's position is kept, so nothing is read twice. The overlap means
-// (layer_state, layer_history, the report tables) keep everything folded; what reads pp_events,
-// pp_samples or pp_windows directly (the estimator, step_timeline, layer_attribution) sees the
-// last M minutes of each GPU.
+// (layer_state, layer_history, the report tables) keep everything folded, and the estimator the
+// windows' rows as sums (estimator_state.hpp); what reads pp_events, pp_samples or pp_windows
+// directly (step_timeline, layer_attribution) sees the last M minutes of each GPU.
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "attribution/estimator_state.hpp"
 #include "attribution/refresh.hpp"
 #include "core/embedded_sql.hpp"
 #include "core/statement.hpp"
@@ -36,7 +37,7 @@ void drop_old_data(RefreshRun& run) {
     if (stored > kManyStoredEvents && run.summary.windows_folded > 0)
       run.warn("pp_events holds " + std::to_string(stored) +
                " folded events; set event_retention_minutes (pp_config) to keep only recent ones: the "
-               "overlap means keep everything folded, the estimator then sees the retained minutes");
+               "overlap means keep everything folded, the estimator the sums of every window");
     return;
   }
   run_script(run.db, named_sql("retention", "cuts"),
@@ -51,6 +52,8 @@ void drop_old_data(RefreshRun& run) {
   }
   // One index range per GPU (a single DELETE would look each row's GPU up in the cuts).
   for (const RetentionCut& cut : cuts) {
+    // The windows that go stay in the estimator as sums, read while their events are still here.
+    if (cut.samples_through_ms) keep_estimator_state(run.db, cut.uuid, *cut.samples_through_ms);
     run_script(run.db, named_sql("retention", "drop_events"), {{":uuid", cut.uuid}, {":before_ns", cut.events_before_ns}});
     if (cut.samples_through_ms)
       run_script(run.db, named_sql("retention", "drop_samples"),

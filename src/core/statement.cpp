@@ -61,6 +61,17 @@ std::string_view Statement::column_view(int column) const {
   return std::string_view(text, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
 }
 
+std::string_view Statement::column_blob(int column) const {
+  const auto* bytes = static_cast<const char*>(sqlite3_column_blob(stmt_, column));
+  if (!bytes) return {};
+  return std::string_view(bytes, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+}
+
+void Statement::bind_blob(const char* name, std::string_view bytes) {
+  if (sqlite3_bind_blob64(stmt_, parameter_index(name), bytes.data(), bytes.size(), SQLITE_TRANSIENT) != SQLITE_OK)
+    fail();
+}
+
 int Statement::parameter_index(const char* name) const {
   const int index = sqlite3_bind_parameter_index(stmt_, name);
   if (index == 0) throw Error(std::string("internal: the statement has no parameter ") + name);

@@ -62,6 +62,8 @@ class Statement {
     bind(parameter_index(name), value);
   }
   void bind_all(const SqlParameters& parameters);
+  // A BLOB (bind(index, text) binds TEXT).
+  void bind_blob(const char* name, std::string_view bytes);
 
   int column_type(int column) const { return sqlite3_column_type(stmt_, column); }
   bool column_null(int column) const { return column_type(column) == SQLITE_NULL; }
@@ -70,6 +72,8 @@ class Statement {
   // TEXT as a string ("" for NULL); the view form is valid until the next step.
   std::string column_text(int column) const { return std::string(column_view(column)); }
   std::string_view column_view(int column) const;
+  // BLOB bytes ("" for NULL), valid until the next step.
+  std::string_view column_blob(int column) const;
 
   sqlite3_stmt* handle() const { return stmt_; }
   bool empty() const { return stmt_ == nullptr; }

@@ -230,7 +230,7 @@ def test_retention_keeps_the_last_minutes_and_every_folded_mean(env, tmp_path):
     that of one refresh keeping everything. Each job writes two files, as a hook client that
     starts a new one, the first without a job header (as older hook clients wrote JSON Lines):
     its events all go, it is never read again, and pp_dropped_events counts them. The estimator
-    runs on what is kept."""
+    fits every window: those kept, and those removed as its state."""
     url = env["prometheus_url"]
     events = tmp_path / "events"
     events.mkdir()
@@ -280,17 +280,24 @@ def test_retention_keeps_the_last_minutes_and_every_folded_mean(env, tmp_path):
     assert tuple(int(n) for n in again) == (0, 0)
     assert layer_states(kept) == got
 
-    # The estimator solves from the kept windows: fewer of them, for the same layers.
-    windows = "SELECT job_id, layer_type, forward, metric, windows FROM layer_type_estimates ORDER BY 1, 2, 3, 4"
-    short, full = kept.execute(windows).fetchall(), everything.execute(windows).fetchall()
-    assert [row[:4] for row in short] == [row[:4] for row in full] and short
-    assert all(0 < s[4] < f[4] / 2 for s, f in zip(short, full))
+    # The estimator solves from the windows kept and the state of those removed (pp_estimator_state):
+    # the same fit as from every window (the estimate to rounding), each window counted once.
+    estimates = ("SELECT job_id, layer_type, forward, metric, windows, estimate, stderr, lower90, upper90 "
+                 "FROM layer_type_estimates ORDER BY 1, 2, 3, 4")
+    short, full = kept.execute(estimates).fetchall(), everything.execute(estimates).fetchall()
+    assert [row[:5] for row in short] == [row[:5] for row in full] and short
+    for s, f in zip(short, full):
+        assert s[5] == pytest.approx(f[5], rel=1e-9, abs=1e-12), s[:4]
+        # The standard errors differ only in the robust part, which windows kept as sums lack.
+        assert 0.8 < s[6] / f[6] < 1.25, s[:4]
+    assert kept.execute("SELECT count(*) FROM pp_estimator_state").fetchone()[0] > 0
 
 
 def test_retention_keeps_a_stalled_jobs_span(tmp_path):
     """A job that stalled: its events of the first minute go with 2 minutes of retention, yet the
     windows of its stall that are kept still count as its untracked time, for the estimator as
-    for the fold (its span starts at its first event: pp_gpu_spans)."""
+    for the fold (its span starts at its first event: pp_gpu_spans), and the estimator still
+    counts every window removed."""
     uuid, s = "GPU-stall", 10**9
     conn = connect(None, str(tmp_path / "stall.db"), event_retention_minutes=2, sample_offset_ms=0)
     conn.execute("SELECT pp_install_views()")
@@ -307,6 +314,9 @@ def test_retention_keeps_a_stalled_jobs_span(tmp_path):
     kept = conn.execute("SELECT min(ts_ms) / 1000, max(ts_ms) / 1000 FROM pp_windows").fetchone()
     assert kept == (270, 389)
     # The job's span runs from its first event at 0 s to its last end at 329.5 s: the untracked
-    # time is in the 60 windows ending 270..329 s, 30 of them its stall, where no event is left.
+    # time is in the 60 windows kept, ending 270..329 s, 30 of them its stall, where no event is
+    # left; the estimator's state holds the 269 windows before them.
+    state = dict(conn.execute("SELECT metric, windows FROM pp_estimator_state WHERE shift = 0 AND grouping = 'layer'"))
+    assert state == {"DCGM_FI_PROF_SM_ACTIVE": 269}
     windows = dict(conn.execute("SELECT layer_type, windows FROM layer_type_estimates WHERE job_id = 'stalled'"))
-    assert windows == {"(untracked)": 60, "Linear": 30}
+    assert windows == {"(untracked)": 269 + 60, "Linear": 60 + 30}

@@ -96,8 +96,8 @@ def add_serve(commands):
                    help="refresh the database every S seconds while serving (default: only at start)")
     p.add_argument("--retention-minutes", metavar="M", type=int,
                    help="keep only the last M minutes of events and samples in the database "
-                        "(event_retention_minutes): the overlap means keep everything, the estimates "
-                        "describe the last M minutes (default: keep everything)")
+                        "(event_retention_minutes): the overlap means keep everything, the estimator the "
+                        "sums of every window (default: keep everything)")
     p.set_defaults(handler=serve)
 
 

@@ -156,7 +156,7 @@ def read_report(conn, job_id, layers=True):
     layer_rows = _rows(_query(conn, "SELECT * FROM report_layers WHERE job_id = ?", (job_id,)),
                        _query(conn, estimates, (job_id, "layer")), "layer", scales, seconds) if layers else []
     untracked = next((r.share for r in type_rows if r.direction == "untracked"), 0.0)
-    estimate_minutes = _estimate_minutes(conn, job_id, window, gpus)
+    estimate_minutes = _estimate_minutes(conn, job_id, window, gpus, seconds / max(gpus, 1) / 60)
     return JobReport(
         job_id=job_id, gpus=gpus, gpu_seconds=seconds, minutes=seconds / max(gpus, 1) / 60,
         window_ms=window, parameters=job["parameters"] or None, shared_with=job["shared_with"],
@@ -166,11 +166,14 @@ def read_report(conn, job_id, layers=True):
         layer_types=type_rows, layers=layer_rows, estimate_minutes=estimate_minutes)
 
 
-def _estimate_minutes(conn, job_id, window_ms, gpus):
+def _estimate_minutes(conn, job_id, window_ms, gpus, minutes):
     """Where retention removed events of the job (pp_dropped_events, per file: the files of its
-    header and of its events left), the minutes of windows its estimates saw: the most windows
-    of one of its estimates, over its GPUs. None where nothing of it was removed. (pp_events has
-    no index by job: it is read only once retention is known to be in use, which bounds it.)"""
+    header and of its events left) and its estimates saw less than 90% of its minutes, the
+    minutes of windows they saw: the most windows of one of its estimates, over its GPUs. None
+    otherwise: nothing was removed, or the estimator kept the windows removed as its state
+    (pp_estimator_state), as it does since it has one; a database whose retention ran before
+    then has estimates of the last minutes only. (pp_events has no index by job: it is read only
+    once retention is known to be in use, which bounds it.)"""
     if not conn.execute("SELECT EXISTS (SELECT 1 FROM pp_dropped_events)").fetchone()[0]:
         return None
     dropped = conn.execute(
@@ -180,4 +183,5 @@ def _estimate_minutes(conn, job_id, window_ms, gpus):
     if not dropped:
         return None
     windows = conn.execute("SELECT max(windows) FROM report_estimates WHERE job_id = ?", (job_id,)).fetchone()[0]
-    return (windows or 0) * (window_ms or 0) / 60000 / max(gpus, 1)
+    seen = (windows or 0) * (window_ms or 0) / 60000 / max(gpus, 1)
+    return seen if seen < 0.9 * minutes else None

@@ -38,6 +38,23 @@ CREATE TABLE IF NOT EXISTS pp_event_file_state(source_file TEXT PRIMARY KEY, sta
 CREATE TABLE IF NOT EXISTS pp_dropped_events(
   source_file TEXT PRIMARY KEY, events INTEGER NOT NULL, last_end_ns INTEGER NOT NULL);
 
+-- The estimator's state of the windows the event_retention_minutes setting removed, per GPU,
+-- system (a job, or the first job of jobs that shared a GPU, when the windows were kept),
+-- metric, grouping ('layer' or 'layer_type') and timing shift (-1, 0, 1: the windows moved by
+-- the GPU's timing uncertainty): the sums of the windows' rows (state: the encoding of
+-- docs/reference/attribution.md), and the notes pp_estimates reports on them.
+CREATE TABLE IF NOT EXISTS pp_estimator_state(
+  uuid TEXT NOT NULL, system TEXT NOT NULL, metric TEXT NOT NULL,
+  grouping TEXT NOT NULL CHECK (grouping IN ('layer', 'layer_type')),
+  shift INTEGER NOT NULL CHECK (shift IN (-1, 0, 1)),
+  windows INTEGER NOT NULL,                    -- the windows in the state
+  concurrent_windows INTEGER NOT NULL DEFAULT 0,  -- left out: jobs sharing the GPU ran at once
+  windows_unknown INTEGER NOT NULL DEFAULT 0,     -- 1: driver-period samples off their grid
+  shared_gauge INTEGER NOT NULL DEFAULT 0,        -- 1: an instant gauge of a shared GPU
+  failed TEXT,                                    -- why the system could not be kept
+  state BLOB,
+  PRIMARY KEY (uuid, system, metric, grouping, shift)) WITHOUT ROWID;
+
 -- The job header of each process (layer_jobs): what ran and how big the model is.
 CREATE TABLE IF NOT EXISTS pp_jobs(
   job_id TEXT NOT NULL, host_name TEXT, pid INTEGER,

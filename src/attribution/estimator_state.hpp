@@ -1,0 +1,29 @@
+// The estimator's state: the windows that the retention step removes (event_retention_minutes)
+// stay in the estimator's systems as sums (stats/least_squares_state.hpp), one row of
+// pp_estimator_state per GPU, system, metric, grouping and timing shift. pp_estimates solves
+// each system from its state and the windows still stored, which is the same fit as from every
+// window, so the estimator keeps learning for the whole job while the database keeps minutes.
+//
+//   SELECT uuid, system, metric, grouping, shift, windows FROM pp_estimator_state;
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "attribution/estimator_systems.hpp"
+#include "core/sqlite_api.hpp"
+
+namespace pp {
+
+// Refresh step: the GPU's windows stored at or before through_ms join its state (both
+// groupings, every timing shift), before the retention removes them with their events.
+void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_ms);
+
+// pp_estimates: the states of one grouping and shift added to its systems (a system whose
+// windows are all in states gets its bounds here), their unknowns and notes to the others'.
+// A state kept while its jobs ran alone joins the system they are part of now.
+void add_estimator_state(sqlite3* db, bool by_type, int shift, const std::map<std::string, Bounds>& bounds,
+                         const JobSharing& sharing, std::map<SystemKey, DeconvolveData>& systems,
+                         SystemUnknowns& unknowns, std::map<SystemKey, SystemNotes>& notes);
+
+}  // namespace pp

@@ -1,0 +1,69 @@
+// The estimator's linear systems, as pp_estimates solves them (estimate_table.cpp) and the
+// retention step keeps the windows it removes (estimator_state.hpp): per job, or per group of
+// jobs that shared a GPU (job_sharing.hpp), and metric, one row per aligned window of its GPUs
+// with the fraction of the window spent in each unknown (a layer, or a layer type, and a
+// direction; the job's untracked time; '(rest)' where no job ran).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "attribution/job_sharing.hpp"
+#include "core/sqlite_api.hpp"
+#include "stats/deconvolve.hpp"
+
+namespace pp {
+
+struct Bounds {
+  double lower = -INFINITY, upper = INFINITY;
+};
+
+// Per metric, its bounds from pp_metric_bounds (none: no bound).
+std::map<std::string, Bounds> metric_bounds(sqlite3* db);
+
+// One system: a job (or the jobs that shared a GPU, named by the first: JobSharing) and a metric.
+struct SystemKey {
+  std::string system, metric;
+  bool operator<(const SystemKey& o) const { return std::tie(system, metric) < std::tie(o.system, o.metric); }
+};
+
+// What an unknown of a system stands for. A job alone has unknowns "layer|forward"; a joint
+// system "job<US>layer|forward" per job, and one "(untracked)|0" shared by its jobs: the time in
+// which none of their layers ran.
+struct UnknownInfo {
+  std::string job_id;  // empty: the shared untracked time of a joint system (or a job alone's)
+  std::string name, layer_type;
+  int64_t forward = 0;
+};
+constexpr char kJobSeparator = '\x1f';
+const std::string kSharedUntracked = "(untracked)|0";
+
+// Per system: why its rows cannot be identified whatever the fit says, and the windows left out.
+struct SystemNotes {
+  bool windows_unknown = false;    // GPU_UTIL samples off their driver's grid
+  bool shared_gauge = false;       // an instant gauge of a GPU shared by its jobs
+  int64_t concurrent_windows = 0;  // windows left out: two of its jobs ran at the same time
+  std::string failed;              // the solver refused the system: no fit at all
+};
+
+// The unknowns each system has met, in windows kept or left out: system -> name -> info.
+using SystemUnknowns = std::map<std::string, std::map<std::string, UnknownInfo>>;
+
+// The timing shifts each system is solved with: windows where the alignment puts them, and
+// moved by the GPU's timing uncertainty either way (pp_estimates' intervals hold all three).
+constexpr int kTimingShifts[] = {0, -1, 1};
+
+// The rows of every system for one timing shift (windows moved by that many times the GPU's
+// timing uncertainty), from the given GPUs' windows stored at or before through_ms (every
+// window: none). The systems' unknowns and notes are added to `unknowns` and `notes`; a system
+// with bounds in `bounds` gets them.
+std::map<SystemKey, DeconvolveData> build_systems(sqlite3* db, const std::vector<std::string>& gpus, bool by_type,
+                                                  int shift, const std::map<std::string, Bounds>& bounds,
+                                                  const JobSharing& sharing, SystemUnknowns& unknowns,
+                                                  std::map<SystemKey, SystemNotes>& notes,
+                                                  std::optional<int64_t> through_ms = std::nullopt);
+
+}  // namespace pp
