@@ -47,12 +47,15 @@ void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_
   const JobSharing sharing = JobSharing::read(db);
   Statement read(db, named_sql("estimator_state", "read_one"));
   Statement write(db, named_sql("estimator_state", "write"));
-  for (bool by_type : {false, true}) {
-    for (int shift : kTimingShifts) {
-      SystemUnknowns unknowns;
-      std::map<SystemKey, SystemNotes> notes;
-      std::map<SystemKey, DeconvolveData> systems =
-          build_systems(db, {uuid}, by_type, shift, {}, sharing, unknowns, notes, through_ms);
+  for (int shift : kTimingShifts) {
+    GroupingSystems by_layer, by_layer_type;
+    by_layer_type.by_type = true;
+    build_systems(db, {uuid}, shift, {}, sharing, {&by_layer, &by_layer_type}, through_ms);
+    for (GroupingSystems* grouping : {&by_layer, &by_layer_type}) {
+      SystemUnknowns& unknowns = grouping->unknowns;
+      std::map<SystemKey, DeconvolveData>& systems = grouping->systems;
+      const std::map<SystemKey, SystemNotes>& notes = grouping->notes;
+      const bool by_type = grouping->by_type;
       for (const auto& [key, note] : notes) {
         const bool joint = sharing.joint(key.system);
         std::optional<std::string> encoded;

@@ -91,43 +91,42 @@ struct SystemHere {
 
 }  // namespace
 
-std::map<SystemKey, DeconvolveData> build_systems(sqlite3* db, const std::vector<std::string>& gpus, bool by_type,
-                                                  int shift, const std::map<std::string, Bounds>& bounds,
-                                                  const JobSharing& sharing, SystemUnknowns& unknowns,
-                                                  std::map<SystemKey, SystemNotes>& notes,
-                                                  std::optional<int64_t> through_ms) {
-  std::map<SystemKey, DeconvolveData> systems;
+void build_systems(sqlite3* db, const std::vector<std::string>& gpus, int shift,
+                   const std::map<std::string, Bounds>& bounds, const JobSharing& sharing,
+                   const std::vector<GroupingSystems*>& groupings, std::optional<int64_t> through_ms) {
   for (size_t g = 0; g < gpus.size(); ++g) {
     const GpuTimeline gpu = read_gpu_timeline(db, gpus[g], std::nullopt, through_ms, shift);
-    std::vector<GroupRole> roles(gpu.groups.size());
-    for (size_t i = 0; i < gpu.groups.size(); ++i) {
-      const TimelineGroup& gr = gpu.groups[i];
-      GroupRole& role = roles[i];
-      role.system = &sharing.system(gpu.jobs[gr.job].job_id);
-      role.joint = sharing.joint(*role.system);
-      role.untracked = i == gpu.jobs[gr.job].untracked_group;
-      if (role.joint && role.untracked) continue;
-      const std::string unknown = (by_type ? gr.layer_type : gr.layer) + "|" + std::to_string(gr.forward);
-      role.name = role.joint ? gpu.jobs[gr.job].job_id + kJobSeparator + unknown : unknown;
+    // Per grouping, each group's role (the sweep below is shared by the groupings).
+    std::vector<std::vector<GroupRole>> all_roles(groupings.size(), std::vector<GroupRole>(gpu.groups.size()));
+    for (size_t o = 0; o < groupings.size(); ++o) {
+      const bool by_type = groupings[o]->by_type;
+      for (size_t i = 0; i < gpu.groups.size(); ++i) {
+        const TimelineGroup& gr = gpu.groups[i];
+        GroupRole& role = all_roles[o][i];
+        role.system = &sharing.system(gpu.jobs[gr.job].job_id);
+        role.joint = sharing.joint(*role.system);
+        role.untracked = i == gpu.jobs[gr.job].untracked_group;
+        if (role.joint && role.untracked) continue;
+        const std::string unknown = (by_type ? gr.layer_type : gr.layer) + "|" + std::to_string(gr.forward);
+        role.name = role.joint ? gpu.jobs[gr.job].job_id + kJobSeparator + unknown : unknown;
+      }
     }
-    auto register_unknown = [&](GroupRole& role, const TimelineGroup& gr) {
-      role.registered = true;
-      auto& known = unknowns[*role.system];
-      if (role.joint && role.untracked)
-        known.emplace(kSharedUntracked, UnknownInfo{"", "(untracked)", "(untracked)", 0});
-      else
-        known.emplace(role.name, UnknownInfo{role.joint ? gpu.jobs[gr.job].job_id : "",
-                                             by_type ? gr.layer_type : gr.layer, gr.layer_type, gr.forward});
-    };
     const TimelineSample* current = nullptr;
     size_t current_series = 0;
     std::vector<std::pair<uint32_t, int64_t>> groups;
     std::vector<size_t> window_events;
     std::vector<SystemHere> here;
-    auto flush = [&] {
-      if (!current || current->null) return;
+    auto flush_grouping = [&](GroupingSystems& out, std::vector<GroupRole>& roles, const std::string& key) {
+      auto register_unknown = [&](GroupRole& role, const TimelineGroup& gr) {
+        role.registered = true;
+        auto& known = out.unknowns[*role.system];
+        if (role.joint && role.untracked)
+          known.emplace(kSharedUntracked, UnknownInfo{"", "(untracked)", "(untracked)", 0});
+        else
+          known.emplace(role.name, UnknownInfo{role.joint ? gpu.jobs[gr.job].job_id : "",
+                                               out.by_type ? gr.layer_type : gr.layer, gr.layer_type, gr.forward});
+      };
       const TimelineSeries& series = gpu.series[current_series];
-      const std::string key = sample_key_integer((static_cast<int64_t>(g) << 44) + current->ts_ms);
       const double window = std::max(series.window_ns, 1.0);
       const bool instant = series.kind == TimelineSeries::kInstant;
       // The span of time the sample stands for, as the sweep took it (interval_sweep.hpp).
@@ -151,7 +150,7 @@ std::map<SystemKey, DeconvolveData> build_systems(sqlite3* db, const std::vector
       }
       for (SystemHere& h : here) {
         const SystemKey system_key{*h.system, series.metric};
-        SystemNotes& note = notes[system_key];
+        SystemNotes& note = out.notes[system_key];
         if (!note.failed.empty()) continue;
         if (h.joint) {
           if (instant) note.shared_gauge = true;
@@ -168,7 +167,7 @@ std::map<SystemKey, DeconvolveData> build_systems(sqlite3* db, const std::vector
           if (total > 1)  // hand-overs counted twice
             for (auto& f : h.fractions) f.second /= total;
         }
-        auto [it, added] = systems.try_emplace(system_key);
+        auto [it, added] = out.systems.try_emplace(system_key);
         if (added) {
           const auto b = bounds.find(series.metric);
           if (b != bounds.end()) it->second.set_bounds(b->second.lower, b->second.upper);
@@ -177,15 +176,20 @@ std::map<SystemKey, DeconvolveData> build_systems(sqlite3* db, const std::vector
           for (const auto& [name, fraction] : h.fractions)
             it->second.add(key, *name, std::min(1.0, fraction), current->value);
         } catch (const std::exception& e) {  // no fit for this system; the others go on
-          note.failed = unknowns[*h.system].size() >= DeconvolveLimits::kMaxUnknowns
+          note.failed = out.unknowns[*h.system].size() >= DeconvolveLimits::kMaxUnknowns
                             ? "more than " + std::to_string(DeconvolveLimits::kMaxUnknowns) +
                                   " layers and directions in one system (layer_type_estimates has fewer)"
                             : std::string("its system could not be solved (") + e.what() + ")";
-          systems.erase(it);
+          out.systems.erase(it);
           continue;
         }
         if (series.off_own_grid > 0) note.windows_unknown = true;
       }
+    };
+    auto flush = [&] {
+      if (!current || current->null) return;
+      const std::string key = sample_key_integer((static_cast<int64_t>(g) << 44) + current->ts_ms);
+      for (size_t o = 0; o < groupings.size(); ++o) flush_grouping(*groupings[o], all_roles[o], key);
     };
     sweep_overlaps(gpu, [&](int64_t event, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
       if (&sample != current) {
@@ -204,7 +208,20 @@ std::map<SystemKey, DeconvolveData> build_systems(sqlite3* db, const std::vector
     });
     flush();
   }
-  return systems;
+}
+
+std::map<SystemKey, DeconvolveData> build_systems(sqlite3* db, const std::vector<std::string>& gpus, bool by_type,
+                                                  int shift, const std::map<std::string, Bounds>& bounds,
+                                                  const JobSharing& sharing, SystemUnknowns& unknowns,
+                                                  std::map<SystemKey, SystemNotes>& notes) {
+  GroupingSystems one;
+  one.by_type = by_type;
+  one.unknowns.swap(unknowns);
+  one.notes.swap(notes);
+  build_systems(db, gpus, shift, bounds, sharing, {&one});
+  unknowns.swap(one.unknowns);
+  notes.swap(one.notes);
+  return std::move(one.systems);
 }
 
 }  // namespace pp

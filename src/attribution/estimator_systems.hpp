@@ -56,14 +56,25 @@ using SystemUnknowns = std::map<std::string, std::map<std::string, UnknownInfo>>
 // moved by the GPU's timing uncertainty either way (pp_estimates' intervals hold all three).
 constexpr int kTimingShifts[] = {0, -1, 1};
 
+// One grouping's systems ('layer' or 'layer_type'), with the unknowns and notes they met.
+struct GroupingSystems {
+  bool by_type = false;
+  std::map<SystemKey, DeconvolveData> systems;
+  SystemUnknowns unknowns;
+  std::map<SystemKey, SystemNotes> notes;
+};
+
 // The rows of every system for one timing shift (windows moved by that many times the GPU's
 // timing uncertainty), from the given GPUs' windows stored at or before through_ms (every
-// window: none). The systems' unknowns and notes are added to `unknowns` and `notes`; a system
-// with bounds in `bounds` gets them.
+// window: none), for each grouping in one sweep of each GPU's timeline; their unknowns and notes
+// are added to the grouping's. A system with bounds in `bounds` gets them.
+void build_systems(sqlite3* db, const std::vector<std::string>& gpus, int shift,
+                   const std::map<std::string, Bounds>& bounds, const JobSharing& sharing,
+                   const std::vector<GroupingSystems*>& groupings, std::optional<int64_t> through_ms = std::nullopt);
+// The same for one grouping, over every window.
 std::map<SystemKey, DeconvolveData> build_systems(sqlite3* db, const std::vector<std::string>& gpus, bool by_type,
                                                   int shift, const std::map<std::string, Bounds>& bounds,
                                                   const JobSharing& sharing, SystemUnknowns& unknowns,
-                                                  std::map<SystemKey, SystemNotes>& notes,
-                                                  std::optional<int64_t> through_ms = std::nullopt);
+                                                  std::map<SystemKey, SystemNotes>& notes);
 
 }  // namespace pp
