@@ -47,10 +47,13 @@ void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_
   const JobSharing sharing = JobSharing::read(db);
   Statement read(db, named_sql("estimator_state", "read_one"));
   Statement write(db, named_sql("estimator_state", "write"));
+  // One read of the GPU's timeline serves every shift and both groupings.
+  const GpuTimeline timeline = read_gpu_timeline_for_shifts(db, uuid, std::nullopt, through_ms);
   for (int shift : kTimingShifts) {
     GroupingSystems by_layer, by_layer_type;
     by_layer_type.by_type = true;
-    build_systems(db, {uuid}, shift, {}, sharing, {&by_layer, &by_layer_type}, through_ms);
+    const GpuTimeline moved = shift == 0 ? GpuTimeline{} : shifted_timeline(timeline, shift);
+    add_timeline_systems(shift == 0 ? timeline : moved, 0, shift, {}, sharing, {&by_layer, &by_layer_type});
     for (GroupingSystems* grouping : {&by_layer, &by_layer_type}) {
       SystemUnknowns& unknowns = grouping->unknowns;
       std::map<SystemKey, DeconvolveData>& systems = grouping->systems;

@@ -91,11 +91,9 @@ struct SystemHere {
 
 }  // namespace
 
-void build_systems(sqlite3* db, const std::vector<std::string>& gpus, int shift,
-                   const std::map<std::string, Bounds>& bounds, const JobSharing& sharing,
-                   const std::vector<GroupingSystems*>& groupings, std::optional<int64_t> through_ms) {
-  for (size_t g = 0; g < gpus.size(); ++g) {
-    const GpuTimeline gpu = read_gpu_timeline(db, gpus[g], std::nullopt, through_ms, shift);
+void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std::map<std::string, Bounds>& bounds,
+                          const JobSharing& sharing, const std::vector<GroupingSystems*>& groupings) {
+  {
     // Per grouping, each group's role (the sweep below is shared by the groupings).
     std::vector<std::vector<GroupRole>> all_roles(groupings.size(), std::vector<GroupRole>(gpu.groups.size()));
     for (size_t o = 0; o < groupings.size(); ++o) {
@@ -208,6 +206,14 @@ void build_systems(sqlite3* db, const std::vector<std::string>& gpus, int shift,
     });
     flush();
   }
+}
+
+void build_systems(sqlite3* db, const std::vector<std::string>& gpus, int shift,
+                   const std::map<std::string, Bounds>& bounds, const JobSharing& sharing,
+                   const std::vector<GroupingSystems*>& groupings, std::optional<int64_t> through_ms) {
+  for (size_t g = 0; g < gpus.size(); ++g)
+    add_timeline_systems(read_gpu_timeline(db, gpus[g], std::nullopt, through_ms, shift), g, shift, bounds, sharing,
+                         groupings);
 }
 
 std::map<SystemKey, DeconvolveData> build_systems(sqlite3* db, const std::vector<std::string>& gpus, bool by_type,

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "attribution/gpu_timeline.hpp"
 #include "attribution/job_sharing.hpp"
 #include "core/sqlite_api.hpp"
 #include "stats/deconvolve.hpp"
@@ -71,6 +72,10 @@ struct GroupingSystems {
 void build_systems(sqlite3* db, const std::vector<std::string>& gpus, int shift,
                    const std::map<std::string, Bounds>& bounds, const JobSharing& sharing,
                    const std::vector<GroupingSystems*>& groupings, std::optional<int64_t> through_ms = std::nullopt);
+// The same from one GPU's timeline read at that shift (g: its index among the GPUs of the
+// systems, which keeps its samples apart from other GPUs').
+void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std::map<std::string, Bounds>& bounds,
+                          const JobSharing& sharing, const std::vector<GroupingSystems*>& groupings);
 // The same for one grouping, over every window.
 std::map<SystemKey, DeconvolveData> build_systems(sqlite3* db, const std::vector<std::string>& gpus, bool by_type,
                                                   int shift, const std::map<std::string, Bounds>& bounds,

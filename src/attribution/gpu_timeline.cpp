@@ -36,7 +36,7 @@ class TimelineReader {
   TimelineReader(sqlite3* db, GpuTimeline& gpu) : db_(db), gpu_(gpu) {}
 
   void read_series(const std::string& uuid, std::optional<int64_t> after_ms, std::optional<int64_t> through_ms,
-                   int timing_shift) {
+                   int timing_shift, bool for_shifts = false) {
     Statement series(db_,
                      "SELECT i.metric, i.interval_ms, coalesce(m.kind, 'window') FROM main.pp_intervals AS i "
                      "LEFT JOIN main.pp_metrics AS m USING (metric) WHERE i.uuid = :uuid ORDER BY i.metric");
@@ -52,7 +52,11 @@ class TimelineReader {
                                          : TimelineSeries::kWindow;
       gpu_.series.push_back(std::move(s));
     }
-    const TimingShift by = timing_shift ? read_timing(uuid) : TimingShift{};
+    const TimingShift by = timing_shift || for_shifts ? read_timing(uuid) : TimingShift{};
+    if (for_shifts) {
+      gpu_.shift_dcgm_ns = by.dcgm_ns;
+      gpu_.shift_driver_ns = by.driver_ns;
+    }
     // The GPU's windows once, then each metric's samples merged with them by stored time (both
     // in ts_ms order, index ranges): a join would look each sample's window up in the index,
     // which was most of the fold's time.
@@ -79,15 +83,17 @@ class TimelineReader {
         // A driver window read by two DCGM samples is one window: its second reading is left out.
         if (own_grid && window->util_copy) continue;
         const int64_t moved = std::llround(timing_shift * (own_grid ? by.driver_ns : by.dcgm_ns));
-        s.samples.push_back({ts, end + moved, null ? 0.0 : samples.column_double(1), null});
+        s.samples.push_back({ts, end + moved, null ? 0.0 : samples.column_double(1), null, own_grid});
       }
       const auto by_end = [](const TimelineSample& a, const TimelineSample& b) { return a.end_ns < b.end_ns; };
       if (!std::is_sorted(s.samples.begin(), s.samples.end(), by_end))
         std::stable_sort(s.samples.begin(), s.samples.end(), by_end);
       if (!s.samples.empty()) {
         const int64_t reach = s.kind == TimelineSeries::kInstant ? 0 : static_cast<int64_t>(s.window_ns);
-        lo_ns_ = std::min(lo_ns_, s.samples.front().end_ns - reach);
-        hi_ns_ = std::max(hi_ns_, s.samples.back().end_ns + 1);
+        // (For later shifts, as far as the largest move reaches.)
+        const int64_t move = for_shifts ? std::llround(std::max(by.dcgm_ns, by.driver_ns)) + 1 : 0;
+        lo_ns_ = std::min(lo_ns_, s.samples.front().end_ns - reach - move);
+        hi_ns_ = std::max(hi_ns_, s.samples.back().end_ns + 1 + move);
       }
     }
   }
@@ -298,6 +304,27 @@ GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optiona
   reader.read_series(uuid, after_ms, through_ms, timing_shift);
   reader.read_events(uuid, after_ms, through_ms);
   return gpu;
+}
+
+GpuTimeline read_gpu_timeline_for_shifts(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
+                                         std::optional<int64_t> through_ms) {
+  GpuTimeline gpu;
+  TimelineReader reader(db, gpu);
+  reader.read_series(uuid, after_ms, through_ms, 0, true);
+  reader.read_events(uuid, after_ms, through_ms);
+  return gpu;
+}
+
+GpuTimeline shifted_timeline(const GpuTimeline& gpu, int timing_shift) {
+  GpuTimeline out = gpu;
+  const auto by_end = [](const TimelineSample& a, const TimelineSample& b) { return a.end_ns < b.end_ns; };
+  for (TimelineSeries& s : out.series) {
+    for (TimelineSample& sample : s.samples)  // as read_series moves them
+      sample.end_ns += std::llround(timing_shift * (sample.driver_grid ? gpu.shift_driver_ns : gpu.shift_dcgm_ns));
+    if (!std::is_sorted(s.samples.begin(), s.samples.end(), by_end))
+      std::stable_sort(s.samples.begin(), s.samples.end(), by_end);
+  }
+  return out;
 }
 
 }  // namespace pp

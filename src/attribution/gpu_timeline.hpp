@@ -16,6 +16,7 @@ struct TimelineSample {
   int64_t end_ns;  // the end of the window it describes (the align step), or its instant
   double value;
   bool null;
+  bool driver_grid = false;  // on the driver's grid (a driver-window series' own window)
 };
 
 // One metric of the GPU. A sample of a window or driver_window metric covers (end_ns - window,
@@ -67,6 +68,10 @@ struct GpuTimeline {
   std::vector<MeanState> durations;
   std::vector<int64_t> first_id;
 
+  // How far timing shift 1 moves a window on DCGM's grid and one on the driver's, in ns (read
+  // only by read_gpu_timeline_for_shifts).
+  double shift_dcgm_ns = 0, shift_driver_ns = 0;
+
   const std::string& job_id(uint32_t group) const { return jobs[groups[group].job].job_id; }
   // Distinct sample timestamps over all series.
   int64_t windows() const;
@@ -82,5 +87,11 @@ struct GpuTimeline {
 // driver's grid, combined as independent errors), for the estimator's intervals.
 GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
                               std::optional<int64_t> through_ms, int timing_shift = 0);
+// The same at timing shift 0, with the events that windows moved by any shift reach and the size
+// of the moves, so that shifted_timeline() gives what reading at that shift gives, without
+// reading again.
+GpuTimeline read_gpu_timeline_for_shifts(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
+                                         std::optional<int64_t> through_ms);
+GpuTimeline shifted_timeline(const GpuTimeline& gpu, int timing_shift);
 
 }  // namespace pp

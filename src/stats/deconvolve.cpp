@@ -274,9 +274,15 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
   const Index block = std::max<Index>(512, 4 * (p + 1));
   Eigen::MatrixXd R = Eigen::MatrixXd::Zero(p + 1, p + 1);
   if (!prior.empty()) {
-    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen(prior_cross);
-    const Eigen::MatrixXd rows =
-        eigen.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal() * eigen.eigenvectors().transpose();
+    // Equilibrated first (unit diagonal): the values' column is often thousands of times the
+    // fractions', and the small eigenvalues, which decide the fit, keep their digits only then.
+    Eigen::VectorXd column_scale = prior_cross.diagonal().cwiseMax(0.0).cwiseSqrt();
+    for (Index j = 0; j <= p; ++j)
+      if (!(column_scale(j) > 0)) column_scale(j) = 1;
+    const Eigen::MatrixXd unit = column_scale.cwiseInverse().asDiagonal() * prior_cross * column_scale.cwiseInverse().asDiagonal();
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen(unit);
+    const Eigen::MatrixXd rows = eigen.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal() *
+                                 eigen.eigenvectors().transpose() * column_scale.asDiagonal();
     R = Eigen::HouseholderQR<Eigen::MatrixXd>(rows).matrixQR().triangularView<Eigen::Upper>();
   }
   {

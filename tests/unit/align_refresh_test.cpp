@@ -235,4 +235,29 @@ TEST_F(AlignRefresh, WithoutAnyLayerNearItATimingCannotBeDetermined) {
   EXPECT_GT(db_.scalar("SELECT count(*) FROM sample_alignment WHERE status = 'no layers'").integer, 0);
 }
 
+// With event_retention_minutes, the windows a refresh removes stay in the estimates through the
+// estimator's state: the estimates and window counts are those before the removal, to rounding.
+TEST_F(AlignRefresh, WindowsRemovedByRetentionStayInTheEstimates) {
+  insert_samples(0, last_ms());
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const std::string estimates =
+      "SELECT layer, forward, metric, estimate, windows FROM layer_estimates ORDER BY layer, forward, metric";
+  const auto before = db_.query(estimates);
+  db_.exec("SELECT pp_config('event_retention_minutes', 1)");
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  // Windows stored up to a minute before the fold point went, and are in the state.
+  EXPECT_GT(db_.scalar("SELECT sum(windows) FROM pp_estimator_state WHERE grouping = 'layer' AND shift = 0 "
+                       "AND metric = 'DCGM_FI_PROF_SM_ACTIVE'").integer, 50);
+  EXPECT_LT(db_.scalar("SELECT count(*) FROM pp_windows").integer,
+            db_.scalar("SELECT count(DISTINCT ts_ms) FROM pp_samples").integer + 200);
+  const auto after = db_.query(estimates);
+  ASSERT_EQ(after.size(), before.size());
+  ASSERT_EQ(before.size(), 16u);  // three layers and the untracked time, four metrics
+  for (size_t i = 0; i < before.size(); ++i) {
+    SCOPED_TRACE(before[i][0].text + " " + before[i][2].text);
+    EXPECT_EQ(after[i][4].integer, before[i][4].integer);
+    EXPECT_NEAR(after[i][3].real, before[i][3].real, 1e-9 * std::fabs(before[i][3].real));
+  }
+}
+
 }  // namespace
