@@ -11,7 +11,8 @@ SqlObjects attribution_objects() {
            {"pp_overlaps", &kOverlapsModule},
            {"pp_overlap_means", &kOverlapMeansModule},
            {"pp_fractions", &kFractionsModule},
-           {"pp_estimates", &kEstimatesModule}}};
+           {"pp_estimates", &kEstimatesModule},
+           {"pp_estimator_states", &kEstimatorStatesModule}}};
 }
 
 }  // namespace pp

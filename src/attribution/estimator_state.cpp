@@ -5,6 +5,7 @@
 #include "attribution/estimator_state.hpp"
 
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "core/embedded_sql.hpp"
@@ -43,10 +44,23 @@ UnknownInfo unknown_info(bool joint, const LeastSquaresState::Unknown& u) {
 
 }  // namespace
 
-void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_ms) {
+std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::string& uuid,
+                                                   std::optional<int64_t> through_ms) {
+  // The stored rows, by (system, metric, grouping, shift).
+  std::map<std::tuple<std::string, std::string, std::string, int>, EstimatorStateRow> rows;
+  {
+    Statement read(db, named_sql("estimator_state", "read_gpu"));
+    read.bind(":uuid", uuid);
+    while (read.step()) {
+      EstimatorStateRow row{uuid, read.column_text(0), read.column_text(1), read.column_text(2),
+                            static_cast<int>(read.column_int64(3)), read.column_int64(4), read.column_int64(5),
+                            read.column_int64(6) != 0, read.column_int64(7) != 0,
+                            read.column_null(8) ? std::nullopt : std::optional<std::string>(read.column_text(8)),
+                            read.column_null(9) ? std::nullopt : std::optional<std::string>(read.column_blob(9))};
+      rows.emplace(std::make_tuple(row.system, row.metric, row.grouping, row.shift), std::move(row));
+    }
+  }
   const JobSharing sharing = JobSharing::read(db);
-  Statement read(db, named_sql("estimator_state", "read_one"));
-  Statement write(db, named_sql("estimator_state", "write"));
   // One read of the GPU's timeline serves every shift and both groupings.
   const GpuTimeline timeline = read_gpu_timeline_for_shifts(db, uuid, std::nullopt, through_ms);
   for (int shift : kTimingShifts) {
@@ -55,53 +69,53 @@ void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_
     const GpuTimeline moved = shift == 0 ? GpuTimeline{} : shifted_timeline(timeline, shift);
     add_timeline_systems(shift == 0 ? timeline : moved, 0, shift, {}, sharing, {&by_layer, &by_layer_type});
     for (GroupingSystems* grouping : {&by_layer, &by_layer_type}) {
-      SystemUnknowns& unknowns = grouping->unknowns;
-      std::map<SystemKey, DeconvolveData>& systems = grouping->systems;
-      const std::map<SystemKey, SystemNotes>& notes = grouping->notes;
-      const bool by_type = grouping->by_type;
-      for (const auto& [key, note] : notes) {
+      for (const auto& [key, note] : grouping->notes) {
+        const std::string name = grouping_name(grouping->by_type);
+        auto [it, added] = rows.try_emplace(std::make_tuple(key.system, key.metric, name, shift),
+                                            EstimatorStateRow{uuid, key.system, key.metric, name, shift, 0, 0, false, false, std::nullopt, std::nullopt});
+        EstimatorStateRow& row = it->second;
+        row.concurrent_windows += note.concurrent_windows;
+        row.windows_unknown = row.windows_unknown || note.windows_unknown;
+        row.shared_gauge = row.shared_gauge || note.shared_gauge;
+        if (!note.failed.empty() && !row.failed) row.failed = note.failed;
+        const auto found = grouping->systems.find(key);
+        if (found == grouping->systems.end() || row.failed) continue;
+        LeastSquaresState state = row.state ? LeastSquaresState::decode(*row.state) : LeastSquaresState{};
+        const auto& known = grouping->unknowns[key.system];
         const bool joint = sharing.joint(key.system);
-        std::optional<std::string> encoded;
-        int64_t windows = 0;
-        const auto found = systems.find(key);
-        if (found != systems.end() && note.failed.empty()) {
-          read.bind(":uuid", uuid);
-          read.bind(":system", key.system);
-          read.bind(":metric", key.metric);
-          read.bind(":grouping", grouping_name(by_type));
-          read.bind(":shift", shift);
-          LeastSquaresState state;
-          if (read.step()) {
-            if (!read.column_null(0)) state = LeastSquaresState::decode(read.column_blob(0));
-            while (read.step()) {  // (to its end, which resets it)
-            }
-          }
-          const auto& known = unknowns[key.system];
-          state.merge(found->second.state([&](const std::string& name) {
-                        const auto it = known.find(name);
-                        return it == known.end() ? std::string() : it->second.layer_type;
-                      }),
-                      [&](const std::string& name) { return state_name(key.system, joint, name); });
-          windows = state.rows();
-          encoded = state.encode();
-        }
-        write.bind(":uuid", uuid);
-        write.bind(":system", key.system);
-        write.bind(":metric", key.metric);
-        write.bind(":grouping", grouping_name(by_type));
-        write.bind(":shift", shift);
-        write.bind(":windows", windows);
-        write.bind(":concurrent_windows", note.concurrent_windows);
-        write.bind(":windows_unknown", int64_t{note.windows_unknown ? 1 : 0});
-        write.bind(":shared_gauge", int64_t{note.shared_gauge ? 1 : 0});
-        write.bind(":failed", note.failed.empty() ? std::optional<std::string>() : note.failed);
-        if (encoded)
-          write.bind_blob(":state", *encoded);
-        else
-          write.bind(":state", std::optional<std::string>());
-        write.run();
+        state.merge(found->second.state([&](const std::string& unknown) {
+                      const auto info = known.find(unknown);
+                      return info == known.end() ? std::string() : info->second.layer_type;
+                    }),
+                    [&](const std::string& unknown) { return state_name(key.system, joint, unknown); });
+        row.windows = state.rows();
+        row.state = state.encode();
       }
     }
+  }
+  std::vector<EstimatorStateRow> out;
+  for (auto& entry : rows) out.push_back(std::move(entry.second));
+  return out;
+}
+
+void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_ms) {
+  Statement write(db, named_sql("estimator_state", "write"));
+  for (const EstimatorStateRow& row : estimator_state_rows(db, uuid, through_ms)) {
+    write.bind(":uuid", row.uuid);
+    write.bind(":system", row.system);
+    write.bind(":metric", row.metric);
+    write.bind(":grouping", row.grouping);
+    write.bind(":shift", row.shift);
+    write.bind(":windows", row.windows);
+    write.bind(":concurrent_windows", row.concurrent_windows);
+    write.bind(":windows_unknown", int64_t{row.windows_unknown ? 1 : 0});
+    write.bind(":shared_gauge", int64_t{row.shared_gauge ? 1 : 0});
+    write.bind(":failed", row.failed);
+    if (row.state)
+      write.bind_blob(":state", *row.state);
+    else
+      write.bind(":state", std::optional<std::string>());
+    write.run();
   }
 }
 

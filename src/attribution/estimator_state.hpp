@@ -8,15 +8,31 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "attribution/estimator_systems.hpp"
 #include "core/sqlite_api.hpp"
 
 namespace pp {
 
-// Refresh step: the GPU's windows stored at or before through_ms join its state (both
-// groupings, every timing shift), before the retention removes them with their events.
+// A row of pp_estimator_state.
+struct EstimatorStateRow {
+  std::string uuid, system, metric, grouping;
+  int shift = 0;
+  int64_t windows = 0, concurrent_windows = 0;
+  bool windows_unknown = false, shared_gauge = false;
+  std::optional<std::string> failed, state;  // state: the encoded LeastSquaresState
+};
+
+// The GPU's rows of pp_estimator_state with its windows stored at or before through_ms (every
+// window: none) added to them, both groupings and every timing shift; nothing is written.
+std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::string& uuid,
+                                                   std::optional<int64_t> through_ms);
+
+// Refresh step: the GPU's windows stored at or before through_ms join its state, before the
+// retention removes them with their events.
 void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_ms);
 
 // pp_estimates: the states of one grouping and shift added to its systems (a system whose

@@ -54,6 +54,8 @@ void result_value(sqlite3_context* ctx, const SqlValue& value) {
     sqlite3_result_double(ctx, *d);
   } else if (const auto* s = std::get_if<std::string>(&value)) {
     result_text(ctx, *s);
+  } else if (const auto* b = std::get_if<SqlBlob>(&value)) {
+    sqlite3_result_blob64(ctx, b->bytes.data(), b->bytes.size(), SQLITE_TRANSIENT);
   } else {
     sqlite3_result_null(ctx);
   }

@@ -10,8 +10,13 @@
 
 namespace pp {
 
-// NULL, INTEGER, REAL or TEXT.
-using SqlValue = std::variant<std::monostate, int64_t, double, std::string>;
+// A BLOB's bytes (a std::string in a SqlValue is TEXT).
+struct SqlBlob {
+  std::string bytes;
+};
+
+// NULL, INTEGER, REAL, TEXT or BLOB.
+using SqlValue = std::variant<std::monostate, int64_t, double, std::string, SqlBlob>;
 
 // Text of a required argument; NULL is an error "argument 'ARG' is NULL". Text or a BLOB that
 // holds a NUL byte is an error too: C paths and strings would silently end there.

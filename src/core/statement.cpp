@@ -39,6 +39,8 @@ void Statement::bind(int index, const SqlValue& value) {
     bind(index, *d);
   } else if (const auto* s = std::get_if<std::string>(&value)) {
     bind(index, std::string_view(*s));
+  } else if (const auto* b = std::get_if<SqlBlob>(&value)) {
+    sqlite3_bind_blob64(stmt_, index, b->bytes.data(), b->bytes.size(), SQLITE_TRANSIENT);
   } else {
     sqlite3_bind_null(stmt_, index);
   }

@@ -28,13 +28,15 @@ BATCH_LAYERS = [("bot_l.0", "Linear", 0.30), ("bot_l.1", "ReLU", 0.15), ("top_l.
                 ("top_l.1", "Sigmoid", 0.20)]
 
 
-def job_lines(g):
-    """Events of one training job per dcgm_data GPU: forward then backward per 2.5 s batch."""
+def job_lines(g, job_id=None):
+    """Events of one training job per dcgm_data GPU (or of job_id on it): forward then backward
+    per 2.5 s batch."""
     host, index, uuid, pod = dcgm_data.GPUS[g]
-    base = {"job_id": f"job{g}", "host_name": host, "ip": "10.0.0.1", "pod": pod, "namespace": "ml",
+    job_id = job_id or f"job{g}"
+    base = {"job_id": job_id, "host_name": host, "ip": "10.0.0.1", "pod": pod, "namespace": "ml",
             "gpu_uuid": uuid, "gpu": index, "rank": 0, "local_rank": 0, "world_size": 1, "pid": 100 + g,
             "epoch": 0}
-    lines = [json.dumps({"record": "job", "job_id": f"job{g}", "pid": 100 + g, "parameters": 1000 * (g + 1)})]
+    lines = [json.dumps({"record": "job", "job_id": job_id, "pid": 100 + g, "parameters": 1000 * (g + 1)})]
     t = (dcgm_data.T0 + 1 + 0.1 * g) * 1e9
     for batch in range(200):
         order = [(layer, kind, d, True) for layer, kind, d in BATCH_LAYERS]
@@ -291,6 +293,49 @@ def test_retention_keeps_the_last_minutes_and_every_folded_mean(env, tmp_path):
         # The standard errors differ only in the robust part, which windows kept as sums lack.
         assert 0.8 < s[6] / f[6] < 1.25, s[:4]
     assert kept.execute("SELECT count(*) FROM pp_estimator_state").fetchone()[0] > 0
+
+
+def test_retention_states_of_two_hosts_merge_into_one_database(env, tmp_path):
+    """A job on GPUs of two hosts, each host with its own database (host B's keeping 4 minutes):
+    host B's whole estimator state (pp_estimator_states: its stored state and its windows kept)
+    added to host A's database gives the estimates of one database holding both hosts' events,
+    every window counted once."""
+    url = env["prometheus_url"]
+    settings = {"attribution_margin_seconds": 10**9}
+    dirs = {name: tmp_path / name for name in ("a", "b", "both")}
+    for d in dirs.values():
+        d.mkdir()
+    # node-a: the job on GPU 0 and another job alone on GPU 1; node-b: the job on its GPU 0.
+    files = {0: job_lines(0, "spread"), 1: job_lines(1), 2: job_lines(2, "spread")}
+    for g, lines in files.items():
+        (dirs["a" if g < 2 else "b"] / f"rank{g}.jsonl").write_text("".join(lines))
+        (dirs["both"] / f"rank{g}.jsonl").write_text("".join(lines))
+    host_a = connect(url, str(tmp_path / "a.db"), **settings)
+    host_b = connect(url, str(tmp_path / "b.db"), event_retention_minutes=4, **settings)
+    both = connect(url, str(tmp_path / "both.db"), **settings)
+    for conn, name in ((host_a, "a"), (host_b, "b"), (both, "both")):
+        conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(dirs[name]),)).fetchall()
+    assert host_b.execute("SELECT count(*) FROM pp_estimator_state").fetchone()[0] > 0  # some windows went
+
+    host_b.execute("CREATE TABLE estimator_export AS SELECT * FROM pp_estimator_states")
+    host_a.execute("ATTACH ? AS b", (str(tmp_path / "b.db"),))
+    host_a.execute("INSERT INTO pp_estimator_state SELECT * FROM b.estimator_export")
+    host_a.execute("INSERT INTO pp_gpu_spans SELECT * FROM b.pp_gpu_spans")
+
+    estimates = ("SELECT job_id, layer_type, forward, metric, windows, estimate FROM layer_type_estimates "
+                 "ORDER BY 1, 2, 3, 4")
+    merged, expected = host_a.execute(estimates).fetchall(), both.execute(estimates).fetchall()
+    assert [row[:5] for row in merged] == [row[:5] for row in expected]
+    assert {row[0] for row in merged} == {"job1", "spread"}
+    for got, want in zip(merged, expected):
+        assert got[5] == pytest.approx(want[5], rel=1e-9, abs=1e-12), got[:4]
+    # Without host B's state, host A's estimates of the job are those of its own GPU only.
+    alone = connect(url, str(tmp_path / "a.db"))
+    alone.execute("DELETE FROM pp_estimator_state WHERE uuid = ?", (dcgm_data.GPUS[2][2],))
+    fewer = alone.execute("SELECT windows FROM layer_type_estimates WHERE job_id = 'spread' AND "
+                          "layer_type = 'Linear' AND forward = 1 AND metric = 'DCGM_FI_PROF_SM_ACTIVE'").fetchone()[0]
+    assert fewer < dict(((r[0], r[1], r[2], r[3]), r[4]) for r in expected)[
+        ("spread", "Linear", 1, "DCGM_FI_PROF_SM_ACTIVE")]
 
 
 def test_retention_keeps_a_stalled_jobs_span(tmp_path):
