@@ -13,6 +13,8 @@
 // A window in which two of them ran at once (MPS, several streams) does not fit that model and
 // is left out (concurrent_windows counts them); an instant gauge of a shared GPU (memory in use)
 // holds every job's part at once and is never identified.
+// Windows that the retention step removed enter as the sums it kept (estimator_state.hpp), so a
+// system is the fit of every window its jobs had.
 // The system is solved three times: with each window where the alignment puts it, and moved by
 // the uncertainty of the GPU's offset (pp_alignment.timing_ns over all its stretches,
 // read_gpu_timeline) either way; the estimate is the first, the 90% interval holds all three,
