@@ -44,11 +44,15 @@ UnknownInfo unknown_info(bool joint, const LeastSquaresState::Unknown& u) {
 
 }  // namespace
 
+bool has_estimator_state_table(sqlite3* db) {
+  return query_double(db, named_sql("estimator_state", "has_table"), {}, 0) > 0;
+}
+
 std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::string& uuid,
                                                    std::optional<int64_t> through_ms) {
   // The stored rows, by (system, metric, grouping, shift).
   std::map<std::tuple<std::string, std::string, std::string, int>, EstimatorStateRow> rows;
-  {
+  if (has_estimator_state_table(db)) {
     Statement read(db, named_sql("estimator_state", "read_gpu"));
     read.bind(":uuid", uuid);
     while (read.step()) {
@@ -122,6 +126,7 @@ void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_
 void add_estimator_state(sqlite3* db, bool by_type, int shift, const std::map<std::string, Bounds>& bounds,
                          const JobSharing& sharing, std::map<SystemKey, DeconvolveData>& systems,
                          SystemUnknowns& unknowns, std::map<SystemKey, SystemNotes>& notes) {
+  if (!has_estimator_state_table(db)) return;
   Statement read(db, named_sql("estimator_state", "read_grouping"));
   read.bind(":grouping", grouping_name(by_type));
   read.bind(":shift", shift);

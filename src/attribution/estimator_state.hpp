@@ -17,6 +17,10 @@
 
 namespace pp {
 
+// Whether the database has pp_estimator_state: one made by a version without it has no state
+// until pp_install_views or pp_refresh adds the table (the windows its retention removed are gone).
+bool has_estimator_state_table(sqlite3* db);
+
 // A row of pp_estimator_state.
 struct EstimatorStateRow {
   std::string uuid, system, metric, grouping;

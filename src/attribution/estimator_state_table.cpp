@@ -43,7 +43,8 @@ struct EstimatorStatesCursor : RowsCursor {
     // The GPUs with windows, and those whose windows are all in states (removed, or imported).
     std::set<std::string> gpus;
     {
-      Statement list(db, "SELECT uuid FROM main.pp_alignment UNION SELECT uuid FROM main.pp_estimator_state");
+      Statement list(db, has_estimator_state_table(db) ? "SELECT uuid FROM main.pp_alignment UNION SELECT uuid FROM main.pp_estimator_state"
+                                : "SELECT uuid FROM main.pp_alignment");
       while (list.step()) gpus.insert(list.column_text(0));
     }
     std::vector<std::vector<SqlValue>> rows;

@@ -260,4 +260,21 @@ TEST_F(AlignRefresh, WindowsRemovedByRetentionStayInTheEstimates) {
   }
 }
 
+// A database made by a version without the estimator's state (no pp_estimator_state table) is
+// estimated from its windows as it was, and gets the table from pp_install_views.
+TEST_F(AlignRefresh, ADatabaseFromBeforeTheEstimatorStateIsEstimatedFromItsWindows) {
+  insert_samples(0, last_ms());
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const std::string estimates = "SELECT count(*), sum(windows), sum(estimate) FROM layer_estimates";
+  const auto before = db_.query(estimates);
+  db_.exec("DROP TABLE pp_estimator_state");
+  const auto after = db_.query(estimates);
+  EXPECT_EQ(after[0][0].integer, before[0][0].integer);
+  EXPECT_EQ(after[0][1].integer, before[0][1].integer);
+  EXPECT_DOUBLE_EQ(after[0][2].real, before[0][2].real);
+  EXPECT_GT(db_.scalar("SELECT count(*) FROM pp_estimator_states").integer, 0);
+  db_.exec("SELECT pp_install_views()");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_estimator_state").integer, 0);
+}
+
 }  // namespace

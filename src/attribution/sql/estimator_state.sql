@@ -1,6 +1,9 @@
 -- The statements of the estimator's state (src/attribution/estimator_state.cpp), one named part
 -- each.
 
+-- name: has_table
+SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_estimator_state';
+
 -- name: read_gpu
 SELECT system, metric, grouping, shift, windows, concurrent_windows, windows_unknown, shared_gauge, failed, state
   FROM main.pp_estimator_state WHERE uuid = :uuid;
