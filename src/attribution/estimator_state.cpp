@@ -131,7 +131,8 @@ void add_estimator_state(sqlite3* db, bool by_type, int shift, const std::map<st
   read.bind(":grouping", grouping_name(by_type));
   read.bind(":shift", shift);
   while (read.step()) {
-    const std::string& system = sharing.system(read.column_text(0));
+    const std::string kept_as = read.column_text(0);  // (system() may return its argument)
+    const std::string system = sharing.system(kept_as);
     const bool joint = sharing.joint(system);
     const SystemKey key{system, read.column_text(1)};
     SystemNotes& note = notes[key];
