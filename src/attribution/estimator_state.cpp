@@ -73,7 +73,9 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
     const GpuTimeline moved = shift == 0 ? GpuTimeline{} : shifted_timeline(timeline, shift);
     add_timeline_systems(shift == 0 ? timeline : moved, 0, shift, {}, sharing, {&by_layer, &by_layer_type});
     for (GroupingSystems* grouping : {&by_layer, &by_layer_type}) {
-      for (const auto& [key, note] : grouping->notes) {
+      for (const auto& entry : grouping->notes) {
+        const SystemKey& key = entry.first;  // (not a structured binding: the lambdas below use it)
+        const SystemNotes& note = entry.second;
         const std::string name = grouping_name(grouping->by_type);
         auto [it, added] = rows.try_emplace(std::make_tuple(key.system, key.metric, name, shift),
                                             EstimatorStateRow{uuid, key.system, key.metric, name, shift, 0, 0, false, false, std::nullopt, std::nullopt});

@@ -4,6 +4,7 @@
 // with the fraction of the window spent in each unknown (a layer, or a layer type, and a
 // direction; the job's untracked time; '(rest)' where no job ran).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
