@@ -49,20 +49,28 @@ bool has_estimator_state_table(sqlite3* db) {
 }
 
 std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::string& uuid,
-                                                   std::optional<int64_t> through_ms) {
-  // The stored rows, by (system, metric, grouping, shift).
+                                                   std::optional<int64_t> through_ms, bool every_row) {
+  // The stored rows, by (system, metric, grouping, shift): every one, or those the new windows
+  // add to (read as they are met, so that a GPU's past jobs cost nothing).
   std::map<std::tuple<std::string, std::string, std::string, int>, EstimatorStateRow> rows;
-  if (has_estimator_state_table(db)) {
+  const bool stored = has_estimator_state_table(db);
+  auto take_row = [&](Statement& read) {
+    EstimatorStateRow row{uuid, read.column_text(0), read.column_text(1), read.column_text(2),
+                          static_cast<int>(read.column_int64(3)), read.column_int64(4), read.column_int64(5),
+                          read.column_int64(6) != 0, read.column_int64(7) != 0,
+                          read.column_null(8) ? std::nullopt : std::optional<std::string>(read.column_text(8)),
+                          read.column_null(9) ? std::nullopt : std::optional<std::string>(read.column_blob(9))};
+    rows.emplace(std::make_tuple(row.system, row.metric, row.grouping, row.shift), std::move(row));
+  };
+  if (stored && every_row) {
     Statement read(db, named_sql("estimator_state", "read_gpu"));
     read.bind(":uuid", uuid);
-    while (read.step()) {
-      EstimatorStateRow row{uuid, read.column_text(0), read.column_text(1), read.column_text(2),
-                            static_cast<int>(read.column_int64(3)), read.column_int64(4), read.column_int64(5),
-                            read.column_int64(6) != 0, read.column_int64(7) != 0,
-                            read.column_null(8) ? std::nullopt : std::optional<std::string>(read.column_text(8)),
-                            read.column_null(9) ? std::nullopt : std::optional<std::string>(read.column_blob(9))};
-      rows.emplace(std::make_tuple(row.system, row.metric, row.grouping, row.shift), std::move(row));
-    }
+    while (read.step()) take_row(read);
+  }
+  std::optional<Statement> read_one;
+  if (stored && !every_row) {
+    read_one.emplace(db, named_sql("estimator_state", "read_one"));
+    read_one->bind(":uuid", uuid);
   }
   const JobSharing sharing = JobSharing::read(db);
   // One read of the GPU's timeline serves every shift and both groupings.
@@ -77,6 +85,13 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
         const SystemKey& key = entry.first;  // (not a structured binding: the lambdas below use it)
         const SystemNotes& note = entry.second;
         const std::string name = grouping_name(grouping->by_type);
+        if (read_one && !rows.count(std::make_tuple(key.system, key.metric, name, shift))) {
+          read_one->bind(":system", key.system);
+          read_one->bind(":metric", key.metric);
+          read_one->bind(":grouping", name);
+          read_one->bind(":shift", shift);
+          while (read_one->step()) take_row(*read_one);  // (to its end, which resets it)
+        }
         auto [it, added] = rows.try_emplace(std::make_tuple(key.system, key.metric, name, shift),
                                             EstimatorStateRow{uuid, key.system, key.metric, name, shift, 0, 0, false, false, std::nullopt, std::nullopt});
         EstimatorStateRow& row = it->second;
@@ -106,7 +121,7 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
 
 void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_ms) {
   Statement write(db, named_sql("estimator_state", "write"));
-  for (const EstimatorStateRow& row : estimator_state_rows(db, uuid, through_ms)) {
+  for (const EstimatorStateRow& row : estimator_state_rows(db, uuid, through_ms, false)) {
     write.bind(":uuid", row.uuid);
     write.bind(":system", row.system);
     write.bind(":metric", row.metric);

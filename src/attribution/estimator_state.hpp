@@ -31,9 +31,10 @@ struct EstimatorStateRow {
 };
 
 // The GPU's rows of pp_estimator_state with its windows stored at or before through_ms (every
-// window: none) added to them, both groupings and every timing shift; nothing is written.
+// window: none) added to them, both groupings and every timing shift: every row of the GPU, or
+// only those the windows add to; nothing is written.
 std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::string& uuid,
-                                                   std::optional<int64_t> through_ms);
+                                                   std::optional<int64_t> through_ms, bool every_row);
 
 // Refresh step: the GPU's windows stored at or before through_ms join its state, before the
 // retention removes them with their events.

@@ -50,7 +50,7 @@ struct EstimatorStatesCursor : RowsCursor {
     std::vector<std::vector<SqlValue>> rows;
     auto optional_text = [](const std::optional<std::string>& v) { return v ? SqlValue(*v) : SqlValue(); };
     for (const std::string& uuid : gpus)
-      for (EstimatorStateRow& r : estimator_state_rows(db, uuid, std::nullopt))
+      for (EstimatorStateRow& r : estimator_state_rows(db, uuid, std::nullopt, true))
         rows.push_back({r.uuid, r.system, r.metric, r.grouping, int64_t{r.shift}, r.windows, r.concurrent_windows,
                         int64_t{r.windows_unknown ? 1 : 0}, int64_t{r.shared_gauge ? 1 : 0}, optional_text(r.failed),
                         r.state ? SqlValue(SqlBlob{std::move(*r.state)}) : SqlValue()});

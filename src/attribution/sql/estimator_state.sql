@@ -8,6 +8,11 @@ SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_esti
 SELECT system, metric, grouping, shift, windows, concurrent_windows, windows_unknown, shared_gauge, failed, state
   FROM main.pp_estimator_state WHERE uuid = :uuid;
 
+-- name: read_one
+SELECT system, metric, grouping, shift, windows, concurrent_windows, windows_unknown, shared_gauge, failed, state
+  FROM main.pp_estimator_state
+ WHERE uuid = :uuid AND system = :system AND metric = :metric AND grouping = :grouping AND shift = :shift;
+
 -- name: write
 -- The row as estimator_state_rows() made it: the stored one with the new windows added.
 INSERT OR REPLACE INTO main.pp_estimator_state(uuid, system, metric, grouping, shift, windows, concurrent_windows,
