@@ -5,10 +5,12 @@
 #include "attribution/estimator_state.hpp"
 
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
 #include "core/embedded_sql.hpp"
+#include "core/errors.hpp"
 #include "core/statement.hpp"
 #include "stats/least_squares_state.hpp"
 
@@ -40,6 +42,18 @@ UnknownInfo unknown_info(bool joint, const LeastSquaresState::Unknown& u) {
   info.layer_type = u.label;
   info.forward = bar == std::string::npos || bar < from ? 0 : std::atoi(u.name.c_str() + bar + 1);
   return info;
+}
+
+// A stored state, or an error that says which row of pp_estimator_state holds a blob that is
+// not one (a user can delete that row; the estimates then lack its windows).
+LeastSquaresState decode_row(std::string_view blob, const std::string& uuid, const std::string& system,
+                             const std::string& metric, const std::string& grouping, int shift) {
+  try {
+    return LeastSquaresState::decode(blob);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + ", in pp_estimator_state row (uuid '" + uuid + "', system '" + system +
+                "', metric '" + metric + "', grouping '" + grouping + "', shift " + std::to_string(shift) + ")");
+  }
 }
 
 }  // namespace
@@ -101,7 +115,8 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
         if (!note.failed.empty() && !row.failed) row.failed = note.failed;
         const auto found = grouping->systems.find(key);
         if (found == grouping->systems.end() || row.failed) continue;
-        LeastSquaresState state = row.state ? LeastSquaresState::decode(*row.state) : LeastSquaresState{};
+        LeastSquaresState state = row.state ? decode_row(*row.state, uuid, row.system, row.metric, row.grouping, shift)
+                                            : LeastSquaresState{};
         const auto& known = grouping->unknowns[key.system];
         const bool joint = sharing.joint(key.system);
         state.merge(found->second.state([&](const std::string& unknown) {
@@ -145,7 +160,8 @@ void add_estimator_state(sqlite3* db, bool by_type, int shift, const std::map<st
                          SystemUnknowns& unknowns, std::map<SystemKey, SystemNotes>& notes) {
   if (!has_estimator_state_table(db)) return;
   Statement read(db, named_sql("estimator_state", "read_grouping"));
-  read.bind(":grouping", grouping_name(by_type));
+  const std::string grouping = grouping_name(by_type);
+  read.bind(":grouping", grouping);
   read.bind(":shift", shift);
   while (read.step()) {
     const std::string kept_as = read.column_text(0);  // (system() may return its argument)
@@ -158,7 +174,8 @@ void add_estimator_state(sqlite3* db, bool by_type, int shift, const std::map<st
     note.shared_gauge = note.shared_gauge || read.column_int64(4) != 0;
     if (!read.column_null(5) && note.failed.empty()) note.failed = read.column_text(5);
     if (read.column_null(6)) continue;
-    const LeastSquaresState state = LeastSquaresState::decode(read.column_blob(6));
+    const LeastSquaresState state =
+        decode_row(read.column_blob(6), read.column_text(7), kept_as, key.metric, grouping, shift);
     auto& known = unknowns[system];
     for (const auto& u : state.unknowns())
       if (u.name != DeconvolveData::kRest) known.emplace(system_name(joint, u.name), unknown_info(joint, u));

@@ -277,4 +277,19 @@ TEST_F(AlignRefresh, ADatabaseFromBeforeTheEstimatorStateIsEstimatedFromItsWindo
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_estimator_state").integer, 0);
 }
 
+// A state blob that is not one (a damaged row) is an error naming the row, so that it can be
+// deleted, not a wrong estimate.
+TEST_F(AlignRefresh, ADamagedStateNamesItsRow) {
+  insert_samples(0, last_ms());
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  db_.exec("SELECT pp_config('event_retention_minutes', 1)");
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  db_.exec("UPDATE pp_estimator_state SET state = substr(state, 1, 20) WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE' "
+           "AND grouping = 'layer_type' AND shift = 0");
+  EXPECT_EQ(db_.error("SELECT count(*) FROM layer_type_estimates"),
+            std::string("pp_estimates: estimator state: the blob ends early (truncated or not a state), in "
+                        "pp_estimator_state row (uuid '") +
+                kUuid + "', system 'job', metric 'DCGM_FI_PROF_SM_ACTIVE', grouping 'layer_type', shift 0)");
+}
+
 }  // namespace

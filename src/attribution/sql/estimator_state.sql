@@ -21,5 +21,5 @@ VALUES (:uuid, :system, :metric, :grouping, :shift, :windows, :concurrent_window
         :failed, :state);
 
 -- name: read_grouping
-SELECT system, metric, concurrent_windows, windows_unknown, shared_gauge, failed, state
+SELECT system, metric, concurrent_windows, windows_unknown, shared_gauge, failed, state, uuid
   FROM main.pp_estimator_state WHERE grouping = :grouping AND shift = :shift ORDER BY uuid, system, metric;
