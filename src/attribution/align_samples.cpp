@@ -203,6 +203,7 @@ class GpuAligner {
       for (size_t i : kept) v.push_back(data_.values[m][i]);
       samples.values.push_back(std::move(v));
     }
+    for (size_t i : kept) samples.copy_after.push_back(i + 1 < last && data_.is_copy[i + 1]);
     const double spacing = median_gap_ns(samples.ts_ns);
     const double lag = std::max(lag_ns_, 2 * std::max(window_ns_, spacing));
     // A pinned offset needs the events only for the driver's grid (GPU_UTIL's own window).
@@ -214,6 +215,7 @@ class GpuAligner {
                                                static_cast<double>(data_.ts_ms[last - 1]) * kNsPerMs + lag)
                      : AlignmentTimeline{};
     std::vector<int> shift;
+    std::vector<char> copy;  // kept samples the alignment found to be copies (idle ones)
     if (pinned_) {
       seg.offset_ns = pinned_ms_ * kNsPerMs;
       seg.status = "setting";
@@ -222,24 +224,24 @@ class GpuAligner {
       seg.status = "no layers";
     } else {
       const double detrended_by = seg.drift_ppm;
-      estimate(seg, timeline, samples, mid, spacing, shift);
+      estimate(seg, timeline, samples, mid, spacing, shift, copy);
       // Until earlier stretches establish the drift, a stretch measures its own (its stored
       // times against the grid of its windows): a strong one is taken out and the stretch
       // estimated again.
       if (seg.status != "not determined" && std::fabs(seg.drift_ppm - detrended_by) > kStretchDriftPpm &&
           !drift_established()) {
         detrend();
-        estimate(seg, timeline, samples, mid, spacing, shift);
+        estimate(seg, timeline, samples, mid, spacing, shift, copy);
       }
     }
     if (!(window_ns_ > 0)) window_ns_ = spacing > 0 ? spacing : 1e9;  // nothing better known yet
     note_jump(seg);
-    write(seg, first, last, kept, samples, shift, timeline);
+    write(seg, first, last, kept, samples, shift, copy, timeline);
     segments_.push_back(seg);
   }
 
   void estimate(SegmentRecord& seg, const AlignmentTimeline& timeline, const AlignmentSamples& samples, double mid,
-                double spacing, std::vector<int>& shift) {
+                double spacing, std::vector<int>& shift, std::vector<char>& copy) {
     const bool follow = window_settled_ && !segments_.empty() && segments_.back().status == "estimated";
     OffsetEstimate best;
     if (follow) {
@@ -284,6 +286,7 @@ class GpuAligner {
     seg.offset_ns = best.offset_ns;
     seg.moved = best.moved;
     shift = best.shift;
+    copy = best.copy;
     seg.timing_ns = best.unique ? best.half90_ns : std::max(best.half90_ns, window_ns_ / 2);
     seg.status = best.unique && best.half90_ns <= kDeterminedHalf90Ns ? "estimated" : "poorly determined";
     if (seg.status == "estimated" && drift_established()) {
@@ -353,20 +356,27 @@ class GpuAligner {
   }
 
   void write(SegmentRecord& seg, size_t first, size_t last, const std::vector<size_t>& kept,
-             const AlignmentSamples& samples, const std::vector<int>& shift, const AlignmentTimeline& timeline) {
-    std::vector<int64_t> ends(kept.size());
-    for (size_t k = 0; k < kept.size(); ++k)
-      ends[k] = static_cast<int64_t>(std::llround(static_cast<double>(samples.ts_ns[k]) - seg.offset_ns -
-                                                  (shift.empty() ? 0 : shift[k]) * window_ns_));
+             const AlignmentSamples& samples, const std::vector<int>& shift, const std::vector<char>& copy,
+             const AlignmentTimeline& timeline) {
+    const auto found_copy = [&](size_t k) { return !copy.empty() && copy[k]; };
+    // The windows of the kept samples that are not copies, which the alignment may have found.
+    std::vector<size_t> own;
+    std::vector<int64_t> ends;
+    for (size_t k = 0; k < kept.size(); ++k) {
+      if (found_copy(k)) continue;
+      own.push_back(kept[k]);
+      ends.push_back(static_cast<int64_t>(std::llround(static_cast<double>(samples.ts_ns[k]) - seg.offset_ns -
+                                                       (shift.empty() ? 0 : shift[k]) * window_ns_)));
+    }
     if (seg.status == "estimated" || seg.status == "poorly determined") snap_to_grid(ends, window_ns_);
     double period = 0, phase = 0, timing = 0;
-    const bool grid = driver_grid(seg, timeline, kept, ends, period, phase, timing);
+    const bool grid = driver_grid(seg, timeline, own, ends, period, phase, timing);
     if (grid) {
       seg.util_phase_ns = phase;
       seg.util_timing_ns = timing;
     }
     std::vector<WindowRecord> rows;
-    size_t k = 0;
+    size_t k = 0, kept_index = 0;
     std::optional<int64_t> previous_end, original_ms, previous_util_end;
     int64_t original_end = 0;
     if (first > 0) {  // the stored time before this segment: a copy at its start repeats it
@@ -378,7 +388,8 @@ class GpuAligner {
     for (size_t i = first; i < last; ++i) {
       WindowRecord r;
       r.ts_ms = data_.ts_ms[i];
-      if (data_.is_copy[i]) {
+      const bool copy_found = !data_.is_copy[i] && found_copy(kept_index++);
+      if (data_.is_copy[i] || copy_found) {
         r.end_ns = original_end;
         r.copy_of_ms = original_ms;
         ++seg.repeats;

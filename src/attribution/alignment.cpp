@@ -3,6 +3,7 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -18,7 +19,9 @@ constexpr double kMoveMargin = 25;      // chi-square units by which a moved win
 constexpr double kWrapMargin = 50;
 constexpr int kMoveRounds = 4;
 constexpr double kRepeakReachNs = 4e6;  // how far a peak is looked for again once windows moved
-constexpr double kGridReachNs = 3e6;    // an end further than this from the grid is left where it is          // rounds of single moves, each judged by a cleaner fit      // the same for every window past a point of the stretch
+constexpr double kGridReachNs = 3e6;    // an end further than this from the grid is left where it is
+constexpr double kCopyOfFarPenalty = 25;  // chi-square units: a copied window taken as the far one
+constexpr double kMaybeCopyCost = 5;      // chi-square units: an idle sample taken as a copy of the one before
 
 // The fraction of each window (end - window, end] spent in each unknown, the job's untracked
 // time, and the rest (the last column); an instant (window 0) puts 1 where it falls. Ends
@@ -253,6 +256,149 @@ Gains sample_gains(const AlignmentTimeline& t, const AlignmentSamples& s, double
   return g;
 }
 
+// Whether consecutive stored times are mostly one period apart (scraped at DCGM's period).
+bool at_period(const std::vector<int64_t>& ts, double period) {
+  if (ts.size() < 2) return false;
+  std::vector<int64_t> gaps;
+  for (size_t i = 1; i < ts.size(); ++i) gaps.push_back(ts[i] - ts[i - 1]);
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
+  return std::fabs(static_cast<double>(gaps[gaps.size() / 2]) - period) < 0.1 * period;
+}
+
+// The samples that `drop` does not mark, and their shifts.
+AlignmentSamples without(const AlignmentSamples& s, const std::vector<char>& drop) {
+  AlignmentSamples out;
+  out.values.resize(s.values.size());
+  for (size_t i = 0; i < s.ts_ns.size(); ++i) {
+    if (drop[i]) continue;
+    out.ts_ns.push_back(s.ts_ns[i]);
+    for (size_t m = 0; m < s.values.size(); ++m) out.values[m].push_back(s.values[m][i]);
+    if (!s.copy_after.empty()) out.copy_after.push_back(s.copy_after[i]);
+  }
+  return out;
+}
+
+std::vector<int> without(const std::vector<int>& shift, const std::vector<char>& drop) {
+  std::vector<int> out;
+  for (size_t i = 0; i < shift.size(); ++i)
+    if (!drop[i]) out.push_back(shift[i]);
+  return out;
+}
+
+// Where the offset hovers near the exporter's latency, each scrape takes either the newest
+// DCGM window ("near") or, when the exporter's latency that time exceeds how long ago the window
+// ended, the one before ("far"). Scraping at DCGM's period, that pattern leaves a trace: a near
+// window followed by a far one is the same window twice (a copy), a far one followed by a near
+// one skips a window. So between copies the samples run far ... far, near ... near, and the
+// sample before a copy is near. Per sample, the misfit of its values at shifts lo (near when lo
+// is the offset's own, 0) and lo + 1 (far: one period earlier), under the fit of the samples
+// `drop` leaves, their windows as `shift` places them.
+std::array<std::vector<double>, 2> placement_misfits(const AlignmentTimeline& t, const AlignmentSamples& s,
+                                                     double window, double offset, const std::vector<int>& shift,
+                                                     const std::vector<char>& drop, double period, int lo) {
+  const size_t n = s.ts_ns.size();
+  std::vector<int64_t> ends = shifted_ends(s.ts_ns, offset, shift, period);
+  std::vector<int64_t> fitted;
+  for (size_t i = 0; i < n; ++i)
+    if (!drop[i]) fitted.push_back(ends[i]);
+  snap_to_grid(fitted, period);
+  for (size_t i = 0, k = 0; i < n; ++i)
+    if (!drop[i]) ends[i] = fitted[k++];
+  const Fit at = fit(fractions(t, fitted, window), without(s, drop).values, t.unknowns);
+  std::array<std::vector<double>, 2> misfit;
+  for (int state = 0; state < 2; ++state) {
+    std::vector<int64_t> moved(n);
+    for (size_t i = 0; i < n; ++i)
+      moved[i] = ends[i] - static_cast<int64_t>(std::llround((lo + state - shift[i]) * period));
+    // Moved ends stay in order, as fractions() needs; a sample dropped as a copy may not be.
+    for (size_t i = 1; i < n; ++i) moved[i] = std::max(moved[i], moved[i - 1]);
+    const Eigen::MatrixXd A = fractions(t, moved, window);
+    misfit[static_cast<size_t>(state)].assign(n, 0);
+    for (size_t i = 0; i < n; ++i)
+      for (size_t m = 0; m < s.values.size(); ++m) {
+        const double y = s.values[m][i];
+        if (!std::isfinite(y) || !(at.variance[m] > 0)) continue;
+        const double e = y - A.row(static_cast<Eigen::Index>(i)).dot(at.x[m]);
+        misfit[static_cast<size_t>(state)][i] += e * e / at.variance[m];
+      }
+  }
+  return misfit;
+}
+
+// A near/far pattern: per sample its shift, and whether it is a copy of the sample before.
+struct Flicker {
+  std::vector<int> shift;
+  std::vector<char> copy;
+};
+
+// The near/far pattern (shift lo or lo + 1 per sample) of least total misfit in which windows
+// stay in order (so a near-to-far change happens only across a copy), a copy's original being
+// near unless its values strongly say otherwise: a two-state Viterbi path. A sample that reads
+// exactly as the one before with every fitted metric 0 (maybe_copy: an idle GPU's windows look
+// alike, so the align step keeps it) may be taken as its copy, at a small cost. Empty if none.
+Flicker flicker_path(const AlignmentSamples& s, const std::vector<char>& maybe_copy,
+                     const std::array<std::vector<double>, 2>& misfit, int lo, double period) {
+  const std::vector<int64_t>& ts = s.ts_ns;
+  const size_t n = ts.size();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  struct Step {
+    double cost = kInf;
+    size_t before = 0;  // the sample placed before this one: i - 1, or i - 2 past a copy
+    int state = 0;      // its state
+  };
+  std::vector<std::array<Step, 2>> best(n);
+  const auto own = [&](size_t i, int state) {
+    return misfit[static_cast<size_t>(state)][i] + (state == 1 && s.copy_after[i] ? kCopyOfFarPenalty : 0);
+  };
+  // Ends ts - offset - shift * period must grow by more than half a period.
+  const auto in_order = [&](size_t a, int state_a, size_t b, int state_b) {
+    return static_cast<double>(ts[b] - ts[a]) - (state_b - state_a) * period > period / 2;
+  };
+  for (int state = 0; state < 2; ++state) best[0][static_cast<size_t>(state)].cost = own(0, state);
+  for (size_t i = 1; i < n; ++i)
+    for (int state = 0; state < 2; ++state) {
+      Step& here = best[i][static_cast<size_t>(state)];
+      for (int before = 0; before < 2; ++before) {
+        if (in_order(i - 1, before, i, state)) {
+          const double c = best[i - 1][static_cast<size_t>(before)].cost + own(i, state);
+          if (c < here.cost) here = {c, i - 1, before};
+        }
+        // Sample i - 1 a copy of i - 2, which is then near (as before a copy).
+        if (i >= 2 && maybe_copy[i - 1] && in_order(i - 2, before, i, state)) {
+          const double c = best[i - 2][static_cast<size_t>(before)].cost + (before == 1 ? kCopyOfFarPenalty : 0) +
+                            kMaybeCopyCost + own(i, state);
+          if (c < here.cost) here = {c, i - 2, before};
+        }
+      }
+    }
+  // The end: the last sample, or the one before it with the last its copy.
+  size_t at = n - 1;
+  int state = best[at][0].cost <= best[at][1].cost ? 0 : 1;
+  double total = best[at][static_cast<size_t>(state)].cost;
+  if (n >= 2 && maybe_copy[n - 1])
+    for (int st = 0; st < 2; ++st) {
+      const double c = best[n - 2][static_cast<size_t>(st)].cost + (st == 1 ? kCopyOfFarPenalty : 0) + kMaybeCopyCost;
+      if (c < total) total = c, at = n - 2, state = st;
+    }
+  if (!std::isfinite(total)) return {};
+  Flicker f;
+  f.shift.assign(n, lo);
+  f.copy.assign(n, 0);
+  for (size_t i = at + 1; i < n; ++i) f.copy[i] = 1;
+  for (;;) {
+    f.shift[at] = lo + state;
+    if (at == 0) break;
+    const Step& step = best[at][static_cast<size_t>(state)];
+    for (size_t i = step.before + 1; i < at; ++i) f.copy[i] = 1;
+    at = step.before;
+    state = step.state;
+  }
+  // A copy is in its original's window.
+  for (size_t i = 1; i < n; ++i)
+    if (f.copy[i]) f.shift[i] = f.shift[i - 1] + 1;
+  return f;
+}
+
 // A point of the stretch past which (or before which) every window is one period off the
 // offset's: where the drift carries the offset across the exporter's latency.
 struct Wrap {
@@ -299,8 +445,10 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
   OffsetEstimate est;
   const size_t n = samples.ts_ns.size();
   if (n < 8 || timeline.events.empty()) return est;
-  std::vector<int> shift;  // none yet
-  auto loglik = [&](double d) { return evaluate(timeline, samples, window_ns, d, shift, period_ns); };
+  std::vector<int> shift;  // none yet; of the samples fitted (all but those found to be copies)
+  AlignmentSamples reduced;
+  const AlignmentSamples* fitted = &samples;
+  auto loglik = [&](double d) { return evaluate(timeline, *fitted, window_ns, d, shift, period_ns); };
 
   // 1. The coarse grid over every range; the best point and the best one elsewhere.
   std::vector<std::pair<double, double>> coarse;
@@ -333,10 +481,46 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
         g = sample_gains(timeline, samples, window_ns, p.at, est.shift, period_ns);
       }
     }
-    // Near the wrap the exporter's jitter makes windows flicker between the two: each moves on
-    // its own, from where it is, judged by the fit of the others; a few rounds, since every
-    // window put right makes that fit cleaner.
-    for (int round = 0; round < kMoveRounds; ++round) {
+    // Near the wrap the exporter's jitter makes windows flicker between the two. Scraped at
+    // DCGM's period, the copies it stored say where (flicker_path): the pattern of least misfit,
+    // under the fit of the others, for the offset taken as the near window's and as the far
+    // one's; a few rounds, since every window put right makes that fit cleaner.
+    const bool copies = std::any_of(samples.copy_after.begin(), samples.copy_after.end(), [](char c) { return c != 0; });
+    if (copies && at_period(samples.ts_ns, period_ns)) {
+      std::vector<char> maybe_copy(n, 0);
+      for (size_t i = 1; i < n; ++i) {
+        bool idle_twice = true;
+        for (const auto& v : samples.values)
+          idle_twice = idle_twice && ((v[i] == 0 && v[i - 1] == 0) || (std::isnan(v[i]) && std::isnan(v[i - 1])));
+        maybe_copy[i] = idle_twice;
+      }
+      est.copy.assign(n, 0);
+      for (int round = 0; round < kMoveRounds; ++round) {
+        Flicker best_path;
+        double best_loglik = -std::numeric_limits<double>::infinity();
+        for (int lo : {0, -1}) {
+          const auto misfit = placement_misfits(timeline, samples, window_ns, p.at, est.shift, est.copy, period_ns, lo);
+          Flicker path = flicker_path(samples, maybe_copy, misfit, lo, period_ns);
+          if (path.shift.empty()) continue;
+          const double l = evaluate(timeline, without(samples, path.copy), window_ns, p.at,
+                                    without(path.shift, path.copy), period_ns);
+          if (l > best_loglik) best_loglik = l, best_path = std::move(path);
+        }
+        if (best_path.shift.empty() || (best_path.shift == est.shift && best_path.copy == est.copy)) break;
+        est.shift = best_path.shift;
+        est.copy = best_path.copy;
+        // From here on the samples found to be copies are left out, as the align step leaves
+        // out the copies it knew.
+        reduced = without(samples, est.copy);
+        fitted = &reduced;
+        shift = without(est.shift, est.copy);
+        p = refine(loglik, best_on_grid(loglik, p.at - kRepeakReachNs, p.at + kRepeakReachNs, step_ns / 4),
+                   step_ns / 4, step_ns / 20);
+      }
+    }
+    // Elsewhere each window moves on its own, from where it is, judged by the fit of the others;
+    // a few rounds, since every window put right makes that fit cleaner.
+    for (int round = 0; est.copy.empty() && round < kMoveRounds; ++round) {
       if (round > 0) g = sample_gains(timeline, samples, window_ns, p.at, est.shift, period_ns);
       const std::vector<int> before = est.shift;
       for (size_t i = 0; i < n; ++i) {
@@ -357,7 +541,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
       p = refine(loglik, best_on_grid(loglik, p.at - kRepeakReachNs, p.at + kRepeakReachNs, step_ns / 4),
                  step_ns / 4, step_ns / 20);
     }
-    est.moved = static_cast<int>(std::count_if(est.shift.begin(), est.shift.end(), [](int s) { return s != 0; }));
+    for (size_t i = 0; i < n; ++i) est.moved += est.shift[i] != 0 && (est.copy.empty() || !est.copy[i]);
   }
   est.offset_ns = p.at;
   est.log_likelihood = p.value;
@@ -367,15 +551,17 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
   // 3. The windows on the whole stretch's grid; the scatter of four quarters' own offsets from
   // it (how far the grid holds: the honest uncertainty, beyond what the likelihood sees); and
   // the trend of stored time minus window end (the drift the stretch shows of its own).
-  std::vector<int64_t> grid = shifted_ends(samples.ts_ns, p.at, est.shift, period_ns);
+  const AlignmentSamples& kept = *fitted;
+  const size_t n_kept = kept.ts_ns.size();
+  std::vector<int64_t> grid = shifted_ends(kept.ts_ns, p.at, shift, period_ns);
   snap_to_grid(grid, period_ns);
-  const size_t quarter = n / 4;
+  const size_t quarter = n_kept / 4;
   if (quarter >= 20) {
     std::vector<double> q;
     for (int k = 0; k < 4; ++k) {
-      const size_t from = k * quarter, to = k == 3 ? n : (k + 1) * quarter;
+      const size_t from = k * quarter, to = k == 3 ? n_kept : (k + 1) * quarter;
       std::vector<std::vector<double>> values;
-      for (const auto& v : samples.values)
+      for (const auto& v : kept.values)
         values.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to));
       const auto loglik_of_quarter = [&](double d) {
         std::vector<int64_t> ends(grid.begin() + static_cast<std::ptrdiff_t>(from), grid.begin() + static_cast<std::ptrdiff_t>(to));
@@ -398,26 +584,26 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
   }
   {
     double mt = 0, mo = 0;
-    for (size_t i = 0; i < n; ++i) mt += static_cast<double>(samples.ts_ns[i] - samples.ts_ns[0]), mo += static_cast<double>(samples.ts_ns[i] - grid[i]);
-    mt /= static_cast<double>(n);
-    mo /= static_cast<double>(n);
+    for (size_t i = 0; i < n_kept; ++i) mt += static_cast<double>(kept.ts_ns[i] - kept.ts_ns[0]), mo += static_cast<double>(kept.ts_ns[i] - grid[i]);
+    mt /= static_cast<double>(n_kept);
+    mo /= static_cast<double>(n_kept);
     double sxy = 0, sxx = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const double dt = static_cast<double>(samples.ts_ns[i] - samples.ts_ns[0]) - mt;
-      sxy += dt * (static_cast<double>(samples.ts_ns[i] - grid[i]) - mo);
+    for (size_t i = 0; i < n_kept; ++i) {
+      const double dt = static_cast<double>(kept.ts_ns[i] - kept.ts_ns[0]) - mt;
+      sxy += dt * (static_cast<double>(kept.ts_ns[i] - grid[i]) - mo);
       sxx += dt * dt;
     }
     // Only a trend that stands out of the stored times' own scatter: on a loaded machine
     // Prometheus' scrapes jitter by tens of ms, and a few seconds of them show any slope.
-    if (sxx > 0 && n > 2) {
+    if (sxx > 0 && n_kept > 2) {
       const double slope = sxy / sxx;
       double rss = 0;
-      for (size_t i = 0; i < n; ++i) {
-        const double dt = static_cast<double>(samples.ts_ns[i] - samples.ts_ns[0]) - mt;
-        const double r = static_cast<double>(samples.ts_ns[i] - grid[i]) - mo - slope * dt;
+      for (size_t i = 0; i < n_kept; ++i) {
+        const double dt = static_cast<double>(kept.ts_ns[i] - kept.ts_ns[0]) - mt;
+        const double r = static_cast<double>(kept.ts_ns[i] - grid[i]) - mo - slope * dt;
         rss += r * r;
       }
-      const double slope_se = std::sqrt(rss / static_cast<double>(n - 2) / sxx);
+      const double slope_se = std::sqrt(rss / static_cast<double>(n_kept - 2) / sxx);
       if (std::fabs(slope) > kSignificantDriftSe * slope_se) est.stretch_drift_ppm = slope * 1e6;
     }
   }

@@ -57,6 +57,8 @@ struct AlignmentTimeline {
 struct AlignmentSamples {
   std::vector<int64_t> ts_ns;
   std::vector<std::vector<double>> values;  // [metric][sample]
+  // Per sample: the stored time after it was a copy of its window (removed above). Empty: none.
+  std::vector<char> copy_after;
 };
 
 // A stretch of candidate offsets [lo_ns, hi_ns] to search.
@@ -74,6 +76,9 @@ struct OffsetEstimate {
   bool unique = true;      // no other peak within 10 log-likelihood units elsewhere in the ranges
   double log_likelihood = 0;
   std::vector<int> shift;  // per sample: windows moved by this many periods (-1, 0, +1)
+  // Per sample (empty: none): an idle sample found to be a copy of the one before, which the
+  // align step could not tell by its values (every idle window reads alike).
+  std::vector<char> copy;
   int moved = 0;
 };
 

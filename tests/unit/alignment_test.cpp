@@ -19,9 +19,10 @@ struct Gpu {
   std::vector<double> value_of_unknown = {0.8, 0.3, 0.6, 0.05};  // a, b, c, untracked
 };
 
-Gpu make_gpu(double seconds, unsigned seed) {
+// scale: the durations and gaps times this.
+Gpu make_gpu(double seconds, unsigned seed, double scale = 1) {
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> duration(0.5 * kMs, 6 * kMs), gap(0.05 * kMs, 3 * kMs);
+  std::uniform_real_distribution<double> duration(0.5 * kMs * scale, 6 * kMs * scale), gap(0.05 * kMs * scale, 3 * kMs * scale);
   Gpu g;
   double t = 0;
   uint32_t k = 0;
@@ -96,6 +97,108 @@ TEST(Alignment, MovesAWindowByAPeriodWhereItsValueSaysSo) {
   EXPECT_NEAR(e.offset_ns / kMs, 29.7, 0.1);  // window ends at x.3 ms, stored times truncated to the ms
   EXPECT_EQ(e.shift[40], -1);
   EXPECT_EQ(e.moved, 1);
+}
+
+// Scrapes every 100 ms whose offset hovers at the exporter's latency: each takes the newest
+// DCGM window (ending 30 ms before it) or, when `far` says, the one before, as the latency's
+// jitter decides. A window taken twice in a row is stored twice: the second copy is removed and
+// the first marked copy_after, as the align step does, unless it reads 0 (idle windows read
+// alike, so the align step cannot tell a copy). true_end: each sample's window.
+struct Flickering {
+  pp::AlignmentSamples samples;
+  std::vector<int64_t> true_end;
+  size_t idle_copies = 0;  // copies kept because they read 0
+};
+
+Flickering flicker(const Gpu& g, double seconds, const std::vector<bool>& far) {
+  Flickering f;
+  f.samples.values.resize(1);
+  std::normal_distribution<double> noise(0, 0.005);
+  std::mt19937_64 rng(17);
+  int64_t previous_end = -1;
+  double previous_value = -1;
+  for (size_t j = 2; (j + 1) * 100 * kMs < seconds * 1e9; ++j) {
+    const int64_t ts = static_cast<int64_t>(j * 100 * kMs + 37 * kMs);
+    const int64_t end = static_cast<int64_t>(j * 100 * kMs + 7.3 * kMs - (far[j] ? 100 : 0) * kMs);
+    const double value = end == previous_end ? previous_value : truth(g, static_cast<double>(end), 100 * kMs) * (1 + noise(rng));
+    if (end == previous_end && value != 0) {
+      f.samples.copy_after.back() = 1;
+      continue;
+    }
+    f.idle_copies += end == previous_end;
+    f.samples.ts_ns.push_back(ts);
+    f.samples.values[0].push_back(value);
+    f.samples.copy_after.push_back(0);
+    f.true_end.push_back(end);
+    previous_end = end;
+    previous_value = value;
+  }
+  return f;
+}
+
+// The samples whose window the estimate puts a period off, though their values tell: the two
+// windows differ by more than 2% (four times the noise). `skip`: samples not to judge.
+std::vector<size_t> misplaced(const Gpu& g, const Flickering& f, const pp::OffsetEstimate& e,
+                              const std::vector<char>& skip = {}) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < f.true_end.size(); ++i) {
+    if (!skip.empty() && skip[i]) continue;
+    const double end = static_cast<double>(f.samples.ts_ns[i]) - e.offset_ns - e.shift[i] * 100 * kMs;
+    if (std::fabs(end - static_cast<double>(f.true_end[i])) < kMs) continue;
+    const double right = truth(g, static_cast<double>(f.true_end[i]), 100 * kMs), taken = truth(g, end, 100 * kMs);
+    if (std::fabs(right - taken) > 0.02 * right) out.push_back(i);
+  }
+  return out;
+}
+
+TEST(Alignment, WindowsFlickeringAtTheLatencyArePlacedByTheirCopies) {
+  // Half the scrapes take the window before (the offset right at the exporter's latency, as
+  // for minutes on end when the two clocks drift slowly): the copies say where the pattern
+  // changes, and the values where between them (all but windows whose neighbour reads within
+  // the noise of them). Layers of 5-60 ms, so that neighbouring windows mostly differ.
+  const Gpu g = make_gpu(12, 19, 10);
+  std::mt19937_64 rng(23);
+  std::vector<bool> far(120);
+  for (size_t j = 0; j < far.size(); ++j) far[j] = rng() % 2;
+  const Flickering f = flicker(g, 12, far);
+  ASSERT_GT(std::count(f.samples.copy_after.begin(), f.samples.copy_after.end(), 1), 15);
+  const pp::OffsetEstimate e =
+      pp::estimate_offset(g.timeline, f.samples, 100 * kMs, 100 * kMs, {{0, 200 * kMs}}, kMs);
+  ASSERT_TRUE(e.found);
+  EXPECT_NEAR(std::fmod(e.offset_ns / kMs, 100), 29.7, 0.5);
+  EXPECT_EQ(misplaced(g, f, e), std::vector<size_t>{});
+}
+
+TEST(Alignment, AnIdleWindowStoredTwiceIsFoundToBeACopy) {
+  // The GPU idles for 350 ms in the middle (reading 0) and the first idle window is stored
+  // twice: its values cannot say it is a copy, the pattern around it can.
+  Gpu g = make_gpu(12, 29, 10);
+  g.value_of_unknown[3] = 0;
+  for (auto& e : g.timeline.events)
+    if (e.start > 6e9) e.start += static_cast<int64_t>(350 * kMs), e.end += static_cast<int64_t>(350 * kMs);
+  g.timeline.jobs[0].last = g.timeline.events.back().end;
+  std::vector<bool> far(120, false);
+  for (size_t j = 20; j < far.size(); j += 9) far[j] = true;  // a copy now and then
+  // The samples whose windows end in the idle time; the second of them takes the first's window.
+  size_t idle = 0;
+  for (size_t j = 2; j < far.size(); ++j) {
+    const double end = static_cast<double>(j) * 100 * kMs + 7.3 * kMs;
+    if (truth(g, end, 100 * kMs) == 0 && truth(g, end - 100 * kMs, 100 * kMs) == 0) {
+      idle = j;
+      break;
+    }
+  }
+  ASSERT_GT(idle, 0u);
+  far[idle + 1] = true;
+  for (size_t j = idle + 2; j < idle + 6; ++j) far[j] = true;  // then far for a while
+  const Flickering f = flicker(g, 12, far);
+  ASSERT_EQ(f.idle_copies, 1u);
+  const pp::OffsetEstimate e =
+      pp::estimate_offset(g.timeline, f.samples, 100 * kMs, 100 * kMs, {{0, 200 * kMs}}, kMs);
+  ASSERT_TRUE(e.found);
+  ASSERT_EQ(e.copy.size(), f.samples.ts_ns.size());
+  EXPECT_EQ(std::count(e.copy.begin(), e.copy.end(), 1), 1);
+  EXPECT_EQ(misplaced(g, f, e, e.copy), std::vector<size_t>{});
 }
 
 TEST(Alignment, WindowLengthIsTheOneThatFitsBest) {
