@@ -299,7 +299,8 @@ def test_retention_states_of_two_hosts_merge_into_one_database(env, tmp_path):
     """A job on GPUs of two hosts, each host with its own database (host B's keeping 4 minutes):
     host B's whole estimator state (pp_estimator_states: its stored state and its windows kept)
     added to host A's database gives the estimates of one database holding both hosts' events,
-    every window counted once."""
+    every window counted once; host B's overlap means (layer_state) merged into host A's give
+    that database's layer_type_metrics."""
     url = env["prometheus_url"]
     settings = {"attribution_margin_seconds": 10**9}
     dirs = {name: tmp_path / name for name in ("a", "b", "both")}
@@ -321,6 +322,9 @@ def test_retention_states_of_two_hosts_merge_into_one_database(env, tmp_path):
     host_a.execute("ATTACH ? AS b", (str(tmp_path / "b.db"),))
     host_a.execute("INSERT INTO pp_estimator_state SELECT * FROM b.estimator_export")
     host_a.execute("INSERT INTO pp_gpu_spans SELECT * FROM b.pp_gpu_spans")
+    host_a.execute("INSERT OR IGNORE INTO pp_layers SELECT * FROM b.pp_layers")
+    host_a.execute("INSERT INTO layer_state SELECT * FROM b.layer_state WHERE true "
+                   "ON CONFLICT (job_id, layer, forward, metric) DO UPDATE SET state = pp_mean_merge(state, excluded.state)")
 
     estimates = ("SELECT job_id, layer_type, forward, metric, windows, estimate FROM layer_type_estimates "
                  "ORDER BY 1, 2, 3, 4")
@@ -329,6 +333,12 @@ def test_retention_states_of_two_hosts_merge_into_one_database(env, tmp_path):
     assert {row[0] for row in merged} == {"job1", "spread"}
     for got, want in zip(merged, expected):
         assert got[5] == pytest.approx(want[5], rel=1e-9, abs=1e-12), got[:4]
+    means = "SELECT * FROM layer_type_metrics ORDER BY job_id, layer_type, forward"
+    merged_means, expected_means = host_a.execute(means).fetchall(), both.execute(means).fetchall()
+    assert [row[:5] for row in merged_means] == [row[:5] for row in expected_means]  # through data_num
+    assert {row[0] for row in merged_means} == {"job1", "spread"}
+    for got, want in zip(merged_means, expected_means):
+        assert got[5:] == pytest.approx(want[5:], rel=1e-9, abs=1e-12), got[:3]
     # Without host B's state, host A's estimates of the job are those of its own GPU only.
     alone = connect(url, str(tmp_path / "a.db"))
     alone.execute("DELETE FROM pp_estimator_state WHERE uuid = ?", (dcgm_data.GPUS[2][2],))
