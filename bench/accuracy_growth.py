@@ -17,7 +17,7 @@ metrics (the metrics whose windows are DCGM's own; GPU_UTIL's driver windows and
 rounding have no Gaussian bound here):
 
   crb     the Cramér-Rao bound of the estimator's system: the standard error that no unbiased
-          estimator reaching it can beat, from the TRUE design: every DCGM window stored by the
+          estimator can beat, from the TRUE design: every DCGM window stored by the
           checkpoint (a window stored twice counts once, as the align step counts it), inside the
           job's span, each row the true share of the window each group ran (10 groups and the
           untracked time), and the true noise (multiplicative: sd = 0.5% of the window's true
@@ -45,8 +45,8 @@ of the (group, metric) pairs whose 90% interval holds the truth. The overlap mea
       [--chunk-minutes 10] [--retention-minutes 10] [--noise 0.005] [--seed 1]
       [--extension build/precisionprobe] [--out bench/results/accuracy_growth.txt]
 
-The 6-hour recording has about 10 million layer calls; the run takes about 15 minutes on the
-2-core VM and 4 GB of memory (the emulator holds the whole timeline).
+The 6-hour recording has about 10 million layer calls; the run takes about 7 minutes on the
+2-core VM and 3 GB of memory (the emulator holds the whole timeline).
 """
 import argparse
 import os
