@@ -174,6 +174,19 @@ double evaluate(const AlignmentTimeline& t, const AlignmentSamples& s, double wi
   return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
 }
 
+// The same over every sample, each copy (copy[i]) in the window of the sample before it.
+double evaluate_with_copies(const AlignmentTimeline& t, const AlignmentSamples& s, double window, double offset,
+                            const std::vector<int>& shift, const std::vector<char>& copy, double period) {
+  std::vector<int64_t> ends = shifted_ends(s.ts_ns, offset, shift, period);
+  std::vector<int64_t> kept;  // a copy and its original share a grid step, so snap without it
+  for (size_t i = 0; i < ends.size(); ++i)
+    if (!(copy[i] && i > 0)) kept.push_back(ends[i]);
+  snap_to_grid(kept, period);
+  for (size_t i = 0, k = 0; i < ends.size(); ++i) ends[i] = copy[i] && i > 0 ? ends[i - 1] : kept[k++];
+  const Fit f = fit(fractions(t, ends, window), s.values, t.unknowns);
+  return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
+}
+
 struct Peak {
   double at = 0, value = -std::numeric_limits<double>::infinity(), half90 = 0;
 };
@@ -376,6 +389,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
     // DCGM's period, the copies it stored say where (flicker_path): the pattern of least misfit,
     // under the fit of the others, for the offset taken as the near window's and as the far
     // one's; a few rounds, since every window put right makes that fit cleaner.
+    bool taken = false;  // a flicker path placed the windows
     const bool copies = std::any_of(samples.copy_after.begin(), samples.copy_after.end(), [](char c) { return c != 0; });
     if (copies && at_period(samples.ts_ns, period_ns)) {
       std::vector<char> maybe_copy(n, 0);
@@ -398,6 +412,13 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
           if (l > best_loglik) best_loglik = l, best_path = std::move(path);
         }
         if (best_path.shift.empty() || (best_path.shift == est.shift && best_path.copy == est.copy)) break;
+        // The path must fit the samples it keeps better than their present windows by the
+        // margin a single moved window needs: with few copies, noise alone can otherwise move
+        // a window whose two candidates read alike.
+        const double present = evaluate(timeline, without(samples, best_path.copy), window_ns, p.at,
+                                        without(est.shift, best_path.copy), period_ns);
+        if (!(2 * (best_loglik - present) > kMoveMargin)) break;
+        taken = true;
         est.shift = best_path.shift;
         est.copy = best_path.copy;
         // From here on the samples found to be copies are left out, as the align step leaves
@@ -409,6 +430,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
                    step_ns / 4, step_ns / 20);
       }
     }
+    if (!taken) est.copy.clear();  // no path: the windows move one by one, as elsewhere
     // Elsewhere each window moves on its own, from where it is, judged by the fit of the others;
     // a few rounds, since every window put right makes that fit cleaner.
     for (int round = 0; est.copy.empty() && round < kMoveRounds; ++round) {
@@ -435,9 +457,12 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
     for (size_t i = 0; i < n; ++i) est.moved += est.shift[i] != 0 && (est.copy.empty() || !est.copy[i]);
   }
   est.offset_ns = p.at;
-  est.log_likelihood = p.value;
+  // Over every sample, a copy in its original's window, as the coarse grid's values and other
+  // window lengths' estimates are: fewer samples alone would lower the likelihood.
+  est.log_likelihood = fitted == &samples ? p.value
+                                           : evaluate_with_copies(timeline, samples, window_ns, p.at, est.shift, est.copy, period_ns);
   est.likelihood_half90_ns = p.half90;
-  est.unique = !(elsewhere > p.value - kUniqueMargin);
+  est.unique = !(elsewhere > est.log_likelihood - kUniqueMargin);
 
   // 3. The windows on the whole stretch's grid; the scatter of four quarters' own offsets from
   // it (how far the grid holds: the honest uncertainty, beyond what the likelihood sees); and
