@@ -17,9 +17,9 @@
 // system is the fit of every window its jobs had.
 // The system is solved three times: with each window where the alignment puts it, and moved by
 // the uncertainty of the GPU's offset (pp_alignment.timing_ns over all its stretches,
-// read_gpu_timeline) either way; the estimate is the first, the 90% interval holds all three,
-// and `identified` is judged on that interval, so timing uncertainty widens intervals instead of
-// producing a confident wrong number.
+// read_gpu_timeline) either way; the estimate is the first, the 90% interval adds how far the
+// moved windows move it to the noise's part (deconvolve_hull), and `identified` is judged on
+// that, so timing uncertainty widens intervals instead of producing a confident wrong number.
 // Columns: job_id, layer (NULL per type), layer_type, forward, metric, estimate, stderr,
 //   lower90, upper90, windows, identified (0/1), condition (of the scaled system), shared_with
 //   (the other jobs of a joint system, comma-separated; NULL alone), concurrent_windows (NULL

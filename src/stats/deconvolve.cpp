@@ -99,6 +99,7 @@ void DeconvolveData::set_bounds(double lower, double upper) {
 }
 
 bool identified_by(const DeconvolveUnknown& u, double scale, double widen);
+bool identified_within(const DeconvolveUnknown& u, double scale, double reach98);
 
 // Step 1 of the solver, and of DeconvolveData::state(): the samples with a value, in order of
 // first appearance, as sparse rows (CSR; repeated (sample, layer) pairs merged, the remainder as
@@ -451,24 +452,61 @@ DeconvolveResult deconvolve(const DeconvolveData& data) { return DeconvolveSolve
 // rule whose 90% interval misses the truth (one time in ten) would otherwise be 5% off, and over
 // the hundreds of estimates of a benchmark even 95% left one identified value 6% off.
 bool identified_by(const DeconvolveUnknown& u, double scale, double widen) {
-  if (u.n < DeconvolveLimits::kMinSamples || !u.estimate || !u.lower90 || !u.upper90) return false;
+  if (!u.estimate || !u.lower90 || !u.upper90) return false;
   const double est = *u.estimate;
-  const double reach = std::max(est - *u.lower90, *u.upper90 - est) + (u.std_error ? widen * *u.std_error : 0);
-  return reach <= std::max(DeconvolveLimits::kMaxRelativeHalfWidth * std::fabs(est), DeconvolveLimits::kMinHalfWidth * scale);
+  return identified_within(u, scale, std::max(est - *u.lower90, *u.upper90 - est) + (u.std_error ? widen * *u.std_error : 0));
+}
+
+bool identified_within(const DeconvolveUnknown& u, double scale, double reach98) {
+  if (u.n < DeconvolveLimits::kMinSamples || !u.estimate || !u.lower90 || !u.upper90) return false;
+  return reach98 <= std::max(DeconvolveLimits::kMaxRelativeHalfWidth * std::fabs(*u.estimate),
+                             DeconvolveLimits::kMinHalfWidth * scale);
 }
 
 DeconvolveResult deconvolve_hull(const DeconvolveResult& central, const std::vector<DeconvolveResult>& variants) {
   DeconvolveResult out = central;
+  const double widen98 = out.t90 > 0 ? out.t98 / out.t90 : 1;
   for (DeconvolveUnknown& u : out.unknowns) {
+    std::vector<const DeconvolveUnknown*> systems{&u};
     for (const DeconvolveResult& v : variants) {
       const auto it = std::find_if(v.unknowns.begin(), v.unknowns.end(),
                                    [&](const DeconvolveUnknown& w) { return w.name == u.name; });
-      if (it == v.unknowns.end() || !it->lower90) u.lower90.reset();
-      else if (u.lower90) u.lower90 = std::min(*u.lower90, *it->lower90);
-      if (it == v.unknowns.end() || !it->upper90) u.upper90.reset();
-      else if (u.upper90) u.upper90 = std::max(*u.upper90, *it->upper90);
+      systems.push_back(it == v.unknowns.end() ? nullptr : &*it);
     }
-    u.identified = u.identified && identified_by(u, out.scale, out.t98 - out.t90);
+    // Per side, each system's interval end is its estimate + the noise's half-width (t90 x its
+    // stderr) + how far active bounds pulled its estimate from the unconstrained one. The
+    // variants add how far they move the estimate: an error independent of the noise, so the
+    // two add in quadrature; the pull adds as it is. The end lies between the central
+    // interval's and the farthest of all the intervals' (which hold the bounds); without a
+    // stderr to split by, it is the farthest.
+    bool split = true;
+    double reach98 = 0;
+    const auto end = [&](std::optional<double> DeconvolveUnknown::*bound, int side) -> std::optional<double> {
+      if (!(u.*bound)) return std::nullopt;
+      const double own = *(u.*bound);
+      double farthest = own, noise = 0, pull = 0, moved = 0;
+      for (const DeconvolveUnknown* w : systems) {
+        if (!w || !(w->*bound)) return std::nullopt;
+        farthest = side > 0 ? std::max(farthest, *(w->*bound)) : std::min(farthest, *(w->*bound));
+        if (!w->estimate || !w->std_error || !u.estimate) {
+          split = false;
+          continue;
+        }
+        const double half = out.t90 * *w->std_error;
+        noise = std::max(noise, half);
+        pull = std::max(pull, side * (*(w->*bound) - *w->estimate) - half);
+        moved = std::max(moved, side * (*w->estimate - *u.estimate));
+      }
+      if (!split) return farthest;
+      // `identified` is judged at 98%: the noise's half-width and the timing's move widened alike.
+      reach98 = std::max(reach98, pull + std::hypot(widen98 * noise, widen98 * moved));
+      const double at = *u.estimate + side * (pull + std::hypot(noise, moved));
+      return std::clamp(at, std::min(own, farthest), std::max(own, farthest));
+    };
+    u.lower90 = end(&DeconvolveUnknown::lower90, -1);
+    u.upper90 = end(&DeconvolveUnknown::upper90, +1);
+    u.identified = u.identified && (split ? identified_within(u, out.scale, reach98)
+                                          : identified_by(u, out.scale, out.t98 - out.t90));
   }
   return out;
 }

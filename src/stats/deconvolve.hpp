@@ -121,8 +121,10 @@ struct DeconvolveResult {
 DeconvolveResult deconvolve(const DeconvolveData& data);
 std::string deconvolve_json(const DeconvolveResult& result);
 // The same system solved with its inputs perturbed within their uncertainty (windows moved by
-// their timing uncertainty), as one result: the central estimate, each 90% interval widened to
-// hold every variant's, and `identified` judged again on the widened interval.
+// their timing uncertainty), as one result: the central estimate, each 90% interval widened by
+// how far the variants move the estimate, added to the noise's half-width in quadrature (taken
+// as independent errors; a pull by active bounds adds as it is), and `identified` judged again
+// at 98% on the widened interval.
 DeconvolveResult deconvolve_hull(const DeconvolveResult& central, const std::vector<DeconvolveResult>& variants);
 
 }  // namespace pp
