@@ -15,7 +15,6 @@ namespace {
 constexpr int64_t kNsPerMsInt = 1000000;
 constexpr const char* kUntracked = "(untracked)";
 constexpr double kPollWanderNs = 100000;  // 0.1 ms
-constexpr double kLatenessStretches = 3;  // stretches over which DCGM's lateness is alike (30 s at 100 ms)
 
 // How far the estimator's timing shift moves windows: the uncertainty of the GPU's offset over
 // all its stretches. Each stretch's offset is estimated from its own samples, so their errors are
@@ -258,13 +257,12 @@ class TimelineReader {
       const double n = static_cast<double>(read.column_int64(0));
       // Never below a fraction of how far DCGM's own polls stray from the straight grid the
       // windows are put on (its scheduler's lateness, up to some 0.2 ms): no stored time shows
-      // it, and at low noise a 0.1 ms layer's value moves with it (8% at zero noise). Each
-      // stretch's fit follows the lateness that lasts longer than the stretch and misses what
-      // changes within it; misses of stretches a few apart are taken as unrelated, so
-      // the part common to all of a GPU's windows falls as sqrt(n) over blocks of stretches.
-      const double floor_ns = kPollWanderNs * std::sqrt(std::min(1.0, kLatenessStretches / n));
-      out.dcgm_ns = std::max(std::sqrt(read.column_double(1)) / n, floor_ns);
-      out.driver_ns = std::max(std::sqrt(read.column_double(2)) / n, floor_ns);
+      // that, and at low noise a 0.1 ms layer's value moves with it (8% at zero noise). Nor does
+      // it shrink with the stretches: a stretch's windows are placed again as later stretches
+      // refine the drift (by some 0.03 ms, by a period where they flicker), and those that
+      // retention moved into the estimator's state keep the placement they had then.
+      out.dcgm_ns = std::max(std::sqrt(read.column_double(1)) / n, kPollWanderNs);
+      out.driver_ns = std::max(std::sqrt(read.column_double(2)) / n, kPollWanderNs);
     }
     return out;
   }
