@@ -31,10 +31,10 @@ rounding have no Gaussian bound here):
           nearly idle window is nearly noiseless, which only a weighted fit can exploit)
   shrink  stderr at this checkpoint / at the previous one, beside sqrt(previous / this time):
           the 1/sqrt(time) a consistent estimator follows
-  +-90%   half the 90% interval, relative to the estimate: the interval holds the fits with the
-          windows moved both ways by the timing's uncertainty (at least 0.1 ms), so it stops
-          shrinking where that uncertainty, not the noise, is what limits a layer; identified
-          asks the 98% interval to stay within 5%
+  +-90%   half the 90% interval, relative to the estimate: the noise's part and how far the
+          fits with the windows moved both ways by the timing's uncertainty (at least 0.1 ms)
+          move the estimate, in quadrature, so it stops shrinking where that uncertainty, not
+          the noise, is what limits a layer; identified asks the 98% interval to stay within 5%
 
 and per group: its share of the GPU time, the metrics on which it is identified, the worst error
 of those, and whether any identified value is more than 5% off ("wrong"); cover90 is the share
