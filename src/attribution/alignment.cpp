@@ -174,15 +174,27 @@ double evaluate(const AlignmentTimeline& t, const AlignmentSamples& s, double wi
   return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
 }
 
-// The same over every sample, each copy (copy[i]) in the window of the sample before it.
+// The windows' ends of the stored times, those `drop` leaves on the straight grid fitted to
+// them (a copy and its original would share a grid step), the dropped ones where `shift` puts
+// them.
+std::vector<int64_t> snapped_ends(const std::vector<int64_t>& ts, double offset, const std::vector<int>& shift,
+                                  const std::vector<char>& drop, double period) {
+  std::vector<int64_t> ends = shifted_ends(ts, offset, shift, period);
+  std::vector<int64_t> kept;
+  for (size_t i = 0; i < ends.size(); ++i)
+    if (!drop[i]) kept.push_back(ends[i]);
+  snap_to_grid(kept, period);
+  for (size_t i = 0, k = 0; i < ends.size(); ++i)
+    if (!drop[i]) ends[i] = kept[k++];
+  return ends;
+}
+
+// evaluate over every sample, each copy (copy[i]) in the window of the sample before it.
 double evaluate_with_copies(const AlignmentTimeline& t, const AlignmentSamples& s, double window, double offset,
                             const std::vector<int>& shift, const std::vector<char>& copy, double period) {
-  std::vector<int64_t> ends = shifted_ends(s.ts_ns, offset, shift, period);
-  std::vector<int64_t> kept;  // a copy and its original share a grid step, so snap without it
-  for (size_t i = 0; i < ends.size(); ++i)
-    if (!(copy[i] && i > 0)) kept.push_back(ends[i]);
-  snap_to_grid(kept, period);
-  for (size_t i = 0, k = 0; i < ends.size(); ++i) ends[i] = copy[i] && i > 0 ? ends[i - 1] : kept[k++];
+  std::vector<int64_t> ends = snapped_ends(s.ts_ns, offset, shift, copy, period);
+  for (size_t i = 1; i < ends.size(); ++i)
+    if (copy[i]) ends[i] = ends[i - 1];
   const Fit f = fit(fractions(t, ends, window), s.values, t.unknowns);
   return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
 }
@@ -275,13 +287,10 @@ std::array<std::vector<double>, 2> placement_misfits(const AlignmentTimeline& t,
                                                      double window, double offset, const std::vector<int>& shift,
                                                      const std::vector<char>& drop, double period, int lo) {
   const size_t n = s.ts_ns.size();
-  std::vector<int64_t> ends = shifted_ends(s.ts_ns, offset, shift, period);
+  const std::vector<int64_t> ends = snapped_ends(s.ts_ns, offset, shift, drop, period);
   std::vector<int64_t> fitted;
   for (size_t i = 0; i < n; ++i)
     if (!drop[i]) fitted.push_back(ends[i]);
-  snap_to_grid(fitted, period);
-  for (size_t i = 0, k = 0; i < n; ++i)
-    if (!drop[i]) ends[i] = fitted[k++];
   const Fit at = fit(fractions(t, fitted, window), without(s, drop).values, t.unknowns);
   std::array<std::vector<double>, 2> misfit;
   for (int state = 0; state < 2; ++state) {
