@@ -16,8 +16,8 @@
 // Windows that the retention step removed enter as the sums it kept (estimator_state.hpp), so a
 // system is the fit of every window its jobs had.
 // The system is solved three times: with each window where the alignment puts it, and moved by
-// the uncertainty of the GPU's offset (pp_alignment.timing_ns over all its stretches,
-// read_gpu_timeline) either way; the estimate is the first, the 90% interval adds how far the
+// the uncertainty of its offset (pp_alignment.timing_ns over the stretches that hold its job's
+// windows, read_gpu_timeline) either way; the estimate is the first, the 90% interval adds how far the
 // moved windows move it to the noise's part (deconvolve_hull), and `identified` is judged on
 // that, so timing uncertainty widens intervals instead of producing a confident wrong number.
 // Columns: job_id, layer (NULL per type), layer_type, forward, metric, estimate, stderr,

@@ -55,7 +55,7 @@ struct SystemNotes {
 using SystemUnknowns = std::map<std::string, std::map<std::string, UnknownInfo>>;
 
 // The timing shifts each system is solved with: windows where the alignment puts them, and
-// moved by the GPU's timing uncertainty either way (pp_estimates' intervals add how far they move).
+// moved by their timing uncertainty either way (pp_estimates' intervals add how far they move).
 constexpr int kTimingShifts[] = {0, -1, 1};
 
 // One grouping's systems ('layer' or 'layer_type'), with the unknowns and notes they met.

@@ -8,7 +8,7 @@
 // Arguments (HIDDEN columns uuid, timing_shift):
 //   uuid          the GPU (required)
 //   timing_shift  optional, -1, 0 (default) or 1: windows moved by that many times the
-//                 uncertainty of the GPU's offset over its stretches (read_gpu_timeline); the
+//                 uncertainty of its offset over its job's stretches (read_gpu_timeline); the
 //                 estimate views solve all three and widen the intervals by how far they move
 // Columns: job_id, metric, ts_ms (the stored time: with the GPU it names the window), layer,
 //   layer_type, forward, fraction (of the window; 1 for an instant metric), value.

@@ -16,13 +16,40 @@ constexpr int64_t kNsPerMsInt = 1000000;
 constexpr const char* kUntracked = "(untracked)";
 constexpr double kPollWanderNs = 100000;  // 0.1 ms
 
-// How far the estimator's timing shift moves windows: the uncertainty of the GPU's offset over
-// all its stretches. Each stretch's offset is estimated from its own samples, so their errors are
-// independent and their mean is known sqrt(n) times better than one of them; a stretch whose
-// timing is unknown (half a window) still dominates. DCGM's grid and the driver's apart.
+// How far the estimator's timing shift moves windows: the uncertainty of the offset over the
+// stretches that hold a job's windows. Each stretch's offset is estimated from its own samples,
+// so their errors are independent and their mean is known sqrt(n) times better than one of
+// them; a stretch whose timing is unknown (half a window) still dominates. DCGM's grid and the
+// driver's apart.
 struct TimingShift {
   double dcgm_ns = 0, driver_ns = 0;
 };
+
+// A stretch of pp_alignment that has layers in it: the window ends of its stored times and how
+// far its offset is known. (A stretch without layers has its offset from its neighbours and no
+// timing of its own: it says nothing about how well a job's windows are placed.)
+struct StretchTiming {
+  int64_t first_end_ns, last_end_ns;
+  double dcgm_ns, driver_ns;
+};
+
+// The stretches' timings combined as independent errors, never below the floor (read_stretches).
+TimingShift combined_timing(std::vector<StretchTiming>::const_iterator first,
+                            std::vector<StretchTiming>::const_iterator last) {
+  double dcgm = 0, driver = 0;
+  for (auto it = first; it != last; ++it) {
+    dcgm += it->dcgm_ns * it->dcgm_ns;
+    driver += it->driver_ns * it->driver_ns;
+  }
+  const auto n = static_cast<double>(last - first);
+  if (n == 0) return {kPollWanderNs, kPollWanderNs};
+  // Never below a fraction of how far DCGM's own polls stray from the straight grid the windows
+  // are put on (its scheduler's lateness, up to some 0.2 ms): no stored time shows that, and at
+  // low noise a 0.1 ms layer's value moves with it (8% at zero noise). Nor does it shrink with
+  // the stretches: shrinking as 0.1 ms x sqrt(3 / n), it let a 6-hour realistic recording mark a
+  // 0.2 ms layer identified and 6% off after an hour.
+  return {std::max(std::sqrt(dcgm) / n, kPollWanderNs), std::max(std::sqrt(driver) / n, kPollWanderNs)};
+}
 
 // A stored sample time of the GPU and the window it describes (a row of pp_windows).
 struct StoredWindow {
@@ -30,6 +57,19 @@ struct StoredWindow {
   std::optional<int64_t> util_end_ns;
   bool util_copy, copy;
 };
+
+void sort_by_end(TimelineSeries& s) {
+  const auto by_end = [](const TimelineSample& a, const TimelineSample& b) { return a.end_ns < b.end_ns; };
+  if (!std::is_sorted(s.samples.begin(), s.samples.end(), by_end)) std::stable_sort(s.samples.begin(), s.samples.end(), by_end);
+}
+
+// Every window moved by timing_shift times its sample's shift_ns.
+void move_windows(GpuTimeline& gpu, int timing_shift) {
+  for (TimelineSeries& s : gpu.series) {
+    for (TimelineSample& sample : s.samples) sample.end_ns += std::llround(timing_shift * static_cast<double>(sample.shift_ns));
+    sort_by_end(s);
+  }
+}
 
 class TimelineReader {
  public:
@@ -52,11 +92,16 @@ class TimelineReader {
                                          : TimelineSeries::kWindow;
       gpu_.series.push_back(std::move(s));
     }
-    const TimingShift by = timing_shift || for_shifts ? read_timing(uuid) : TimingShift{};
-    if (for_shifts) {
-      gpu_.shift_dcgm_ns = by.dcgm_ns;
-      gpu_.shift_driver_ns = by.driver_ns;
+    // Windows are moved once the jobs' spans are known (place_timing); until then the events
+    // read are those that windows moved by the farthest any job's shift can take them reach.
+    int64_t move = 0;
+    if (timing_shift || for_shifts) {
+      read_stretches(uuid);
+      double farthest = kPollWanderNs;
+      for (const StretchTiming& s : stretches_) farthest = std::max({farthest, s.dcgm_ns, s.driver_ns});
+      move = std::llround(farthest) + 1;
     }
+    farthest_move_ns_ = move;
     // The GPU's windows once, then each metric's samples merged with them by stored time (both
     // in ts_ms order, index ranges): a join would look each sample's window up in the index,
     // which was most of the fold's time.
@@ -82,16 +127,11 @@ class TimelineReader {
         const int64_t end = own_grid ? *window->util_end_ns : window->end_ns;
         // A driver window read by two DCGM samples is one window: its second reading is left out.
         if (own_grid && window->util_copy) continue;
-        const int64_t moved = std::llround(timing_shift * (own_grid ? by.driver_ns : by.dcgm_ns));
-        s.samples.push_back({ts, end + moved, null ? 0.0 : samples.column_double(1), null, own_grid});
+        s.samples.push_back({ts, end, null ? 0.0 : samples.column_double(1), null, own_grid});
       }
-      const auto by_end = [](const TimelineSample& a, const TimelineSample& b) { return a.end_ns < b.end_ns; };
-      if (!std::is_sorted(s.samples.begin(), s.samples.end(), by_end))
-        std::stable_sort(s.samples.begin(), s.samples.end(), by_end);
+      sort_by_end(s);
       if (!s.samples.empty()) {
         const int64_t reach = s.kind == TimelineSeries::kInstant ? 0 : static_cast<int64_t>(s.window_ns);
-        // (For later shifts, as far as the largest move reaches.)
-        const int64_t move = for_shifts ? std::llround(std::max(by.dcgm_ns, by.driver_ns)) + 1 : 0;
         lo_ns_ = std::min(lo_ns_, s.samples.front().end_ns - reach - move);
         hi_ns_ = std::max(hi_ns_, s.samples.back().end_ns + 1 + move);
       }
@@ -147,6 +187,47 @@ class TimelineReader {
     const auto by_start = [](const TimelineEvent& a, const TimelineEvent& b) { return a.start < b.start; };
     if (!std::is_sorted(gpu_.events.begin(), gpu_.events.end(), by_start))
       std::stable_sort(gpu_.events.begin(), gpu_.events.end(), by_start);
+  }
+
+  // Gives every sample the size of its timing shift: that of the jobs whose span its window
+  // overlaps (the largest, where several), each job's from the stretches that hold its windows,
+  // so that one job's well placed history does not vouch for another's uncertain windows; a
+  // window of no job's span takes the GPU's over all its stretches. Then moves every window by
+  // timing_shift times it.
+  void place_timing(int timing_shift, bool for_shifts) {
+    if (!timing_shift && !for_shifts) return;
+    int64_t reach = 0;
+    for (const TimelineSeries& s : gpu_.series)
+      reach = std::max(reach, s.kind == TimelineSeries::kInstant ? kInstantSpreadNs : static_cast<int64_t>(s.window_ns));
+    const TimingShift gpu_wide = combined_timing(stretches_.begin(), stretches_.end());
+    std::vector<TimingShift> by_job;
+    std::vector<uint32_t> by_first(gpu_.jobs.size());
+    for (uint32_t j = 0; j < gpu_.jobs.size(); ++j) {
+      by_job.push_back(timing_of_span(gpu_.jobs[j].first, gpu_.jobs[j].last, reach));
+      by_first[j] = j;
+    }
+    std::sort(by_first.begin(), by_first.end(),
+              [&](uint32_t a, uint32_t b) { return gpu_.jobs[a].first < gpu_.jobs[b].first; });
+    for (TimelineSeries& s : gpu_.series) {
+      const int64_t window = s.kind == TimelineSeries::kInstant ? kInstantSpreadNs : static_cast<int64_t>(s.window_ns);
+      // A sweep in end order: jobs enter as their span starts before a window's end and leave
+      // once it ends before the window's start, each as far as a move can take the window (one
+      // moved into a job's span moves as that job's windows do).
+      std::vector<uint32_t> active;
+      size_t next = 0;
+      for (TimelineSample& sample : s.samples) {
+        while (next < by_first.size() && gpu_.jobs[by_first[next]].first < sample.end_ns + farthest_move_ns_)
+          active.push_back(by_first[next++]);
+        active.erase(std::remove_if(active.begin(), active.end(),
+                                    [&](uint32_t j) { return gpu_.jobs[j].last <= sample.end_ns - window - farthest_move_ns_; }),
+                     active.end());
+        const auto pick = [&](const TimingShift& t) { return sample.driver_grid ? t.driver_ns : t.dcgm_ns; };
+        double shift = active.empty() ? pick(gpu_wide) : 0;
+        for (uint32_t j : active) shift = std::max(shift, pick(by_job[j]));
+        sample.shift_ns = static_cast<float>(shift);
+      }
+    }
+    if (timing_shift) move_windows(gpu_, timing_shift);
   }
 
  private:
@@ -248,22 +329,26 @@ class TimelineReader {
     return group;
   }
 
-  TimingShift read_timing(const std::string& uuid) {
-    Statement read(db_, "SELECT count(*), sum(timing_ns * timing_ns), sum(coalesce(util_timing_ns, 0) * coalesce(util_timing_ns, 0)) "
-                        "FROM main.pp_alignment WHERE uuid = :uuid");
+  // The GPU's stretches that have layers, in time order (pp_alignment), for place_timing.
+  void read_stretches(const std::string& uuid) {
+    Statement read(db_, "SELECT from_ms, through_ms, offset_ns, timing_ns, coalesce(util_timing_ns, 0) "
+                        "FROM main.pp_alignment WHERE uuid = :uuid AND status <> 'no layers' ORDER BY from_ms");
     read.bind(":uuid", uuid);
-    TimingShift out;
-    if (read.step() && read.column_int64(0) > 0) {
-      const double n = static_cast<double>(read.column_int64(0));
-      // Never below a fraction of how far DCGM's own polls stray from the straight grid the
-      // windows are put on (its scheduler's lateness, up to some 0.2 ms): no stored time shows
-      // that, and at low noise a 0.1 ms layer's value moves with it (8% at zero noise). Nor does
-      // it shrink with the stretches: shrinking as 0.1 ms x sqrt(3 / n), it let a 6-hour
-      // realistic recording mark a 0.2 ms layer identified and 6% off after an hour.
-      out.dcgm_ns = std::max(std::sqrt(read.column_double(1)) / n, kPollWanderNs);
-      out.driver_ns = std::max(std::sqrt(read.column_double(2)) / n, kPollWanderNs);
+    while (read.step()) {
+      const int64_t offset = read.column_int64(2);
+      stretches_.push_back({read.column_int64(0) * kNsPerMsInt - offset, read.column_int64(1) * kNsPerMsInt - offset,
+                            read.column_double(3), read.column_double(4)});
     }
-    return out;
+  }
+
+  // How far the stretches that hold a window of the span [first, last] (a window reaching
+  // `reach` back from its end) leave their offset uncertain.
+  TimingShift timing_of_span(int64_t first, int64_t last, int64_t reach) const {
+    const auto from = std::partition_point(stretches_.begin(), stretches_.end(),
+                                           [&](const StretchTiming& s) { return s.last_end_ns <= first; });
+    auto to = from;
+    while (to != stretches_.end() && to->first_end_ns - reach < last) ++to;
+    return combined_timing(from, to);
   }
 
   sqlite3* db_;
@@ -273,6 +358,8 @@ class TimelineReader {
   uint32_t last_job_ = UINT32_MAX;  // the job of the previous row (rows come in runs of one job)
   std::string last_job_id_, key_;
   int64_t lo_ns_ = INT64_MAX, hi_ns_ = INT64_MIN;
+  std::vector<StretchTiming> stretches_;
+  int64_t farthest_move_ns_ = 0;  // the farthest any window can be moved (read_series)
 };
 
 }  // namespace
@@ -305,6 +392,7 @@ GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optiona
   TimelineReader reader(db, gpu);
   reader.read_series(uuid, after_ms, through_ms, timing_shift);
   reader.read_events(uuid, after_ms, through_ms);
+  reader.place_timing(timing_shift, false);
   return gpu;
 }
 
@@ -314,18 +402,13 @@ GpuTimeline read_gpu_timeline_for_shifts(sqlite3* db, const std::string& uuid, s
   TimelineReader reader(db, gpu);
   reader.read_series(uuid, after_ms, through_ms, 0, true);
   reader.read_events(uuid, after_ms, through_ms);
+  reader.place_timing(0, true);
   return gpu;
 }
 
 GpuTimeline shifted_timeline(const GpuTimeline& gpu, int timing_shift) {
   GpuTimeline out = gpu;
-  const auto by_end = [](const TimelineSample& a, const TimelineSample& b) { return a.end_ns < b.end_ns; };
-  for (TimelineSeries& s : out.series) {
-    for (TimelineSample& sample : s.samples)  // as read_series moves them
-      sample.end_ns += std::llround(timing_shift * (sample.driver_grid ? gpu.shift_driver_ns : gpu.shift_dcgm_ns));
-    if (!std::is_sorted(s.samples.begin(), s.samples.end(), by_end))
-      std::stable_sort(s.samples.begin(), s.samples.end(), by_end);
-  }
+  move_windows(out, timing_shift);
   return out;
 }
 

@@ -17,6 +17,8 @@ struct TimelineSample {
   double value;
   bool null;
   bool driver_grid = false;  // on the driver's grid (a driver-window series' own window)
+  // How far timing shift 1 moves it, in ns (read_gpu_timeline with a shift, or _for_shifts).
+  float shift_ns = 0;
 };
 
 // One metric of the GPU. A sample of a window or driver_window metric covers (end_ns - window,
@@ -68,9 +70,6 @@ struct GpuTimeline {
   std::vector<MeanState> durations;
   std::vector<int64_t> first_id;
 
-  // How far timing shift 1 moves a window on DCGM's grid and one on the driver's, in ns (read
-  // only by read_gpu_timeline_for_shifts).
-  double shift_dcgm_ns = 0, shift_driver_ns = 0;
 
   const std::string& job_id(uint32_t group) const { return jobs[groups[group].job].job_id; }
   // Distinct sample timestamps over all series.
@@ -82,9 +81,11 @@ struct GpuTimeline {
 // not aligned yet, or a copy of a window already counted, is left out), and all of its events
 // (pp_events): every one counts for its job's span; those that can overlap a window are kept
 // for the sweep; unfolded ones starting by through_ms give their durations. Absent bounds are
-// no bound. timing_shift moves every window by that many times the uncertainty of the GPU's
-// offset over all its stretches (pp_alignment.timing_ns, or util_timing_ns for a window on the
-// driver's grid, combined as independent errors), for the estimator's intervals.
+// no bound. timing_shift moves every window by that many times the uncertainty of its offset,
+// for the estimator's intervals: over the stretches that hold the windows of the job whose span
+// it is in (pp_alignment.timing_ns, or util_timing_ns for a window on the driver's grid,
+// combined as independent errors; the largest where jobs' spans overlap, the GPU's over all its
+// stretches outside every span).
 GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
                               std::optional<int64_t> through_ms, int timing_shift = 0);
 // The same at timing shift 0, with the events that windows moved by any shift reach and the size
