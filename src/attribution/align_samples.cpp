@@ -242,6 +242,11 @@ class GpuAligner {
 
   void estimate(SegmentRecord& seg, const AlignmentTimeline& timeline, const AlignmentSamples& samples, double mid,
                 double spacing, std::vector<int>& shift, std::vector<char>& copy) {
+    // What an earlier estimate of the stretch found (before its drift was taken out) does not
+    // hold for this one: a stretch this one cannot determine keeps no window moved or copied.
+    shift.clear();
+    copy.clear();
+    seg.moved = 0;
     const bool follow = window_settled_ && !segments_.empty() && segments_.back().status == "estimated";
     OffsetEstimate best;
     if (follow) {
