@@ -58,6 +58,17 @@ struct StoredWindow {
   bool util_copy, copy;
 };
 
+// How far a sample of the series covers time before and after its end_ns, as the sweep of
+// interval_sweep.hpp takes it: a window (end - window, end], an instant spread over
+// kInstantSpreadNs around it.
+struct SampleReach {
+  int64_t before, after;
+};
+SampleReach reach_of(const TimelineSeries& s) {
+  if (s.kind == TimelineSeries::kInstant) return {kInstantSpreadNs / 2, kInstantSpreadNs / 2};
+  return {static_cast<int64_t>(std::llround(s.window_ns)), 0};
+}
+
 void sort_by_end(TimelineSeries& s) {
   const auto by_end = [](const TimelineSample& a, const TimelineSample& b) { return a.end_ns < b.end_ns; };
   if (!std::is_sorted(s.samples.begin(), s.samples.end(), by_end)) std::stable_sort(s.samples.begin(), s.samples.end(), by_end);
@@ -66,7 +77,7 @@ void sort_by_end(TimelineSeries& s) {
 // Every window moved by timing_shift times its sample's shift_ns.
 void move_windows(GpuTimeline& gpu, int timing_shift) {
   for (TimelineSeries& s : gpu.series) {
-    for (TimelineSample& sample : s.samples) sample.end_ns += std::llround(timing_shift * static_cast<double>(sample.shift_ns));
+    for (TimelineSample& sample : s.samples) sample.end_ns += timing_shift * sample.shift_ns;
     sort_by_end(s);
   }
 }
@@ -99,7 +110,7 @@ class TimelineReader {
       read_stretches(uuid);
       double farthest = kPollWanderNs;
       for (const StretchTiming& s : stretches_) farthest = std::max({farthest, s.dcgm_ns, s.driver_ns});
-      move = std::llround(farthest) + 1;
+      move = std::llround(farthest) + 1;  // no job's shift, rounded to the ns, goes further
     }
     farthest_move_ns_ = move;
     // The GPU's windows once, then each metric's samples merged with them by stored time (both
@@ -131,9 +142,9 @@ class TimelineReader {
       }
       sort_by_end(s);
       if (!s.samples.empty()) {
-        const int64_t reach = s.kind == TimelineSeries::kInstant ? 0 : static_cast<int64_t>(s.window_ns);
-        lo_ns_ = std::min(lo_ns_, s.samples.front().end_ns - reach - move);
-        hi_ns_ = std::max(hi_ns_, s.samples.back().end_ns + 1 + move);
+        const SampleReach reach = reach_of(s);
+        lo_ns_ = std::min(lo_ns_, s.samples.front().end_ns - reach.before - move);
+        hi_ns_ = std::max(hi_ns_, s.samples.back().end_ns + reach.after + 1 + move);
       }
     }
   }
@@ -191,40 +202,39 @@ class TimelineReader {
 
   // Gives every sample the size of its timing shift: that of the jobs whose span its window
   // overlaps (the largest, where several), each job's from the stretches that hold its windows,
-  // so that one job's well placed history does not vouch for another's uncertain windows; a
-  // window of no job's span takes the GPU's over all its stretches. Then moves every window by
-  // timing_shift times it.
+  // so that one job's well placed history does not vouch for another's uncertain windows. A job
+  // none of whose stretches has layers, and a window of no job's span, take the GPU's over all
+  // its stretches. Then moves every window by timing_shift times it.
   void place_timing(int timing_shift, bool for_shifts) {
     if (!timing_shift && !for_shifts) return;
     int64_t reach = 0;
-    for (const TimelineSeries& s : gpu_.series)
-      reach = std::max(reach, s.kind == TimelineSeries::kInstant ? kInstantSpreadNs : static_cast<int64_t>(s.window_ns));
+    for (const TimelineSeries& s : gpu_.series) reach = std::max(reach, reach_of(s).before);
     const TimingShift gpu_wide = combined_timing(stretches_.begin(), stretches_.end());
     std::vector<TimingShift> by_job;
     std::vector<uint32_t> by_first(gpu_.jobs.size());
     for (uint32_t j = 0; j < gpu_.jobs.size(); ++j) {
-      by_job.push_back(timing_of_span(gpu_.jobs[j].first, gpu_.jobs[j].last, reach));
+      by_job.push_back(timing_of_span(gpu_.jobs[j].first, gpu_.jobs[j].last, reach).value_or(gpu_wide));
       by_first[j] = j;
     }
     std::sort(by_first.begin(), by_first.end(),
               [&](uint32_t a, uint32_t b) { return gpu_.jobs[a].first < gpu_.jobs[b].first; });
     for (TimelineSeries& s : gpu_.series) {
-      const int64_t window = s.kind == TimelineSeries::kInstant ? kInstantSpreadNs : static_cast<int64_t>(s.window_ns);
-      // A sweep in end order: jobs enter as their span starts before a window's end and leave
-      // once it ends before the window's start, each as far as a move can take the window (one
-      // moved into a job's span moves as that job's windows do).
+      const SampleReach covers = reach_of(s);
+      // A sweep in end order: jobs enter as their span starts before what a sample covers ends
+      // and leave once it ends before that starts, each as far as a move can take the sample
+      // (one moved into a job's span moves as that job's windows do).
       std::vector<uint32_t> active;
       size_t next = 0;
       for (TimelineSample& sample : s.samples) {
-        while (next < by_first.size() && gpu_.jobs[by_first[next]].first < sample.end_ns + farthest_move_ns_)
-          active.push_back(by_first[next++]);
-        active.erase(std::remove_if(active.begin(), active.end(),
-                                    [&](uint32_t j) { return gpu_.jobs[j].last <= sample.end_ns - window - farthest_move_ns_; }),
+        const int64_t from = sample.end_ns - covers.before - farthest_move_ns_;
+        const int64_t to = sample.end_ns + covers.after + farthest_move_ns_;
+        while (next < by_first.size() && gpu_.jobs[by_first[next]].first < to) active.push_back(by_first[next++]);
+        active.erase(std::remove_if(active.begin(), active.end(), [&](uint32_t j) { return gpu_.jobs[j].last <= from; }),
                      active.end());
         const auto pick = [&](const TimingShift& t) { return sample.driver_grid ? t.driver_ns : t.dcgm_ns; };
         double shift = active.empty() ? pick(gpu_wide) : 0;
         for (uint32_t j : active) shift = std::max(shift, pick(by_job[j]));
-        sample.shift_ns = static_cast<float>(shift);
+        sample.shift_ns = std::llround(shift);
       }
     }
     if (timing_shift) move_windows(gpu_, timing_shift);
@@ -342,12 +352,15 @@ class TimelineReader {
   }
 
   // How far the stretches that hold a window of the span [first, last] (a window reaching
-  // `reach` back from its end) leave their offset uncertain.
-  TimingShift timing_of_span(int64_t first, int64_t last, int64_t reach) const {
+  // `reach` back from its end) leave their offset uncertain; nullopt where none of them has
+  // layers (the span's windows were aligned before its events came: their offset was only
+  // predicted).
+  std::optional<TimingShift> timing_of_span(int64_t first, int64_t last, int64_t reach) const {
     const auto from = std::partition_point(stretches_.begin(), stretches_.end(),
                                            [&](const StretchTiming& s) { return s.last_end_ns <= first; });
     auto to = from;
     while (to != stretches_.end() && to->first_end_ns - reach < last) ++to;
+    if (from == to) return std::nullopt;
     return combined_timing(from, to);
   }
 

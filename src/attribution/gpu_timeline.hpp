@@ -18,7 +18,7 @@ struct TimelineSample {
   bool null;
   bool driver_grid = false;  // on the driver's grid (a driver-window series' own window)
   // How far timing shift 1 moves it, in ns (read_gpu_timeline with a shift, or _for_shifts).
-  float shift_ns = 0;
+  int64_t shift_ns = 0;
 };
 
 // One metric of the GPU. A sample of a window or driver_window metric covers (end_ns - window,

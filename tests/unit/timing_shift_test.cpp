@@ -152,8 +152,18 @@ TEST(TimingShift, AJobsIntervalsDoNotBorrowAnotherJobsAlignment) {
             3);
 }
 
-// pp_fractions(uuid, 1) moves each window by its job's timing: 30 ms x sqrt(4) / 4 = 15 ms for
-// the late job (four stretches hold its windows), and 0.1 ms (the floor) for the early job,
+// How far pp_fractions(uuid, 1) moves a job's windows, in ms: the busy share of each of its
+// windows (its layers' fractions, summed) changes by at most the move over the window (100 ms).
+double busy_share_moved_ms(pp_test::TestDb& db, const char* job) {
+  return db.scalar(
+      "WITH a AS (SELECT ts_ms, sum(fraction) AS f FROM pp_fractions(?1, 0) WHERE job_id = ?2 AND layer <> '(untracked)' "
+      "GROUP BY ts_ms), b AS (SELECT ts_ms, sum(fraction) AS f FROM pp_fractions(?1, 1) WHERE job_id = ?2 "
+      "AND layer <> '(untracked)' GROUP BY ts_ms) SELECT max(abs(a.f - b.f)) * 100 FROM a JOIN b USING (ts_ms)",
+      {kShiftUuid, job}).real;
+}
+
+// pp_fractions(uuid, 1) moves each window by its job's timing: 30 ms x sqrt(5) / 5 = 13.4 ms for
+// the late job (five stretches hold its windows), and 0.1 ms (the floor) for the early job,
 // whatever the other job's stretches are.
 TEST(TimingShift, EachWindowMovesByItsOwnJobsTiming) {
   TimingShiftDb gpu;
@@ -161,19 +171,93 @@ TEST(TimingShift, EachWindowMovesByItsOwnJobsTiming) {
   gpu.add_windows(0, 250, 0.05);
   gpu.add_job("late", 260, 300, 7);
   gpu.add_windows(250, 310, 30);
-  // How far the busy share of each job's windows moves: a window's layers' fractions, summed,
-  // change by at most the move over the window (100 ms) when it shifts.
-  const auto moved = [&](const char* job) {
-    return gpu.db().scalar(
-        "WITH a AS (SELECT ts_ms, sum(fraction) AS f FROM pp_fractions(?1, 0) WHERE job_id = ?2 AND layer <> '(untracked)' "
-        "GROUP BY ts_ms), b AS (SELECT ts_ms, sum(fraction) AS f FROM pp_fractions(?1, 1) WHERE job_id = ?2 "
-        "AND layer <> '(untracked)' GROUP BY ts_ms) SELECT max(abs(a.f - b.f)) * 100 FROM a JOIN b USING (ts_ms)",
-        {kShiftUuid, job}).real;  // ms
-  };
-  EXPECT_LE(moved("early"), 0.1 + 1e-6);
-  EXPECT_GT(moved("early"), 0.01);
-  EXPECT_GT(moved("late"), 5.0);
-  EXPECT_LE(moved("late"), 15.0 + 1e-6);
+  EXPECT_LE(busy_share_moved_ms(gpu.db(), "early"), 0.1 + 1e-6);
+  EXPECT_GT(busy_share_moved_ms(gpu.db(), "early"), 0.01);
+  EXPECT_GT(busy_share_moved_ms(gpu.db(), "late"), 5.0);
+  EXPECT_LE(busy_share_moved_ms(gpu.db(), "late"), 13.5);
+}
+
+// A job whose windows were aligned before its events came (its stretches have no layers: their
+// offset was only predicted from their neighbours) is not taken as placed to the 0.1 ms floor:
+// it moves by the GPU's timing over all its stretches (30 ms / sqrt(24) = 6.1 ms here).
+TEST(TimingShift, AJobAlignedBeforeItsEventsCameTakesTheGpusTiming) {
+  TimingShiftDb gpu;
+  gpu.add_job("early", 0, 240, 5);
+  gpu.add_windows(0, 250, 30);
+  gpu.add_windows(250, 310, 30);  // no layers in them yet
+  gpu.add_job("late", 260, 300, 7);
+  EXPECT_EQ(gpu.db().scalar("SELECT count(*) FROM pp_alignment WHERE status = 'no layers'").integer, 7);
+  EXPECT_GT(busy_share_moved_ms(gpu.db(), "late"), 1.0);
+  EXPECT_LE(busy_share_moved_ms(gpu.db(), "late"), 6.2);
+}
+
+// A GPU with one instant metric (FB_USED, the memory in use when it is read: a sample is that
+// moment, spread over 2 ms since the stored time gives it only to about a millisecond).
+class InstantGpu {
+ public:
+  static constexpr const char* kUuid = "GPU-7a11e000-0000-4000-8000-0000000000ff";
+  // Samples at the end of each of the first `windows` 100 ms windows, stored 40 ms later.
+  explicit InstantGpu(int windows) {
+    db_.exec("SELECT pp_install_views()");
+    std::ostringstream ends, values;
+    for (int i = 1; i <= windows; ++i) {
+      const int64_t end = kShiftT0 + i * 100 * kShiftMs, ts = end / kShiftMs + kStoredLateMs;
+      ends << (i > 1 ? "," : "") << "('" << kUuid << "', " << ts << ", " << end << ")";
+      values << (i > 1 ? "," : "") << "('" << kUuid << "', 'DCGM_FI_DEV_FB_USED', " << ts << ", 9000)";
+    }
+    db_.exec("INSERT INTO pp_windows(uuid, ts_ms, end_ns) VALUES " + ends.str());
+    db_.exec("INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES " + values.str());
+    db_.exec("INSERT INTO pp_intervals(uuid, metric, interval_ms, source) VALUES ('" + std::string(kUuid) +
+             "', 'DCGM_FI_DEV_FB_USED', 100, 'user')");
+  }
+  // A stretch of 10 s from `from_s`, its offset known to timing_ms.
+  void add_stretch(int from_s, double timing_ms) {
+    const int64_t from_ms = kShiftT0 / kShiftMs + from_s * 1000 + kStoredLateMs;
+    db_.exec("INSERT INTO pp_alignment(uuid, from_ms, through_ms, offset_ns, timing_ns, drift_ppm, samples, repeats, "
+             "skipped, moved, status) VALUES ('" + std::string(kUuid) + "', " + std::to_string(from_ms) + ", " +
+             std::to_string(from_ms + 10000) + ", " + std::to_string(kStoredLateMs * kShiftMs) + ", " +
+             std::to_string(std::llround(timing_ms * 1e6)) + ", 0, 100, 0, 0, 0, '" +
+             (timing_ms < 1 ? "estimated" : "poorly determined") + "')");
+  }
+  // One call of job's layer over [start, end) ns after the recording's start.
+  void add_call(const std::string& job, int64_t start, int64_t end) {
+    db_.exec("INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, "
+             "source_file, line) VALUES ('" + job + "', '" + kUuid + "', 'step', 'Linear', 1, " +
+             std::to_string(kShiftT0 + start) + ", " + std::to_string(kShiftT0 + end) + ", 0, 0, '" + job + ".jsonl', 1)");
+  }
+  // The fraction of the sample ending at end_ms (after the start) that job's layer got.
+  double fraction(const std::string& job, int64_t end_ms, int shift) {
+    const auto rows = db_.query("SELECT fraction FROM pp_fractions(?, " + std::to_string(shift) + ") WHERE ts_ms = " +
+                                    std::to_string(kShiftT0 / kShiftMs + end_ms + kStoredLateMs) +
+                                    " AND job_id = ? AND layer = 'step'",
+                                {kUuid, job});
+    return rows.empty() ? 0 : rows[0][0].real;
+  }
+
+ private:
+  pp_test::TestDb db_;
+};
+
+// An instant's spread reaches a millisecond past its moment: an instant that a move takes to
+// within that of a job's first call moves as that job's windows do. Job A runs for the first
+// 10 s, placed to 0.05 ms; job B from 30.5 ms after the sample at 12 s, its stretch uncertain
+// by 30 ms: moved by B's 30 ms, that sample's spread covers 0.5 ms of B's call (a quarter).
+TEST(TimingShift, AnInstantTakesTheTimingOfTheJobItsSpreadReaches) {
+  InstantGpu gpu(200);
+  gpu.add_stretch(0, 0.05);
+  gpu.add_stretch(10, 30);
+  gpu.add_call("A", 500 * kShiftMs, 9000 * kShiftMs);
+  gpu.add_call("B", 12000 * kShiftMs + 30500000, 19000 * kShiftMs);
+  EXPECT_EQ(gpu.fraction("B", 12000, 0), 0);
+  EXPECT_NEAR(gpu.fraction("B", 12000, 1), 0.25, 1e-9);
+}
+
+// The events an instant's spread reaches past the last sample are read: a call that starts half
+// a millisecond after the last sample's moment has a quarter of it.
+TEST(TimingShift, AnInstantReadsTheCallsItsSpreadReaches) {
+  InstantGpu gpu(20);
+  gpu.add_call("B", 2000 * kShiftMs + 500000, 3000 * kShiftMs);
+  EXPECT_NEAR(gpu.fraction("B", 2000, 0), 0.25, 1e-9);
 }
 
 }  // namespace
