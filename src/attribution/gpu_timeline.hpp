@@ -84,8 +84,8 @@ struct GpuTimeline {
 // no bound. timing_shift moves every window by that many times the uncertainty of its offset,
 // for the estimator's intervals: over the stretches that hold the windows of the job whose span
 // it is in (pp_alignment.timing_ns, or util_timing_ns for a window on the driver's grid,
-// combined as independent errors; the largest where jobs' spans overlap, the GPU's over all its
-// stretches outside every span).
+// combined as independent errors; the largest where jobs' spans overlap; the GPU's over all its
+// stretches for a job none of whose stretches has layers, and outside every span).
 GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
                               std::optional<int64_t> through_ms, int timing_shift = 0);
 // The same at timing shift 0, with the events that windows moved by any shift reach and the size
