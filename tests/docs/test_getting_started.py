@@ -6,6 +6,7 @@ is the page's own output). Section 1's two commands are the CI job itself.
 
   PP_EXTENSION=build/precisionprobe python3 -m pytest -q tests/docs/test_getting_started.py
 """
+import errno
 import re
 import shutil
 import socket
@@ -40,8 +41,11 @@ def table_rows(text, header):
 
 
 def port_in_use(port):
+    """Whether something listens on 127.0.0.1:port; a listener that no longer accepts (a stuck
+    server left by an earlier run) counts too, instead of the connect waiting on it for minutes."""
     with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
+        s.settimeout(2)
+        return s.connect_ex(("127.0.0.1", port)) != errno.ECONNREFUSED
 
 
 def test_the_by_hand_section_runs_as_written():
@@ -54,8 +58,10 @@ def test_the_by_hand_section_runs_as_written():
     shutil.rmtree(ROOT / "runs" / "demo", ignore_errors=True)
     script = "\n".join([
         "set -euo pipefail",
-        # Whatever happens, the two servers the page starts do not outlive the test.
-        "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT",
+        # Whatever happens, the two servers the page starts do not outlive the test: asked to
+        # stop, then killed if they have not within two seconds.
+        "trap 'for p in $(jobs -p); do kill $p 2>/dev/null || true; for i in $(seq 20); do "
+        "kill -0 $p 2>/dev/null || break; sleep 0.1; done; kill -9 $p 2>/dev/null || true; done' EXIT",
         *shell,
         "sqlite3 runs/demo/precisionprobe.db <<'SQL'",
         "".join(sql) + "SQL",
