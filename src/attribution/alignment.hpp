@@ -31,6 +31,8 @@
 #include <limits>
 #include <vector>
 
+#include "attribution/window_grid.hpp"
+
 namespace pp {
 
 // One GPU's layer intervals, grouped into unknowns, and its jobs' spans.
@@ -104,12 +106,6 @@ struct GridEstimate {
 GridEstimate estimate_driver_grid(const AlignmentTimeline& timeline, const std::vector<int64_t>& dcgm_ends_ns,
                                   const std::vector<double>& values, const std::vector<double>& periods_ns,
                                   double step_ns);
-
-// DCGM polls on a regular grid (its period plus a steady lateness), while a stored time carries
-// the scrape's own jitter (its lateness, the truncation to ms). Puts ends (ascending, one per
-// window, placed by an offset) on the straight grid fitted to them; false, untouched, where they
-// do not lie on one (two in one step, or a period more than 1% off window_ns).
-bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns);
 
 // The end of the driver window that holds DCGM window end g: the newest grid point <= g.
 int64_t driver_window_end(int64_t g_ns, double period_ns, double phase_ns);

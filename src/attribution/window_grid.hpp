@@ -1,0 +1,15 @@
+// The straight grid DCGM polls on. DCGM polls on a regular grid (its period plus a steady
+// lateness), while a stored time carries the scrape's own jitter (its lateness, the truncation to
+// ms): the alignment puts the windows it places on the grid fitted to them.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace pp {
+
+// Puts ends (ascending, one per window, placed by an offset) on the straight grid fitted to
+// them; false, untouched, where they do not lie on one (two in one step, or a period more than
+// 1% off window_ns). An end further than 3 ms from the grid is left where it is.
+bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns);
+
+}  // namespace pp
