@@ -16,12 +16,15 @@ steps measured are the align step, the fold, the dedup history and the report ta
 
 History is folded in refreshes of 10 minutes each; then one new minute is inserted and its
 refresh is timed in a fresh process (wall, CPU, that process's peak RSS), at each hour of
---hours (default 0.25,2). The last line is the ratio of the last hour's refresh to the first's.
+--hours (default 0.25,2): --runs times (default 3), each on a copy of the database made once
+the disk has caught up (os.sync: the dirty pages of the copy and of the last checkpoint would
+otherwise be written back during the timed refresh), printing the run of median wall time and
+the range of all. The last line is the ratio of the last hour's refresh to the first's.
 With --retention-minutes M every refresh runs with event_retention_minutes = M: the database
 then keeps the last M minutes of events and samples, and its size stops growing with history.
 
   /usr/bin/python3 bench/refresh_growth.py [--hours 0.25,2] [--gpus 1] [--retention-minutes M]
-      [--events-per-second 1000] [--extension build/precisionprobe] [--db PATH]
+      [--events-per-second 1000] [--runs 3] [--extension build/precisionprobe] [--db PATH]
 
 About 1.5 minutes per hour of history per GPU at 1,000 events/s on the 2-core VM (mostly
 inserting and folding the history); without retention the database takes about 0.85 GB per
@@ -31,6 +34,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -176,6 +180,24 @@ print(json.dumps({"wall_s": time.perf_counter() - wall, "cpu_s": time.process_ti
 """
 
 
+def measure(extension, path, retention_minutes, runs):
+    """The refresh of the new minute, timed `runs` times, each on its own copy of the database
+    made when the disk has caught up (the file's dirty pages written back, which would otherwise
+    land in the timed refresh): the run of median wall time, and the spread."""
+    copy = path + ".measured"
+    timings = []
+    for _ in range(runs):
+        shutil.copyfile(path, copy)
+        os.sync()
+        timings.append(json.loads(subprocess.run([sys.executable, "-c", MEASURE, extension, copy, str(retention_minutes)],
+                                                 check=True, capture_output=True, text=True).stdout))
+        os.remove(copy)
+    timings.sort(key=lambda t: t["wall_s"])
+    median = dict(timings[len(timings) // 2])
+    median["wall_range"] = (timings[0]["wall_s"], timings[-1]["wall_s"])
+    return median
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hours", default="0.25,2", help="history lengths at which to time a refresh")
@@ -184,6 +206,7 @@ def main():
     parser.add_argument("--extension", default=str(ROOT / "build" / "precisionprobe"))
     parser.add_argument("--db", help="the database (default: a temporary file, removed at the end)")
     parser.add_argument("--seed", type=int, default=20261126)
+    parser.add_argument("--runs", type=int, default=3, help="timed refreshes of each new minute (the median is printed)")
     parser.add_argument("--retention-minutes", type=int, default=0,
                         help="event_retention_minutes for every refresh (default 0: keep everything)")
     args = parser.parse_args()
@@ -202,7 +225,7 @@ def main():
               f"a refresh of one new minute after each of {', '.join(f'{h:g}' for h in hours)} hour(s) of history; "
               + (f"event_retention_minutes = {args.retention_minutes}" if args.retention_minutes else "no retention"))
         print(f"{'history':>8} {'events':>11} {'samples':>11} {'db MB':>7} {'fold s':>7} | "
-              f"{'refresh wall s':>14} {'cpu s':>6} {'peak RSS MB':>11} {'windows':>7}")
+              f"{'refresh wall s':>14} {'(range)':>13} {'cpu s':>6} {'peak RSS MB':>11} {'windows':>7}")
         minutes, line, results = 0, 0, []
         started = time.perf_counter()
         for h in hours:
@@ -217,14 +240,14 @@ def main():
             line = insert_minute(conn, timelines, line)  # the new minute
             minutes += 1
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            measured = json.loads(subprocess.run([sys.executable, "-c", MEASURE, args.extension, path, str(args.retention_minutes)],
-                                                 check=True, capture_output=True, text=True).stdout)
+            measured = measure(args.extension, path, args.retention_minutes, args.runs)
             events = conn.execute("SELECT count(*) FROM pp_events").fetchone()[0]
             samples = conn.execute("SELECT count(*) FROM pp_samples").fetchone()[0]
             size = os.path.getsize(path) / 1e6
             results.append(measured)
             print(f"{h:>7g}h {events:>11,} {samples:>11,} {size:>7.0f} {fold_time:>7.1f} | "
-                  f"{measured['wall_s']:>14.3f} {measured['cpu_s']:>6.3f} {measured['peak_rss_mb']:>11.1f} "
+                  f"{measured['wall_s']:>14.3f} {'%.2f-%.2f' % measured['wall_range']:>13} {measured['cpu_s']:>6.3f} "
+                  f"{measured['peak_rss_mb']:>11.1f} "
                   f"{measured['windows_folded']:>7}", flush=True)
         first, last = results[0], results[-1]
         print(f"refresh of one new minute at {hours[-1]:g} h / at {hours[0]:g} h: wall "
