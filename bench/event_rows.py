@@ -8,6 +8,8 @@ beside two layouts it could become, so that the storage behind the refresh is ch
            and, while not folded, by a partial index on (GPU, start);
   narrow   one row per event with the texts replaced by integer ids (a dictionary per kind) and
            the same three indexes;
+  narrow-fp  the same rows without the flag and its partial index: each GPU's fold point
+           instead, as the blocks have (what rows cost apart from the flag);
   blocks   one row per event file and second: the GPU, job, first start, last end and count, and
            the second's events packed into a BLOB (layer id, direction, start and duration as
            offsets, batch: 15 bytes an event). The flag of what is folded becomes each GPU's fold
@@ -19,9 +21,16 @@ blocks' packing, done here by numpy, is timed apart), mark folded, each job's sp
 (min, max, count), a scan of the minute's events that reads the columns the fold reads
 (the blocks: their BLOBs' bytes), and the retention's delete of the minute. The events are the
 first minute of `bench/attribution_data.py --production` (8 GPUs, 4 jobs), generated into a
-temporary directory. The blocks' scan reads their bytes only; unpacking them is C++ work, which
-the last line estimates by layer_events' time to read the same events from the hook client's
+temporary directory. The blocks' scan fetches their bytes; unpacking them is C++ work, which
+the decode line estimates by layer_events' time to read the same events from the hook client's
 compact files (the same kind of encoding, its file reading and parsing included).
+
+Left out, and the same for every layout: decoding the files (layer_events); for the layouts
+with ids, looking the texts' ids up (done before the timing, as an import would keep them in
+memory) and the dictionaries' few rows, which are TEMP tables here. The blocks keep less per
+event than the rows (no line number, epoch or CPU count; durations as 32-bit ns, so a call over
+4.29 s would need a wider field), and every layout's operations take whole minutes, so no block
+is split by a fold point or a retention cut.
 
   PYTHONPATH=python /usr/bin/python3 bench/event_rows.py [--runs 3] [--extension build/precisionprobe]
 """
@@ -123,6 +132,31 @@ def run_narrow(conn, gpus):
     return t
 
 
+def run_narrow_fold_points(conn, gpus):
+    """Narrow rows without the flag and its partial index: each GPU's fold point instead, as the
+    blocks have, so that the table shows what rows cost apart from the flag."""
+    conn.executescript("""
+        CREATE TABLE ev(id INTEGER PRIMARY KEY, file INTEGER NOT NULL, gpu INTEGER NOT NULL, job INTEGER NOT NULL,
+                        layer INTEGER NOT NULL, forward INTEGER NOT NULL, epoch INTEGER, batch INTEGER,
+                        t_start_ns INTEGER NOT NULL, t_end_ns INTEGER NOT NULL, cpu_num REAL, line INTEGER NOT NULL);
+        CREATE INDEX ev_by_gpu_time ON ev(gpu, t_start_ns);
+        CREATE UNIQUE INDEX ev_line ON ev(file, line);
+        CREATE TABLE fold_points(gpu INTEGER PRIMARY KEY, through_ns INTEGER NOT NULL);""")
+    cols = "file, gpu, job, layer, forward, epoch, batch, t_start_ns, t_end_ns, cpu_num, line"
+    t = {"import": timed(conn, [(f"INSERT INTO ev({cols}) SELECT {cols} FROM temp.ids WHERE gpu = ?", (g,))
+                                for g, _, _ in gpus])}
+    t["mark folded"] = timed(conn, [("INSERT INTO fold_points(gpu, through_ns) VALUES (?, ?) ON CONFLICT (gpu) DO UPDATE "
+                                     "SET through_ns = excluded.through_ns", (g, last)) for g, _, last in gpus])
+    t["job spans"] = timed(conn, [("SELECT job, min(t_start_ns), max(t_end_ns), count(*) FROM ev "
+                                   "WHERE gpu = ? AND t_start_ns <= ? GROUP BY job", (g, last)) for g, _, last in gpus])
+    t["fold's scan"] = timed(conn, [("SELECT sum(t_end_ns - t_start_ns), count(job), count(layer), sum(forward) FROM ev "
+                                     "WHERE gpu = ? AND t_start_ns <= ?", (g, last)) for g, _, last in gpus])
+    t["bytes"] = conn.execute("SELECT page_count * page_size FROM pragma_page_count, pragma_page_size").fetchone()[0]
+    t["retention delete"] = timed(conn, [("DELETE FROM ev WHERE gpu = ? AND t_start_ns <= ?", (g, last))
+                                         for g, _, last in gpus])
+    return t
+
+
 def pack_blocks(conn):
     """One BLOB per (file, second) of the events, by numpy; returns the rows and the seconds it took."""
     rows = np.array(conn.execute("SELECT file, gpu, job, layer, forward, batch, t_start_ns, t_end_ns FROM temp.ids "
@@ -161,8 +195,8 @@ def run_blocks(conn, gpus):
                                      "SET through_ns = excluded.through_ns", (g, last)) for g, _, last in gpus])
     t["job spans"] = timed(conn, [("SELECT job, min(first_ns), max(last_ns), sum(events) FROM ev_blocks "
                                    "WHERE gpu = ? AND first_ns <= ? GROUP BY job", (g, last)) for g, _, last in gpus])
-    t["fold's scan"] = timed(conn, [("SELECT sum(length(data)) FROM ev_blocks WHERE gpu = ? AND first_ns <= ?", (g, last))
-                                    for g, _, last in gpus])
+    t["fold's scan"] = timed(conn, [("SELECT data FROM ev_blocks WHERE gpu = ? AND first_ns <= ?", (g, last))
+                                    for g, _, last in gpus])  # fetched: every byte read (length() would not)
     t["bytes"] = conn.execute("SELECT page_count * page_size FROM pragma_page_count, pragma_page_size").fetchone()[0]
     t["retention delete"] = timed(conn, [("DELETE FROM ev_blocks WHERE gpu = ? AND first_ns <= ?", (g, last))
                                          for g, _, last in gpus])
@@ -174,7 +208,7 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="runs of each layout; the best is printed")
     parser.add_argument("--extension", default=str(ROOT / "build" / "precisionprobe"))
     args = parser.parse_args()
-    layouts = {"current": run_current, "narrow": run_narrow, "blocks": run_blocks}
+    layouts = {"current": run_current, "narrow": run_narrow, "narrow-fp": run_narrow_fold_points, "blocks": run_blocks}
     operations = ["import", "mark folded", "job spans", "fold's scan", "retention delete"]
     with tempfile.TemporaryDirectory(prefix="pp-event-rows-") as tmp:
         data = Path(tmp) / "data"
@@ -200,17 +234,18 @@ def main():
                     kept[key] = min(kept[key], value)
     print(f"one new minute of 8 GPUs at 1,000 events/s each: {events:,} events (bench/attribution_data.py --production "
           f"--minutes 1); SQLite {sqlite3.sqlite_version}; best of {args.runs} runs; ms, per GPU in its own transaction")
-    print(f"{'':>18}" + "".join(f"{name:>10}" for name in layouts) + "   current/narrow  current/blocks")
+    others = [n for n in layouts if n != "current"]
+    print(f"{'':>18}" + "".join(f"{name:>10}" for name in layouts) + "   current / " + ", ".join(others))
+    pad = " " * 10 * (len(layouts) - 1)
     for op in operations + ["all of these"]:
         values = {n: 1e3 * (sum(best[n][o] for o in operations) if op == "all of these" else best[n][op]) for n in layouts}
-        print(f"{op:>18}" + "".join(f"{values[n]:>10.1f}" for n in layouts)
-              + f"   {values['current'] / values['narrow']:>13.1f}x  {values['current'] / max(values['blocks'], 1e-3):>13.1f}x")
-    print(f"{'  of it: pack':>18}{'':>20}{1e3 * best['blocks']['pack (numpy)']:>10.1f}   (numpy, in import above)")
-    print(f"{'decode (C++)':>18}{'':>20}{1e3 * decode:>10.1f}   (layer_events reading the hook client's compact "
-          "files of the same events: what unpacking them costs, not in the table)")
-    print(f"{'bytes/event':>18}" + "".join(f"{best[n]['bytes'] / events:>10.1f}" for n in layouts)
-          + f"   {best['current']['bytes'] / best['narrow']['bytes']:>13.1f}x  "
-            f"{best['current']['bytes'] / best['blocks']['bytes']:>13.1f}x")
+        print(f"{op:>18}" + "".join(f"{values[n]:>10.1f}" for n in layouts) + "   "
+              + "  ".join(f"{values['current'] / max(values[n], 1e-3):>7.1f}x" for n in others))
+    print(f"{'  of it: pack':>18}{pad}{1e3 * best['blocks']['pack (numpy)']:>10.1f}   (numpy, in the blocks' import)")
+    print(f"{'decode (C++)':>18}{pad}{1e3 * decode:>10.1f}   (layer_events reading the hook client's compact "
+          "files of the same events: what unpacking blocks would add, not in the table)")
+    print(f"{'bytes/event':>18}" + "".join(f"{best[n]['bytes'] / events:>10.1f}" for n in layouts) + "   "
+          + "  ".join(f"{best['current']['bytes'] / best[n]['bytes']:>7.1f}x" for n in others))
 
 
 if __name__ == "__main__":
