@@ -19,7 +19,8 @@ refresh is timed in a fresh process (wall, CPU, that process's peak RSS), at eac
 --hours (default 0.25,2): --runs times (default 3), each on a copy of the database made once
 the disk has caught up (os.sync: the dirty pages of the copy and of the last checkpoint would
 otherwise be written back during the timed refresh), printing the run of median wall time and
-the range of all. The last line is the ratio of the last hour's refresh to the first's.
+the range of all. The measured refresh is not kept: the events, samples and size printed are
+the database's before it, and the next 10-minute refresh folds the new minute too. The last line is the ratio of the last hour's refresh to the first's.
 With --retention-minutes M every refresh runs with event_retention_minutes = M: the database
 then keeps the last M minutes of events and samples, and its size stops growing with history.
 
@@ -177,6 +178,7 @@ row = conn.execute("SELECT * FROM pp_refresh(NULL)").fetchone()
 print(json.dumps({"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu,
                   "windows_folded": int(row[2]),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+conn.close()
 """
 
 
@@ -187,11 +189,16 @@ def measure(extension, path, retention_minutes, runs):
     copy = path + ".measured"
     timings = []
     for _ in range(runs):
-        shutil.copyfile(path, copy)
-        os.sync()
-        timings.append(json.loads(subprocess.run([sys.executable, "-c", MEASURE, extension, copy, str(retention_minutes)],
-                                                 check=True, capture_output=True, text=True).stdout))
-        os.remove(copy)
+        try:
+            shutil.copyfile(path, copy)
+            os.sync()
+            timings.append(json.loads(subprocess.run([sys.executable, "-c", MEASURE, extension, copy,
+                                                      str(retention_minutes)],
+                                                     check=True, capture_output=True, text=True).stdout))
+        finally:
+            for leftover in (copy, copy + "-wal", copy + "-shm"):
+                if os.path.exists(leftover):
+                    os.remove(leftover)
     timings.sort(key=lambda t: t["wall_s"])
     median = dict(timings[len(timings) // 2])
     median["wall_range"] = (timings[0]["wall_s"], timings[-1]["wall_s"])
@@ -210,6 +217,8 @@ def main():
     parser.add_argument("--retention-minutes", type=int, default=0,
                         help="event_retention_minutes for every refresh (default 0: keep everything)")
     args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     hours = sorted(float(h) for h in args.hours.split(","))
     with tempfile.TemporaryDirectory(prefix="pp-growth-") as tmp:
         path = args.db or str(Path(tmp) / "growth.db")
@@ -239,7 +248,9 @@ def main():
                     fold_time += time.perf_counter() - t
             line = insert_minute(conn, timelines, line)  # the new minute
             minutes += 1
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if busy:  # the copy is of the main file alone: everything must be in it
+                sys.exit("refresh_growth: the WAL checkpoint could not finish; is another process using the database?")
             measured = measure(args.extension, path, args.retention_minutes, args.runs)
             events = conn.execute("SELECT count(*) FROM pp_events").fetchone()[0]
             samples = conn.execute("SELECT count(*) FROM pp_samples").fetchone()[0]
