@@ -108,52 +108,32 @@ def run_current(conn, gpus):
     return t
 
 
-def run_narrow(conn, gpus):
-    conn.executescript("""
+def run_narrow(conn, gpus, flag=True):
+    """Narrow rows; with flag=False without the folded flag and its partial index, each GPU's
+    fold point instead, as the blocks have (what rows cost apart from the flag)."""
+    conn.executescript(f"""
         CREATE TABLE ev(id INTEGER PRIMARY KEY, file INTEGER NOT NULL, gpu INTEGER NOT NULL, job INTEGER NOT NULL,
                         layer INTEGER NOT NULL, forward INTEGER NOT NULL, epoch INTEGER, batch INTEGER,
-                        t_start_ns INTEGER NOT NULL, t_end_ns INTEGER NOT NULL, cpu_num REAL, line INTEGER NOT NULL,
-                        folded INTEGER NOT NULL DEFAULT 0);
+                        t_start_ns INTEGER NOT NULL, t_end_ns INTEGER NOT NULL, cpu_num REAL, line INTEGER NOT NULL
+                        {", folded INTEGER NOT NULL DEFAULT 0" if flag else ""});
         CREATE INDEX ev_by_gpu_time ON ev(gpu, t_start_ns);
-        CREATE INDEX ev_unfolded ON ev(gpu, t_start_ns) WHERE folded = 0;
-        CREATE UNIQUE INDEX ev_line ON ev(file, line);""")
-    cols = "file, gpu, job, layer, forward, epoch, batch, t_start_ns, t_end_ns, cpu_num, line"
-    t = {"import": timed(conn, [(f"INSERT INTO ev({cols}) SELECT {cols} FROM temp.ids WHERE gpu = ?", (g,))
-                                for g, _, _ in gpus])}
-    t["mark folded"] = timed(conn, [("UPDATE ev SET folded = 1 WHERE gpu = ? AND t_start_ns <= ? AND folded = 0",
-                                     (g, last)) for g, _, last in gpus])
-    t["job spans"] = timed(conn, [("SELECT job, min(t_start_ns), max(t_end_ns), count(*) FROM ev "
-                                   "WHERE gpu = ? AND t_start_ns <= ? GROUP BY job", (g, last)) for g, _, last in gpus])
-    t["fold's scan"] = timed(conn, [("SELECT sum(t_end_ns - t_start_ns), count(job), count(layer), sum(forward) FROM ev "
-                                     "WHERE gpu = ? AND t_start_ns <= ?", (g, last)) for g, _, last in gpus])
-    t["bytes"] = conn.execute("SELECT page_count * page_size FROM pragma_page_count, pragma_page_size").fetchone()[0]
-    t["retention delete"] = timed(conn, [("DELETE FROM ev WHERE gpu = ? AND t_start_ns <= ? AND folded = 1", (g, last))
-                                         for g, _, last in gpus])
-    return t
-
-
-def run_narrow_fold_points(conn, gpus):
-    """Narrow rows without the flag and its partial index: each GPU's fold point instead, as the
-    blocks have, so that the table shows what rows cost apart from the flag."""
-    conn.executescript("""
-        CREATE TABLE ev(id INTEGER PRIMARY KEY, file INTEGER NOT NULL, gpu INTEGER NOT NULL, job INTEGER NOT NULL,
-                        layer INTEGER NOT NULL, forward INTEGER NOT NULL, epoch INTEGER, batch INTEGER,
-                        t_start_ns INTEGER NOT NULL, t_end_ns INTEGER NOT NULL, cpu_num REAL, line INTEGER NOT NULL);
-        CREATE INDEX ev_by_gpu_time ON ev(gpu, t_start_ns);
+        {"CREATE INDEX ev_unfolded ON ev(gpu, t_start_ns) WHERE folded = 0;" if flag else ""}
         CREATE UNIQUE INDEX ev_line ON ev(file, line);
-        CREATE TABLE fold_points(gpu INTEGER PRIMARY KEY, through_ns INTEGER NOT NULL);""")
+        {"" if flag else "CREATE TABLE fold_points(gpu INTEGER PRIMARY KEY, through_ns INTEGER NOT NULL);"}""")
     cols = "file, gpu, job, layer, forward, epoch, batch, t_start_ns, t_end_ns, cpu_num, line"
     t = {"import": timed(conn, [(f"INSERT INTO ev({cols}) SELECT {cols} FROM temp.ids WHERE gpu = ?", (g,))
                                 for g, _, _ in gpus])}
-    t["mark folded"] = timed(conn, [("INSERT INTO fold_points(gpu, through_ns) VALUES (?, ?) ON CONFLICT (gpu) DO UPDATE "
-                                     "SET through_ns = excluded.through_ns", (g, last)) for g, _, last in gpus])
+    mark = ("UPDATE ev SET folded = 1 WHERE gpu = ? AND t_start_ns <= ? AND folded = 0" if flag else
+            "INSERT INTO fold_points(gpu, through_ns) VALUES (?, ?) ON CONFLICT (gpu) DO UPDATE "
+            "SET through_ns = excluded.through_ns")
+    t["mark folded"] = timed(conn, [(mark, (g, last)) for g, _, last in gpus])
     t["job spans"] = timed(conn, [("SELECT job, min(t_start_ns), max(t_end_ns), count(*) FROM ev "
                                    "WHERE gpu = ? AND t_start_ns <= ? GROUP BY job", (g, last)) for g, _, last in gpus])
     t["fold's scan"] = timed(conn, [("SELECT sum(t_end_ns - t_start_ns), count(job), count(layer), sum(forward) FROM ev "
                                      "WHERE gpu = ? AND t_start_ns <= ?", (g, last)) for g, _, last in gpus])
     t["bytes"] = conn.execute("SELECT page_count * page_size FROM pragma_page_count, pragma_page_size").fetchone()[0]
-    t["retention delete"] = timed(conn, [("DELETE FROM ev WHERE gpu = ? AND t_start_ns <= ?", (g, last))
-                                         for g, _, last in gpus])
+    t["retention delete"] = timed(conn, [("DELETE FROM ev WHERE gpu = ? AND t_start_ns <= ?"
+                                          + (" AND folded = 1" if flag else ""), (g, last)) for g, _, last in gpus])
     return t
 
 
@@ -208,7 +188,8 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="runs of each layout; the best is printed")
     parser.add_argument("--extension", default=str(ROOT / "build" / "precisionprobe"))
     args = parser.parse_args()
-    layouts = {"current": run_current, "narrow": run_narrow, "narrow-fp": run_narrow_fold_points, "blocks": run_blocks}
+    layouts = {"current": run_current, "narrow": run_narrow,
+               "narrow-fp": lambda conn, gpus: run_narrow(conn, gpus, flag=False), "blocks": run_blocks}
     operations = ["import", "mark folded", "job spans", "fold's scan", "retention delete"]
     with tempfile.TemporaryDirectory(prefix="pp-event-rows-") as tmp:
         data = Path(tmp) / "data"
