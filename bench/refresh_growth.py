@@ -20,7 +20,8 @@ refresh is timed in a fresh process (wall, CPU, that process's peak RSS), at eac
 the disk has caught up (os.sync: the dirty pages of the copy and of the last checkpoint would
 otherwise be written back during the timed refresh), printing the run of median wall time and
 the range of all. The measured refresh is not kept: the events, samples and size printed are
-the database's before it, and the next 10-minute refresh folds the new minute too. The last line is the ratio of the last hour's refresh to the first's.
+the database's before it, and the next 10-minute refresh folds the new minute too. The last
+line is the ratio of the last hour's refresh to the first's.
 With --retention-minutes M every refresh runs with event_retention_minutes = M: the database
 then keeps the last M minutes of events and samples, and its size stops growing with history.
 
