@@ -48,6 +48,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = ("job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, pid, epoch, batch, layer, layer_type, forward, "
            "t_start_ns, t_end_ns, t_start, t_end, cpu_num, source_file, line")
+# Marking a GPU's events folded where a fold point stands for the flag: one row per GPU.
+MARK_FOLD_POINT = ("INSERT INTO fold_points(gpu, through_ns) VALUES (?, ?) "
+                   "ON CONFLICT (gpu) DO UPDATE SET through_ns = excluded.through_ns")
 BLOCK_RECORD = np.dtype([("layer", "<u2"), ("forward", "u1"), ("start", "<u4"), ("duration", "<u4"), ("batch", "<u4")])
 
 
@@ -123,9 +126,7 @@ def run_narrow(conn, gpus, flag=True):
     cols = "file, gpu, job, layer, forward, epoch, batch, t_start_ns, t_end_ns, cpu_num, line"
     t = {"import": timed(conn, [(f"INSERT INTO ev({cols}) SELECT {cols} FROM temp.ids WHERE gpu = ?", (g,))
                                 for g, _, _ in gpus])}
-    mark = ("UPDATE ev SET folded = 1 WHERE gpu = ? AND t_start_ns <= ? AND folded = 0" if flag else
-            "INSERT INTO fold_points(gpu, through_ns) VALUES (?, ?) ON CONFLICT (gpu) DO UPDATE "
-            "SET through_ns = excluded.through_ns")
+    mark = "UPDATE ev SET folded = 1 WHERE gpu = ? AND t_start_ns <= ? AND folded = 0" if flag else MARK_FOLD_POINT
     t["mark folded"] = timed(conn, [(mark, (g, last)) for g, _, last in gpus])
     t["job spans"] = timed(conn, [("SELECT job, min(t_start_ns), max(t_end_ns), count(*) FROM ev "
                                    "WHERE gpu = ? AND t_start_ns <= ? GROUP BY job", (g, last)) for g, _, last in gpus])
@@ -171,8 +172,7 @@ def run_blocks(conn, gpus):
         conn.execute("COMMIT")
         t["import"] += time.perf_counter() - start
     t["pack (numpy)"] = pack_s
-    t["mark folded"] = timed(conn, [("INSERT INTO fold_points(gpu, through_ns) VALUES (?, ?) ON CONFLICT (gpu) DO UPDATE "
-                                     "SET through_ns = excluded.through_ns", (g, last)) for g, _, last in gpus])
+    t["mark folded"] = timed(conn, [(MARK_FOLD_POINT, (g, last)) for g, _, last in gpus])
     t["job spans"] = timed(conn, [("SELECT job, min(first_ns), max(last_ns), sum(events) FROM ev_blocks "
                                    "WHERE gpu = ? AND first_ns <= ? GROUP BY job", (g, last)) for g, _, last in gpus])
     t["fold's scan"] = timed(conn, [("SELECT data FROM ev_blocks WHERE gpu = ? AND first_ns <= ?", (g, last))
