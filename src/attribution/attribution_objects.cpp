@@ -8,6 +8,7 @@ namespace pp {
 SqlObjects attribution_objects() {
   return {{scalar("pp_install_views", 0, kIoFunction, pp_install_views_function)},
           {{"pp_refresh", &kRefreshModule},
+           {"pp_event_store", &kEventStoreModule},
            {"pp_overlaps", &kOverlapsModule},
            {"pp_overlap_means", &kOverlapMeansModule},
            {"pp_fractions", &kFractionsModule},

@@ -1,5 +1,9 @@
 #include "attribution/event_import.hpp"
 
+#include <set>
+
+#include "attribution/event_store.hpp"
+
 #include "core/embedded_sql.hpp"
 #include "core/statement.hpp"
 #include "events/event_file_scan.hpp"
@@ -9,45 +13,24 @@
 namespace pp {
 namespace {
 
-// Binds each event field to the parameter of its name; fields pp_events does not keep
-// (local_rank, world_size) have none and are left out.
-struct BindField {
-  Statement& insert;
-  int index;
-  void operator()(const std::string& text) const { insert.bind(index, std::string_view(text)); }
-  void operator()(const Nullable<std::string>& text) const {
-    insert.bind(index, text.null ? std::optional<std::string>() : std::optional<std::string>(text.value));
-  }
-  void operator()(int64_t value) const { insert.bind(index, value); }
-  void operator()(const Nullable<int64_t>& value) const {
-    insert.bind(index, value.null ? std::optional<int64_t>() : std::optional<int64_t>(value.value));
-  }
-  void operator()(bool value) const { insert.bind(index, int64_t{value ? 1 : 0}); }
-  void operator()(double value) const { insert.bind(index, value); }
-};
+SqlValue text_or_null(const Nullable<std::string>& v) { return v.null ? SqlValue() : SqlValue(v.value); }
+SqlValue integer_or_null(const Nullable<int64_t>& v) { return v.null ? SqlValue() : SqlValue(v.value); }
 
-class EventInserter {
- public:
-  explicit EventInserter(sqlite3* db) : insert_(db, named_sql("import", "insert_event")) {
-    for (int f = 0; f < kEventFieldCount; ++f)
-      field_index_[f] = sqlite3_bind_parameter_index(insert_.handle(), (":" + std::string(kEventFieldKeys[f])).c_str());
-  }
-
-  // Returns the rows added (0 for a line imported before).
-  long long add(const LayerEvent& e, const std::string& file, int64_t line) {
-    for (int f = 0; f < kEventFieldCount; ++f)
-      if (field_index_[f] > 0) visit_event_field(e, f, BindField{insert_, field_index_[f]});
-    insert_.bind(":t_start", ns_to_seconds(e.t_start_ns));
-    insert_.bind(":t_end", ns_to_seconds(e.t_end_ns));
-    insert_.bind(":source_file", file);
-    insert_.bind(":line", line);
-    return insert_.run();
-  }
-
- private:
-  Statement insert_;
-  int field_index_[kEventFieldCount] = {};
-};
+// An event of a file as pp_events stores it (local_rank and world_size are not kept).
+StoredEvent stored(const LayerEvent& e, const std::string& file, int64_t line) {
+  StoredEvent out;
+  out.key = {e.job_id, text_or_null(e.host_name), text_or_null(e.ip), text_or_null(e.pod),
+             text_or_null(e.namespace_), e.gpu_uuid, integer_or_null(e.gpu), e.rank, e.pid, e.cpu_num, file};
+  out.layer = e.layer;
+  out.layer_type = e.layer_type;
+  out.event.forward = e.forward;
+  out.event.epoch = e.epoch;
+  out.event.batch = e.batch;
+  out.event.t_start_ns = e.t_start_ns;
+  out.event.t_end_ns = e.t_end_ns;
+  out.event.line = line;
+  return out;
+}
 
 // The name under which the rows of a replaced file are kept: "F (replaced 1)", "F (replaced 2)"...
 // the first that no file or row has.
@@ -101,12 +84,32 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
       resume[read.column_text(0)] = {read.column_int64(1), read.column_int64(2), read.column_int64(3),
                                      read.column_int64(4), read.column_text(5)};
   }
-  EventInserter insert_event(db);
+  LayerNames layers(db, "main");
+  BlockWriter blocks(db, "main", layers);
   Statement insert_job_header(db, named_sql("import", "insert_job"));
   Statement insert_mig(db, named_sql("import", "insert_mig_device"));
   long long events_added = 0;
   EventFileScan scan(warn, db);
-  scan.start(path, &resume, [db](const std::string& file) { return keep_replaced_rows(db, file); });
+  // A file read again from the start (truncated, or its stored context damaged) has its first
+  // lines in already: those up to its last position are passed over. A replaced file's rows
+  // go under another name, and all its new lines are read.
+  std::set<std::string> replaced;
+  std::string writing;
+  scan.start(path, &resume, [db, &blocks, &replaced](const std::string& file) {
+    blocks.flush();  // the rows read so far are renamed with the rest
+    replaced.insert(file);
+    return keep_replaced_rows(db, file);
+  });
+  std::map<std::string, int64_t> lines_in;  // per file read before: the last line stored or read
+  const auto imported_before = [&](const std::string& file, int64_t line) {
+    const auto position = resume.find(file);
+    if (position == resume.end() || replaced.count(file)) return false;
+    auto [it, first] = lines_in.emplace(file, position->second.lines);
+    if (first)
+      it->second = std::max<int64_t>(it->second, static_cast<int64_t>(query_double(
+                                                     db, named_sql("import", "last_line_stored"), {{":source_file", file}}, 0)));
+    return line <= it->second;
+  };
   LayerEvent event;
   JobHeader header;
   MigDevice mig_device;
@@ -121,7 +124,14 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
           scan.skip(problem_times, complete);
           break;
         }
-        events_added += insert_event.add(event, scan.source_file(), scan.line_number());
+        if (imported_before(scan.source_file(), scan.line_number())) break;
+        // Blocks never span files: each file's events are written before the next is read.
+        if (scan.source_file() != writing) {
+          blocks.flush();
+          writing = scan.source_file();
+        }
+        blocks.add(stored(event, scan.source_file(), scan.line_number()), false);
+        ++events_added;
         break;
       case LineKind::JobHeader:
         if (!parse_job_header(text, header, problem)) {
@@ -146,6 +156,7 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
         break;
     }
   }
+  blocks.flush();
   Statement save(db, named_sql("import", "save_position"));
   Statement save_state(db, named_sql("import", "save_state"));
   for (const auto& [file, position] : scan.ended()) {

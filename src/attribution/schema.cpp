@@ -1,9 +1,11 @@
 #include "attribution/schema.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <regex>
 #include <vector>
 
+#include "attribution/event_store.hpp"
 #include "core/embedded_sql.hpp"
 #include "core/statement.hpp"
 
@@ -12,7 +14,7 @@ namespace {
 
 // Names after "CREATE <kind> IF NOT EXISTS" in the extension's own SQL, in order.
 std::vector<std::string> created_objects(const std::string& sql, const char* kind) {
-  const std::regex pattern(std::string("CREATE (?:TEMP )?") + kind + " IF NOT EXISTS (\\w+)");
+  const std::regex pattern(std::string("CREATE (?:TEMP |VIRTUAL )?") + kind + " IF NOT EXISTS (\\w+)");
   std::vector<std::string> names;
   for (auto it = std::sregex_iterator(sql.begin(), sql.end(), pattern); it != std::sregex_iterator(); ++it)
     names.push_back((*it)[1].str());
@@ -45,13 +47,25 @@ void upgrade_tables(sqlite3* db) {
       query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_gpu_spans'", {}, 0) > 0 &&
       query_double(db, "SELECT count(*) FROM pragma_table_info('pp_gpu_spans', 'main') WHERE name = 'longest_ns'", {}, 0) == 0;
   if (old_spans) run_script(db, named_sql("upgrade", "gpu_span_longest"));
+  // ... and one made before events were kept in blocks has them moved there.
+  const bool row_events =
+      query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_events' "
+                       "AND sql NOT LIKE 'CREATE VIRTUAL%'", {}, 0) > 0;
+  if (row_events) {
+    run_script(db, "PRAGMA legacy_alter_table = ON; ALTER TABLE main.pp_events RENAME TO pp_events_before_blocks; "
+                   "PRAGMA legacy_alter_table = OFF;");
+    run_script(db, named_sql("upgrade", "event_blocks"));
+  }
 }
 
 }  // namespace
 
 std::string installed_objects() {
   const std::string sql = std::string(embedded_sql("schema")) + view_sql();
-  return "tables: " + joined(created_objects(sql, "TABLE")) + "; views: " + joined(created_objects(sql, "VIEW"));
+  std::vector<std::string> tables = created_objects(sql, "TABLE");
+  const auto events = std::find(tables.begin(), tables.end(), "pp_events");
+  if (events != tables.end()) tables.insert(events + 1, std::begin(kEventStoreTables), std::end(kEventStoreTables));
+  return "tables: " + joined(tables) + "; views: " + joined(created_objects(sql, "VIEW"));
 }
 
 void install_attribution_schema(sqlite3* db) {

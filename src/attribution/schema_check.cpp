@@ -18,6 +18,7 @@
 #include <set>
 #include <tuple>
 
+#include "attribution/attribution_tables.hpp"
 #include "attribution/schema.hpp"
 #include "core/embedded_sql.hpp"
 #include "core/errors.hpp"
@@ -106,6 +107,11 @@ struct ReferenceDb {
       sqlite3_close(db);
       throw std::bad_alloc();
     }
+    // pp_events is a virtual table of the extension's; its xCreate makes the shadow tables.
+    if (sqlite3_create_module_v2(db, "pp_event_store", &kEventStoreModule, nullptr, nullptr) != SQLITE_OK) {
+      sqlite3_close(db);
+      throw std::bad_alloc();
+    }
   }
   ~ReferenceDb() { sqlite3_close(db); }
 };
@@ -158,6 +164,20 @@ References build_references() {
     collect(earlier.db, "pp_gpu_spans");
     run_script(earlier.db, named_sql("upgrade", "gpu_span_longest"));
     collect(earlier.db, "pp_gpu_spans");
+  }
+  {
+    // pp_events as versions before blocks made it: one row per event (upgrade.sql moves them).
+    ReferenceDb earlier;
+    run_script(earlier.db,
+               "CREATE TABLE pp_events(id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, host_name TEXT, ip TEXT, "
+               "pod TEXT, namespace TEXT, gpu_uuid TEXT NOT NULL, gpu INTEGER, rank INTEGER, pid INTEGER, "
+               "epoch INTEGER, batch INTEGER, layer TEXT NOT NULL, layer_type TEXT, forward INTEGER NOT NULL, "
+               "t_start_ns INTEGER NOT NULL, t_end_ns INTEGER NOT NULL, t_start REAL NOT NULL, t_end REAL NOT NULL, "
+               "cpu_num REAL, source_file TEXT NOT NULL, line INTEGER NOT NULL, folded INTEGER NOT NULL DEFAULT 0, "
+               "UNIQUE (source_file, line));"
+               "CREATE INDEX pp_events_by_gpu_time ON pp_events(gpu_uuid, t_start_ns);"
+               "CREATE INDEX pp_events_unfolded ON pp_events(gpu_uuid, t_start_ns) WHERE folded = 0;");
+    collect(earlier.db, "pp_events");
   }
   return references;
 }

@@ -13,6 +13,7 @@ namespace pp {
 // A BLOB's bytes (a std::string in a SqlValue is TEXT).
 struct SqlBlob {
   std::string bytes;
+  bool operator==(const SqlBlob& other) const { return bytes == other.bytes; }
 };
 
 // NULL, INTEGER, REAL, TEXT or BLOB.

@@ -66,10 +66,11 @@ SELECT * FROM pp_refresh(NULL);
 SELECT pp_install_views();
 CREATE INDEX pp_samples_by_value ON pp_samples(value);
 SELECT * FROM pp_refresh(NULL);
--- error: pp_refresh: table 'pp_events' is not as precisionprobe creates it (the index 'pp_events_unfolded' on it is not the extension's)
+-- error: pp_refresh: table 'pp_events_blocks' is not as precisionprobe creates it (the index 'pp_events_blocks_unfolded' on it is not the extension's)
 SELECT pp_install_views();
-DROP INDEX pp_events_unfolded;
-CREATE INDEX pp_events_unfolded ON pp_events(gpu_uuid, t_start_ns) WHERE folded = 0 AND abs(id) >= 0;
+DROP INDEX pp_events_blocks_unfolded;
+CREATE INDEX pp_events_blocks_unfolded ON pp_events_blocks(gpu_uuid, first_start_ns)
+ WHERE (folded_through_ns IS NULL OR folded_through_ns < last_start_ns) AND abs(id) >= 0;
 SELECT * FROM pp_refresh(NULL);
 -- error: pp_refresh: table 'pp_jobs' is not as precisionprobe creates it (it is a view, not a table)
 CREATE VIEW pp_jobs AS SELECT 1 AS job_id;

@@ -11,13 +11,10 @@ SELECT source_file, bytes, lines, head_bytes, head_hash,
     OR EXISTS (SELECT 1 FROM main.pp_jobs AS j WHERE j.source_file = f.source_file)
     OR EXISTS (SELECT 1 FROM main.pp_dropped_events AS d WHERE d.source_file = f.source_file);
 
--- name: insert_event
-INSERT OR IGNORE INTO main.pp_events(job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, pid, epoch, batch,
-                                     layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, cpu_num,
-                                     source_file, line)
-VALUES (:job_id, :host_name, :ip, :pod, :namespace, :gpu_uuid, :gpu, :rank, :pid, :epoch, :batch,
-        :layer, :layer_type, :forward, :t_start_ns, :t_end_ns, :t_start, :t_end, :cpu_num,
-        :source_file, :line);
+-- name: last_line_stored
+-- The last line of a file that pp_events holds (index pp_events_blocks_by_file), so that a file
+-- read again from the start adds no line twice.
+SELECT max(last_line) FROM main.pp_events_blocks WHERE source_file = :source_file;
 
 -- name: insert_job
 INSERT OR IGNORE INTO main.pp_jobs(job_id, host_name, pid, params, command, torch_version, start_time,
@@ -51,7 +48,7 @@ SELECT EXISTS (SELECT 1 FROM main.pp_event_files WHERE source_file = :kept)
 -- A file replaced by new content under its name: the rows read from it before are real events
 -- of the old content, kept under another name (with its position, so the name stays taken),
 -- and the new content is read under the file's name.
-UPDATE main.pp_events SET source_file = :kept WHERE source_file = :source_file;
+UPDATE main.pp_events_blocks SET source_file = :kept WHERE source_file = :source_file;
 UPDATE main.pp_jobs SET source_file = :kept WHERE source_file = :source_file;
 UPDATE main.pp_event_files SET source_file = :kept WHERE source_file = :source_file;
 UPDATE main.pp_dropped_events SET source_file = :kept WHERE source_file = :source_file;

@@ -239,8 +239,12 @@ SELECT count(*) FROM main.pp_events
  WHERE folded = 0 AND NOT (t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62));
 
 -- name: mark_folded
--- The events whose durations the fold counted: up to the GPU's fold point, one index range.
-UPDATE main.pp_events SET folded = 1 WHERE gpu_uuid = :uuid AND t_start_ns <= :through_ms * 1000000 AND folded = 0;
+-- The events whose durations the fold counted: those that start by the GPU's fold point. Each
+-- block holding unfolded events moves its own fold point there (one partial index range).
+UPDATE main.pp_events_blocks SET folded_through_ns = max(coalesce(folded_through_ns, :through_ms * 1000000),
+                                                         :through_ms * 1000000)
+ WHERE gpu_uuid = :uuid AND first_start_ns <= :through_ms * 1000000
+   AND (folded_through_ns IS NULL OR folded_through_ns < last_start_ns);
 
 -- name: windows_folded
 -- Distinct (GPU, ts_ms) windows folded: pp_overlap_means counts them for each GPU it returned

@@ -27,15 +27,18 @@ HAVING max(last_ns) - :keep_ms * 1000000 > 0;
 SELECT uuid, samples_through_ms, events_before_ns FROM temp.pp_retention_cuts ORDER BY uuid;
 
 -- name: drop_events
--- One index range per GPU (pp_events_by_gpu_time); each file's dropped events are counted first.
+-- The blocks of the GPU all of whose events are folded and end before the cut (one index range;
+-- a block reaching the cut stays whole); each file's dropped events are counted first.
 INSERT INTO main.pp_dropped_events(source_file, events, last_end_ns)
-SELECT source_file, count(*), max(t_end_ns) FROM main.pp_events
- WHERE gpu_uuid = :uuid AND t_start_ns < :before_ns AND t_end_ns < :before_ns AND folded = 1
+SELECT source_file, sum(events), max(last_end_ns) FROM main.pp_events_blocks
+ WHERE gpu_uuid = :uuid AND first_start_ns < :before_ns AND last_start_ns < :before_ns AND last_end_ns < :before_ns
+   AND folded_through_ns >= last_start_ns
  GROUP BY source_file
 ON CONFLICT (source_file) DO UPDATE SET events = events + excluded.events,
   last_end_ns = max(last_end_ns, excluded.last_end_ns);
-DELETE FROM main.pp_events
- WHERE gpu_uuid = :uuid AND t_start_ns < :before_ns AND t_end_ns < :before_ns AND folded = 1;
+DELETE FROM main.pp_events_blocks
+ WHERE gpu_uuid = :uuid AND first_start_ns < :before_ns AND last_start_ns < :before_ns AND last_end_ns < :before_ns
+   AND folded_through_ns >= last_start_ns;
 
 -- name: drop_samples
 -- One index range per series (the primary key of pp_samples), and the windows of those times.

@@ -4,21 +4,10 @@
 -- Facts about this database's attribution schema (the fingerprint of its views).
 CREATE TABLE IF NOT EXISTS pp_meta(key TEXT PRIMARY KEY, value TEXT);
 
--- Layer events imported from the hook client's event files (one row per line, never twice).
-CREATE TABLE IF NOT EXISTS pp_events(
-  id INTEGER PRIMARY KEY,
-  job_id TEXT NOT NULL, host_name TEXT, ip TEXT, pod TEXT, namespace TEXT,
-  gpu_uuid TEXT NOT NULL, gpu INTEGER, rank INTEGER, pid INTEGER, epoch INTEGER, batch INTEGER,
-  layer TEXT NOT NULL, layer_type TEXT, forward INTEGER NOT NULL,
-  t_start_ns INTEGER NOT NULL, t_end_ns INTEGER NOT NULL,  -- exact: overlaps are computed on these
-  t_start REAL NOT NULL, t_end REAL NOT NULL, cpu_num REAL,  -- unix seconds, for reading
-  source_file TEXT NOT NULL, line INTEGER NOT NULL,
-  folded INTEGER NOT NULL DEFAULT 0,      -- 1 once its duration is in layer_state
-  UNIQUE (source_file, line));
-CREATE INDEX IF NOT EXISTS pp_events_by_gpu_time ON pp_events(gpu_uuid, t_start_ns);
--- Only the events not folded yet: what each refresh looks for (WHERE folded = 0) is found
--- without reading every event ever imported (1.8M events: 0.2 s a query without it).
-CREATE INDEX IF NOT EXISTS pp_events_unfolded ON pp_events(gpu_uuid, t_start_ns) WHERE folded = 0;
+-- Layer events imported from the hook client's event files (one row per line) and rows users
+-- insert, kept in blocks (the shadow tables pp_events_blocks and pp_events_layers;
+-- src/attribution/events_table.cpp).
+CREATE VIRTUAL TABLE IF NOT EXISTS pp_events USING pp_event_store;
 
 -- How far pp_refresh has read each event file: the byte offset just past its last complete
 -- line, and that line's number. The next refresh reads on from there if the file is still the

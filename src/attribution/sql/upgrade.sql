@@ -28,3 +28,15 @@ UPDATE main.pp_gpu_spans AS g
    SET first_ns = u.first_ns, last_ns = u.last_ns, events = u.events, longest_ns = u.longest_ns
   FROM temp.pp_upgrade_spans AS u WHERE u.uuid = g.uuid AND u.job_id = g.job_id;
 DROP TABLE temp.pp_upgrade_spans;
+
+-- name: event_blocks
+-- pp_events as a table of one row per event, as versions before blocks made it: its rows go into
+-- blocks, folded ones folded. (With legacy_alter_table on, schema.cpp's rename leaves views and
+-- triggers that name pp_events naming the new table.)
+CREATE VIRTUAL TABLE main.pp_events USING pp_event_store;
+INSERT INTO main.pp_events(job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, pid, epoch, batch, layer,
+                           layer_type, forward, t_start_ns, t_end_ns, cpu_num, source_file, line, folded)
+SELECT job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, pid, epoch, batch, layer,
+       layer_type, forward, t_start_ns, t_end_ns, cpu_num, source_file, line, folded
+  FROM main.pp_events_before_blocks ORDER BY gpu_uuid, source_file, line;
+DROP TABLE main.pp_events_before_blocks;

@@ -1,0 +1,210 @@
+#include "attribution/event_store.hpp"
+
+#include <algorithm>
+
+#include "core/errors.hpp"
+#include "core/statement.hpp"
+
+namespace pp {
+namespace {
+
+void bind_value(Statement& s, int index, const SqlValue& v) { s.bind(index, v); }
+
+SqlValue column_value(const Statement& s, int column) {
+  switch (s.column_type(column)) {
+    case SQLITE_INTEGER: return s.column_int64(column);
+    case SQLITE_FLOAT: return s.column_double(column);
+    case SQLITE_TEXT: return s.column_text(column);
+    case SQLITE_BLOB: return SqlBlob{std::string(s.column_blob(column))};
+    default: return std::monostate{};
+  }
+}
+
+}  // namespace
+
+std::string quoted_schema(const std::string& schema) {
+  std::string out = "\"";
+  for (char c : schema) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string event_store_ddl(const std::string& schema) {
+  const std::string s = quoted_schema(schema);
+  return "CREATE TABLE IF NOT EXISTS " + s +
+         ".pp_events_layers(id INTEGER PRIMARY KEY, layer TEXT NOT NULL, layer_type TEXT);"
+         "CREATE UNIQUE INDEX IF NOT EXISTS " + s + ".pp_events_layers_by_name ON pp_events_layers(layer, layer_type);"
+         "CREATE TABLE IF NOT EXISTS " + s + ".pp_events_blocks("
+         "id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, host_name TEXT, ip TEXT, pod TEXT, namespace TEXT, "
+         "gpu_uuid TEXT NOT NULL, gpu INTEGER, rank INTEGER, pid INTEGER, cpu_num REAL, source_file TEXT NOT NULL, "
+         "first_line INTEGER NOT NULL, last_line INTEGER NOT NULL, "
+         "events INTEGER NOT NULL, first_start_ns INTEGER NOT NULL, last_start_ns INTEGER NOT NULL, "
+         "last_end_ns INTEGER NOT NULL, folded_through_ns INTEGER, data BLOB NOT NULL);"
+         "CREATE INDEX IF NOT EXISTS " + s + ".pp_events_blocks_by_gpu_time ON pp_events_blocks(gpu_uuid, first_start_ns);"
+         "CREATE INDEX IF NOT EXISTS " + s + ".pp_events_blocks_unfolded ON pp_events_blocks(gpu_uuid, first_start_ns) "
+         "WHERE folded_through_ns IS NULL OR folded_through_ns < last_start_ns;"
+         "CREATE INDEX IF NOT EXISTS " + s + ".pp_events_blocks_by_file ON pp_events_blocks(source_file, last_line);";
+}
+
+void LayerNames::load() {
+  Statement read(db_, "SELECT id, layer, layer_type FROM " + quoted_schema(schema_) + ".pp_events_layers");
+  while (read.step()) {
+    std::pair<std::string, std::optional<std::string>> name{
+        read.column_text(1), read.column_null(2) ? std::nullopt : std::optional<std::string>(read.column_text(2))};
+    ids_[name] = read.column_int64(0);
+    names_[read.column_int64(0)] = std::move(name);
+  }
+  loaded_ = true;
+}
+
+int64_t LayerNames::id_of(const std::string& layer, const std::optional<std::string>& layer_type) {
+  if (!loaded_) load();
+  const auto key = std::make_pair(layer, layer_type);
+  if (auto it = ids_.find(key); it != ids_.end()) return it->second;
+  load();  // another writer of this connection may have added it
+  if (auto it = ids_.find(key); it != ids_.end()) return it->second;
+  Statement insert(db_, "INSERT INTO " + quoted_schema(schema_) + ".pp_events_layers(layer, layer_type) VALUES (?, ?) RETURNING id");
+  insert.bind(1, layer);
+  insert.bind(2, layer_type);
+  if (!insert.step()) throw Error("could not add layer " + layer);
+  const int64_t id = insert.column_int64(0);
+  while (insert.step()) {
+  }
+  ids_[key] = id;
+  names_[id] = key;
+  return id;
+}
+
+const std::pair<std::string, std::optional<std::string>>& LayerNames::name_of(int64_t id) {
+  if (!loaded_) load();
+  auto it = names_.find(id);
+  if (it == names_.end()) {
+    load();  // another connection may have added it
+    it = names_.find(id);
+    if (it == names_.end()) throw Error("layer id " + std::to_string(id) + " is not in pp_events_layers");
+  }
+  return it->second;
+}
+
+BlockWriter::BlockWriter(sqlite3* db, std::string schema, LayerNames& layers)
+    : db_(db), schema_(std::move(schema)), layers_(layers) {}
+
+int64_t BlockWriter::add(StoredEvent e, bool folded) {
+  e.event.layer_id = layers_.id_of(e.layer, e.layer_type);
+  OpenBlock* block = nullptr;
+  // The newest open block of these shared columns (events of one process come one after another).
+  for (auto it = open_.rbegin(); it != open_.rend(); ++it)
+    if (it->folded == folded && it->key == e.key) {
+      block = &*it;
+      break;
+    }
+  const int64_t start = e.event.t_start_ns;
+  if (block && (block->events.size() >= kMaxBlockEvents ||
+                static_cast<uint64_t>(std::max(block->last_start, start)) - static_cast<uint64_t>(std::min(block->first_start, start)) >
+                    static_cast<uint64_t>(kMaxBlockSpanNs))) {
+    write(*block);
+    open_.erase(open_.begin() + (block - open_.data()));
+    block = nullptr;
+  }
+  if (!block) {
+    if (next_id_ == 0)
+      next_id_ = static_cast<int64_t>(
+          query_double(db_, "SELECT coalesce(max(id), 0) + 1 FROM " + quoted_schema(schema_) + ".pp_events_blocks", {}, 1));
+    open_.push_back({next_id_++, std::move(e.key), folded, {}, start, start});
+    block = &open_.back();
+  }
+  e.event.index = static_cast<int64_t>(block->events.size());
+  block->first_start = std::min(block->first_start, start);
+  block->last_start = std::max(block->last_start, start);
+  block->events.push_back(e.event);
+  return block->id * kBlockIdScale + e.event.index;
+}
+
+void BlockWriter::write(const OpenBlock& block) {
+  int64_t last_end = INT64_MIN, first_line = INT64_MAX, last_line = INT64_MIN;
+  for (const BlockEvent& e : block.events) {
+    last_end = std::max(last_end, e.t_end_ns);
+    first_line = std::min(first_line, e.line);
+    last_line = std::max(last_line, e.line);
+  }
+  std::string sql = "INSERT INTO " + quoted_schema(schema_) + ".pp_events_blocks(id";
+  for (const char* c : kBlockKeyColumns) sql += std::string(", ") + c;
+  sql += ", first_line, last_line, events, first_start_ns, last_start_ns, last_end_ns, folded_through_ns, data) VALUES (?";
+  for (int i = 0; i < kBlockKeyColumnCount; ++i) sql += ", ?";
+  sql += ", ?, ?, ?, ?, ?, ?, ?, ?)";
+  Statement insert(db_, sql);
+  int p = 1;
+  insert.bind(p++, block.id);
+  for (const SqlValue& v : block.key) bind_value(insert, p++, v);
+  insert.bind(p++, first_line);
+  insert.bind(p++, last_line);
+  insert.bind(p++, static_cast<int64_t>(block.events.size()));
+  insert.bind(p++, block.first_start);
+  insert.bind(p++, block.last_start);
+  insert.bind(p++, last_end);
+  insert.bind(p++, block.folded ? std::optional<int64_t>(block.last_start) : std::nullopt);
+  insert.bind(p++, SqlValue(SqlBlob{encode_block(block.events)}));
+  insert.run();
+}
+
+void BlockWriter::flush() {
+  for (const OpenBlock& block : open_) write(block);
+  open_.clear();
+  next_id_ = 0;  // another writer may add blocks before this one opens its next
+}
+
+void BlockWriter::discard() {
+  open_.clear();
+  next_id_ = 0;
+}
+
+void decode_stored_block(int64_t id, std::string_view data, std::vector<BlockEvent>& out) {
+  std::string problem;
+  if (!decode_block(data, out, problem))
+    throw Error("block " + std::to_string(id) + " of pp_events_blocks is damaged: " + problem);
+}
+
+bool read_block(sqlite3* db, const std::string& schema, int64_t id, StoredBlock& out) {
+  std::string sql = "SELECT folded_through_ns, data";
+  for (const char* c : kBlockKeyColumns) sql += std::string(", ") + c;
+  Statement read(db, sql + " FROM " + quoted_schema(schema) + ".pp_events_blocks WHERE id = ?");
+  read.bind(1, id);
+  if (!read.step()) return false;
+  out.id = id;
+  out.folded_through_ns = read.column_null(0) ? std::nullopt : std::optional<int64_t>(read.column_int64(0));
+  out.events.clear();
+  decode_stored_block(id, read.column_blob(1), out.events);
+  out.key.clear();
+  for (int i = 0; i < kBlockKeyColumnCount; ++i) out.key.push_back(column_value(read, 2 + i));
+  while (read.step()) {
+  }
+  return true;
+}
+
+void rewrite_block(sqlite3* db, const std::string& schema, const StoredBlock& block) {
+  if (block.events.empty()) {
+    run_script(db, "DELETE FROM " + quoted_schema(schema) + ".pp_events_blocks WHERE id = :id", {{":id", block.id}});
+    return;
+  }
+  int64_t first = INT64_MAX, last = INT64_MIN, last_end = INT64_MIN, first_line = INT64_MAX, last_line = INT64_MIN;
+  for (const BlockEvent& e : block.events) {
+    first_line = std::min(first_line, e.line);
+    last_line = std::max(last_line, e.line);
+    first = std::min(first, e.t_start_ns);
+    last = std::max(last, e.t_start_ns);
+    last_end = std::max(last_end, e.t_end_ns);
+  }
+  Statement update(db, "UPDATE " + quoted_schema(schema) +
+                           ".pp_events_blocks SET events = ?, first_start_ns = ?, last_start_ns = ?, last_end_ns = ?, "
+                           "data = ?, first_line = ?, last_line = ? WHERE id = ?");
+  update.bind(1, static_cast<int64_t>(block.events.size()));
+  update.bind(2, first);
+  update.bind(3, last);
+  update.bind(4, last_end);
+  update.bind(5, SqlValue(SqlBlob{encode_block(block.events)}));
+  update.bind(6, first_line);
+  update.bind(7, last_line);
+  update.bind(8, block.id);
+  update.run();
+}
+
+}  // namespace pp
