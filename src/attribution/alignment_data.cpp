@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "attribution/event_store.hpp"
 #include "attribution/refresh.hpp"
 #include "core/embedded_sql.hpp"
 #include "core/statement.hpp"
@@ -82,16 +83,26 @@ GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, const GpuEv
 
 GpuEventExtent read_event_extent(sqlite3* db, const std::string& uuid) {
   GpuEventExtent extent;
+  LayerNames layers(db, "main");
+  std::map<std::string, JobSpan> by_job;
+  const auto add = [&](const JobSpan& s) {
+    auto [it, added] = by_job.try_emplace(s.job_id, s);
+    if (added) return;
+    it->second.first_ns = std::min(it->second.first_ns, s.first_ns);
+    it->second.last_ns = std::max(it->second.last_ns, s.last_ns);
+    it->second.longest_ns = std::max(it->second.longest_ns, s.longest_ns);
+  };
   Statement spans(db, named_sql("align", "job_spans"));
   spans.bind(":uuid", uuid);
-  while (spans.step()) {
-    extent.jobs.push_back({spans.column_text(0), {spans.column_int64(1), spans.column_int64(2), 0}});
-    extent.longest_ns = std::max(extent.longest_ns, spans.column_int64(3));
-    extent.last_end_ns = std::max(extent.last_end_ns, spans.column_int64(2));
+  while (spans.step())
+    add({spans.column_text(0), spans.column_int64(1), spans.column_int64(2), 0, spans.column_int64(3)});
+  for (const JobSpan& s : unfolded_spans(db, uuid, std::nullopt, layers)) add(s);
+  for (const auto& [job_id, s] : by_job) {
+    extent.jobs.push_back({job_id, {s.first_ns, s.last_ns, 0}});
+    extent.longest_ns = std::max(extent.longest_ns, s.longest_ns);
+    extent.last_end_ns = std::max(extent.last_end_ns, s.last_ns);
   }
-  Statement last(db, named_sql("align", "last_event_start"));
-  last.bind(":uuid", uuid);
-  if (last.step()) extent.last_start_ns = last.column_int64(0);
+  if (const auto last = newest_event_start(db, uuid, layers)) extent.last_start_ns = *last;
   return extent;
 }
 

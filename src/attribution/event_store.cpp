@@ -8,6 +8,14 @@
 namespace pp {
 namespace {
 
+// Events whose times cannot be a layer's call (an earlier version imported such, and users may
+// insert them): the fold leaves them out.
+int64_t impossible_events(const std::vector<BlockEvent>& events) {
+  int64_t n = 0;
+  for (const BlockEvent& e : events) n += e.t_start_ns < 0 || e.t_end_ns < e.t_start_ns || e.t_end_ns > kMaxEventNs;
+  return n;
+}
+
 void bind_value(Statement& s, int index, const SqlValue& v) { s.bind(index, v); }
 
 SqlValue column_value(const Statement& s, int column) {
@@ -38,10 +46,11 @@ std::string event_store_ddl(const std::string& schema) {
          "gpu_uuid TEXT NOT NULL, gpu INTEGER, rank INTEGER, pid INTEGER, cpu_num REAL, source_file TEXT NOT NULL, "
          "first_line INTEGER NOT NULL, last_line INTEGER NOT NULL, "
          "events INTEGER NOT NULL, first_start_ns INTEGER NOT NULL, last_start_ns INTEGER NOT NULL, "
-         "last_end_ns INTEGER NOT NULL, folded_through_ns INTEGER, data BLOB NOT NULL);"
+         "last_end_ns INTEGER NOT NULL, impossible INTEGER NOT NULL, folded_through_ns INTEGER, data BLOB NOT NULL);"
          "CREATE INDEX IF NOT EXISTS " + s + ".pp_events_blocks_by_gpu_time ON pp_events_blocks(gpu_uuid, first_start_ns);"
          "CREATE INDEX IF NOT EXISTS " + s + ".pp_events_blocks_unfolded ON pp_events_blocks(gpu_uuid, first_start_ns) "
          "WHERE folded_through_ns IS NULL OR folded_through_ns < last_start_ns;"
+         "CREATE INDEX IF NOT EXISTS " + s + ".pp_events_blocks_impossible ON pp_events_blocks(gpu_uuid) WHERE impossible > 0;"
          "CREATE INDEX IF NOT EXISTS " + s + ".pp_events_blocks_by_file ON pp_events_blocks(source_file, last_line);";
 }
 
@@ -128,9 +137,10 @@ void BlockWriter::write(const OpenBlock& block) {
   }
   std::string sql = "INSERT INTO " + quoted_schema(schema_) + ".pp_events_blocks(id";
   for (const char* c : kBlockKeyColumns) sql += std::string(", ") + c;
-  sql += ", first_line, last_line, events, first_start_ns, last_start_ns, last_end_ns, folded_through_ns, data) VALUES (?";
+  sql += ", first_line, last_line, events, first_start_ns, last_start_ns, last_end_ns, impossible, folded_through_ns, "
+         "data) VALUES (?";
   for (int i = 0; i < kBlockKeyColumnCount; ++i) sql += ", ?";
-  sql += ", ?, ?, ?, ?, ?, ?, ?, ?)";
+  sql += ", ?, ?, ?, ?, ?, ?, ?, ?, ?)";
   Statement insert(db_, sql);
   int p = 1;
   insert.bind(p++, block.id);
@@ -141,6 +151,7 @@ void BlockWriter::write(const OpenBlock& block) {
   insert.bind(p++, block.first_start);
   insert.bind(p++, block.last_start);
   insert.bind(p++, last_end);
+  insert.bind(p++, impossible_events(block.events));
   insert.bind(p++, block.folded ? std::optional<int64_t>(block.last_start) : std::nullopt);
   insert.bind(p++, SqlValue(SqlBlob{encode_block(block.events)}));
   insert.run();
@@ -195,7 +206,7 @@ void rewrite_block(sqlite3* db, const std::string& schema, const StoredBlock& bl
   }
   Statement update(db, "UPDATE " + quoted_schema(schema) +
                            ".pp_events_blocks SET events = ?, first_start_ns = ?, last_start_ns = ?, last_end_ns = ?, "
-                           "data = ?, first_line = ?, last_line = ? WHERE id = ?");
+                           "data = ?, first_line = ?, last_line = ?, impossible = ? WHERE id = ?");
   update.bind(1, static_cast<int64_t>(block.events.size()));
   update.bind(2, first);
   update.bind(3, last);
@@ -203,8 +214,95 @@ void rewrite_block(sqlite3* db, const std::string& schema, const StoredBlock& bl
   update.bind(5, SqlValue(SqlBlob{encode_block(block.events)}));
   update.bind(6, first_line);
   update.bind(7, last_line);
-  update.bind(8, block.id);
+  update.bind(8, impossible_events(block.events));
+  update.bind(9, block.id);
   update.run();
+}
+
+std::string start_range_sql(std::optional<int64_t> from, std::optional<int64_t> to, const std::string& prefix,
+                            SqlParameters& parameters) {
+  std::string sql;
+  if (from) {
+    sql += " AND last_start_ns >= :" + prefix + "from AND first_start_ns >= :" + prefix + "from_block";
+    parameters.emplace_back(":" + prefix + "from", *from);
+    parameters.emplace_back(":" + prefix + "from_block", *from > INT64_MIN + kMaxBlockSpanNs ? *from - kMaxBlockSpanNs : INT64_MIN);
+  }
+  if (to) {
+    sql += " AND first_start_ns <= :" + prefix + "to";
+    parameters.emplace_back(":" + prefix + "to", *to);
+  }
+  return sql;
+}
+
+void scan_events(sqlite3* db, const std::string& schema, const EventScan& scan, LayerNames& layers,
+                 const std::function<void(const ScannedEvent&)>& visit) {
+  SqlParameters parameters{{":gpu", scan.gpu_uuid}};
+  std::string sql = "SELECT id, job_id, folded_through_ns, data FROM " + quoted_schema(schema) +
+                    ".pp_events_blocks WHERE gpu_uuid = :gpu" + start_range_sql(scan.start_from, scan.start_to, "", parameters);
+  if (scan.folded == EventScan::kUnfolded) sql += " AND (folded_through_ns IS NULL OR folded_through_ns < last_start_ns)";
+  if (scan.folded == EventScan::kFolded) sql += " AND folded_through_ns >= first_start_ns";
+  Statement read(db, sql);
+  read.bind_all(parameters);
+  std::vector<BlockEvent> events;
+  while (read.step()) {
+    const int64_t block = read.column_int64(0);
+    const std::string_view job_id = read.column_view(1);
+    const std::optional<int64_t> folded_through =
+        read.column_null(2) ? std::nullopt : std::optional<int64_t>(read.column_int64(2));
+    events.clear();
+    decode_stored_block(block, read.column_blob(3), events);
+    for (const BlockEvent& e : events) {
+      if (scan.start_from && e.t_start_ns < *scan.start_from) continue;
+      if (scan.start_to && e.t_start_ns > *scan.start_to) continue;
+      const bool folded = folded_through && e.t_start_ns <= *folded_through;
+      if ((scan.folded == EventScan::kUnfolded && folded) || (scan.folded == EventScan::kFolded && !folded)) continue;
+      visit({e, block * kBlockIdScale + e.index, job_id, folded, layers.name_of(e.layer_id)});
+    }
+  }
+}
+
+std::vector<JobSpan> unfolded_spans(sqlite3* db, const std::string& uuid, std::optional<int64_t> through_ns,
+                                    LayerNames& layers) {
+  std::vector<JobSpan> spans;
+  scan_events(db, "main", {uuid, int64_t{0}, through_ns, EventScan::kUnfolded}, layers, [&](const ScannedEvent& e) {
+    const int64_t start = e.event.t_start_ns, end = e.event.t_end_ns;
+    if (end < start || end > kMaxEventNs) return;
+    if (spans.empty() || spans.back().job_id != e.job_id) {
+      auto it = std::find_if(spans.begin(), spans.end(), [&](const JobSpan& s) { return s.job_id == e.job_id; });
+      if (it == spans.end()) {
+        spans.push_back({std::string(e.job_id), start, end, 0, 0});
+      } else {
+        std::iter_swap(it, spans.end() - 1);  // blocks come job by job: the last one is looked at first
+      }
+    }
+    JobSpan& span = spans.back();
+    span.first_ns = std::min(span.first_ns, start);
+    span.last_ns = std::max(span.last_ns, end);
+    span.longest_ns = std::max(span.longest_ns, end - start);
+    ++span.events;
+  });
+  std::sort(spans.begin(), spans.end(), [](const JobSpan& a, const JobSpan& b) { return a.job_id < b.job_id; });
+  return spans;
+}
+
+std::optional<int64_t> newest_event_start(sqlite3* db, const std::string& uuid, LayerNames& layers) {
+  const double newest_first = query_double(
+      db, "SELECT max(first_start_ns) FROM main.pp_events_blocks WHERE gpu_uuid = :gpu", {{":gpu", uuid}}, -1);
+  if (newest_first < 0) return std::nullopt;
+  // Blocks reaching the newest start of their GPU, newest first; should none of their events be
+  // a call, the search goes on down the GPU's history.
+  std::optional<int64_t> newest;
+  std::optional<int64_t> to;
+  int64_t from = static_cast<int64_t>(newest_first) - kMaxBlockSpanNs;
+  for (;;) {
+    scan_events(db, "main", {uuid, std::max<int64_t>(from, 0), to, EventScan::kAny}, layers, [&](const ScannedEvent& e) {
+      if (e.event.t_end_ns >= e.event.t_start_ns && e.event.t_end_ns <= kMaxEventNs && e.event.t_start_ns >= 0)
+        newest = std::max(newest.value_or(INT64_MIN), e.event.t_start_ns);
+    });
+    if (newest || from <= 0) return newest;
+    to = from - 1;
+    from = from > INT64_MIN / 2 ? from - 64 * kMaxBlockSpanNs : 0;
+  }
 }
 
 }  // namespace pp

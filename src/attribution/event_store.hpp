@@ -5,13 +5,16 @@
 // event and each statement over it; a block is written, folded and dropped as one row.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core/sql_values.hpp"
+#include "core/statement.hpp"
 #include "core/sqlite_api.hpp"
 #include "events/event_block.hpp"
 #include "events/event_fields.hpp"
@@ -103,6 +106,47 @@ class BlockWriter {
   int64_t next_id_ = 0;  // 0: read max(id) + 1 when a block opens
   std::vector<OpenBlock> open_;
 };
+
+// What a reader of the engine wants of one GPU's events (the pp_events table reads the same
+// blocks for its users): the blocks that can hold them are found by one index range and
+// decoded without SQLite's work per row.
+struct EventScan {
+  std::string gpu_uuid;
+  std::optional<int64_t> start_from, start_to;  // t_start_ns in [start_from, start_to]
+  enum Folded { kAny, kUnfolded, kFolded } folded = kAny;
+};
+
+// One event of a scan, with its block's columns.
+struct ScannedEvent {
+  const BlockEvent& event;
+  int64_t id;
+  std::string_view job_id;
+  bool folded;
+  const std::pair<std::string, std::optional<std::string>>& layer;  // (layer, layer_type)
+};
+
+// Calls visit for each event of `scan`, block by block (not in t_start_ns order).
+void scan_events(sqlite3* db, const std::string& schema, const EventScan& scan, LayerNames& layers,
+                 const std::function<void(const ScannedEvent&)>& visit);
+
+// Each job's span of the unfolded events of a GPU whose times can be a call (in [0,
+// kMaxEventNs], ending when or after they start) and that start by through_ns: what a fold
+// adds to pp_gpu_spans, and what the align step adds to the spans pp_gpu_spans holds.
+struct JobSpan {
+  std::string job_id;
+  int64_t first_ns, last_ns, events, longest_ns;
+};
+std::vector<JobSpan> unfolded_spans(sqlite3* db, const std::string& uuid, std::optional<int64_t> through_ns,
+                                    LayerNames& layers);
+
+// The newest start of a GPU's events whose times can be a call: the blocks that start within
+// kMaxBlockSpanNs of the newest, then older ones while none is found.
+std::optional<int64_t> newest_event_start(sqlite3* db, const std::string& uuid, LayerNames& layers);
+
+// The SQL conditions on pp_events_blocks for events starting in [from, to] (either may be
+// absent), with their parameters: blocks hold events starting within kMaxBlockSpanNs.
+std::string start_range_sql(std::optional<int64_t> from, std::optional<int64_t> to, const std::string& prefix,
+                            SqlParameters& parameters);
 
 // A block row as read, its events decoded.
 struct StoredBlock {

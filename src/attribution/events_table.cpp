@@ -14,9 +14,10 @@
 // job_id, host_name, ip, pod, namespace, gpu_uuid TEXT, gpu, rank, pid, epoch, batch INTEGER,
 // layer, layer_type TEXT, forward INTEGER, t_start_ns, t_end_ns INTEGER, t_start, t_end REAL
 // (seconds, from the ns: not stored), cpu_num REAL, source_file TEXT, line INTEGER, folded
-// INTEGER (1 once its duration is in layer_state: it starts by its block's folded_through_ns).
+// INTEGER (1 once its duration is in layer_state: it starts by its block's folded_through_ns);
+// HIDDEN block INTEGER: the pp_events_blocks row that holds it.
 //
-// Constraints on gpu_uuid, t_start_ns, folded = 0, source_file, job_id and id narrow the blocks
+// Constraints on gpu_uuid, t_start_ns, folded = 0, source_file, job_id, id and block narrow the blocks
 // read; SQLite checks every constraint itself on the rows returned. An update is a delete and
 // an insert (the row gets a new id). Rows inserted by a statement are written in blocks when
 // the transaction commits, at a savepoint, or when the next statement reads the table.
@@ -36,21 +37,21 @@ constexpr const char* kName = "pp_events";
 
 enum Column : int {
   kId, kJobId, kHostName, kIp, kPod, kNamespace, kGpuUuid, kGpu, kRank, kPid, kEpoch, kBatch, kLayer, kLayerType,
-  kForward, kStartNs, kEndNs, kStart, kEnd, kCpuNum, kSourceFile, kLine, kFolded, kColumnCount
+  kForward, kStartNs, kEndNs, kStart, kEnd, kCpuNum, kSourceFile, kLine, kFolded, kBlock, kColumnCount
 };
 constexpr const char* kSchema =
     "CREATE TABLE x(id INTEGER, job_id TEXT, host_name TEXT, ip TEXT, pod TEXT, namespace TEXT, gpu_uuid TEXT, "
     "gpu INTEGER, rank INTEGER, pid INTEGER, epoch INTEGER, batch INTEGER, layer TEXT, layer_type TEXT, "
     "forward INTEGER, t_start_ns INTEGER, t_end_ns INTEGER, t_start REAL, t_end REAL, cpu_num REAL, "
-    "source_file TEXT, line INTEGER, folded INTEGER)";
+    "source_file TEXT, line INTEGER, folded INTEGER, block INTEGER HIDDEN)";
 // The block columns of each shared column (BlockKeyColumn), by table column.
 constexpr int kKeyOf[kColumnCount] = {-1, kKeyJobId, kKeyHostName, kKeyIp, kKeyPod, kKeyNamespace, kKeyGpuUuid,
                                       kKeyGpu, kKeyRank, kKeyPid, -1, -1, -1, -1, -1, -1, -1, -1, -1, kKeyCpuNum,
-                                      kKeySourceFile, -1, -1};
+                                      kKeySourceFile, -1, -1, -1};
 
 // The constraints a plan hands to xFilter, as bits of idxNum in this order (argv in this order).
 enum PlanBit : int {
-  kByGpu = 1, kStartFrom = 2, kStartTo = 4, kByFolded = 8, kByFile = 16, kById = 32, kByJob = 64
+  kByGpu = 1, kStartFrom = 2, kStartTo = 4, kByFolded = 8, kByFile = 16, kById = 32, kByJob = 64, kStartAt = 128, kByBlock = 256
 };
 
 struct EventsTable : sqlite3_vtab {
@@ -247,6 +248,8 @@ int events_best_index(sqlite3_vtab* vtab, sqlite3_index_info* info) {
         {kByFile, kSourceFile, {SQLITE_INDEX_CONSTRAINT_EQ, SQLITE_INDEX_CONSTRAINT_IS}},
         {kById, kId, {SQLITE_INDEX_CONSTRAINT_EQ, SQLITE_INDEX_CONSTRAINT_IS}},
         {kByJob, kJobId, {SQLITE_INDEX_CONSTRAINT_EQ, SQLITE_INDEX_CONSTRAINT_IS}},
+        {kStartAt, kStartNs, {SQLITE_INDEX_CONSTRAINT_EQ, SQLITE_INDEX_CONSTRAINT_EQ}},
+        {kByBlock, kBlock, {SQLITE_INDEX_CONSTRAINT_EQ, SQLITE_INDEX_CONSTRAINT_IS}},
     };
     int bits = 0, argv_index = 0;
     for (const Pick& p : kPicks) {
@@ -261,11 +264,11 @@ int events_best_index(sqlite3_vtab* vtab, sqlite3_index_info* info) {
       }
     }
     double rows = 1e7;
-    if (bits & kById) rows = 1;
-    else if ((bits & kByGpu) && (bits & (kStartFrom | kStartTo))) rows = 1e3;
+    if (bits & (kById | kByBlock)) rows = bits & kById ? 1 : 1000;
+    else if ((bits & kByGpu) && (bits & (kStartFrom | kStartTo | kStartAt))) rows = 1e3;
     else if (bits & kByFolded) rows = 1e4;
     else if (bits & (kByGpu | kByFile)) rows = 1e5;
-    else if (bits & (kStartFrom | kStartTo)) rows = 1e5;
+    else if (bits & (kStartFrom | kStartTo | kStartAt)) rows = 1e5;
     else if (bits & kByJob) rows = 1e6;
     info->idxNum = bits;
     info->estimatedRows = static_cast<sqlite3_int64>(rows);
@@ -335,6 +338,24 @@ int events_filter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc,
       sql += " AND job_id = :job";
       parameters.emplace_back(":job", value_of(v));
     }
+    if (idx_num & kStartAt) {
+      sqlite3_value* v = next();
+      const auto from = start_bound(v, true), to = start_bound(v, false);
+      if (from && to) {
+        cursor->start_from = cursor->start_from ? std::max(*cursor->start_from, *from) : *from;
+        cursor->start_to = cursor->start_to ? std::min(*cursor->start_to, *to) : *to;
+        sql += " AND last_start_ns >= :at_from AND first_start_ns >= :at_block AND first_start_ns <= :at_to";
+        parameters.emplace_back(":at_from", *from);
+        parameters.emplace_back(":at_block", *from > INT64_MIN + kMaxBlockSpanNs ? *from - kMaxBlockSpanNs : INT64_MIN);
+        parameters.emplace_back(":at_to", *to);
+      }
+    }
+    if (idx_num & kByBlock) {
+      sqlite3_value* v = next();
+      sql += " AND id = :in_block";
+      parameters.emplace_back(":in_block", sqlite3_value_numeric_type(v) == SQLITE_INTEGER ? SqlValue(int64_t{sqlite3_value_int64(v)})
+                                                                                       : SqlValue());
+    }
     cursor->blocks = std::make_unique<Statement>(table->db, sql);
     cursor->blocks->bind_all(parameters);
     cursor->events.clear();
@@ -377,6 +398,7 @@ int events_column(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) {
       case kStart: sqlite3_result_double(ctx, ns_to_seconds(e.t_start_ns)); break;
       case kEnd: sqlite3_result_double(ctx, ns_to_seconds(e.t_end_ns)); break;
       case kLine: sqlite3_result_int64(ctx, e.line); break;
+      case kBlock: sqlite3_result_int64(ctx, cursor->block_id); break;
       case kFolded: sqlite3_result_int64(ctx, cursor->folded_through && e.t_start_ns <= *cursor->folded_through); break;
       default: sqlite3_result_null(ctx);
     }

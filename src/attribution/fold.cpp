@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "attribution/event_store.hpp"
 #include "attribution/refresh.hpp"
 #include "core/embedded_sql.hpp"
 #include "core/statement.hpp"
@@ -19,14 +20,31 @@ void fold(RefreshRun& run) {
   if (impossible > 0)
     run.warn(std::to_string(impossible) + (impossible == 1 ? " event" : " events") +
              " in pp_events end before they start or lie outside 1970-2116; they are not folded");
-  run_script(run.db, embedded_sql("fold"));
-  // The events whose durations the fold counted: up to each GPU's fold point, one index range
-  // per GPU (a single UPDATE would look the GPU's window up for every row).
   std::vector<std::pair<std::string, int64_t>> windows;
   {
     Statement list(run.db, named_sql("refresh", "fold_windows_list"));
     while (list.step()) windows.emplace_back(list.column_text(0), list.column_int64(1));
   }
+  // Each job's span of the events this fold counts: those not folded yet that start by their
+  // GPU's fold point.
+  run_script(run.db, named_sql("refresh", "fold_spans_table"));
+  {
+    LayerNames layers(run.db, "main");
+    Statement add(run.db, named_sql("refresh", "add_fold_span"));
+    for (const auto& [uuid, through_ms] : windows)
+      for (const JobSpan& s : unfolded_spans(run.db, uuid, through_ms * int64_t{1000000}, layers)) {
+        add.bind(":job_id", s.job_id);
+        add.bind(":uuid", uuid);
+        add.bind(":first_ns", s.first_ns);
+        add.bind(":last_ns", s.last_ns);
+        add.bind(":events", s.events);
+        add.bind(":longest_ns", s.longest_ns);
+        add.run();
+      }
+  }
+  run_script(run.db, embedded_sql("fold"));
+  // The events whose durations the fold counted: up to each GPU's fold point, one index range
+  // per GPU (a single UPDATE would look the GPU's window up for every row).
   Statement mark(run.db, named_sql("refresh", "mark_folded"));
   for (const auto& [uuid, through_ms] : windows) {
     mark.bind(":uuid", uuid);

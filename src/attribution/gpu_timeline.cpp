@@ -7,6 +7,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "attribution/event_store.hpp"
 #include "core/statement.hpp"
 
 namespace pp {
@@ -84,7 +85,7 @@ void move_windows(GpuTimeline& gpu, int timing_shift) {
 
 class TimelineReader {
  public:
-  TimelineReader(sqlite3* db, GpuTimeline& gpu) : db_(db), gpu_(gpu) {}
+  TimelineReader(sqlite3* db, GpuTimeline& gpu) : db_(db), gpu_(gpu), layers_(db, "main") {}
 
   void read_series(const std::string& uuid, std::optional<int64_t> after_ms, std::optional<int64_t> through_ms,
                    int timing_shift, bool for_shifts = false) {
@@ -162,29 +163,18 @@ class TimelineReader {
   // not know a span's longest event.
   void read_events(const std::string& uuid, std::optional<int64_t> after_ms, std::optional<int64_t> through_ms) {
     const int64_t through_ns = through_ms && *through_ms < INT64_MAX / kNsPerMsInt ? *through_ms * kNsPerMsInt : INT64_MAX;
-    // (t_start_ns >= 0 is said in each query: with a second lower bound on t_start_ns SQLite may
-    // take this one for the index range, and read the GPU's history from its first event.)
-    constexpr const char* kColumns =
-        "SELECT t_start_ns, t_end_ns, job_id, id, layer, forward, folded, layer_type FROM main.pp_events "
-        "WHERE gpu_uuid = :uuid AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)";
+    const auto take = [&](const ScannedEvent& e) {
+      if (e.event.t_end_ns >= e.event.t_start_ns && e.event.t_end_ns <= kMaxEventNs) take_event(e, through_ns);
+    };
     const std::optional<int64_t> longest = (after_ms || through_ms) ? read_folded_spans(uuid) : std::nullopt;
     if (!longest) {
-      Statement all(db_, std::string(kColumns) + " AND t_start_ns >= 0 ORDER BY t_start_ns");
-      all.bind(":uuid", uuid);
-      while (all.step()) take_event(all, through_ns);
+      scan_events(db_, "main", {uuid, int64_t{0}, std::nullopt, EventScan::kAny}, layers_, take);
       widen_to_folded_spans(uuid);
     } else {
-      Statement unfolded(db_, std::string(kColumns) + " AND t_start_ns >= 0 AND folded = 0 ORDER BY t_start_ns");
-      unfolded.bind(":uuid", uuid);
-      while (unfolded.step()) take_event(unfolded, through_ns);
-      if (lo_ns_ < hi_ns_) {
-        Statement reaching(db_, std::string(kColumns) +
-                                    " AND t_start_ns >= :from AND t_start_ns < :to AND folded <> 0 ORDER BY t_start_ns");
-        reaching.bind(":uuid", uuid);
-        reaching.bind(":from", std::max<int64_t>(lo_ns_ - *longest, 0));
-        reaching.bind(":to", hi_ns_);
-        while (reaching.step()) take_event(reaching, through_ns);
-      }
+      scan_events(db_, "main", {uuid, int64_t{0}, std::nullopt, EventScan::kUnfolded}, layers_, take);
+      if (lo_ns_ < hi_ns_)
+        scan_events(db_, "main", {uuid, std::max<int64_t>(lo_ns_ - *longest, 0), hi_ns_ - 1, EventScan::kFolded},
+                    layers_, take);
     }
     // The untracked row of each job is the group (job, '(untracked)', 0), as in SQL.
     std::string key;
@@ -305,21 +295,21 @@ class TimelineReader {
     return last_job_;
   }
 
-  // One row of a read_events query.
-  void take_event(Statement& row, int64_t through_ns) {
-    const int64_t start = row.column_int64(0);
-    const int64_t end = row.column_int64(1);
-    const uint32_t job = job_for(row.column_view(2), start, end);
+  // One event of a read_events scan.
+  void take_event(const ScannedEvent& e, int64_t through_ns) {
+    const int64_t start = e.event.t_start_ns;
+    const int64_t end = e.event.t_end_ns;
+    const uint32_t job = job_for(e.job_id, start, end);
     const bool in_range = start < hi_ns_ && end > lo_ns_;  // may overlap a window of the range
-    const bool unfolded = start <= through_ns && row.column_int64(6) == 0;
+    const bool unfolded = start <= through_ns && !e.folded;
     if (!in_range && !unfolded) return;
-    const std::string_view layer = row.column_view(4);
-    const int forward = row.column_int64(5) != 0 ? 1 : 0;
+    const std::string_view layer = e.layer.first;
+    const int forward = e.event.forward ? 1 : 0;
     key_.assign(reinterpret_cast<const char*>(&job), sizeof job);
     key_.push_back(static_cast<char>(forward));
     key_.append(layer.data(), layer.size());
-    const uint32_t group = group_for(key_, job, layer, forward, row.column_view(7));
-    const int64_t id = row.column_int64(3);
+    const uint32_t group = group_for(key_, job, layer, forward, e.layer.second ? std::string_view(*e.layer.second) : "");
+    const int64_t id = e.id;
     if (in_range) gpu_.events.push_back({start, end, id, group, job});
     if (unfolded) {
       gpu_.durations[group].add(static_cast<double>(end - start) / 1e9);
@@ -366,6 +356,7 @@ class TimelineReader {
 
   sqlite3* db_;
   GpuTimeline& gpu_;
+  LayerNames layers_;
   std::unordered_map<std::string, uint32_t> group_index_;
   std::unordered_map<std::string, uint32_t> job_index_;
   uint32_t last_job_ = UINT32_MAX;  // the job of the previous row (rows come in runs of one job)

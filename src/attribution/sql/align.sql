@@ -8,7 +8,7 @@ SELECT s.uuid
   FROM (SELECT uuid, max(last_ms) AS last_ms FROM temp.pp_series GROUP BY uuid) AS s
  WHERE s.uuid <> 'cpu'
    AND s.last_ms > coalesce((SELECT max(through_ms) FROM main.pp_alignment AS a WHERE a.uuid = s.uuid), -1)
-   AND EXISTS (SELECT 1 FROM main.pp_events AS e WHERE e.gpu_uuid = s.uuid);
+   AND EXISTS (SELECT 1 FROM main.pp_events_blocks AS e WHERE e.gpu_uuid = s.uuid);
 
 -- name: metrics_of_gpu
 SELECT m.metric, m.kind FROM main.pp_metrics AS m
@@ -22,32 +22,19 @@ SELECT ts_ms, value FROM main.pp_samples WHERE uuid = :uuid AND metric = :metric
 SELECT max(through_ms) FROM main.pp_alignment WHERE uuid = :uuid;
 
 -- name: job_spans
--- Each job's span on the GPU, and its longest event (how far back an event overlapping a time
--- may have started), without reading the GPU's history: the folded events' spans
--- (pp_gpu_spans) joined with the unfolded events (their partial index). Here and below, events
--- whose times cannot be a call (ending before they start, outside [0, 2^62] ns: an earlier
--- version imported such) are left out, and so are the spans an earlier version made of them.
-SELECT job_id, min(first_ns), max(last_ns), max(longest_ns) FROM (
-  SELECT job_id, first_ns, last_ns, longest_ns FROM main.pp_gpu_spans
-   WHERE uuid = :uuid AND first_ns >= 0 AND last_ns >= first_ns AND last_ns <= (1 << 62)
-  UNION ALL
-  SELECT job_id, min(t_start_ns), max(t_end_ns), max(t_end_ns - t_start_ns) FROM main.pp_events
-   WHERE gpu_uuid = :uuid AND folded = 0 AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)
-   GROUP BY job_id)
- GROUP BY job_id;
+-- Each job's span of folded events on the GPU, and its longest event (how far back an event
+-- overlapping a time may have started); alignment_data.cpp adds the spans of the unfolded
+-- events, so that the GPU's history is never read. Here and below, events whose times cannot
+-- be a call (ending before they start, outside [0, 2^62] ns: an earlier version imported such)
+-- are left out, and so are the spans an earlier version made of them.
+SELECT job_id, first_ns, last_ns, longest_ns FROM main.pp_gpu_spans
+ WHERE uuid = :uuid AND first_ns >= 0 AND last_ns >= first_ns AND last_ns <= (1 << 62);
 
 -- name: samples_after
 -- How long after a job's last event the GPU's samples are needed (ms): :after_ms, or two of
 -- its windows and the exporter's lag where that is longer (the sample covering the last event
 -- is stored that much later at most).
 SELECT max(:after_ms, 2 * coalesce((SELECT max(interval_ms) FROM main.pp_intervals WHERE uuid = :uuid), 0) + :lag_ms);
-
--- name: last_event_start
--- The newest event start on the GPU: the time index read backwards to the first event that can
--- be a call.
-SELECT t_start_ns FROM main.pp_events
- WHERE gpu_uuid = :uuid AND t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)
- ORDER BY t_start_ns DESC LIMIT 1;
 
 -- name: events_in_range
 -- (:from_start is at least 0: a second lower bound on t_start_ns, such as t_start_ns >= 0, could

@@ -42,19 +42,9 @@ SELECT c.job_id, c.layer, c.forward, e.layer_type, e.host_name, e.ip, e.cpu_num,
   JOIN main.pp_events AS e ON e.id = c.first_id;
 
 -- Each job's span on each GPU grows by the events this fold counts (those pp_refresh then
--- marks folded: the same index range per GPU), so every event whose times can be a call is in
--- pp_gpu_spans once. temp.pp_fold_spans keeps what this fold added, for the warning about
--- shared GPUs.
-CREATE TEMP TABLE IF NOT EXISTS pp_fold_spans(
-  job_id TEXT, uuid TEXT, first_ns INTEGER, last_ns INTEGER, events INTEGER, longest_ns INTEGER,
-  PRIMARY KEY (uuid, job_id));
-DELETE FROM temp.pp_fold_spans;
-INSERT INTO temp.pp_fold_spans(job_id, uuid, first_ns, last_ns, events, longest_ns)
-SELECT e.job_id, e.gpu_uuid, min(e.t_start_ns), max(e.t_end_ns), count(*), max(e.t_end_ns - e.t_start_ns)
-  FROM temp.pp_fold_window AS w CROSS JOIN main.pp_events AS e
- WHERE e.gpu_uuid = w.uuid AND e.t_start_ns <= w.through_ms * 1000000 AND e.folded = 0
-   AND e.t_start_ns >= 0 AND e.t_end_ns >= e.t_start_ns AND e.t_end_ns <= (1 << 62)
- GROUP BY e.job_id, e.gpu_uuid;
+-- marks folded), so every event whose times can be a call is in pp_gpu_spans once.
+-- temp.pp_fold_spans holds what this fold adds (fold.cpp fills it from the blocks before this
+-- script runs), for the warning about shared GPUs too.
 INSERT INTO main.pp_gpu_spans(job_id, uuid, first_ns, last_ns, events, longest_ns)
 SELECT job_id, uuid, first_ns, last_ns, events, longest_ns FROM temp.pp_fold_spans WHERE true
 ON CONFLICT (uuid, job_id) DO UPDATE SET first_ns = min(first_ns, excluded.first_ns),

@@ -7,7 +7,7 @@
 SELECT source_file, bytes, lines, head_bytes, head_hash,
        coalesce((SELECT state FROM main.pp_event_file_state AS s WHERE s.source_file = f.source_file), '')
   FROM main.pp_event_files AS f
- WHERE EXISTS (SELECT 1 FROM main.pp_events AS e WHERE e.source_file = f.source_file)
+ WHERE EXISTS (SELECT 1 FROM main.pp_events_blocks AS e WHERE e.source_file = f.source_file)
     OR EXISTS (SELECT 1 FROM main.pp_jobs AS j WHERE j.source_file = f.source_file)
     OR EXISTS (SELECT 1 FROM main.pp_dropped_events AS d WHERE d.source_file = f.source_file);
 
@@ -40,7 +40,7 @@ ON CONFLICT (source_file) DO UPDATE SET state = excluded.state;
 
 -- name: name_taken
 SELECT EXISTS (SELECT 1 FROM main.pp_event_files WHERE source_file = :kept)
-    OR EXISTS (SELECT 1 FROM main.pp_events WHERE source_file = :kept)
+    OR EXISTS (SELECT 1 FROM main.pp_events_blocks WHERE source_file = :kept)
     OR EXISTS (SELECT 1 FROM main.pp_jobs WHERE source_file = :kept)
     OR EXISTS (SELECT 1 FROM main.pp_dropped_events WHERE source_file = :kept);
 

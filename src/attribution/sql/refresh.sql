@@ -12,18 +12,21 @@ SELECT max(:after_seconds, 2 * coalesce((SELECT max(interval_ms) / 1e3 FROM main
 -- From the first event of each job with unfolded events (its untracked time needs every window
 -- of its span, also those between events far apart), or the GPU's last sample. The first event
 -- is the earlier of its folded span's start (pp_gpu_spans) and its unfolded events': only the
--- unfolded events are read (their partial index), never the job's history.
+-- blocks holding unfolded events are read (their partial index), never the job's history. (A
+-- block folded in part says its unfolded events start after its fold point.)
 SELECT min(max(u.t_first, coalesce((SELECT max((SELECT max(ts_ms) FROM main.pp_samples AS s
                                                    WHERE s.uuid = u.uuid AND s.metric = m.metric))
                                       FROM main.pp_metrics AS m) / 1e3, 0)))
-  FROM (SELECT e.gpu_uuid AS uuid,
-               min(min(e.t_start), coalesce((SELECT g.first_ns / 1e9 FROM main.pp_gpu_spans AS g
-                                              WHERE g.uuid = e.gpu_uuid AND g.job_id = e.job_id), 9e18)) AS t_first
-          FROM main.pp_events AS e WHERE e.folded = 0 AND e.gpu_uuid <> 'cpu'
-         GROUP BY e.gpu_uuid, e.job_id) AS u;
+  FROM (SELECT b.gpu_uuid AS uuid,
+               min(min(max(b.first_start_ns, coalesce(b.folded_through_ns + 1, b.first_start_ns)) / 1e9),
+                   coalesce((SELECT g.first_ns / 1e9 FROM main.pp_gpu_spans AS g
+                              WHERE g.uuid = b.gpu_uuid AND g.job_id = b.job_id), 9e18)) AS t_first
+          FROM main.pp_events_blocks AS b WHERE (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns) AND b.gpu_uuid <> 'cpu'
+         GROUP BY b.gpu_uuid, b.job_id) AS u;
 
 -- name: fetch_last_end
-SELECT max(t_end) FROM main.pp_events WHERE folded = 0 AND gpu_uuid <> 'cpu';
+-- (A block's last end is that of all its events, folded or not: at most a block's span later.)
+SELECT max(b.last_end_ns) / 1e9 FROM main.pp_events_blocks AS b WHERE (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns) AND b.gpu_uuid <> 'cpu';
 
 -- name: fetch_gpus
 -- Each GPU with unfolded events and its last sample before this refresh (of the metrics fetched:
@@ -46,10 +49,10 @@ SELECT g.uuid, g.host_name, g.last_end_ms, g.last_sample_ms, m.gpu_uuid, m.gpu_i
             ELSE g.last_end_ms + max(:after_ms, 2 * coalesce((SELECT max(interval_ms) FROM main.pp_intervals AS i
                                                                WHERE i.uuid = g.uuid), 0) + :lag_ms)
                  > f.fetched_through_ms END
-  FROM (SELECT gpu_uuid AS uuid, max(host_name) AS host_name, max(t_end_ns) / 1000000 AS last_end_ms,
-               (SELECT max((SELECT max(ts_ms) FROM main.pp_samples AS s WHERE s.uuid = e.gpu_uuid AND s.metric = m.metric))
+  FROM (SELECT b.gpu_uuid AS uuid, max(b.host_name) AS host_name, max(b.last_end_ns) / 1000000 AS last_end_ms,
+               (SELECT max((SELECT max(ts_ms) FROM main.pp_samples AS s WHERE s.uuid = b.gpu_uuid AND s.metric = m.metric))
                   FROM main.pp_metrics AS m) AS last_sample_ms
-          FROM main.pp_events AS e WHERE folded = 0 AND gpu_uuid <> 'cpu' GROUP BY gpu_uuid) AS g
+          FROM main.pp_events_blocks AS b WHERE (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns) AND b.gpu_uuid <> 'cpu' GROUP BY b.gpu_uuid) AS g
   LEFT JOIN main.pp_mig_devices AS m ON m.mig_uuid = g.uuid
   LEFT JOIN main.pp_fetch_state AS f ON f.uuid = g.uuid;
 UPDATE temp.pp_fetch_gpus
@@ -95,7 +98,7 @@ SELECT uuid, metric, ts_ms, value, host, gpu FROM (
          coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname')) AS host,
          json_extract(labels, '$.gpu') AS gpu, json_extract(labels, '$.GPU_I_ID') AS instance
     FROM prom_samples(:selector, :start, :end))
- WHERE uuid IN (SELECT gpu_uuid FROM main.pp_events WHERE folded = 0) AND instance IS NULL;
+ WHERE uuid IN (SELECT b.gpu_uuid FROM main.pp_events_blocks AS b WHERE (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns)) AND instance IS NULL;
 
 -- name: insert_samples_by_instance
 -- The samples of :selector of a GPU instance (parent UUID or uuid label, and GPU_I_ID), stored
@@ -118,16 +121,16 @@ SELECT g.uuid, p.metric, p.ts_ms, p.value, p.host, p.gpu FROM (
 -- The samples of :selector matched to the unfolded events of whole GPUs by Hostname and gpu
 -- index (a MIG device's events carry its parent's index: they are never matched this way).
 INSERT OR IGNORE INTO main.pp_samples(uuid, metric, ts_ms, value, host, gpu)
-SELECT (SELECT gpu_uuid FROM main.pp_events e WHERE e.host_name = p.host AND e.gpu = CAST(p.gpu AS INTEGER)
+SELECT (SELECT gpu_uuid FROM main.pp_events_blocks e WHERE e.host_name = p.host AND e.gpu = CAST(p.gpu AS INTEGER)
            AND e.gpu_uuid NOT GLOB 'MIG-*' LIMIT 1),
        metric, CAST(round(ts * 1000) AS INTEGER), value, host, gpu FROM (
   SELECT coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname')) AS host,
          json_extract(labels, '$.gpu') AS gpu, json_extract(labels, '$.GPU_I_ID') AS instance, metric, ts, value
     FROM prom_samples(:selector, :start, :end)) AS p
  WHERE p.instance IS NULL
-   AND EXISTS (SELECT 1 FROM main.pp_events e
-                WHERE e.folded = 0 AND e.host_name = p.host AND e.gpu = CAST(p.gpu AS INTEGER)
-                  AND e.gpu_uuid NOT GLOB 'MIG-*');
+   AND EXISTS (SELECT 1 FROM main.pp_events_blocks AS b
+                WHERE (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns) AND b.host_name = p.host AND b.gpu = CAST(p.gpu AS INTEGER)
+                  AND b.gpu_uuid NOT GLOB 'MIG-*');
 
 -- name: series_table
 -- temp.pp_series: each series (uuid, metric) of pp_samples and its last ts_ms.
@@ -173,15 +176,15 @@ SELECT count(*) FROM main.pp_fold_state AS f CROSS JOIN main.pp_events AS e
 
 -- name: gpus_never_sampled
 -- GPUs of unfolded events with no samples at all. Reads only what can match: the GPUs of the
--- events one index seek each, then the events of GPUs without samples.
+-- event blocks one index seek each, then the blocks of GPUs without samples.
 WITH RECURSIVE gpus(uuid) AS (
-  SELECT min(gpu_uuid) FROM main.pp_events
-  UNION ALL SELECT (SELECT min(gpu_uuid) FROM main.pp_events WHERE gpu_uuid > g.uuid)
+  SELECT min(gpu_uuid) FROM main.pp_events_blocks
+  UNION ALL SELECT (SELECT min(gpu_uuid) FROM main.pp_events_blocks WHERE gpu_uuid > g.uuid)
     FROM gpus AS g WHERE g.uuid IS NOT NULL)
 SELECT count(*) FROM gpus AS g
  WHERE g.uuid IS NOT NULL AND g.uuid <> 'cpu'
    AND NOT EXISTS (SELECT 1 FROM main.pp_samples s WHERE s.uuid = g.uuid)
-   AND EXISTS (SELECT 1 FROM main.pp_events e WHERE e.gpu_uuid = g.uuid AND e.folded = 0)
+   AND EXISTS (SELECT 1 FROM main.pp_events_blocks AS b WHERE b.gpu_uuid = g.uuid AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns))
    AND NOT (g.uuid GLOB 'MIG-*' AND g.uuid NOT GLOB 'MIG-GPU-*/[0-9]*/[0-9]*'  -- mig_devices_without_mapping
             AND NOT EXISTS (SELECT 1 FROM main.pp_mig_devices AS m WHERE m.mig_uuid = g.uuid));
 
@@ -190,15 +193,15 @@ SELECT count(*) FROM gpus AS g
 -- say (nor their UUID, as before driver R470), with their unfolded events: the MIG UUIDs in
 -- the index's range 'MIG-' .. 'MIG.', one seek each.
 WITH RECURSIVE migs(uuid) AS (
-  SELECT min(gpu_uuid) FROM main.pp_events WHERE gpu_uuid >= 'MIG-' AND gpu_uuid < 'MIG.'
-  UNION ALL SELECT (SELECT min(gpu_uuid) FROM main.pp_events WHERE gpu_uuid > g.uuid AND gpu_uuid < 'MIG.')
+  SELECT min(gpu_uuid) FROM main.pp_events_blocks WHERE gpu_uuid >= 'MIG-' AND gpu_uuid < 'MIG.'
+  UNION ALL SELECT (SELECT min(gpu_uuid) FROM main.pp_events_blocks WHERE gpu_uuid > g.uuid AND gpu_uuid < 'MIG.')
     FROM migs AS g WHERE g.uuid IS NOT NULL)
 SELECT g.uuid, (SELECT count(*) FROM main.pp_events e WHERE e.gpu_uuid = g.uuid AND e.folded = 0) AS events
   FROM migs AS g
  WHERE g.uuid IS NOT NULL AND g.uuid NOT GLOB 'MIG-GPU-*/[0-9]*/[0-9]*'
    AND NOT EXISTS (SELECT 1 FROM main.pp_mig_devices AS m WHERE m.mig_uuid = g.uuid)
    AND NOT EXISTS (SELECT 1 FROM main.pp_samples s WHERE s.uuid = g.uuid)
-   AND EXISTS (SELECT 1 FROM main.pp_events e WHERE e.gpu_uuid = g.uuid AND e.folded = 0)
+   AND EXISTS (SELECT 1 FROM main.pp_events_blocks AS b WHERE b.gpu_uuid = g.uuid AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns))
  ORDER BY g.uuid;
 
 -- name: fold_windows
@@ -213,30 +216,48 @@ DELETE FROM temp.pp_fold_window;
 INSERT INTO temp.pp_fold_window(uuid, after_ms, through_ms)
 SELECT s.uuid, coalesce(f.folded_through_ms, 0),
        CASE WHEN :final OR :now - max(coalesce((SELECT max(last_ns) FROM main.pp_gpu_spans AS g WHERE g.uuid = s.uuid), 0),
-                                      coalesce((SELECT max(t_end_ns) FROM main.pp_events
-                                                 WHERE gpu_uuid = s.uuid AND folded = 0), 0)) / 1e9 > :margin
+                                      coalesce((SELECT max(b.last_end_ns) FROM main.pp_events_blocks AS b
+                                                 WHERE b.gpu_uuid = s.uuid AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns)), 0)) / 1e9 > :margin
             THEN s.last_ms
-            ELSE min(s.last_ms, (SELECT max(t_start_ns) FROM main.pp_events WHERE gpu_uuid = s.uuid) / 1000000) END
+            ELSE min(s.last_ms, (SELECT max(b.last_start_ns) FROM main.pp_events_blocks AS b
+                                  WHERE b.gpu_uuid = s.uuid
+                                    AND b.first_start_ns >= (SELECT max(first_start_ns) FROM main.pp_events_blocks
+                                                              WHERE gpu_uuid = s.uuid) - 1000000000) / 1000000) END
   FROM (SELECT p.uuid, min(max(p.last_ms), (SELECT max(through_ms) FROM main.pp_alignment AS a WHERE a.uuid = p.uuid))
                AS last_ms
           FROM temp.pp_series AS p GROUP BY p.uuid) AS s
   LEFT JOIN main.pp_fold_state AS f ON f.uuid = s.uuid
  WHERE s.last_ms IS NOT NULL
-   AND EXISTS (SELECT 1 FROM main.pp_events WHERE gpu_uuid = s.uuid)
+   AND EXISTS (SELECT 1 FROM main.pp_events_blocks WHERE gpu_uuid = s.uuid)
    AND EXISTS (SELECT 1 FROM main.pp_intervals i WHERE i.uuid = s.uuid);
 INSERT INTO temp.pp_fold_window(uuid, after_ms, through_ms)
-SELECT 'cpu', 0, 4102444800000 WHERE EXISTS (SELECT 1 FROM main.pp_events WHERE gpu_uuid = 'cpu' AND folded = 0);
+SELECT 'cpu', 0, 4102444800000
+ WHERE EXISTS (SELECT 1 FROM main.pp_events_blocks AS b WHERE b.gpu_uuid = 'cpu' AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns));
 DELETE FROM temp.pp_fold_window WHERE through_ms <= after_ms;
 
 -- name: fold_windows_list
 SELECT uuid, through_ms FROM temp.pp_fold_window;
 
+-- name: fold_spans_table
+CREATE TEMP TABLE IF NOT EXISTS pp_fold_spans(
+  job_id TEXT, uuid TEXT, first_ns INTEGER, last_ns INTEGER, events INTEGER, longest_ns INTEGER,
+  PRIMARY KEY (uuid, job_id));
+DELETE FROM temp.pp_fold_spans;
+
+-- name: add_fold_span
+INSERT INTO temp.pp_fold_spans(job_id, uuid, first_ns, last_ns, events, longest_ns)
+VALUES (:job_id, :uuid, :first_ns, :last_ns, :events, :longest_ns);
+
 -- name: impossible_events
--- Events not folded yet whose times cannot be a call (an earlier version imported them): they
--- end before they start, or lie outside [0, 2^62] ns, where durations would overflow. The fold
--- leaves them out; pp_refresh warns once, since mark_folded then passes them by for good.
-SELECT count(*) FROM main.pp_events
- WHERE folded = 0 AND NOT (t_start_ns >= 0 AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62));
+-- Events not folded yet whose times cannot be a call (an earlier version imported them, and
+-- users may insert them): they end before they start, or lie outside [0, 2^62] ns, where
+-- durations would overflow. The fold leaves them out; pp_refresh warns once, since mark_folded
+-- then passes them by for good. Only the blocks that hold such events are read (their partial
+-- index).
+SELECT count(*) FROM main.pp_events_blocks AS b CROSS JOIN main.pp_events AS e
+ WHERE b.impossible > 0 AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns)
+   AND e.block = b.id AND e.folded = 0
+   AND NOT (e.t_start_ns >= 0 AND e.t_end_ns >= e.t_start_ns AND e.t_end_ns <= (1 << 62));
 
 -- name: mark_folded
 -- The events whose durations the fold counted: those that start by the GPU's fold point. Each
