@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
 """What storing layer events costs SQLite per refresh, by layout: the per-event SQL work of a
 refresh of one new 8-GPU minute at the production rate (480,000 events), with pp_events as it is
-beside two layouts it could become, so that the storage behind the refresh is chosen on figures.
+beside the layout it was and those it could have become, so that the storage behind the refresh
+is chosen on figures.
 
-  current  pp_events as pp_install_views() makes it: one row of 23 columns per event (the job,
-           host, pod, GPU UUID, layer and file as text), indexed by (GPU, start), by (file, line)
-           and, while not folded, by a partial index on (GPU, start);
+  rows     pp_events as versions before blocks made it: one row of 23 columns per event (the
+           job, host, pod, GPU UUID, layer and file as text), indexed by (GPU, start), by (file,
+           line) and, while not folded, by a partial index on (GPU, start);
+  pp_events  the table as it is (src/attribution/events_table.cpp: blocks of up to a second of
+           one process's events), through SQL as a user's statements reach it: the import is an
+           INSERT of rows (the engine's own import packs the decoded lines in C++, and its fold
+           decodes blocks in C++ too, without these per-row costs), marking folded and the
+           retention's delete are the engine's statements on pp_events_blocks;
   narrow   one row per event with the texts replaced by integer ids (a dictionary per kind) and
            the same three indexes;
   narrow-fp  the same rows without the flag and its partial index: each GPU's fold point
@@ -93,12 +99,29 @@ def gpus_of(conn):
         "SELECT g.rowid, g.name, max(s.t_start_ns) FROM temp.gpus g JOIN temp.src s ON s.gpu_uuid = g.name GROUP BY 1")]
 
 
-def run_current(conn, gpus):
-    conn.execute("SELECT pp_install_views()")
+ROWS_TABLE = """
+CREATE TABLE pp_events(
+  id INTEGER PRIMARY KEY, job_id TEXT NOT NULL, host_name TEXT, ip TEXT, pod TEXT, namespace TEXT,
+  gpu_uuid TEXT NOT NULL, gpu INTEGER, rank INTEGER, pid INTEGER, epoch INTEGER, batch INTEGER,
+  layer TEXT NOT NULL, layer_type TEXT, forward INTEGER NOT NULL, t_start_ns INTEGER NOT NULL, t_end_ns INTEGER NOT NULL,
+  t_start REAL NOT NULL, t_end REAL NOT NULL, cpu_num REAL, source_file TEXT NOT NULL, line INTEGER NOT NULL,
+  folded INTEGER NOT NULL DEFAULT 0, UNIQUE (source_file, line));
+CREATE INDEX pp_events_by_gpu_time ON pp_events(gpu_uuid, t_start_ns);
+CREATE INDEX pp_events_unfolded ON pp_events(gpu_uuid, t_start_ns) WHERE folded = 0;"""
+
+
+def run_table(conn, gpus, blocks):
+    """The rows layout (blocks False) or pp_events as it is (blocks True)."""
+    if blocks:
+        conn.execute("SELECT pp_install_views()")
+    else:
+        conn.executescript(ROWS_TABLE)
     t = {"import": timed(conn, [(f"INSERT INTO pp_events({COLUMNS}) SELECT {COLUMNS} FROM temp.src WHERE gpu_uuid = ?",
                                  (uuid,)) for _, uuid, _ in gpus])}
-    t["mark folded"] = timed(conn, [("UPDATE pp_events SET folded = 1 WHERE gpu_uuid = ? AND t_start_ns <= ? AND folded = 0",
-                                     (uuid, last)) for _, uuid, last in gpus])
+    mark = ("UPDATE pp_events_blocks SET folded_through_ns = max(coalesce(folded_through_ns, ?2), ?2) "
+            "WHERE gpu_uuid = ?1 AND first_start_ns <= ?2 AND (folded_through_ns IS NULL OR folded_through_ns < last_start_ns)"
+            if blocks else "UPDATE pp_events SET folded = 1 WHERE gpu_uuid = ?1 AND t_start_ns <= ?2 AND folded = 0")
+    t["mark folded"] = timed(conn, [(mark, (uuid, last)) for _, uuid, last in gpus])
     t["job spans"] = timed(conn, [("SELECT job_id, min(t_start_ns), max(t_end_ns), count(*) FROM pp_events "
                                    "WHERE gpu_uuid = ? AND t_start_ns <= ? GROUP BY job_id", (uuid, last))
                                   for _, uuid, last in gpus])
@@ -106,8 +129,9 @@ def run_current(conn, gpus):
                                      "count(layer_type) FROM pp_events WHERE gpu_uuid = ? AND t_start_ns <= ?",
                                      (uuid, last)) for _, uuid, last in gpus])
     t["bytes"] = conn.execute("SELECT page_count * page_size FROM pragma_page_count, pragma_page_size").fetchone()[0]
-    t["retention delete"] = timed(conn, [("DELETE FROM pp_events WHERE gpu_uuid = ? AND t_start_ns <= ? AND folded = 1",
-                                          (uuid, last)) for _, uuid, last in gpus])
+    delete = ("DELETE FROM pp_events_blocks WHERE gpu_uuid = ?1 AND last_start_ns <= ?2 AND folded_through_ns >= last_start_ns"
+              if blocks else "DELETE FROM pp_events WHERE gpu_uuid = ?1 AND t_start_ns <= ?2 AND folded = 1")
+    t["retention delete"] = timed(conn, [(delete, (uuid, last)) for _, uuid, last in gpus])
     return t
 
 
@@ -188,7 +212,8 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="runs of each layout; the best is printed")
     parser.add_argument("--extension", default=str(ROOT / "build" / "precisionprobe"))
     args = parser.parse_args()
-    layouts = {"current": run_current, "narrow": run_narrow,
+    layouts = {"rows": lambda conn, gpus: run_table(conn, gpus, blocks=False),
+               "pp_events": lambda conn, gpus: run_table(conn, gpus, blocks=True), "narrow": run_narrow,
                "narrow-fp": lambda conn, gpus: run_narrow(conn, gpus, flag=False), "blocks": run_blocks}
     operations = ["import", "mark folded", "job spans", "fold's scan", "retention delete"]
     with tempfile.TemporaryDirectory(prefix="pp-event-rows-") as tmp:
@@ -215,18 +240,18 @@ def main():
                     kept[key] = min(kept[key], value)
     print(f"one new minute of 8 GPUs at 1,000 events/s each: {events:,} events (bench/attribution_data.py --production "
           f"--minutes 1); SQLite {sqlite3.sqlite_version}; best of {args.runs} runs; ms, per GPU in its own transaction")
-    others = [n for n in layouts if n != "current"]
-    print(f"{'':>18}" + "".join(f"{name:>10}" for name in layouts) + "   current / " + ", ".join(others))
+    others = [n for n in layouts if n != "rows"]
+    print(f"{'':>18}" + "".join(f"{name:>10}" for name in layouts) + "   rows / " + ", ".join(others))
     pad = " " * 10 * (len(layouts) - 1)
     for op in operations + ["all of these"]:
         values = {n: 1e3 * (sum(best[n][o] for o in operations) if op == "all of these" else best[n][op]) for n in layouts}
         print(f"{op:>18}" + "".join(f"{values[n]:>10.1f}" for n in layouts) + "   "
-              + "  ".join(f"{values['current'] / max(values[n], 1e-3):>7.1f}x" for n in others))
+              + "  ".join(f"{values['rows'] / max(values[n], 1e-3):>7.1f}x" for n in others))
     print(f"{'  of it: pack':>18}{pad}{1e3 * best['blocks']['pack (numpy)']:>10.1f}   (numpy, in the blocks' import)")
     print(f"{'decode (C++)':>18}{pad}{1e3 * decode:>10.1f}   (layer_events reading the hook client's compact "
           "files of the same events: what unpacking blocks would add, not in the table)")
     print(f"{'bytes/event':>18}" + "".join(f"{best[n]['bytes'] / events:>10.1f}" for n in layouts) + "   "
-          + "  ".join(f"{best['current']['bytes'] / best[n]['bytes']:>7.1f}x" for n in others))
+          + "  ".join(f"{best['rows']['bytes'] / best[n]['bytes']:>7.1f}x" for n in others))
 
 
 if __name__ == "__main__":

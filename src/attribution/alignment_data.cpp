@@ -116,24 +116,35 @@ AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, 
   }
   std::map<std::tuple<uint32_t, std::string, int>, uint32_t> group_index;
   t.longest_ns = 0;
-  Statement events(db, named_sql("align", "events_in_range"));
-  events.bind(":uuid", uuid);
-  events.bind(":from", static_cast<int64_t>(from_ns));
-  events.bind(":from_start", std::max<int64_t>(static_cast<int64_t>(from_ns) - extent.longest_ns - 1, 0));
-  events.bind(":to", static_cast<int64_t>(to_ns));
-  while (events.step()) {
+  // The events that start in [from - the longest, to) and end after from, whose times can be a
+  // call, in t_start_ns order.
+  LayerNames layers(db, "main");
+  const auto from = static_cast<int64_t>(from_ns), to = static_cast<int64_t>(to_ns);
+  struct InRange {
+    int64_t start, end;
+    std::string job_id, layer_type;
+    int forward;
+  };
+  std::vector<InRange> in_range;
+  scan_events(db, "main", {uuid, std::max<int64_t>(from - extent.longest_ns - 1, 0), to - 1, EventScan::kAny}, layers,
+              [&](const ScannedEvent& e) {
+                const int64_t start = e.event.t_start_ns, end = e.event.t_end_ns;
+                if (end <= from || end < start || end > kMaxEventNs) return;
+                in_range.push_back({start, end, std::string(e.job_id), e.layer.second.value_or(""), e.event.forward ? 1 : 0});
+              });
+  std::stable_sort(in_range.begin(), in_range.end(), [](const InRange& a, const InRange& b) { return a.start < b.start; });
+  for (const InRange& e : in_range) {
     // Every job with events is in the extent; one that is not (its span not recorded by an
     // older version) gets its span from its events here.
-    const std::string job_id = events.column_text(0);
-    const auto [found, new_job] = job_index.try_emplace(job_id, static_cast<uint32_t>(t.jobs.size()));
-    if (new_job) t.jobs.push_back({events.column_int64(3), events.column_int64(4), 0});
+    const auto [found, new_job] = job_index.try_emplace(e.job_id, static_cast<uint32_t>(t.jobs.size()));
+    if (new_job) t.jobs.push_back({e.start, e.end, 0});
     const uint32_t job = found->second;
-    t.jobs[job].first = std::min(t.jobs[job].first, events.column_int64(3));
-    t.jobs[job].last = std::max(t.jobs[job].last, events.column_int64(4));
-    const auto key = std::make_tuple(job, events.column_text(1), static_cast<int>(events.column_int64(2)));
+    t.jobs[job].first = std::min(t.jobs[job].first, e.start);
+    t.jobs[job].last = std::max(t.jobs[job].last, e.end);
+    const auto key = std::make_tuple(job, e.layer_type, e.forward);
     auto [it, added] = group_index.try_emplace(key, static_cast<uint32_t>(group_index.size()));
-    t.events.push_back({events.column_int64(3), events.column_int64(4), it->second, job});
-    t.longest_ns = std::max(t.longest_ns, t.events.back().end - t.events.back().start);
+    t.events.push_back({e.start, e.end, it->second, job});
+    t.longest_ns = std::max(t.longest_ns, e.end - e.start);
   }
   // Unknowns: the groups, then each job's untracked time (the rest of a window is one more).
   t.unknowns = static_cast<uint32_t>(group_index.size());

@@ -36,14 +36,6 @@ SELECT job_id, first_ns, last_ns, longest_ns FROM main.pp_gpu_spans
 -- is stored that much later at most).
 SELECT max(:after_ms, 2 * coalesce((SELECT max(interval_ms) FROM main.pp_intervals WHERE uuid = :uuid), 0) + :lag_ms);
 
--- name: events_in_range
--- (:from_start is at least 0: a second lower bound on t_start_ns, such as t_start_ns >= 0, could
--- be the one SQLite takes for the index range, and the GPU's history would be read.)
-SELECT job_id, layer_type, forward, t_start_ns, t_end_ns FROM main.pp_events
- WHERE gpu_uuid = :uuid AND t_start_ns >= :from_start AND t_start_ns < :to AND t_end_ns > :from
-   AND t_end_ns >= t_start_ns AND t_end_ns <= (1 << 62)
- ORDER BY t_start_ns;
-
 -- name: previous_segments
 SELECT from_ms, through_ms, offset_ns, timing_ns, status, util_phase_ns, drift_ppm
   FROM main.pp_alignment WHERE uuid = :uuid ORDER BY from_ms DESC LIMIT 8;
