@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <functional>
-#include <regex>
+#include <cctype>
+#include <cstring>
 #include <vector>
 
 #include "attribution/event_store.hpp"
@@ -13,11 +14,20 @@ namespace pp {
 namespace {
 
 // Names after "CREATE <kind> IF NOT EXISTS" in the extension's own SQL, in order.
+// ("CREATE TEMP TABLE", "CREATE VIRTUAL TABLE" too.)
 std::vector<std::string> created_objects(const std::string& sql, const char* kind) {
-  const std::regex pattern(std::string("CREATE (?:TEMP |VIRTUAL )?") + kind + " IF NOT EXISTS (\\w+)");
+  const std::string object = std::string(kind) + " IF NOT EXISTS ";
   std::vector<std::string> names;
-  for (auto it = std::sregex_iterator(sql.begin(), sql.end(), pattern); it != std::sregex_iterator(); ++it)
-    names.push_back((*it)[1].str());
+  for (size_t at = sql.find("CREATE "); at != std::string::npos; at = sql.find("CREATE ", at + 1)) {
+    size_t p = at + 7;
+    for (const char* qualifier : {"TEMP ", "VIRTUAL "})
+      if (sql.compare(p, std::strlen(qualifier), qualifier) == 0) p += std::strlen(qualifier);
+    if (sql.compare(p, object.size(), object) != 0) continue;
+    p += object.size();
+    size_t end = p;
+    while (end < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[end])) || sql[end] == '_')) ++end;
+    if (end > p) names.push_back(sql.substr(p, end - p));
+  }
   return names;
 }
 
