@@ -121,7 +121,7 @@ AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, 
   LayerNames layers(db, "main");
   const auto from = static_cast<int64_t>(from_ns), to = static_cast<int64_t>(to_ns);
   struct InRange {
-    int64_t start, end;
+    int64_t start, end, id;
     std::string job_id, layer_type;
     int forward;
   };
@@ -130,9 +130,10 @@ AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, 
               [&](const ScannedEvent& e) {
                 const int64_t start = e.event.t_start_ns, end = e.event.t_end_ns;
                 if (end <= from || end < start || end > kMaxEventNs) return;
-                in_range.push_back({start, end, std::string(e.job_id), e.layer.second.value_or(""), e.event.forward ? 1 : 0});
+                in_range.push_back({start, end, e.id, std::string(e.job_id), e.layer.second.value_or(""), e.event.forward ? 1 : 0});
               });
-  std::stable_sort(in_range.begin(), in_range.end(), [](const InRange& a, const InRange& b) { return a.start < b.start; });
+  std::sort(in_range.begin(), in_range.end(),
+            [](const InRange& a, const InRange& b) { return a.start != b.start ? a.start < b.start : a.id < b.id; });
   for (const InRange& e : in_range) {
     // Every job with events is in the extent; one that is not (its span not recorded by an
     // older version) gets its span from its events here.

@@ -83,13 +83,15 @@ int64_t LayerNames::id_of(const std::string& layer, const std::optional<std::str
   return id;
 }
 
-const std::pair<std::string, std::optional<std::string>>& LayerNames::name_of(int64_t id) {
+const std::pair<std::string, std::optional<std::string>>& LayerNames::name_of(int64_t id, int64_t block) {
   if (!loaded_) load();
   auto it = names_.find(id);
   if (it == names_.end()) {
-    load();  // another connection may have added it
+    load();  // another writer may have added it
     it = names_.find(id);
-    if (it == names_.end()) throw Error("layer id " + std::to_string(id) + " is not in pp_events_layers");
+    if (it == names_.end())
+      throw Error("block " + std::to_string(block) + " of pp_events_blocks names layer id " + std::to_string(id) +
+                  ", which pp_events_layers does not have");
   }
   return it->second;
 }
@@ -115,9 +117,14 @@ int64_t BlockWriter::add(StoredEvent e, bool folded) {
     block = nullptr;
   }
   if (!block) {
-    if (next_id_ == 0)
-      next_id_ = static_cast<int64_t>(
-          query_double(db_, "SELECT coalesce(max(id), 0) + 1 FROM " + quoted_schema(schema_) + ".pp_events_blocks", {}, 1));
+    if (next_id_ == 0) {
+      Statement last(db_, "SELECT coalesce(max(id), 0) FROM " + quoted_schema(schema_) + ".pp_events_blocks");
+      next_id_ = last.step() ? last.column_int64(0) + 1 : 1;
+      while (last.step()) {
+      }
+    }
+    if (next_id_ < 1 || next_id_ >= kMaxBlockId)
+      throw Error("pp_events_blocks has no block id left (ids go up to 2^47; the largest is " + std::to_string(next_id_ - 1) + ")");
     open_.push_back({next_id_++, std::move(e.key), folded, {}, start, start});
     block = &open_.back();
   }
@@ -158,8 +165,11 @@ void BlockWriter::write(const OpenBlock& block) {
 }
 
 void BlockWriter::flush() {
-  for (const OpenBlock& block : open_) write(block);
-  open_.clear();
+  // Each block leaves the list once written, so that a failed write is not written twice.
+  while (!open_.empty()) {
+    write(open_.front());
+    open_.erase(open_.begin());
+  }
   next_id_ = 0;  // another writer may add blocks before this one opens its next
 }
 
@@ -168,24 +178,45 @@ void BlockWriter::discard() {
   next_id_ = 0;
 }
 
-void decode_stored_block(int64_t id, std::string_view data, std::vector<BlockEvent>& out) {
+BlockRow block_row(const Statement& row, int first_column) {
+  return {row.column_int64(first_column), row.column_int64(first_column + 1), row.column_int64(first_column + 2),
+          row.column_int64(first_column + 3), row.column_blob(first_column + 4)};
+}
+
+void decode_block_row(const BlockRow& row, std::vector<BlockEvent>& out) {
+  const auto damaged = [&](const std::string& problem) {
+    return Error("block " + std::to_string(row.id) + " of pp_events_blocks is damaged (" + problem +
+                 "): its events cannot be read");
+  };
+  if (row.id < 1 || row.id >= kMaxBlockId) throw damaged("its id is not in 1 .. 2^47 - 1");
+  out.clear();
   std::string problem;
-  if (!decode_block(data, out, problem))
-    throw Error("block " + std::to_string(id) + " of pp_events_blocks is damaged: " + problem);
+  if (!decode_block(row.data, out, problem)) throw damaged(problem);
+  if (out.empty() || out.size() > kMaxBlockEvents || static_cast<int64_t>(out.size()) != row.events)
+    throw damaged("it holds " + std::to_string(out.size()) + " events where its row says " + std::to_string(row.events));
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const BlockEvent& e : out) {
+    first = std::min(first, e.t_start_ns);
+    last = std::max(last, e.t_start_ns);
+  }
+  if (first != row.first_start_ns || last != row.last_start_ns)
+    throw damaged("its events start from " + std::to_string(first) + " to " + std::to_string(last) +
+                  " ns where its row says " + std::to_string(row.first_start_ns) + " to " + std::to_string(row.last_start_ns));
+  if (static_cast<uint64_t>(last) - static_cast<uint64_t>(first) > static_cast<uint64_t>(kMaxBlockSpanNs))
+    throw damaged("its events start more than a second apart");
 }
 
 bool read_block(sqlite3* db, const std::string& schema, int64_t id, StoredBlock& out) {
-  std::string sql = "SELECT folded_through_ns, data";
+  std::string sql = "SELECT folded_through_ns, " + std::string(kBlockRowColumns);
   for (const char* c : kBlockKeyColumns) sql += std::string(", ") + c;
   Statement read(db, sql + " FROM " + quoted_schema(schema) + ".pp_events_blocks WHERE id = ?");
   read.bind(1, id);
   if (!read.step()) return false;
   out.id = id;
   out.folded_through_ns = read.column_null(0) ? std::nullopt : std::optional<int64_t>(read.column_int64(0));
-  out.events.clear();
-  decode_stored_block(id, read.column_blob(1), out.events);
+  decode_block_row(block_row(read, 1), out.events);
   out.key.clear();
-  for (int i = 0; i < kBlockKeyColumnCount; ++i) out.key.push_back(column_value(read, 2 + i));
+  for (int i = 0; i < kBlockKeyColumnCount; ++i) out.key.push_back(column_value(read, 6 + i));
   while (read.step()) {
   }
   return true;
@@ -236,8 +267,9 @@ std::string start_range_sql(std::optional<int64_t> from, std::optional<int64_t> 
 
 void scan_events(sqlite3* db, const std::string& schema, const EventScan& scan, LayerNames& layers,
                  const std::function<void(const ScannedEvent&)>& visit) {
+  flush_event_tables(db);
   SqlParameters parameters{{":gpu", scan.gpu_uuid}};
-  std::string sql = "SELECT id, job_id, folded_through_ns, data FROM " + quoted_schema(schema) +
+  std::string sql = "SELECT job_id, folded_through_ns, " + std::string(kBlockRowColumns) + " FROM " + quoted_schema(schema) +
                     ".pp_events_blocks WHERE gpu_uuid = :gpu" + start_range_sql(scan.start_from, scan.start_to, "", parameters);
   if (scan.folded == EventScan::kUnfolded) sql += " AND (folded_through_ns IS NULL OR folded_through_ns < last_start_ns)";
   if (scan.folded == EventScan::kFolded) sql += " AND folded_through_ns >= first_start_ns";
@@ -245,18 +277,18 @@ void scan_events(sqlite3* db, const std::string& schema, const EventScan& scan, 
   read.bind_all(parameters);
   std::vector<BlockEvent> events;
   while (read.step()) {
-    const int64_t block = read.column_int64(0);
-    const std::string_view job_id = read.column_view(1);
+    const BlockRow row = block_row(read, 2);
+    const int64_t block = row.id;
+    const std::string_view job_id = read.column_view(0);
     const std::optional<int64_t> folded_through =
-        read.column_null(2) ? std::nullopt : std::optional<int64_t>(read.column_int64(2));
-    events.clear();
-    decode_stored_block(block, read.column_blob(3), events);
+        read.column_null(1) ? std::nullopt : std::optional<int64_t>(read.column_int64(1));
+    decode_block_row(row, events);
     for (const BlockEvent& e : events) {
       if (scan.start_from && e.t_start_ns < *scan.start_from) continue;
       if (scan.start_to && e.t_start_ns > *scan.start_to) continue;
       const bool folded = folded_through && e.t_start_ns <= *folded_through;
       if ((scan.folded == EventScan::kUnfolded && folded) || (scan.folded == EventScan::kFolded && !folded)) continue;
-      visit({e, block * kBlockIdScale + e.index, job_id, folded, layers.name_of(e.layer_id)});
+      visit({e, block * kBlockIdScale + e.index, job_id, folded, layers.name_of(e.layer_id, block)});
     }
   }
 }
@@ -285,24 +317,24 @@ std::vector<JobSpan> unfolded_spans(sqlite3* db, const std::string& uuid, std::o
   return spans;
 }
 
-std::optional<int64_t> newest_event_start(sqlite3* db, const std::string& uuid, LayerNames& layers) {
-  const double newest_first = query_double(
-      db, "SELECT max(first_start_ns) FROM main.pp_events_blocks WHERE gpu_uuid = :gpu", {{":gpu", uuid}}, -1);
-  if (newest_first < 0) return std::nullopt;
-  // Blocks reaching the newest start of their GPU, newest first; should none of their events be
-  // a call, the search goes on down the GPU's history.
+std::optional<int64_t> newest_event_start(sqlite3* db, const std::string& uuid, LayerNames&) {
+  flush_event_tables(db);
+  // The GPU's blocks newest first (the time index read backwards); once an event that can be a
+  // call is found, only blocks that start within a block's span of it may hold a newer one.
+  Statement read(db, "SELECT " + std::string(kBlockRowColumns) +
+                         " FROM main.pp_events_blocks WHERE gpu_uuid = :gpu ORDER BY first_start_ns DESC");
+  read.bind(":gpu", uuid);
   std::optional<int64_t> newest;
-  std::optional<int64_t> to;
-  int64_t from = static_cast<int64_t>(newest_first) - kMaxBlockSpanNs;
-  for (;;) {
-    scan_events(db, "main", {uuid, std::max<int64_t>(from, 0), to, EventScan::kAny}, layers, [&](const ScannedEvent& e) {
-      if (e.event.t_end_ns >= e.event.t_start_ns && e.event.t_end_ns <= kMaxEventNs && e.event.t_start_ns >= 0)
-        newest = std::max(newest.value_or(INT64_MIN), e.event.t_start_ns);
-    });
-    if (newest || from <= 0) return newest;
-    to = from - 1;
-    from = from > INT64_MIN / 2 ? from - 64 * kMaxBlockSpanNs : 0;
+  std::vector<BlockEvent> events;
+  while (read.step()) {
+    const BlockRow row = block_row(read, 0);
+    if (newest && row.first_start_ns < *newest - kMaxBlockSpanNs) break;  // (*newest >= 0: no overflow)
+    decode_block_row(row, events);
+    for (const BlockEvent& e : events)
+      if (e.t_start_ns >= 0 && e.t_end_ns >= e.t_start_ns && e.t_end_ns <= kMaxEventNs)
+        newest = std::max(newest.value_or(INT64_MIN), e.t_start_ns);
   }
+  return newest;
 }
 
 }  // namespace pp

@@ -26,6 +26,8 @@ namespace pp {
 constexpr int64_t kMaxBlockSpanNs = 1000000000;
 // A block holds at most this many events (a second of one GPU at production rates).
 constexpr size_t kMaxBlockEvents = 4096;
+// Block ids are below this, so that an event's id (block id * kBlockIdScale + index) fits.
+constexpr int64_t kMaxBlockId = int64_t{1} << 47;
 
 // The shared columns of a block, in the order of kBlockKeyColumns.
 enum BlockKeyColumn : int {
@@ -58,8 +60,8 @@ class LayerNames {
  public:
   LayerNames(sqlite3* db, std::string schema) : db_(db), schema_(std::move(schema)) {}
   int64_t id_of(const std::string& layer, const std::optional<std::string>& layer_type);
-  // (name, type) of an id; throws for an id the table does not have (a damaged block).
-  const std::pair<std::string, std::optional<std::string>>& name_of(int64_t id);
+  // (name, type) of an id; throws, naming the block, for an id the table does not have.
+  const std::pair<std::string, std::optional<std::string>>& name_of(int64_t id, int64_t block);
   // Reads the table again when next needed: ids added by a transaction that was rolled back
   // must not be handed out again.
   void forget() {
@@ -125,7 +127,8 @@ struct ScannedEvent {
   const std::pair<std::string, std::optional<std::string>>& layer;  // (layer, layer_type)
 };
 
-// Calls visit for each event of `scan`, block by block (not in t_start_ns order).
+// Calls visit for each event of `scan`, block by block (not in t_start_ns order), after the
+// rows that pp_events' statements buffered are written (flush_event_tables).
 void scan_events(sqlite3* db, const std::string& schema, const EventScan& scan, LayerNames& layers,
                  const std::function<void(const ScannedEvent&)>& visit);
 
@@ -148,6 +151,24 @@ std::optional<int64_t> newest_event_start(sqlite3* db, const std::string& uuid, 
 std::string start_range_sql(std::optional<int64_t> from, std::optional<int64_t> to, const std::string& prefix,
                             SqlParameters& parameters);
 
+// What a block's row says of its events, checked against them when they are decoded (a
+// database file may hold anything): a block whose row and events disagree, or whose events
+// start more than kMaxBlockSpanNs apart, is damaged, since the range reads would miss rows.
+struct BlockRow {
+  int64_t id, events, first_start_ns, last_start_ns;
+  std::string_view data;
+};
+// The columns of pp_events_blocks a BlockRow is read from, in its order.
+constexpr const char* kBlockRowColumns = "id, events, first_start_ns, last_start_ns, data";
+BlockRow block_row(const Statement& row, int first_column);
+// Decodes a block's events into `out` (cleared), or throws "block ID of pp_events_blocks is
+// damaged (why)".
+void decode_block_row(const BlockRow& row, std::vector<BlockEvent>& out);
+
+// Writes the rows of pp_events that its statements buffered (events_table.cpp) before the
+// engine reads the blocks of `db` directly.
+void flush_event_tables(sqlite3* db);
+
 // A block row as read, its events decoded.
 struct StoredBlock {
   int64_t id;
@@ -160,7 +181,5 @@ struct StoredBlock {
 void rewrite_block(sqlite3* db, const std::string& schema, const StoredBlock& block);
 // Reads block `id` (false: there is none). Throws naming the block for a damaged one.
 bool read_block(sqlite3* db, const std::string& schema, int64_t id, StoredBlock& out);
-// Decodes a block's BLOB; throws "pp_events: block ID is damaged: ..." for bytes that are not one.
-void decode_stored_block(int64_t id, std::string_view data, std::vector<BlockEvent>& out);
 
 }  // namespace pp

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include "attribution/attribution_tables.hpp"
 #include "attribution/event_store.hpp"
@@ -75,15 +76,18 @@ struct EventsTable : sqlite3_vtab {
     if (writing) return;
     Writing scope(this);
     writer.flush();
-    for (auto& [block_id, indexes] : deletes) {
+    // Each block's deletes leave the list once applied, so that a failure applies none twice.
+    while (!deletes.empty()) {
+      auto& [block_id, indexes] = *deletes.begin();
       StoredBlock block;
-      if (!read_block(db, schema, block_id, block)) continue;
-      std::sort(indexes.begin(), indexes.end());
-      const auto gone = [&](const BlockEvent& e) { return std::binary_search(indexes.begin(), indexes.end(), e.index); };
-      block.events.erase(std::remove_if(block.events.begin(), block.events.end(), gone), block.events.end());
-      rewrite_block(db, schema, block);
+      if (read_block(db, schema, block_id, block)) {
+        std::sort(indexes.begin(), indexes.end());
+        const auto gone = [&](const BlockEvent& e) { return std::binary_search(indexes.begin(), indexes.end(), e.index); };
+        block.events.erase(std::remove_if(block.events.begin(), block.events.end(), gone), block.events.end());
+        rewrite_block(db, schema, block);
+      }
+      deletes.erase(deletes.begin());
     }
-    deletes.clear();
   }
   void discard() {
     writer.discard();
@@ -93,6 +97,25 @@ struct EventsTable : sqlite3_vtab {
 };
 
 EventsTable* table_of(sqlite3_vtab* vtab) { return static_cast<EventsTable*>(vtab); }
+
+// The pp_events tables of each connection (main's and attached databases'), so that the engine's
+// readers of the blocks can have what their statements buffered written first.
+std::mutex tables_mutex;
+std::multimap<sqlite3*, EventsTable*> tables_of_db;
+
+void register_table(EventsTable* table) {
+  const std::lock_guard<std::mutex> lock(tables_mutex);
+  tables_of_db.emplace(table->db, table);
+}
+void unregister_table(EventsTable* table) {
+  const std::lock_guard<std::mutex> lock(tables_mutex);
+  const auto [first, last] = tables_of_db.equal_range(table->db);
+  for (auto it = first; it != last; ++it)
+    if (it->second == table) {
+      tables_of_db.erase(it);
+      return;
+    }
+}
 
 // An integer column value with INTEGER affinity applied: text that reads as a number becomes
 // one, a REAL with an integer value its integer; anything else is an error naming the column.
@@ -157,7 +180,12 @@ StoredEvent event_of(sqlite3_value** col, bool& folded) {
 }
 
 struct EventsCursor : sqlite3_vtab_cursor {
+  // Names are read once per cursor (a statement): a rolled back transaction may have taken ids
+  // that a later one gives other names.
+  std::unique_ptr<LayerNames> layers;
   std::unique_ptr<Statement> blocks;
+  std::string blocks_sql;  // the statement is kept while the plan's SQL stays the same
+  bool blocks_done = true;
   int64_t block_id = 0;
   std::optional<int64_t> folded_through;
   std::vector<SqlValue> key;
@@ -169,6 +197,10 @@ struct EventsCursor : sqlite3_vtab_cursor {
   std::optional<int64_t> start_from, start_to, id;
 
   EventsTable* table() const { return table_of(pVtab); }
+  LayerNames& names() {
+    if (!layers) layers = std::make_unique<LayerNames>(table()->db, table()->schema);
+    return *layers;
+  }
 
   bool wanted(const BlockEvent& e) const {
     if (unfolded_only && folded_through && e.t_start_ns <= *folded_through) return false;
@@ -181,21 +213,29 @@ struct EventsCursor : sqlite3_vtab_cursor {
   // Moves to the next wanted event, reading blocks as needed.
   void advance() {
     for (;;) {
+      // A lookup by id goes straight to its place (indexes increase within a block).
+      if (id && at == 0 && *id >= 0 && *id / kBlockIdScale == block_id)
+        at = static_cast<size_t>(std::lower_bound(events.begin(), events.end(), *id % kBlockIdScale,
+                                                  [](const BlockEvent& e, int64_t index) { return e.index < index; }) -
+                                 events.begin());
       while (at < events.size()) {
         if (wanted(events[at])) return;
-        ++at;
+        if (id && *id / kBlockIdScale == block_id && events[at].index > *id % kBlockIdScale) at = events.size();
+        else ++at;
       }
-      if (!blocks || !blocks->step()) {
+      if (blocks_done || !blocks->step()) {
+        blocks_done = true;
         eof = true;
         return;
       }
-      block_id = blocks->column_int64(0);
-      folded_through = blocks->column_null(1) ? std::nullopt : std::optional<int64_t>(blocks->column_int64(1));
-      events.clear();
-      decode_stored_block(block_id, blocks->column_blob(2), events);
+      folded_through = blocks->column_null(0) ? std::nullopt : std::optional<int64_t>(blocks->column_int64(0));
+      const BlockRow row = block_row(*blocks, 1);
+      block_id = -1;  // (until decoded whole: a lookup of the same block must not reuse a part)
+      decode_block_row(row, events);
+      block_id = row.id;
       key.clear();
       for (int i = 0; i < kBlockKeyColumnCount; ++i) {
-        const int c = 3 + i;
+        const int c = 6 + i;
         switch (blocks->column_type(c)) {
           case SQLITE_INTEGER: key.emplace_back(blocks->column_int64(c)); break;
           case SQLITE_FLOAT: key.emplace_back(blocks->column_double(c)); break;
@@ -207,6 +247,16 @@ struct EventsCursor : sqlite3_vtab_cursor {
     }
   }
 };
+
+// An id or block constraint's value as an integer; others (3.5, 'x', NULL) narrow nothing.
+std::optional<int64_t> exact_integer(sqlite3_value* v) {
+  const int type = sqlite3_value_numeric_type(v);
+  if (type == SQLITE_INTEGER) return sqlite3_value_int64(v);
+  if (type != SQLITE_FLOAT) return std::nullopt;
+  const double d = sqlite3_value_double(v);
+  if (!(d == std::floor(d) && std::fabs(d) < 9.2e18)) return std::nullopt;
+  return static_cast<int64_t>(d);
+}
 
 // A bound for t_start_ns from a constraint's value: integers as they are, a REAL rounded
 // outward; other values narrow nothing.
@@ -222,11 +272,17 @@ std::optional<int64_t> start_bound(sqlite3_value* v, bool lower) {
 int events_create(sqlite3* db, void*, int argc, const char* const* argv, sqlite3_vtab** out, char** error, bool create) {
   try {
     if (argc > 3) throw Error("takes no arguments (CREATE VIRTUAL TABLE pp_events USING pp_event_store)");
+    // Its shadow tables are pp_events_blocks and pp_events_layers: a second table of the module
+    // would share them, and dropping it would drop pp_events' rows.
+    if (sqlite3_stricmp(argv[2], kName) != 0)
+      throw Error("the table of module pp_event_store is pp_events, not " + std::string(argv[2]));
     const std::string schema = argv[1];
     if (sqlite3_declare_vtab(db, kSchema) != SQLITE_OK) throw Error(sqlite3_errmsg(db));
     sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
     if (create) run_script(db, event_store_ddl(schema));
-    *out = new EventsTable(db, schema);
+    auto* table = new EventsTable(db, schema);
+    register_table(table);
+    *out = table;
     return SQLITE_OK;
   } catch (const std::exception& e) {
     *error = sqlite3_mprintf("%s: %s", kName, e.what());
@@ -257,6 +313,10 @@ int events_best_index(sqlite3_vtab* vtab, sqlite3_index_info* info) {
         const auto& c = info->aConstraint[i];
         const int column = c.iColumn < 0 ? kId : c.iColumn;
         if (!c.usable || column != p.column || (c.op != p.ops[0] && c.op != p.ops[1])) continue;
+        // Text is narrowed by the shadow table's BINARY comparison: a constraint of another
+        // collation (COLLATE NOCASE) is left to SQLite's own check of every row.
+        const bool text = column == kGpuUuid || column == kSourceFile || column == kJobId;
+        if (text && sqlite3_stricmp(sqlite3_vtab_collation(info, i), "BINARY") != 0) continue;
         bits |= p.bit;
         info->aConstraintUsage[i].argvIndex = ++argv_index;
         info->aConstraintUsage[i].omit = 0;
@@ -282,7 +342,7 @@ int events_filter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc,
   return guard_vtab(base->pVtab, kName, [&] {
     EventsTable* table = cursor->table();
     table->flush();
-    std::string sql = "SELECT id, folded_through_ns, data";
+    std::string sql = "SELECT folded_through_ns, " + std::string(kBlockRowColumns);
     for (const char* c : kBlockKeyColumns) sql += std::string(", ") + c;
     sql += " FROM " + quoted_schema(table->schema) + ".pp_events_blocks WHERE true";
     SqlParameters parameters;
@@ -326,9 +386,7 @@ int events_filter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc,
       parameters.emplace_back(":file", value_of(v));
     }
     if (idx_num & kById) {
-      sqlite3_value* v = next();
-      if (sqlite3_value_numeric_type(v) == SQLITE_INTEGER) {
-        cursor->id = sqlite3_value_int64(v);
+      if ((cursor->id = exact_integer(next()))) {
         sql += " AND id = :block";
         parameters.emplace_back(":block", *cursor->id >= 0 ? *cursor->id / kBlockIdScale : int64_t{-1});
       }
@@ -350,21 +408,37 @@ int events_filter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc,
         parameters.emplace_back(":at_to", *to);
       }
     }
+    std::optional<int64_t> in_block;
     if (idx_num & kByBlock) {
-      sqlite3_value* v = next();
-      sql += " AND id = :in_block";
-      parameters.emplace_back(":in_block", sqlite3_value_numeric_type(v) == SQLITE_INTEGER ? SqlValue(int64_t{sqlite3_value_int64(v)})
-                                                                                       : SqlValue());
+      if ((in_block = exact_integer(next()))) {
+        sql += " AND id = :in_block";
+        parameters.emplace_back(":in_block", *in_block);
+      }
     }
-    cursor->blocks = std::make_unique<Statement>(table->db, sql);
-    cursor->blocks->bind_all(parameters);
-    cursor->events.clear();
     cursor->at = 0;
     cursor->eof = false;
     if (empty) {
       cursor->eof = true;
       return SQLITE_OK;
     }
+    // A lookup by id or block of the block decoded last (a join's lookups of one block's events
+    // one after another) reads no row: its events are still here, and SQLite checks the rest.
+    const std::optional<int64_t> only_block = cursor->id ? std::optional<int64_t>(*cursor->id / kBlockIdScale) : in_block;
+    if (only_block && cursor->block_id > 0 && *only_block == cursor->block_id) {
+      cursor->blocks_done = true;
+      cursor->advance();
+      return SQLITE_OK;
+    }
+    if (!cursor->blocks || cursor->blocks_sql != sql) {
+      cursor->blocks = std::make_unique<Statement>(table->db, sql);
+      cursor->blocks_sql = sql;
+    } else {
+      sqlite3_reset(cursor->blocks->handle());
+    }
+    cursor->blocks->bind_all(parameters);
+    cursor->blocks_done = false;
+    cursor->events.clear();
+    cursor->block_id = -1;
     cursor->advance();
     return SQLITE_OK;
   });
@@ -386,9 +460,9 @@ int events_column(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) {
       case kBatch:
         if (e.batch_null) sqlite3_result_null(ctx); else sqlite3_result_int64(ctx, e.batch);
         break;
-      case kLayer: result_text(ctx, cursor->table()->layers.name_of(e.layer_id).first); break;
+      case kLayer: result_text(ctx, cursor->names().name_of(e.layer_id, cursor->block_id).first); break;
       case kLayerType: {
-        const auto& type = cursor->table()->layers.name_of(e.layer_id).second;
+        const auto& type = cursor->names().name_of(e.layer_id, cursor->block_id).second;
         if (type) result_text(ctx, *type); else sqlite3_result_null(ctx);
         break;
       }
@@ -437,7 +511,10 @@ int events_destroy(sqlite3_vtab* vtab) {
                           "DROP TABLE IF EXISTS " + quoted_schema(table->schema) + ".pp_events_layers;");
     return SQLITE_OK;
   });
-  if (rc == SQLITE_OK) delete table;
+  if (rc == SQLITE_OK) {
+    unregister_table(table);
+    delete table;
+  }
   return rc;
 }
 
@@ -457,6 +534,16 @@ int events_discard(sqlite3_vtab* vtab) {
 
 }  // namespace
 
+void flush_event_tables(sqlite3* db) {
+  std::vector<EventsTable*> tables;
+  {
+    const std::lock_guard<std::mutex> lock(tables_mutex);
+    const auto [first, last] = tables_of_db.equal_range(db);
+    for (auto it = first; it != last; ++it) tables.push_back(it->second);
+  }
+  for (EventsTable* table : tables) table->flush();
+}
+
 const sqlite3_module kEventStoreModule = [] {
   sqlite3_module m{};
   m.iVersion = 3;
@@ -468,6 +555,7 @@ const sqlite3_module kEventStoreModule = [] {
   };
   m.xBestIndex = events_best_index;
   m.xDisconnect = [](sqlite3_vtab* vtab) {
+    unregister_table(table_of(vtab));
     delete table_of(vtab);
     return SQLITE_OK;
   };
@@ -501,6 +589,10 @@ const sqlite3_module kEventStoreModule = [] {
   m.xSavepoint = [](sqlite3_vtab* vtab, int) { return events_flush(vtab); };
   m.xRelease = [](sqlite3_vtab* vtab, int) { return events_flush(vtab); };
   m.xRollbackTo = [](sqlite3_vtab* vtab, int) { return table_of(vtab)->writing ? SQLITE_OK : events_discard(vtab); };
+  m.xRename = [](sqlite3_vtab* vtab, const char*) {
+    set_vtab_error(vtab, std::string(kName) + ": cannot be renamed (its shadow tables are named after it)");
+    return SQLITE_ERROR;
+  };
   m.xShadowName = [](const char* suffix) {
     return (sqlite3_stricmp(suffix, "blocks") == 0 || sqlite3_stricmp(suffix, "layers") == 0) ? 1 : 0;
   };

@@ -69,13 +69,13 @@ std::string encode_block(const std::vector<BlockEvent>& events) {
 bool decode_block(std::string_view data, std::vector<BlockEvent>& out, std::string& problem) {
   uint64_t count = 0;
   if (data.empty() || static_cast<uint8_t>(data[0]) != kBlockVersion) {
-    problem = data.empty() ? "an empty block" : "a block of an unknown version";
+    problem = data.empty() ? "no bytes" : "an encoding version this reader does not know";
     return false;
   }
   Reader in(data.substr(1));
   // Each event takes at least 7 bytes: a count beyond that is damage, not a reason to allocate.
   if (!in.varint(count) || count > in.left() / 7 || count > static_cast<uint64_t>(kBlockIdScale)) {
-    problem = "a damaged block (its event count)";
+    problem = "its event count is more than its bytes can hold";
     return false;
   }
   const size_t first = out.size();
@@ -87,7 +87,7 @@ bool decode_block(std::string_view data, std::vector<BlockEvent>& out, std::stri
     for (uint64_t& v : f)
       if (!in.varint(v)) {
         out.resize(first);
-        problem = "a damaged block (event " + std::to_string(i + 1) + " is cut short)";
+        problem = "event " + std::to_string(i + 1) + " is cut short";
         return false;
       }
     BlockEvent e;
@@ -103,7 +103,7 @@ bool decode_block(std::string_view data, std::vector<BlockEvent>& out, std::stri
     e.t_end_ns = s(u(e.t_start_ns) + unzigzag(f[6]));
     if (e.index <= previous.index || e.index >= kBlockIdScale) {
       out.resize(first);
-      problem = "a damaged block (event indexes out of order)";
+      problem = "its event indexes are out of order";
       return false;
     }
     out.push_back(e);
@@ -111,7 +111,7 @@ bool decode_block(std::string_view data, std::vector<BlockEvent>& out, std::stri
   }
   if (!in.at_end()) {
     out.resize(first);
-    problem = "a damaged block (bytes after its last event)";
+    problem = "bytes follow its last event";
     return false;
   }
   return true;

@@ -67,19 +67,19 @@ TEST(EventBlock, DamagedBytesAreRefusedAndLeaveTheOutputAsItWas) {
     EXPECT_EQ(out.size(), 1u);
   }
   EXPECT_FALSE(pp::decode_block(bytes + '\0', out, problem));
-  EXPECT_EQ(problem, "a damaged block (bytes after its last event)");
+  EXPECT_EQ(problem, "bytes follow its last event");
   EXPECT_FALSE(pp::decode_block(std::string("\x02\x00", 2), out, problem));
-  EXPECT_EQ(problem, "a block of an unknown version");
+  EXPECT_EQ(problem, "an encoding version this reader does not know");
   // A count no bytes could hold is refused before anything is allocated for it.
   EXPECT_FALSE(pp::decode_block(std::string("\x01\xff\xff\xff\xff\x0f", 6), out, problem));
-  EXPECT_EQ(problem, "a damaged block (its event count)");
+  EXPECT_EQ(problem, "its event count is more than its bytes can hold");
   // A varint of more than 64 bits.
   EXPECT_FALSE(pp::decode_block(std::string("\x01\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 12), out, problem));
   // Indexes that do not increase.
   std::vector<BlockEvent> twice = extremes();
   twice[1].index = 0;
   EXPECT_FALSE(pp::decode_block(pp::encode_block(twice), out, problem));
-  EXPECT_EQ(problem, "a damaged block (event indexes out of order)");
+  EXPECT_EQ(problem, "its event indexes are out of order");
   EXPECT_EQ(out.size(), 1u);
 }
 

@@ -74,11 +74,16 @@ TEST_F(EventsTable, EveryConstraintGivesThePlainTablesRows) {
         std::string("folded = 0"), "folded = 1", "folded = 0 AND gpu_uuid = 'cpu'", "source_file = 'run/rank2.jsonl'",
         "job_id = 'job-1' AND gpu_uuid = 'GPU-0'", "id = (SELECT max(id) FROM temp.plain)", "id = 3.5", "gpu_uuid IS NULL",
         "gpu_uuid = 'GPU-0' AND t_start_ns >= 'soon'", "folded = '0'", "id IN (SELECT id FROM temp.plain WHERE line % 97 = 0)",
-        "gpu_uuid IN ('GPU-0', 'cpu') AND t_start_ns < " + std::to_string(mid)};
+        "gpu_uuid IN ('GPU-0', 'cpu') AND t_start_ns < " + std::to_string(mid),
+        // Another collation than the blocks' BINARY is SQLite's to check on every row.
+        "gpu_uuid = 'gpu-1' COLLATE NOCASE", "job_id = 'JOB-0 ' COLLATE RTRIM", "source_file = 'RUN/RANK0.JSONL' COLLATE NOCASE"};
   for (const std::string& where : constraints) {
     const auto [events, plain] = both(where);
     EXPECT_EQ(events, plain) << where;
   }
+  // The hidden block column narrows by an integer's value, whatever its type.
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_events WHERE block = (SELECT min(id) FROM pp_events_blocks) + 0.0").integer,
+            db.scalar("SELECT events FROM pp_events_blocks ORDER BY id LIMIT 1").integer);
   // A join that hands the table its constraints from the other side, row by row.
   EXPECT_EQ(db.scalar("SELECT count(*) FROM temp.plain AS p JOIN main.pp_events AS e "
                       "ON e.gpu_uuid = p.gpu_uuid AND e.t_start_ns = p.t_start_ns AND e.id = p.id").integer, 900);
@@ -111,6 +116,23 @@ TEST_F(EventsTable, RolledBackWritesLeaveNothing) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_events").integer, 900);
 }
 
+TEST(EventsTableTransactions, RowsInsertedInATransactionAreReadByTheEngineToo) {
+  pp_test::TestDb db;
+  db.exec("SELECT pp_install_views();"
+          "INSERT INTO pp_intervals(uuid, metric, interval_ms) VALUES ('GPU-0', 'DCGM_FI_PROF_SM_ACTIVE', 1000);"
+          "INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES ('GPU-0', 'DCGM_FI_PROF_SM_ACTIVE', 1700000001000, 0.5),"
+          "  ('GPU-0', 'DCGM_FI_PROF_SM_ACTIVE', 1700000002000, 0.7);"
+          "INSERT INTO pp_windows(uuid, ts_ms, end_ns) VALUES ('GPU-0', 1700000001000, 1700000001000000000),"
+          "  ('GPU-0', 1700000002000, 1700000002000000000);"
+          "BEGIN;"
+          "INSERT INTO pp_events(job_id, gpu_uuid, layer, forward, t_start_ns, t_end_ns, source_file, line)"
+          "  VALUES ('j', 'GPU-0', 'fc', 1, 1700000000500000000, 1700000001500000000, 'f', 1)");
+  // The interval join reads the blocks itself, before any statement has read pp_events.
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_overlaps('GPU-0') WHERE event_id IS NOT NULL").integer, 2);
+  db.exec("ROLLBACK");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_overlaps('GPU-0') WHERE event_id IS NOT NULL").integer, 0);
+}
+
 TEST_F(EventsTable, BadRowsAreRefusedByColumn) {
   const std::string insert = "INSERT INTO pp_events(job_id, gpu_uuid, layer, forward, t_start_ns, t_end_ns, source_file, line) VALUES ";
   EXPECT_EQ(db.error(insert + "(NULL, 'GPU-0', 'fc', 1, 1, 2, 'f', 1)"), "pp_events: job_id may not be NULL");
@@ -125,10 +147,35 @@ TEST_F(EventsTable, BadRowsAreRefusedByColumn) {
 }
 
 TEST_F(EventsTable, DamagedBlockIsAnErrorNamingIt) {
-  const long long id = db.scalar("SELECT min(id) FROM pp_events_blocks").integer;
-  db.exec("UPDATE pp_events_blocks SET data = x'0105ff' WHERE id = " + std::to_string(id));
+  const std::string id = std::to_string(db.scalar("SELECT min(id) FROM pp_events_blocks").integer);
+  const std::string cannot = "): its events cannot be read";
+  db.exec("SAVEPOINT s; UPDATE pp_events_blocks SET data = x'0105ff' WHERE id = " + id);
   EXPECT_EQ(db.error("SELECT count(*) FROM pp_events"),
-            "pp_events: block " + std::to_string(id) + " of pp_events_blocks is damaged: a damaged block (its event count)");
+            "pp_events: block " + id + " of pp_events_blocks is damaged (its event count is more than its bytes can hold" + cannot);
+  // A row that disagrees with its events would make range reads miss rows: refused too.
+  db.exec("ROLLBACK TO s; UPDATE pp_events_blocks SET last_start_ns = last_start_ns + 1 WHERE id = " + id);
+  EXPECT_NE(db.error("SELECT count(*) FROM pp_events WHERE gpu_uuid = 'GPU-0'").find("is damaged (its events start from "),
+            std::string::npos);
+  db.exec("ROLLBACK TO s; UPDATE pp_events_blocks SET id = (1 << 48) - 1 WHERE id = " + id);
+  EXPECT_EQ(db.error("SELECT count(*) FROM pp_events"), "pp_events: block " + std::to_string((1LL << 48) - 1) +
+                                                            " of pp_events_blocks is damaged (its id is not in 1 .. 2^47 - 1" + cannot);
+  db.exec("ROLLBACK TO s; DELETE FROM pp_events_layers WHERE layer = 'layer.0'");
+  EXPECT_NE(db.error("SELECT layer FROM pp_events").find("of pp_events_blocks names layer id "), std::string::npos);
+}
+
+TEST_F(EventsTable, NamesReadInARolledBackTransactionAreNotKept) {
+  db.exec("BEGIN; UPDATE pp_events_layers SET layer = 'rolled back' WHERE layer = 'layer.0'");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_events WHERE layer = 'rolled back'").integer, 22);
+  db.exec("ROLLBACK");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_events WHERE layer = 'layer.0'").integer, 22);
+}
+
+TEST_F(EventsTable, IsTheOneTableOfItsModuleAndKeepsItsName) {
+  EXPECT_EQ(db.error("CREATE VIRTUAL TABLE scratch USING pp_event_store"),
+            "pp_events: the table of module pp_event_store is pp_events, not scratch");
+  EXPECT_EQ(db.error("ALTER TABLE pp_events RENAME TO old_events"),
+            "pp_events: cannot be renamed (its shadow tables are named after it)");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_events").integer, 900);
 }
 
 TEST(EventsTableUpgrade, PlainTableOfAnEarlierVersionIsMovedIntoBlocksOnce) {
