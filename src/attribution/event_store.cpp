@@ -271,6 +271,7 @@ void scan_events(sqlite3* db, const std::string& schema, const EventScan& scan, 
   SqlParameters parameters{{":gpu", scan.gpu_uuid}};
   std::string sql = "SELECT job_id, folded_through_ns, " + std::string(kBlockRowColumns) + " FROM " + quoted_schema(schema) +
                     ".pp_events_blocks WHERE gpu_uuid = :gpu" + start_range_sql(scan.start_from, scan.start_to, "", parameters);
+  // (Blocks in index order, so that the same database gives its events in the same order.)
   if (scan.folded == EventScan::kUnfolded) sql += " AND (folded_through_ns IS NULL OR folded_through_ns < last_start_ns)";
   if (scan.folded == EventScan::kFolded) sql += " AND folded_through_ns >= first_start_ns";
   Statement read(db, sql);

@@ -176,7 +176,6 @@ class TimelineReader {
         scan_events(db_, "main", {uuid, std::max<int64_t>(lo_ns_ - *longest, 0), hi_ns_ - 1, EventScan::kFolded},
                     layers_, take);
     }
-    add_durations();
     // The untracked row of each job is the group (job, '(untracked)', 0), as in SQL.
     std::string key;
     for (uint32_t j = 0; j < gpu_.jobs.size(); ++j) {
@@ -313,19 +312,11 @@ class TimelineReader {
     const int64_t id = e.id;
     if (in_range) gpu_.events.push_back({start, end, id, group, job});
     if (unfolded) {
-      durations_.push_back({start, id, group, end - start});
+      // (In the order the blocks are read: by GPU, then first start, then id, so the same
+      // database gives the same sums.)
+      gpu_.durations[group].add(static_cast<double>(end - start) / 1e9);
       gpu_.first_id[group] = std::min(gpu_.first_id[group], id);
     }
-  }
-
-  // The durations of the events read, added in t_start_ns order (then id): a mean's sum does not
-  // depend on the order blocks were read in.
-  void add_durations() {
-    std::sort(durations_.begin(), durations_.end(), [](const Duration& a, const Duration& b) {
-      return a.start != b.start ? a.start < b.start : a.id < b.id;
-    });
-    for (const Duration& d : durations_) gpu_.durations[d.group].add(static_cast<double>(d.ns) / 1e9);
-    durations_.clear();
   }
 
   uint32_t group_for(const std::string& key, uint32_t job, std::string_view layer, int forward,
@@ -368,12 +359,6 @@ class TimelineReader {
   sqlite3* db_;
   GpuTimeline& gpu_;
   LayerNames layers_;
-  struct Duration {
-    int64_t start, id;
-    uint32_t group;
-    int64_t ns;
-  };
-  std::vector<Duration> durations_;
   std::unordered_map<std::string, uint32_t> group_index_;
   std::unordered_map<std::string, uint32_t> job_index_;
   uint32_t last_job_ = UINT32_MAX;  // the job of the previous row (rows come in runs of one job)
