@@ -78,7 +78,8 @@ struct EventsTable : sqlite3_vtab {
     writer.flush();
     // Each block's deletes leave the list once applied, so that a failure applies none twice.
     while (!deletes.empty()) {
-      auto& [block_id, indexes] = *deletes.begin();
+      const int64_t block_id = deletes.begin()->first;
+      std::vector<int64_t>& indexes = deletes.begin()->second;  // (a lambda may not capture a structured binding in C++17)
       StoredBlock block;
       if (read_block(db, schema, block_id, block)) {
         std::sort(indexes.begin(), indexes.end());
