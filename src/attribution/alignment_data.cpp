@@ -102,7 +102,7 @@ GpuEventExtent read_event_extent(sqlite3* db, const std::string& uuid) {
     extent.longest_ns = std::max(extent.longest_ns, s.longest_ns);
     extent.last_end_ns = std::max(extent.last_end_ns, s.last_ns);
   }
-  if (const auto last = newest_event_start(db, uuid, layers)) extent.last_start_ns = *last;
+  if (const auto last = newest_event_start(db, uuid)) extent.last_start_ns = *last;
   return extent;
 }
 

@@ -318,7 +318,7 @@ std::vector<JobSpan> unfolded_spans(sqlite3* db, const std::string& uuid, std::o
   return spans;
 }
 
-std::optional<int64_t> newest_event_start(sqlite3* db, const std::string& uuid, LayerNames&) {
+std::optional<int64_t> newest_event_start(sqlite3* db, const std::string& uuid) {
   flush_event_tables(db);
   // The GPU's blocks newest first (the time index read backwards); once an event that can be a
   // call is found, only blocks that start within a block's span of it may hold a newer one.

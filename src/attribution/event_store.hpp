@@ -144,7 +144,7 @@ std::vector<JobSpan> unfolded_spans(sqlite3* db, const std::string& uuid, std::o
 
 // The newest start of a GPU's events whose times can be a call: the blocks that start within
 // kMaxBlockSpanNs of the newest, then older ones while none is found.
-std::optional<int64_t> newest_event_start(sqlite3* db, const std::string& uuid, LayerNames& layers);
+std::optional<int64_t> newest_event_start(sqlite3* db, const std::string& uuid);
 
 // The SQL conditions on pp_events_blocks for events starting in [from, to] (either may be
 // absent), with their parameters: blocks hold events starting within kMaxBlockSpanNs.

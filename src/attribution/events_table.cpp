@@ -20,7 +20,8 @@
 // Constraints on gpu_uuid, t_start_ns, folded = 0, source_file, job_id, id and block narrow the blocks
 // read; SQLite checks every constraint itself on the rows returned. An update is a delete and
 // an insert (the row gets a new id). Rows inserted by a statement are written in blocks when
-// the transaction commits, at a savepoint, or when the next statement reads the table.
+// the transaction commits, at a savepoint, when the next statement reads the table, or before
+// the engine reads the blocks itself (flush_event_tables).
 #include <cmath>
 #include <map>
 #include <memory>
@@ -361,18 +362,12 @@ int events_filter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc,
       if (sqlite3_value_type(v) == SQLITE_NULL) empty = true;
     }
     if (idx_num & kStartFrom) {
-      if ((cursor->start_from = start_bound(next(), true))) {
-        sql += " AND last_start_ns >= :from AND first_start_ns >= :from_block";
-        parameters.emplace_back(":from", *cursor->start_from);
-        parameters.emplace_back(":from_block", *cursor->start_from > INT64_MIN + kMaxBlockSpanNs
-                                                   ? *cursor->start_from - kMaxBlockSpanNs : INT64_MIN);
-      }
+      if ((cursor->start_from = start_bound(next(), true)))
+        sql += start_range_sql(cursor->start_from, std::nullopt, "", parameters);
     }
     if (idx_num & kStartTo) {
-      if ((cursor->start_to = start_bound(next(), false))) {
-        sql += " AND first_start_ns <= :to";
-        parameters.emplace_back(":to", *cursor->start_to);
-      }
+      if ((cursor->start_to = start_bound(next(), false)))
+        sql += start_range_sql(std::nullopt, cursor->start_to, "", parameters);
     }
     if (idx_num & kByFolded) {
       sqlite3_value* v = next();
@@ -403,10 +398,7 @@ int events_filter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc,
       if (from && to) {
         cursor->start_from = cursor->start_from ? std::max(*cursor->start_from, *from) : *from;
         cursor->start_to = cursor->start_to ? std::min(*cursor->start_to, *to) : *to;
-        sql += " AND last_start_ns >= :at_from AND first_start_ns >= :at_block AND first_start_ns <= :at_to";
-        parameters.emplace_back(":at_from", *from);
-        parameters.emplace_back(":at_block", *from > INT64_MIN + kMaxBlockSpanNs ? *from - kMaxBlockSpanNs : INT64_MIN);
-        parameters.emplace_back(":at_to", *to);
+        sql += start_range_sql(from, to, "at_", parameters);
       }
     }
     std::optional<int64_t> in_block;
