@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <tuple>
+#include <unordered_map>
 
 #include "attribution/event_store.hpp"
 #include "attribution/refresh.hpp"
@@ -114,35 +117,65 @@ AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, 
     job_index[job_id] = static_cast<uint32_t>(t.jobs.size());
     t.jobs.push_back(span);
   }
-  std::map<std::tuple<uint32_t, std::string, int>, uint32_t> group_index;
   t.longest_ns = 0;
   // The events that start in [from - the longest, to) and end after from, whose times can be a
-  // call, in t_start_ns order.
+  // call, in t_start_ns order. Jobs and layer types are numbered as the blocks are read (a
+  // stretch holds tens of thousands of events and a handful of each).
   LayerNames layers(db, "main");
   const auto from = static_cast<int64_t>(from_ns), to = static_cast<int64_t>(to_ns);
   struct InRange {
     int64_t start, end, id;
-    std::string job_id, layer_type;
+    uint32_t job, layer_type;  // into job_ids and layer_types
     int forward;
   };
   std::vector<InRange> in_range;
+  std::vector<std::string> job_ids, layer_types;
+  std::map<std::string, uint32_t, std::less<>> job_read, type_read;
+  std::unordered_map<const void*, uint32_t> type_of_layer;  // LayerNames' entries stay put
+  const auto number = [](std::map<std::string, uint32_t, std::less<>>& seen, std::vector<std::string>& names,
+                         std::string_view name) {
+    auto it = seen.find(name);
+    if (it == seen.end()) {
+      it = seen.emplace(std::string(name), static_cast<uint32_t>(names.size())).first;
+      names.emplace_back(name);
+    }
+    return it->second;
+  };
+  uint32_t last_job = 0;
+  std::string_view last_job_id;
+  bool any_job = false;
   scan_events(db, "main", {uuid, std::max<int64_t>(from - extent.longest_ns - 1, 0), to - 1, EventScan::kAny}, layers,
               [&](const ScannedEvent& e) {
                 const int64_t start = e.event.t_start_ns, end = e.event.t_end_ns;
                 if (end <= from || end < start || end > kMaxEventNs) return;
-                in_range.push_back({start, end, e.id, std::string(e.job_id), e.layer.second.value_or(""), e.event.forward ? 1 : 0});
+                if (!any_job || e.job_id != last_job_id) {
+                  last_job = number(job_read, job_ids, e.job_id);
+                  last_job_id = job_ids[last_job];
+                  any_job = true;
+                }
+                auto type = type_of_layer.find(&e.layer);
+                if (type == type_of_layer.end())
+                  type = type_of_layer.emplace(&e.layer, number(type_read, layer_types, e.layer.second.value_or(""))).first;
+                in_range.push_back({start, end, e.id, last_job, type->second, e.event.forward ? 1 : 0});
               });
   std::sort(in_range.begin(), in_range.end(),
             [](const InRange& a, const InRange& b) { return a.start != b.start ? a.start < b.start : a.id < b.id; });
+  // Groups are numbered in the order they first run, by (job, layer type, direction).
+  std::map<std::tuple<uint32_t, std::string_view, int>, uint32_t> group_index;
+  std::vector<std::optional<uint32_t>> job_at(job_ids.size());
+  t.events.reserve(in_range.size());
   for (const InRange& e : in_range) {
     // Every job with events is in the extent; one that is not (its span not recorded by an
     // older version) gets its span from its events here.
-    const auto [found, new_job] = job_index.try_emplace(e.job_id, static_cast<uint32_t>(t.jobs.size()));
-    if (new_job) t.jobs.push_back({e.start, e.end, 0});
-    const uint32_t job = found->second;
+    if (!job_at[e.job]) {
+      const auto found = job_index.try_emplace(job_ids[e.job], static_cast<uint32_t>(t.jobs.size())).first;
+      if (found->second == t.jobs.size()) t.jobs.push_back({e.start, e.end, 0});
+      job_at[e.job] = found->second;
+    }
+    const uint32_t job = *job_at[e.job];
     t.jobs[job].first = std::min(t.jobs[job].first, e.start);
     t.jobs[job].last = std::max(t.jobs[job].last, e.end);
-    const auto key = std::make_tuple(job, e.layer_type, e.forward);
+    const auto key = std::make_tuple(job, std::string_view(layer_types[e.layer_type]), e.forward);
     auto [it, added] = group_index.try_emplace(key, static_cast<uint32_t>(group_index.size()));
     t.events.push_back({e.start, e.end, it->second, job});
     t.longest_ns = std::max(t.longest_ns, e.end - e.start);
