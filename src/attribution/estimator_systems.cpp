@@ -114,6 +114,7 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
     std::vector<std::pair<uint32_t, int64_t>> groups;
     std::vector<size_t> window_events;
     std::vector<SystemHere> here;
+    std::vector<std::pair<std::string_view, double>> rows;  // one system's part of the window
     auto flush_grouping = [&](GroupingSystems& out, std::vector<GroupRole>& roles, const std::string& key) {
       auto register_unknown = [&](GroupRole& role, const TimelineGroup& gr) {
         role.registered = true;
@@ -171,8 +172,9 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
           if (b != bounds.end()) it->second.set_bounds(b->second.lower, b->second.upper);
         }
         try {
-          for (const auto& [name, fraction] : h.fractions)
-            it->second.add(key, *name, std::min(1.0, fraction), current->value);
+          rows.clear();
+          for (const auto& [name, fraction] : h.fractions) rows.emplace_back(*name, std::min(1.0, fraction));
+          it->second.add_sample(key, rows, current->value);
         } catch (const std::exception& e) {  // no fit for this system; the others go on
           note.failed = out.unknowns[*h.system].size() >= DeconvolveLimits::kMaxUnknowns
                             ? "more than " + std::to_string(DeconvolveLimits::kMaxUnknowns) +

@@ -55,16 +55,32 @@ uint32_t DeconvolveData::layer_index(std::string_view layer) {
 
 void DeconvolveData::add(const std::string& sample_key, std::string_view layer, double weight,
                          std::optional<double> value) {
+  std::optional<uint32_t> sample;
+  add_row(sample, sample_key, layer, weight, value);
+}
+
+void DeconvolveData::add_sample(const std::string& sample_key,
+                                const std::vector<std::pair<std::string_view, double>>& rows,
+                                std::optional<double> value) {
+  std::optional<uint32_t> sample;
+  for (const auto& [layer, weight] : rows) add_row(sample, sample_key, layer, weight, value);
+}
+
+void DeconvolveData::add_row(std::optional<uint32_t>& sample_index, const std::string& sample_key,
+                             std::string_view layer, double weight, std::optional<double> value) {
   if (!(weight >= 0 && weight <= 1 + DeconvolveLimits::kWeightSlack))
     throw argument_error("weight", "must be between 0 and 1 (the fraction of the sample's window)");
   if (value && !std::isfinite(*value)) throw argument_error("value", "must be finite");
   const uint32_t layer_id = layer_index(layer);
-  auto [it, inserted] = sample_index_.try_emplace(sample_key, static_cast<uint32_t>(samples_.size()));
-  if (inserted) {
-    if (samples_.size() >= std::numeric_limits<uint32_t>::max() - 1) throw std::length_error("too many samples");
-    samples_.emplace_back();
+  if (!sample_index) {
+    auto [it, inserted] = sample_index_.try_emplace(sample_key, static_cast<uint32_t>(samples_.size()));
+    if (inserted) {
+      if (samples_.size() >= std::numeric_limits<uint32_t>::max() - 1) throw std::length_error("too many samples");
+      samples_.emplace_back();
+    }
+    sample_index = it->second;
   }
-  Sample& sample = samples_[it->second];
+  Sample& sample = samples_[*sample_index];
   if (value) {
     if (sample.has_value && !same_value(sample.value, *value))
       throw argument_error("value", "differs within sample " + sample_key_label(sample_key) + ": " +
@@ -80,7 +96,7 @@ void DeconvolveData::add(const std::string& sample_key, std::string_view layer, 
       throw argument_error("weight", "sums to " + format_number(sample.weight_sum) + " over the rows of sample " +
                                                sample_key_label(sample_key) +
                                                ": the weights of a sample are fractions of its window, at most 1 in all");
-    entries_.push_back({it->second, layer_id, weight});
+    entries_.push_back({*sample_index, layer_id, weight});
   }
 }
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "stats/least_squares_state.hpp"
@@ -49,6 +50,10 @@ class DeconvolveData {
   // counts when another row of the sample gives the value; a sample without any value is
   // skipped). Throws pp::Error naming the argument.
   void add(const std::string& sample_key, std::string_view layer, double weight, std::optional<double> value);
+  // The rows of one sample, (layer, weight) each, with one look-up of the sample: the same as
+  // add() for each in turn.
+  void add_sample(const std::string& sample_key, const std::vector<std::pair<std::string_view, double>>& rows,
+                  std::optional<double> value);
   // The bounds of the 6-argument form, on every row: the same on all rows, lower <= upper;
   // -inf/+inf for no bound.
   void set_bounds(double lower, double upper);
@@ -78,6 +83,9 @@ class DeconvolveData {
     double weight;
   };
   uint32_t layer_index(std::string_view layer);
+  // add()'s row; sample_index is the sample's, once the first row of it has looked it up.
+  void add_row(std::optional<uint32_t>& sample_index, const std::string& sample_key, std::string_view layer,
+               double weight, std::optional<double> value);
 
   std::unordered_map<std::string, uint32_t> sample_index_;
   std::vector<Sample> samples_;
