@@ -38,7 +38,10 @@ struct GroupRole {
   bool untracked = false;  // the job's own untracked group
   bool registered = false;
   std::string name;  // its unknown; a joint system's untracked time is the union's, per window
+  std::vector<uint32_t> ids;  // per series, its unknown's index in the system (kNoId: not yet)
 };
+
+constexpr uint32_t kNoId = UINT32_MAX;
 
 // Whether events of two different jobs run at the same time (longer than a hand-over) within
 // [start, end).
@@ -84,7 +87,12 @@ int64_t span_union(const GpuTimeline& gpu, const std::vector<uint32_t>& jobs, in
 struct SystemHere {
   const std::string* system;
   bool joint = false;
-  std::vector<std::pair<const std::string*, double>> fractions;  // unknown, fraction of the window
+  struct Part {
+    const std::string* unknown;
+    uint32_t* id;  // its index in the system, once known (nullptr: looked up each time)
+    double fraction;  // of the window
+  };
+  std::vector<Part> fractions;
   std::vector<uint32_t> jobs;  // a joint system's jobs in the window
   double event_time = 0;       // and the time their events cover (ns, as weighed)
 };
@@ -104,6 +112,7 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
         role.system = &sharing.system(gpu.jobs[gr.job].job_id);
         role.joint = sharing.joint(*role.system);
         role.untracked = i == gpu.jobs[gr.job].untracked_group;
+        role.ids.assign(gpu.series.size(), kNoId);
         if (role.joint && role.untracked) continue;
         const std::string unknown = (by_type ? gr.layer_type : gr.layer) + "|" + std::to_string(gr.forward);
         role.name = role.joint ? gpu.jobs[gr.job].job_id + kJobSeparator + unknown : unknown;
@@ -114,7 +123,7 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
     std::vector<std::pair<uint32_t, int64_t>> groups;
     std::vector<size_t> window_events;
     std::vector<SystemHere> here;
-    std::vector<std::pair<std::string_view, double>> rows;  // one system's part of the window
+    std::vector<std::pair<uint32_t, double>> rows;  // one system's part of the window
     auto flush_grouping = [&](GroupingSystems& out, std::vector<GroupRole>& roles, const std::string& key) {
       auto register_unknown = [&](GroupRole& role, const TimelineGroup& gr) {
         role.registered = true;
@@ -145,7 +154,7 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
           if (role.untracked) continue;  // the untracked time of a joint system is the union's, below
           h->event_time += static_cast<double>(weight);
         }
-        h->fractions.emplace_back(&role.name, static_cast<double>(weight) / window);
+        h->fractions.push_back({&role.name, &role.ids[current_series], static_cast<double>(weight) / window});
       }
       for (SystemHere& h : here) {
         const SystemKey system_key{*h.system, series.metric};
@@ -155,16 +164,16 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
           if (instant) note.shared_gauge = true;
           const double untracked =
               std::max(0.0, static_cast<double>(span_union(gpu, h.jobs, start, end)) * scale - h.event_time);
-          if (untracked > 0) h.fractions.emplace_back(&kSharedUntracked, untracked / window);
+          if (untracked > 0) h.fractions.push_back({&kSharedUntracked, nullptr, untracked / window});
           // Time-slicing is the model: a window in which two of the jobs ran at once is not.
           if (h.jobs.size() > 1 && jobs_ran_at_once(gpu, window_events, start, end)) {
             if (shift == 0) ++note.concurrent_windows;
             continue;
           }
           double total = 0;
-          for (const auto& f : h.fractions) total += f.second;
+          for (const auto& f : h.fractions) total += f.fraction;
           if (total > 1)  // hand-overs counted twice
-            for (auto& f : h.fractions) f.second /= total;
+            for (auto& f : h.fractions) f.fraction /= total;
         }
         auto [it, added] = out.systems.try_emplace(system_key);
         if (added) {
@@ -173,7 +182,11 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
         }
         try {
           rows.clear();
-          for (const auto& [name, fraction] : h.fractions) rows.emplace_back(*name, std::min(1.0, fraction));
+          for (const auto& part : h.fractions) {
+            const uint32_t id = part.id && *part.id != kNoId ? *part.id : it->second.unknown(*part.unknown);
+            if (part.id) *part.id = id;
+            rows.emplace_back(id, std::min(1.0, part.fraction));
+          }
           it->second.add_sample(key, rows, current->value);
         } catch (const std::exception& e) {  // no fit for this system; the others go on
           note.failed = out.unknowns[*h.system].size() >= DeconvolveLimits::kMaxUnknowns

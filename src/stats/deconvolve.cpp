@@ -55,23 +55,29 @@ uint32_t DeconvolveData::layer_index(std::string_view layer) {
 
 void DeconvolveData::add(const std::string& sample_key, std::string_view layer, double weight,
                          std::optional<double> value) {
+  check_row(weight, value);
   std::optional<uint32_t> sample;
-  add_row(sample, sample_key, layer, weight, value);
+  add_row(sample, sample_key, layer_index(layer), weight, value);
 }
 
-void DeconvolveData::add_sample(const std::string& sample_key,
-                                const std::vector<std::pair<std::string_view, double>>& rows,
+void DeconvolveData::add_sample(const std::string& sample_key, const std::vector<std::pair<uint32_t, double>>& rows,
                                 std::optional<double> value) {
   std::optional<uint32_t> sample;
-  for (const auto& [layer, weight] : rows) add_row(sample, sample_key, layer, weight, value);
+  for (const auto& [layer, weight] : rows) {
+    check_row(weight, value);
+    if (layer >= layers_.size()) throw std::out_of_range("DeconvolveData: no unknown " + std::to_string(layer));
+    add_row(sample, sample_key, layer, weight, value);
+  }
 }
 
-void DeconvolveData::add_row(std::optional<uint32_t>& sample_index, const std::string& sample_key,
-                             std::string_view layer, double weight, std::optional<double> value) {
+void DeconvolveData::check_row(double weight, std::optional<double> value) {
   if (!(weight >= 0 && weight <= 1 + DeconvolveLimits::kWeightSlack))
     throw argument_error("weight", "must be between 0 and 1 (the fraction of the sample's window)");
   if (value && !std::isfinite(*value)) throw argument_error("value", "must be finite");
-  const uint32_t layer_id = layer_index(layer);
+}
+
+void DeconvolveData::add_row(std::optional<uint32_t>& sample_index, const std::string& sample_key, uint32_t layer_id,
+                             double weight, std::optional<double> value) {
   if (!sample_index) {
     auto [it, inserted] = sample_index_.try_emplace(sample_key, static_cast<uint32_t>(samples_.size()));
     if (inserted) {

@@ -50,9 +50,12 @@ class DeconvolveData {
   // counts when another row of the sample gives the value; a sample without any value is
   // skipped). Throws pp::Error naming the argument.
   void add(const std::string& sample_key, std::string_view layer, double weight, std::optional<double> value);
-  // The rows of one sample, (layer, weight) each, with one look-up of the sample: the same as
-  // add() for each in turn.
-  void add_sample(const std::string& sample_key, const std::vector<std::pair<std::string_view, double>>& rows,
+  // The index of an unknown, added when new (what add() does with its layer); throws pp::Error
+  // as add() does for a reserved name or one unknown too many.
+  uint32_t unknown(std::string_view layer) { return layer_index(layer); }
+  // The rows of one sample, (unknown's index, weight) each, with one look-up of the sample: the
+  // same as add() with each unknown's name in turn.
+  void add_sample(const std::string& sample_key, const std::vector<std::pair<uint32_t, double>>& rows,
                   std::optional<double> value);
   // The bounds of the 6-argument form, on every row: the same on all rows, lower <= upper;
   // -inf/+inf for no bound.
@@ -83,9 +86,10 @@ class DeconvolveData {
     double weight;
   };
   uint32_t layer_index(std::string_view layer);
-  // add()'s row; sample_index is the sample's, once the first row of it has looked it up.
-  void add_row(std::optional<uint32_t>& sample_index, const std::string& sample_key, std::string_view layer,
-               double weight, std::optional<double> value);
+  static void check_row(double weight, std::optional<double> value);
+  // add()'s row, checked; sample_index is the sample's, once the first row of it looked it up.
+  void add_row(std::optional<uint32_t>& sample_index, const std::string& sample_key, uint32_t layer_id, double weight,
+               std::optional<double> value);
 
   std::unordered_map<std::string, uint32_t> sample_index_;
   std::vector<Sample> samples_;

@@ -412,12 +412,10 @@ TEST(DeconvolveDegenerate, ASampleAtOnceIsItsRowsOneByOne) {
   const auto windows = simulate(77, 0.1, 60, 0.005);
   DeconvolveData by_row, by_sample;
   for (size_t i = 0; i < windows.size(); ++i) {
-    std::vector<std::pair<std::string_view, double>> rows;
-    std::vector<std::string> names;
-    for (size_t g = 0; g < windows[i].fraction.size(); ++g) names.push_back(group_name(g));
-    for (size_t g = 0; g < names.size(); ++g) {
-      by_row.add(pp::sample_key_integer(static_cast<int64_t>(i)), names[g], windows[i].fraction[g], windows[i].value);
-      rows.emplace_back(names[g], windows[i].fraction[g]);
+    std::vector<std::pair<uint32_t, double>> rows;
+    for (size_t g = 0; g < windows[i].fraction.size(); ++g) {
+      by_row.add(pp::sample_key_integer(static_cast<int64_t>(i)), group_name(g), windows[i].fraction[g], windows[i].value);
+      rows.emplace_back(by_sample.unknown(group_name(g)), windows[i].fraction[g]);
     }
     by_sample.add_sample(pp::sample_key_integer(static_cast<int64_t>(i)), rows, windows[i].value);
   }
@@ -425,12 +423,14 @@ TEST(DeconvolveDegenerate, ASampleAtOnceIsItsRowsOneByOne) {
   EXPECT_EQ(by_sample.state().encode(), by_row.state().encode());
 
   DeconvolveData too_much;
+  const uint32_t a = too_much.unknown("A"), b = too_much.unknown("B");
   try {
-    too_much.add_sample(pp::sample_key_integer(1), {{"A", 0.75}, {"B", 0.5}}, 1.0);
+    too_much.add_sample(pp::sample_key_integer(1), {{a, 0.75}, {b, 0.5}}, 1.0);
     FAIL() << "weights summing to 1.25 were taken";
   } catch (const pp::Error& e) {
     EXPECT_NE(std::string(e.what()).find("sums to 1.25 over the rows of sample 1"), std::string::npos) << e.what();
   }
+  EXPECT_THROW(too_much.unknown("_system"), pp::Error);
 }
 
 // ---- rows kept only as their sums (stats/least_squares_state.hpp) ----
