@@ -42,6 +42,7 @@ struct GroupRole {
 };
 
 constexpr uint32_t kNoId = UINT32_MAX;
+constexpr size_t kRowsReserved = 64;  // per window, when a new system is sized
 
 // Whether events of two different jobs run at the same time (longer than a hand-over) within
 // [start, end).
@@ -179,6 +180,9 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
         if (added) {
           const auto b = bounds.find(series.metric);
           if (b != bounds.end()) it->second.set_bounds(b->second.lower, b->second.upper);
+          // Room for a row per group in each of the series' windows (at most kRowsReserved):
+          // grown by doubling instead, the rows of a minute are copied and paged in again and again.
+          it->second.reserve(series.samples.size() * std::min(gpu.groups.size(), kRowsReserved));
         }
         try {
           rows.clear();

@@ -57,6 +57,8 @@ class DeconvolveData {
   // same as add() with each unknown's name in turn.
   void add_sample(const std::string& sample_key, const std::vector<std::pair<uint32_t, double>>& rows,
                   std::optional<double> value);
+  // Room for this many rows of weight > 0 (a hint: more are taken as they come).
+  void reserve(size_t rows) { entries_.reserve(rows); }
   // The bounds of the 6-argument form, on every row: the same on all rows, lower <= upper;
   // -inf/+inf for no bound.
   void set_bounds(double lower, double upper);
