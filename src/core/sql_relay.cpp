@@ -1,0 +1,86 @@
+#include "core/sql_relay.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <system_error>
+#include <vector>
+
+namespace pp {
+
+void SqlRelay::run(const std::function<void()>& f) {
+  if (std::this_thread::get_id() == owner_) {
+    f();
+    return;
+  }
+  Request request{&f, nullptr, false};
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    requests_.push_back(&request);
+    wake_owner_.notify_one();
+    wake_workers_.wait(lock, [&] { return request.done; });
+  }
+  if (request.failure) std::rethrow_exception(request.failure);
+}
+
+void SqlRelay::serve(size_t workers) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_owner_.wait(lock, [&] { return !requests_.empty() || finished_ == workers; });
+    if (requests_.empty()) return;  // every worker finished
+    Request* request = requests_.front();
+    requests_.pop_front();
+    lock.unlock();
+    try {
+      (*request->f)();
+    } catch (...) {
+      request->failure = std::current_exception();
+    }
+    lock.lock();
+    request->done = true;
+    wake_workers_.notify_all();
+  }
+}
+
+void SqlRelay::worker_done() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++finished_;
+  wake_owner_.notify_one();
+}
+
+void for_each_in_parallel(size_t n, const std::function<void(size_t, SqlRelay&)>& work, size_t threads) {
+  SqlRelay relay;
+  threads = std::min({threads, n, static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency()))});
+  if (threads <= 1) {
+    for (size_t i = 0; i < n; ++i) work(i, relay);
+    return;
+  }
+  std::vector<std::exception_ptr> failures(n);
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto worker = [&] {
+    for (size_t i; !failed.load() && (i = next++) < n;) {
+      try {
+        work(i, relay);
+      } catch (...) {
+        failures[i] = std::current_exception();
+        failed = true;
+      }
+    }
+    relay.worker_done();
+  };
+  std::vector<std::thread> workers;
+  try {
+    for (size_t t = 0; t < threads; ++t) workers.emplace_back(worker);
+  } catch (const std::system_error&) {  // no thread to be had: those that started do it all
+  }
+  if (workers.empty()) {
+    for (size_t i = 0; i < n; ++i) work(i, relay);
+    return;
+  }
+  relay.serve(workers.size());
+  for (auto& w : workers) w.join();
+  for (const auto& failure : failures)
+    if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace pp
