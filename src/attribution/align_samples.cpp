@@ -14,6 +14,7 @@
 #include "attribution/alignment_data.hpp"
 #include "attribution/refresh.hpp"
 #include "core/embedded_sql.hpp"
+#include "core/sql_relay.hpp"
 #include "core/statement.hpp"
 #include "core/text.hpp"
 
@@ -97,19 +98,22 @@ struct AlignmentReport {
 
 class GpuAligner {
  public:
-  GpuAligner(RefreshRun& run, std::string uuid) : run_(run), uuid_(std::move(uuid)) {}
+  // Every call of SQLite goes through sql (the GPUs are aligned on two threads).
+  GpuAligner(RefreshRun& run, std::string uuid, SqlRelay& sql) : run_(run), uuid_(std::move(uuid)), sql_(sql) {}
 
   void align() {
-    segments_ = read_segments(run_.db, uuid_);
-    const std::optional<int64_t> aligned =
-        segments_.empty() ? std::nullopt : std::optional<int64_t>(segments_.back().through_ms);
-    extent_ = read_event_extent(run_.db, uuid_);
-    const double samples_after_ms =
-        query_double(run_.db, named_sql("align", "samples_after"),
-                     {{":uuid", uuid_}, {":after_ms", kSamplesAfterLastEventSeconds * 1000},
-                      {":lag_ms", run_.connection.settings().get_int("max_sample_lag_ms")}},
-                     static_cast<double>(kSamplesAfterLastEventSeconds * 1000));
-    data_ = read_gpu_samples(run_.db, uuid_, extent_, static_cast<int64_t>(samples_after_ms * kNsPerMs), aligned);
+    sql_.run([&] {
+      segments_ = read_segments(run_.db, uuid_);
+      const std::optional<int64_t> aligned =
+          segments_.empty() ? std::nullopt : std::optional<int64_t>(segments_.back().through_ms);
+      extent_ = read_event_extent(run_.db, uuid_);
+      const double samples_after_ms =
+          query_double(run_.db, named_sql("align", "samples_after"),
+                       {{":uuid", uuid_}, {":after_ms", kSamplesAfterLastEventSeconds * 1000},
+                        {":lag_ms", run_.connection.settings().get_int("max_sample_lag_ms")}},
+                       static_cast<double>(kSamplesAfterLastEventSeconds * 1000));
+      data_ = read_gpu_samples(run_.db, uuid_, extent_, static_cast<int64_t>(samples_after_ms * kNsPerMs), aligned);
+    });
     if (data_.ts_ms.size() <= data_.first_new || data_.primary.empty()) return;
     settings();
     // A pinned offset says what the stored times mean: each is its own window, never a repeat.
@@ -132,7 +136,8 @@ class GpuAligner {
     pinned_ = s.get("sample_offset_ms") != "auto";
     if (pinned_) parse_double(s.get("sample_offset_ms"), pinned_ms_);
     segment_ms_ = s.get_int("alignment_segment_seconds") * 1000;
-    const SeriesWindow w = series_window(run_.db, uuid_, data_.metrics[data_.primary.front()].metric);
+    SeriesWindow w;
+    sql_.run([&] { w = series_window(run_.db, uuid_, data_.metrics[data_.primary.front()].metric); });
     window_ns_ = w.window_ms * kNsPerMs;
     window_settled_ = w.settled;
     lag_ns_ = static_cast<double>(s.get_int("max_sample_lag_ms")) * kNsPerMs;
@@ -208,12 +213,14 @@ class GpuAligner {
     const double lag = std::max(lag_ns_, 2 * std::max(window_ns_, spacing));
     // A pinned offset needs the events only for the driver's grid (GPU_UTIL's own window).
     const bool needs_events = !pinned_ || (!data_.driver.empty() && data_.primary != data_.driver);
-    const AlignmentTimeline timeline =
-        needs_events ? read_alignment_timeline(run_.db, uuid_, extent_,
-                                               static_cast<double>(data_.ts_ms[first]) * kNsPerMs - lag -
-                                                   2 * std::max(window_ns_, spacing),
-                                               static_cast<double>(data_.ts_ms[last - 1]) * kNsPerMs + lag)
-                     : AlignmentTimeline{};
+    AlignmentTimeline timeline;
+    if (needs_events)
+      sql_.run([&] {
+        timeline = read_alignment_timeline(run_.db, uuid_, extent_,
+                                           static_cast<double>(data_.ts_ms[first]) * kNsPerMs - lag -
+                                               2 * std::max(window_ns_, spacing),
+                                           static_cast<double>(data_.ts_ms[last - 1]) * kNsPerMs + lag);
+      });
     std::vector<int> shift;
     std::vector<char> copy;  // kept samples the alignment found to be copies (idle ones)
     if (pinned_) {
@@ -279,7 +286,7 @@ class GpuAligner {
         std::vector<std::string> metrics;
         for (const auto& m : data_.metrics)
           if (m.kind != "driver_window" || data_.primary == data_.driver) metrics.push_back(m.metric);
-        save_estimated_window(run_.db, uuid_, metrics, window_ns_ / kNsPerMs);
+        sql_.run([&] { save_estimated_window(run_.db, uuid_, metrics, window_ns_ / kNsPerMs); });
       }
     }
     if (!best.found) {
@@ -329,7 +336,8 @@ class GpuAligner {
                    const std::vector<int64_t>& ends, double& period, double& phase, double& timing) {
     if (data_.driver.empty() || data_.primary == data_.driver) return false;
     const size_t m = data_.driver.front();
-    const SeriesWindow known = series_window(run_.db, uuid_, data_.metrics[m].metric);
+    SeriesWindow known;
+    sql_.run([&] { known = series_window(run_.db, uuid_, data_.metrics[m].metric); });
     double previous_phase = NAN;
     for (auto it = segments_.rbegin(); it != segments_.rend() && std::isnan(previous_phase); ++it)
       previous_phase = it->util_phase_ns;
@@ -355,7 +363,8 @@ class GpuAligner {
     const GridEstimate g = estimate_driver_grid(timeline, ends, values, periods, 1e6,
                                                 known.settled ? std::optional<double>(previous_phase) : std::nullopt);
     if (!g.found) return false;
-    if (!known.settled) save_estimated_window(run_.db, uuid_, {data_.metrics[m].metric}, g.period_ns / kNsPerMs);
+    if (!known.settled)
+      sql_.run([&] { save_estimated_window(run_.db, uuid_, {data_.metrics[m].metric}, g.period_ns / kNsPerMs); });
     period = g.period_ns;
     phase = g.phase_ns;
     timing = g.half90_ns;
@@ -388,7 +397,8 @@ class GpuAligner {
     int64_t original_end = 0;
     if (first > 0) {  // the stored time before this segment: a copy at its start repeats it
       original_ms = data_.ts_ms[first - 1];
-      const std::optional<WindowRecord> before = window_of(run_.db, uuid_, *original_ms);
+      std::optional<WindowRecord> before;
+      sql_.run([&] { before = window_of(run_.db, uuid_, *original_ms); });
       original_end = before ? before->end_ns : 0;
       if (before) previous_util_end = before->util_end_ns;
     }
@@ -418,7 +428,7 @@ class GpuAligner {
       }
       rows.push_back(r);
     }
-    write_segment(run_.db, uuid_, seg, rows);
+    sql_.run([&] { write_segment(run_.db, uuid_, seg, rows); });
     ++report.segments;
     report.repeats += seg.repeats;
     report.skipped += seg.skipped;
@@ -429,6 +439,7 @@ class GpuAligner {
 
   RefreshRun& run_;
   std::string uuid_;
+  SqlRelay& sql_;
   std::vector<SegmentRecord> segments_;
   GpuSampleData data_;
   GpuEventExtent extent_;
@@ -448,11 +459,15 @@ void align_samples(RefreshRun& run) {
     Statement list(run.db, named_sql("align", "gpus_to_align"));
     while (list.step()) gpus.push_back(list.column_text(0));
   }
-  for (const std::string& uuid : gpus) {
-    GpuAligner aligner(run, uuid);
+  // GPUs are independent: each reads and writes only its own rows.
+  std::vector<AlignmentReport> reports(gpus.size());
+  for_each_in_parallel(gpus.size(), [&](size_t g, SqlRelay& sql) {
+    GpuAligner aligner(run, gpus[g], sql);
     aligner.align();
-    for (const std::string& warning : aligner.report.warnings(uuid)) run.warn(warning);
-  }
+    reports[g] = aligner.report;
+  });
+  for (size_t g = 0; g < gpus.size(); ++g)
+    for (const std::string& warning : reports[g].warnings(gpus[g])) run.warn(warning);
 }
 
 }  // namespace pp

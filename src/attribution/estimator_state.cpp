@@ -11,6 +11,7 @@
 
 #include "core/embedded_sql.hpp"
 #include "core/errors.hpp"
+#include "core/sql_relay.hpp"
 #include "core/statement.hpp"
 #include "stats/least_squares_state.hpp"
 
@@ -63,11 +64,13 @@ bool has_estimator_state_table(sqlite3* db) {
 }
 
 std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::string& uuid,
-                                                   std::optional<int64_t> through_ms, bool every_row) {
+                                                   std::optional<int64_t> through_ms, bool every_row, SqlRelay& sql) {
   // The stored rows, by (system, metric, grouping, shift): every one, or those the new windows
   // add to (read as they are met, so that a GPU's past jobs cost nothing).
   std::map<std::tuple<std::string, std::string, std::string, int>, EstimatorStateRow> rows;
-  const bool stored = has_estimator_state_table(db);
+  bool stored = false;
+  std::optional<JobSharing> sharing;
+  GpuTimeline timeline;
   auto take_row = [&](Statement& read) {
     EstimatorStateRow row{uuid, read.column_text(0), read.column_text(1), read.column_text(2),
                           static_cast<int>(read.column_int64(3)), read.column_int64(4), read.column_int64(5),
@@ -76,36 +79,37 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
                           read.column_null(9) ? std::nullopt : std::optional<std::string>(read.column_blob(9))};
     rows.emplace(std::make_tuple(row.system, row.metric, row.grouping, row.shift), std::move(row));
   };
-  if (stored && every_row) {
-    Statement read(db, named_sql("estimator_state", "read_gpu"));
-    read.bind(":uuid", uuid);
-    while (read.step()) take_row(read);
-  }
-  std::optional<Statement> read_one;
-  if (stored && !every_row) {
-    read_one.emplace(db, named_sql("estimator_state", "read_one"));
-    read_one->bind(":uuid", uuid);
-  }
-  const JobSharing sharing = JobSharing::read(db);
-  // One read of the GPU's timeline serves every shift and both groupings.
-  const GpuTimeline timeline = read_gpu_timeline_for_shifts(db, uuid, std::nullopt, through_ms);
+  sql.run([&] {
+    stored = has_estimator_state_table(db);
+    if (stored && every_row) {
+      Statement read(db, named_sql("estimator_state", "read_gpu"));
+      read.bind(":uuid", uuid);
+      while (read.step()) take_row(read);
+    }
+    sharing = JobSharing::read(db);
+    // One read of the GPU's timeline serves every shift and both groupings.
+    timeline = read_gpu_timeline_for_shifts(db, uuid, std::nullopt, through_ms);
+  });
   for (int shift : kTimingShifts) {
     GroupingSystems by_layer, by_layer_type;
     by_layer_type.by_type = true;
     const GpuTimeline moved = shift == 0 ? GpuTimeline{} : shifted_timeline(timeline, shift);
-    add_timeline_systems(shift == 0 ? timeline : moved, 0, shift, {}, sharing, {&by_layer, &by_layer_type});
+    add_timeline_systems(shift == 0 ? timeline : moved, 0, shift, {}, *sharing, {&by_layer, &by_layer_type});
     for (GroupingSystems* grouping : {&by_layer, &by_layer_type}) {
       for (const auto& entry : grouping->notes) {
         const SystemKey& key = entry.first;  // (not a structured binding: the lambdas below use it)
         const SystemNotes& note = entry.second;
         const std::string name = grouping_name(grouping->by_type);
-        if (read_one && !rows.count(std::make_tuple(key.system, key.metric, name, shift))) {
-          read_one->bind(":system", key.system);
-          read_one->bind(":metric", key.metric);
-          read_one->bind(":grouping", name);
-          read_one->bind(":shift", shift);
-          while (read_one->step()) take_row(*read_one);  // (to its end, which resets it)
-        }
+        if (stored && !every_row && !rows.count(std::make_tuple(key.system, key.metric, name, shift)))
+          sql.run([&] {  // (statements live and die on the connection's thread)
+            Statement read_one(db, named_sql("estimator_state", "read_one"));
+            read_one.bind(":uuid", uuid);
+            read_one.bind(":system", key.system);
+            read_one.bind(":metric", key.metric);
+            read_one.bind(":grouping", name);
+            read_one.bind(":shift", shift);
+            while (read_one.step()) take_row(read_one);
+          });
         auto [it, added] = rows.try_emplace(std::make_tuple(key.system, key.metric, name, shift),
                                             EstimatorStateRow{uuid, key.system, key.metric, name, shift, 0, 0, false, false, std::nullopt, std::nullopt});
         EstimatorStateRow& row = it->second;
@@ -118,7 +122,7 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
         LeastSquaresState state = row.state ? decode_row(*row.state, uuid, row.system, row.metric, row.grouping, shift)
                                             : LeastSquaresState{};
         const auto& known = grouping->unknowns[key.system];
-        const bool joint = sharing.joint(key.system);
+        const bool joint = sharing->joint(key.system);
         state.merge(found->second.state([&](const std::string& unknown) {
                       const auto info = known.find(unknown);
                       return info == known.end() ? std::string() : info->second.layer_type;
@@ -134,9 +138,14 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
   return out;
 }
 
-void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_ms) {
+void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_ms, SqlRelay& sql) {
+  const std::vector<EstimatorStateRow> rows = estimator_state_rows(db, uuid, through_ms, false, sql);
+  sql.run([&] { write_estimator_state(db, rows); });
+}
+
+void write_estimator_state(sqlite3* db, const std::vector<EstimatorStateRow>& rows) {
   Statement write(db, named_sql("estimator_state", "write"));
-  for (const EstimatorStateRow& row : estimator_state_rows(db, uuid, through_ms, false)) {
+  for (const EstimatorStateRow& row : rows) {
     write.bind(":uuid", row.uuid);
     write.bind(":system", row.system);
     write.bind(":metric", row.metric);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "attribution/estimator_systems.hpp"
+#include "core/sql_relay.hpp"
 #include "core/sqlite_api.hpp"
 
 namespace pp {
@@ -32,13 +33,15 @@ struct EstimatorStateRow {
 
 // The GPU's rows of pp_estimator_state with its windows stored at or before through_ms (every
 // window: none) added to them, both groupings and every timing shift: every row of the GPU, or
-// only those the windows add to; nothing is written.
+// only those the windows add to; nothing is written. SQLite is called through sql only.
 std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::string& uuid,
-                                                   std::optional<int64_t> through_ms, bool every_row);
+                                                   std::optional<int64_t> through_ms, bool every_row, SqlRelay& sql);
 
 // Refresh step: the GPU's windows stored at or before through_ms join its state, before the
-// retention removes them with their events.
-void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_ms);
+// retention removes them with their events (GPUs on two threads: SQLite through sql only).
+void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_ms, SqlRelay& sql);
+// The rows as estimator_state_rows() made them, into pp_estimator_state.
+void write_estimator_state(sqlite3* db, const std::vector<EstimatorStateRow>& rows);
 
 // pp_estimates: the states of one grouping and shift added to its systems (a system whose
 // windows are all in states gets its bounds here), their unknowns and notes to the others'.

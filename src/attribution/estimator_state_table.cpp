@@ -49,8 +49,9 @@ struct EstimatorStatesCursor : RowsCursor {
     }
     std::vector<std::vector<SqlValue>> rows;
     auto optional_text = [](const std::optional<std::string>& v) { return v ? SqlValue(*v) : SqlValue(); };
+    SqlRelay here;  // (one thread: its SQL runs as it comes)
     for (const std::string& uuid : gpus)
-      for (EstimatorStateRow& r : estimator_state_rows(db, uuid, std::nullopt, true))
+      for (EstimatorStateRow& r : estimator_state_rows(db, uuid, std::nullopt, true, here))
         rows.push_back({r.uuid, r.system, r.metric, r.grouping, int64_t{r.shift}, r.windows, r.concurrent_windows,
                         int64_t{r.windows_unknown ? 1 : 0}, int64_t{r.shared_gauge ? 1 : 0}, optional_text(r.failed),
                         r.state ? SqlValue(SqlBlob{std::move(*r.state)}) : SqlValue()});

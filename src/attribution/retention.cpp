@@ -13,6 +13,7 @@
 #include "attribution/estimator_state.hpp"
 #include "attribution/refresh.hpp"
 #include "core/embedded_sql.hpp"
+#include "core/sql_relay.hpp"
 #include "core/statement.hpp"
 
 namespace pp {
@@ -50,10 +51,13 @@ void drop_old_data(RefreshRun& run) {
                       list.column_null(1) ? std::nullopt : std::optional<int64_t>(list.column_int64(1)),
                       list.column_int64(2)});
   }
+  // The windows that go stay in the estimator as sums, read while their events are still here
+  // (GPUs on two threads: each reads its own events and writes its own states).
+  for_each_in_parallel(cuts.size(), [&](size_t i, SqlRelay& sql) {
+    if (cuts[i].samples_through_ms) keep_estimator_state(run.db, cuts[i].uuid, *cuts[i].samples_through_ms, sql);
+  });
   // One index range per GPU (a single DELETE would look each row's GPU up in the cuts).
   for (const RetentionCut& cut : cuts) {
-    // The windows that go stay in the estimator as sums, read while their events are still here.
-    if (cut.samples_through_ms) keep_estimator_state(run.db, cut.uuid, *cut.samples_through_ms);
     run_script(run.db, named_sql("retention", "drop_events"), {{":uuid", cut.uuid}, {":before_ns", cut.events_before_ns}});
     if (cut.samples_through_ms)
       run_script(run.db, named_sql("retention", "drop_samples"),
