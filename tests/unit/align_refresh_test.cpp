@@ -260,6 +260,47 @@ TEST_F(AlignRefresh, WindowsRemovedByRetentionStayInTheEstimates) {
   }
 }
 
+// Four GPUs with the same events and samples: the align and retention steps take them two at a
+// time on two threads, and every GPU gets the rows the first one gets, bit for bit.
+TEST_F(AlignRefresh, GpusAlignedAndKeptOnTwoThreadsGetTheSameRows) {
+  insert_samples(0, last_ms());
+  for (int g = 1; g < 4; ++g) {
+    const std::string uuid = std::string(kUuid).substr(0, 39) + std::to_string(g);
+    db_.exec("INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, "
+             "t_end, source_file, line) SELECT job_id, '" + uuid + "', layer, layer_type, forward, t_start_ns, "
+             "t_end_ns, t_start, t_end, 'synthetic-" + std::to_string(g) + "', line FROM pp_events WHERE gpu_uuid = '" +
+             kUuid + "'");
+    db_.exec("INSERT INTO pp_samples(uuid, metric, ts_ms, value) SELECT '" + uuid +
+             "', metric, ts_ms, value FROM pp_samples WHERE uuid = '" + kUuid + "'");
+  }
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  db_.exec("SELECT pp_config('event_retention_minutes', 1)");
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const auto per_gpu = [&](const std::string& sql) {
+    std::vector<std::string> out;
+    for (const auto& uuid : db_.query("SELECT DISTINCT uuid FROM pp_samples ORDER BY uuid")) {
+      std::string rows;
+      for (const auto& row : db_.query(sql, {uuid[0].text}))
+        for (const auto& v : row) rows += v.text + "|";
+      out.push_back(rows);
+    }
+    return out;
+  };
+  for (const char* sql :
+       {"SELECT from_ms, through_ms, offset_ns, timing_ns, drift_ppm, util_phase_ns, util_timing_ns, samples, repeats, "
+        "skipped, moved, status FROM pp_alignment WHERE uuid = ?1 ORDER BY from_ms",
+        "SELECT ts_ms, end_ns, util_end_ns, copy_of_ms, util_copy FROM pp_windows WHERE uuid = ?1 ORDER BY ts_ms",
+        "SELECT system, metric, grouping, shift, windows, hex(state) FROM pp_estimator_state WHERE uuid = ?1 "
+        "ORDER BY system, metric, grouping, shift"}) {
+    SCOPED_TRACE(sql);
+    const auto rows = per_gpu(sql);
+    ASSERT_EQ(rows.size(), 4u);
+    EXPECT_GT(rows[0].size(), 100u);
+    for (size_t g = 1; g < rows.size(); ++g) EXPECT_EQ(rows[g], rows[0]) << "GPU " << g;
+  }
+  EXPECT_GT(db_.scalar("SELECT count(*) FROM pp_estimator_state").integer, 0);
+}
+
 // A database made by a version without the estimator's state (no pp_estimator_state table) is
 // estimated from its windows as it was, and gets the table from pp_install_views.
 TEST_F(AlignRefresh, ADatabaseFromBeforeTheEstimatorStateIsEstimatedFromItsWindows) {
