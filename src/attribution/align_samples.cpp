@@ -359,9 +359,7 @@ class GpuAligner {
       for (double w : kCandidateDriverWindowsMs)
         if (std::abs(w * kNsPerMs - window_ns_) > 1) periods.push_back(w * kNsPerMs);
     }
-    // A settled period's phase moves little between stretches: it is looked for near the last.
-    const GridEstimate g = estimate_driver_grid(timeline, ends, values, periods, 1e6,
-                                                known.settled ? std::optional<double>(previous_phase) : std::nullopt);
+    const GridEstimate g = estimate_driver_grid(timeline, ends, values, periods, 1e6);
     if (!g.found) return false;
     if (!known.settled)
       sql_.run([&] { save_estimated_window(run_.db, uuid_, {data_.metrics[m].metric}, g.period_ns / kNsPerMs); });

@@ -7,7 +7,6 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <optional>
 
 namespace pp {
 namespace {
@@ -21,7 +20,6 @@ constexpr double kMoveMargin = 25;      // chi-square units by which a moved win
 constexpr double kWrapMargin = 50;
 constexpr int kMoveRounds = 4;
 constexpr double kRepeakReachNs = 4e6;  // how far a peak is looked for again once windows moved
-constexpr double kDriverFollowReachNs = 6e6;  // how far a driver's phase is looked for around the last one
 
 // The fraction of each window (end - window, end] spent in each unknown, the job's untracked
 // time, and the rest (the last column); an instant (window 0) puts 1 where it falls. Ends
@@ -544,7 +542,7 @@ int64_t driver_window_end(int64_t g_ns, double period_ns, double phase_ns) {
 
 GridEstimate estimate_driver_grid(const AlignmentTimeline& timeline, const std::vector<int64_t>& dcgm_ends_ns,
                                   const std::vector<double>& values, const std::vector<double>& periods_ns,
-                                  double step_ns, std::optional<double> near_phase_ns) {
+                                  double step_ns) {
   GridEstimate best;
   if (dcgm_ends_ns.size() < 8 || timeline.events.empty()) return best;
   const std::vector<std::vector<double>> y = {values};
@@ -555,26 +553,11 @@ GridEstimate estimate_driver_grid(const AlignmentTimeline& timeline, const std::
       const Fit f = fit(fractions(timeline, ends, period), y, timeline.unknowns);
       return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
     };
-    // The coarse grid's points within reach of near_phase_ns, or all of them: the same points
-    // in the same order, so that a peak within reach is found as the whole grid finds it.
-    const auto apart = [&](double phase) {
-      const double d = std::fmod(std::fabs(phase - *near_phase_ns), period);
-      return std::min(d, period - d);
-    };
-    const auto best_of_grid = [&](bool near_only) {
-      Peak coarse;
-      for (double phase = 0; phase < period; phase += step_ns) {
-        if (near_only && apart(phase) > kDriverFollowReachNs) continue;
-        const double l = loglik(phase);
-        if (l > coarse.value) coarse = {phase, l, 0};
-      }
-      return coarse;
-    };
-    const bool follow = near_phase_ns && std::isfinite(*near_phase_ns) && period > 4 * kDriverFollowReachNs;
-    Peak coarse = best_of_grid(follow);
-    // A peak at the edge of the reach may lie beyond it (or be another's flank): the whole grid.
-    if (follow && (!std::isfinite(coarse.value) || apart(coarse.at) > kDriverFollowReachNs - 1.5 * step_ns))
-      coarse = best_of_grid(false);
+    Peak coarse;
+    for (double phase = 0; phase < period; phase += step_ns) {
+      const double l = loglik(phase);
+      if (l > coarse.value) coarse = {phase, l, 0};
+    }
     if (!std::isfinite(coarse.value)) continue;
     const Peak p = refine(loglik, coarse.at, 1.5 * step_ns, step_ns / 20);
     if (p.value > best.log_likelihood || !best.found) {

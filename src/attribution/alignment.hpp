@@ -29,7 +29,6 @@
 #pragma once
 #include <cstdint>
 #include <limits>
-#include <optional>
 #include <vector>
 
 #include "attribution/window_grid.hpp"
@@ -98,9 +97,7 @@ double window_log_likelihood(const AlignmentTimeline& timeline, const std::vecto
 
 // The driver's grid for a metric averaged over its own period: for each candidate period, the
 // phase (grid points at phase + k * period) whose windows (u - period, u], u the newest grid
-// point at or before each DCGM window end, fit best. With near_phase_ns (the phase a stretch
-// before found), the phases within a few ms of it are searched first, the whole period only when
-// the best of them lies at their edge.
+// point at or before each DCGM window end, fit best.
 struct GridEstimate {
   bool found = false;
   double period_ns = 0, phase_ns = 0, half90_ns = 0;
@@ -108,7 +105,7 @@ struct GridEstimate {
 };
 GridEstimate estimate_driver_grid(const AlignmentTimeline& timeline, const std::vector<int64_t>& dcgm_ends_ns,
                                   const std::vector<double>& values, const std::vector<double>& periods_ns,
-                                  double step_ns, std::optional<double> near_phase_ns = std::nullopt);
+                                  double step_ns);
 
 // The end of the driver window that holds DCGM window end g: the newest grid point <= g.
 int64_t driver_window_end(int64_t g_ns, double period_ns, double phase_ns);

@@ -261,29 +261,6 @@ TEST(Alignment, DriverGridPeriodAndPhase) {
   EXPECT_NEAR(e.phase_ns / kMs, 41, 0.2);
 }
 
-TEST(Alignment, DriverGridFollowsTheLastPhase) {
-  // The phase a stretch before found: looked for near it, the whole grid's answer; and a phase
-  // that moved far from it (the driver restarted) is still found.
-  const Gpu g = make_gpu(30, 7);
-  const double period = 1000.0 / 6 * kMs;
-  for (double phase_ms : {41.0, 3.0}) {
-    std::vector<int64_t> dcgm_ends;
-    std::vector<double> values;
-    for (double end = 200 * kMs; end < 29e9; end += 100 * kMs) {
-      dcgm_ends.push_back(static_cast<int64_t>(end));
-      const double u = static_cast<double>(pp::driver_window_end(static_cast<int64_t>(end), period, phase_ms * kMs));
-      values.push_back(truth(g, u, period));
-    }
-    const pp::GridEstimate whole = pp::estimate_driver_grid(g.timeline, dcgm_ends, values, {period}, kMs);
-    const pp::GridEstimate near = pp::estimate_driver_grid(g.timeline, dcgm_ends, values, {period}, kMs, 39 * kMs);
-    ASSERT_TRUE(whole.found && near.found);
-    EXPECT_NEAR(near.phase_ns / kMs, phase_ms, 0.2);
-    EXPECT_EQ(near.phase_ns, whole.phase_ns);
-    EXPECT_EQ(near.half90_ns, whole.half90_ns);
-    EXPECT_EQ(near.log_likelihood, whole.log_likelihood);
-  }
-}
-
 TEST(Alignment, InstantsAreTheValueOfWhatRunsThen) {
   // FB_USED read at the window ends: the likelihood peaks where the instants are.
   const Gpu g = make_gpu(12, 9);
