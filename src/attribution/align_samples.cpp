@@ -129,6 +129,9 @@ class GpuAligner {
   }
 
   AlignmentReport report;
+  // The stretches aligned, for pp_alignment: written by the caller in GPU order (a rowid table,
+  // whose rows read back in the order they went in), whatever order the GPUs finish in.
+  std::vector<SegmentRecord> written;
 
  private:
   void settings() {
@@ -426,7 +429,8 @@ class GpuAligner {
       }
       rows.push_back(r);
     }
-    sql_.run([&] { write_segment(run_.db, uuid_, seg, rows); });
+    sql_.run([&] { write_windows(run_.db, uuid_, rows); });
+    written.push_back(seg);
     ++report.segments;
     report.repeats += seg.repeats;
     report.skipped += seg.skipped;
@@ -459,13 +463,17 @@ void align_samples(RefreshRun& run) {
   }
   // GPUs are independent: each reads and writes only its own rows.
   std::vector<AlignmentReport> reports(gpus.size());
+  std::vector<std::vector<SegmentRecord>> written(gpus.size());
   for_each_in_parallel(gpus.size(), [&](size_t g, SqlRelay& sql) {
     GpuAligner aligner(run, gpus[g], sql);
     aligner.align();
     reports[g] = aligner.report;
+    written[g] = std::move(aligner.written);
   });
-  for (size_t g = 0; g < gpus.size(); ++g)
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    for (const SegmentRecord& segment : written[g]) write_segment(run.db, gpus[g], segment);
     for (const std::string& warning : reports[g].warnings(gpus[g])) run.warn(warning);
+  }
 }
 
 }  // namespace pp

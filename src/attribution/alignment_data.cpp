@@ -248,7 +248,7 @@ void save_estimated_window(sqlite3* db, const std::string& uuid, const std::vect
   }
 }
 
-void write_segment(sqlite3* db, const std::string& uuid, const SegmentRecord& s, const std::vector<WindowRecord>& windows) {
+void write_segment(sqlite3* db, const std::string& uuid, const SegmentRecord& s) {
   Statement segment(db, named_sql("align", "insert_segment"));
   segment.bind(":uuid", uuid);
   segment.bind(":from_ms", s.from_ms);
@@ -267,6 +267,9 @@ void write_segment(sqlite3* db, const std::string& uuid, const SegmentRecord& s,
   segment.bind(":moved", s.moved);
   segment.bind(":status", s.status);
   segment.run();
+}
+
+void write_windows(sqlite3* db, const std::string& uuid, const std::vector<WindowRecord>& windows) {
   Statement window(db, named_sql("align", "insert_window"));
   for (const WindowRecord& w : windows) {
     window.bind(":uuid", uuid);

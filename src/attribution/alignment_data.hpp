@@ -80,7 +80,8 @@ SeriesWindow series_window(sqlite3* db, const std::string& uuid, const std::stri
 void save_estimated_window(sqlite3* db, const std::string& uuid, const std::vector<std::string>& metrics,
                            double window_ms);
 
-void write_segment(sqlite3* db, const std::string& uuid, const SegmentRecord& segment,
-                   const std::vector<WindowRecord>& windows);
+// A stretch's row of pp_alignment, and its stored times' rows of pp_windows.
+void write_segment(sqlite3* db, const std::string& uuid, const SegmentRecord& segment);
+void write_windows(sqlite3* db, const std::string& uuid, const std::vector<WindowRecord>& windows);
 
 }  // namespace pp

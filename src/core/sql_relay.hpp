@@ -11,7 +11,8 @@
 //   });
 //
 // Only what runs inside relay.run() may call SQLite. The pieces must be independent of each
-// other's writes, since they run in any order.
+// other's writes, since they run in any order; and since rows inserted into a rowid table read
+// back in the order they went in, such rows are best inserted after the pieces, in order.
 #pragma once
 #include <condition_variable>
 #include <cstddef>

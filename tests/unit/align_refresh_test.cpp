@@ -4,6 +4,7 @@
 // samples are inserted directly (pp_refresh(NULL) aligns and folds what the tables hold).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <sstream>
@@ -299,6 +300,14 @@ TEST_F(AlignRefresh, GpusAlignedAndKeptOnTwoThreadsGetTheSameRows) {
     for (size_t g = 1; g < rows.size(); ++g) EXPECT_EQ(rows[g], rows[0]) << "GPU " << g;
   }
   EXPECT_GT(db_.scalar("SELECT count(*) FROM pp_estimator_state").integer, 0);
+  // pp_alignment's rows went in in GPU order, whichever thread finished first: a view over it
+  // without ORDER BY reads them as one thread wrote them.
+  std::vector<std::string> inserted;
+  for (const auto& row : db_.query("SELECT uuid || ' ' || from_ms FROM pp_alignment ORDER BY rowid"))
+    inserted.push_back(row[0].text);
+  std::vector<std::string> sorted = inserted;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(inserted, sorted);
 }
 
 // A database made by a version without the estimator's state (no pp_estimator_state table) is
