@@ -261,11 +261,11 @@ TEST_F(AlignRefresh, WindowsRemovedByRetentionStayInTheEstimates) {
   }
 }
 
-// Four GPUs with the same events and samples: the align and retention steps take them two at a
-// time on two threads, and every GPU gets the rows the first one gets, bit for bit.
+// Two GPUs with the same events and samples: the align and retention steps take them at once on
+// two threads, and the second GPU gets the rows the first one gets, bit for bit.
 TEST_F(AlignRefresh, GpusAlignedAndKeptOnTwoThreadsGetTheSameRows) {
   insert_samples(0, last_ms());
-  for (int g = 1; g < 4; ++g) {
+  for (int g = 1; g < 2; ++g) {
     const std::string uuid = std::string(kUuid).substr(0, 39) + std::to_string(g);
     db_.exec("INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, "
              "t_end, source_file, line) SELECT job_id, '" + uuid + "', layer, layer_type, forward, t_start_ns, "
@@ -295,7 +295,7 @@ TEST_F(AlignRefresh, GpusAlignedAndKeptOnTwoThreadsGetTheSameRows) {
         "ORDER BY system, metric, grouping, shift"}) {
     SCOPED_TRACE(sql);
     const auto rows = per_gpu(sql);
-    ASSERT_EQ(rows.size(), 4u);
+    ASSERT_EQ(rows.size(), 2u);
     EXPECT_GT(rows[0].size(), 100u);
     for (size_t g = 1; g < rows.size(); ++g) EXPECT_EQ(rows[g], rows[0]) << "GPU " << g;
   }
