@@ -14,19 +14,22 @@ where the last refresh stopped, Prometheus from the last stored sample), and eac
 `pp_refresh(NULL)` with attribution_margin_seconds so large that the job is still running: the
 steps measured are the align step, the fold, the dedup history and the report tables.
 
-History is folded in refreshes of 10 minutes each; then one new minute is inserted and its
+History is folded in refreshes of --refresh-minutes each (default 10; 1 is a node's refresh loop
+once a minute); then one new minute is inserted and its
 refresh is timed in a fresh process (wall, CPU, that process's peak RSS), at each hour of
 --hours (default 0.25,2): --runs times (default 3), each on a copy of the database made once
 the disk has caught up (os.sync: the dirty pages of the copy and of the last checkpoint would
 otherwise be written back during the timed refresh), printing the run of median wall time and
 the range of all. The measured refresh is not kept: the events, samples and size printed are
-the database's before it, and the next 10-minute refresh folds the new minute too. The last
+the database's before it, and the next refresh of the history folds the new minute too. The last
 line is the ratio of the last hour's refresh to the first's.
 With --retention-minutes M every refresh runs with event_retention_minutes = M: the database
-then keeps the last M minutes of events and samples, and its size stops growing with history.
+then keeps the last M minutes of events and samples (and up to --refresh-minutes more, waiting
+for the next refresh), and its size stops growing with history.
 
   /usr/bin/python3 bench/refresh_growth.py [--hours 0.25,2] [--gpus 1] [--retention-minutes M]
-      [--events-per-second 1000] [--runs 3] [--extension build/precisionprobe] [--db PATH]
+      [--refresh-minutes 10] [--events-per-second 1000] [--runs 3] [--extension build/precisionprobe]
+      [--db PATH]
 
 About 1.5 minutes per hour of history per GPU at 1,000 events/s on the 2-core VM (mostly
 inserting and folding the history); without retention the database takes about 0.85 GB per
@@ -217,9 +220,13 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="timed refreshes of each new minute (the median is printed)")
     parser.add_argument("--retention-minutes", type=int, default=0,
                         help="event_retention_minutes for every refresh (default 0: keep everything)")
+    parser.add_argument("--refresh-minutes", type=int, default=10,
+                        help="the history is folded in refreshes of this many minutes each")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
+    if args.refresh_minutes < 1:
+        parser.error("--refresh-minutes must be at least 1")
     hours = sorted(float(h) for h in args.hours.split(","))
     with tempfile.TemporaryDirectory(prefix="pp-growth-") as tmp:
         path = args.db or str(Path(tmp) / "growth.db")
@@ -233,7 +240,8 @@ def main():
         timelines = [Timeline(g, t0, args.events_per_second, rng) for g in range(args.gpus)]
         print(f"one job on {args.gpus} GPU(s) at {args.events_per_second:g} events/s each, 100 ms samples; "
               f"a refresh of one new minute after each of {', '.join(f'{h:g}' for h in hours)} hour(s) of history; "
-              + (f"event_retention_minutes = {args.retention_minutes}" if args.retention_minutes else "no retention"))
+              + (f"event_retention_minutes = {args.retention_minutes}" if args.retention_minutes else "no retention")
+              + f", history refreshed every {args.refresh_minutes} minute(s)")
         print(f"{'history':>8} {'events':>11} {'samples':>11} {'db MB':>7} {'fold s':>7} | "
               f"{'refresh wall s':>14} {'(range)':>13} {'cpu s':>6} {'peak RSS MB':>11} {'windows':>7}")
         minutes, line, results = 0, 0, []
@@ -243,7 +251,7 @@ def main():
             while minutes < round(h * 60):
                 line = insert_minute(conn, timelines, line)
                 minutes += 1
-                if minutes % 10 == 0 or minutes == round(h * 60):
+                if minutes % args.refresh_minutes == 0 or minutes == round(h * 60):
                     t = time.perf_counter()
                     conn.execute("SELECT * FROM pp_refresh(NULL)").fetchone()
                     fold_time += time.perf_counter() - t
