@@ -44,6 +44,11 @@ Eigen::MatrixXd fractions(const AlignmentTimeline& t, const std::vector<int64_t>
                              [&](const AlignmentTimeline::Event& e) { return static_cast<double>(e.start) < skip_before; }) -
         t.events.begin());
   }
+  // A window's fractions add up in `row` (contiguous, where A's row is strided), and a lone
+  // job's covered time in a local: both are the hot loop of the offset search, and the same
+  // additions in the same order as straight into A give the same bits.
+  std::vector<double> row(t.unknowns, 0.0);
+  const bool one_job = t.jobs.size() == 1;
   for (Eigen::Index i = 0; i < n; ++i) {
     const double end = static_cast<double>(ends[static_cast<size_t>(i)]);
     const double start = instant ? end : end - window;
@@ -51,25 +56,41 @@ Eigen::MatrixXd fractions(const AlignmentTimeline& t, const std::vector<int64_t>
     while (next < t.events.size() && (instant ? static_cast<double>(t.events[next].start) <= end
                                               : static_cast<double>(t.events[next].start) < end))
       active.push_back(next++);
+    std::fill(row.begin(), row.end(), 0.0);
     std::fill(covered.begin(), covered.end(), 0.0);
     size_t kept = 0;
-    for (size_t e : active) {
-      const auto& ev = t.events[e];
-      const double ev_end = static_cast<double>(ev.end);
-      if (ev_end <= start) continue;  // ended before this window, so before every later one
-      active[kept++] = e;
-      if (instant) {
-        A(i, ev.unknown) = 1;
+    if (instant) {
+      for (size_t e : active) {
+        const auto& ev = t.events[e];
+        if (static_cast<double>(ev.end) <= start) continue;  // ended before this instant, so before every later one
+        active[kept++] = e;
+        row[ev.unknown] = 1;
         covered[ev.job] = 1;
-      } else {
-        const double w = std::min(ev_end, end) - std::max(static_cast<double>(ev.start), start);
-        if (w > 0) {
-          A(i, ev.unknown) += w / window;
-          covered[ev.job] += w;
+      }
+    } else {
+      const auto sweep = [&](auto&& cover) {
+        for (size_t e : active) {
+          const auto& ev = t.events[e];
+          const double ev_end = static_cast<double>(ev.end);
+          if (ev_end <= start) continue;  // ended before this window, so before every later one
+          active[kept++] = e;
+          const double w = std::min(ev_end, end) - std::max(static_cast<double>(ev.start), start);
+          if (w > 0) {
+            row[ev.unknown] += w / window;
+            cover(ev.job, w);
+          }
         }
+      };
+      if (one_job) {
+        double job_covered = 0;
+        sweep([&](uint32_t, double w) { job_covered += w; });
+        covered[0] = job_covered;
+      } else {
+        sweep([&](uint32_t job, double w) { covered[job] += w; });
       }
     }
     active.resize(kept);
+    for (uint32_t u = 0; u < t.unknowns; ++u) A(i, u) = row[u];
     double sum = A.row(i).head(t.unknowns).sum();
     for (size_t j = 0; j < t.jobs.size(); ++j) {
       const auto& job = t.jobs[j];
