@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "unit/test_db.hpp"
@@ -120,6 +122,17 @@ class AlignRefresh : public ::testing::Test {
   }
 
   int64_t last_ms() const { return (kRefreshT0 + 70 * 1000000000LL) / kMs; }
+
+  // GPU g (1, 2, ...) gets the first GPU's events and samples.
+  void add_gpu_like_the_first(int g) {
+    const std::string uuid = std::string(kUuid).substr(0, 39) + std::to_string(g);
+    db_.exec("INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, "
+             "t_end, source_file, line) SELECT job_id, '" + uuid + "', layer, layer_type, forward, t_start_ns, "
+             "t_end_ns, t_start, t_end, 'synthetic-" + std::to_string(g) + "', line FROM pp_events WHERE gpu_uuid = '" +
+             kUuid + "'");
+    db_.exec("INSERT INTO pp_samples(uuid, metric, ts_ms, value) SELECT '" + uuid +
+             "', metric, ts_ms, value FROM pp_samples WHERE uuid = '" + kUuid + "'");
+  }
 
   pp_test::TestDb db_;
   std::vector<Event> events_;
@@ -265,15 +278,7 @@ TEST_F(AlignRefresh, WindowsRemovedByRetentionStayInTheEstimates) {
 // two threads, and the second GPU gets the rows the first one gets, bit for bit.
 TEST_F(AlignRefresh, GpusAlignedAndKeptOnTwoThreadsGetTheSameRows) {
   insert_samples(0, last_ms());
-  for (int g = 1; g < 2; ++g) {
-    const std::string uuid = std::string(kUuid).substr(0, 39) + std::to_string(g);
-    db_.exec("INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, "
-             "t_end, source_file, line) SELECT job_id, '" + uuid + "', layer, layer_type, forward, t_start_ns, "
-             "t_end_ns, t_start, t_end, 'synthetic-" + std::to_string(g) + "', line FROM pp_events WHERE gpu_uuid = '" +
-             kUuid + "'");
-    db_.exec("INSERT INTO pp_samples(uuid, metric, ts_ms, value) SELECT '" + uuid +
-             "', metric, ts_ms, value FROM pp_samples WHERE uuid = '" + kUuid + "'");
-  }
+  add_gpu_like_the_first(1);
   db_.query("SELECT * FROM pp_refresh(NULL, 1)");
   db_.exec("SELECT pp_config('event_retention_minutes', 1)");
   db_.query("SELECT * FROM pp_refresh(NULL, 1)");
@@ -308,6 +313,60 @@ TEST_F(AlignRefresh, GpusAlignedAndKeptOnTwoThreadsGetTheSameRows) {
   std::vector<std::string> sorted = inserted;
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(inserted, sorted);
+}
+
+// Ctrl-C during a refresh whose align and retention steps run on two threads: whichever step
+// the interrupt meets, the refresh stops with the interrupt's error (no thread left waiting on
+// another), keeps nothing, and the next refresh gets the rows of one never interrupted.
+TEST_F(AlignRefresh, AnInterruptStopsTheThreadedStepsAndKeepsNothing) {
+  insert_samples(0, last_ms());
+  add_gpu_like_the_first(1);
+  db_.exec("SELECT pp_config('event_retention_minutes', 1)");
+  const auto results = [&] {
+    std::string rows;
+    for (const char* sql : {"SELECT * FROM pp_alignment ORDER BY uuid, from_ms", "SELECT * FROM pp_windows",
+                            "SELECT uuid, system, metric, grouping, shift, hex(state) FROM pp_estimator_state",
+                            "SELECT * FROM layer_state"})
+      for (const auto& row : db_.query(sql))
+        for (const auto& v : row) rows += v.text + "|";
+    return rows;
+  };
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  // An uninterrupted refresh, rolled back, times the refresh and gives the rows to expect.
+  db_.exec("BEGIN");
+  const Clock::time_point started = Clock::now();
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const double whole = seconds_since(started);
+  const std::string expected = results();
+  db_.exec("ROLLBACK");
+  ASSERT_GT(expected.size(), 1000u);
+  int interrupted = 0;
+  for (double at : {0.1, 0.3, 0.5, 0.7, 0.9}) {
+    SCOPED_TRACE(at);
+    db_.exec("BEGIN");
+    Clock::time_point sent;
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(std::chrono::duration<double>(at * whole));
+      sent = Clock::now();
+      sqlite3_interrupt(db_.get());
+    });
+    try {
+      db_.query("SELECT * FROM pp_refresh(NULL, 1)");  // done before the interrupt came: allowed
+      stopper.join();
+    } catch (const std::runtime_error& e) {
+      stopper.join();
+      ++interrupted;
+      EXPECT_NE(std::string(e.what()).find("pp_refresh: interrupted; nothing was committed"), std::string::npos)
+          << e.what();
+      EXPECT_LT(seconds_since(sent), 5.0);  // each worker stops at its next read or write
+    }
+    db_.exec("ROLLBACK");
+    EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment").integer, 0);
+  }
+  EXPECT_GE(interrupted, 3);
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  EXPECT_EQ(results(), expected);
 }
 
 // A database made by a version without the estimator's state (no pp_estimator_state table) is
