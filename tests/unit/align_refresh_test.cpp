@@ -342,7 +342,7 @@ TEST_F(AlignRefresh, AnInterruptStopsTheThreadedStepsAndKeepsNothing) {
   db_.exec("ROLLBACK");
   ASSERT_GT(expected.size(), 1000u);
   int interrupted = 0;
-  for (double at : {0.1, 0.3, 0.5, 0.7, 0.9}) {
+  for (double at : {0.2, 0.5, 0.8}) {
     SCOPED_TRACE(at);
     db_.exec("BEGIN");
     Clock::time_point sent;
@@ -364,7 +364,7 @@ TEST_F(AlignRefresh, AnInterruptStopsTheThreadedStepsAndKeepsNothing) {
     db_.exec("ROLLBACK");
     EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment").integer, 0);
   }
-  EXPECT_GE(interrupted, 3);
+  EXPECT_GE(interrupted, 2);
   db_.query("SELECT * FROM pp_refresh(NULL, 1)");
   EXPECT_EQ(results(), expected);
 }
