@@ -280,11 +280,14 @@ SELECT coalesce(sum(coalesce(
 -- name: shared_gpus
 -- The jobs that shared a GPU, for the pairs where this fold added events of either job
 -- (temp.pp_fold_spans), so that a pair is named when its data arrive, not on every refresh.
+-- The pairs are found from those jobs' spans (pp_shared_jobs), not from every pair on the GPU.
+WITH pairs AS (
+  SELECT DISTINCT f.uuid, min(f.job_id, p.other) AS job_a, max(f.job_id, p.other) AS job_b
+    FROM temp.pp_fold_spans AS f JOIN main.pp_shared_jobs AS p ON p.job_id = f.job_id AND p.uuid = f.uuid)
 SELECT c.uuid, c.job_a, c.job_b,
        strftime('%Y-%m-%d %H:%M:%f', c.t_from, 'unixepoch'), strftime('%Y-%m-%d %H:%M:%f', c.t_through, 'unixepoch'),
        printf('%.1f', c.seconds)
-  FROM main.colocated_spans AS c
- WHERE EXISTS (SELECT 1 FROM temp.pp_fold_spans AS f WHERE f.uuid = c.uuid AND f.job_id IN (c.job_a, c.job_b))
+  FROM pairs JOIN main.colocated_spans AS c USING (uuid, job_a, job_b)
  ORDER BY c.uuid, c.job_a, c.job_b;
 
 -- name: waiting_events

@@ -117,6 +117,10 @@ CREATE TABLE IF NOT EXISTS pp_gpu_spans(
   job_id TEXT NOT NULL, uuid TEXT NOT NULL, first_ns INTEGER NOT NULL, last_ns INTEGER NOT NULL,
   events INTEGER NOT NULL, longest_ns INTEGER NOT NULL,
   PRIMARY KEY (uuid, job_id)) WITHOUT ROWID;
+-- A job's spans (job_overview, pp_shared_jobs), and the spans of a GPU that end after a time:
+-- the jobs a span can overlap, found without reading every job the GPU has run.
+CREATE INDEX IF NOT EXISTS pp_gpu_spans_by_job ON pp_gpu_spans(job_id);
+CREATE INDEX IF NOT EXISTS pp_gpu_spans_by_end ON pp_gpu_spans(uuid, last_ns);
 -- A database made before this table gets the spans of the events it has folded, once. (The
 -- one-row subquery first: as a WHERE term, the NOT EXISTS would be tested on every event.)
 INSERT OR IGNORE INTO main.pp_gpu_spans(job_id, uuid, first_ns, last_ns, events, longest_ns)

@@ -32,14 +32,24 @@ SELECT o.event_id, o.job_id, o.layer, e.layer_type, o.forward, g.uuid AS gpu_uui
  CROSS JOIN pp_events AS e
  WHERE e.id = o.event_id;
 
+-- Per job, each other job that shared a GPU with it (not 'cpu'): their spans on the GPU
+-- (pp_gpu_spans) overlap. colocated_spans lists each pair once with the overlap; this lists it
+-- from both sides, so that a view reading one job's rows finds its partners by index.
+CREATE VIEW IF NOT EXISTS pp_shared_jobs AS
+SELECT a.job_id, b.job_id AS other, a.uuid
+  FROM pp_gpu_spans AS a JOIN pp_gpu_spans AS b ON b.uuid = a.uuid AND b.job_id <> a.job_id
+ WHERE a.uuid <> 'cpu' AND b.last_ns > a.first_ns AND b.first_ns < a.last_ns;
+
 -- The paper's Table II, one row per (job_id, layer, forward), followed by what a reader needs
 -- to judge it: the layer's type, calls, mean duration, and resolution = mean duration /
 -- sample interval (below 1, the layer is shorter than one sample and its numbers are a blend
 -- of its neighbours: see the estimator), and a note where a row needs one (CPU layers; the
 -- untracked time; a job that shared a GPU, whose layers' windows hold the other job's activity
 -- too: its '(untracked)' row is the time in which no job's layer ran).
+-- This view, layer_type_metrics and job_overview are written so that SQLite reads only one
+-- job's rows for WHERE job_id = ? (a single GROUP BY led by job_id, or a list of jobs with
+-- subqueries per job): each refresh rewrites the report tables of the jobs it changed that way.
 CREATE VIEW IF NOT EXISTS layer_metrics AS
-WITH shared(job_id) AS (SELECT job_a FROM colocated_spans UNION SELECT job_b FROM colocated_spans)
 SELECT l.job_id, l.host_name, l.ip, l.forward, l.layer, l.cpu_num,
        coalesce(max(CASE s.metric WHEN 'DCGM_FI_DEV_GPU_UTIL' THEN pp_mean_count(s.state) END), 0) AS data_num,
        max(CASE s.metric WHEN 'DCGM_FI_DEV_GPU_UTIL' THEN pp_mean_value(s.state) END) AS gpu_util,
@@ -55,10 +65,10 @@ SELECT l.job_id, l.host_name, l.ip, l.forward, l.layer, l.cpu_num,
          / (SELECT max(i.interval_ms) / 1000.0 FROM pp_intervals AS i JOIN pp_metrics AS m USING (metric)
              WHERE i.uuid = l.gpu_uuid AND m.kind = 'window') AS resolution,
        CASE WHEN l.gpu_uuid = 'cpu' THEN 'ran on CPU: no GPU samples'
-            WHEN l.job_id IN shared AND l.layer = '(untracked)'
-              THEN 'GPU shared with another job (colocated_spans): time in the job in which no job''s layer ran'
-            WHEN l.job_id IN shared
-              THEN 'GPU shared with another job (colocated_spans): the means blend both jobs; see layer_estimates'
+            WHEN EXISTS (SELECT 1 FROM pp_shared_jobs AS p WHERE p.job_id = l.job_id)
+              THEN CASE WHEN l.layer = '(untracked)'
+                     THEN 'GPU shared with another job (colocated_spans): time in the job in which no job''s layer ran'
+                     ELSE 'GPU shared with another job (colocated_spans): the means blend both jobs; see layer_estimates' END
             WHEN l.layer = '(untracked)' THEN 'GPU time in the job not covered by any layer event'
        END AS note
   FROM pp_layers AS l
@@ -68,22 +78,18 @@ SELECT l.job_id, l.host_name, l.ip, l.forward, l.layer, l.cpu_num,
 -- The same per layer type (Linear, ReLU, EmbeddingBag, ...), as in the paper's Figure 2:
 -- the states of all layers of a type merged, so the means are overlap-weighted over all.
 CREATE VIEW IF NOT EXISTS layer_type_metrics AS
-WITH merged AS (
-  SELECT l.job_id, l.layer_type, l.forward, s.metric, pp_mean_merge(s.state) AS state,
-         count(DISTINCT l.layer) AS layers
-    FROM pp_layers AS l JOIN layer_state AS s USING (job_id, layer, forward)
-   GROUP BY l.job_id, l.layer_type, l.forward, s.metric)
-SELECT job_id, layer_type, forward, max(layers) AS layers,
-       coalesce(max(CASE metric WHEN 'DCGM_FI_DEV_GPU_UTIL' THEN pp_mean_count(state) END), 0) AS data_num,
-       max(CASE metric WHEN 'DCGM_FI_DEV_GPU_UTIL' THEN pp_mean_value(state) END) AS gpu_util,
-       max(CASE metric WHEN 'DCGM_FI_DEV_FB_USED' THEN pp_mean_value(state) END) AS gpu_mem,
-       max(CASE metric WHEN 'DCGM_FI_PROF_DRAM_ACTIVE' THEN pp_mean_value(state) END) AS dram_active,
-       max(CASE metric WHEN 'DCGM_FI_PROF_PIPE_FP32_ACTIVE' THEN pp_mean_value(state) END) AS fp32_active,
-       max(CASE metric WHEN 'DCGM_FI_PROF_SM_OCCUPANCY' THEN pp_mean_value(state) END) AS sm_occupancy,
-       max(CASE metric WHEN 'DCGM_FI_PROF_SM_ACTIVE' THEN pp_mean_value(state) END) AS sm_active,
-       max(CASE metric WHEN '_duration' THEN pp_mean_count(state) END) AS calls,
-       max(CASE metric WHEN '_duration' THEN pp_mean_value(state) END) * 1e3 AS mean_duration_ms
-  FROM merged GROUP BY job_id, layer_type, forward;
+SELECT l.job_id, l.layer_type, l.forward, count(DISTINCT l.layer) AS layers,
+       coalesce(pp_mean_count(pp_mean_merge(s.state) FILTER (WHERE s.metric = 'DCGM_FI_DEV_GPU_UTIL')), 0) AS data_num,
+       pp_mean_value(pp_mean_merge(s.state) FILTER (WHERE s.metric = 'DCGM_FI_DEV_GPU_UTIL')) AS gpu_util,
+       pp_mean_value(pp_mean_merge(s.state) FILTER (WHERE s.metric = 'DCGM_FI_DEV_FB_USED')) AS gpu_mem,
+       pp_mean_value(pp_mean_merge(s.state) FILTER (WHERE s.metric = 'DCGM_FI_PROF_DRAM_ACTIVE')) AS dram_active,
+       pp_mean_value(pp_mean_merge(s.state) FILTER (WHERE s.metric = 'DCGM_FI_PROF_PIPE_FP32_ACTIVE')) AS fp32_active,
+       pp_mean_value(pp_mean_merge(s.state) FILTER (WHERE s.metric = 'DCGM_FI_PROF_SM_OCCUPANCY')) AS sm_occupancy,
+       pp_mean_value(pp_mean_merge(s.state) FILTER (WHERE s.metric = 'DCGM_FI_PROF_SM_ACTIVE')) AS sm_active,
+       pp_mean_count(pp_mean_merge(s.state) FILTER (WHERE s.metric = '_duration')) AS calls,
+       pp_mean_value(pp_mean_merge(s.state) FILTER (WHERE s.metric = '_duration')) * 1e3 AS mean_duration_ms
+  FROM pp_layers AS l JOIN layer_state AS s USING (job_id, layer, forward)
+ GROUP BY l.job_id, l.layer_type, l.forward;
 
 -- The paper's Table III per job: the model's parameter count (the largest a process of the job
 -- reported in its header), then every GPU second of the job's span (layers and untracked time
@@ -93,30 +99,24 @@ SELECT job_id, layer_type, forward, max(layers) AS layers,
 -- The spans are pp_gpu_spans (the fold keeps them), so that each refresh's report tables never
 -- read the events' history.
 CREATE VIEW IF NOT EXISTS job_overview AS
-WITH merged AS (
-  SELECT job_id, metric, pp_mean_merge(state) AS state
-    FROM layer_state WHERE metric <> '_duration' GROUP BY job_id, metric),
-shared(job_id, other) AS (
-  SELECT job_a, job_b FROM colocated_spans UNION SELECT job_b, job_a FROM colocated_spans)
 SELECT j.job_id,
        (SELECT max(params) FROM pp_jobs AS p WHERE p.job_id = j.job_id) AS parameters,
        (SELECT group_concat(DISTINCT host_name) FROM pp_layers AS l WHERE l.job_id = j.job_id) AS host_name,
        (SELECT count(DISTINCT gpu_uuid) FROM pp_layers AS l WHERE l.job_id = j.job_id AND gpu_uuid <> 'cpu') AS gpus,
        (SELECT count(DISTINCT layer) FROM pp_layers AS l WHERE l.job_id = j.job_id AND layer <> '(untracked)') AS layers,
-       max(CASE m.metric WHEN 'DCGM_FI_DEV_GPU_UTIL' THEN pp_mean_value(m.state) END) AS gpu_util,
-       max(CASE m.metric WHEN 'DCGM_FI_DEV_FB_USED' THEN pp_mean_value(m.state) END) / 1024.0 AS gpu_mem_gib,
-       max(CASE m.metric WHEN 'DCGM_FI_DEV_FB_USED' THEN pp_mean_max(m.state) END) / 1024.0 AS gpu_mem_peak_gib,
-       max(CASE m.metric WHEN 'DCGM_FI_PROF_DRAM_ACTIVE' THEN pp_mean_value(m.state) END) AS dram_active,
-       max(CASE m.metric WHEN 'DCGM_FI_PROF_PIPE_FP32_ACTIVE' THEN pp_mean_value(m.state) END) AS fp32_active,
-       max(CASE m.metric WHEN 'DCGM_FI_PROF_SM_ACTIVE' THEN pp_mean_value(m.state) END) AS sm_active,
-       max(CASE m.metric WHEN 'DCGM_FI_PROF_SM_OCCUPANCY' THEN pp_mean_value(m.state) END) AS sm_occupancy,
-       (SELECT sum(last_ns - first_ns) / 1e9 FROM pp_gpu_spans AS s WHERE s.job_id = j.job_id AND s.uuid <> 'cpu')
+       pp_mean_value((SELECT pp_mean_merge(state) FROM layer_state AS s WHERE s.job_id = j.job_id AND s.metric = 'DCGM_FI_DEV_GPU_UTIL')) AS gpu_util,
+       pp_mean_value((SELECT pp_mean_merge(state) FROM layer_state AS s WHERE s.job_id = j.job_id AND s.metric = 'DCGM_FI_DEV_FB_USED')) / 1024.0 AS gpu_mem_gib,
+       pp_mean_max((SELECT pp_mean_merge(state) FROM layer_state AS s WHERE s.job_id = j.job_id AND s.metric = 'DCGM_FI_DEV_FB_USED')) / 1024.0 AS gpu_mem_peak_gib,
+       pp_mean_value((SELECT pp_mean_merge(state) FROM layer_state AS s WHERE s.job_id = j.job_id AND s.metric = 'DCGM_FI_PROF_DRAM_ACTIVE')) AS dram_active,
+       pp_mean_value((SELECT pp_mean_merge(state) FROM layer_state AS s WHERE s.job_id = j.job_id AND s.metric = 'DCGM_FI_PROF_PIPE_FP32_ACTIVE')) AS fp32_active,
+       pp_mean_value((SELECT pp_mean_merge(state) FROM layer_state AS s WHERE s.job_id = j.job_id AND s.metric = 'DCGM_FI_PROF_SM_ACTIVE')) AS sm_active,
+       pp_mean_value((SELECT pp_mean_merge(state) FROM layer_state AS s WHERE s.job_id = j.job_id AND s.metric = 'DCGM_FI_PROF_SM_OCCUPANCY')) AS sm_occupancy,
+       (SELECT sum(last_ns - first_ns) / 1e9 FROM pp_gpu_spans AS g WHERE g.job_id = j.job_id AND g.uuid <> 'cpu')
          AS gpu_seconds,
-       (SELECT group_concat(other, ',') FROM (SELECT other FROM shared AS c WHERE c.job_id = j.job_id ORDER BY other))
+       (SELECT group_concat(other, ',') FROM (SELECT DISTINCT other FROM pp_shared_jobs AS c WHERE c.job_id = j.job_id
+                                               ORDER BY other))
          AS shared_with
-  FROM (SELECT DISTINCT job_id FROM pp_layers) AS j
-  LEFT JOIN merged AS m ON m.job_id = j.job_id
- GROUP BY j.job_id;
+  FROM (SELECT DISTINCT job_id FROM pp_layers) AS j;
 
 -- How each GPU's stored sample times relate to the windows they describe (pp_alignment), in
 -- ms: a sample stored at t describes the window that ends offset_ms before t, give or take
