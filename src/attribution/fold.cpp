@@ -1,6 +1,7 @@
 // Refresh steps 5 to 7: the fold of sample windows into layer_state (sql/fold.sql, around the
 // interval join of overlap_tables.cpp), the paper's dedup rule into layer_history
-// (sql/history.sql), and the plain result tables (sql/report.sql).
+// (sql/history.sql), and the plain result tables (sql/report.sql), the last two for the jobs
+// in pp_report_pending (schema.sql).
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,14 +55,32 @@ void fold(RefreshRun& run) {
   run.summary.windows_folded = static_cast<long long>(query_double(run.db, named_sql("refresh", "windows_folded"), {}, 0));
 }
 
-void write_report_tables(RefreshRun& run) {
-  run_script(run.db, embedded_sql("report"), {{":refreshed_at", run.now}});
+namespace {
+
+// The jobs whose data changed since the last refresh (schema.sql's triggers keep the list).
+std::vector<std::string> pending_report_jobs(sqlite3* db) {
+  std::vector<std::string> jobs;
+  Statement list(db, "SELECT job_id FROM main.pp_report_pending ORDER BY job_id");
+  while (list.step()) jobs.push_back(list.column_text(0));
+  return jobs;
 }
 
+}  // namespace
+
+// Both run for the jobs whose data changed only: the views read one job's rows for them, so a
+// refresh costs the jobs it touched, not every job the database has seen.
 void keep_history(RefreshRun& run) {
-  run.summary.history_kept =
-      run_script(run.db, embedded_sql("history"),
-                 {{":dedup_rel_tol", run.connection.settings().get_real("dedup_rel_tol")}, {":refreshed_at", run.now}});
+  const double tolerance = run.connection.settings().get_real("dedup_rel_tol");
+  for (const std::string& job : pending_report_jobs(run.db))
+    run.summary.history_kept +=
+        run_script(run.db, embedded_sql("history"),
+                   {{":job_id", job}, {":dedup_rel_tol", tolerance}, {":refreshed_at", run.now}});
+}
+
+void write_report_tables(RefreshRun& run) {
+  for (const std::string& job : pending_report_jobs(run.db))
+    run_script(run.db, embedded_sql("report"), {{":job_id", job}, {":refreshed_at", run.now}});
+  run_script(run.db, "DELETE FROM main.pp_report_pending");
 }
 
 }  // namespace pp

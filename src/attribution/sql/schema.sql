@@ -205,3 +205,98 @@ CREATE TABLE IF NOT EXISTS report_estimates(
   estimate REAL, stderr REAL, lower90 REAL, upper90 REAL, windows INTEGER,
   identified INTEGER NOT NULL, confidence TEXT, overlap_mean REAL, refreshed_at REAL NOT NULL,
   PRIMARY KEY (job_id, grouping, name, direction, metric));
+
+-- The jobs whose rows in the first three report tables (and whose layer_history check) the next
+-- refresh redoes: those with a row changed since the last refresh in a table the report views
+-- read, whoever changed it (the fold, a merge from another database, an edit). The triggers
+-- below keep it, so that the last steps of a refresh cost the jobs it touched, not every job the
+-- database has seen. A span that changes also marks the jobs whose spans on its GPU it overlaps,
+-- before or after the change (their shared_with may change); a sample window or a metric's
+-- kind that changes marks the jobs on the GPUs it applies to (their resolution). (The triggers
+-- test NOT IN rather than INSERT OR IGNORE: an upsert that fires a trigger imposes its own
+-- conflict policy, ABORT, on the trigger's statements.)
+CREATE TABLE IF NOT EXISTS pp_report_pending(job_id TEXT PRIMARY KEY) WITHOUT ROWID;
+-- A database made before this table: every job, once.
+INSERT OR IGNORE INTO main.pp_report_pending(job_id)
+SELECT j.job_id
+  FROM (SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM main.pp_meta WHERE key = 'report_pending')) AS once
+ CROSS JOIN (SELECT job_id FROM main.pp_layers UNION SELECT job_id FROM main.report_layers
+             UNION SELECT job_id FROM main.report_layer_types UNION SELECT job_id FROM main.report_jobs) AS j;
+INSERT OR IGNORE INTO main.pp_meta(key, value) VALUES ('report_pending', 'kept by triggers');
+
+CREATE TRIGGER IF NOT EXISTS pp_report_state_insert AFTER INSERT ON layer_state BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT new.job_id WHERE new.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_state_update AFTER UPDATE ON layer_state BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT old.job_id WHERE old.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+  INSERT INTO pp_report_pending(job_id) SELECT new.job_id WHERE new.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_state_delete AFTER DELETE ON layer_state BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT old.job_id WHERE old.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_layer_insert AFTER INSERT ON pp_layers BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT new.job_id WHERE new.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_layer_update AFTER UPDATE ON pp_layers BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT old.job_id WHERE old.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+  INSERT INTO pp_report_pending(job_id) SELECT new.job_id WHERE new.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_layer_delete AFTER DELETE ON pp_layers BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT old.job_id WHERE old.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_job_insert AFTER INSERT ON pp_jobs BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT new.job_id WHERE new.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_job_update AFTER UPDATE OF job_id, params ON pp_jobs BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT old.job_id WHERE old.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+  INSERT INTO pp_report_pending(job_id) SELECT new.job_id WHERE new.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_job_delete AFTER DELETE ON pp_jobs BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT old.job_id WHERE old.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_span_insert AFTER INSERT ON pp_gpu_spans BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT job_id FROM pp_gpu_spans WHERE uuid = new.uuid AND last_ns >= new.first_ns AND first_ns <= new.last_ns
+    AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_span_update AFTER UPDATE ON pp_gpu_spans BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT old.job_id WHERE old.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+  INSERT INTO pp_report_pending(job_id)
+  SELECT job_id FROM pp_gpu_spans
+   WHERE uuid = old.uuid AND last_ns >= old.first_ns AND first_ns <= old.last_ns
+    AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+  INSERT INTO pp_report_pending(job_id)
+  SELECT job_id FROM pp_gpu_spans WHERE uuid = new.uuid AND last_ns >= new.first_ns AND first_ns <= new.last_ns
+    AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_span_delete AFTER DELETE ON pp_gpu_spans BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT old.job_id WHERE old.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+  INSERT INTO pp_report_pending(job_id)
+  SELECT job_id FROM pp_gpu_spans WHERE uuid = old.uuid AND last_ns >= old.first_ns AND first_ns <= old.last_ns
+    AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_window_insert AFTER INSERT ON pp_intervals BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT job_id FROM pp_gpu_spans WHERE uuid = new.uuid
+    AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_window_update AFTER UPDATE ON pp_intervals
+  WHEN old.interval_ms IS NOT new.interval_ms OR old.uuid IS NOT new.uuid OR old.metric IS NOT new.metric BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT DISTINCT job_id FROM pp_gpu_spans WHERE uuid IN (old.uuid, new.uuid)
+    AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_window_delete AFTER DELETE ON pp_intervals BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT job_id FROM pp_gpu_spans WHERE uuid = old.uuid
+    AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_metric_insert AFTER INSERT ON pp_metrics BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT DISTINCT job_id FROM pp_gpu_spans WHERE job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_metric_update AFTER UPDATE OF metric, kind ON pp_metrics BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT DISTINCT job_id FROM pp_gpu_spans WHERE job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_metric_delete AFTER DELETE ON pp_metrics BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT DISTINCT job_id FROM pp_gpu_spans WHERE job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;

@@ -1,0 +1,156 @@
+// The report tables (report_layers, report_layer_types, report_jobs) hold what the views say,
+// for every job, after every refresh; a refresh rewrites only the rows of the jobs whose data
+// changed since the last one (pp_report_pending, kept by triggers), so a database that has seen
+// many jobs does not pay for all of them on each refresh. Whatever changes a job's data (the
+// fold, another database merged in, an edit) brings its rows up to date, and so does a change
+// that reaches a job through another one: a span that comes to overlap it on its GPU.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "unit/test_db.hpp"
+
+namespace {
+
+constexpr int64_t kNsPerMs = 1000000;
+constexpr int64_t kReportT0 = 1700000000LL * 1000000000LL;
+constexpr const char* kReportUuid = "GPU-4e90a700-0000-4000-8000-000000000000";
+
+// What each report table must hold: the views' rows for every job (refreshed_at aside), in
+// the report's columns.
+constexpr const char* kViewRows[] = {
+    "SELECT job_id, layer, layer_type, data_num, calls, mean_duration_ms, gpu_util, resolution, note FROM layer_metrics",
+    "SELECT job_id, layer_type, forward, layers, data_num, calls, mean_duration_ms, gpu_util FROM layer_type_metrics",
+    "SELECT job_id, parameters, gpus, layers, gpu_seconds, gpu_util, shared_with FROM job_overview"};
+constexpr const char* kReportRows[] = {
+    "SELECT job_id, layer, layer_type, windows, calls, mean_duration_ms, gpu_util_percent, resolution, note FROM report_layers",
+    "SELECT job_id, layer_type, direction = 'forward', layers, windows, calls, mean_duration_ms, gpu_util_percent "
+    "FROM report_layer_types",
+    "SELECT job_id, parameters, gpus, layers, gpu_seconds, gpu_util_percent, shared_with FROM report_jobs"};
+
+class ReportTables : public ::testing::Test {
+ protected:
+  // Job 'a' runs 'fc' for 20 ms of each 100 ms from 0 to 10 s, job 'b' from 20 to 30 s, on one
+  // GPU; samples every 100 ms at their windows' ends (the offset pinned: this test is about the
+  // report, not the alignment).
+  void SetUp() override {
+    db_.exec("SELECT pp_install_views()");
+    db_.exec("SELECT pp_config('sample_offset_ms', 0)");
+    db_.exec("UPDATE pp_metrics SET kind = 'window'");
+    std::ostringstream sql;
+    sql << "INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, "
+           "source_file, line) VALUES ";
+    int line = 0;
+    for (const auto& [job, from_s] : {std::pair{"a", 0}, std::pair{"b", 20}})
+      for (int k = 0; k < 100; ++k) {
+        const int64_t start = kReportT0 + (from_s * 1000 + k * 100 + 10) * kNsPerMs;
+        const int64_t end = start + 20 * kNsPerMs;
+        sql << (line > 0 ? "," : "") << "('" << job << "', '" << kReportUuid << "', 'fc', 'Linear', 1, " << start << ", "
+            << end << ", " << start / 1e9 << ", " << end / 1e9 << ", 'report', " << line + 1 << ")";
+        ++line;
+      }
+    db_.exec(sql.str());
+  }
+
+  // GPU_UTIL in (from_ms, to_ms] after T0.
+  void insert_samples(int from_ms, int to_ms) {
+    std::ostringstream sql;
+    sql << "INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES ";
+    for (int t = from_ms + 100; t <= to_ms; t += 100)
+      sql << (t > from_ms + 100 ? "," : "") << "('" << kReportUuid << "', 'DCGM_FI_DEV_GPU_UTIL', "
+          << kReportT0 / kNsPerMs + t << ", " << 10 + (t / 100 * 37) % 50 << ")";
+    db_.exec(sql.str());
+  }
+
+  void refresh() { db_.query("SELECT * FROM pp_refresh(NULL)"); }
+
+  // Rows in one of (view, report) and not the other, over the three tables.
+  int64_t rows_differing() {
+    int64_t differing = 0;
+    for (int t = 0; t < 3; ++t) {
+      const std::string view = kViewRows[t], report = kReportRows[t];
+      differing += db_.scalar("SELECT count(*) FROM (" + view + " EXCEPT " + report + ")").integer +
+                   db_.scalar("SELECT count(*) FROM (" + report + " EXCEPT " + view + ")").integer;
+    }
+    return differing;
+  }
+
+  std::string text(const std::string& sql) { return db_.scalar(sql).text; }
+
+  pp_test::TestDb db_;
+};
+
+TEST_F(ReportTables, EachRefreshRewritesOnlyTheJobsItChanged) {
+  insert_samples(0, 15000);
+  refresh();
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM report_jobs").integer, 1);  // 'b' has no samples yet
+  EXPECT_EQ(rows_differing(), 0);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_report_pending").integer, 0);
+  // Marked, so that a rewrite would show: the next refresh brings only 'b's windows.
+  db_.exec("UPDATE report_jobs SET refreshed_at = 0; UPDATE report_layers SET refreshed_at = 0");
+  insert_samples(15000, 35000);
+  refresh();
+  EXPECT_EQ(rows_differing(), 0);
+  EXPECT_EQ(db_.scalar("SELECT refreshed_at FROM report_jobs WHERE job_id = 'a'").real, 0);
+  EXPECT_GT(db_.scalar("SELECT refreshed_at FROM report_jobs WHERE job_id = 'b'").real, 1.7e9);
+  EXPECT_EQ(db_.scalar("SELECT max(refreshed_at) FROM report_layers WHERE job_id = 'a'").real, 0);
+  // A refresh with nothing new rewrites nothing.
+  db_.exec("UPDATE report_jobs SET refreshed_at = 0");
+  refresh();
+  EXPECT_EQ(db_.scalar("SELECT max(refreshed_at) FROM report_jobs").real, 0);
+  EXPECT_EQ(rows_differing(), 0);
+}
+
+TEST_F(ReportTables, ASpanThatComesToOverlapAJobChangesItsRows) {
+  insert_samples(0, 35000);
+  refresh();
+  EXPECT_TRUE(db_.scalar("SELECT shared_with FROM report_jobs WHERE job_id = 'a'").is_null());
+  // Another database's job on the same GPU at the same time, merged in as the estimator's
+  // state table's header shows: only its span. 'a' did not change, its partner did.
+  db_.exec(std::string("INSERT INTO pp_gpu_spans(job_id, uuid, first_ns, last_ns, events, longest_ns) VALUES ('c', '") +
+           kReportUuid + "', " + std::to_string(kReportT0 + 5000 * kNsPerMs) + ", " +
+           std::to_string(kReportT0 + 6000 * kNsPerMs) + ", 10, 20000000)");
+  refresh();
+  EXPECT_EQ(text("SELECT shared_with FROM report_jobs WHERE job_id = 'a'"), "c");
+  EXPECT_EQ(text("SELECT note FROM report_layers WHERE job_id = 'a' AND layer = 'fc'"),
+            "GPU shared with another job (colocated_spans): the means blend both jobs; see layer_estimates");
+  EXPECT_TRUE(db_.scalar("SELECT shared_with FROM report_jobs WHERE job_id = 'b'").is_null());
+  EXPECT_EQ(rows_differing(), 0);
+  // 'b' grows back over 'a' (an update), and 'c' goes (a delete).
+  db_.exec("UPDATE pp_gpu_spans SET first_ns = first_ns - 15000 * 1000000 WHERE job_id = 'b'");
+  db_.exec("DELETE FROM pp_gpu_spans WHERE job_id = 'c'");
+  refresh();
+  EXPECT_EQ(text("SELECT shared_with FROM report_jobs WHERE job_id = 'a'"), "b");
+  EXPECT_EQ(text("SELECT shared_with FROM report_jobs WHERE job_id = 'b'"), "a");
+  EXPECT_EQ(rows_differing(), 0);
+}
+
+TEST_F(ReportTables, AWindowAUserDeclaresChangesTheResolution) {
+  insert_samples(0, 35000);
+  refresh();
+  const double resolution = db_.scalar("SELECT resolution FROM report_layers WHERE job_id = 'a' AND layer = 'fc'").real;
+  EXPECT_NEAR(resolution, 0.2, 1e-9);  // 20 ms calls, 100 ms windows
+  db_.exec("UPDATE pp_intervals SET interval_ms = 200, source = 'user'");
+  refresh();
+  EXPECT_NEAR(db_.scalar("SELECT resolution FROM report_layers WHERE job_id = 'a' AND layer = 'fc'").real, 0.1, 1e-9);
+  EXPECT_EQ(rows_differing(), 0);
+}
+
+TEST_F(ReportTables, ADatabaseFromBeforeTheListGetsEveryJobRewritten) {
+  insert_samples(0, 35000);
+  refresh();
+  // As an earlier version left it: no list, no triggers, and report rows of its own making.
+  std::string drops;
+  for (const auto& row : db_.query("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'pp_report_%'"))
+    drops += "DROP TRIGGER " + row[0].text + ";";
+  EXPECT_EQ(db_.query("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'pp_report_%'").size(), 18u);
+  db_.exec(drops + "DROP TABLE pp_report_pending; DELETE FROM pp_meta WHERE key = 'report_pending'");
+  db_.exec("UPDATE report_layers SET gpu_util_percent = -1; DELETE FROM report_jobs WHERE job_id = 'b'");
+  EXPECT_GT(rows_differing(), 0);
+  refresh();
+  EXPECT_EQ(rows_differing(), 0);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM report_jobs").integer, 2);
+}
+
+}  // namespace
