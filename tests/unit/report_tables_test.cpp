@@ -102,38 +102,69 @@ TEST_F(ReportTables, EachRefreshRewritesOnlyTheJobsItChanged) {
   EXPECT_EQ(rows_differing(), 0);
 }
 
-TEST_F(ReportTables, ASpanThatComesToOverlapAJobChangesItsRows) {
+TEST_F(ReportTables, ASpanThatComesToOverlapAJobOrLeavesItChangesItsRows) {
   insert_samples(0, 35000);
   refresh();
-  EXPECT_TRUE(db_.scalar("SELECT shared_with FROM report_jobs WHERE job_id = 'a'").is_null());
-  // Another database's job on the same GPU at the same time, merged in as the estimator's
-  // state table's header shows: only its span. 'a' did not change, its partner did.
-  db_.exec(std::string("INSERT INTO pp_gpu_spans(job_id, uuid, first_ns, last_ns, events, longest_ns) VALUES ('c', '") +
-           kReportUuid + "', " + std::to_string(kReportT0 + 5000 * kNsPerMs) + ", " +
-           std::to_string(kReportT0 + 6000 * kNsPerMs) + ", 10, 20000000)");
+  const auto shared_with_a = [&] { return db_.scalar("SELECT shared_with FROM report_jobs WHERE job_id = 'a'"); };
+  EXPECT_TRUE(shared_with_a().is_null());
+  // Each change below is to another job's span; 'a's own data never change. After each refresh
+  // the report holds what the views say.
+  const std::string ms = " * 1000000 + " + std::to_string(kReportT0);
+  const auto span = [&](const char* job, int from_ms, int to_ms) {
+    return std::string("('") + job + "', '" + kReportUuid + "', " + std::to_string(from_ms) + ms + ", " +
+           std::to_string(to_ms) + ms + ", 10, 20000000)";
+  };
+  // Another database's job on the same GPU at the same time, merged in as the estimator's state
+  // table's header shows: only its span.
+  db_.exec("INSERT INTO pp_gpu_spans(job_id, uuid, first_ns, last_ns, events, longest_ns) VALUES " + span("c", 5000, 6000));
   refresh();
-  EXPECT_EQ(text("SELECT shared_with FROM report_jobs WHERE job_id = 'a'"), "c");
+  EXPECT_EQ(shared_with_a().text, "c");
   EXPECT_EQ(text("SELECT note FROM report_layers WHERE job_id = 'a' AND layer = 'fc'"),
             "GPU shared with another job (colocated_spans): the means blend both jobs; see layer_estimates");
   EXPECT_TRUE(db_.scalar("SELECT shared_with FROM report_jobs WHERE job_id = 'b'").is_null());
   EXPECT_EQ(rows_differing(), 0);
-  // 'b' grows back over 'a' (an update), and 'c' goes (a delete).
-  db_.exec("UPDATE pp_gpu_spans SET first_ns = first_ns - 15000 * 1000000 WHERE job_id = 'b'");
   db_.exec("DELETE FROM pp_gpu_spans WHERE job_id = 'c'");
   refresh();
-  EXPECT_EQ(text("SELECT shared_with FROM report_jobs WHERE job_id = 'a'"), "b");
+  EXPECT_TRUE(shared_with_a().is_null());
+  EXPECT_EQ(rows_differing(), 0);
+  db_.exec("UPDATE pp_gpu_spans SET first_ns = first_ns - 15000 * 1000000 WHERE job_id = 'b'");  // back over 'a'
+  refresh();
+  EXPECT_EQ(shared_with_a().text, "b");
   EXPECT_EQ(text("SELECT shared_with FROM report_jobs WHERE job_id = 'b'"), "a");
+  EXPECT_EQ(rows_differing(), 0);
+  db_.exec("UPDATE pp_gpu_spans SET first_ns = first_ns + 15000 * 1000000 WHERE job_id = 'b'");  // away again
+  refresh();
+  EXPECT_TRUE(shared_with_a().is_null());
+  EXPECT_EQ(rows_differing(), 0);
+  // INSERT OR REPLACE deletes the old row without its delete trigger.
+  db_.exec("INSERT OR REPLACE INTO pp_gpu_spans(job_id, uuid, first_ns, last_ns, events, longest_ns) VALUES " +
+           span("b", 5000, 30000));
+  refresh();
+  EXPECT_EQ(shared_with_a().text, "b");
+  db_.exec("INSERT OR REPLACE INTO pp_gpu_spans(job_id, uuid, first_ns, last_ns, events, longest_ns) VALUES " +
+           span("b", 20000, 30000));
+  refresh();
+  EXPECT_TRUE(shared_with_a().is_null());
   EXPECT_EQ(rows_differing(), 0);
 }
 
-TEST_F(ReportTables, AWindowAUserDeclaresChangesTheResolution) {
+TEST_F(ReportTables, AWindowOrMetricKindAUserDeclaresChangesTheResolution) {
   insert_samples(0, 35000);
   refresh();
   const double resolution = db_.scalar("SELECT resolution FROM report_layers WHERE job_id = 'a' AND layer = 'fc'").real;
   EXPECT_NEAR(resolution, 0.2, 1e-9);  // 20 ms calls, 100 ms windows
+  // 'a' without its span (as a merge that copies layers only leaves it): its layers still name
+  // the GPU whose window they are measured against.
+  db_.exec("DELETE FROM pp_gpu_spans WHERE job_id = 'a'");
+  refresh();
   db_.exec("UPDATE pp_intervals SET interval_ms = 200, source = 'user'");
   refresh();
   EXPECT_NEAR(db_.scalar("SELECT resolution FROM report_layers WHERE job_id = 'a' AND layer = 'fc'").real, 0.1, 1e-9);
+  EXPECT_EQ(rows_differing(), 0);
+  // A metric that is no longer a window average leaves the GPU no window to measure against.
+  db_.exec("UPDATE pp_metrics SET kind = 'driver_window' WHERE metric = 'DCGM_FI_DEV_GPU_UTIL'");
+  refresh();
+  EXPECT_TRUE(db_.scalar("SELECT resolution FROM report_layers WHERE job_id = 'a' AND layer = 'fc'").is_null());
   EXPECT_EQ(rows_differing(), 0);
 }
 
@@ -144,7 +175,7 @@ TEST_F(ReportTables, ADatabaseFromBeforeTheListGetsEveryJobRewritten) {
   std::string drops;
   for (const auto& row : db_.query("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'pp_report_%'"))
     drops += "DROP TRIGGER " + row[0].text + ";";
-  EXPECT_EQ(db_.query("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'pp_report_%'").size(), 18u);
+  EXPECT_EQ(db_.query("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'pp_report_%'").size(), 20u);
   db_.exec(drops + "DROP TABLE pp_report_pending; DELETE FROM pp_meta WHERE key = 'report_pending'");
   db_.exec("UPDATE report_layers SET gpu_util_percent = -1; DELETE FROM report_jobs WHERE job_id = 'b'");
   EXPECT_GT(rows_differing(), 0);

@@ -160,6 +160,8 @@ CREATE TABLE IF NOT EXISTS pp_layers(
   job_id TEXT NOT NULL, layer TEXT NOT NULL, forward INTEGER NOT NULL,
   layer_type TEXT, host_name TEXT, ip TEXT, cpu_num REAL, gpu_uuid TEXT,
   PRIMARY KEY (job_id, layer, forward));
+-- The jobs whose layers ran on a GPU (the triggers below: a window that changes on it).
+CREATE INDEX IF NOT EXISTS pp_layers_by_gpu ON pp_layers(gpu_uuid, job_id);
 
 -- The result table: per (job, layer, direction, metric) a mergeable pp_mean state of the
 -- overlap-weighted sample values; metric '_duration' holds the layer's call durations.
@@ -212,7 +214,8 @@ CREATE TABLE IF NOT EXISTS report_estimates(
 -- below keep it, so that the last steps of a refresh cost the jobs it touched, not every job the
 -- database has seen. A span that changes also marks the jobs whose spans on its GPU it overlaps,
 -- before or after the change (their shared_with may change); a sample window or a metric's
--- kind that changes marks the jobs on the GPUs it applies to (their resolution). (The triggers
+-- kind that changes marks the jobs whose layers ran on the GPUs it applies to (their
+-- resolution). (The triggers
 -- test NOT IN rather than INSERT OR IGNORE: an upsert that fires a trigger imposes its own
 -- conflict policy, ABORT, on the trigger's statements.)
 CREATE TABLE IF NOT EXISTS pp_report_pending(job_id TEXT PRIMARY KEY) WITHOUT ROWID;
@@ -276,27 +279,42 @@ CREATE TRIGGER IF NOT EXISTS pp_report_span_delete AFTER DELETE ON pp_gpu_spans 
     AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
 END;
 CREATE TRIGGER IF NOT EXISTS pp_report_window_insert AFTER INSERT ON pp_intervals BEGIN
-  INSERT INTO pp_report_pending(job_id) SELECT job_id FROM pp_gpu_spans WHERE uuid = new.uuid
-    AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+  INSERT INTO pp_report_pending(job_id)
+  SELECT DISTINCT job_id FROM pp_layers WHERE gpu_uuid = new.uuid AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
 END;
 CREATE TRIGGER IF NOT EXISTS pp_report_window_update AFTER UPDATE ON pp_intervals
   WHEN old.interval_ms IS NOT new.interval_ms OR old.uuid IS NOT new.uuid OR old.metric IS NOT new.metric BEGIN
-  INSERT INTO pp_report_pending(job_id) SELECT DISTINCT job_id FROM pp_gpu_spans WHERE uuid IN (old.uuid, new.uuid)
-    AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+  INSERT INTO pp_report_pending(job_id)
+  SELECT DISTINCT job_id FROM pp_layers WHERE gpu_uuid IN (old.uuid, new.uuid)
+     AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
 END;
 CREATE TRIGGER IF NOT EXISTS pp_report_window_delete AFTER DELETE ON pp_intervals BEGIN
-  INSERT INTO pp_report_pending(job_id) SELECT job_id FROM pp_gpu_spans WHERE uuid = old.uuid
-    AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+  INSERT INTO pp_report_pending(job_id)
+  SELECT DISTINCT job_id FROM pp_layers WHERE gpu_uuid = old.uuid AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
 END;
 CREATE TRIGGER IF NOT EXISTS pp_report_metric_insert AFTER INSERT ON pp_metrics BEGIN
   INSERT INTO pp_report_pending(job_id)
-  SELECT DISTINCT job_id FROM pp_gpu_spans WHERE job_id NOT IN (SELECT job_id FROM pp_report_pending);
+  SELECT DISTINCT job_id FROM pp_layers WHERE job_id NOT IN (SELECT job_id FROM pp_report_pending);
 END;
 CREATE TRIGGER IF NOT EXISTS pp_report_metric_update AFTER UPDATE OF metric, kind ON pp_metrics BEGIN
   INSERT INTO pp_report_pending(job_id)
-  SELECT DISTINCT job_id FROM pp_gpu_spans WHERE job_id NOT IN (SELECT job_id FROM pp_report_pending);
+  SELECT DISTINCT job_id FROM pp_layers WHERE job_id NOT IN (SELECT job_id FROM pp_report_pending);
 END;
 CREATE TRIGGER IF NOT EXISTS pp_report_metric_delete AFTER DELETE ON pp_metrics BEGIN
   INSERT INTO pp_report_pending(job_id)
-  SELECT DISTINCT job_id FROM pp_gpu_spans WHERE job_id NOT IN (SELECT job_id FROM pp_report_pending);
+  SELECT DISTINCT job_id FROM pp_layers WHERE job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+-- INSERT OR REPLACE deletes the row it replaces without firing its delete trigger (unless
+-- recursive_triggers is on): where that row can belong to another job (pp_jobs' file and line)
+-- or span other jobs' time (pp_gpu_spans), what its deletion changes is listed before it goes.
+CREATE TRIGGER IF NOT EXISTS pp_report_job_replace BEFORE INSERT ON pp_jobs BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT job_id FROM pp_jobs WHERE source_file = new.source_file AND line = new.line
+     AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_span_replace BEFORE INSERT ON pp_gpu_spans BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT o.job_id FROM pp_gpu_spans AS s JOIN pp_gpu_spans AS o ON o.uuid = s.uuid
+   WHERE s.uuid = new.uuid AND s.job_id = new.job_id AND o.last_ns >= s.first_ns AND o.first_ns <= s.last_ns
+     AND o.job_id NOT IN (SELECT job_id FROM pp_report_pending);
 END;
