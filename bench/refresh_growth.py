@@ -149,13 +149,14 @@ def connect(extension, path, retention_minutes):
     return conn
 
 
-def insert_minute(conn, timelines, line):
-    """One minute of every GPU's calls and the windows that end in it; returns the next line number."""
+def insert_minute(conn, timelines, line, job="bench"):
+    """One minute of every GPU's calls (of `job`, in its file) and the windows that end in it;
+    returns the next line number."""
     conn.execute("BEGIN")
     for tl in timelines:
         starts, ends, index = tl.minute()
-        rows = [("bench", "node", tl.uuid, tl.gpu, tl.names[i], tl.types[i], int(tl.forward[i]), int(s), int(e),
-                 s / 1e9, e / 1e9, 4.0, "bench", line + k)
+        rows = [(job, "node", tl.uuid, tl.gpu, tl.names[i], tl.types[i], int(tl.forward[i]), int(s), int(e),
+                 s / 1e9, e / 1e9, 4.0, job, line + k)
                 for k, (s, e, i) in enumerate(zip(starts.tolist(), ends.tolist(), index.tolist()))]
         line += len(rows)
         conn.executemany(
