@@ -1,6 +1,7 @@
 #include "attribution/alignment_data.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -17,6 +18,9 @@ namespace {
 
 constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
 constexpr int64_t kNanosecondsPerMs = 1000000;
+// Beyond a stretch's own length, how far from its stored times a window the offset search
+// tries can lie: the exporter's lag and a window or two, seconds at most.
+constexpr double kJobReachNs = 60e9;
 
 bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
@@ -60,12 +64,22 @@ GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, const GpuEv
     copies.push_back(equal && active ? 1 : 0);
     before = &row;
   }
-  // Only the stored times the GPU's jobs need (GpuEventExtent), whatever else a fetch brought.
+  // Only the stored times the GPU's jobs need (GpuEventExtent), whatever else a fetch brought:
+  // those in the union of the jobs' spans, each reaching samples_after_ns past its last event,
+  // walked in time order with the stored times (a GPU may have run thousands of jobs).
+  std::vector<std::pair<int64_t, int64_t>> needed_spans;
+  for (const auto& job : extent.jobs)
+    needed_spans.emplace_back(job.second.first, job.second.last > INT64_MAX - samples_after_ns
+                                                    ? INT64_MAX
+                                                    : job.second.last + samples_after_ns);
+  std::sort(needed_spans.begin(), needed_spans.end());
+  size_t next_span = 0;
+  int64_t needed_through = INT64_MIN;  // the end of the union of the spans started by now
   const auto needed = [&](int64_t ts_ms) {
     const int64_t ts_ns = ts_ms * kNanosecondsPerMs;
-    return std::any_of(extent.jobs.begin(), extent.jobs.end(), [&](const auto& job) {
-      return ts_ns >= job.second.first && ts_ns - job.second.last <= samples_after_ns;
-    });
+    while (next_span < needed_spans.size() && needed_spans[next_span].first <= ts_ns)
+      needed_through = std::max(needed_through, needed_spans[next_span++].second);
+    return ts_ns <= needed_through;
   };
   data.values.assign(data.metrics.size(), {});
   size_t i = 0;
@@ -113,7 +127,12 @@ AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, 
                                           double from_ns, double to_ns) {
   AlignmentTimeline t;
   std::map<std::string, uint32_t> job_index;
+  // Only the jobs whose span reaches the stretch: another one touches none of its windows, but
+  // would be a column of every fit (its untracked time). A GPU of a cluster runs job after job,
+  // and with as many columns as the stretch has samples no fit is left.
+  const double reach = (to_ns - from_ns) + kJobReachNs;
   for (const auto& [job_id, span] : extent.jobs) {
+    if (static_cast<double>(span.last) < from_ns - reach || static_cast<double>(span.first) > to_ns + reach) continue;
     job_index[job_id] = static_cast<uint32_t>(t.jobs.size());
     t.jobs.push_back(span);
   }

@@ -205,6 +205,38 @@ TEST_F(AlignRefresh, RefreshesInPartsGiveWhatOneRefreshGives) {
             0);
 }
 
+TEST_F(AlignRefresh, JobsTheGpuRanLongBeforeLeaveItsAlignmentAsItIs) {
+  insert_samples(0, last_ms());
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  db_.exec("CREATE TEMP TABLE alone AS SELECT * FROM pp_alignment; CREATE TEMP TABLE alone_state AS SELECT * FROM layer_state");
+  db_.exec("DELETE FROM layer_state; DELETE FROM pp_layers; DELETE FROM pp_fold_state; DELETE FROM pp_alignment; "
+           "DELETE FROM pp_windows; DELETE FROM pp_intervals; UPDATE pp_events SET folded = 0");
+  // A GPU of a shared cluster runs job after job: 150 jobs of a second each, ended 10 minutes
+  // before this one started (what their spans keep once retention has removed their events).
+  // More jobs than a stretch has samples: had each been a column of the stretch's fit, no fit.
+  std::ostringstream spans;
+  spans << "INSERT INTO pp_gpu_spans(job_id, uuid, first_ns, last_ns, events, longest_ns) VALUES ";
+  for (int k = 0; k < 150; ++k) {
+    const int64_t first = kRefreshT0 - 600LL * 1000 * kMs - (150 - k) * 2000 * kMs;
+    spans << (k ? "," : "") << "('earlier-" << k << "', '" << kUuid << "', " << first << ", " << first + 1000 * kMs
+          << ", 400, " << 6 * kMs << ")";
+  }
+  db_.exec(spans.str());
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment WHERE status = 'estimated'").integer,
+            db_.scalar("SELECT count(*) FROM temp.alone WHERE status = 'estimated'").integer);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment AS a JOIN temp.alone AS b USING (uuid, from_ms) "
+                       "WHERE a.through_ms = b.through_ms AND a.offset_ns = b.offset_ns AND a.timing_ns = b.timing_ns "
+                       "AND a.status = b.status AND a.moved = b.moved AND a.repeats = b.repeats")
+                .integer,
+            db_.scalar("SELECT count(*) FROM temp.alone").integer);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment").integer, db_.scalar("SELECT count(*) FROM temp.alone").integer);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM layer_state AS s JOIN temp.alone_state AS p USING (job_id, layer, forward, metric) "
+                       "WHERE s.state = p.state")
+                .integer,
+            db_.scalar("SELECT count(*) FROM temp.alone_state").integer);
+}
+
 TEST_F(AlignRefresh, APinnedOffsetIsUsedAsItIs) {
   insert_samples(0, last_ms());
   EXPECT_EQ(db_.scalar("SELECT pp_config('sample_offset_ms', 37.9)").text, "37.9");
