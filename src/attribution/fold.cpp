@@ -57,11 +57,14 @@ void fold(RefreshRun& run) {
 
 namespace {
 
-// The jobs whose data changed since the last refresh (schema.sql's triggers keep the list).
-std::vector<std::string> pending_report_jobs(sqlite3* db) {
-  std::vector<std::string> jobs;
+// The jobs whose data changed since the last refresh (schema.sql's triggers keep the list), as
+// stored: a job id merged in as a BLOB matches only a BLOB.
+std::vector<SqlValue> pending_report_jobs(sqlite3* db) {
+  std::vector<SqlValue> jobs;
   Statement list(db, "SELECT job_id FROM main.pp_report_pending ORDER BY job_id");
-  while (list.step()) jobs.push_back(list.column_text(0));
+  while (list.step())
+    jobs.push_back(list.column_type(0) == SQLITE_BLOB ? SqlValue(SqlBlob{std::string(list.column_blob(0))})
+                                                       : SqlValue(list.column_text(0)));
   return jobs;
 }
 
@@ -71,14 +74,14 @@ std::vector<std::string> pending_report_jobs(sqlite3* db) {
 // refresh costs the jobs it touched, not every job the database has seen.
 void keep_history(RefreshRun& run) {
   const double tolerance = run.connection.settings().get_real("dedup_rel_tol");
-  for (const std::string& job : pending_report_jobs(run.db))
+  for (const SqlValue& job : pending_report_jobs(run.db))
     run.summary.history_kept +=
         run_script(run.db, embedded_sql("history"),
                    {{":job_id", job}, {":dedup_rel_tol", tolerance}, {":refreshed_at", run.now}});
 }
 
 void write_report_tables(RefreshRun& run) {
-  for (const std::string& job : pending_report_jobs(run.db))
+  for (const SqlValue& job : pending_report_jobs(run.db))
     run_script(run.db, embedded_sql("report"), {{":job_id", job}, {":refreshed_at", run.now}});
   run_script(run.db, "DELETE FROM main.pp_report_pending");
 }

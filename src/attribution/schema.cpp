@@ -94,9 +94,12 @@ void install_attribution_schema(sqlite3* db) {
     run_script(db, drops);
   }
   run_script(db, views);
-  if (!current)
+  if (!current) {
     run_script(db, "INSERT OR REPLACE INTO main.pp_meta(key, value) VALUES ('views', :fingerprint)",
                {{":fingerprint", fingerprint}});
+    // The report tables hold what the views gave: rows from other views are written again.
+    run_script(db, named_sql("upgrade", "report_every_job"));
+  }
 }
 
 }  // namespace pp

@@ -46,6 +46,7 @@ struct TableReference {
 struct References {
   std::map<std::string, TableReference> tables;
   std::map<std::string, std::string> views;  // name -> normalized SQL
+  std::map<std::string, std::string> owners;  // an index's or trigger's name -> its table
 };
 
 // SQL without comments, whitespace runs as one space, none around ( ) , ; literals unchanged.
@@ -125,8 +126,10 @@ References build_references() {
         references.views[object.name] = object.sql;
       else if (object.type == "table" && object.name.rfind("sqlite_", 0) != 0)
         references.tables[table].table_sql.insert(object.sql);
-      else
+      else {
         references.tables[table].others.insert(object);
+        references.owners[to_lower(object.name)] = table;
+      }
     }
   };
   {
@@ -209,7 +212,15 @@ void verify_attribution_schema(sqlite3* db) {
     // An object named like an attribution table, or defined on one.
     auto it = expected.tables.find(table);
     if (it == expected.tables.end()) it = expected.tables.find(name);
-    if (it == expected.tables.end()) continue;
+    if (it == expected.tables.end()) {
+      // One of the extension's index or trigger names on another table: CREATE ... IF NOT
+      // EXISTS would then leave the extension's own missing.
+      const auto owner = expected.owners.find(name);
+      if (owner != expected.owners.end() && object.type != "table" && object.type != "view")
+        refuse(owner->second, "the " + object.type + " '" + object.name + "' is on table '" + table +
+                                  "', where the extension keeps one of that name on this table");
+      continue;
+    }
     const std::string& owner = it->first;
     const TableReference& reference = it->second;
     if (name == owner) {

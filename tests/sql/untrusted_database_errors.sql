@@ -52,6 +52,13 @@ SELECT pp_install_views();
 CREATE TABLE copies(x);
 CREATE TRIGGER keep_copy AFTER INSERT ON layer_history BEGIN INSERT INTO copies VALUES (new.metrics); END;
 SELECT * FROM pp_refresh(NULL);
+-- A trigger named as one of the extension's, on another table, would leave the extension's missing.
+-- error: pp_refresh: table 'pp_layers' is not as precisionprobe creates it (the trigger 'pp_report_layer_update' is on table 'mine', where the extension keeps one of that name on this table)
+SELECT pp_install_views();
+DROP TRIGGER pp_report_layer_update;
+CREATE TABLE mine(x);
+CREATE TRIGGER pp_report_layer_update AFTER UPDATE ON mine BEGIN SELECT 1; END;
+SELECT * FROM pp_refresh(NULL);
 -- pp_mig_devices is written by the import, so a trigger on it would run there.
 -- error: pp_refresh: table 'pp_mig_devices' is not as precisionprobe creates it (the trigger 'keep_mig' on it is not the extension's)
 SELECT pp_install_views();

@@ -182,7 +182,7 @@ CREATE INDEX IF NOT EXISTS layer_history_by_layer ON layer_history(job_id, layer
 -- The results as plain tables, for any SQLite client without the extension (pandas, DBeaver,
 -- Grafana's SQLite data source): REAL columns with units in their names, directions as words
 -- ('forward', 'backward', 'untracked'). Each refresh rewrites the first three from the views
--- (sql/report.sql); report_estimates is written by `precisionprobe analyze`, since the
+-- (sql/report.sql) for the jobs whose data changed (pp_report_pending); report_estimates is written by `precisionprobe analyze`, since the
 -- estimator reads every event of a job (refreshed_at says when).
 CREATE TABLE IF NOT EXISTS report_layers(
   job_id TEXT NOT NULL, layer TEXT NOT NULL, direction TEXT NOT NULL, layer_type TEXT, host_name TEXT,
@@ -304,12 +304,24 @@ CREATE TRIGGER IF NOT EXISTS pp_report_metric_delete AFTER DELETE ON pp_metrics 
   INSERT INTO pp_report_pending(job_id)
   SELECT DISTINCT job_id FROM pp_layers WHERE job_id NOT IN (SELECT job_id FROM pp_report_pending);
 END;
--- INSERT OR REPLACE deletes the row it replaces without firing its delete trigger (unless
--- recursive_triggers is on): where that row can belong to another job (pp_jobs' file and line)
--- or span other jobs' time (pp_gpu_spans), what its deletion changes is listed before it goes.
+-- A REPLACE (INSERT OR REPLACE, UPDATE OR REPLACE) deletes the row the written one would
+-- duplicate, by key or by rowid, without firing its delete trigger (unless recursive_triggers
+-- is on): where that row can be another job's (pp_jobs' file and line, a rowid) or span other
+-- jobs' time (pp_gpu_spans), what its deletion changes is listed before it goes. (In a BEFORE
+-- INSERT trigger new.rowid is -1 unless the statement gives one.)
 CREATE TRIGGER IF NOT EXISTS pp_report_job_replace BEFORE INSERT ON pp_jobs BEGIN
   INSERT INTO pp_report_pending(job_id)
   SELECT job_id FROM pp_jobs WHERE source_file = new.source_file AND line = new.line
+     AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_job_rowid_replace BEFORE INSERT ON pp_jobs WHEN new.rowid >= 0 BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT job_id FROM pp_jobs WHERE rowid = new.rowid AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_job_replace_update BEFORE UPDATE ON pp_jobs
+  WHEN new.rowid IS NOT old.rowid OR new.source_file IS NOT old.source_file OR new.line IS NOT old.line BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT job_id FROM pp_jobs WHERE ((source_file = new.source_file AND line = new.line) OR rowid = new.rowid)
      AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
 END;
 CREATE TRIGGER IF NOT EXISTS pp_report_span_replace BEFORE INSERT ON pp_gpu_spans BEGIN
@@ -317,4 +329,58 @@ CREATE TRIGGER IF NOT EXISTS pp_report_span_replace BEFORE INSERT ON pp_gpu_span
   SELECT o.job_id FROM pp_gpu_spans AS s JOIN pp_gpu_spans AS o ON o.uuid = s.uuid
    WHERE s.uuid = new.uuid AND s.job_id = new.job_id AND o.last_ns >= s.first_ns AND o.first_ns <= s.last_ns
      AND o.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_span_replace_update BEFORE UPDATE ON pp_gpu_spans
+  WHEN new.uuid IS NOT old.uuid OR new.job_id IS NOT old.job_id BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT o.job_id FROM pp_gpu_spans AS s JOIN pp_gpu_spans AS o ON o.uuid = s.uuid
+   WHERE s.uuid = new.uuid AND s.job_id = new.job_id AND o.last_ns >= s.first_ns AND o.first_ns <= s.last_ns
+     AND o.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_state_replace BEFORE INSERT ON layer_state WHEN new.rowid >= 0 BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT job_id FROM layer_state WHERE rowid = new.rowid AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_state_replace_update BEFORE UPDATE ON layer_state
+  WHEN new.rowid IS NOT old.rowid OR new.job_id IS NOT old.job_id OR new.layer IS NOT old.layer
+    OR new.forward IS NOT old.forward OR new.metric IS NOT old.metric BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT job_id FROM layer_state
+   WHERE (rowid = new.rowid OR (job_id = new.job_id AND layer = new.layer AND forward = new.forward AND metric = new.metric))
+     AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_layer_replace BEFORE INSERT ON pp_layers WHEN new.rowid >= 0 BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT job_id FROM pp_layers WHERE rowid = new.rowid AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_layer_replace_update BEFORE UPDATE ON pp_layers
+  WHEN new.rowid IS NOT old.rowid OR new.job_id IS NOT old.job_id OR new.layer IS NOT old.layer
+    OR new.forward IS NOT old.forward BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT job_id FROM pp_layers
+   WHERE (rowid = new.rowid OR (job_id = new.job_id AND layer = new.layer AND forward = new.forward))
+     AND job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_window_replace BEFORE INSERT ON pp_intervals WHEN new.rowid >= 0 BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT DISTINCT l.job_id FROM pp_intervals AS i JOIN pp_layers AS l ON l.gpu_uuid = i.uuid
+   WHERE i.rowid = new.rowid AND l.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_window_replace_update BEFORE UPDATE ON pp_intervals
+  WHEN new.rowid IS NOT old.rowid OR new.uuid IS NOT old.uuid OR new.metric IS NOT old.metric BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT DISTINCT l.job_id FROM pp_intervals AS i JOIN pp_layers AS l ON l.gpu_uuid = i.uuid
+   WHERE (i.rowid = new.rowid OR (i.uuid = new.uuid AND i.metric = new.metric))
+     AND l.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+-- A span whose ends are reversed overlaps nothing, not even itself: its own job is listed too.
+CREATE TRIGGER IF NOT EXISTS pp_report_span_own_insert AFTER INSERT ON pp_gpu_spans BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT new.job_id WHERE new.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_span_own_update AFTER UPDATE ON pp_gpu_spans BEGIN
+  INSERT INTO pp_report_pending(job_id) SELECT new.job_id WHERE new.job_id NOT IN (SELECT job_id FROM pp_report_pending);
+END;
+CREATE TRIGGER IF NOT EXISTS pp_report_metric_replace_update BEFORE UPDATE ON pp_metrics WHEN new.rowid IS NOT old.rowid BEGIN
+  INSERT INTO pp_report_pending(job_id)
+  SELECT DISTINCT job_id FROM pp_layers WHERE job_id NOT IN (SELECT job_id FROM pp_report_pending);
 END;

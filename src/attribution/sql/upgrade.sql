@@ -40,3 +40,12 @@ SELECT job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, pid, epoch, b
        layer_type, forward, t_start_ns, t_end_ns, cpu_num, source_file, line, folded
   FROM main.pp_events_before_blocks ORDER BY gpu_uuid, source_file, line;
 DROP TABLE main.pp_events_before_blocks;
+
+-- name: report_every_job
+-- Views of another version (or altered ones) were replaced: every job's report rows are written
+-- again from the new ones by the next refresh.
+INSERT INTO main.pp_report_pending(job_id)
+SELECT job_id
+  FROM (SELECT job_id FROM main.pp_layers UNION SELECT job_id FROM main.report_layers
+        UNION SELECT job_id FROM main.report_layer_types UNION SELECT job_id FROM main.report_jobs)
+ WHERE job_id NOT IN (SELECT job_id FROM main.pp_report_pending);
