@@ -8,7 +8,8 @@ refresh_growth.py makes them (the same Timeline: a DLRM-like step, windows compu
 in them, stored 120 ms after their end). After each minute is inserted, the database is
 refreshed as a node's loop would (event_retention_minutes = 2) and timed: the refresh of the new
 minute, then the least of three refreshes with nothing new (what a loop pays for the jobs it has
-seen and nothing else). The last lines compare the last three jobs' minutes with those of jobs
+seen and nothing else); and how many of the stretches the minute's refresh aligned were
+estimated (a GPU's earlier jobs must not make its alignment fail). The last lines compare the last three jobs' minutes with those of jobs
 2-4. With --baseline, a second extension (say, a build of an earlier commit) runs the same data
 into its own database, side by side, minute by minute.
 
@@ -48,16 +49,20 @@ def timed_refresh_ms(conn):
 
 
 def run(extension, jobs, job_minutes, directory):
-    """Per minute: (jobs seen, refresh of the new minute ms, least empty refresh ms)."""
+    """Per minute: (jobs seen, refresh of the new minute ms, least empty refresh ms, stretches
+    the new minute's refresh estimated, stretches it aligned)."""
     conn = connect(extension, str(Path(directory) / "refresh.db"))
     timeline = Timeline(0, T0_NS, 1000, np.random.default_rng(1))
     line, rows = 0, []
     for minute in range(jobs * job_minutes):
         job = "job%d" % (minute // job_minutes)
         line = insert_minute(conn, [timeline], line, job)
+        aligned_before = conn.execute("SELECT coalesce(max(rowid), 0) FROM pp_alignment").fetchone()[0]
         new_minute = timed_refresh_ms(conn)
+        estimated, aligned = conn.execute("SELECT coalesce(sum(status = 'estimated'), 0), count(*) FROM pp_alignment "
+                                          "WHERE rowid > ?", (aligned_before,)).fetchone()
         empty = min(timed_refresh_ms(conn) for _ in range(3))
-        rows.append((minute // job_minutes + 1, new_minute, empty))
+        rows.append((minute // job_minutes + 1, new_minute, empty, estimated, aligned))
     conn.close()
     return rows
 
@@ -87,16 +92,19 @@ def main():
             results[name] = run(extension, args.jobs, args.job_minutes, sub)
     print("%d jobs of %d minute(s) one after the other on one GPU at 1000 events/s, 100 ms samples, "
           "a refresh after each minute (event_retention_minutes = 2)" % (args.jobs, args.job_minutes))
-    header = " jobs seen |" + "|".join(" %-8s new minute ms  empty ms " % name for name, _ in builds)
+    header = " jobs seen |" + "|".join(" %-8s new minute ms  empty ms  estimated " % name for name, _ in builds)
     print(header)
     for i in range(len(results["this"])):
-        cells = ["  %13.0f  %8.1f " % (results[name][i][1], results[name][i][2]) for name, _ in builds]
-        print(" %9d |" % results["this"][i][0] + "|".join("%-33s" % c for c in cells))
+        cells = ["  %13.0f  %8.1f  %5d/%-3d " % tuple(results[name][i][1:]) for name, _ in builds]
+        print(" %9d |" % results["this"][i][0] + "|".join("%-44s" % c for c in cells))
     for name, _ in builds:
         (new_first, new_last, new_ratio), (empty_first, empty_last, empty_ratio) = summary(results[name])
         print("%s: the last 3 jobs' minutes against jobs 2-4's: new minute %.0f -> %.0f ms (%.2fx), "
               "empty refresh %.1f -> %.1f ms (%.2fx)" % (name, new_first, new_last, new_ratio, empty_first, empty_last,
                                                          empty_ratio))
+        estimated = sum(r[3] for r in results[name])
+        aligned = sum(r[4] for r in results[name])
+        print("%s: %d of %d stretches estimated" % (name, estimated, aligned))
 
 
 if __name__ == "__main__":
