@@ -82,7 +82,7 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
     Statement read(db, named_sql("import", "resume_positions"));
     while (read.step())
       resume[read.column_text(0)] = {read.column_int64(1), read.column_int64(2), read.column_int64(3),
-                                     read.column_int64(4), read.column_text(5)};
+                                     read.column_int64(4), read.column_text(5), read.column_text(6)};
   }
   LayerNames layers(db, "main");
   BlockWriter blocks(db, "main", layers);
@@ -165,6 +165,7 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
     save.bind(":lines", position.lines);
     save.bind(":head_bytes", position.head_bytes);
     save.bind(":head_hash", position.head_hash);
+    save.bind(":real_path", position.real_path);
     save.run();
     if (position.state.empty()) continue;
     save_state.bind(":source_file", file);

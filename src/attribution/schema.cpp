@@ -52,6 +52,11 @@ void upgrade_tables(sqlite3* db) {
       query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_event_files'", {}, 0) > 0 &&
       query_double(db, "SELECT count(*) FROM pragma_table_info('pp_event_files', 'main') WHERE name = 'head_hash'", {}, 0) == 0;
   if (old_event_files) run_script(db, named_sql("upgrade", "event_file_heads"));
+  // ... and one made before pp_event_files recorded each file's real path gets the column.
+  const bool files_without_real_paths =
+      query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_event_files'", {}, 0) > 0 &&
+      query_double(db, "SELECT count(*) FROM pragma_table_info('pp_event_files', 'main') WHERE name = 'real_path'", {}, 0) == 0;
+  if (files_without_real_paths) run_script(db, named_sql("upgrade", "event_file_real_paths"));
   // ... and one made before pp_gpu_spans kept each span's longest event gets the column.
   const bool old_spans =
       query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_gpu_spans'", {}, 0) > 0 &&

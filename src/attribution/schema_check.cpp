@@ -155,6 +155,18 @@ References build_references() {
     collect(earlier.db);
     run_script(earlier.db, named_sql("upgrade", "event_file_heads"));
     collect(earlier.db);
+    run_script(earlier.db, named_sql("upgrade", "event_file_real_paths"));
+    collect(earlier.db);
+  }
+  {
+    // pp_event_files as versions before real paths made it, before and after upgrade.sql.
+    ReferenceDb earlier;
+    run_script(earlier.db,
+               "CREATE TABLE pp_event_files(source_file TEXT PRIMARY KEY, bytes INTEGER NOT NULL, lines INTEGER NOT NULL, "
+               "head_bytes INTEGER NOT NULL DEFAULT 0, head_hash INTEGER NOT NULL DEFAULT 0)");
+    collect(earlier.db);
+    run_script(earlier.db, named_sql("upgrade", "event_file_real_paths"));
+    collect(earlier.db);
   }
   {
     // pp_gpu_spans as the version before each span's longest event made it, before and after

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "events/event_files.hpp"
@@ -40,6 +41,15 @@ struct OpenFile {
   ~OpenFile() { ::close(fd); }
 };
 
+// The absolute path of `file` with every link resolved; empty where it cannot be resolved.
+std::string real_path_of(const std::string& file) {
+  char* resolved = ::realpath(file.c_str(), nullptr);
+  if (!resolved) return {};
+  std::string out(resolved);
+  std::free(resolved);
+  return out;
+}
+
 }  // namespace
 
 void EventFileScan::start(const std::string& path, const Positions* resume, Replaced replaced) {
@@ -51,8 +61,44 @@ void EventFileScan::start(const std::string& path, const Positions* resume, Repl
   replaced_ = std::move(replaced);
   ended_.clear();
   std::vector<std::string> notes;
-  files_ = event_files(path, notes);
+  files_.clear();
+  for (std::string& file : event_files(path, notes)) files_.push_back({file, file});
   for (const std::string& note : notes) warn_(note);
+  if (resuming_) name_files_by_real_path();
+}
+
+// A file not in resume_ by its name may be one of its files by another (a relative and an
+// absolute path, a link): the real paths say, and the file keeps the name it was recorded
+// under. Only then are the recorded files' real paths needed, taken from resume_ (or resolved
+// now, for a file recorded before real paths were). A file named twice in this scan is read once.
+void EventFileScan::name_files_by_real_path() {
+  std::map<std::string, std::string> recorded;  // real path -> name
+  bool recorded_known = false;
+  std::map<std::string, std::string> named;  // in this scan: real path -> the path read
+  std::vector<NamedFile> kept;
+  for (NamedFile& file : files_) {
+    const std::string real = real_path_of(file.path);
+    if (!real.empty()) {
+      if (!resume_.count(file.name)) {
+        if (!recorded_known) {
+          for (auto& [name, position] : resume_) {
+            if (position.real_path.empty()) position.real_path = real_path_of(name);
+            if (!position.real_path.empty()) recorded.emplace(position.real_path, name);
+          }
+          recorded_known = true;
+        }
+        const auto found = recorded.find(real);
+        if (found != recorded.end()) file.name = found->second;
+      }
+      const auto [before, added] = named.emplace(real, file.path);
+      if (!added) {
+        warn_(file.path + " is the same file as " + before->second + "; read once");
+        continue;
+      }
+    }
+    kept.push_back(std::move(file));
+  }
+  files_ = std::move(kept);
 }
 
 // Where to go on reading `file`, whose head is `head`: its resume position when it is still
@@ -69,9 +115,9 @@ EventFileScan::Position EventFileScan::resume_position(const std::string& file, 
     return {};
   }
   struct stat st;
-  const OpenFile open{open_regular_file(file, st)};
+  const OpenFile open{open_regular_file(path_, st)};
   char last = 0;
-  if (read_at(open.fd, file, &last, 1, position.bytes - 1) == 1 && last == '\n') return position;
+  if (read_at(open.fd, path_, &last, 1, position.bytes - 1) == 1 && last == '\n') return position;
   warn_(file + " no longer ends a line at byte " + std::to_string(position.bytes) +
         ", where it was last read (truncated?); reading it again from the start (lines read before are kept once)");
   return {};
@@ -81,14 +127,15 @@ bool EventFileScan::next(std::string_view& line, bool& complete) {
   for (;;) {
     if (!reader_) {
       if (next_file_ == files_.size()) return false;
-      source_file_ = files_[next_file_++];
+      path_ = files_[next_file_].path;
+      source_file_ = files_[next_file_++].name;
       Position from;
       if (resuming_) {
         // The head: the first line, or its first kHeadBytes; unknown while that is not whole.
         struct stat st;
-        const OpenFile open{open_regular_file(source_file_, st)};
+        const OpenFile open{open_regular_file(path_, st)};
         char head[kHeadBytes];
-        const size_t n = read_at(open.fd, source_file_, head, sizeof head, 0);
+        const size_t n = read_at(open.fd, path_, head, sizeof head, 0);
         const void* newline = std::memchr(head, '\n', n);
         size_t head_bytes = newline ? static_cast<size_t>(static_cast<const char*>(newline) - head) + 1
                                     : n == sizeof head ? n : 0;
@@ -98,7 +145,8 @@ bool EventFileScan::next(std::string_view& line, bool& complete) {
           head_bytes = second ? static_cast<size_t>(static_cast<const char*>(second) - head) + 1
                               : n == sizeof head ? n : 0;
         }
-        head_ = Position{0, 0, static_cast<int64_t>(head_bytes), head_bytes ? fnv1a(head, head_bytes) : 0, {}};
+        head_ = Position{0, 0, static_cast<int64_t>(head_bytes), head_bytes ? fnv1a(head, head_bytes) : 0, {},
+                         real_path_of(path_)};
         from = resume_position(source_file_, head_);
         decoder_.reset(source_file_);
         std::string problem;
@@ -111,7 +159,7 @@ bool EventFileScan::next(std::string_view& line, bool& complete) {
       } else {
         decoder_.reset(source_file_);
       }
-      reader_ = std::make_unique<LineReader>(source_file_, from.bytes, from.lines, kMaxLineBytes,
+      reader_ = std::make_unique<LineReader>(path_, from.bytes, from.lines, kMaxLineBytes,
                                              [this] { interrupted_.check(); });
     }
     interrupted_.poll();
@@ -155,8 +203,8 @@ void EventFileScan::finish_file() {
           (skipped_ == 1 ? " malformed line in " : " malformed lines in ") + source_file_ +
           " (first at line " + std::to_string(first_skipped_line_) + ": " + first_skipped_problem_ + ")");
   skipped_ = 0;
-  ended_[source_file_] =
-      Position{reader_->complete_bytes(), reader_->complete_lines(), head_.head_bytes, head_.head_hash, decoder_.state()};
+  ended_[source_file_] = Position{reader_->complete_bytes(), reader_->complete_lines(), head_.head_bytes,
+                                  head_.head_hash, decoder_.state(), head_.real_path};
   reader_.reset();
 }
 

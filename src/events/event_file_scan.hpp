@@ -31,11 +31,14 @@ class EventFileScan {
   // A compact file's first line is the same in every file, so its head is its first two lines
   // (the format line and the job header). `state` is what the decoder needs to read on from
   // `bytes` (EventDecoder::state(); empty for JSON Lines).
+  // `real_path`: the file's absolute path with every symbolic link resolved (empty: unknown),
+  // which says that another name (relative or absolute, through a link) is the same file.
   static constexpr int64_t kHeadBytes = 4096;
   struct Position {
     int64_t bytes = 0, lines = 0;
     int64_t head_bytes = 0, head_hash = 0;
     std::string state;
+    std::string real_path;
   };
   using Positions = std::map<std::string, Position>;
   // Called for a file in `resume` whose head is not the one recorded: new content under the
@@ -43,7 +46,9 @@ class EventFileScan {
   using Replaced = std::function<std::string(const std::string& file)>;
 
   // Starts over with the files that `path` names (event_files(); its notes become warnings).
-  // With `resume`, a file in it is read from that position on, unless:
+  // With `resume`, a file in it is read from that position on, and so is a file whose real
+  // path is that of a file in it (the same file by another name: it is read and recorded under
+  // the name in `resume`); a file named twice (a link beside its target) is read once. Unless:
   //   * its head is not the recorded one: the file was replaced (`replaced` is called, and it
   //     is read from the start, with a warning);
   //   * it is now shorter, or the byte before the position is not a '\n' (truncated in place:
@@ -67,16 +72,23 @@ class EventFileScan {
   // False after the last line of the last file.
   bool next_record(LayerEvent& event, LineKind& kind, std::string_view& line, bool& complete);
 
+  // The name the current file's rows are recorded under (its name in `resume` where it had one).
   const std::string& source_file() const { return source_file_; }
   int64_t line_number() const { return reader_ ? reader_->line_number() : 0; }
 
  private:
   void finish_file();
+  void name_files_by_real_path();
   Position resume_position(const std::string& file, const Position& head);
 
   Warn warn_;
   InterruptCheck interrupted_;
-  std::vector<std::string> files_;
+  struct NamedFile {
+    std::string path;  // as event_files() gives it, to open
+    std::string name;  // to record
+  };
+  std::vector<NamedFile> files_;
+  std::string path_;  // of the file being read
   bool resuming_ = false;
   Positions resume_, ended_;
   Replaced replaced_;

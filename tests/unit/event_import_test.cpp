@@ -5,6 +5,9 @@
 // from it before are kept. CPU events, so no Prometheus is needed.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -115,6 +118,45 @@ TEST_F(EventImport, DatabaseFromBeforeFileHeadsIsUpgradedAndReadOn) {
   EXPECT_EQ(count("SELECT head_bytes FROM pp_event_files"), static_cast<int64_t>(cpu_line(0).size() + 1));
   dir.write("job1/rank0.jsonl", cpu_lines(10, 5));
   EXPECT_EQ(refresh(), 5);  // and a replacement is noticed
+}
+
+TEST_F(EventImport, AFileNamedAnotherWayIsTheSameFile) {
+  dir.write("job1/rank0.jsonl", pp_test::header_line() + "\n" + cpu_lines(0, 3));
+  EXPECT_EQ(refresh(), 3);
+  // Relative to the working directory, through "..", with a doubled slash, through a link:
+  // each is the file read above, read on from where it was and recorded under its first name.
+  const std::string relative = std::filesystem::relative(file).string();
+  ASSERT_NE(relative, file);
+  ASSERT_EQ(::symlink(file.c_str(), (dir / "link.jsonl").c_str()), 0);
+  int added = 3;
+  for (const std::string& other : {relative, dir / "job1/../job1/rank0.jsonl", dir / "job1//rank0.jsonl",
+                                   dir / "link.jsonl"}) {
+    SCOPED_TRACE(other);
+    dir.write("job1/rank0.jsonl", cpu_line(added++) + "\n", /*append=*/true);
+    EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {other}).integer, 1);
+    EXPECT_EQ(warnings(), "[]");
+  }
+  EXPECT_EQ(count("SELECT count(*) FROM pp_events"), 7);
+  EXPECT_EQ(count("SELECT count(DISTINCT source_file) FROM pp_events"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM pp_jobs"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM pp_event_files"), 1);
+  // A folder holding the link beside its target reads the file once, and says why.
+  dir.write("job1/rank0.jsonl", cpu_line(added++) + "\n", /*append=*/true);
+  ASSERT_EQ(::symlink(file.c_str(), (dir / "job1/latest.jsonl").c_str()), 0);
+  EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1"}).integer, 1);
+  EXPECT_EQ(warnings(), "[\"pp_refresh: " + dir / "job1/rank0.jsonl" + " is the same file as " + dir / "job1/latest.jsonl" +
+                            "; read once\"]");
+  EXPECT_EQ(count("SELECT count(*) FROM pp_events"), 8);
+}
+
+TEST_F(EventImport, AFileRecordedBeforeRealPathsIsKnownByAnotherName) {
+  dir.write("job1/rank0.jsonl", cpu_lines(0, 4));
+  EXPECT_EQ(refresh(), 4);
+  db.exec("ALTER TABLE pp_event_files DROP COLUMN real_path");  // as a version before them left it
+  dir.write("job1/rank0.jsonl", cpu_lines(4, 1), /*append=*/true);
+  EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1/./rank0.jsonl"}).integer, 1);
+  EXPECT_EQ(count("SELECT count(*) FROM pp_events"), 5);
+  EXPECT_EQ(db.scalar("SELECT real_path FROM pp_event_files").text, std::filesystem::canonical(file).string());
 }
 
 TEST_F(EventImport, DeletedRowsAreImportedAgain) {

@@ -5,7 +5,8 @@
 -- Positions of files whose rows are still there, or were removed by the retention setting
 -- (pp_dropped_events): rows a user deleted to start over are read again.
 SELECT source_file, bytes, lines, head_bytes, head_hash,
-       coalesce((SELECT state FROM main.pp_event_file_state AS s WHERE s.source_file = f.source_file), '')
+       coalesce((SELECT state FROM main.pp_event_file_state AS s WHERE s.source_file = f.source_file), ''),
+       coalesce(real_path, '')
   FROM main.pp_event_files AS f
  WHERE EXISTS (SELECT 1 FROM main.pp_events_blocks AS e WHERE e.source_file = f.source_file)
     OR EXISTS (SELECT 1 FROM main.pp_jobs AS j WHERE j.source_file = f.source_file)
@@ -28,10 +29,11 @@ INSERT OR IGNORE INTO main.pp_mig_devices(mig_uuid, gpu_uuid, gpu_instance_id, p
 VALUES (:mig_uuid, :gpu_uuid, :gpu_instance_id, :profile);
 
 -- name: save_position
-INSERT INTO main.pp_event_files(source_file, bytes, lines, head_bytes, head_hash)
-VALUES (:source_file, :bytes, :lines, :head_bytes, :head_hash)
+INSERT INTO main.pp_event_files(source_file, bytes, lines, head_bytes, head_hash, real_path)
+VALUES (:source_file, :bytes, :lines, :head_bytes, :head_hash, nullif(:real_path, ''))
 ON CONFLICT (source_file) DO UPDATE SET bytes = excluded.bytes, lines = excluded.lines,
-  head_bytes = excluded.head_bytes, head_hash = excluded.head_hash;
+  head_bytes = excluded.head_bytes, head_hash = excluded.head_hash,
+  real_path = coalesce(excluded.real_path, real_path);
 
 -- name: save_state
 -- What reading a compact file on from its position needs (JSON Lines files need nothing).

@@ -15,7 +15,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS pp_events USING pp_event_store;
 -- the same length and 64-bit FNV-1a hash.
 CREATE TABLE IF NOT EXISTS pp_event_files(
   source_file TEXT PRIMARY KEY, bytes INTEGER NOT NULL, lines INTEGER NOT NULL,
-  head_bytes INTEGER NOT NULL DEFAULT 0, head_hash INTEGER NOT NULL DEFAULT 0);
+  head_bytes INTEGER NOT NULL DEFAULT 0, head_hash INTEGER NOT NULL DEFAULT 0,
+  real_path TEXT);  -- absolute, links resolved: the same file named another way is this one
 
 -- For each compact event file in pp_event_files, what its decoder needs to read on from that
 -- position (the format line, job header, definitions and last block line, as compact lines).

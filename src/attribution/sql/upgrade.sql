@@ -12,6 +12,10 @@ UPDATE main.pp_metrics SET kind = 'instant' WHERE metric = 'DCGM_FI_DEV_FB_USED'
 ALTER TABLE main.pp_event_files ADD COLUMN head_bytes INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE main.pp_event_files ADD COLUMN head_hash INTEGER NOT NULL DEFAULT 0;
 
+-- name: event_file_real_paths
+-- (Filled as files are read again; a file read before is matched by resolving its name then.)
+ALTER TABLE main.pp_event_files ADD COLUMN real_path TEXT;
+
 -- name: gpu_span_longest
 -- pp_gpu_spans as the version that made it left it, without each span's longest event. Its spans
 -- could also hold events whose times cannot be a call (which that version folded): recomputed
