@@ -18,8 +18,8 @@
 //                                     that reaches past the current row, EXCLUDE, or use
 //                                     without OVER;
 //   a result with no xStep before it  a frame that ends before the current row, or FILTER;
-//   the result asked of xFinal        EXCLUDE (each row's frame evaluated afresh), or a call
-//                                     without OVER.
+//   the result asked of xFinal        EXCLUDE (each row's frame evaluated afresh, the first
+//                                     one empty), or a call without OVER (also over no rows).
 #include <cmath>
 #include <memory>
 
@@ -157,12 +157,13 @@ void novel_value(sqlite3_context* ctx) {
 }
 
 // End of a partition, where every row has had its result and this one is unused. A row still
-// pending means SQLite wants the result from xFinal: it evaluates each row's frame afresh
-// (EXCLUDE) or runs pp_novel as a plain aggregate, and neither gives rows one at a time.
+// pending, or no row at all, means SQLite wants the result from xFinal: it evaluates each row's
+// frame afresh (EXCLUDE; the first row's frame is empty) or runs pp_novel as a plain aggregate,
+// and neither gives rows one at a time. (A window over no rows calls nothing.)
 void novel_final(sqlite3_context* ctx) {
   NovelState* state = existing_novel_state(ctx);
   guard_function(ctx, kNovel, [&] {
-    if (state && state->pending) throw Error(kNotAWindow);
+    if (!state || state->pending) throw Error(kNotAWindow);
     sqlite3_result_null(ctx);
   });
   delete state;

@@ -119,6 +119,24 @@ TEST(SimilarSql, AbandonedAndFailingStatementsReleaseTheirState) {
   EXPECT_EQ(db.scalar("SELECT sum(n) FROM (SELECT pp_novel(i, 0) OVER (ORDER BY i) AS n FROM t)").integer, 100);
 }
 
+TEST(SimilarSql, NovelRefusesAnExcludeBeforeItsFirstRow) {
+  // Under EXCLUDE each row's frame is evaluated afresh, the first one empty: no row may come
+  // back before the error, since its value would not be pp_novel's.
+  pp_test::TestDb db;
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db.get(),
+                               "SELECT pp_novel(x, 0.1) OVER (ORDER BY x ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW "
+                               "EXCLUDE CURRENT ROW) FROM (SELECT 1 AS x UNION ALL SELECT 2)",
+                               -1, &stmt, nullptr),
+            SQLITE_OK);
+  EXPECT_EQ(sqlite3_step(stmt), SQLITE_ERROR);
+  EXPECT_NE(std::string(sqlite3_errmsg(db.get())).find("without EXCLUDE"), std::string::npos);
+  sqlite3_finalize(stmt);
+  // As a plain aggregate, over no rows too; a window over no rows has no rows.
+  EXPECT_NE(db.error("SELECT pp_novel(1, 0.1) WHERE 0").find("use it as a window function"), std::string::npos);
+  EXPECT_TRUE(db.query("SELECT pp_novel(1, 0.1) OVER (ORDER BY 1) WHERE 0").empty());
+}
+
 TEST(SimilarSql, SimilarFunction) {
   pp_test::TestDb db;
   EXPECT_EQ(db.scalar("SELECT pp_similar('[1, 2]', '[1.04, 2]', 0.05)").integer, 1);
