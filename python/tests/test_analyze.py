@@ -140,6 +140,21 @@ def test_with_retention_the_advice_is_about_the_minutes_kept():
     assert complete(job).unresolved[0].endswith("a run of about 960 minutes would likely identify it")
 
 
+def test_a_job_on_no_gpu_is_told_so_with_its_longest_calls():
+    """A run recorded on the CPU and analyzed without --emulate has no GPU counters: the findings
+    say so and what to do, and name the layer with the most call time, not a 0% "largest share"."""
+    from precisionprobe.analysis.findings import complete
+    from precisionprobe.analysis.report import JobReport, Row
+
+    rows = [Row("EmbeddingBag", "EmbeddingBag", "backward", 112, 12.11, 0, 0.0),
+            Row("Linear", "Linear", "backward", 84, 43.78, 0, 0.0)]
+    job = complete(JobReport("quick", 0, 0, 0, None, 53699137, None, None, 0, None, None, {}, rows, []))
+    assert job.findings[0].startswith("The job ran on no GPU (its layer events name none)")
+    assert "--emulate dlrm" in job.findings[0]
+    assert job.findings[1] == "The most time in layer calls went to Linear backward (3.7 s: 84 calls of 43.78 ms)."
+    assert job.unresolved == []
+
+
 def test_every_format_reads_the_same_database(runs, report_a):
     work, _, _ = runs
     table = precisionprobe("analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh").stdout

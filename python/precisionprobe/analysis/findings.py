@@ -170,8 +170,25 @@ def _remedy(job, row, value):
     return "a longer run"
 
 
+def no_gpu_sentences(job):
+    """A job whose events name no GPU (a run on the CPU): no share of GPU time or counter exists,
+    so what it has is its calls' own time."""
+    out = ["The job ran on no GPU (its layer events name none): there are no GPU counters to attribute, so "
+           "every share of GPU time is 0% and no metric is known. `precisionprobe analyze RUN_DIR --emulate dlrm` "
+           "replays its layer calls on an emulated GPU."]
+    timed = [r for r in job.layer_types if r.direction != "untracked" and r.calls and r.mean_ms is not None]
+    if timed:
+        top = max(timed, key=lambda r: r.calls * r.mean_ms)
+        out.append(f"The most time in layer calls went to {top.name} {top.direction} "
+                   f"({top.calls * top.mean_ms / 1000:.1f} s: {top.calls} calls of {top.mean_ms:.2f} ms).")
+    return out
+
+
 def complete(job):
     """Fills job.findings and job.unresolved; returns job."""
+    if not job.gpus:
+        job.findings, job.unresolved = no_gpu_sentences(job), []
+        return job
     job.findings = (busy_sentences(job) + largest_sentence(job) + embedding_sentences(job) + memory_sentence(job)
                     + sharing_sentence(job) + retention_sentence(job))
     job.unresolved = unresolved_items(job)
