@@ -145,11 +145,22 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
   CurlList headers;
   const nlohmann::json extra = nlohmann::json::parse(settings.get("headers"));
   for (const auto& item : extra.items()) headers.add(item.key() + ": " + item.value().get<std::string>());
-  if (!settings.get("bearer_token_file").empty())
+  // One Authorization header, from one complete set of settings: a half-set or doubly-set one
+  // would otherwise be sent as something the user did not mean (an empty password, no auth).
+  const bool bearer = !settings.get("bearer_token_file").empty();
+  const bool user = !settings.get("basic_auth_user").empty();
+  const bool password_file = !settings.get("basic_auth_password_file").empty();
+  if (bearer && (user || password_file))
+    throw Error("settings 'bearer_token_file' and 'basic_auth_user'/'basic_auth_password_file' are both set: a request "
+                "carries one Authorization header; unset one, e.g. SELECT pp_config('basic_auth_user', '')");
+  if (user != password_file)
+    throw Error(user ? "setting 'basic_auth_user' is set but 'basic_auth_password_file' is not: basic auth needs both"
+                     : "setting 'basic_auth_password_file' is set but 'basic_auth_user' is not: basic auth needs both");
+  if (bearer)
     headers.add("Authorization: Bearer " +
                 read_secret_file(settings.get("bearer_token_file"), "bearer_token_file", false));
   std::string password;
-  if (!settings.get("basic_auth_password_file").empty())
+  if (password_file)
     password = read_secret_file(settings.get("basic_auth_password_file"), "basic_auth_password_file", true);
 
   HttpResponse response;
@@ -176,7 +187,7 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, settings.get_bool("tls_verify") ? 2L : 0L);
     if (!settings.get("tls_ca_file").empty())
       curl_easy_setopt(curl, CURLOPT_CAINFO, settings.get("tls_ca_file").c_str());
-    if (!settings.get("basic_auth_user").empty()) {
+    if (user) {
       curl_easy_setopt(curl, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
       curl_easy_setopt(curl, CURLOPT_USERNAME, settings.get("basic_auth_user").c_str());
       curl_easy_setopt(curl, CURLOPT_PASSWORD, password.c_str());

@@ -1,6 +1,7 @@
 #include "core/settings.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -89,6 +90,15 @@ std::string range_text(double value) {
   return std::to_string(value);
 }
 
+// An HTTP field name: a token of RFC 9110 (no space, colon or anything a server would reject).
+bool is_header_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (unsigned char c : name)
+    if (!std::isalnum(c) && std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) == std::string_view::npos)
+      return false;
+  return true;
+}
+
 bool has_control_character(std::string_view value) {
   for (unsigned char c : value)
     if (c < 0x20 || c == 0x7f) return true;
@@ -169,11 +179,11 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
       if (j.is_discarded() || !j.is_object())
         throw Error(where + "needs a JSON object of header names to string values");
       for (const auto& item : j.items())
-        if (!item.value().is_string() || item.key().empty() ||
-            item.key().find_first_of(":\r\n") != std::string::npos || has_control_character(item.key()) ||
+        if (!item.value().is_string() || !is_header_name(item.key()) ||
             has_control_character(item.value().get<std::string>()))
           throw Error(where + "header '" + item.key() +
-                      "' needs a plain name and a string value without line breaks or control characters");
+                      "' needs a plain name (letters, digits and !#$%&'*+-.^_`|~) and a string value without line "
+                      "breaks or control characters");
       return j.dump();
     }
     case SettingType::Text:

@@ -18,6 +18,7 @@ SELECT pp_config('basic_auth_password_file', '${TOKEN_FILE}') IS NOT NULL;
 SELECT json_extract(labels, '$.org') = 'team-a' AND json_extract(labels, '$.authorization') = 'Basic ' || 'cmVhZGVyOnMzY3JldC10b2tlbg=='
   FROM prom_range('x', 1700000000, 1700000001, 1) LIMIT 1;
 SELECT pp_config('basic_auth_user', '') = '';
+SELECT pp_config('basic_auth_password_file', '') = '';
 SELECT pp_config('bearer_token_file', '${TOKEN_FILE}') IS NOT NULL;
 SELECT json_extract(labels, '$.authorization') = 'Bearer s3cret-token'
   FROM prom_range('x', 1700000000, 1700000001, 1) LIMIT 1;

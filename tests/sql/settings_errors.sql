@@ -12,6 +12,10 @@ SELECT pp_config('max_requests_per_query', 0);
 SELECT pp_config('dedup_rel_tol', 'nan');
 -- error: pp_config: setting 'dedup_rel_tol' needs a number from 0 to 1000, got '1e999'
 SELECT pp_config('dedup_rel_tol', '1e999');
+-- error: pp_config: setting 'headers' header 'Bad Name' needs a plain name (letters, digits and !#$%&'*+-.^_`|~) and a string value without line breaks or control characters
+SELECT pp_config('headers', '{"X-Scope-OrgID":"team-a","Bad Name":"x"}');
+-- error: pp_config: setting 'headers' header 'X(' needs a plain name
+SELECT pp_config('headers', '{"X(":"y"}');
 -- error: prom_range: argument 'step' must be at most 10000000000000 seconds (about 317000 years), got '9223372036854775807ms'
 SELECT * FROM prom_range('up', 0, 10, '9223372036854775807ms');
 -- error: prom_range: argument 'start' is not a time: '2023-02-30T00:00:00Z'

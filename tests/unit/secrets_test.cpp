@@ -108,6 +108,28 @@ TEST(Secrets, FifoAsTokenFileIsRefusedAtOnce) {
   EXPECT_NE(error.find("which is not a regular file"), std::string::npos) << error;
 }
 
+TEST(Secrets, AuthenticationIsOneCompleteSetOfSettings) {
+  // A request carries one Authorization header: two ways set, or half of basic auth, would send
+  // something the user did not mean (the bearer token alone, an empty password, nothing).
+  ScratchDir dir;
+  Offline db;
+  db.query("SELECT pp_config('bearer_token_file', ?)", {dir.write("token", "t0k3n\n")});
+  db.query("SELECT pp_config('basic_auth_user', 'reader')");
+  std::string error = db.request_error();
+  EXPECT_NE(error.find("settings 'bearer_token_file' and 'basic_auth_user'/'basic_auth_password_file' are both set"),
+            std::string::npos) << error;
+  EXPECT_EQ(error.find("t0k3n"), std::string::npos) << error;
+  db.query("SELECT pp_config('bearer_token_file', '')");
+  error = db.request_error();
+  EXPECT_NE(error.find("setting 'basic_auth_user' is set but 'basic_auth_password_file' is not"), std::string::npos)
+      << error;
+  db.query("SELECT pp_config('basic_auth_user', '')");
+  db.query("SELECT pp_config('basic_auth_password_file', ?)", {dir.write("password", "fish\n")});
+  error = db.request_error();
+  EXPECT_NE(error.find("setting 'basic_auth_password_file' is set but 'basic_auth_user' is not"), std::string::npos)
+      << error;
+}
+
 TEST(Secrets, PasswordFileMayHoldSpacesButNotLineBreaks) {
   ScratchDir dir;
   Offline db;
