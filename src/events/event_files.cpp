@@ -22,7 +22,8 @@ std::string skipped_kind(const std::string& file, mode_t mode) {
   return std::string("skipped '") + file + "': " + file_kind(mode) + ", not a regular file";
 }
 
-// The *.jsonl files below `directory` (not following symbolic links to directories), unsorted.
+// The *.jsonl files below `directory` (not following symbolic links to directories, which could
+// loop or name a folder twice: each is a note saying how to read it), unsorted.
 // A directory that cannot be read is a note, or an error when `named` (the path argument
 // itself). False when `directory` could not be read.
 bool walk(const fs::path& directory, bool named, std::vector<std::string>& found,
@@ -36,8 +37,12 @@ bool walk(const fs::path& directory, bool named, std::vector<std::string>& found
   }
   for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
     std::error_code type_ec;
-    if (it->is_directory(type_ec) && !it->is_symlink(type_ec)) {
-      walk(it->path(), false, found, notes);
+    if (it->is_directory(type_ec)) {
+      if (!it->is_symlink(type_ec))
+        walk(it->path(), false, found, notes);
+      else
+        notes.push_back("skipped '" + it->path().string() +
+                        "': a link to a directory, not followed (name it, or what it links to, to read it)");
       continue;
     }
     if (it->path().extension() != ".jsonl") continue;

@@ -58,6 +58,19 @@ TEST(SpecialFiles, FifoInADirectoryOrGlobIsSkippedWithAWarning) {
             std::string::npos);
 }
 
+TEST(SpecialFiles, ALinkToADirectoryIsNotFollowedAndSaysSo) {
+  TempDir dir;
+  dir.write("runs/job1/rank0.jsonl", pp_test::cpu_lines(0, 3));
+  const std::string link = dir / "runs/latest";
+  ASSERT_EQ(::symlink((dir / "runs/job1").c_str(), link.c_str()), 0);
+  pp_test::TestDb db;
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM layer_events(?1)", {dir / "runs"}).integer, 3);
+  EXPECT_EQ(db.scalar("SELECT pp_last_warnings()").text,
+            "[\"layer_events: skipped '" + link +
+                "': a link to a directory, not followed (name it, or what it links to, to read it)\"]");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM layer_events(?1)", {link}).integer, 3);  // named, it is read
+}
+
 TEST(SpecialFiles, GlobMatchingOnlyDevicesGivesNoRowsAndSaysWhy) {
   pp_test::TestDb db;
   EXPECT_EQ(db.scalar("SELECT count(*) FROM layer_events('/dev/zer[o]')").integer, 0);
