@@ -26,6 +26,7 @@ void pp_config_function(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
                     "called by a constraint or trigger stored in the database?)");
       connection.settings().set(key, required_text(argv[1], "value"));
     }
+    connection.settings().get(key);  // a value refused from the environment is an error here too
     result_text(ctx, connection.settings().display(key));
   });
 }

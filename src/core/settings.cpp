@@ -246,6 +246,8 @@ void Settings::set(const std::string& key, const std::string& value) {
 
 std::string Settings::display(const std::string& key) const {
   const SettingDefinition& d = find_definition(key);
+  const auto refused = environment_errors_.find(key);
+  if (refused != environment_errors_.end()) return "(not usable) " + refused->second;
   const std::string& value = values_.at(key);
   if (d.type == SettingType::Url) return redact_url(value);
   if (d.type == SettingType::HeadersJson) {

@@ -41,6 +41,7 @@ class Settings {
   void set(const std::string& key, const std::string& value);
 
   // The value as it may be shown to a user: passwords in URLs and header values are masked.
+  // A setting whose environment variable was refused shows why, not the default it cannot use.
   std::string display(const std::string& key) const;
 
  private:

@@ -30,7 +30,7 @@ TEST(Settings, SecretsAreMaskedWhenShown) {
 
 // A PRECISIONPROBE_PROMETHEUS_URL the setting refuses is not replaced by the default in
 // silence: the first request that needs the URL fails saying why (without echoing the value),
-// until pp_config sets one.
+// and pp_settings shows why, until pp_config sets one.
 TEST(Settings, UnusableEnvironmentUrlIsReportedAtFirstUse) {
   const char* before = std::getenv("PRECISIONPROBE_PROMETHEUS_URL");
   const std::string saved = before ? before : "";
@@ -48,7 +48,11 @@ TEST(Settings, UnusableEnvironmentUrlIsReportedAtFirstUse) {
         << message;
     EXPECT_EQ(message.find("hunter2"), std::string::npos) << message;
   }
-  EXPECT_EQ(settings.display("prometheus_url"), "http://127.0.0.1:9090");
+  // Shown (pp_config, pp_settings) as what it is, not as the default it cannot use.
+  EXPECT_EQ(settings.display("prometheus_url").rfind("(not usable) environment variable PRECISIONPROBE_PROMETHEUS_URL "
+                                                     "is not usable", 0),
+            0u);
+  EXPECT_EQ(settings.display("prometheus_url").find("hunter2"), std::string::npos);
   settings.set("prometheus_url", "http://prom.example:9090");
   EXPECT_EQ(settings.get("prometheus_url"), "http://prom.example:9090");
 }
