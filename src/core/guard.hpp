@@ -7,8 +7,14 @@
 
 #include "core/errors.hpp"
 #include "core/sqlite_api.hpp"
+#include "core/text.hpp"
 
 namespace pp {
+
+// "NAME: what", as error_message_text shows it.
+inline std::string error_text(const char* name, const char* what) {
+  return error_message_text(std::string(name) + ": " + what);
+}
 
 // Runs body for a scalar/aggregate callback; reports exceptions through ctx as "NAME: ...".
 template <class Body>
@@ -19,11 +25,11 @@ void guard_function(sqlite3_context* ctx, const char* name, Body&& body) noexcep
   } catch (const InterruptedError&) {
     sqlite3_result_error_code(ctx, SQLITE_INTERRUPT);
   } catch (const Error& e) {
-    sqlite3_result_error(ctx, (std::string(name) + ": " + e.what()).c_str(), -1);
+    sqlite3_result_error(ctx, error_text(name, e.what()).c_str(), -1);
   } catch (const std::bad_alloc&) {
     sqlite3_result_error_nomem(ctx);
   } catch (const std::exception& e) {
-    sqlite3_result_error(ctx, (std::string(name) + ": internal error: " + e.what()).c_str(), -1);
+    sqlite3_result_error(ctx, error_text(name, (std::string("internal error: ") + e.what()).c_str()).c_str(), -1);
   } catch (...) {
     sqlite3_result_error(ctx, (std::string(name) + ": internal error").c_str(), -1);
   }
@@ -32,7 +38,7 @@ void guard_function(sqlite3_context* ctx, const char* name, Body&& body) noexcep
 // Sets a virtual table's error message (freeing any previous one).
 inline void set_vtab_error(sqlite3_vtab* vtab, const std::string& message) {
   sqlite3_free(vtab->zErrMsg);
-  vtab->zErrMsg = sqlite3_mprintf("%s", message.c_str());
+  vtab->zErrMsg = sqlite3_mprintf("%s", error_message_text(message).c_str());
 }
 
 // Runs body (returning an SQLite result code) for a virtual-table callback; an exception sets

@@ -146,8 +146,15 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
   switch (d.type) {
     case SettingType::Integer: {
       int64_t n = 0;
-      if (!parse_int64(value, n) || n < 0)
-        throw Error(where + "needs a non-negative integer, got '" + value + "'");
+      // A whole number written as a float (5000.0: Python binds its floats so) is that integer.
+      double as_real = 0;
+      if (!parse_int64(trim(value), n) && parse_double(value, as_real) && std::isfinite(as_real) &&
+          as_real == std::floor(as_real) && std::fabs(as_real) < 9e15)
+        n = static_cast<int64_t>(as_real);
+      else if (!parse_int64(trim(value), n))
+        n = -1;
+      if (n < 0)
+        throw Error(where + "needs an integer " + range + ", got '" + value + "'");
       if (static_cast<double>(n) < d.minimum || static_cast<double>(n) > d.maximum)
         throw Error(where + "needs an integer " + range + ", got '" + value + "'" +
                     (std::string(d.name) == "timeout_ms" && n == 0 ? " (0 would mean no time limit at all)" : ""));

@@ -44,6 +44,22 @@ std::string valid_utf8(std::string_view text, size_t max_bytes) {
   return out;
 }
 
+std::string error_message_text(std::string_view text) {
+  std::string out = valid_utf8(text, kMaxErrorBytes);
+  if (out.size() > kMaxErrorBytes - 3 && out.size() < text.size())
+    out += " (" + std::to_string(text.size()) + " bytes in all)";
+  std::string shown;
+  shown.reserve(out.size());
+  for (const char c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\t' && c != '\n') || u == 0x7f)
+      shown += "\xEF\xBF\xBD";
+    else
+      shown += c;
+  }
+  return shown;
+}
+
 std::string to_lower(std::string_view text) {
   std::string s(text);
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -38,4 +38,10 @@ inline int utf8_length(const unsigned char* p, const unsigned char* end) {
 // max_bytes long (cut at a character boundary, "..." appended when cut).
 std::string valid_utf8(std::string_view text, size_t max_bytes = std::string::npos);
 
+// An error message as SQLite's callers get it: valid UTF-8, control characters other than
+// tab and newline as U+FFFD, and at most kMaxErrorBytes (an argument echoed whole could be
+// megabytes), cut with "... (N bytes in all)".
+constexpr size_t kMaxErrorBytes = 4000;
+std::string error_message_text(std::string_view text);
+
 }  // namespace pp

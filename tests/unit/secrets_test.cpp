@@ -141,3 +141,22 @@ TEST(Secrets, PasswordFileMayHoldSpacesButNotLineBreaks) {
   EXPECT_NE(error.find("setting 'basic_auth_password_file' names"), std::string::npos) << error;
   EXPECT_EQ(error.find("fish"), std::string::npos) << error;
 }
+
+// An argument echoed in an error comes back as text any caller can print: bytes that are not
+// UTF-8 and control characters as U+FFFD, and a long one cut at 4,000 bytes, saying how long it
+// was (a secret pasted where a file name belongs is not written out whole either).
+TEST(Secrets, ErrorsEchoArgumentsAsShortValidText) {
+  pp_test::TestDb db;
+  EXPECT_EQ(db.error("SELECT pp_config('timeout_ms', x'ff01fe')"),
+            "pp_config: setting 'timeout_ms' needs an integer from 1 to 86400000, got '\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD'");
+  const std::string long_value = db.error("SELECT pp_config('timeout_ms', printf('%.*c', 100000, 'x'))");
+  EXPECT_LE(long_value.size(), 4040u);
+  const std::string whole = "pp_config: setting 'timeout_ms' needs an integer from 1 to 86400000, got '" +
+                            std::string(100000, 'x') + "'";
+  EXPECT_NE(long_value.find("... (" + std::to_string(whole.size()) + " bytes in all)"), std::string::npos)
+      << long_value.substr(long_value.size() - 60);
+  EXPECT_EQ(long_value.rfind(whole.substr(0, 3000), 0), 0u);
+  const std::string in_a_table = db.error("SELECT * FROM layer_events(printf('%.*c', 100000, 'y'))");
+  EXPECT_LE(in_a_table.size(), 4040u);
+  EXPECT_EQ(in_a_table.rfind("layer_events: ", 0), 0u) << in_a_table.substr(0, 80);
+}
