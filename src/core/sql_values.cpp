@@ -24,6 +24,12 @@ std::string required_text(sqlite3_value* value, const char* argument) {
   return text_without_nul(value, argument);
 }
 
+std::string required_nonblank_text(sqlite3_value* value, const char* argument) {
+  std::string text = required_text(value, argument);
+  if (trim(text).empty()) throw argument_error(argument, "is empty");
+  return text;
+}
+
 std::optional<std::string> optional_text(sqlite3_value* value, const char* argument) {
   if (!value || sqlite3_value_type(value) == SQLITE_NULL) return std::nullopt;
   return text_without_nul(value, argument);

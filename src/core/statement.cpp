@@ -86,7 +86,12 @@ void Statement::fail() const {
     throw BusyError(std::string(sqlite3_errmsg(db_)) +
                     ": another connection holds this database's write lock; nothing was written by this "
                     "statement (run it again, or set PRAGMA busy_timeout so that SQLite waits for the lock)");
-  throw Error(sqlite3_errmsg(db_));
+  const std::string message = sqlite3_errmsg(db_);
+  // The extension's own tables, read before anything made them (a fresh database).
+  if (message.rfind("no such table: main.pp_", 0) == 0)
+    throw Error(message + " (this database has no attribution tables yet: SELECT pp_install_views() creates "
+                          "them, and pp_refresh(...) fills them)");
+  throw Error(message);
 }
 
 long long run_script(sqlite3* db, std::string_view script, const SqlParameters& parameters) {

@@ -35,7 +35,7 @@ struct LabelValuesCursor : RowsCursor {
   void filter(int idx_num, int argc, sqlite3_value** argv) {
     const auto args = filter_arguments(idx_num, argc, argv, kLabelValuesArguments.size());
     keep_arguments(args);
-    const std::string label = required_text(args[0], "label");
+    const std::string label = required_nonblank_text(args[0], "label");
     const auto match = optional_text(args[1], "match");
     PromClient client(*connection, kName);
     std::vector<std::vector<SqlValue>> rows;

@@ -70,7 +70,7 @@ struct SamplesCursor : MatrixCursor {
   void filter(int idx_num, int argc, sqlite3_value** argv) {
     const auto args = filter_arguments(idx_num, argc, argv, kSamplesArguments.size());
     keep_arguments(args);
-    const std::string selector = required_text(args[0], "selector");
+    const std::string selector = required_nonblank_text(args[0], "selector");
     const auto [start_ms, end_ms] = parse_time_range(args[1], args[2], clock.now_ms());
     const auto pushed = apply_metric_pushdown(selector, idx_num, argc, argv);
     start(pushed ? plan_sample_chunks(*connection, *pushed, start_ms, end_ms) : std::vector<MatrixChunk>{});

@@ -41,7 +41,7 @@ struct SeriesCursor : RowsCursor {
   void filter(int idx_num, int argc, sqlite3_value** argv) {
     const auto args = filter_arguments(idx_num, argc, argv, kSeriesArguments.size());
     keep_arguments(args);
-    const std::string match = required_text(args[0], "match");
+    const std::string match = required_nonblank_text(args[0], "match");
     // The series API needs both bounds; absent ones mean all time (through the year 2100).
     TimeRange range{0, 4102444800000};
     if (args[1] && args[2])

@@ -13,6 +13,13 @@ namespace pp {
 namespace {
 
 // Seconds (finite, within a sane range) -> ms, rounding to the nearest millisecond.
+// A number as a user would write it back: 1e+14, 0.25, 1700000000 (not 100000000000000.000000).
+std::string shown_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.15g", value);
+  return text;
+}
+
 bool seconds_to_ms(double seconds, int64_t& out) {
   if (!std::isfinite(seconds) || std::fabs(seconds) > 1e13) return false;
   out = std::llround(seconds * 1000.0);
@@ -124,7 +131,8 @@ int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms
     case SQLITE_INTEGER:
     case SQLITE_FLOAT:
       if (!seconds_to_ms(sqlite3_value_double(value), ms))
-        throw argument_error(argument, "is not a usable unix time");
+        throw argument_error(argument, "is not a usable unix time: " + shown_number(sqlite3_value_double(value)) +
+                                           " (unix seconds lie between -1e13 and 1e13)");
       return ms;
     default: {
       const std::string text = required_text(value, argument);
@@ -192,10 +200,15 @@ int64_t parse_duration_ms(sqlite3_value* value, const char* argument) {
     case SQLITE_NULL:
       throw argument_error(argument, "is NULL");
     case SQLITE_INTEGER:
-    case SQLITE_FLOAT:
-      ok = seconds_to_ms(sqlite3_value_double(value), ms);
-      shown = std::to_string(sqlite3_value_double(value));
+    case SQLITE_FLOAT: {
+      const double seconds = sqlite3_value_double(value);
+      shown = shown_number(seconds);
+      // Too long is said as such, not as "not a duration".
+      if (std::isfinite(seconds) && seconds > 1e13)
+        throw argument_error(argument, "must be at most 10000000000000 seconds (about 317000 years), got '" + shown + "'");
+      ok = seconds_to_ms(seconds, ms);
       break;
+    }
     default: {
       shown = required_text(value, argument);
       double seconds = 0;

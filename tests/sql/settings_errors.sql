@@ -18,6 +18,22 @@ SELECT pp_config('headers', '{"X-Scope-OrgID":"team-a","Bad Name":"x"}');
 SELECT pp_config('headers', '{"X(":"y"}');
 -- error: prom_range: argument 'step' must be at most 10000000000000 seconds (about 317000 years), got '9223372036854775807ms'
 SELECT * FROM prom_range('up', 0, 10, '9223372036854775807ms');
+-- error: prom_range: argument 'step' must be at most 10000000000000 seconds (about 317000 years), got '100000000000000'
+SELECT * FROM prom_range('up', 0, 10, 1e14);
+-- error: prom_samples: argument 'start' is not a usable unix time: 1e+300 (unix seconds lie between -1e13 and 1e13)
+SELECT * FROM prom_samples('up', 1e300, 1e301);
+-- Blank queries, selectors and label names are refused before a server answers them obscurely.
+-- error: prom_label_values: argument 'label' is empty
+SELECT * FROM prom_label_values('');
+-- error: prom_samples: argument 'selector' is empty
+SELECT * FROM prom_samples('  ', 0, 1);
+-- error: prom_range: argument 'query' is empty
+SELECT * FROM prom_range('', 0, 10, 1);
+-- error: prom_series: argument 'match' is empty
+SELECT * FROM prom_series('', 0, 1);
+-- A table of the extension's read before any exists says how to make it.
+-- error: pp_overlaps: no such table: main.pp_intervals (this database has no attribution tables yet: SELECT pp_install_views() creates them, and pp_refresh(...) fills them)
+SELECT * FROM pp_overlaps('GPU-x');
 -- error: prom_range: argument 'start' is not a time: '2023-02-30T00:00:00Z'
 SELECT * FROM prom_range('up', '2023-02-30T00:00:00Z', '2023-03-01T00:00:00Z', '1h');
 -- error: prom_range: argument 'start' is not a time: '2023-02-01T00:00:00+25:00'
