@@ -128,6 +128,14 @@ std::string normalize_url(const std::string& where, const std::string& value) {
   const std::string host = value.substr(host_start, host_end - host_start);
   const auto port = host.rfind(':');
   const bool bracketed = !host.empty() && host.front() == '[';
+  // An IPv6 address: [address] or [address]:port, nothing else.
+  if (bracketed) {
+    const auto close = host.find(']');
+    if (close == std::string::npos || (close + 1 < host.size() && host[close + 1] != ':'))
+      throw Error(where + scheme_hint + "; this one's IPv6 address needs its brackets, as in http://[::1]:9090");
+  } else if (host.find_first_of("[]") != std::string::npos) {
+    throw Error(where + scheme_hint + "; this one's IPv6 address needs its brackets, as in http://[::1]:9090");
+  }
   const std::string name = port == std::string::npos || (bracketed && host.back() == ']') ? host : host.substr(0, port);
   if (name.empty()) throw Error(where + scheme_hint + "; this one has no host");
   if (port != std::string::npos && !(bracketed && host.back() == ']')) {

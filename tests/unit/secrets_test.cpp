@@ -60,7 +60,9 @@ TEST(Secrets, MalformedUrlsAreRefusedWithoutEchoingThem) {
   for (const std::string url : {"http://reader:hun/ter2@prom:9090", "http://reader:hun#ter2@prom:9090",
                                  "http://reader:hun?ter2@prom:9090", "reader:hunter2@prom:9090",
                                  "http://reader:hunter2@", "http://reader:hunter2@prom:99999",
-                                 "http://reader:hunter2 @prom", "http://reader:hunter2@prom\n"}) {
+                                 "http://reader:hunter2 @prom", "http://reader:hunter2@prom\n",
+                                 "http://reader:hunter2@[::1:9090",
+                                 "http://reader:hunter2@::1]:9090", "http://reader:hunter2@[::1]x:9090"}) {
     const std::string error = db.error("SELECT pp_config('prometheus_url', ?)", {url});
     EXPECT_NE(error.find("pp_config: setting 'prometheus_url' needs an http:// or https:// URL"), std::string::npos)
         << error;
