@@ -80,6 +80,9 @@ std::unique_ptr<GpuTimeline> read_arguments(sqlite3* db, const std::vector<sqlit
   const std::string uuid = required_text(args[0], "uuid");
   const auto after = bound_argument(args[1], "after_ms");
   const auto through = bound_argument(args[2], "through_ms");
+  if (after && through && *through < *after)
+    throw argument_error("through_ms", "(" + std::to_string(*through) + ") is before after_ms (" +
+                                           std::to_string(*after) + "): the range (after_ms, through_ms] holds nothing");
   return std::make_unique<GpuTimeline>(read_gpu_timeline(db, uuid, after, through));
 }
 

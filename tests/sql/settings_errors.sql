@@ -31,6 +31,9 @@ SELECT * FROM prom_samples('  ', 0, 1);
 SELECT * FROM prom_range('', 0, 10, 1);
 -- error: prom_series: argument 'match' is empty
 SELECT * FROM prom_series('', 0, 1);
+-- error: pp_overlaps: argument 'through_ms' (1) is before after_ms (5): the range (after_ms, through_ms] holds nothing
+SELECT pp_install_views();
+SELECT * FROM pp_overlaps('GPU-x', 5, 1);
 -- A table of the extension's read before any exists says how to make it.
 -- error: pp_overlaps: no such table: main.pp_intervals (this database has no attribution tables yet: SELECT pp_install_views() creates them, and pp_refresh(...) fills them)
 SELECT * FROM pp_overlaps('GPU-x');
