@@ -62,7 +62,7 @@ void EventFileScan::start(const std::string& path, const Positions* resume, Repl
   ended_.clear();
   std::vector<std::string> notes;
   files_.clear();
-  for (std::string& file : event_files(path, notes)) files_.push_back({file, file});
+  for (std::string& file : event_files(path, notes)) files_.push_back({file, file, {}});
   for (const std::string& note : notes) warn_(note);
   if (resuming_) name_files_by_real_path();
 }
@@ -77,7 +77,8 @@ void EventFileScan::name_files_by_real_path() {
   std::map<std::string, std::string> named;  // in this scan: real path -> the path read
   std::vector<NamedFile> kept;
   for (NamedFile& file : files_) {
-    const std::string real = real_path_of(file.path);
+    file.real_path = real_path_of(file.path);
+    const std::string& real = file.real_path;
     if (!real.empty()) {
       if (!resume_.count(file.name)) {
         if (!recorded_known) {
@@ -127,8 +128,10 @@ bool EventFileScan::next(std::string_view& line, bool& complete) {
   for (;;) {
     if (!reader_) {
       if (next_file_ == files_.size()) return false;
-      path_ = files_[next_file_].path;
-      source_file_ = files_[next_file_++].name;
+      const NamedFile& next_named = files_[next_file_++];
+      path_ = next_named.path;
+      source_file_ = next_named.name;
+      real_path_ = next_named.real_path;
       Position from;
       if (resuming_) {
         // The head: the first line, or its first kHeadBytes; unknown while that is not whole.
@@ -146,7 +149,7 @@ bool EventFileScan::next(std::string_view& line, bool& complete) {
                               : n == sizeof head ? n : 0;
         }
         head_ = Position{0, 0, static_cast<int64_t>(head_bytes), head_bytes ? fnv1a(head, head_bytes) : 0, {},
-                         real_path_of(path_)};
+                         real_path_};
         from = resume_position(source_file_, head_);
         decoder_.reset(source_file_);
         std::string problem;

@@ -86,9 +86,10 @@ class EventFileScan {
   struct NamedFile {
     std::string path;  // as event_files() gives it, to open
     std::string name;  // to record
+    std::string real_path;  // when resuming (name_files_by_real_path)
   };
   std::vector<NamedFile> files_;
-  std::string path_;  // of the file being read
+  std::string path_, real_path_;  // of the file being read
   bool resuming_ = false;
   Positions resume_, ended_;
   Replaced replaced_;
