@@ -39,29 +39,25 @@ std::string joined(const std::vector<std::string>& names) {
 
 std::string view_sql() { return std::string(embedded_sql("views")) + std::string(embedded_sql("estimates")); }
 
+// Whether `table` exists in main without `column`: made by a version before the column.
+bool lacks_column(sqlite3* db, const std::string& table, const std::string& column) {
+  return query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = :table",
+                      {{":table", table}}, 0) > 0 &&
+         query_double(db, "SELECT count(*) FROM pragma_table_info(:table, 'main') WHERE name = :column",
+                      {{":table", table}, {":column", column}}, 0) == 0;
+}
+
 // A database made before pp_metrics said what each metric's samples describe gets the columns,
 // and the two Table I metrics that are not window averages get their kinds.
 void upgrade_tables(sqlite3* db) {
-  const bool old_metrics =
-      query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_metrics'", {}, 0) > 0 &&
-      query_double(db, "SELECT count(*) FROM pragma_table_info('pp_metrics', 'main') WHERE name = 'kind'", {}, 0) == 0;
-  if (old_metrics) run_script(db, named_sql("upgrade", "metric_kinds"));
+  if (lacks_column(db, "pp_metrics", "kind")) run_script(db, named_sql("upgrade", "metric_kinds"));
   // ... and one made before pp_event_files recorded each file's head gets the columns (0:
   // unknown, so its files are checked as before until their next import records it).
-  const bool old_event_files =
-      query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_event_files'", {}, 0) > 0 &&
-      query_double(db, "SELECT count(*) FROM pragma_table_info('pp_event_files', 'main') WHERE name = 'head_hash'", {}, 0) == 0;
-  if (old_event_files) run_script(db, named_sql("upgrade", "event_file_heads"));
+  if (lacks_column(db, "pp_event_files", "head_hash")) run_script(db, named_sql("upgrade", "event_file_heads"));
   // ... and one made before pp_event_files recorded each file's real path gets the column.
-  const bool files_without_real_paths =
-      query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_event_files'", {}, 0) > 0 &&
-      query_double(db, "SELECT count(*) FROM pragma_table_info('pp_event_files', 'main') WHERE name = 'real_path'", {}, 0) == 0;
-  if (files_without_real_paths) run_script(db, named_sql("upgrade", "event_file_real_paths"));
+  if (lacks_column(db, "pp_event_files", "real_path")) run_script(db, named_sql("upgrade", "event_file_real_paths"));
   // ... and one made before pp_gpu_spans kept each span's longest event gets the column.
-  const bool old_spans =
-      query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_gpu_spans'", {}, 0) > 0 &&
-      query_double(db, "SELECT count(*) FROM pragma_table_info('pp_gpu_spans', 'main') WHERE name = 'longest_ns'", {}, 0) == 0;
-  if (old_spans) run_script(db, named_sql("upgrade", "gpu_span_longest"));
+  if (lacks_column(db, "pp_gpu_spans", "longest_ns")) run_script(db, named_sql("upgrade", "gpu_span_longest"));
   // ... and one made before events were kept in blocks has them moved there.
   const bool row_events =
       query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_events' "

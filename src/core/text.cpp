@@ -45,9 +45,9 @@ std::string valid_utf8(std::string_view text, size_t max_bytes) {
 }
 
 std::string error_message_text(std::string_view text) {
-  std::string out = valid_utf8(text, kMaxErrorBytes);
-  if (out.size() > kMaxErrorBytes - 3 && out.size() < text.size())
-    out += " (" + std::to_string(text.size()) + " bytes in all)";
+  std::string out = valid_utf8(text);
+  if (out.size() > kMaxErrorBytes)
+    out = valid_utf8(text, kMaxErrorBytes) + " (" + std::to_string(text.size()) + " bytes in all)";
   std::string shown;
   shown.reserve(out.size());
   for (const char c : out) {
