@@ -74,6 +74,8 @@ std::optional<LineKind> reference_kind(std::string_view line, json& out) {
     const std::string key(pp::kEventFieldKeys[f]);
     if (!out.contains(key) || !has_type(out[key], pp::kEventFieldTypes[f])) return LineKind::Malformed;
   }
+  for (const char* name : {"job_id", "gpu_uuid", "layer"})  // names that identify the event may not be empty
+    if (out[name] == "") return LineKind::Malformed;
   return LineKind::Event;
 }
 

@@ -31,7 +31,9 @@ bool job_fields(std::string_view line, LayerEvent& job, std::string& problem) {
   const auto cpu_num = doc.find("cpu_num");
   if (cpu_num == doc.end() || !cpu_num->is_number()) return problem = "no number field 'cpu_num'", false;
   job.cpu_num = cpu_num->get<double>();
-  return text("job_id", job.job_id, nullptr) && text("host_name", job.host_name.value, &job.host_name.null) &&
+  if (!text("job_id", job.job_id, nullptr)) return false;
+  if (job.job_id.empty()) return problem = "field 'job_id' is empty", false;
+  return text("host_name", job.host_name.value, &job.host_name.null) &&
          text("ip", job.ip.value, &job.ip.null) && text("pod", job.pod.value, &job.pod.null) &&
          text("namespace", job.namespace_.value, &job.namespace_.null) && integer("rank", job.rank) &&
          integer("local_rank", job.local_rank) && integer("world_size", job.world_size) && integer("pid", job.pid);

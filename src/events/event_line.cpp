@@ -134,6 +134,13 @@ class LineParser : public JsonScanner {
         problem = "missing field '" + std::string(field_name(f)) + "'";
         return LineKind::Malformed;
       }
+    // What names the event's job, GPU and layer: an empty name would attribute it to nothing.
+    for (const auto& [text, name] : {std::pair{&event_.job_id, "job_id"}, std::pair{&event_.gpu_uuid, "gpu_uuid"},
+                                     std::pair{&event_.layer, "layer"}})
+      if (text->empty()) {
+        problem = std::string("field '") + name + "' is empty";
+        return LineKind::Malformed;
+      }
     return LineKind::Event;
   }
 

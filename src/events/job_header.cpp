@@ -42,6 +42,7 @@ bool parse_job_header(std::string_view line, JobHeader& header, std::string& pro
   if (job_id == doc.end()) return problem = "job header without field 'job_id'", false;
   if (!job_id->is_string()) return problem = "field 'job_id' is not text", false;
   header.job_id = job_id->get<std::string>();
+  if (header.job_id.empty()) return problem = "field 'job_id' is empty", false;
   if (!header_text(doc, "host_name", header.host_name, problem) ||
       !header_text(doc, "torch_version", header.torch_version, problem) ||
       !header_integer(doc, "pid", header.pid, problem) ||

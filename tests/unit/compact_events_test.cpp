@@ -78,6 +78,8 @@ TEST(CompactLine, MalformedLinesSayWhy) {
       {"D 0 0 GPU-1", "a device line is"},
       {"L 0 \"a\"", "a layer line is"},
       {"L 0 \"a\" \"b\\x\"", "a layer line is"},
+      {"D 0 0 \"\"", "a device line's GPU_UUID is empty"},
+      {"L 0 \"\" \"Linear\"", "a layer line's NAME is empty"},
       {"Z 1", "unknown record type 'Z'"},
       {"\x01", "unknown record type '\\x01'"},
   };

@@ -208,6 +208,8 @@ TEST(LayerEventsParse, JobHeaderFields) {
   // Wrong types and out-of-range integers are errors, named.
   EXPECT_FALSE(pp::parse_job_header(R"({"record":"job"})", h, problem));
   EXPECT_EQ(problem, "job header without field 'job_id'");
+  EXPECT_FALSE(pp::parse_job_header(R"({"record":"job","job_id":""})", h, problem));
+  EXPECT_EQ(problem, "field 'job_id' is empty");
   EXPECT_FALSE(pp::parse_job_header(R"({"record":"job","job_id":7})", h, problem));
   EXPECT_EQ(problem, "field 'job_id' is not text");
   EXPECT_FALSE(pp::parse_job_header(R"({"record":"job","job_id":"j","parameters":9223372036854775808})", h, problem));
@@ -250,6 +252,13 @@ TEST(LayerEventsParse, MissingOrMistypedFieldIsMalformed) {
     }
   }
   std::string problem;
+  // The names that say whose event it is may not be empty: it would be attributed to nothing.
+  for (const char* name : {"job_id", "gpu_uuid", "layer"}) {
+    ordered_json j = event_json(2);
+    j[name] = "";
+    EXPECT_EQ(parse(j.dump(), &problem), LineKind::Malformed) << name;
+    EXPECT_EQ(problem, std::string("field '") + name + "' is empty");
+  }
   ordered_json j = event_json(1);
   j["t_start_ns"] = 9223372036854775808ULL;
   EXPECT_EQ(parse(j.dump(), &problem), LineKind::Malformed);
