@@ -92,6 +92,7 @@ std::vector<std::string> event_files(const std::string& path, std::vector<std::s
     return files;
   }
   if (errno != ENOENT && errno != ENOTDIR) throw_file_error("cannot access", path, errno);
+  const int missing = errno;
   if (path.find_first_of("*?[") != std::string::npos) {
     glob_t matches{};
     glob_notes = &notes;
@@ -118,6 +119,14 @@ std::vector<std::string> event_files(const std::string& path, std::vector<std::s
       }
       return files;
     }
+  }
+  if (missing == ENOTDIR) {
+    // "runs/a.jsonl/" or "runs/a.jsonl/x": a part of the path taken as a directory is a file.
+    std::string prefix = path;
+    while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+    if (prefix != path && ::stat(prefix.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+      throw argument_error("path", "ends in '/', but '" + prefix + "' is a file, not a directory (drop the '/')");
+    throw argument_error("path", "goes through a file: a part of '" + path + "' before a '/' is a file, not a directory");
   }
   throw Error("no such file or directory: '" + path + "'");
 }

@@ -217,6 +217,13 @@ TEST_F(LayerEventsSql, MissingPathIsAnError) {
             "layer_events: no such file or directory: '" + (dir / "nope") + "'");
   EXPECT_EQ(db.error("SELECT * FROM layer_events(?1)", {dir / "*.jsonl"}),
             "layer_events: no such file or directory: '" + (dir / "*.jsonl") + "'");
+  // A file taken for a directory: said as such, not as a missing path.
+  const std::string file = dir.write("run.jsonl", lines(0, 1));
+  EXPECT_EQ(db.error("SELECT * FROM layer_events(?1)", {file + "/"}),
+            "layer_events: argument 'path' ends in '/', but '" + file + "' is a file, not a directory (drop the '/')");
+  EXPECT_EQ(db.error("SELECT * FROM layer_events(?1)", {file + "/events.jsonl"}),
+            "layer_events: argument 'path' goes through a file: a part of '" + file +
+                "/events.jsonl' before a '/' is a file, not a directory");
   EXPECT_EQ(db.error("SELECT * FROM layer_events"), "layer_events: missing required argument 'path'");
   EXPECT_EQ(db.error("SELECT * FROM layer_events(NULL)"), "layer_events: argument 'path' is NULL");
 }
