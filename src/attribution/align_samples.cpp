@@ -25,7 +25,6 @@ constexpr double kNsPerMs = 1e6;
 constexpr size_t kMinSegmentWindows = 100;
 constexpr double kDeterminedHalf90Ns = 2e6;  // a wider 90% interval is "poorly determined"
 constexpr double kFollowReachNs = 6e6;       // later segments search this far around the prediction
-constexpr int64_t kFollowGapMs = 60000;      // the driver's phase is followed across gaps up to this
 constexpr double kStretchDriftPpm = 50;      // a stretch's own drift that is taken out before the drift is known
 constexpr double kMaxDriftPpm = 5000;
 // Window lengths dcgm-exporter's -c is usually set to, tried when the data must tell which.
@@ -363,17 +362,7 @@ class GpuAligner {
       for (double w : kCandidateDriverWindowsMs)
         if (std::abs(w * kNsPerMs - window_ns_) > 1) periods.push_back(w * kNsPerMs);
     }
-    // The driver's clock moves little from one stretch to the next: after one whose grid was
-    // determined, the phase is looked for near that one's first (searching the whole period for
-    // every stretch was a fifth of a refresh's work).
-    double near = NAN;
-    if (known.settled && !segments_.empty()) {
-      const SegmentRecord& before = segments_.back();
-      if (std::isfinite(before.util_phase_ns) && before.util_timing_ns <= kDeterminedHalf90Ns &&
-          seg.from_ms - before.through_ms <= kFollowGapMs)
-        near = before.util_phase_ns;
-    }
-    const GridEstimate g = estimate_driver_grid(timeline, ends, values, periods, 1e6, near, kFollowReachNs);
+    const GridEstimate g = estimate_driver_grid(timeline, ends, values, periods, 1e6);
     if (!g.found) return false;
     if (!known.settled)
       sql_.run([&] { save_estimated_window(run_.db, uuid_, {data_.metrics[m].metric}, g.period_ns / kNsPerMs); });

@@ -514,10 +514,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
         const Fit f = fit(fractions(timeline, ends, window_ns), values, timeline.unknowns);
         return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
       };
-      // Coarse, then fine around the best: only the peak's place is needed here, not its
-      // interval (a third of the fits of one fine grid over the whole reach).
-      const Peak pk = refine(loglik_of_quarter, best_on_grid(loglik_of_quarter, -3 * step_ns, 3 * step_ns, step_ns / 2),
-                             step_ns / 2, step_ns / 10);
+      const Peak pk = refine(loglik_of_quarter, 0, 3 * step_ns, step_ns / 10);
       if (std::isfinite(pk.value)) q.push_back(pk.at);
     }
     if (q.size() >= 2) {
@@ -566,7 +563,7 @@ int64_t driver_window_end(int64_t g_ns, double period_ns, double phase_ns) {
 
 GridEstimate estimate_driver_grid(const AlignmentTimeline& timeline, const std::vector<int64_t>& dcgm_ends_ns,
                                   const std::vector<double>& values, const std::vector<double>& periods_ns,
-                                  double step_ns, double near_phase_ns, double reach_ns) {
+                                  double step_ns) {
   GridEstimate best;
   if (dcgm_ends_ns.size() < 8 || timeline.events.empty()) return best;
   const std::vector<std::vector<double>> y = {values};
@@ -578,19 +575,10 @@ GridEstimate estimate_driver_grid(const AlignmentTimeline& timeline, const std::
       return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
     };
     Peak coarse;
-    const auto search = [&](double from, double below) {
-      coarse = {};
-      for (double phase = from; phase < below; phase += step_ns) {
-        const double l = loglik(phase);
-        if (l > coarse.value) coarse = {phase, l, 0};
-      }
-    };
-    bool near = false;
-    if (std::isfinite(near_phase_ns) && reach_ns >= step_ns) {
-      search(near_phase_ns - reach_ns, near_phase_ns + reach_ns + step_ns / 2);
-      near = std::isfinite(coarse.value) && std::fabs(coarse.at - near_phase_ns) < reach_ns - step_ns / 2;
+    for (double phase = 0; phase < period; phase += step_ns) {
+      const double l = loglik(phase);
+      if (l > coarse.value) coarse = {phase, l, 0};
     }
-    if (!near) search(0, period);
     if (!std::isfinite(coarse.value)) continue;
     const Peak p = refine(loglik, coarse.at, 1.5 * step_ns, step_ns / 20);
     if (p.value > best.log_likelihood || !best.found) {

@@ -103,13 +103,9 @@ struct GridEstimate {
   double period_ns = 0, phase_ns = 0, half90_ns = 0;
   double log_likelihood = 0;
 };
-// With near_phase_ns (a stretch after one whose phase was determined), the phases within
-// reach_ns of it are searched first, and the whole period only when their best lies at the
-// edge of that reach (the peak may be beyond).
 GridEstimate estimate_driver_grid(const AlignmentTimeline& timeline, const std::vector<int64_t>& dcgm_ends_ns,
                                   const std::vector<double>& values, const std::vector<double>& periods_ns,
-                                  double step_ns, double near_phase_ns = std::numeric_limits<double>::quiet_NaN(),
-                                  double reach_ns = 0);
+                                  double step_ns);
 
 // The end of the driver window that holds DCGM window end g: the newest grid point <= g.
 int64_t driver_window_end(int64_t g_ns, double period_ns, double phase_ns);

@@ -218,7 +218,6 @@ std::vector<SegmentRecord> read_segments(sqlite3* db, const std::string& uuid) {
     r.status = read.column_text(4);
     r.util_phase_ns = read.column_null(5) ? NAN : static_cast<double>(read.column_int64(5));
     r.drift_ppm = read.column_double(6);
-    r.util_timing_ns = read.column_null(7) ? NAN : static_cast<double>(read.column_int64(7));
     out.push_back(r);
   }
   std::reverse(out.begin(), out.end());  // oldest first

@@ -261,29 +261,6 @@ TEST(Alignment, DriverGridPeriodAndPhase) {
   EXPECT_NEAR(e.phase_ns / kMs, 41, 0.2);
 }
 
-TEST(Alignment, DriverGridFollowsThePhaseOfTheStretchBefore) {
-  // A later stretch looks near the phase the stretch before found: the same answer as the
-  // whole period's search when it is near, and the whole period's when the phase moved away
-  // (the best near the old phase then lies at the edge of the reach).
-  const Gpu g = make_gpu(30, 7);
-  const double period = 1000.0 / 6 * kMs, phase = 41 * kMs;
-  std::vector<int64_t> dcgm_ends;
-  std::vector<double> values;
-  for (double end = 200 * kMs; end < 29e9; end += 100 * kMs) {
-    dcgm_ends.push_back(static_cast<int64_t>(end));
-    const double u = static_cast<double>(pp::driver_window_end(static_cast<int64_t>(end), period, phase));
-    values.push_back(truth(g, u, period));
-  }
-  const pp::GridEstimate whole = pp::estimate_driver_grid(g.timeline, dcgm_ends, values, {period}, kMs);
-  const pp::GridEstimate near = pp::estimate_driver_grid(g.timeline, dcgm_ends, values, {period}, kMs, 38 * kMs, 6 * kMs);
-  const pp::GridEstimate moved = pp::estimate_driver_grid(g.timeline, dcgm_ends, values, {period}, kMs, 120 * kMs, 6 * kMs);
-  ASSERT_TRUE(whole.found && near.found && moved.found);
-  EXPECT_NEAR(whole.phase_ns / kMs, 41, 0.2);
-  EXPECT_EQ(near.phase_ns, whole.phase_ns);
-  EXPECT_EQ(near.half90_ns, whole.half90_ns);
-  EXPECT_EQ(moved.phase_ns, whole.phase_ns);
-}
-
 TEST(Alignment, InstantsAreTheValueOfWhatRunsThen) {
   // FB_USED read at the window ends: the likelihood peaks where the instants are.
   const Gpu g = make_gpu(12, 9);

@@ -37,7 +37,7 @@ SELECT job_id, first_ns, last_ns, longest_ns FROM main.pp_gpu_spans
 SELECT max(:after_ms, 2 * coalesce((SELECT max(interval_ms) FROM main.pp_intervals WHERE uuid = :uuid), 0) + :lag_ms);
 
 -- name: previous_segments
-SELECT from_ms, through_ms, offset_ns, timing_ns, status, util_phase_ns, drift_ppm, util_timing_ns
+SELECT from_ms, through_ms, offset_ns, timing_ns, status, util_phase_ns, drift_ppm
   FROM main.pp_alignment WHERE uuid = :uuid ORDER BY from_ms DESC LIMIT 8;
 
 -- name: window_of
