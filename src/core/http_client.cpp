@@ -71,9 +71,13 @@ size_t read_header(char* data, size_t size, size_t count, void* user) {
 constexpr size_t kMaxSecretFileBytes = 64 * 1024;
 
 std::string read_secret_file(const std::string& path, const char* setting, bool spaces_allowed) {
-  const std::string where = std::string("setting '") + setting + "' names '" + path + "'";
+  // A bare word may be the secret itself, pasted where its file's path belongs: never shown.
+  const std::string shown = path.find('/') == std::string::npos
+                                ? "a name without '/' (not shown, since it may be the secret itself)"
+                                : "'" + path + "'";
+  const std::string where = std::string("setting '") + setting + "' names " + shown;
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) throw Error("cannot read the file named by setting '" + std::string(setting) + "': '" + path + "'");
+  if (fd < 0) throw Error("cannot read the file named by setting '" + std::string(setting) + "': " + shown);
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
@@ -89,7 +93,7 @@ std::string read_secret_file(const std::string& path, const char* setting, bool 
   for (;;) {
     const ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error("cannot read the file named by setting '" + std::string(setting) + "': '" + path + "'");
+    if (n < 0) throw Error("cannot read the file named by setting '" + std::string(setting) + "': " + shown);
     if (n == 0) break;
     content.append(buffer, static_cast<size_t>(n));
     if (content.size() > kMaxSecretFileBytes)

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "core/errors.hpp"
 #include "core/text.hpp"
@@ -148,6 +149,14 @@ std::string normalize_url(const std::string& where, const std::string& value) {
   return value.back() == '/' ? value.substr(0, value.size() - 1) : value;
 }
 
+}  // namespace
+
+bool names_secret_file(std::string_view setting) {
+  return setting == "bearer_token_file" || setting == "basic_auth_password_file";
+}
+
+namespace {
+
 std::string normalize(const SettingDefinition& d, const std::string& value) {
   const std::string where = std::string("setting '") + d.name + "' ";
   const std::string range = "from " + range_text(d.minimum) + " to " + range_text(d.maximum);
@@ -206,6 +215,14 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
       return value;
     case SettingType::Path:
       if (value.find('\0') != std::string::npos) throw Error(where + "must not hold a NUL byte");
+      // A token or password pasted where its file's path belongs would otherwise be kept,
+      // shown by pp_settings and echoed by the errors that name the file.
+      if (names_secret_file(d.name) && !value.empty() && value.find('/') == std::string::npos &&
+          ::access(value.c_str(), F_OK) != 0)
+        throw Error(where + "needs the path of a file holding the secret, and no file has the name given (" +
+                    std::to_string(value.size()) +
+                    " characters, no '/'; not shown, since it may be the secret itself: put the secret in a file "
+                    "and give that file's path)");
       return value;
   }
   return value;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pp {
@@ -24,6 +25,9 @@ struct SettingDefinition {
 
 const std::vector<SettingDefinition>& setting_definitions();
 const char* setting_type_name(SettingType type);
+// Whether a setting names a file holding a secret (a token or password); its value is a path
+// that errors show only when it has a '/' (a bare word may be the secret pasted in its place).
+bool names_secret_file(std::string_view setting);
 
 class Settings {
  public:

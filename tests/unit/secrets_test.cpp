@@ -100,6 +100,36 @@ TEST(Secrets, TokenFileIsOneLineOfPrintableCharacters) {
   EXPECT_NE(with_token(dir.path).find("which is not a regular file"), std::string::npos);
 }
 
+TEST(Secrets, TokenPastedWhereItsFileBelongsIsNeverShown) {
+  ScratchDir dir;
+  Offline db;
+  const std::string token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwcCJ9.c2lnbmF0dXJl";
+  for (const char* setting : {"bearer_token_file", "basic_auth_password_file"}) {
+    SCOPED_TRACE(setting);
+    const std::string refused = db.error("SELECT pp_config(?1, ?2)", {setting, token});
+    EXPECT_EQ(refused, std::string("pp_config: setting '") + setting +
+                           "' needs the path of a file holding the secret, and no file has the name given (" +
+                           std::to_string(token.size()) +
+                           " characters, no '/'; not shown, since it may be the secret itself: put the secret in a "
+                           "file and give that file's path)");
+    EXPECT_FALSE(shown_anywhere(db, token));
+  }
+  // A file named without a '/' (in the working directory) is taken; once it is gone, the error
+  // does not show its name either.
+  const std::string cwd = dir.write("token", "abc\n");
+  char previous[4096];
+  ASSERT_NE(getcwd(previous, sizeof previous), nullptr);
+  ASSERT_EQ(chdir(dir.path.c_str()), 0);
+  db.query("SELECT pp_config('bearer_token_file', 'token')");
+  std::remove(cwd.c_str());
+  const std::string gone = db.request_error();
+  ASSERT_EQ(chdir(previous), 0);
+  EXPECT_NE(gone.find("cannot read the file named by setting 'bearer_token_file': a name without '/' (not shown, "
+                      "since it may be the secret itself)"),
+            std::string::npos)
+      << gone;
+}
+
 TEST(Secrets, FifoAsTokenFileIsRefusedAtOnce) {
   ScratchDir dir;
   const std::string fifo = dir.path + "/fifo";
