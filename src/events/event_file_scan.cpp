@@ -64,13 +64,14 @@ void EventFileScan::start(const std::string& path, const Positions* resume, Repl
   files_.clear();
   for (std::string& file : event_files(path, notes)) files_.push_back({file, file, {}});
   for (const std::string& note : notes) warn_(note);
-  if (resuming_) name_files_by_real_path();
+  name_files_by_real_path();
 }
 
-// A file not in resume_ by its name may be one of its files by another (a relative and an
-// absolute path, a link): the real paths say, and the file keeps the name it was recorded
-// under. Only then are the recorded files' real paths needed, taken from resume_ (or resolved
-// now, for a file recorded before real paths were). A file named twice in this scan is read once.
+// A file named twice in this scan (a link beside its target, a path and a glob) is read once.
+// When resuming, a file not in resume_ by its name may be one of its files by another (a
+// relative and an absolute path, a link): the real paths say, and the file keeps the name it
+// was recorded under. Only then are the recorded files' real paths needed, taken from resume_
+// (or resolved now, for a file recorded before real paths were).
 void EventFileScan::name_files_by_real_path() {
   std::map<std::string, std::string> recorded;  // real path -> name
   bool recorded_known = false;
@@ -80,7 +81,7 @@ void EventFileScan::name_files_by_real_path() {
     file.real_path = real_path_of(file.path);
     const std::string& real = file.real_path;
     if (!real.empty()) {
-      if (!resume_.count(file.name)) {
+      if (resuming_ && !resume_.count(file.name)) {
         if (!recorded_known) {
           for (auto& [name, position] : resume_) {
             if (position.real_path.empty()) position.real_path = real_path_of(name);

@@ -201,6 +201,21 @@ TEST_F(LayerEventsSql, MalformedLinesInTheMiddle) {
                             .dump());
 }
 
+TEST_F(LayerEventsSql, LinkBesideItsTargetIsReadOnce) {
+  // A directory holding a file and a link to it (a "latest.jsonl" some launchers keep): the
+  // events are read once, not counted twice.
+  fs::create_directories(dir / "run");
+  const std::string file = dir.write("run/events-node-1.jsonl", lines(0, 3));
+  fs::create_symlink("events-node-1.jsonl", dir / "run/latest.jsonl");
+  const pp_test::Rows rows = db.query("SELECT source_file, count(*) FROM layer_events(?1) GROUP BY 1", {dir / "run"});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0][0].text, file);
+  EXPECT_EQ(rows[0][1].integer, 3);
+  EXPECT_EQ(warnings(), nlohmann::json({"layer_events: " + (dir / "run/latest.jsonl") + " is the same file as " + file +
+                                        "; read once"})
+                            .dump());
+}
+
 TEST_F(LayerEventsSql, EmptyFileAndEmptyDirectory) {
   EXPECT_EQ(count(dir.write("empty.jsonl", "")), 0);
   EXPECT_EQ(warnings(), "[]");
