@@ -121,7 +121,8 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
     }
     const TimelineSample* current = nullptr;
     size_t current_series = 0;
-    std::vector<std::pair<uint32_t, int64_t>> groups;
+    std::vector<std::pair<uint32_t, int64_t>> groups;  // the window's, in the order they come
+    std::vector<uint32_t> group_at(gpu.groups.size(), UINT32_MAX);  // group -> its index in groups
     std::vector<size_t> window_events;
     std::vector<SystemHere> here;
     std::vector<std::pair<uint32_t, double>> rows;  // one system's part of the window
@@ -213,15 +214,18 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
         flush();
         current = &sample;
         current_series = series;
+        for (const auto& entry : groups) group_at[entry.first] = UINT32_MAX;
         groups.clear();
         window_events.clear();
       }
       if (event >= 0) window_events.push_back(static_cast<size_t>(event));
-      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& p) { return p.first == group; });
-      if (it == groups.end())
+      uint32_t& at = group_at[group];
+      if (at == UINT32_MAX) {
+        at = static_cast<uint32_t>(groups.size());
         groups.emplace_back(group, weight);
-      else
-        it->second += weight;
+      } else {
+        groups[at].second += weight;
+      }
     });
     flush();
   }
