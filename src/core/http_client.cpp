@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/errors.hpp"
+#include "core/settings.hpp"
 #include "core/text.hpp"
 
 namespace pp {
@@ -71,10 +72,11 @@ size_t read_header(char* data, size_t size, size_t count, void* user) {
 constexpr size_t kMaxSecretFileBytes = 64 * 1024;
 
 std::string read_secret_file(const std::string& path, const char* setting, bool spaces_allowed) {
-  // A bare word may be the secret itself, pasted where its file's path belongs: never shown.
-  const std::string shown = path.find('/') == std::string::npos
-                                ? "a name without '/' (not shown, since it may be the secret itself)"
-                                : "'" + path + "'";
+  // What does not look like a path may be the secret itself, pasted where its file's path
+  // belongs: never shown.
+  const std::string shown = looks_like_a_path(path)
+                                ? "'" + path + "'"
+                                : "a name that looks like no path (not shown, since it may be the secret itself)";
   const std::string where = std::string("setting '") + setting + "' names " + shown;
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) throw Error("cannot read the file named by setting '" + std::string(setting) + "': " + shown);

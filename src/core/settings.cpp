@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/errors.hpp"
@@ -155,6 +156,15 @@ bool names_secret_file(std::string_view setting) {
   return setting == "bearer_token_file" || setting == "basic_auth_password_file";
 }
 
+bool looks_like_a_path(const std::string& value) {
+  if (value.empty() || value.front() == '/' || ::access(value.c_str(), F_OK) == 0) return true;
+  const auto slash = value.rfind('/');
+  if (slash == std::string::npos) return false;
+  const std::string directory = value.substr(0, slash);
+  struct stat st {};
+  return ::stat(directory.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 namespace {
 
 std::string normalize(const SettingDefinition& d, const std::string& value) {
@@ -217,12 +227,10 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
       if (value.find('\0') != std::string::npos) throw Error(where + "must not hold a NUL byte");
       // A token or password pasted where its file's path belongs would otherwise be kept,
       // shown by pp_settings and echoed by the errors that name the file.
-      if (names_secret_file(d.name) && !value.empty() && value.find('/') == std::string::npos &&
-          ::access(value.c_str(), F_OK) != 0)
-        throw Error(where + "needs the path of a file holding the secret, and no file has the name given (" +
-                    std::to_string(value.size()) +
-                    " characters, no '/'; not shown, since it may be the secret itself: put the secret in a file "
-                    "and give that file's path)");
+      if (names_secret_file(d.name) && !value.empty() && !looks_like_a_path(value))
+        throw Error(where + "needs the path of a file holding the secret, and neither a file nor a directory "
+                            "holding one has the name given (not shown, since it may be the secret itself: put the "
+                            "secret in a file and give that file's path)");
       return value;
   }
   return value;

@@ -25,9 +25,12 @@ struct SettingDefinition {
 
 const std::vector<SettingDefinition>& setting_definitions();
 const char* setting_type_name(SettingType type);
-// Whether a setting names a file holding a secret (a token or password); its value is a path
-// that errors show only when it has a '/' (a bare word may be the secret pasted in its place).
+// Whether a setting names a file holding a secret (a token or password). Its value must look
+// like a path (below) and is shown only then: a secret pasted in its place must not be kept or
+// echoed.
 bool names_secret_file(std::string_view setting);
+// An absolute path, an existing file's name, or a relative name whose directory exists.
+bool looks_like_a_path(const std::string& value);
 
 class Settings {
  public:

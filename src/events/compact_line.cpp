@@ -84,14 +84,12 @@ CompactKind parse_compact_line(std::string_view line, CompactRecord& r, std::str
       if (!s.space() || !s.integer(r.id, false) || !s.space() || !s.nullable_integer(r.gpu) || !s.space() ||
           !s.text(r.second) || !s.at_end())
         return malformed(problem, "a device line is 'D ID GPU_INDEX|null \"GPU_UUID\"'");
-      if (r.second.empty()) return malformed(problem, "a device line's GPU_UUID is empty");
       return CompactKind::Device;
     case 'L':
       s.byte('L');
       if (!s.space() || !s.integer(r.id, false) || !s.space() || !s.text(r.first) || !s.space() ||
           !s.text(r.second) || !s.at_end())
         return malformed(problem, "a layer line is 'L ID \"NAME\" \"TYPE\"'");
-      if (r.first.empty()) return malformed(problem, "a layer line's NAME is empty");
       return CompactKind::Layer;
     default:
       problem = "unknown record type '";

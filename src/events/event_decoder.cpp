@@ -97,6 +97,14 @@ LineKind EventDecoder::decode_compact(std::string_view line, LayerEvent& event, 
         return problem = "layer id " + std::to_string(r.layer) + " is not defined", LineKind::Malformed;
       if (r.device >= static_cast<int64_t>(devices_.size()))
         return problem = "device id " + std::to_string(r.device) + " is not defined", LineKind::Malformed;
+      const Device& device = devices_[static_cast<size_t>(r.device)];
+      const Layer& layer = layers_[static_cast<size_t>(r.layer)];
+      // A definition with an empty name keeps its id (later ids stay in order, a redefinition
+      // replaces what it held), but its events would belong to no GPU or layer.
+      if (device.uuid.empty())
+        return problem = "device id " + std::to_string(r.device) + " has an empty GPU_UUID", LineKind::Malformed;
+      if (layer.name.empty())
+        return problem = "layer id " + std::to_string(r.layer) + " has an empty NAME", LineKind::Malformed;
       int64_t start = 0, end = 0;
       if (__builtin_add_overflow(base_ns_, r.start, &start) || __builtin_add_overflow(start, r.duration, &end))
         return problem = "field 't_start_ns' or 't_end_ns' is out of range", LineKind::Malformed;
@@ -105,7 +113,6 @@ LineKind EventDecoder::decode_compact(std::string_view line, LayerEvent& event, 
       event.ip = job_.ip;
       event.pod = job_.pod;
       event.namespace_ = job_.namespace_;
-      const Device& device = devices_[static_cast<size_t>(r.device)];
       event.gpu_uuid = device.uuid;
       event.gpu = device.gpu;
       event.rank = job_.rank;
@@ -114,7 +121,6 @@ LineKind EventDecoder::decode_compact(std::string_view line, LayerEvent& event, 
       event.pid = job_.pid;
       event.epoch = epoch_;
       event.batch = batch_;
-      const Layer& layer = layers_[static_cast<size_t>(r.layer)];
       event.layer = layer.name;
       event.layer_type = layer.type;
       event.forward = r.forward;

@@ -1,6 +1,7 @@
 #include "events/event_file_scan.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -50,6 +51,11 @@ std::string real_path_of(const std::string& file) {
   return out;
 }
 
+bool is_link(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
 }  // namespace
 
 void EventFileScan::start(const std::string& path, const Positions* resume, Replaced replaced) {
@@ -67,7 +73,8 @@ void EventFileScan::start(const std::string& path, const Positions* resume, Repl
   name_files_by_real_path();
 }
 
-// A file named twice in this scan (a link beside its target, a path and a glob) is read once.
+// A file named twice in this scan (a link beside its target, a path and a glob) is read once,
+// by the name that is not a link where one is.
 // When resuming, a file not in resume_ by its name may be one of its files by another (a
 // relative and an absolute path, a link): the real paths say, and the file keeps the name it
 // was recorded under. Only then are the recorded files' real paths needed, taken from resume_
@@ -75,7 +82,7 @@ void EventFileScan::start(const std::string& path, const Positions* resume, Repl
 void EventFileScan::name_files_by_real_path() {
   std::map<std::string, std::string> recorded;  // real path -> name
   bool recorded_known = false;
-  std::map<std::string, std::string> named;  // in this scan: real path -> the path read
+  std::map<std::string, size_t> named;  // in this scan: real path -> its file in kept
   std::vector<NamedFile> kept;
   for (NamedFile& file : files_) {
     file.real_path = real_path_of(file.path);
@@ -92,9 +99,12 @@ void EventFileScan::name_files_by_real_path() {
         const auto found = recorded.find(real);
         if (found != recorded.end()) file.name = found->second;
       }
-      const auto [before, added] = named.emplace(real, file.path);
+      const auto [before, added] = named.emplace(real, kept.size());
       if (!added) {
-        warn_(file.path + " is the same file as " + before->second + "; read once");
+        // The file itself rather than a link to it (a link may later point elsewhere).
+        NamedFile& first = kept[before->second];
+        if (is_link(first.path) && !is_link(file.path)) std::swap(first, file);
+        warn_(file.path + " is the same file as " + first.path + "; read once");
         continue;
       }
     }

@@ -163,6 +163,20 @@ SELECT (SELECT count(*) FROM gpus AS g, pp_overlaps(g.uuid, g.after_ms))
    AND (SELECT count(*) FROM gpus AS g, pp_overlaps(g.uuid, NULL)) = (SELECT count(*) FROM overlaps);
 -- pp_overlap_means: the same through a TEMP view, a parameter and a trigger.
 CREATE TEMP TABLE means AS SELECT g.uuid AS gpu, m.* FROM gpus AS g, pp_overlap_means(g.uuid) AS m;
+-- Each state is pp_mean over its group's pp_overlaps rows: the same count, min and max, and to
+-- rounding the same mean and spread (a sample's rows of one layer are added as one value with
+-- their summed weight). The fixtures have samples that hold several calls of one layer.
+SELECT count(*) > 0 FROM (SELECT 1 FROM overlaps WHERE event_id IS NOT NULL
+                           GROUP BY gpu, metric, ts_ms, job_id, layer, forward HAVING count(*) > 1);
+SELECT count(*) = (SELECT count(*) FROM means WHERE metric <> '_duration') AND count(*) > 0
+  FROM means AS m
+  JOIN (SELECT gpu, job_id, layer, forward, metric, pp_mean(value, weight_ns / 1e9) AS state
+          FROM overlaps GROUP BY gpu, job_id, layer, forward, metric) AS o USING (gpu, job_id, layer, forward, metric)
+ WHERE m.state IS o.state
+    OR (pp_mean_count(m.state) = pp_mean_count(o.state)
+        AND pp_mean_min(m.state) = pp_mean_min(o.state) AND pp_mean_max(m.state) = pp_mean_max(o.state)
+        AND abs(pp_mean_value(m.state) - pp_mean_value(o.state)) <= 1e-12 * abs(pp_mean_value(o.state))
+        AND abs(pp_mean_stddev(m.state) - pp_mean_stddev(o.state)) <= 1e-9 * pp_mean_stddev(o.state) + 1e-15);
 CREATE TEMP VIEW means_per_gpu AS SELECT g.uuid AS gpu, m.* FROM gpus AS g, pp_overlap_means(g.uuid) AS m;
 SELECT (SELECT count(*) FROM means_per_gpu WHERE metric = '_duration' OR layer = 'l2')
      = (SELECT count(*) FROM means WHERE metric = '_duration' OR layer = 'l2');

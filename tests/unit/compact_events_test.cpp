@@ -78,8 +78,6 @@ TEST(CompactLine, MalformedLinesSayWhy) {
       {"D 0 0 GPU-1", "a device line is"},
       {"L 0 \"a\"", "a layer line is"},
       {"L 0 \"a\" \"b\\x\"", "a layer line is"},
-      {"D 0 0 \"\"", "a device line's GPU_UUID is empty"},
-      {"L 0 \"\" \"Linear\"", "a layer line's NAME is empty"},
       {"Z 1", "unknown record type 'Z'"},
       {"\x01", "unknown record type '\\x01'"},
   };
@@ -188,6 +186,27 @@ TEST_F(CompactEvents, MalformedLinesNameTheFileTheLineAndTheProblem) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM layer_events(?1)", {no_header}).integer, 0);
   EXPECT_EQ(warnings(), "[\"layer_events: skipped 1 malformed line in " + no_header +
                             " (first at line 5: an event before the job header)\"]");
+}
+
+TEST_F(CompactEvents, DefinitionWithAnEmptyNameMakesItsEventsMalformedAndNothingElse) {
+  // Device 0 and layer 1 have empty names: their events are skipped with the reason; the ids
+  // after them stay in order, and a redefinition with a name makes the id usable again.
+  pp_test::CompactWriter writer;
+  const std::string file = dir.write("empty_names.jsonl", writer.file_start() +
+                                                              "D 0 0 \"\"\n"
+                                                              "D 1 1 \"GPU-1\"\n"
+                                                              "L 0 \"fc\" \"Linear\"\n"
+                                                              "L 1 \"\" \"ReLU\"\n"
+                                                              "@ 1714000000000000000 0 0\n"
+                                                              "0 f0 10 20\n"    // line 8: device 0 has no UUID
+                                                              "1 f1 30 20\n"    // line 9: layer 1 has no name
+                                                              "0 f1 50 20\n"    // line 10: fine
+                                                              "D 0 0 \"GPU-0\"\n"
+                                                              "0 f0 70 20\n");  // line 12: fine again
+  EXPECT_EQ(as_text(db.query("SELECT line, gpu_uuid, layer FROM layer_events(?1)", {file})),
+            "1:10|3:GPU-1|3:fc|\n1:12|3:GPU-0|3:fc|\n");
+  EXPECT_EQ(warnings(), "[\"layer_events: skipped 2 malformed lines in " + file +
+                            " (first at line 8: device id 0 has an empty GPU_UUID)\"]");
 }
 
 TEST_F(CompactEvents, UnknownVersionIsAnErrorNamingTheFileAndTheVersion) {

@@ -140,11 +140,12 @@ TEST_F(EventImport, AFileNamedAnotherWayIsTheSameFile) {
   EXPECT_EQ(count("SELECT count(DISTINCT source_file) FROM pp_events"), 1);
   EXPECT_EQ(count("SELECT count(*) FROM pp_jobs"), 1);
   EXPECT_EQ(count("SELECT count(*) FROM pp_event_files"), 1);
-  // A folder holding the link beside its target reads the file once, and says why.
+  // A folder holding the link beside its target reads the file once, by the target's name
+  // (though the link sorts first), and says why.
   dir.write("job1/rank0.jsonl", cpu_line(added++) + "\n", /*append=*/true);
   ASSERT_EQ(::symlink(file.c_str(), (dir / "job1/latest.jsonl").c_str()), 0);
   EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1"}).integer, 1);
-  EXPECT_EQ(warnings(), "[\"pp_refresh: " + dir / "job1/rank0.jsonl" + " is the same file as " + dir / "job1/latest.jsonl" +
+  EXPECT_EQ(warnings(), "[\"pp_refresh: " + dir / "job1/latest.jsonl" + " is the same file as " + dir / "job1/rank0.jsonl" +
                             "; read once\"]");
   EXPECT_EQ(count("SELECT count(*) FROM pp_events"), 8);
 }

@@ -214,6 +214,10 @@ TEST_F(LayerEventsSql, LinkBesideItsTargetIsReadOnce) {
   EXPECT_EQ(warnings(), nlohmann::json({"layer_events: " + (dir / "run/latest.jsonl") + " is the same file as " + file +
                                         "; read once"})
                             .dump());
+  // A link that sorts before its target: the target is still the file read and named.
+  fs::create_symlink("events-node-1.jsonl", dir / "run/0-current.jsonl");
+  EXPECT_EQ(db.scalar("SELECT group_concat(DISTINCT source_file) FROM layer_events(?1)", {dir / "run"}).text, file);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM layer_events(?1)", {dir / "run"}).integer, 3);
 }
 
 TEST_F(LayerEventsSql, EmptyFileAndEmptyDirectory) {

@@ -103,31 +103,46 @@ TEST(Secrets, TokenFileIsOneLineOfPrintableCharacters) {
 TEST(Secrets, TokenPastedWhereItsFileBelongsIsNeverShown) {
   ScratchDir dir;
   Offline db;
-  const std::string token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwcCJ9.c2lnbmF0dXJl";
-  for (const char* setting : {"bearer_token_file", "basic_auth_password_file"}) {
-    SCOPED_TRACE(setting);
-    const std::string refused = db.error("SELECT pp_config(?1, ?2)", {setting, token});
-    EXPECT_EQ(refused, std::string("pp_config: setting '") + setting +
-                           "' needs the path of a file holding the secret, and no file has the name given (" +
-                           std::to_string(token.size()) +
-                           " characters, no '/'; not shown, since it may be the secret itself: put the secret in a "
-                           "file and give that file's path)");
-    EXPECT_FALSE(shown_anywhere(db, token));
+  // A JWT and a base64 token with '/' (no directory 'c2Vj' here): neither looks like a path.
+  for (const std::string token : {"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwcCJ9.c2lnbmF0dXJl", "c2Vj/cmV0+dG9r/ZW4="}) {
+    for (const char* setting : {"bearer_token_file", "basic_auth_password_file"}) {
+      SCOPED_TRACE(std::string(setting) + " " + token);
+      const std::string refused = db.error("SELECT pp_config(?1, ?2)", {setting, token});
+      EXPECT_EQ(refused, std::string("pp_config: setting '") + setting +
+                             "' needs the path of a file holding the secret, and neither a file nor a directory "
+                             "holding one has the name given (not shown, since it may be the secret itself: put the "
+                             "secret in a file and give that file's path)");
+      EXPECT_FALSE(shown_anywhere(db, token));
+      EXPECT_EQ(refused.find(token), std::string::npos);
+    }
   }
   // A file named without a '/' (in the working directory) is taken; once it is gone, the error
   // does not show its name either.
-  const std::string cwd = dir.write("token", "abc\n");
-  char previous[4096];
-  ASSERT_NE(getcwd(previous, sizeof previous), nullptr);
-  ASSERT_EQ(chdir(dir.path.c_str()), 0);
-  db.query("SELECT pp_config('bearer_token_file', 'token')");
-  std::remove(cwd.c_str());
-  const std::string gone = db.request_error();
-  ASSERT_EQ(chdir(previous), 0);
-  EXPECT_NE(gone.find("cannot read the file named by setting 'bearer_token_file': a name without '/' (not shown, "
-                      "since it may be the secret itself)"),
+  struct WorkingDirectory {
+    char previous[4096] = {0};
+    explicit WorkingDirectory(const std::string& to) {
+      if (!getcwd(previous, sizeof previous) || chdir(to.c_str()) != 0) previous[0] = 0;
+    }
+    ~WorkingDirectory() {
+      if (previous[0]) {
+        EXPECT_EQ(chdir(previous), 0);
+      }
+    }
+  };
+  const std::string file = dir.write("Zq9secretfile", "abc\n");
+  std::string gone;
+  {
+    WorkingDirectory in(dir.path);
+    ASSERT_NE(in.previous[0], 0);
+    db.query("SELECT pp_config('bearer_token_file', 'Zq9secretfile')");
+    std::remove(file.c_str());
+    gone = db.request_error();
+  }
+  EXPECT_NE(gone.find("cannot read the file named by setting 'bearer_token_file': a name that looks like no path "
+                      "(not shown, since it may be the secret itself)"),
             std::string::npos)
       << gone;
+  EXPECT_EQ(gone.find("Zq9secretfile"), std::string::npos) << gone;
 }
 
 TEST(Secrets, FifoAsTokenFileIsRefusedAtOnce) {
