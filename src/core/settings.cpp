@@ -150,11 +150,13 @@ std::string normalize_url(const std::string& where, const std::string& value) {
   return value.back() == '/' ? value.substr(0, value.size() - 1) : value;
 }
 
-}  // namespace
-
+// Whether a setting names a file holding a secret (a token or password): its value must look
+// like a path, since a secret pasted in its place must not be kept or echoed.
 bool names_secret_file(std::string_view setting) {
   return setting == "bearer_token_file" || setting == "basic_auth_password_file";
 }
+
+}  // namespace
 
 bool looks_like_a_path(const std::string& value) {
   if (value.empty() || value.front() == '/' || ::access(value.c_str(), F_OK) == 0) return true;

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace pp {
@@ -25,11 +24,9 @@ struct SettingDefinition {
 
 const std::vector<SettingDefinition>& setting_definitions();
 const char* setting_type_name(SettingType type);
-// Whether a setting names a file holding a secret (a token or password). Its value must look
-// like a path (below) and is shown only then: a secret pasted in its place must not be kept or
-// echoed.
-bool names_secret_file(std::string_view setting);
-// An absolute path, an existing file's name, or a relative name whose directory exists.
+// An absolute path, an existing file's name, or a relative name whose directory exists: what a
+// secret file's setting must hold, and the only form in which errors show it (a token pasted
+// where its file's path belongs must not be kept or echoed).
 bool looks_like_a_path(const std::string& value);
 
 class Settings {
