@@ -25,6 +25,10 @@ constexpr double kRepeakReachNs = 4e6;  // how far a peak is looked for again on
 // time, and the rest (the last column); an instant (window 0) puts 1 where it falls. Ends
 // ascending. A sweep: events enter when they start before a window's end and leave once they
 // end before a window's start.
+//
+// A window of whole nanoseconds (every DCGM window, and the driver's but for thirds and sixths
+// of a second) adds its events' overlaps as integers, exactly, and divides once per unknown: the
+// sweep is the hot loop of the offset search, which fits hundreds of offsets per stretch.
 Eigen::MatrixXd fractions(const AlignmentTimeline& t, const std::vector<int64_t>& ends, double window) {
   const Eigen::Index n = static_cast<Eigen::Index>(ends.size());
   const Eigen::Index rest = t.unknowns;
@@ -32,6 +36,8 @@ Eigen::MatrixXd fractions(const AlignmentTimeline& t, const std::vector<int64_t>
   std::vector<size_t> active;
   std::vector<double> covered(t.jobs.size(), 0.0);
   const bool instant = window <= 0;
+  const bool whole_ns = !instant && window == std::floor(window) && window < 0x1p62;
+  const int64_t window_ns = whole_ns ? static_cast<int64_t>(window) : 0;
   // Events that end before the first window starts add nothing: the sweep starts after them
   // (the search fits stretches and quarters of a stretch hundreds of times). A millisecond to
   // spare, since times held as doubles are rounded to a few hundred ns.
@@ -45,51 +51,86 @@ Eigen::MatrixXd fractions(const AlignmentTimeline& t, const std::vector<int64_t>
         t.events.begin());
   }
   // A window's fractions add up in `row` (contiguous, where A's row is strided), and a lone
-  // job's covered time in a local: both are the hot loop of the offset search, and the same
-  // additions in the same order as straight into A give the same bits.
+  // job's covered time in a local.
   std::vector<double> row(t.unknowns, 0.0);
+  std::vector<int64_t> busy_ns(whole_ns ? t.unknowns : 0, 0);
+  std::vector<int64_t> covered_ns(whole_ns ? t.jobs.size() : 0, 0);
+  // The window's events (whole_ns) are those from `head` up to `next`, in the timeline's own
+  // order: `head` passes the events that ended before the window, and puts one longer than a
+  // window aside in `long_events` (so that it cannot hold back `head` while it runs). An event
+  // past `head` that ended early overlaps nothing.
+  size_t head = next;
+  std::vector<size_t> long_events;
   const bool one_job = t.jobs.size() == 1;
   for (Eigen::Index i = 0; i < n; ++i) {
     const double end = static_cast<double>(ends[static_cast<size_t>(i)]);
     const double start = instant ? end : end - window;
-    // Instants: an event holds t when start <= t < end; windows: when it overlaps (start, end].
-    while (next < t.events.size() && (instant ? static_cast<double>(t.events[next].start) <= end
-                                              : static_cast<double>(t.events[next].start) < end))
-      active.push_back(next++);
-    std::fill(row.begin(), row.end(), 0.0);
     std::fill(covered.begin(), covered.end(), 0.0);
-    size_t kept = 0;
-    if (instant) {
-      for (size_t e : active) {
-        const auto& ev = t.events[e];
-        if (static_cast<double>(ev.end) <= start) continue;  // ended before this instant, so before every later one
-        active[kept++] = e;
-        row[ev.unknown] = 1;
-        covered[ev.job] = 1;
+    if (whole_ns) {
+      const int64_t end_ns = ends[static_cast<size_t>(i)], start_ns = end_ns - window_ns;
+      while (next < t.events.size() && t.events[next].start < end_ns) ++next;
+      while (head < next && (t.events[head].end <= start_ns || t.events[head].end - t.events[head].start > window_ns)) {
+        if (t.events[head].end > start_ns) long_events.push_back(head);
+        ++head;
       }
-    } else {
+      std::fill(busy_ns.begin(), busy_ns.end(), 0);
       const auto sweep = [&](auto&& cover) {
+        const auto add = [&](const AlignmentTimeline::Event& ev) {
+          const int64_t w = std::min(ev.end, end_ns) - std::max(ev.start, start_ns);
+          if (w > 0) {
+            busy_ns[ev.unknown] += w;
+            cover(ev.job, w);
+          }
+        };
+        for (size_t e = head; e < next; ++e) add(t.events[e]);
+        size_t kept = 0;
+        for (size_t e : long_events) {
+          if (t.events[e].end <= start_ns) continue;  // ended before this window, so before every later one
+          long_events[kept++] = e;
+          add(t.events[e]);
+        }
+        long_events.resize(kept);
+      };
+      if (one_job) {
+        int64_t job_covered = 0;
+        sweep([&](uint32_t, int64_t w) { job_covered += w; });
+        covered[0] = static_cast<double>(job_covered);
+      } else {
+        std::fill(covered_ns.begin(), covered_ns.end(), 0);
+        sweep([&](uint32_t job, int64_t w) { covered_ns[job] += w; });
+        for (size_t j = 0; j < covered.size(); ++j) covered[j] = static_cast<double>(covered_ns[j]);
+      }
+      for (uint32_t u = 0; u < t.unknowns; ++u) row[u] = busy_ns[u] ? static_cast<double>(busy_ns[u]) / window : 0.0;
+    } else {
+      // Instants: an event holds t when start <= t < end; windows: when it overlaps (start, end].
+      while (next < t.events.size() && (instant ? static_cast<double>(t.events[next].start) <= end
+                                                : static_cast<double>(t.events[next].start) < end))
+        active.push_back(next++);
+      std::fill(row.begin(), row.end(), 0.0);
+      size_t kept = 0;
+      if (instant) {
+        for (size_t e : active) {
+          const auto& ev = t.events[e];
+          if (static_cast<double>(ev.end) <= start) continue;  // ended before this instant, so before every later one
+          active[kept++] = e;
+          row[ev.unknown] = 1;
+          covered[ev.job] = 1;
+        }
+      } else {
         for (size_t e : active) {
           const auto& ev = t.events[e];
           const double ev_end = static_cast<double>(ev.end);
-          if (ev_end <= start) continue;  // ended before this window, so before every later one
+          if (ev_end <= start) continue;
           active[kept++] = e;
           const double w = std::min(ev_end, end) - std::max(static_cast<double>(ev.start), start);
           if (w > 0) {
             row[ev.unknown] += w / window;
-            cover(ev.job, w);
+            covered[ev.job] += w;
           }
         }
-      };
-      if (one_job) {
-        double job_covered = 0;
-        sweep([&](uint32_t, double w) { job_covered += w; });
-        covered[0] = job_covered;
-      } else {
-        sweep([&](uint32_t job, double w) { covered[job] += w; });
       }
+      active.resize(kept);
     }
-    active.resize(kept);
     for (uint32_t u = 0; u < t.unknowns; ++u) A(i, u) = row[u];
     double sum = A.row(i).head(t.unknowns).sum();
     for (size_t j = 0; j < t.jobs.size(); ++j) {

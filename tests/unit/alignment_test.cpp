@@ -326,3 +326,53 @@ TEST(Alignment, MetricsFittedTogetherAreEachFittedAsAlone) {
   for (const auto& v : values) alone += pp::window_log_likelihood(g.timeline, ends, 100 * kMs, {v});
   EXPECT_NEAR(pp::window_log_likelihood(g.timeline, ends, 100 * kMs, values), alone, 1e-9 * std::fabs(alone));
 }
+
+TEST(Alignment, WindowsHoldEveryOverlapOfLongAndConcurrentEvents) {
+  // One job's short layers take turns while its long call (longer than a window) runs beside
+  // them, and a second job's calls come and go: values that are exactly each window's mix
+  // (computed here event by event) fit without residual, at whole-nanosecond windows and at a
+  // sixth of a second; the same values one millisecond off do not.
+  pp::AlignmentTimeline t;
+  for (int64_t s = 0; s < 3000 * int64_t{1000000}; s += 3000000)
+    t.events.push_back({s, s + 2000000, static_cast<uint32_t>((s / 3000000) % 2), 0});
+  t.events.push_back({500 * int64_t{1000000}, 1700 * int64_t{1000000}, 2, 0});
+  for (int64_t s = 1000 * int64_t{1000000}; s < 2500 * int64_t{1000000}; s += 37000000)
+    t.events.push_back({s + 1, s + 5000001, 3, 1});
+  std::sort(t.events.begin(), t.events.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+  for (const auto& e : t.events) t.longest_ns = std::max(t.longest_ns == INT64_MAX ? 0 : t.longest_ns, e.end - e.start);
+  t.jobs = {{0, 3000 * int64_t{1000000}, 4}, {1000 * int64_t{1000000}, 2500 * int64_t{1000000}, 5}};
+  t.unknowns = 6;
+  const std::vector<double> x = {0.8, 0.3, 0.6, 0.5, 0.05, 0.1, 0.02};  // the last: the rest
+  const auto mix = [&](double end, double window) {
+    std::vector<double> f(7, 0.0), covered(2, 0.0);
+    for (const auto& e : t.events) {
+      const double w = std::min<double>(e.end, end) - std::max<double>(e.start, end - window);
+      if (w > 0) f[e.unknown] += w / window, covered[e.job] += w;
+    }
+    for (size_t j = 0; j < 2; ++j) {
+      const double span = std::min<double>(end, t.jobs[j].last) - std::max<double>(end - window, t.jobs[j].first);
+      if (span > covered[j]) f[t.jobs[j].untracked] += (span - covered[j]) / window;
+    }
+    double sum = 0;
+    for (size_t u = 0; u < 6; ++u) sum += f[u];
+    f[6] = std::max(0.0, 1 - sum);
+    double value = 0;
+    for (size_t u = 0; u < 7; ++u) value += f[u] * x[u];
+    return value;
+  };
+  for (double window : {100 * kMs, 1e9 / 6}) {
+    std::vector<int64_t> ends;
+    std::vector<std::vector<double>> values(1);
+    for (int64_t end = 200 * int64_t{1000000} + 300000; end < 2900 * int64_t{1000000}; end += 100 * int64_t{1000000}) {
+      ends.push_back(end);
+      values[0].push_back(mix(static_cast<double>(end), window));
+    }
+    double yy = 0;
+    for (double v : values[0]) yy += v * v;
+    const double n = static_cast<double>(ends.size());
+    const double exact = -0.5 * n * std::log(1e-15 * yy / n);  // the fit's floor: no residual
+    EXPECT_NEAR(pp::window_log_likelihood(t, ends, window, values), exact, 1e-9 * std::fabs(exact)) << window;
+    for (int64_t& e : ends) e += 1000000;
+    EXPECT_LT(pp::window_log_likelihood(t, ends, window, values), exact - 100) << window;
+  }
+}
