@@ -13,6 +13,7 @@ MAGIC_PREFIX = "#precisionprobe-events "
 COMPACT_VERSION = 1
 _JOB_FIELDS = ("job_id", "host_name", "ip", "pod", "namespace")
 _PROCESS_FIELDS = ("rank", "local_rank", "world_size", "pid")
+_NAME_FIELDS = ("job_id", "gpu_uuid", "layer")
 
 
 class EventFormatError(ValueError):
@@ -72,11 +73,20 @@ class EventDecoder:
         if not isinstance(record, dict):
             raise EventFormatError("not a JSON object")
         if record.get("record") == HEADER_RECORD:
+            if record.get("job_id") == "":
+                raise EventFormatError("field 'job_id' is empty")
             if self.compact:
                 self._job = record
             return "header", record
         if "record" in record:  # another record type (mig_device, or one a later version adds)
             return "record", record
+        for field in EVENT_FIELDS:
+            if field not in record:
+                raise EventFormatError(f"missing field '{field}'")
+        # What names the event's job, GPU and layer: an empty name would attribute it to nothing.
+        for field in _NAME_FIELDS:
+            if record[field] == "":
+                raise EventFormatError(f"field '{field}' is empty")
         return "event", record
 
     def _define(self, tag, line):
@@ -113,6 +123,10 @@ class EventDecoder:
         job = self._job
         uuid, gpu = self._devices[device]
         name, type_name = self._layers[layer]
+        if uuid == "":
+            raise EventFormatError(f"device id {device} has an empty GPU_UUID")
+        if name == "":
+            raise EventFormatError(f"layer id {layer} has an empty NAME")
         t_start = base + start
         values = (*(job.get(k) for k in _JOB_FIELDS), uuid, gpu,
                   *(job.get(k) for k in _PROCESS_FIELDS), epoch, batch, name, type_name,
@@ -145,17 +159,23 @@ def _int(text):
     return int(text)
 
 
-def read_event_file(path):
-    """(headers, events) of one file of either format, in file order; raises EventFormatError
-    (naming the file and line) on a malformed line."""
+def read_event_file(path, skipped=None):
+    """(headers, events) of one file of either format, in file order. A malformed line raises
+    EventFormatError (naming the file and line), or, given a list `skipped`, is left out and
+    added to it as (line number, reason), as layer_events() skips it. A last line without its
+    newline that does not parse is torn (a process killed mid-write): "incomplete last line"."""
     headers, events = [], []
     decoder = EventDecoder()
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8", errors="replace") as f:
         for number, line in enumerate(f, 1):
             try:
                 kind, record = decoder.decode(line.rstrip("\n"))
             except EventFormatError as error:
-                raise EventFormatError(f"{path} line {number}: {error}") from None
+                reason = str(error) if line.endswith("\n") else f"incomplete last line ({error})"
+                if skipped is None:
+                    raise EventFormatError(f"{path} line {number}: {reason}") from None
+                skipped.append((number, reason))
+                continue
             if kind == "header":
                 headers.append(record)
             elif kind == "event":

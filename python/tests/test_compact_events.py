@@ -1,6 +1,7 @@
 """The compact event format from the hook client's side: the probe writes it by default,
 layer_events reads back exactly what JSON Lines of the same run give, the JSON setting still
 works, and a file removed mid-run is followed by one that decodes on its own."""
+import json
 import os
 import sqlite3
 
@@ -125,3 +126,42 @@ def test_unknown_version_is_an_error_naming_the_file(tmp_path):
     path.write_text("#precisionprobe-events compact 9\n")
     with pytest.raises(EventFormatError, match=r"v9.jsonl line 1: event format 'compact 9' is not one"):
         read_event_file(path)
+
+
+def test_python_tools_skip_the_lines_that_layer_events_skips(tmp_path):
+    """The emulator's reader (read_event_file) leaves out what layer_events leaves out, for the
+    same reasons: an event that names no GPU or layer, one missing a field, and the torn last
+    line of a killed job; without a list to note them in, the first is an error."""
+    header = ('{"record":"job","job_id":"j","host_name":"node","ip":null,"pod":null,"namespace":null,'
+              '"rank":0,"local_rank":0,"world_size":1,"pid":7,"cpu_num":1.0}')
+
+    def event(**change):
+        e = {"job_id": "j", "host_name": "node", "ip": None, "pod": None, "namespace": None,
+             "gpu_uuid": "GPU-1", "gpu": 0, "rank": 0, "local_rank": 0, "world_size": 1, "pid": 7,
+             "epoch": 0, "batch": 0, "layer": "fc", "layer_type": "Linear", "forward": True,
+             "t_start_ns": 1714000000000000000, "t_end_ns": 1714000000000250000, "cpu_num": 1.0}
+        e.update(change)
+        return json.dumps({k: v for k, v in e.items() if v != "drop"})
+
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join([header, event(), event(gpu_uuid=""), event(t_end_ns="drop"), event(layer="")])
+                    + "\n" + event()[:40])
+    skipped = []
+    headers, events = read_event_file(path, skipped)
+    assert len(headers) == 1 and len(events) == 1
+    assert skipped[:3] == [(3, "field 'gpu_uuid' is empty"), (4, "missing field 't_end_ns'"),
+                           (5, "field 'layer' is empty")]
+    assert skipped[3][0] == 6 and skipped[3][1].startswith("incomplete last line (invalid JSON")
+    rows, warnings = layer_events(path)
+    assert len(rows) == 1
+    assert "skipped 4 malformed lines" in warnings and "first at line 3: field 'gpu_uuid' is empty" in warnings
+    with pytest.raises(EventFormatError, match=r"events.jsonl line 3: field 'gpu_uuid' is empty"):
+        read_event_file(path)
+
+    compact = tmp_path / "compact.jsonl"
+    compact.write_text(f"{MAGIC.strip()}\n{header}\n" 'L 0 "" "Linear"\nL 1 "fc" "Linear"\nD 0 0 "GPU-1"\n'
+                       "@ 1714000000000000000 0 0\n0 f0 0 1000\n1 f0 2000 1000\n")
+    skipped = []
+    assert len(read_event_file(compact, skipped)[1]) == 1
+    assert skipped == [(7, "layer id 0 has an empty NAME")]
+    assert len(layer_events(compact)[0]) == 1

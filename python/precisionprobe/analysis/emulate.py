@@ -39,12 +39,19 @@ def default_out(run_dir):
     return run_dir.parent / (run_dir.name + ".emulated")
 
 
-def _streams(run_dir):
+def _streams(run_dir, stream=sys.stderr):
     """The run's events per GPU: {key: (gpu_uuid or None for an emulated one, host, [events])}
-    keyed by the GPU's UUID, or by (host, pid) for a CPU process; and the files' headers."""
+    keyed by the GPU's UUID, or by (host, pid) for a CPU process; and the files' headers.
+    Malformed lines (a torn last line of a killed job among them) are left out with a warning
+    per file, as layer_events() leaves them out."""
     streams, files = {}, []
     for path in sorted(Path(run_dir).rglob("*.jsonl")):
-        headers, events = read_event_file(path)
+        skipped = []
+        headers, events = read_event_file(path, skipped)
+        if skipped:
+            (first, reason), n = skipped[0], len(skipped)
+            print(f"precisionprobe: warning: skipped {n} malformed line{'s' if n > 1 else ''} in {path} "
+                  f"(first at line {first}: {reason})", file=stream)
         files.append((path, headers, events))
         for e in events:
             cpu = e.get("gpu_uuid") == CPU_UUID
@@ -74,7 +81,7 @@ def replay(run_dir, out, profile_name, stream=sys.stderr):
     if not Path(profile_name).suffix and not Path(profile_name).exists() and profile_name not in shipped:
         raise ValueError(f"no profile {profile_name!r} (shipped: {', '.join(shipped)}; or a path to a profile file)")
     profile = Profile.named(profile_name)
-    streams, files = _streams(run_dir)
+    streams, files = _streams(run_dir, stream)
     if not streams:
         raise ValueError(f"no layer events in '{run_dir}' to emulate GPUs for")
     out = Path(out)
