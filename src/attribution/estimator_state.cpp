@@ -5,6 +5,7 @@
 #include "attribution/estimator_state.hpp"
 
 #include <optional>
+#include <set>
 #include <string_view>
 #include <tuple>
 #include <vector>
@@ -71,6 +72,7 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
   bool stored = false;
   std::optional<JobSharing> sharing;
   GpuTimeline timeline;
+  std::set<std::string> read_systems;  // systems whose stored rows were all read
   auto take_row = [&](Statement& read) {
     EstimatorStateRow row{uuid, read.column_text(0), read.column_text(1), read.column_text(2),
                           static_cast<int>(read.column_int64(3)), read.column_int64(4), read.column_int64(5),
@@ -89,6 +91,16 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
     sharing = JobSharing::read(db);
     // One read of the GPU's timeline serves every shift and both groupings.
     timeline = read_gpu_timeline_for_shifts(db, uuid, std::nullopt, through_ms);
+    // The stored rows of the timeline's systems, in one query each: read one by one below, each
+    // would wait for this thread while it reads other GPUs' timelines.
+    if (stored && !every_row)
+      for (const auto& job : timeline.jobs)
+        if (read_systems.insert(sharing->system(job.job_id)).second) {
+          Statement read(db, named_sql("estimator_state", "read_system"));
+          read.bind(":uuid", uuid);
+          read.bind(":system", sharing->system(job.job_id));
+          while (read.step()) take_row(read);
+        }
   });
   for (int shift : kTimingShifts) {
     GroupingSystems by_layer, by_layer_type;
@@ -100,7 +112,8 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
         const SystemKey& key = entry.first;  // (not a structured binding: the lambdas below use it)
         const SystemNotes& note = entry.second;
         const std::string name = grouping_name(grouping->by_type);
-        if (stored && !every_row && !rows.count(std::make_tuple(key.system, key.metric, name, shift)))
+        if (stored && !every_row && !read_systems.count(key.system) &&
+            !rows.count(std::make_tuple(key.system, key.metric, name, shift)))
           sql.run([&] {  // (statements live and die on the connection's thread)
             Statement read_one(db, named_sql("estimator_state", "read_one"));
             read_one.bind(":uuid", uuid);

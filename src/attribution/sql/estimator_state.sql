@@ -8,6 +8,10 @@ SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_esti
 SELECT system, metric, grouping, shift, windows, concurrent_windows, windows_unknown, shared_gauge, failed, state
   FROM main.pp_estimator_state WHERE uuid = :uuid;
 
+-- name: read_system
+SELECT system, metric, grouping, shift, windows, concurrent_windows, windows_unknown, shared_gauge, failed, state
+  FROM main.pp_estimator_state WHERE uuid = :uuid AND system = :system;
+
 -- name: read_one
 SELECT system, metric, grouping, shift, windows, concurrent_windows, windows_unknown, shared_gauge, failed, state
   FROM main.pp_estimator_state
