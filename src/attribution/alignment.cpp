@@ -1,5 +1,6 @@
 #include "attribution/alignment.hpp"
 #include "attribution/flicker_path.hpp"
+#include "attribution/window_mixes.hpp"
 
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
@@ -20,142 +21,6 @@ constexpr double kMoveMargin = 25;      // chi-square units by which a moved win
 constexpr double kWrapMargin = 50;
 constexpr int kMoveRounds = 4;
 constexpr double kRepeakReachNs = 4e6;  // how far a peak is looked for again once windows moved
-
-// The fraction of each window (end - window, end] spent in each unknown, the job's untracked
-// time, and the rest (the last column); an instant (window 0) puts 1 where it falls. Ends
-// ascending. A sweep: events enter when they start before a window's end and leave once they
-// end before a window's start.
-//
-// A window of whole nanoseconds (every DCGM window, and the driver's but for thirds and sixths
-// of a second) adds its events' overlaps as integers, exactly, and divides once per unknown: the
-// sweep is the hot loop of the offset search, which fits hundreds of offsets per stretch.
-Eigen::MatrixXd fractions(const AlignmentTimeline& t, const std::vector<int64_t>& ends, double window) {
-  const Eigen::Index n = static_cast<Eigen::Index>(ends.size());
-  const Eigen::Index rest = t.unknowns;
-  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(n, t.unknowns + 1);
-  std::vector<size_t> active;
-  std::vector<double> covered(t.jobs.size(), 0.0);
-  const bool instant = window <= 0;
-  const bool whole_ns = !instant && window == std::floor(window) && window < 0x1p62;
-  const int64_t window_ns = whole_ns ? static_cast<int64_t>(window) : 0;
-  // Events that end before the first window starts add nothing: the sweep starts after them
-  // (the search fits stretches and quarters of a stretch hundreds of times). A millisecond to
-  // spare, since times held as doubles are rounded to a few hundred ns.
-  size_t next = 0;
-  if (n > 0) {
-    const double first_start = static_cast<double>(ends.front()) - (instant ? 0 : window);
-    const double skip_before = first_start - static_cast<double>(t.longest_ns) - 1e6;
-    next = static_cast<size_t>(
-        std::partition_point(t.events.begin(), t.events.end(),
-                             [&](const AlignmentTimeline::Event& e) { return static_cast<double>(e.start) < skip_before; }) -
-        t.events.begin());
-  }
-  // A window's fractions add up in `row` (contiguous, where A's row is strided), and a lone
-  // job's covered time in a local.
-  std::vector<double> row(t.unknowns, 0.0);
-  std::vector<int64_t> busy_ns(whole_ns ? t.unknowns : 0, 0);
-  std::vector<int64_t> covered_ns(whole_ns ? t.jobs.size() : 0, 0);
-  // The window's events (whole_ns) are those from `head` up to `next`, in the timeline's own
-  // order: `head` passes the events that ended before the window, and puts one longer than a
-  // window aside in `long_events` (so that it cannot hold back `head` while it runs). An event
-  // past `head` that ended early overlaps nothing.
-  size_t head = next;
-  std::vector<size_t> long_events;
-  const bool one_job = t.jobs.size() == 1;
-  for (Eigen::Index i = 0; i < n; ++i) {
-    const double end = static_cast<double>(ends[static_cast<size_t>(i)]);
-    const double start = instant ? end : end - window;
-    std::fill(covered.begin(), covered.end(), 0.0);
-    if (whole_ns) {
-      const int64_t end_ns = ends[static_cast<size_t>(i)], start_ns = end_ns - window_ns;
-      while (next < t.events.size() && t.events[next].start < end_ns) ++next;
-      while (head < next && (t.events[head].end <= start_ns || t.events[head].end - t.events[head].start > window_ns)) {
-        if (t.events[head].end > start_ns) long_events.push_back(head);
-        ++head;
-      }
-      std::fill(busy_ns.begin(), busy_ns.end(), 0);
-      const auto sweep = [&](auto&& cover) {
-        const auto add = [&](const AlignmentTimeline::Event& ev) {
-          const int64_t w = std::min(ev.end, end_ns) - std::max(ev.start, start_ns);
-          if (w > 0) {
-            busy_ns[ev.unknown] += w;
-            cover(ev.job, w);
-          }
-        };
-        for (size_t e = head; e < next; ++e) add(t.events[e]);
-        size_t kept = 0;
-        for (size_t e : long_events) {
-          if (t.events[e].end <= start_ns) continue;  // ended before this window, so before every later one
-          long_events[kept++] = e;
-          add(t.events[e]);
-        }
-        long_events.resize(kept);
-      };
-      if (one_job) {
-        int64_t job_covered = 0;
-        sweep([&](uint32_t, int64_t w) { job_covered += w; });
-        covered[0] = static_cast<double>(job_covered);
-      } else {
-        std::fill(covered_ns.begin(), covered_ns.end(), 0);
-        sweep([&](uint32_t job, int64_t w) { covered_ns[job] += w; });
-        for (size_t j = 0; j < covered.size(); ++j) covered[j] = static_cast<double>(covered_ns[j]);
-      }
-      for (uint32_t u = 0; u < t.unknowns; ++u) row[u] = busy_ns[u] ? static_cast<double>(busy_ns[u]) / window : 0.0;
-    } else {
-      // Instants: an event holds t when start <= t < end; windows: when it overlaps (start, end].
-      while (next < t.events.size() && (instant ? static_cast<double>(t.events[next].start) <= end
-                                                : static_cast<double>(t.events[next].start) < end))
-        active.push_back(next++);
-      std::fill(row.begin(), row.end(), 0.0);
-      size_t kept = 0;
-      if (instant) {
-        for (size_t e : active) {
-          const auto& ev = t.events[e];
-          if (static_cast<double>(ev.end) <= start) continue;  // ended before this instant, so before every later one
-          active[kept++] = e;
-          row[ev.unknown] = 1;
-          covered[ev.job] = 1;
-        }
-      } else {
-        for (size_t e : active) {
-          const auto& ev = t.events[e];
-          const double ev_end = static_cast<double>(ev.end);
-          if (ev_end <= start) continue;
-          active[kept++] = e;
-          const double w = std::min(ev_end, end) - std::max(static_cast<double>(ev.start), start);
-          if (w > 0) {
-            row[ev.unknown] += w / window;
-            covered[ev.job] += w;
-          }
-        }
-      }
-      active.resize(kept);
-    }
-    for (uint32_t u = 0; u < t.unknowns; ++u) A(i, u) = row[u];
-    double sum = A.row(i).head(t.unknowns).sum();
-    for (size_t j = 0; j < t.jobs.size(); ++j) {
-      const auto& job = t.jobs[j];
-      if (instant) {
-        if (covered[j] == 0 && static_cast<double>(job.first) <= end && end < static_cast<double>(job.last)) {
-          A(i, job.untracked) = 1;
-          sum += 1;
-        }
-        continue;
-      }
-      const double span = std::min(end, static_cast<double>(job.last)) - std::max(start, static_cast<double>(job.first));
-      if (span > covered[j]) {
-        A(i, job.untracked) += (span - covered[j]) / window;
-        sum += (span - covered[j]) / window;
-      }
-    }
-    if (instant) {
-      if (sum == 0) A(i, rest) = 1;
-    } else {
-      A(i, rest) = std::max(0.0, 1 - sum);
-    }
-  }
-  return A;
-}
 
 // Least-squares fits of each metric on A; the profile log-likelihood, and per metric the
 // coefficients and residual variance.
@@ -227,11 +92,11 @@ std::vector<int64_t> shifted_ends(const std::vector<int64_t>& ts, double offset,
   return ends;
 }
 
-double evaluate(const AlignmentTimeline& t, const AlignmentSamples& s, double window, double offset,
+double evaluate(WindowMixes& mix, const AlignmentSamples& s, double window, double offset,
                 const std::vector<int>& shift, double period) {
   std::vector<int64_t> ends = shifted_ends(s.ts_ns, offset, shift, period);
   snap_to_grid(ends, period);  // the scrapes' jitter is not the windows'
-  const Fit f = fit(fractions(t, ends, window), s.values, t.unknowns);
+  const Fit f = fit(mix(ends, window), s.values, mix.timeline().unknowns);
   return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
 }
 
@@ -251,12 +116,12 @@ std::vector<int64_t> snapped_ends(const std::vector<int64_t>& ts, double offset,
 }
 
 // evaluate over every sample, each copy (copy[i]) in the window of the sample before it.
-double evaluate_with_copies(const AlignmentTimeline& t, const AlignmentSamples& s, double window, double offset,
+double evaluate_with_copies(WindowMixes& mix, const AlignmentSamples& s, double window, double offset,
                             const std::vector<int>& shift, const std::vector<char>& copy, double period) {
   std::vector<int64_t> ends = snapped_ends(s.ts_ns, offset, shift, copy, period);
   for (size_t i = 1; i < ends.size(); ++i)
     if (copy[i]) ends[i] = ends[i - 1];
-  const Fit f = fit(fractions(t, ends, window), s.values, t.unknowns);
+  const Fit f = fit(mix(ends, window), s.values, mix.timeline().unknowns);
   return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
 }
 
@@ -304,20 +169,20 @@ struct Gains {
   size_t fit_earlier = 0, fit_later = 0;
 };
 
-Gains sample_gains(const AlignmentTimeline& t, const AlignmentSamples& s, double window, double offset,
+Gains sample_gains(WindowMixes& mix, const AlignmentSamples& s, double window, double offset,
                    const std::vector<int>& shift, double period) {
   const size_t n = s.ts_ns.size();
   std::vector<int64_t> ends = shifted_ends(s.ts_ns, offset, shift, period);
   snap_to_grid(ends, period);
-  const Eigen::MatrixXd A0 = fractions(t, ends, window);
-  const Fit at = fit(A0, s.values, t.unknowns);
+  const Eigen::MatrixXd A0 = mix(ends, window);
+  const Fit at = fit(A0, s.values, mix.timeline().unknowns);
   const auto moved = [&](double by) {
     std::vector<int64_t> out(ends.size());
     for (size_t i = 0; i < ends.size(); ++i) out[i] = ends[i] + static_cast<int64_t>(std::llround(by));
     return out;
   };
-  const Eigen::MatrixXd Aearlier = fractions(t, moved(-period), window);
-  const Eigen::MatrixXd Alater = fractions(t, moved(period), window);
+  const Eigen::MatrixXd Aearlier = mix(moved(-period), window);
+  const Eigen::MatrixXd Alater = mix(moved(period), window);
   auto misfit = [&](const Eigen::MatrixXd& A, size_t i) {
     double sum = 0;
     for (size_t m = 0; m < s.values.size(); ++m) {
@@ -344,7 +209,7 @@ Gains sample_gains(const AlignmentTimeline& t, const AlignmentSamples& s, double
 // For windows that flicker at the exporter's latency (flicker_path.hpp): per sample, the misfit
 // of its values at shifts lo (near when lo is the offset's own, 0) and lo + 1 (far: one period
 // earlier), under the fit of the samples `drop` leaves, their windows as `shift` places them.
-std::array<std::vector<double>, 2> placement_misfits(const AlignmentTimeline& t, const AlignmentSamples& s,
+std::array<std::vector<double>, 2> placement_misfits(WindowMixes& mix, const AlignmentSamples& s,
                                                      double window, double offset, const std::vector<int>& shift,
                                                      const std::vector<char>& drop, double period, int lo) {
   const size_t n = s.ts_ns.size();
@@ -352,15 +217,15 @@ std::array<std::vector<double>, 2> placement_misfits(const AlignmentTimeline& t,
   std::vector<int64_t> fitted;
   for (size_t i = 0; i < n; ++i)
     if (!drop[i]) fitted.push_back(ends[i]);
-  const Fit at = fit(fractions(t, fitted, window), without(s, drop).values, t.unknowns);
+  const Fit at = fit(mix(fitted, window), without(s, drop).values, mix.timeline().unknowns);
   std::array<std::vector<double>, 2> misfit;
   for (int state = 0; state < 2; ++state) {
     std::vector<int64_t> moved(n);
     for (size_t i = 0; i < n; ++i)
       moved[i] = ends[i] - static_cast<int64_t>(std::llround((lo + state - shift[i]) * period));
-    // Moved ends stay in order, as fractions() needs; a sample dropped as a copy may not be.
+    // Moved ends stay in order, as window_fractions() needs; a sample dropped as a copy may not be.
     for (size_t i = 1; i < n; ++i) moved[i] = std::max(moved[i], moved[i - 1]);
-    const Eigen::MatrixXd A = fractions(t, moved, window);
+    const Eigen::MatrixXd A = mix(moved, window);
     misfit[static_cast<size_t>(state)].assign(n, 0);
     for (size_t i = 0; i < n; ++i)
       for (size_t m = 0; m < s.values.size(); ++m) {
@@ -385,7 +250,7 @@ struct Wrap {
 // The best wrap by the profile likelihood, refitted for each candidate: a coarse pass over
 // tenths of the stretch, then every sample near the best. A contaminated fit cannot be trusted
 // to judge single samples here, since up to half the stretch may be off.
-Wrap find_wrap(const AlignmentTimeline& t, const AlignmentSamples& s, double window, double offset, double period,
+Wrap find_wrap(WindowMixes& mix, const AlignmentSamples& s, double window, double offset, double period,
                double base_loglik) {
   const size_t n = s.ts_ns.size();
   Wrap best;
@@ -393,7 +258,7 @@ Wrap find_wrap(const AlignmentTimeline& t, const AlignmentSamples& s, double win
     if (at == 0 || at >= n) return;
     std::vector<int> shift(n, 0);
     for (size_t i = head ? 0 : at; i < (head ? at : n); ++i) shift[i] = periods;
-    const double gain = 2 * (evaluate(t, s, window, offset, shift, period) - base_loglik);
+    const double gain = 2 * (evaluate(mix, s, window, offset, shift, period) - base_loglik);
     if (gain > best.gain) best = {at, head, periods, gain};
   };
   const size_t step = std::max<size_t>(1, n / 10);
@@ -411,7 +276,7 @@ Wrap find_wrap(const AlignmentTimeline& t, const AlignmentSamples& s, double win
 
 double window_log_likelihood(const AlignmentTimeline& timeline, const std::vector<int64_t>& ends_ns, double window_ns,
                              const std::vector<std::vector<double>>& values) {
-  return fit(fractions(timeline, ends_ns, window_ns), values, timeline.unknowns).log_likelihood;
+  return fit(window_fractions(timeline, ends_ns, window_ns), values, timeline.unknowns).log_likelihood;
 }
 
 OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const AlignmentSamples& samples, double window_ns,
@@ -419,10 +284,11 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
   OffsetEstimate est;
   const size_t n = samples.ts_ns.size();
   if (n < 8 || timeline.events.empty()) return est;
+  WindowMixes mix(timeline);
   std::vector<int> shift;  // none yet; of the samples fitted (all but those found to be copies)
   AlignmentSamples reduced;
   const AlignmentSamples* fitted = &samples;
-  auto loglik = [&](double d) { return evaluate(timeline, *fitted, window_ns, d, shift, period_ns); };
+  auto loglik = [&](double d) { return evaluate(mix, *fitted, window_ns, d, shift, period_ns); };
 
   // 1. The coarse grid over every range; the best point and the best one elsewhere.
   std::vector<std::pair<double, double>> coarse;
@@ -443,16 +309,16 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
   est.found = true;
   est.shift.assign(n, 0);
   if (period_ns > 0 && window_ns > 0) {
-    Gains g = sample_gains(timeline, samples, window_ns, p.at, est.shift, period_ns);
+    Gains g = sample_gains(mix, samples, window_ns, p.at, est.shift, period_ns);
     // 2a. Many windows that fit one period off: the offset may wrap within the stretch.
     const size_t suspicious = std::max<size_t>(5, n / 20);
     if (g.fit_earlier >= suspicious || g.fit_later >= suspicious) {
-      const Wrap wrap = find_wrap(timeline, samples, window_ns, p.at, period_ns, p.value);
+      const Wrap wrap = find_wrap(mix, samples, window_ns, p.at, period_ns, p.value);
       if (wrap.gain > kWrapMargin) {
         for (size_t i = wrap.head ? 0 : wrap.at; i < (wrap.head ? wrap.at : n); ++i) est.shift[i] = wrap.periods;
         shift = est.shift;
         p = refine(loglik, p.at, 1.5 * step_ns, step_ns / 20);
-        g = sample_gains(timeline, samples, window_ns, p.at, est.shift, period_ns);
+        g = sample_gains(mix, samples, window_ns, p.at, est.shift, period_ns);
       }
     }
     // Near the wrap the exporter's jitter makes windows flicker between the two. Scraped at
@@ -474,10 +340,10 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
         Flicker best_path;
         double best_loglik = -std::numeric_limits<double>::infinity();
         for (int lo : {0, -1}) {
-          const auto misfit = placement_misfits(timeline, samples, window_ns, p.at, est.shift, est.copy, period_ns, lo);
+          const auto misfit = placement_misfits(mix, samples, window_ns, p.at, est.shift, est.copy, period_ns, lo);
           Flicker path = flicker_path(samples, maybe_copy, misfit, lo, period_ns);
           if (path.shift.empty()) continue;
-          const double l = evaluate(timeline, without(samples, path.copy), window_ns, p.at,
+          const double l = evaluate(mix, without(samples, path.copy), window_ns, p.at,
                                     without(path.shift, path.copy), period_ns);
           if (l > best_loglik) best_loglik = l, best_path = std::move(path);
         }
@@ -485,7 +351,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
         // The path must fit the samples it keeps better than their present windows by the
         // margin a single moved window needs: with few copies, noise alone can otherwise move
         // a window whose two candidates read alike.
-        const double present = evaluate(timeline, without(samples, best_path.copy), window_ns, p.at,
+        const double present = evaluate(mix, without(samples, best_path.copy), window_ns, p.at,
                                         without(est.shift, best_path.copy), period_ns);
         if (!(2 * (best_loglik - present) > kMoveMargin)) break;
         taken = true;
@@ -504,7 +370,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
     // Elsewhere each window moves on its own, from where it is, judged by the fit of the others;
     // a few rounds, since every window put right makes that fit cleaner.
     for (int round = 0; est.copy.empty() && round < kMoveRounds; ++round) {
-      if (round > 0) g = sample_gains(timeline, samples, window_ns, p.at, est.shift, period_ns);
+      if (round > 0) g = sample_gains(mix, samples, window_ns, p.at, est.shift, period_ns);
       const std::vector<int> before = est.shift;
       for (size_t i = 0; i < n; ++i) {
         const double ge = g.earlier[i], gl = g.later[i];
@@ -530,7 +396,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
   // Over every sample, a copy in its original's window, as the coarse grid's values and other
   // window lengths' estimates are: fewer samples alone would lower the likelihood.
   est.log_likelihood = fitted == &samples ? p.value
-                                           : evaluate_with_copies(timeline, samples, window_ns, p.at, est.shift, est.copy, period_ns);
+                                           : evaluate_with_copies(mix, samples, window_ns, p.at, est.shift, est.copy, period_ns);
   est.likelihood_half90_ns = p.half90;
   est.unique = !(elsewhere > est.log_likelihood - kUniqueMargin);
 
@@ -552,7 +418,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
       const auto loglik_of_quarter = [&](double d) {
         std::vector<int64_t> ends(grid.begin() + static_cast<std::ptrdiff_t>(from), grid.begin() + static_cast<std::ptrdiff_t>(to));
         for (int64_t& e : ends) e -= static_cast<int64_t>(std::llround(d));
-        const Fit f = fit(fractions(timeline, ends, window_ns), values, timeline.unknowns);
+        const Fit f = fit(mix(ends, window_ns), values, timeline.unknowns);
         return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
       };
       const Peak pk = refine(loglik_of_quarter, 0, 3 * step_ns, step_ns / 10);
@@ -608,11 +474,12 @@ GridEstimate estimate_driver_grid(const AlignmentTimeline& timeline, const std::
   GridEstimate best;
   if (dcgm_ends_ns.size() < 8 || timeline.events.empty()) return best;
   const std::vector<std::vector<double>> y = {values};
+  WindowMixes mix(timeline);
   for (double period : periods_ns) {
     auto loglik = [&](double phase) {
       std::vector<int64_t> ends(dcgm_ends_ns.size());
       for (size_t i = 0; i < ends.size(); ++i) ends[i] = driver_window_end(dcgm_ends_ns[i], period, phase);
-      const Fit f = fit(fractions(timeline, ends, period), y, timeline.unknowns);
+      const Fit f = fit(mix(ends, period), y, timeline.unknowns);
       return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
     };
     Peak coarse;
