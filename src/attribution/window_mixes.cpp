@@ -28,6 +28,8 @@ void sweep_overlaps_ns(const AlignmentTimeline& t, const std::vector<int64_t>& e
   out.ends = ends;
   out.busy.assign(n * units, 0);
   out.covered.assign(n * jobs, 0);
+  out.end_scan.assign(n, SIZE_MAX);
+  out.start_scan.assign(n, SIZE_MAX);
   // The events before the first window are passed by (the search fits stretches and quarters of
   // a stretch). A window's events are those from `head` up to `next`, in the timeline's own
   // order: `head` passes the events that ended before the window, and puts one longer than a
@@ -189,20 +191,19 @@ Eigen::MatrixXd WindowMixes::operator()(const std::vector<int64_t>& ends, double
   return mixes_of(t_, kept_.front());
 }
 
-// The first event that may reach past `from`, of those up to kLongCallNs, found from where the
-// last call left `at`: the edges come in ascending order, each
-// some hundred events past the one before (a gallop, then a binary search).
+// The first event that may reach past `from`, of those up to kLongCallNs, found from `at` (where
+// the same edge's last scan began, a step or two away; SIZE_MAX: a binary search), and kept there.
 size_t WindowMixes::first_reaching_from(size_t& at, int64_t from) const {
   const int64_t skip_before = from - longest_short_ns_;
-  const auto before = [&](const AlignmentTimeline::Event& e) { return e.start < skip_before; };
-  auto lo = t_.events.begin(), hi = t_.events.end();
-  if (at <= t_.events.size() && (at == 0 || before(t_.events[at - 1]))) {  // else: an edge went back
-    size_t step = 1;
-    while (at + step < t_.events.size() && before(t_.events[at + step])) step *= 2;
-    lo += static_cast<std::ptrdiff_t>(at);
-    hi = t_.events.begin() + static_cast<std::ptrdiff_t>(std::min(at + step, t_.events.size()));
+  const auto before = [&](size_t e) { return t_.events[e].start < skip_before; };
+  if (at > t_.events.size()) {
+    at = static_cast<size_t>(std::partition_point(t_.events.begin(), t_.events.end(),
+                                                  [&](const AlignmentTimeline::Event& e) { return e.start < skip_before; }) -
+                             t_.events.begin());
+    return at;
   }
-  at = static_cast<size_t>(std::partition_point(lo, hi, before) - t_.events.begin());
+  while (at > 0 && !before(at - 1)) --at;
+  while (at < t_.events.size() && before(at)) ++at;
   return at;
 }
 
@@ -226,15 +227,14 @@ void WindowMixes::add_edge(WindowOverlaps& o, size_t i, size_t first, int64_t fr
 // Each window (end - w, end] becomes (end' - w, end']: it gains what ran between its old and
 // new ends and loses what ran between its old and new starts (or the other way round).
 void WindowMixes::move_edges(WindowOverlaps& o, const std::vector<int64_t>& ends) const {
-  if (ends.empty()) return;
-  size_t at_end = first_reaching(t_, static_cast<double>(std::min(o.ends.front(), ends.front())));
-  size_t at_start = first_reaching(t_, static_cast<double>(std::min(o.ends.front(), ends.front()) - o.window_ns));
+  o.end_scan.resize(ends.size(), SIZE_MAX);
+  o.start_scan.resize(ends.size(), SIZE_MAX);
   for (size_t i = 0; i < ends.size(); ++i) {
     const int64_t from = o.ends[i], to = ends[i];
     if (from == to) continue;
     const int64_t sign = to > from ? 1 : -1, lo = std::min(from, to), hi = std::max(from, to);
-    add_edge(o, i, first_reaching_from(at_end, lo), lo, hi, sign);
-    add_edge(o, i, first_reaching_from(at_start, lo - o.window_ns), lo - o.window_ns, hi - o.window_ns, -sign);
+    add_edge(o, i, first_reaching_from(o.end_scan[i], lo), lo, hi, sign);
+    add_edge(o, i, first_reaching_from(o.start_scan[i], lo - o.window_ns), lo - o.window_ns, hi - o.window_ns, -sign);
     o.ends[i] = to;
   }
 }

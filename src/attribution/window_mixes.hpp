@@ -31,6 +31,9 @@ Eigen::MatrixXd window_fractions(const AlignmentTimeline& t, const std::vector<i
 struct WindowOverlaps {
   int64_t window_ns = 0;
   std::vector<int64_t> ends, busy, covered;
+  // Per window, where the scans of its end's and its start's edges began when it last moved
+  // (SIZE_MAX: not yet): the next scan begins a step or two away.
+  std::vector<size_t> end_scan, start_scan;
 };
 
 // window_fractions for the fits of one timeline (which must outlive it), keeping the overlaps of
