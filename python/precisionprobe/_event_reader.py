@@ -80,9 +80,6 @@ class EventDecoder:
             return "header", record
         if "record" in record:  # another record type (mig_device, or one a later version adds)
             return "record", record
-        for field in EVENT_FIELDS:
-            if field not in record:
-                raise EventFormatError(f"missing field '{field}'")
         # What names the event's job, GPU and layer: an empty name would attribute it to nothing.
         for field in _NAME_FIELDS:
             if record[field] == "":
@@ -160,16 +157,20 @@ def _int(text):
 
 
 def read_event_file(path, skipped=None):
-    """(headers, events) of one file of either format, in file order. A malformed line raises
-    EventFormatError (naming the file and line), or, given a list `skipped`, is left out and
-    added to it as (line number, reason), as layer_events() skips it. A last line without its
-    newline that does not parse is torn (a process killed mid-write): "incomplete last line"."""
+    """(headers, events) of one file of either format, in file order, each event with every field
+    of EVENT_FIELDS. A malformed line raises EventFormatError (naming the file and line), or,
+    given a list `skipped`, is left out and added to it as (line number, reason), as
+    layer_events() skips it. A last line without its newline that does not parse is torn (a
+    process killed mid-write): "incomplete last line"."""
     headers, events = [], []
     decoder = EventDecoder()
     with open(path, encoding="utf-8", errors="replace") as f:
         for number, line in enumerate(f, 1):
             try:
                 kind, record = decoder.decode(line.rstrip("\n"))
+                missing = [field for field in EVENT_FIELDS if field not in record] if kind == "event" else []
+                if missing:  # a whole event, as layer_events() reads it (the live emulator takes less)
+                    raise EventFormatError(f"missing field '{missing[0]}'")
             except EventFormatError as error:
                 reason = str(error) if line.endswith("\n") else f"incomplete last line ({error})"
                 if skipped is None:
