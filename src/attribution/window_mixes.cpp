@@ -178,7 +178,11 @@ WindowMixes::WindowMixes(const AlignmentTimeline& t) : t_(t) {
 }
 
 Eigen::MatrixXd WindowMixes::operator()(const std::vector<int64_t>& ends, double window) {
-  if (!whole_ns_window(window) || long_calls_.size() > kMaxLongCalls) return window_fractions(t_, ends, window);
+  // Ends out of order (a stretch's head or tail moved by a period, where the grid could not be
+  // fitted) are swept as window_fractions sweeps them, and not kept: moving a window's edges
+  // exactly would not give what the sweep gives them.
+  if (!whole_ns_window(window) || long_calls_.size() > kMaxLongCalls || !std::is_sorted(ends.begin(), ends.end()))
+    return window_fractions(t_, ends, window);
   const auto window_ns = static_cast<int64_t>(window);
   for (size_t k = 0; k < kept_.size(); ++k)
     if (near(kept_[k], ends, window_ns)) {

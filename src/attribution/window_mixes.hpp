@@ -39,7 +39,7 @@ struct WindowOverlaps {
 // window_fractions for the fits of one timeline (which must outlive it), keeping the overlaps of
 // the last few sets of windows: a set whose windows each moved at most kNearNs takes only the
 // events between each window's old and new edges, where window_fractions reads every event of
-// every window.
+// every window. Ends out of order are passed to window_fractions.
 class WindowMixes {
  public:
   explicit WindowMixes(const AlignmentTimeline& t);

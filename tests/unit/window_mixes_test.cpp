@@ -90,6 +90,23 @@ TEST(WindowMixes, WindowsMovedALittleGiveTheSweepsRowsToTheBit) {
   }
 }
 
+TEST(WindowMixes, EndsOutOfOrderGiveTheSweepsRows) {
+  // A stretch's tail moved back by a period, its first window now before the last one of the
+  // head: the sweep's rows, whatever fits came before.
+  const pp::AlignmentTimeline t = two_jobs();
+  pp::WindowMixes mix(t);
+  std::vector<int64_t> ends = every_100ms(1000 * kMs, 2000 * kMs);
+  for (size_t i = 5; i < ends.size(); ++i) ends[i] -= 103 * kMs;
+  for (int64_t step : {0, 50000, 100000}) {
+    std::vector<int64_t> moved = ends;
+    for (int64_t& e : moved) e += step;
+    ASSERT_FALSE(std::is_sorted(moved.begin(), moved.end()));
+    ASSERT_TRUE(mix(moved, 100.0 * kMs) == pp::window_fractions(t, moved, 100.0 * kMs)) << step;
+    std::sort(moved.begin(), moved.end());
+    ASSERT_TRUE(mix(moved, 100.0 * kMs) == pp::window_fractions(t, moved, 100.0 * kMs)) << step;
+  }
+}
+
 TEST(WindowMixes, ManyLongCallsGiveEachWindowsSharesToo) {
   // A model whose calls are longer than a moved edge looks back (kLongCallNs), a hundred of
   // them: each fit reads every event again, and the shares are still each window's.
