@@ -73,6 +73,7 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
   std::optional<JobSharing> sharing;
   GpuTimeline timeline;
   std::set<std::string> read_systems;  // systems whose stored rows were all read
+  std::set<std::tuple<std::string, std::string, std::string, int>> met;  // the rows the windows add to
   auto take_row = [&](Statement& read) {
     EstimatorStateRow row{uuid, read.column_text(0), read.column_text(1), read.column_text(2),
                           static_cast<int>(read.column_int64(3)), read.column_int64(4), read.column_int64(5),
@@ -91,14 +92,15 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
     sharing = JobSharing::read(db);
     // One read of the GPU's timeline serves every shift and both groupings.
     timeline = read_gpu_timeline_for_shifts(db, uuid, std::nullopt, through_ms);
-    // The stored rows of the timeline's systems, in one query each: read one by one below, each
+    // The stored rows of the systems of the jobs whose calls the windows hold (the timeline
+    // also lists every job the GPU ran before), in one query each: read one by one below, each
     // would wait for this thread while it reads other GPUs' timelines.
     if (stored && !every_row)
-      for (const auto& job : timeline.jobs)
-        if (read_systems.insert(sharing->system(job.job_id)).second) {
+      for (const auto& group : timeline.groups)
+        if (read_systems.insert(sharing->system(timeline.jobs[group.job].job_id)).second) {
           Statement read(db, named_sql("estimator_state", "read_system"));
           read.bind(":uuid", uuid);
-          read.bind(":system", sharing->system(job.job_id));
+          read.bind(":system", sharing->system(timeline.jobs[group.job].job_id));
           while (read.step()) take_row(read);
         }
   });
@@ -123,6 +125,7 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
             read_one.bind(":shift", shift);
             while (read_one.step()) take_row(read_one);
           });
+        met.insert(std::make_tuple(key.system, key.metric, name, shift));
         auto [it, added] = rows.try_emplace(std::make_tuple(key.system, key.metric, name, shift),
                                             EstimatorStateRow{uuid, key.system, key.metric, name, shift, 0, 0, false, false, std::nullopt, std::nullopt});
         EstimatorStateRow& row = it->second;
@@ -147,7 +150,8 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
     }
   }
   std::vector<EstimatorStateRow> out;
-  for (auto& entry : rows) out.push_back(std::move(entry.second));
+  for (auto& entry : rows)
+    if (every_row || met.count(entry.first)) out.push_back(std::move(entry.second));  // (not those read unchanged)
   return out;
 }
 
