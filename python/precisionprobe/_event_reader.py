@@ -27,9 +27,15 @@ class EventDecoder:
     type (a mig_device record), or (None, None) for lines that are no record of their own
     (format line, definitions, block lines, blank lines); it raises
     EventFormatError for a malformed line, which leaves the decoder usable for the next one.
+
+    strict=True refuses what layer_events() refuses besides: an event missing a field or with one
+    of the wrong type, an empty job_id, gpu_uuid or layer (the event would belong to no job, GPU
+    or layer; in the compact format an empty GPU_UUID or NAME on a definition line, an empty
+    job_id in the header). The live emulator decodes leniently: it needs only the fields it uses.
     """
 
-    def __init__(self):
+    def __init__(self, strict=False):
+        self.strict = strict
         self.compact = False
         self._lines = 0
         self._job = None      # the event fields the header gives, in EVENT_FIELDS order
@@ -73,17 +79,15 @@ class EventDecoder:
         if not isinstance(record, dict):
             raise EventFormatError("not a JSON object")
         if record.get("record") == HEADER_RECORD:
-            if record.get("job_id") == "":
+            if self.strict and record.get("job_id") == "":
                 raise EventFormatError("field 'job_id' is empty")
             if self.compact:
                 self._job = record
             return "header", record
         if "record" in record:  # another record type (mig_device, or one a later version adds)
             return "record", record
-        # What names the event's job, GPU and layer: an empty name would attribute it to nothing.
-        for field in _NAME_FIELDS:
-            if record[field] == "":
-                raise EventFormatError(f"field '{field}' is empty")
+        if self.strict:
+            _check_event(record)
         return "event", record
 
     def _define(self, tag, line):
@@ -120,15 +124,47 @@ class EventDecoder:
         job = self._job
         uuid, gpu = self._devices[device]
         name, type_name = self._layers[layer]
-        if uuid == "":
+        if self.strict and uuid == "":
             raise EventFormatError(f"device id {device} has an empty GPU_UUID")
-        if name == "":
+        if self.strict and name == "":
             raise EventFormatError(f"layer id {layer} has an empty NAME")
         t_start = base + start
         values = (*(job.get(k) for k in _JOB_FIELDS), uuid, gpu,
                   *(job.get(k) for k in _PROCESS_FIELDS), epoch, batch, name, type_name,
                   words[1][0] == "f", t_start, t_start + duration, job.get("cpu_num"))
         return dict(zip(EVENT_FIELDS, values))
+
+
+# Each field's JSON type as layer_events() requires it: (accepted Python types, may be null,
+# the phrase of its error).
+_TEXT, _INTEGER, _NUMBER = (str,), (int,), (int, float)
+_FIELD_TYPES = {
+    "job_id": (_TEXT, False, "is not text"), "host_name": (_TEXT, True, "is not text or null"),
+    "ip": (_TEXT, True, "is not text or null"), "pod": (_TEXT, True, "is not text or null"),
+    "namespace": (_TEXT, True, "is not text or null"), "gpu_uuid": (_TEXT, False, "is not text"),
+    "gpu": (_INTEGER, True, "is not an integer or null"), "layer": (_TEXT, False, "is not text"),
+    "layer_type": (_TEXT, False, "is not text"), "forward": ((bool,), False, "is not true or false"),
+    "cpu_num": (_NUMBER, False, "is not a number"),
+    **{f: (_INTEGER, False, "is not an integer")
+       for f in ("rank", "local_rank", "world_size", "pid", "epoch", "batch", "t_start_ns", "t_end_ns")},
+}
+
+
+def _check_event(record):
+    """Raises EventFormatError for an event that layer_events() would skip as malformed."""
+    for field in EVENT_FIELDS:
+        if field not in record:
+            raise EventFormatError(f"missing field '{field}'")
+        types, nullable, phrase = _FIELD_TYPES[field]
+        value = record[field]
+        if value is None and nullable:
+            continue
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise EventFormatError(f"field '{field}' {phrase}")
+    # What names the event's job, GPU and layer: an empty name would attribute it to nothing.
+    for field in _NAME_FIELDS:
+        if record[field] == "":
+            raise EventFormatError(f"field '{field}' is empty")
 
 
 _scan = json.JSONDecoder().raw_decode
@@ -157,22 +193,26 @@ def _int(text):
 
 
 def read_event_file(path, skipped=None):
-    """(headers, events) of one file of either format, in file order, each event with every field
-    of EVENT_FIELDS. A malformed line raises EventFormatError (naming the file and line), or,
-    given a list `skipped`, is left out and added to it as (line number, reason), as
-    layer_events() skips it. A last line without its newline that does not parse is torn (a
-    process killed mid-write): "incomplete last line"."""
+    """(headers, events) of one file of either format, in file order, each event whole (every
+    field of EVENT_FIELDS, of its type). A line that layer_events() skips raises EventFormatError
+    (naming the file and line), or, given a list `skipped`, is left out and added to it as (line
+    number, reason). A last line without its newline is torn (a process killed mid-write): in
+    the compact format always, in JSON Lines when it does not parse ("incomplete last line")."""
     headers, events = [], []
-    decoder = EventDecoder()
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for number, line in enumerate(f, 1):
+    decoder = EventDecoder(strict=True)
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            complete = raw.endswith(b"\n")
             try:
-                kind, record = decoder.decode(line.rstrip("\n"))
-                missing = [field for field in EVENT_FIELDS if field not in record] if kind == "event" else []
-                if missing:  # a whole event, as layer_events() reads it (the live emulator takes less)
-                    raise EventFormatError(f"missing field '{missing[0]}'")
+                try:
+                    line = raw.decode("utf-8").rstrip("\n")
+                except UnicodeDecodeError:
+                    raise EventFormatError("invalid UTF-8") from None
+                if not complete and decoder.compact:
+                    raise EventFormatError("incomplete line (no newline)")
+                kind, record = decoder.decode(line)
             except EventFormatError as error:
-                reason = str(error) if line.endswith("\n") else f"incomplete last line ({error})"
+                reason = str(error) if complete or decoder.compact else f"incomplete last line ({error})"
                 if skipped is None:
                     raise EventFormatError(f"{path} line {number}: {reason}") from None
                 skipped.append((number, reason))

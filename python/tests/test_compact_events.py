@@ -130,8 +130,9 @@ def test_unknown_version_is_an_error_naming_the_file(tmp_path):
 
 def test_python_tools_skip_the_lines_that_layer_events_skips(tmp_path):
     """The emulator's reader (read_event_file) leaves out what layer_events leaves out, for the
-    same reasons: an event that names no GPU or layer, one missing a field, and the torn last
-    line of a killed job; without a list to note them in, the first is an error."""
+    same reasons: an event that names no GPU or layer, one missing a field or with one of the
+    wrong type, text that is not UTF-8, and the torn last line of a killed job (JSON or
+    compact); without a list to note them in, the first is an error."""
     header = ('{"record":"job","job_id":"j","host_name":"node","ip":null,"pod":null,"namespace":null,'
               '"rank":0,"local_rank":0,"world_size":1,"pid":7,"cpu_num":1.0}')
 
@@ -160,8 +161,22 @@ def test_python_tools_skip_the_lines_that_layer_events_skips(tmp_path):
 
     compact = tmp_path / "compact.jsonl"
     compact.write_text(f"{MAGIC.strip()}\n{header}\n" 'L 0 "" "Linear"\nL 1 "fc" "Linear"\nD 0 0 "GPU-1"\n'
-                       "@ 1714000000000000000 0 0\n0 f0 0 1000\n1 f0 2000 1000\n")
+                       "@ 1714000000000000000 0 0\n0 f0 0 1000\n1 f0 2000 1000\n1 f0 4000 10")  # torn from 1000
     skipped = []
     assert len(read_event_file(compact, skipped)[1]) == 1
-    assert skipped == [(7, "layer id 0 has an empty NAME")]
-    assert len(layer_events(compact)[0]) == 1
+    assert skipped == [(7, "layer id 0 has an empty NAME"), (9, "incomplete line (no newline)")]
+    rows, warnings = layer_events(compact)
+    assert len(rows) == 1 and "skipped 2 malformed lines" in warnings
+
+    # The types layer_events wants, and text that is not UTF-8.
+    typed = tmp_path / "typed.jsonl"
+    typed.write_bytes("\n".join([header, event(forward=1), event(t_start_ns="1714000000000000000"),
+                                 event(gpu=True), event(cpu_num=None)]).encode() + b"\n"
+                      + event(layer="fc\u00e9").encode().replace(b"\\u00e9", b"\xe9") + b"\n" + event().encode() + b"\n")
+    skipped = []
+    assert len(read_event_file(typed, skipped)[1]) == 1
+    assert [reason for _, reason in skipped] == [
+        "field 'forward' is not true or false", "field 't_start_ns' is not an integer",
+        "field 'gpu' is not an integer or null", "field 'cpu_num' is not a number", "invalid UTF-8"]
+    rows, warnings = layer_events(typed)
+    assert len(rows) == 1 and "skipped 5 malformed lines" in warnings
