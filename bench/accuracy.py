@@ -43,8 +43,8 @@ truth (its layers running alone), with the same columns; then the GPU's busy and
       [--out bench/results/accuracy.txt] [--timings exact,real,...] [--grid-timings exact,exact-ms,real]
       [--intervals 100,1000,10000] [--noises 0,0.005,0.02] [--minutes 1,10] [--axis all|single|colocation]
 
-Runs in about 10 minutes on 2 cores (the 10-minute timelines have about 290,000 layer calls);
---axis colocation runs only the co-location cells (a few minutes).
+Runs in about 2 minutes on 2 cores (the 10-minute timelines have about 290,000 layer calls);
+--axis colocation runs only the co-location cells (under a minute).
 """
 import argparse
 import json
