@@ -4,6 +4,7 @@
 // later job shares its GPU; the untracked time of the system and '(rest)' keep their names.
 #include "attribution/estimator_state.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -92,17 +93,23 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
     sharing = JobSharing::read(db);
     // One read of the GPU's timeline serves every shift and both groupings.
     timeline = read_gpu_timeline_for_shifts(db, uuid, std::nullopt, through_ms);
-    // The stored rows of the systems of the jobs whose calls the windows hold (the timeline
-    // also lists every job the GPU ran before), in one query each: read one by one below, each
-    // would wait for this thread while it reads other GPUs' timelines.
-    if (stored && !every_row)
-      for (const auto& group : timeline.groups)
-        if (read_systems.insert(sharing->system(timeline.jobs[group.job].job_id)).second) {
+    // The stored rows of the systems of the jobs whose calls the timeline holds, in one query
+    // each: read one by one below, each would wait for this thread while it reads other GPUs'
+    // timelines. Not when no window goes (a refresh with nothing new), and not for the other
+    // jobs the timeline lists (every job the GPU ran, each with its untracked group).
+    const bool windows = std::any_of(timeline.series.begin(), timeline.series.end(),
+                                     [](const TimelineSeries& s) { return !s.samples.empty(); });
+    if (stored && !every_row && windows) {
+      std::set<uint32_t> jobs;
+      for (const TimelineEvent& e : timeline.events) jobs.insert(e.job);
+      for (uint32_t job : jobs)
+        if (read_systems.insert(sharing->system(timeline.jobs[job].job_id)).second) {
           Statement read(db, named_sql("estimator_state", "read_system"));
           read.bind(":uuid", uuid);
-          read.bind(":system", sharing->system(timeline.jobs[group.job].job_id));
+          read.bind(":system", sharing->system(timeline.jobs[job].job_id));
           while (read.step()) take_row(read);
         }
+    }
   });
   for (int shift : kTimingShifts) {
     GroupingSystems by_layer, by_layer_type;
