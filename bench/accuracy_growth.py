@@ -45,7 +45,7 @@ of the (group, metric) pairs whose 90% interval holds the truth. The overlap mea
       [--chunk-minutes 10] [--retention-minutes 10] [--noise 0.005] [--seed 1]
       [--extension build/precisionprobe] [--out bench/results/accuracy_growth.txt]
 
-The 6-hour recording has about 10 million layer calls; the run takes about 7 minutes on the
+The 6-hour recording has about 10 million layer calls; the run takes about 2-3 minutes on the
 2-core VM and 3 GB of memory (the emulator holds the whole timeline).
 """
 import argparse
