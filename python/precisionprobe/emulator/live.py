@@ -470,6 +470,9 @@ def run(args, profile):
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
+    # A real exporter answers a scrape within a millisecond or two; with Python's default 5 ms
+    # switch interval the HTTP thread can wait that long for the follower to give up the GIL.
+    sys.setswitchinterval(0.0005)
     http_thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
                                    name="emulator-http", daemon=True)
     http_thread.start()
