@@ -9,6 +9,10 @@ namespace {
 
 constexpr double kCopyOfFarPenalty = 25;  // chi-square units: a copied window taken as the far one
 constexpr double kMaybeCopyCost = 5;      // chi-square units: an idle sample taken as a copy of the one before
+// Chi-square units: a sample placed off the window its stored time says. Too small to outweigh
+// any value, it settles ties: windows whose values cannot tell (an idle GPU's) stay where
+// their stored times put them, rather than where the path's tie-break happens to leave them.
+constexpr double kOffStoredCost = 1e-3;
 
 }  // namespace
 
@@ -51,7 +55,8 @@ Flicker flicker_path(const AlignmentSamples& s, const std::vector<char>& maybe_c
   };
   std::vector<std::array<Step, 2>> best(n);
   const auto own = [&](size_t i, int state) {
-    return misfit[static_cast<size_t>(state)][i] + (state == 1 && s.copy_after[i] ? kCopyOfFarPenalty : 0);
+    return misfit[static_cast<size_t>(state)][i] + (state == 1 && s.copy_after[i] ? kCopyOfFarPenalty : 0) +
+           (lo + state != 0 ? kOffStoredCost : 0);
   };
   // Ends ts - offset - shift * period must grow by more than half a period.
   const auto in_order = [&](size_t a, int state_a, size_t b, int state_b) {
