@@ -17,10 +17,13 @@ constexpr double kChi2Half90 = 2.706;  // 2 x log-likelihood drop of a 90% profi
 constexpr double kT95With3Dof = 2.353;  // Student t for the scatter of four quarters
 constexpr double kSignificantDriftSe = 3;  // a stretch's own drift must exceed this many standard errors
 constexpr double kUniqueMargin = 10;    // log-likelihood units a second peak must stay below
+constexpr double kSameWindowNs = 3e6;   // two placements of a window this close are the same
 constexpr double kMoveMargin = 25;      // chi-square units by which a moved window must fit better
 constexpr double kWrapMargin = 50;
 constexpr int kMoveRounds = 4;
-constexpr double kRepeakReachNs = 4e6;  // how far a peak is looked for again once windows moved
+// How far a peak is looked for again once windows moved, as a share of the period: the first
+// peak, pulled by the windows a period off, can lie anywhere between the two placements.
+constexpr double kRepeakReach = 0.3;
 
 // Least-squares fits of each metric on A; the profile log-likelihood, and per metric the
 // coefficients and residual variance.
@@ -123,6 +126,37 @@ double evaluate_with_copies(WindowMixes& mix, const AlignmentSamples& s, double 
     if (copy[i]) ends[i] = ends[i - 1];
   const Fit f = fit(mix(ends, window), s.values, mix.timeline().unknowns);
   return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
+}
+
+// The trend of stored time - window end over a stretch, in ppm: zero unless it stands out of
+// the stored times' own scatter (on a loaded machine Prometheus' scrapes jitter by tens of ms,
+// and a few seconds of them show any slope). A window a period off its neighbours (a copy, a
+// skip, an idle window whose period the values cannot tell) is a wrap, not a drift: the
+// differences are unwound to within half a period first.
+double stretch_drift_ppm(const std::vector<int64_t>& ts_ns, const std::vector<int64_t>& ends_ns, double period_ns) {
+  const size_t n = ts_ns.size();
+  if (n <= 2) return 0;
+  std::vector<double> y(n), t(n);
+  double mt = 0, my = 0;
+  for (size_t i = 0; i < n; ++i) {
+    t[i] = static_cast<double>(ts_ns[i] - ts_ns[0]);
+    y[i] = static_cast<double>(ts_ns[i] - ends_ns[i]);
+    if (i > 0 && period_ns > 0) y[i] -= period_ns * std::round((y[i] - y[i - 1]) / period_ns);
+    mt += t[i], my += y[i];
+  }
+  mt /= static_cast<double>(n);
+  my /= static_cast<double>(n);
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < n; ++i) sxy += (t[i] - mt) * (y[i] - my), sxx += (t[i] - mt) * (t[i] - mt);
+  if (!(sxx > 0)) return 0;
+  const double slope = sxy / sxx;
+  double rss = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double r = y[i] - my - slope * (t[i] - mt);
+    rss += r * r;
+  }
+  const double slope_se = std::sqrt(rss / static_cast<double>(n - 2) / sxx);
+  return std::fabs(slope) > kSignificantDriftSe * slope_se ? slope * 1e6 : 0;
 }
 
 struct Peak {
@@ -279,13 +313,15 @@ double window_log_likelihood(const AlignmentTimeline& timeline, const std::vecto
   return fit(window_fractions(timeline, ends_ns, window_ns), values, timeline.unknowns).log_likelihood;
 }
 
-OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const AlignmentSamples& samples, double window_ns,
-                               double period_ns, const std::vector<OffsetRange>& ranges, double step_ns) {
+namespace {
+
+// estimate_offset, the windows first placed as start_shift says (empty: as stored).
+OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& samples, double window_ns,
+                                    double period_ns, const std::vector<OffsetRange>& ranges, double step_ns,
+                                    const std::vector<int>& start_shift) {
   OffsetEstimate est;
   const size_t n = samples.ts_ns.size();
-  if (n < 8 || timeline.events.empty()) return est;
-  WindowMixes mix(timeline);
-  std::vector<int> shift;  // none yet; of the samples fitted (all but those found to be copies)
+  std::vector<int> shift = start_shift;  // of the samples fitted (all but those found to be copies)
   AlignmentSamples reduced;
   const AlignmentSamples* fitted = &samples;
   auto loglik = [&](double d) { return evaluate(mix, *fitted, window_ns, d, shift, period_ns); };
@@ -307,7 +343,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
   // so; refine again.
   Peak p = refine(loglik, peak, 1.5 * step_ns, step_ns / 20);
   est.found = true;
-  est.shift.assign(n, 0);
+  est.shift = start_shift.empty() ? std::vector<int>(n, 0) : start_shift;
   if (period_ns > 0 && window_ns > 0) {
     Gains g = sample_gains(mix, samples, window_ns, p.at, est.shift, period_ns);
     // 2a. Many windows that fit one period off: the offset may wrap within the stretch.
@@ -362,7 +398,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
         reduced = without(samples, est.copy);
         fitted = &reduced;
         shift = without(est.shift, est.copy);
-        p = refine(loglik, best_on_grid(loglik, p.at - kRepeakReachNs, p.at + kRepeakReachNs, step_ns / 4),
+        p = refine(loglik, best_on_grid(loglik, p.at - kRepeakReach * period_ns, p.at + kRepeakReach * period_ns, step_ns / 2),
                    step_ns / 4, step_ns / 20);
       }
     }
@@ -387,7 +423,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
       shift = est.shift;
       // Windows misplaced by a period pulled the first peak; with them put right it may lie
       // further than the refinement's reach.
-      p = refine(loglik, best_on_grid(loglik, p.at - kRepeakReachNs, p.at + kRepeakReachNs, step_ns / 4),
+      p = refine(loglik, best_on_grid(loglik, p.at - kRepeakReach * period_ns, p.at + kRepeakReach * period_ns, step_ns / 2),
                  step_ns / 4, step_ns / 20);
     }
     for (size_t i = 0; i < n; ++i) est.moved += est.shift[i] != 0 && (est.copy.empty() || !est.copy[i]);
@@ -418,7 +454,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
       const auto loglik_of_quarter = [&](double d) {
         std::vector<int64_t> ends(grid.begin() + static_cast<std::ptrdiff_t>(from), grid.begin() + static_cast<std::ptrdiff_t>(to));
         for (int64_t& e : ends) e -= static_cast<int64_t>(std::llround(d));
-        const Fit f = fit(mix(ends, window_ns), values, timeline.unknowns);
+        const Fit f = fit(mix(ends, window_ns), values, mix.timeline().unknowns);
         return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
       };
       const Peak pk = refine(loglik_of_quarter, 0, 3 * step_ns, step_ns / 10);
@@ -434,33 +470,43 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
       est.quarters_half90_ns = kT95With3Dof * sd / std::sqrt(static_cast<double>(q.size()));
     }
   }
-  {
-    double mt = 0, mo = 0;
-    for (size_t i = 0; i < n_kept; ++i) mt += static_cast<double>(kept.ts_ns[i] - kept.ts_ns[0]), mo += static_cast<double>(kept.ts_ns[i] - grid[i]);
-    mt /= static_cast<double>(n_kept);
-    mo /= static_cast<double>(n_kept);
-    double sxy = 0, sxx = 0;
-    for (size_t i = 0; i < n_kept; ++i) {
-      const double dt = static_cast<double>(kept.ts_ns[i] - kept.ts_ns[0]) - mt;
-      sxy += dt * (static_cast<double>(kept.ts_ns[i] - grid[i]) - mo);
-      sxx += dt * dt;
-    }
-    // Only a trend that stands out of the stored times' own scatter: on a loaded machine
-    // Prometheus' scrapes jitter by tens of ms, and a few seconds of them show any slope.
-    if (sxx > 0 && n_kept > 2) {
-      const double slope = sxy / sxx;
-      double rss = 0;
-      for (size_t i = 0; i < n_kept; ++i) {
-        const double dt = static_cast<double>(kept.ts_ns[i] - kept.ts_ns[0]) - mt;
-        const double r = static_cast<double>(kept.ts_ns[i] - grid[i]) - mo - slope * dt;
-        rss += r * r;
-      }
-      const double slope_se = std::sqrt(rss / static_cast<double>(n_kept - 2) / sxx);
-      if (std::fabs(slope) > kSignificantDriftSe * slope_se) est.stretch_drift_ppm = slope * 1e6;
-    }
-  }
+  est.stretch_drift_ppm = stretch_drift_ppm(kept.ts_ns, grid, period_ns);
   est.half90_ns = std::max(est.likelihood_half90_ns, est.quarters_half90_ns);
   return est;
+}
+
+// Whether two estimates put all but a twentieth of the windows in the same place.
+bool same_windows(const OffsetEstimate& a, const OffsetEstimate& b, double period_ns) {
+  size_t apart = 0;
+  for (size_t i = 0; i < a.shift.size(); ++i)
+    apart += std::fabs(a.offset_ns + a.shift[i] * period_ns - b.offset_ns - b.shift[i] * period_ns) > kSameWindowNs;
+  return apart <= a.shift.size() / 20;
+}
+
+}  // namespace
+
+OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const AlignmentSamples& samples, double window_ns,
+                               double period_ns, const std::vector<OffsetRange>& ranges, double step_ns) {
+  const size_t n = samples.ts_ns.size();
+  if (n < 8 || timeline.events.empty()) return {};
+  WindowMixes mix(timeline);
+  OffsetEstimate as_stored = estimate_offset_from(mix, samples, window_ns, period_ns, ranges, step_ns, {});
+  // A scrape the exporter answers late takes the window after its own, and the next scrape the
+  // same one again (a copy). Where many are, no one offset fits the windows as stored, and the
+  // search can settle between the two placements: it is made again from each copy's original
+  // put a period later, and the better fit kept. Two placements that fit alike leave it open.
+  const auto copies = static_cast<size_t>(std::count(samples.copy_after.begin(), samples.copy_after.end(), 1));
+  if (!as_stored.found || !(period_ns > 0 && window_ns > 0) || copies < std::max<size_t>(2, n / 20)) return as_stored;
+  std::vector<int> late(n, 0);
+  for (size_t i = 0; i < n; ++i) late[i] = samples.copy_after[i] ? -1 : 0;
+  OffsetEstimate answered_late = estimate_offset_from(mix, samples, window_ns, period_ns, ranges, step_ns, late);
+  if (!answered_late.found) return as_stored;
+  const bool late_fits_better = answered_late.log_likelihood > as_stored.log_likelihood;
+  OffsetEstimate& better = late_fits_better ? answered_late : as_stored;
+  const OffsetEstimate& other = late_fits_better ? as_stored : answered_late;
+  if (better.log_likelihood - other.log_likelihood < kUniqueMargin && !same_windows(better, other, period_ns))
+    better.unique = false;
+  return std::move(better);
 }
 
 int64_t driver_window_end(int64_t g_ns, double period_ns, double phase_ns) {
