@@ -21,9 +21,11 @@ constexpr double kSameWindowNs = 3e6;   // two placements of a window this close
 constexpr double kMoveMargin = 25;      // chi-square units by which a moved window must fit better
 constexpr double kWrapMargin = 50;
 constexpr int kMoveRounds = 4;
-// How far a peak is looked for again once windows moved, as a share of the period: the first
-// peak, pulled by the windows a period off, can lie anywhere between the two placements.
+// How far a peak is looked for again once windows moved, as a share of the period (the first
+// peak, pulled by the windows a period off, can lie well between the two placements), and no
+// further than this beyond the range it was found in.
 constexpr double kRepeakReach = 0.3;
+constexpr double kRepeakBeyondRangeNs = 4e6;
 
 // Least-squares fits of each metric on A; the profile log-likelihood, and per metric the
 // coefficients and residual variance.
@@ -285,13 +287,13 @@ struct Wrap {
 // tenths of the stretch, then every sample near the best. A contaminated fit cannot be trusted
 // to judge single samples here, since up to half the stretch may be off.
 Wrap find_wrap(WindowMixes& mix, const AlignmentSamples& s, double window, double offset, double period,
-               double base_loglik) {
+               const std::vector<int>& base, double base_loglik) {
   const size_t n = s.ts_ns.size();
   Wrap best;
   auto consider = [&](size_t at, bool head, int periods) {
     if (at == 0 || at >= n) return;
-    std::vector<int> shift(n, 0);
-    for (size_t i = head ? 0 : at; i < (head ? at : n); ++i) shift[i] = periods;
+    std::vector<int> shift = base;
+    for (size_t i = head ? 0 : at; i < (head ? at : n); ++i) shift[i] += periods;
     const double gain = 2 * (evaluate(mix, s, window, offset, shift, period) - base_loglik);
     if (gain > best.gain) best = {at, head, periods, gain};
   };
@@ -339,6 +341,16 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
   for (const auto& [d, l] : coarse)
     if (std::fabs(d - peak) > apart) elsewhere = std::max(elsewhere, l);
 
+  // Once windows moved: the best offset on the grid near the peak, within its range.
+  const auto repeak = [&](double at) {
+    const OffsetRange* within = &ranges.front();
+    for (const OffsetRange& r : ranges)
+      if (std::max(r.lo_ns - at, at - r.hi_ns) < std::max(within->lo_ns - at, at - within->hi_ns)) within = &r;
+    const double lo = std::max(at - kRepeakReach * period_ns, within->lo_ns - kRepeakBeyondRangeNs);
+    const double hi = std::min(at + kRepeakReach * period_ns, within->hi_ns + kRepeakBeyondRangeNs);
+    return best_on_grid(loglik, std::min(lo, at), std::max(hi, at), step_ns / 2);
+  };
+
   // 2. Refine; find a wrap (step 2a); move single windows by one period where their values say
   // so; refine again.
   Peak p = refine(loglik, peak, 1.5 * step_ns, step_ns / 20);
@@ -349,9 +361,9 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
     // 2a. Many windows that fit one period off: the offset may wrap within the stretch.
     const size_t suspicious = std::max<size_t>(5, n / 20);
     if (g.fit_earlier >= suspicious || g.fit_later >= suspicious) {
-      const Wrap wrap = find_wrap(mix, samples, window_ns, p.at, period_ns, p.value);
+      const Wrap wrap = find_wrap(mix, samples, window_ns, p.at, period_ns, est.shift, p.value);
       if (wrap.gain > kWrapMargin) {
-        for (size_t i = wrap.head ? 0 : wrap.at; i < (wrap.head ? wrap.at : n); ++i) est.shift[i] = wrap.periods;
+        for (size_t i = wrap.head ? 0 : wrap.at; i < (wrap.head ? wrap.at : n); ++i) est.shift[i] += wrap.periods;
         shift = est.shift;
         p = refine(loglik, p.at, 1.5 * step_ns, step_ns / 20);
         g = sample_gains(mix, samples, window_ns, p.at, est.shift, period_ns);
@@ -398,7 +410,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
         reduced = without(samples, est.copy);
         fitted = &reduced;
         shift = without(est.shift, est.copy);
-        p = refine(loglik, best_on_grid(loglik, p.at - kRepeakReach * period_ns, p.at + kRepeakReach * period_ns, step_ns / 2),
+        p = refine(loglik, repeak(p.at),
                    step_ns / 4, step_ns / 20);
       }
     }
@@ -423,7 +435,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
       shift = est.shift;
       // Windows misplaced by a period pulled the first peak; with them put right it may lie
       // further than the refinement's reach.
-      p = refine(loglik, best_on_grid(loglik, p.at - kRepeakReach * period_ns, p.at + kRepeakReach * period_ns, step_ns / 2),
+      p = refine(loglik, repeak(p.at),
                  step_ns / 4, step_ns / 20);
     }
     for (size_t i = 0; i < n; ++i) est.moved += est.shift[i] != 0 && (est.copy.empty() || !est.copy[i]);
@@ -496,7 +508,9 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
   // search can settle between the two placements: it is made again from each copy's original
   // put a period later, and the better fit kept. Two placements that fit alike leave it open.
   const auto copies = static_cast<size_t>(std::count(samples.copy_after.begin(), samples.copy_after.end(), 1));
-  if (!as_stored.found || !(period_ns > 0 && window_ns > 0) || copies < std::max<size_t>(2, n / 20)) return as_stored;
+  if (!as_stored.found || !(period_ns > 0 && window_ns > 0) || copies < std::max<size_t>(2, n / 20) ||
+      !at_period(samples.ts_ns, period_ns))
+    return as_stored;
   std::vector<int> late(n, 0);
   for (size_t i = 0; i < n; ++i) late[i] = samples.copy_after[i] ? -1 : 0;
   OffsetEstimate answered_late = estimate_offset_from(mix, samples, window_ns, period_ns, ranges, step_ns, late);

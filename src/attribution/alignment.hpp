@@ -74,10 +74,14 @@ struct OffsetEstimate {
   double half90_ns = 0;    // 90% half-width: max(profile likelihood, scatter of quarters)
   double likelihood_half90_ns = 0;
   double quarters_half90_ns = 0;
-  double stretch_drift_ppm = 0;  // the trend of stored time - window end over the stored times given
-  bool unique = true;      // no other peak within 10 log-likelihood units elsewhere in the ranges
+  // The trend of stored time - window end over the stored times given (steps of one period,
+  // repeats and skips, unwound): 0 unless it stands out of their scatter.
+  double stretch_drift_ppm = 0;
+  // No other peak within 10 log-likelihood units elsewhere in the ranges, and no other
+  // placement of the windows (from the late start, below) that fits within as much.
+  bool unique = true;
   double log_likelihood = 0;
-  std::vector<int> shift;  // per sample: windows moved by this many periods (-1, 0, +1)
+  std::vector<int> shift;  // per sample: windows moved by this many periods (-1: one later)
   // Per sample (empty: none): an idle sample found to be a copy of the one before, which the
   // align step could not tell by its values (every idle window reads alike).
   std::vector<char> copy;
@@ -86,7 +90,10 @@ struct OffsetEstimate {
 
 // Estimates the offset of windows of length window_ns (instant = false) whose ends are
 // stored time - offset, searching the ranges on a grid of step_ns then refining the peak.
-// period_ns is the spacing of DCGM's windows, by which a sample's window may be moved.
+// period_ns is the spacing of DCGM's windows, by which a sample's window may be moved. Where a
+// twentieth of the samples were stored twice (copy_after), the search is made a second time
+// from each copy's original one period later (a scrape answered late reads the window after
+// its own), and the better fit is returned.
 OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const AlignmentSamples& samples, double window_ns,
                                double period_ns, const std::vector<OffsetRange>& ranges, double step_ns);
 

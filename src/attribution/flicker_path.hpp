@@ -34,7 +34,8 @@ struct Flicker {
 // change happens only across a copy, s.copy_after), a copy's original being near unless its
 // values strongly say otherwise: a two-state Viterbi path. A sample that reads exactly as the
 // one before with every fitted metric 0 (maybe_copy: an idle GPU's windows look alike, so the
-// align step keeps it) may be taken as its copy, at a small cost. Empty if none.
+// align step keeps it) may be taken as its copy, at a small cost. Where the values cannot tell
+// (an idle GPU), a sample stays in the window its stored time says. Empty if none.
 Flicker flicker_path(const AlignmentSamples& s, const std::vector<char>& maybe_copy,
                      const std::array<std::vector<double>, 2>& misfit, int lo, double period);
 

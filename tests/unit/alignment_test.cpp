@@ -207,6 +207,32 @@ TEST(Alignment, ScrapesAnsweredLateAreMovedOrTheOffsetLeftOpen) {
   EXPECT_LE(open, 2);
 }
 
+TEST(Alignment, IdleWindowsStayWhereTheirStoredTimesPutThem) {
+  // Scrapes answered late while the job runs, then 4 s of an idle GPU (every window reads 0):
+  // the values cannot tell an idle window from its neighbour, so each stays in the window its
+  // stored time says, as it was served.
+  for (unsigned seed = 1; seed <= 6; ++seed) {
+    Gpu g = make_gpu(8, seed, 10);
+    g.value_of_unknown[3] = 0;
+    std::vector<int> by(120, 0);
+    std::mt19937_64 rng(seed);
+    for (size_t j = 3; j + 4 < 80; j += 3 + rng() % 4) by[j] = 1;
+    const Flickering f = scrape_windows(g, 12, by);
+    const pp::OffsetEstimate e =
+        pp::estimate_offset(g.timeline, f.samples, 100 * kMs, 100 * kMs, {{-100 * kMs, 1000 * kMs}}, kMs);
+    ASSERT_TRUE(e.found);
+    size_t idle_misplaced = 0, idle = 0;
+    for (size_t i = 0; i < f.true_end.size(); ++i) {
+      if (static_cast<double>(f.true_end[i]) < 8.2e9) continue;
+      ++idle;
+      const double end = static_cast<double>(f.samples.ts_ns[i]) - e.offset_ns - e.shift[i] * 100 * kMs;
+      idle_misplaced += std::fabs(end - static_cast<double>(f.true_end[i])) > kMs;
+    }
+    EXPECT_GT(idle, 30u);
+    EXPECT_EQ(idle_misplaced, 0u) << seed;
+  }
+}
+
 TEST(Alignment, ASingleCopyMovesNoWindow) {
   // One early scrape takes the window before (stored twice, the next one skipped) and every
   // other scrape the newest: nothing is placed a period off, whatever the noise.
