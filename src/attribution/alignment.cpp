@@ -504,12 +504,16 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
   WindowMixes mix(timeline);
   OffsetEstimate as_stored = estimate_offset_from(mix, samples, window_ns, period_ns, ranges, step_ns, {});
   // A scrape the exporter answers late takes the window after its own, and the next scrape the
-  // same one again (a copy). Where many are, no one offset fits the windows as stored, and the
-  // search can settle between the two placements: it is made again from each copy's original
-  // put a period later, and the better fit kept. Two placements that fit alike leave it open.
+  // same one again (a copy). Where many are, no one offset fits the windows as stored, and a
+  // search over a period or more can settle between the two placements: it is made again from
+  // each copy's original put a period later, and the better fit kept. Two placements that fit
+  // alike leave it open. (A stretch that follows its predecessor searches a few ms around the
+  // offset it predicts, where the flicker path finds the late windows from the right peak.)
+  double searched = 0;
+  for (const OffsetRange& r : ranges) searched += r.hi_ns - r.lo_ns;
   const auto copies = static_cast<size_t>(std::count(samples.copy_after.begin(), samples.copy_after.end(), 1));
-  if (!as_stored.found || !(period_ns > 0 && window_ns > 0) || copies < std::max<size_t>(2, n / 20) ||
-      !at_period(samples.ts_ns, period_ns))
+  if (!as_stored.found || !(period_ns > 0 && window_ns > 0) || searched < period_ns ||
+      copies < std::max<size_t>(2, n / 20) || !at_period(samples.ts_ns, period_ns))
     return as_stored;
   std::vector<int> late(n, 0);
   for (size_t i = 0; i < n; ++i) late[i] = samples.copy_after[i] ? -1 : 0;

@@ -90,10 +90,10 @@ struct OffsetEstimate {
 
 // Estimates the offset of windows of length window_ns (instant = false) whose ends are
 // stored time - offset, searching the ranges on a grid of step_ns then refining the peak.
-// period_ns is the spacing of DCGM's windows, by which a sample's window may be moved. Where a
-// twentieth of the samples were stored twice (copy_after), the search is made a second time
-// from each copy's original one period later (a scrape answered late reads the window after
-// its own), and the better fit is returned.
+// period_ns is the spacing of DCGM's windows, by which a sample's window may be moved. Where
+// the ranges span a period or more and a twentieth of the samples were stored twice
+// (copy_after), the search is made a second time from each copy's original one period later (a
+// scrape answered late reads the window after its own), and the better fit is returned.
 OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const AlignmentSamples& samples, double window_ns,
                                double period_ns, const std::vector<OffsetRange>& ranges, double step_ns);
 
