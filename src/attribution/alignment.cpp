@@ -517,7 +517,14 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
     return as_stored;
   std::vector<int> late(n, 0);
   for (size_t i = 0; i < n; ++i) late[i] = samples.copy_after[i] ? -1 : 0;
-  OffsetEstimate answered_late = estimate_offset_from(mix, samples, window_ns, period_ns, ranges, step_ns, late);
+  // The two placements lie within a period of each other: the peak as stored settles between.
+  std::vector<OffsetRange> near;
+  for (const OffsetRange& r : ranges) {
+    const double lo = std::max(r.lo_ns, as_stored.offset_ns - period_ns);
+    const double hi = std::min(r.hi_ns, as_stored.offset_ns + period_ns);
+    if (lo <= hi) near.push_back({lo, hi});
+  }
+  OffsetEstimate answered_late = estimate_offset_from(mix, samples, window_ns, period_ns, near, step_ns, late);
   if (!answered_late.found) return as_stored;
   const bool late_fits_better = answered_late.log_likelihood > as_stored.log_likelihood;
   OffsetEstimate& better = late_fits_better ? answered_late : as_stored;
