@@ -410,8 +410,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
         reduced = without(samples, est.copy);
         fitted = &reduced;
         shift = without(est.shift, est.copy);
-        p = refine(loglik, repeak(p.at),
-                   step_ns / 4, step_ns / 20);
+        p = refine(loglik, repeak(p.at), step_ns / 4, step_ns / 20);
       }
     }
     if (!taken) est.copy.clear();  // no path: the windows move one by one, as elsewhere
@@ -435,8 +434,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
       shift = est.shift;
       // Windows misplaced by a period pulled the first peak; with them put right it may lie
       // further than the refinement's reach.
-      p = refine(loglik, repeak(p.at),
-                 step_ns / 4, step_ns / 20);
+      p = refine(loglik, repeak(p.at), step_ns / 4, step_ns / 20);
     }
     for (size_t i = 0; i < n; ++i) est.moved += est.shift[i] != 0 && (est.copy.empty() || !est.copy[i]);
   }

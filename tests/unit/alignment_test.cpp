@@ -180,7 +180,7 @@ TEST(Alignment, WindowsFlickeringAtTheLatencyArePlacedByTheirCopies) {
 TEST(Alignment, ScrapesAnsweredLateAreMovedOrTheOffsetLeftOpen) {
   // On a loaded machine the exporter answers some scrapes tens of ms late, in runs: each takes
   // the window after the one its stored time says, and the scrape after the run takes it again
-  // (a copy). Up to half the scrapes, 3-12 s: the offset is found with those windows moved and
+  // (a copy). Up to half the scrapes, 4-12 s: the offset is found with those windows moved and
   // no drift made of them, or, where the data cannot tell, said not to be unique; never a
   // unique offset that misplaces windows.
   int open = 0;
