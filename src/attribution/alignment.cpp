@@ -26,6 +26,7 @@ constexpr int kMoveRounds = 4;
 // further than this beyond the range it was found in.
 constexpr double kRepeakReach = 0.3;
 constexpr double kRepeakBeyondRangeNs = 4e6;
+constexpr size_t kLeastHalf = 20;  // samples each half of a stretch needs to be searched alone
 
 // Least-squares fits of each metric on A; the profile log-likelihood, and per metric the
 // coefficients and residual variance.
@@ -365,7 +366,9 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
       if (wrap.gain > kWrapMargin) {
         for (size_t i = wrap.head ? 0 : wrap.at; i < (wrap.head ? wrap.at : n); ++i) est.shift[i] += wrap.periods;
         shift = est.shift;
-        p = refine(loglik, p.at, 1.5 * step_ns, step_ns / 20);
+        // The first peak settled between the two placements: it may lie further than the
+        // refinement's reach from the one peak of the windows wrapped.
+        p = refine(loglik, repeak(p.at), step_ns / 4, step_ns / 20);
         g = sample_gains(mix, samples, window_ns, p.at, est.shift, period_ns);
       }
     }
@@ -493,6 +496,27 @@ bool same_windows(const OffsetEstimate& a, const OffsetEstimate& b, double perio
   return apart <= a.shift.size() / 20;
 }
 
+// The samples from..to of s (their values; copies are not needed to fit them).
+AlignmentSamples part(const AlignmentSamples& s, size_t from, size_t to) {
+  AlignmentSamples out;
+  out.ts_ns.assign(s.ts_ns.begin() + static_cast<std::ptrdiff_t>(from), s.ts_ns.begin() + static_cast<std::ptrdiff_t>(to));
+  for (const auto& v : s.values)
+    out.values.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to));
+  return out;
+}
+
+// The ranges within a period of `at`: where a second placement of the windows lies from a
+// peak that settled between two.
+std::vector<OffsetRange> within_a_period(const std::vector<OffsetRange>& ranges, double at, double period_ns) {
+  std::vector<OffsetRange> near;
+  for (const OffsetRange& r : ranges) {
+    const double lo = std::max(r.lo_ns, at - period_ns);
+    const double hi = std::min(r.hi_ns, at + period_ns);
+    if (lo <= hi) near.push_back({lo, hi});
+  }
+  return near;
+}
+
 }  // namespace
 
 OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const AlignmentSamples& samples, double window_ns,
@@ -501,35 +525,57 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
   if (n < 8 || timeline.events.empty()) return {};
   WindowMixes mix(timeline);
   OffsetEstimate as_stored = estimate_offset_from(mix, samples, window_ns, period_ns, ranges, step_ns, {});
-  // A scrape the exporter answers late takes the window after its own, and the next scrape the
-  // same one again (a copy). Where many are, no one offset fits the windows as stored, and a
-  // search over a period or more can settle between the two placements: it is made again from
-  // each copy's original put a period later, and the better fit kept. Two placements that fit
-  // alike leave it open. (A stretch that follows its predecessor searches a few ms around the
-  // offset it predicts, where the flicker path finds the late windows from the right peak.)
+  // Where no one offset fits the windows as stored, a search over a period or more can settle
+  // between two placements and never recover; it is made again from where each would start,
+  // the better fit kept, and two placements that fit alike leave it open. (A stretch that
+  // follows its predecessor searches a few ms around the offset it predicts.)
   double searched = 0;
   for (const OffsetRange& r : ranges) searched += r.hi_ns - r.lo_ns;
+  if (!as_stored.found || !(period_ns > 0 && window_ns > 0) || searched < period_ns) return as_stored;
+  const std::vector<OffsetRange> near = within_a_period(ranges, as_stored.offset_ns, period_ns);
+  std::vector<OffsetEstimate> others;
+  // A scrape the exporter answers late takes the window after its own, and the next scrape the
+  // same one again (a copy): search from each copy's original put a period later.
   const auto copies = static_cast<size_t>(std::count(samples.copy_after.begin(), samples.copy_after.end(), 1));
-  if (!as_stored.found || !(period_ns > 0 && window_ns > 0) || searched < period_ns ||
-      copies < std::max<size_t>(2, n / 20) || !at_period(samples.ts_ns, period_ns))
-    return as_stored;
-  std::vector<int> late(n, 0);
-  for (size_t i = 0; i < n; ++i) late[i] = samples.copy_after[i] ? -1 : 0;
-  // The two placements lie within a period of each other: the peak as stored settles between.
-  std::vector<OffsetRange> near;
-  for (const OffsetRange& r : ranges) {
-    const double lo = std::max(r.lo_ns, as_stored.offset_ns - period_ns);
-    const double hi = std::min(r.hi_ns, as_stored.offset_ns + period_ns);
-    if (lo <= hi) near.push_back({lo, hi});
+  if (copies >= std::max<size_t>(2, n / 20) && at_period(samples.ts_ns, period_ns)) {
+    std::vector<int> late(n, 0);
+    for (size_t i = 0; i < n; ++i) late[i] = samples.copy_after[i] ? -1 : 0;
+    others.push_back(estimate_offset_from(mix, samples, window_ns, period_ns, near, step_ns, late));
   }
-  OffsetEstimate answered_late = estimate_offset_from(mix, samples, window_ns, period_ns, near, step_ns, late);
-  if (!answered_late.found) return as_stored;
-  const bool late_fits_better = answered_late.log_likelihood > as_stored.log_likelihood;
-  OffsetEstimate& better = late_fits_better ? answered_late : as_stored;
-  const OffsetEstimate& other = late_fits_better ? as_stored : answered_late;
-  if (better.log_likelihood - other.log_likelihood < kUniqueMargin && !same_windows(better, other, period_ns))
-    better.unique = false;
-  return std::move(better);
+  // The exporter's latency can step by a period within the stretch: from there on each scrape
+  // takes the window before (or after) the one it took. One half of the stretch then holds one
+  // placement alone: search from each half's own peak, where it differs from the windows the
+  // estimate gives that half.
+  if (n >= 2 * kLeastHalf) {
+    for (const auto& [from, to] : {std::pair<size_t, size_t>{0, n / 2}, {n / 2, n}}) {
+      const AlignmentSamples half = part(samples, from, to);
+      const auto loglik = [&](double d) { return evaluate(mix, half, window_ns, d, {}, period_ns); };
+      double peak = kNaN, peak_value = -std::numeric_limits<double>::infinity();
+      for (const OffsetRange& r : near)
+        for (double d = r.lo_ns; d <= r.hi_ns + step_ns / 2; d += step_ns)
+          if (const double l = loglik(d); l > peak_value) peak = d, peak_value = l;
+      if (!std::isfinite(peak_value)) continue;
+      std::vector<double> placed;
+      for (size_t i = from; i < to; ++i) placed.push_back(as_stored.offset_ns + as_stored.shift[i] * period_ns);
+      std::nth_element(placed.begin(), placed.begin() + static_cast<std::ptrdiff_t>(placed.size() / 2), placed.end());
+      if (std::fabs(placed[placed.size() / 2] - peak) <= kSameWindowNs) continue;
+      const double reach = 2 * step_ns;
+      others.push_back(estimate_offset_from(mix, samples, window_ns, period_ns, {{peak - reach, peak + reach}},
+                                            step_ns, {}));
+    }
+  }
+  OffsetEstimate* better = &as_stored;
+  for (OffsetEstimate& o : others)
+    if (o.found && o.log_likelihood > better->log_likelihood) better = &o;
+  // A peak elsewhere that left the first search open counts against a better fit by less than
+  // the margin; so does another placement of the windows that fits alike.
+  if (!as_stored.unique && better->log_likelihood - as_stored.log_likelihood < kUniqueMargin) better->unique = false;
+  const auto fits_alike = [&](const OffsetEstimate& o) {
+    return &o != better && o.found && better->log_likelihood - o.log_likelihood < kUniqueMargin &&
+           !same_windows(*better, o, period_ns);
+  };
+  if (fits_alike(as_stored) || std::any_of(others.begin(), others.end(), fits_alike)) better->unique = false;
+  return std::move(*better);
 }
 
 int64_t driver_window_end(int64_t g_ns, double period_ns, double phase_ns) {

@@ -78,7 +78,7 @@ struct OffsetEstimate {
   // repeats and skips, unwound): 0 unless it stands out of their scatter.
   double stretch_drift_ppm = 0;
   // No other peak within 10 log-likelihood units elsewhere in the ranges, and no other
-  // placement of the windows (from the late start, below) that fits within as much.
+  // placement of the windows (from the other starts, below) that fits within as much.
   bool unique = true;
   double log_likelihood = 0;
   std::vector<int> shift;  // per sample: windows moved by this many periods (-1: one later)
@@ -91,9 +91,11 @@ struct OffsetEstimate {
 // Estimates the offset of windows of length window_ns (instant = false) whose ends are
 // stored time - offset, searching the ranges on a grid of step_ns then refining the peak.
 // period_ns is the spacing of DCGM's windows, by which a sample's window may be moved. Where
-// the ranges span a period or more and a twentieth of the samples were stored twice
-// (copy_after), the search is made a second time from each copy's original one period later (a
-// scrape answered late reads the window after its own), and the better fit is returned.
+// the ranges span a period or more, the search is made again from other starts and the best
+// fit returned: where a twentieth of the samples were stored twice (copy_after), from each
+// copy's original one period later (a scrape answered late reads the window after its own);
+// and from the peak of each half of the stretch on its own, where it places that half's
+// windows elsewhere (the exporter's latency stepped by a period within the stretch).
 OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const AlignmentSamples& samples, double window_ns,
                                double period_ns, const std::vector<OffsetRange>& ranges, double step_ns);
 

@@ -207,6 +207,33 @@ TEST(Alignment, ScrapesAnsweredLateAreMovedOrTheOffsetLeftOpen) {
   EXPECT_LE(open, 2);
 }
 
+TEST(Alignment, ALatencyStepInAJobsFirstSecondsIsFoundOrTheOffsetLeftOpen) {
+  // The exporter's latency steps up (or down) by a period part way into a job's first stretch:
+  // from there on every scrape takes the window before (or after) the one it took until then.
+  // A search over a period or more must not settle between the two placements: each window is
+  // put where its values say, or the offset is said not to be unique.
+  int open = 0, cases = 0;
+  for (unsigned seed = 1; seed <= 4; ++seed)
+    for (double at : {0.25, 0.5, 0.75})
+      for (int step : {-1, +1}) {
+        const Gpu g = make_gpu(12, seed, 10);
+        std::vector<int> by(120, 0);
+        for (size_t j = static_cast<size_t>(at * 120); j < by.size(); ++j) by[j] = step;
+        const Flickering f = scrape_windows(g, 12, by);
+        const pp::OffsetEstimate e =
+            pp::estimate_offset(g.timeline, f.samples, 100 * kMs, 100 * kMs, {{-100 * kMs, 1000 * kMs}}, kMs);
+        ASSERT_TRUE(e.found);
+        ++cases;
+        if (!e.unique) {
+          ++open;
+          continue;
+        }
+        EXPECT_NEAR(std::fmod(e.offset_ns / kMs + 1000, 100), 29.7, 0.5) << seed << " at " << at << " by " << step;
+        EXPECT_LE(misplaced(g, f, e).size(), 1u) << seed << " at " << at << " by " << step;
+      }
+  EXPECT_LE(open, cases / 6);
+}
+
 TEST(Alignment, IdleWindowsStayWhereTheirStoredTimesPutThem) {
   // Scrapes answered late while the job runs, then 4 s of an idle GPU (every window reads 0):
   // the values cannot tell an idle window from its neighbour, so each stays in the window its
