@@ -27,6 +27,7 @@ constexpr int kMoveRounds = 4;
 constexpr double kRepeakReach = 0.3;
 constexpr double kRepeakBeyondRangeNs = 4e6;
 constexpr size_t kLeastHalf = 20;  // samples each half of a stretch needs to be searched alone
+constexpr double kHalfGridPerWindow = 200;
 
 // Least-squares fits of each metric on A; the profile log-likelihood, and per metric the
 // coefficients and residual variance.
@@ -547,19 +548,22 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
   // placement alone: search from each half's own peak, where it differs from the windows the
   // estimate gives that half.
   if (n >= 2 * kLeastHalf) {
+    // Within a period of the whole stretch's peak, on a grid as fine as the search's but no
+    // finer than a long window's peak is narrow.
+    const double half_step = std::max(step_ns, window_ns / kHalfGridPerWindow);
     for (const auto& [from, to] : {std::pair<size_t, size_t>{0, n / 2}, {n / 2, n}}) {
       const AlignmentSamples half = part(samples, from, to);
       const auto loglik = [&](double d) { return evaluate(mix, half, window_ns, d, {}, period_ns); };
       double peak = kNaN, peak_value = -std::numeric_limits<double>::infinity();
       for (const OffsetRange& r : near)
-        for (double d = r.lo_ns; d <= r.hi_ns + step_ns / 2; d += step_ns)
+        for (double d = r.lo_ns; d <= r.hi_ns + half_step / 2; d += half_step)
           if (const double l = loglik(d); l > peak_value) peak = d, peak_value = l;
       if (!std::isfinite(peak_value)) continue;
       std::vector<double> placed;
       for (size_t i = from; i < to; ++i) placed.push_back(as_stored.offset_ns + as_stored.shift[i] * period_ns);
       std::nth_element(placed.begin(), placed.begin() + static_cast<std::ptrdiff_t>(placed.size() / 2), placed.end());
       if (std::fabs(placed[placed.size() / 2] - peak) <= kSameWindowNs) continue;
-      const double reach = 2 * step_ns;
+      const double reach = 2 * half_step;
       others.push_back(estimate_offset_from(mix, samples, window_ns, period_ns, {{peak - reach, peak + reach}},
                                             step_ns, {}));
     }
