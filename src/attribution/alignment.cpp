@@ -338,10 +338,10 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
                                [](const auto& a, const auto& b) { return a.second < b.second; });
   if (best == coarse.end() || !std::isfinite(best->second)) return est;
   const double peak = best->first;
-  double elsewhere = -std::numeric_limits<double>::infinity();
+  double elsewhere = -std::numeric_limits<double>::infinity(), elsewhere_at = kNaN;
   const double apart = std::max(5e6, 5 * step_ns);
   for (const auto& [d, l] : coarse)
-    if (std::fabs(d - peak) > apart) elsewhere = std::max(elsewhere, l);
+    if (std::fabs(d - peak) > apart && l > elsewhere) elsewhere = l, elsewhere_at = d;
 
   // Once windows moved: the best offset on the grid near the peak, within its range.
   const auto repeak = [&](double at) {
@@ -369,7 +369,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
         shift = est.shift;
         // The first peak settled between the two placements: it may lie further than the
         // refinement's reach from the one peak of the windows wrapped.
-        p = refine(loglik, repeak(p.at), step_ns / 4, step_ns / 20);
+        p = refine(loglik, repeak(p.at), 1.5 * step_ns, step_ns / 20);
         g = sample_gains(mix, samples, window_ns, p.at, est.shift, period_ns);
       }
     }
@@ -449,6 +449,8 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
                                            : evaluate_with_copies(mix, samples, window_ns, p.at, est.shift, est.copy, period_ns);
   est.likelihood_half90_ns = p.half90;
   est.unique = !(elsewhere > est.log_likelihood - kUniqueMargin);
+  est.elsewhere_log_likelihood = elsewhere;
+  est.elsewhere_offset_ns = elsewhere_at;
 
   // 3. The windows on the whole stretch's grid; the scatter of four quarters' own offsets from
   // it (how far the grid holds: the honest uncertainty, beyond what the likelihood sees); and
@@ -497,6 +499,15 @@ bool same_windows(const OffsetEstimate& a, const OffsetEstimate& b, double perio
   return apart <= a.shift.size() / 20;
 }
 
+// Whether an estimate puts all but a twentieth of the windows where one offset, with none
+// moved, puts them.
+bool same_windows_as(const OffsetEstimate& a, double offset_ns, double period_ns) {
+  OffsetEstimate b;
+  b.offset_ns = offset_ns;
+  b.shift.assign(a.shift.size(), 0);
+  return same_windows(a, b, period_ns);
+}
+
 // The samples from..to of s (their values; copies are not needed to fit them).
 AlignmentSamples part(const AlignmentSamples& s, size_t from, size_t to) {
   AlignmentSamples out;
@@ -528,7 +539,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
   OffsetEstimate as_stored = estimate_offset_from(mix, samples, window_ns, period_ns, ranges, step_ns, {});
   // Where no one offset fits the windows as stored, a search over a period or more can settle
   // between two placements and never recover; it is made again from where each would start,
-  // the better fit kept, and two placements that fit alike leave it open. (A stretch that
+  // the best fit kept, and two placements that fit alike leave it open. (A stretch that
   // follows its predecessor searches a few ms around the offset it predicts.)
   double searched = 0;
   for (const OffsetRange& r : ranges) searched += r.hi_ns - r.lo_ns;
@@ -562,18 +573,23 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
       std::vector<double> placed;
       for (size_t i = from; i < to; ++i) placed.push_back(as_stored.offset_ns + as_stored.shift[i] * period_ns);
       std::nth_element(placed.begin(), placed.begin() + static_cast<std::ptrdiff_t>(placed.size() / 2), placed.end());
-      if (std::fabs(placed[placed.size() / 2] - peak) <= kSameWindowNs) continue;
+      if (std::fabs(placed[placed.size() / 2] - peak) <= std::max(kSameWindowNs, half_step)) continue;
       const double reach = 2 * half_step;
-      others.push_back(estimate_offset_from(mix, samples, window_ns, period_ns, {{peak - reach, peak + reach}},
-                                            step_ns, {}));
+      std::vector<OffsetRange> around;
+      for (const OffsetRange& r : near)
+        if (std::max(r.lo_ns, peak - reach) <= std::min(r.hi_ns, peak + reach))
+          around.push_back({std::max(r.lo_ns, peak - reach), std::min(r.hi_ns, peak + reach)});
+      others.push_back(estimate_offset_from(mix, samples, window_ns, period_ns, around, step_ns, {}));
     }
   }
   OffsetEstimate* better = &as_stored;
   for (OffsetEstimate& o : others)
     if (o.found && o.log_likelihood > better->log_likelihood) better = &o;
-  // A peak elsewhere that left the first search open counts against a better fit by less than
-  // the margin; so does another placement of the windows that fits alike.
-  if (!as_stored.unique && better->log_likelihood - as_stored.log_likelihood < kUniqueMargin) better->unique = false;
+  // The first search's best offset away from its peak counts against a better fit that places
+  // the windows elsewhere, within the margin; so does another placement that fits alike.
+  if (better != &as_stored && better->log_likelihood - as_stored.elsewhere_log_likelihood < kUniqueMargin &&
+      !same_windows_as(*better, as_stored.elsewhere_offset_ns, period_ns))
+    better->unique = false;
   const auto fits_alike = [&](const OffsetEstimate& o) {
     return &o != better && o.found && better->log_likelihood - o.log_likelihood < kUniqueMargin &&
            !same_windows(*better, o, period_ns);

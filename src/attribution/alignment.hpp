@@ -81,6 +81,10 @@ struct OffsetEstimate {
   // placement of the windows (from the other starts, below) that fits within as much.
   bool unique = true;
   double log_likelihood = 0;
+  // The search's best coarse point more than 5 ms (or 5 steps) from its peak, the windows as
+  // stored (-infinity, NaN: none).
+  double elsewhere_log_likelihood = -std::numeric_limits<double>::infinity();
+  double elsewhere_offset_ns = std::numeric_limits<double>::quiet_NaN();
   std::vector<int> shift;  // per sample: windows moved by this many periods (-1: one later)
   // Per sample (empty: none): an idle sample found to be a copy of the one before, which the
   // align step could not tell by its values (every idle window reads alike).
@@ -94,8 +98,9 @@ struct OffsetEstimate {
 // the ranges span a period or more, the search is made again from other starts and the best
 // fit returned: where a twentieth of the samples were stored twice (copy_after), from each
 // copy's original one period later (a scrape answered late reads the window after its own);
-// and from the peak of each half of the stretch on its own, where it places that half's
-// windows elsewhere (the exporter's latency stepped by a period within the stretch).
+// and, where each half holds 20 samples or more, from the peak each half has on its own within
+// a period of the first estimate, where it places that half's windows elsewhere (the
+// exporter's latency stepped by a period within the stretch).
 OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const AlignmentSamples& samples, double window_ns,
                                double period_ns, const std::vector<OffsetRange>& ranges, double step_ns);
 

@@ -231,7 +231,7 @@ TEST(Alignment, ALatencyStepInAJobsFirstSecondsIsFoundOrTheOffsetLeftOpen) {
         EXPECT_NEAR(std::fmod(e.offset_ns / kMs + 1000, 100), 29.7, 0.5) << seed << " at " << at << " by " << step;
         EXPECT_LE(misplaced(g, f, e).size(), 1u) << seed << " at " << at << " by " << step;
       }
-  EXPECT_LE(open, cases / 6);
+  EXPECT_LE(open, 1) << cases;
 }
 
 TEST(Alignment, IdleWindowsStayWhereTheirStoredTimesPutThem) {
