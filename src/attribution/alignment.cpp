@@ -557,8 +557,8 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
   // The exporter's latency can step by a period within the stretch: from there on each scrape
   // takes the window before (or after) the one it took. One half of the stretch then holds one
   // placement alone: search from each half's own peak, where it differs from the windows the
-  // estimate gives that half.
-  if (n >= 2 * kLeastHalf) {
+  // estimate gives that half. Scraped at DCGM's period, as the late start (above) is.
+  if (n >= 2 * kLeastHalf && at_period(samples.ts_ns, period_ns)) {
     // Within a period of the whole stretch's peak, on a grid as fine as the search's but no
     // finer than a long window's peak is narrow.
     const double half_step = std::max(step_ns, window_ns / kHalfGridPerWindow);

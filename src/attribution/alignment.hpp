@@ -98,9 +98,9 @@ struct OffsetEstimate {
 // the ranges span a period or more, the search is made again from other starts and the best
 // fit returned: where a twentieth of the samples were stored twice (copy_after), from each
 // copy's original one period later (a scrape answered late reads the window after its own);
-// and, where each half holds 20 samples or more, from the peak each half has on its own within
-// a period of the first estimate, where it places that half's windows elsewhere (the
-// exporter's latency stepped by a period within the stretch).
+// and, where the samples are stored at the period and each half holds 20 or more, from the
+// peak each half has on its own within a period of the first estimate, where it places that
+// half's windows elsewhere (the exporter's latency stepped by a period within the stretch).
 OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const AlignmentSamples& samples, double window_ns,
                                double period_ns, const std::vector<OffsetRange>& ranges, double step_ns);
 
