@@ -319,6 +319,15 @@ double window_log_likelihood(const AlignmentTimeline& timeline, const std::vecto
 
 namespace {
 
+// The samples from..to of s (their values; copies are not needed to fit them).
+AlignmentSamples part(const AlignmentSamples& s, size_t from, size_t to) {
+  AlignmentSamples out;
+  out.ts_ns.assign(s.ts_ns.begin() + static_cast<std::ptrdiff_t>(from), s.ts_ns.begin() + static_cast<std::ptrdiff_t>(to));
+  for (const auto& v : s.values)
+    out.values.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to));
+  return out;
+}
+
 // estimate_offset, the windows first placed as start_shift says (empty: as stored).
 OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& samples, double window_ns,
                                     double period_ns, const std::vector<OffsetRange>& ranges, double step_ns,
@@ -464,9 +473,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
     std::vector<double> q;
     for (int k = 0; k < 4; ++k) {
       const size_t from = k * quarter, to = k == 3 ? n_kept : (k + 1) * quarter;
-      std::vector<std::vector<double>> values;
-      for (const auto& v : kept.values)
-        values.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to));
+      const std::vector<std::vector<double>> values = part(kept, from, to).values;
       const auto loglik_of_quarter = [&](double d) {
         std::vector<int64_t> ends(grid.begin() + static_cast<std::ptrdiff_t>(from), grid.begin() + static_cast<std::ptrdiff_t>(to));
         for (int64_t& e : ends) e -= static_cast<int64_t>(std::llround(d));
@@ -506,15 +513,6 @@ bool same_windows_as(const OffsetEstimate& a, double offset_ns, double period_ns
   b.offset_ns = offset_ns;
   b.shift.assign(a.shift.size(), 0);
   return same_windows(a, b, period_ns);
-}
-
-// The samples from..to of s (their values; copies are not needed to fit them).
-AlignmentSamples part(const AlignmentSamples& s, size_t from, size_t to) {
-  AlignmentSamples out;
-  out.ts_ns.assign(s.ts_ns.begin() + static_cast<std::ptrdiff_t>(from), s.ts_ns.begin() + static_cast<std::ptrdiff_t>(to));
-  for (const auto& v : s.values)
-    out.values.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to));
-  return out;
 }
 
 // The ranges within a period of `at`: where a second placement of the windows lies from a
