@@ -1,8 +1,9 @@
 #include "stats/bvls.hpp"
 
-#include <Eigen/QR>
 #include <algorithm>
 #include <limits>
+
+#include "stats/dense_factorizations.hpp"
 
 namespace pp {
 namespace {
@@ -31,7 +32,6 @@ BvlsSolution solve_bvls(const Eigen::MatrixXd& C, const Eigen::VectorXd& d, cons
   const double column_norm = C.colwise().norm().maxCoeff();
   const double tolerance = 1e-11 * column_norm * d.norm();
 
-  Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr;
   // z = u with the free entries replaced by the least-squares solution given the bound ones.
   auto free_solution = [&](Eigen::VectorXd& z) {
     z = s.u;
@@ -47,9 +47,8 @@ BvlsSolution solve_bvls(const Eigen::MatrixXd& C, const Eigen::VectorXd& d, cons
     if (free.empty()) return;
     Eigen::MatrixXd CF(C.rows(), static_cast<Index>(free.size()));
     for (size_t i = 0; i < free.size(); ++i) CF.col(static_cast<Index>(i)) = C.col(free[i]);
-    qr.setThreshold(1e-10);  // columns have unit norm: relative rank tolerance
-    qr.compute(CF);
-    const Eigen::VectorXd zf = qr.solve(rhs);
+    // Columns have unit norm: a relative rank tolerance.
+    const Eigen::VectorXd zf = pivoted_qr_solution(CF, rhs, 1e-10);
     for (size_t i = 0; i < free.size(); ++i) z(free[i]) = zf(static_cast<Index>(i));
   };
   // Moves u from a feasible point toward z (the free solution), binding each free variable

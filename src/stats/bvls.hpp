@@ -1,6 +1,7 @@
 // Bounded-variable least squares: min ||C u - d|| subject to lo <= u <= hi (entries may be
 // infinite), by Stark and Parker's BVLS (an active-set method generalizing Lawson-Hanson NNLS to
-// two-sided bounds), each subproblem solved by Eigen's ColPivHouseholderQR on the free columns.
+// two-sided bounds), each subproblem solved by column-pivoting QR on the free columns
+// (stats/dense_factorizations.hpp).
 // For a small dense system: the estimator hands it the p x p triangle of its QR factorization.
 #pragma once
 #include <Eigen/Core>

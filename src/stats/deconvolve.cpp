@@ -2,8 +2,8 @@
 //
 // Outline of deconvolve():
 //   1. rows -> one sparse row per sample (repeated layers merged, the '(rest)' remainder added);
-//   2. R of the QR factorization of [A | y], accumulated over blocks of rows with Eigen's
-//      HouseholderQR, so A is never stored dense: ||A x - y||^2 = ||R x - z||^2 + r0^2 and every
+//   2. R of the QR factorization of [A | y], accumulated over blocks of rows with Householder
+//      QR (stats/dense_factorizations.hpp), so A is never stored dense: ||A x - y||^2 = ||R x - z||^2 + r0^2 and every
 //      later step works on the p x p system, with A's conditioning (never A^T A's);
 //   3. columns scaled to unit norm, BVLS (stats/bvls.hpp) on the box;
 //   4. uncertainty from the SVD of the scaled R: the classical covariance sigma^2 (A^T A)^-1 and
@@ -13,9 +13,6 @@
 //      of the unconstrained estimate, cut at the bounds) and `identified`.
 #include "stats/deconvolve.hpp"
 
-#include <Eigen/Eigenvalues>
-#include <Eigen/QR>
-#include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -23,6 +20,7 @@
 
 #include "core/errors.hpp"
 #include "stats/bvls.hpp"
+#include "stats/dense_factorizations.hpp"
 #include "stats/sample_key.hpp"
 #include "stats/student_t.hpp"
 
@@ -303,14 +301,13 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
     for (Index j = 0; j <= p; ++j)
       if (!(column_scale(j) > 0)) column_scale(j) = 1;
     const Eigen::MatrixXd unit = column_scale.cwiseInverse().asDiagonal() * prior_cross * column_scale.cwiseInverse().asDiagonal();
-    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen(unit);
-    const Eigen::MatrixXd rows = eigen.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal() *
-                                 eigen.eigenvectors().transpose() * column_scale.asDiagonal();
-    R = Eigen::HouseholderQR<Eigen::MatrixXd>(rows).matrixQR().triangularView<Eigen::Upper>();
+    const SymmetricEigen eigen = symmetric_eigen(unit);
+    const Eigen::MatrixXd rows = eigen.values.cwiseMax(0.0).cwiseSqrt().asDiagonal() * eigen.vectors.transpose() *
+                                 column_scale.asDiagonal();
+    R = qr_upper_factor(rows);
   }
   {
     Eigen::MatrixXd stacked(p + 1 + block, p + 1);
-    Eigen::HouseholderQR<Eigen::MatrixXd> qr;
     for (size_t first = 0; first < m; first += static_cast<size_t>(block)) {
       stacked.setZero();
       stacked.topRows(p + 1) = R;
@@ -320,8 +317,7 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
         for (size_t i = row_start[r]; i < row_start[r + 1]; ++i) stacked(row, cols[i]) = weights[i];
         stacked(row, p) = y(static_cast<Index>(r));
       }
-      qr.compute(stacked);
-      R = qr.matrixQR().topRows(p + 1).triangularView<Eigen::Upper>();
+      R = qr_upper_factor(stacked);
     }
   }
 
@@ -376,12 +372,12 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
   {
     Eigen::MatrixXd unscaled(p, q);
     for (Index j = 0; j < q; ++j) unscaled.col(j) = R.col(data_columns[j]).head(p);
-    const Eigen::VectorXd sv = Eigen::BDCSVD<Eigen::MatrixXd>(unscaled).singularValues();
+    const Eigen::VectorXd sv = singular_values(unscaled);
     if (sv(q - 1) > 0) result.condition = sv(0) / sv(q - 1);
   }
-  Eigen::BDCSVD<Eigen::MatrixXd> svd(C, Eigen::ComputeThinV);
-  const Eigen::VectorXd sv = svd.singularValues();
-  const Eigen::MatrixXd& V = svd.matrixV();
+  const SingularValuesAndRightVectors svd = singular_values_and_right_vectors(C);
+  const Eigen::VectorXd& sv = svd.values;
+  const Eigen::MatrixXd& V = svd.right;
   if (sv(q - 1) > 0) result.condition_scaled = sv(0) / sv(q - 1);
   // Directions with singular values at rounding level cannot be estimated at all: their
   // participants are collinear. The others form the pseudo-inverse G = (C^T C)^+.
