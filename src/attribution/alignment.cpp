@@ -38,10 +38,38 @@ struct Fit {
   bool any_layer = false;
 };
 
+// A's rows by their nonzero entries: a window overlaps few of a GPU's layers, and the fit
+// (hundreds per search) sums over those only. Each row's entries stay in column order.
+struct SparseRows {
+  std::vector<size_t> start;  // row r: entries start[r] .. start[r + 1]
+  std::vector<Eigen::Index> column;
+  std::vector<double> value;
+
+  explicit SparseRows(const Eigen::MatrixXd& A) {
+    start.reserve(static_cast<size_t>(A.rows()) + 1);
+    start.push_back(0);
+    for (Eigen::Index r = 0; r < A.rows(); ++r) {
+      for (Eigen::Index c = 0; c < A.cols(); ++c)
+        if (A(r, c) != 0) {
+          column.push_back(c);
+          value.push_back(A(r, c));
+        }
+      start.push_back(column.size());
+    }
+  }
+  double dot(Eigen::Index r, const Eigen::VectorXd& x) const {
+    double sum = 0;
+    for (size_t k = start[static_cast<size_t>(r)]; k < start[static_cast<size_t>(r) + 1]; ++k)
+      sum += value[k] * x(column[k]);
+    return sum;
+  }
+};
+
 Fit fit(const Eigen::MatrixXd& A, const std::vector<std::vector<double>>& values, Eigen::Index layer_columns) {
   Fit f;
   const Eigen::Index p = A.cols();
   f.any_layer = layer_columns > 0 && (A.leftCols(layer_columns).array() > 0).any();
+  const SparseRows sparse(A);
   double total = 0;
   // The metrics of a GPU usually have values in the same windows: their normal equations then
   // share one matrix, and it is built and factorised once (the search fits hundreds of offsets).
@@ -59,7 +87,11 @@ Fit fit(const Eigen::MatrixXd& A, const std::vector<std::vector<double>>& values
     }
     if (factored_rows.empty() || rows != factored_rows) {
       Eigen::MatrixXd M = Eigen::MatrixXd::Zero(p, p);
-      for (Eigen::Index r : rows) M.selfadjointView<Eigen::Lower>().rankUpdate(A.row(r).transpose());
+      for (Eigen::Index r : rows) {  // the lower triangle of the sum of the rows' outer products
+        const size_t first = sparse.start[static_cast<size_t>(r)], last = sparse.start[static_cast<size_t>(r) + 1];
+        for (size_t j = first; j < last; ++j)
+          for (size_t i = j; i < last; ++i) M(sparse.column[i], sparse.column[j]) += sparse.value[j] * sparse.value[i];
+      }
       M = M.selfadjointView<Eigen::Lower>();
       // A column no window touches (or a tiny one) must not make the system singular.
       const double ridge = 1e-10 * std::max(1.0, M.diagonal().maxCoeff());
@@ -71,13 +103,14 @@ Fit fit(const Eigen::MatrixXd& A, const std::vector<std::vector<double>>& values
     double yy = 0;
     for (Eigen::Index r : rows) {
       const double v = y[static_cast<size_t>(r)];
-      b += A.row(r).transpose() * v;
+      for (size_t k = sparse.start[static_cast<size_t>(r)]; k < sparse.start[static_cast<size_t>(r) + 1]; ++k)
+        b(sparse.column[k]) += sparse.value[k] * v;
       yy += v * v;
     }
     const Eigen::VectorXd x = factored.solve(b);
     double rss = 0;
     for (Eigen::Index r : rows) {
-      const double e = y[static_cast<size_t>(r)] - A.row(r).dot(x);
+      const double e = y[static_cast<size_t>(r)] - sparse.dot(r, x);
       rss += e * e;
     }
     const double scale = std::max(yy / static_cast<double>(n), 1e-300);
