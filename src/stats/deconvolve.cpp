@@ -3,8 +3,9 @@
 // Outline of deconvolve():
 //   1. rows -> one sparse row per sample (repeated layers merged, the '(rest)' remainder added);
 //   2. R of the QR factorization of [A | y], accumulated over blocks of rows with Householder
-//      QR (stats/dense_factorizations.hpp), so A is never stored dense: ||A x - y||^2 = ||R x - z||^2 + r0^2 and every
-//      later step works on the p x p system, with A's conditioning (never A^T A's);
+//      QR (stats/dense_factorizations.hpp), so A is never stored dense:
+//      ||A x - y||^2 = ||R x - z||^2 + r0^2 and every later step works on the p x p system,
+//      with A's conditioning (never A^T A's);
 //   3. columns scaled to unit norm, BVLS (stats/bvls.hpp) on the box;
 //   4. uncertainty from the SVD of the scaled R: the classical covariance sigma^2 (A^T A)^-1 and
 //      the heteroscedasticity-robust HC3 sandwich, the larger of the two, over all unknowns with
