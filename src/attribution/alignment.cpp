@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace pp {
 namespace {
@@ -38,8 +39,7 @@ struct Fit {
   bool any_layer = false;
 };
 
-// A's rows by their nonzero entries: a window overlaps few of a GPU's layers, and the fit
-// (hundreds per search) sums over those only. Each row's entries stay in column order.
+// A's rows by their nonzero entries, each row's in column order.
 struct SparseRows {
   std::vector<size_t> start;  // row r: entries start[r] .. start[r + 1]
   std::vector<Eigen::Index> column;
@@ -69,7 +69,32 @@ Fit fit(const Eigen::MatrixXd& A, const std::vector<std::vector<double>>& values
   Fit f;
   const Eigen::Index p = A.cols();
   f.any_layer = layer_columns > 0 && (A.leftCols(layer_columns).array() > 0).any();
-  const SparseRows sparse(A);
+  // Where a window overlaps few of the GPU's layers (long steps, a model of many layers), the fit
+  // (hundreds per search) sums over each row's nonzero mixes only; rows mostly full (a DLRM
+  // step's layers all run in each 100 ms window) keep Eigen's dense products, quicker there.
+  // Both add the same products in the same order: the results are the same to the bit.
+  std::optional<SparseRows> sparse;
+  if (2 * (A.array() != 0).count() <= A.size()) sparse.emplace(A);
+  const auto add_outer_product = [&](Eigen::MatrixXd& lower, Eigen::Index r) {
+    if (!sparse) {
+      lower.selfadjointView<Eigen::Lower>().rankUpdate(A.row(r).transpose());
+      return;
+    }
+    const size_t first = sparse->start[static_cast<size_t>(r)], last = sparse->start[static_cast<size_t>(r) + 1];
+    for (size_t j = first; j < last; ++j)
+      for (size_t i = j; i < last; ++i) lower(sparse->column[i], sparse->column[j]) += sparse->value[j] * sparse->value[i];
+  };
+  const auto add_row_times = [&](Eigen::VectorXd& b, Eigen::Index r, double v) {
+    if (!sparse) {
+      b += A.row(r).transpose() * v;
+      return;
+    }
+    for (size_t k = sparse->start[static_cast<size_t>(r)]; k < sparse->start[static_cast<size_t>(r) + 1]; ++k)
+      b(sparse->column[k]) += sparse->value[k] * v;
+  };
+  const auto row_dot = [&](Eigen::Index r, const Eigen::VectorXd& x) {
+    return sparse ? sparse->dot(r, x) : A.row(r).dot(x);
+  };
   double total = 0;
   // The metrics of a GPU usually have values in the same windows: their normal equations then
   // share one matrix, and it is built and factorised once (the search fits hundreds of offsets).
@@ -87,11 +112,7 @@ Fit fit(const Eigen::MatrixXd& A, const std::vector<std::vector<double>>& values
     }
     if (factored_rows.empty() || rows != factored_rows) {
       Eigen::MatrixXd M = Eigen::MatrixXd::Zero(p, p);
-      for (Eigen::Index r : rows) {  // the lower triangle of the sum of the rows' outer products
-        const size_t first = sparse.start[static_cast<size_t>(r)], last = sparse.start[static_cast<size_t>(r) + 1];
-        for (size_t j = first; j < last; ++j)
-          for (size_t i = j; i < last; ++i) M(sparse.column[i], sparse.column[j]) += sparse.value[j] * sparse.value[i];
-      }
+      for (Eigen::Index r : rows) add_outer_product(M, r);
       M = M.selfadjointView<Eigen::Lower>();
       // A column no window touches (or a tiny one) must not make the system singular.
       const double ridge = 1e-10 * std::max(1.0, M.diagonal().maxCoeff());
@@ -103,14 +124,13 @@ Fit fit(const Eigen::MatrixXd& A, const std::vector<std::vector<double>>& values
     double yy = 0;
     for (Eigen::Index r : rows) {
       const double v = y[static_cast<size_t>(r)];
-      for (size_t k = sparse.start[static_cast<size_t>(r)]; k < sparse.start[static_cast<size_t>(r) + 1]; ++k)
-        b(sparse.column[k]) += sparse.value[k] * v;
+      add_row_times(b, r, v);
       yy += v * v;
     }
     const Eigen::VectorXd x = factored.solve(b);
     double rss = 0;
     for (Eigen::Index r : rows) {
-      const double e = y[static_cast<size_t>(r)] - sparse.dot(r, x);
+      const double e = y[static_cast<size_t>(r)] - row_dot(r, x);
       rss += e * e;
     }
     const double scale = std::max(yy / static_cast<double>(n), 1e-300);
