@@ -1,14 +1,13 @@
 #include "attribution/alignment.hpp"
 #include "attribution/flicker_path.hpp"
+#include "attribution/window_fit.hpp"
 #include "attribution/window_mixes.hpp"
 
-#include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
-#include <optional>
 
 namespace pp {
 namespace {
@@ -30,119 +29,6 @@ constexpr double kRepeakBeyondRangeNs = 4e6;
 constexpr size_t kLeastHalf = 20;  // samples each half of a stretch needs to be searched alone
 constexpr double kHalfGridPerWindow = 200;
 
-// Least-squares fits of each metric on A; the profile log-likelihood, and per metric the
-// coefficients and residual variance.
-struct Fit {
-  double log_likelihood = -std::numeric_limits<double>::infinity();
-  std::vector<Eigen::VectorXd> x;
-  std::vector<double> variance;
-  bool any_layer = false;
-};
-
-// A's rows by their nonzero entries, each row's in column order.
-struct SparseRows {
-  std::vector<size_t> start;  // row r: entries start[r] .. start[r + 1]
-  std::vector<Eigen::Index> column;
-  std::vector<double> value;
-
-  explicit SparseRows(const Eigen::MatrixXd& A) {
-    start.reserve(static_cast<size_t>(A.rows()) + 1);
-    start.push_back(0);
-    for (Eigen::Index r = 0; r < A.rows(); ++r) {
-      for (Eigen::Index c = 0; c < A.cols(); ++c)
-        if (A(r, c) != 0) {
-          column.push_back(c);
-          value.push_back(A(r, c));
-        }
-      start.push_back(column.size());
-    }
-  }
-  double dot(Eigen::Index r, const Eigen::VectorXd& x) const {
-    double sum = 0;
-    for (size_t k = start[static_cast<size_t>(r)]; k < start[static_cast<size_t>(r) + 1]; ++k)
-      sum += value[k] * x(column[k]);
-    return sum;
-  }
-};
-
-Fit fit(const Eigen::MatrixXd& A, const std::vector<std::vector<double>>& values, Eigen::Index layer_columns) {
-  Fit f;
-  const Eigen::Index p = A.cols();
-  f.any_layer = layer_columns > 0 && (A.leftCols(layer_columns).array() > 0).any();
-  // Where a window overlaps few of the GPU's layers (long steps, a model of many layers), the fit
-  // (hundreds per search) sums over each row's nonzero mixes only; rows mostly full (a DLRM
-  // step's layers all run in each 100 ms window) keep Eigen's dense products, quicker there.
-  // Both add the same products in the same order: the results are the same to the bit.
-  std::optional<SparseRows> sparse;
-  if (2 * (A.array() != 0).count() <= A.size()) sparse.emplace(A);
-  const auto add_outer_product = [&](Eigen::MatrixXd& lower, Eigen::Index r) {
-    if (!sparse) {
-      lower.selfadjointView<Eigen::Lower>().rankUpdate(A.row(r).transpose());
-      return;
-    }
-    const size_t first = sparse->start[static_cast<size_t>(r)], last = sparse->start[static_cast<size_t>(r) + 1];
-    for (size_t j = first; j < last; ++j)
-      for (size_t i = j; i < last; ++i) lower(sparse->column[i], sparse->column[j]) += sparse->value[j] * sparse->value[i];
-  };
-  const auto add_row_times = [&](Eigen::VectorXd& b, Eigen::Index r, double v) {
-    if (!sparse) {
-      b += A.row(r).transpose() * v;
-      return;
-    }
-    for (size_t k = sparse->start[static_cast<size_t>(r)]; k < sparse->start[static_cast<size_t>(r) + 1]; ++k)
-      b(sparse->column[k]) += sparse->value[k] * v;
-  };
-  const auto row_dot = [&](Eigen::Index r, const Eigen::VectorXd& x) {
-    return sparse ? sparse->dot(r, x) : A.row(r).dot(x);
-  };
-  double total = 0;
-  // The metrics of a GPU usually have values in the same windows: their normal equations then
-  // share one matrix, and it is built and factorised once (the search fits hundreds of offsets).
-  std::vector<Eigen::Index> factored_rows;
-  Eigen::LDLT<Eigen::MatrixXd> factored;
-  for (const auto& y : values) {
-    std::vector<Eigen::Index> rows;
-    for (size_t i = 0; i < y.size(); ++i)
-      if (std::isfinite(y[i])) rows.push_back(static_cast<Eigen::Index>(i));
-    const Eigen::Index n = static_cast<Eigen::Index>(rows.size());
-    if (n <= p) {
-      f.x.emplace_back(Eigen::VectorXd::Zero(p));
-      f.variance.push_back(kNaN);
-      continue;
-    }
-    if (factored_rows.empty() || rows != factored_rows) {
-      Eigen::MatrixXd M = Eigen::MatrixXd::Zero(p, p);
-      for (Eigen::Index r : rows) add_outer_product(M, r);
-      M = M.selfadjointView<Eigen::Lower>();
-      // A column no window touches (or a tiny one) must not make the system singular.
-      const double ridge = 1e-10 * std::max(1.0, M.diagonal().maxCoeff());
-      M.diagonal().array() += ridge;
-      factored.compute(M);
-      factored_rows = rows;
-    }
-    Eigen::VectorXd b = Eigen::VectorXd::Zero(p);
-    double yy = 0;
-    for (Eigen::Index r : rows) {
-      const double v = y[static_cast<size_t>(r)];
-      add_row_times(b, r, v);
-      yy += v * v;
-    }
-    const Eigen::VectorXd x = factored.solve(b);
-    double rss = 0;
-    for (Eigen::Index r : rows) {
-      const double e = y[static_cast<size_t>(r)] - row_dot(r, x);
-      rss += e * e;
-    }
-    const double scale = std::max(yy / static_cast<double>(n), 1e-300);
-    rss = std::max(rss, 1e-15 * scale * static_cast<double>(n));  // an exact fit is not infinitely likely
-    total += -0.5 * static_cast<double>(n) * std::log(rss / static_cast<double>(n));
-    f.x.push_back(x);
-    f.variance.push_back(rss / static_cast<double>(n - p));
-  }
-  f.log_likelihood = total;
-  return f;
-}
-
 std::vector<int64_t> shifted_ends(const std::vector<int64_t>& ts, double offset, const std::vector<int>& shift,
                                   double period) {
   std::vector<int64_t> ends(ts.size());
@@ -156,7 +42,7 @@ double evaluate(WindowMixes& mix, const AlignmentSamples& s, double window, doub
                 const std::vector<int>& shift, double period) {
   std::vector<int64_t> ends = shifted_ends(s.ts_ns, offset, shift, period);
   snap_to_grid(ends, period);  // the scrapes' jitter is not the windows'
-  const Fit f = fit(mix(ends, window), s.values, mix.timeline().unknowns);
+  const WindowFit f = fit_windows(mix(ends, window), s.values, mix.timeline().unknowns);
   return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
 }
 
@@ -181,7 +67,7 @@ double evaluate_with_copies(WindowMixes& mix, const AlignmentSamples& s, double 
   std::vector<int64_t> ends = snapped_ends(s.ts_ns, offset, shift, copy, period);
   for (size_t i = 1; i < ends.size(); ++i)
     if (copy[i]) ends[i] = ends[i - 1];
-  const Fit f = fit(mix(ends, window), s.values, mix.timeline().unknowns);
+  const WindowFit f = fit_windows(mix(ends, window), s.values, mix.timeline().unknowns);
   return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
 }
 
@@ -266,7 +152,7 @@ Gains sample_gains(WindowMixes& mix, const AlignmentSamples& s, double window, d
   std::vector<int64_t> ends = shifted_ends(s.ts_ns, offset, shift, period);
   snap_to_grid(ends, period);
   const Eigen::MatrixXd A0 = mix(ends, window);
-  const Fit at = fit(A0, s.values, mix.timeline().unknowns);
+  const WindowFit at = fit_windows(A0, s.values, mix.timeline().unknowns);
   const auto moved = [&](double by) {
     std::vector<int64_t> out(ends.size());
     for (size_t i = 0; i < ends.size(); ++i) out[i] = ends[i] + static_cast<int64_t>(std::llround(by));
@@ -308,7 +194,7 @@ std::array<std::vector<double>, 2> placement_misfits(WindowMixes& mix, const Ali
   std::vector<int64_t> fitted;
   for (size_t i = 0; i < n; ++i)
     if (!drop[i]) fitted.push_back(ends[i]);
-  const Fit at = fit(mix(fitted, window), without(s, drop).values, mix.timeline().unknowns);
+  const WindowFit at = fit_windows(mix(fitted, window), without(s, drop).values, mix.timeline().unknowns);
   std::array<std::vector<double>, 2> misfit;
   for (int state = 0; state < 2; ++state) {
     std::vector<int64_t> moved(n);
@@ -367,7 +253,7 @@ Wrap find_wrap(WindowMixes& mix, const AlignmentSamples& s, double window, doubl
 
 double window_log_likelihood(const AlignmentTimeline& timeline, const std::vector<int64_t>& ends_ns, double window_ns,
                              const std::vector<std::vector<double>>& values) {
-  return fit(window_fractions(timeline, ends_ns, window_ns), values, timeline.unknowns).log_likelihood;
+  return fit_windows(window_fractions(timeline, ends_ns, window_ns), values, timeline.unknowns).log_likelihood;
 }
 
 namespace {
@@ -530,7 +416,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
       const auto loglik_of_quarter = [&](double d) {
         std::vector<int64_t> ends(grid.begin() + static_cast<std::ptrdiff_t>(from), grid.begin() + static_cast<std::ptrdiff_t>(to));
         for (int64_t& e : ends) e -= static_cast<int64_t>(std::llround(d));
-        const Fit f = fit(mix(ends, window_ns), values, mix.timeline().unknowns);
+        const WindowFit f = fit_windows(mix(ends, window_ns), values, mix.timeline().unknowns);
         return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
       };
       const Peak pk = refine(loglik_of_quarter, 0, 3 * step_ns, step_ns / 10);
@@ -665,7 +551,7 @@ GridEstimate estimate_driver_grid(const AlignmentTimeline& timeline, const std::
     auto loglik = [&](double phase) {
       std::vector<int64_t> ends(dcgm_ends_ns.size());
       for (size_t i = 0; i < ends.size(); ++i) ends[i] = driver_window_end(dcgm_ends_ns[i], period, phase);
-      const Fit f = fit(mix(ends, period), y, timeline.unknowns);
+      const WindowFit f = fit_windows(mix(ends, period), y, timeline.unknowns);
       return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
     };
     Peak coarse;

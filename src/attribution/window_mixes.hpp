@@ -4,8 +4,8 @@
 //
 //   const Eigen::MatrixXd A = window_fractions(timeline, ends_ns, 100e6);  // one fit's rows
 //
-//   WindowMixes mix(timeline);              // a search: hundreds of fits, each window moved
-//   for (double d : offsets) fit(mix(ends_at(d), 100e6));  // a little from one to the next
+//   WindowMixes mix(timeline);  // a search: hundreds of fits (window_fit.hpp), each window moved
+//   for (double d : offsets) fit_windows(mix(ends_at(d), 100e6), values, timeline.unknowns);  // a little
 //
 // A window of whole nanoseconds (every DCGM window, and the driver's but for thirds and sixths of
 // a second) adds its events' overlaps as integers, exactly, and divides once per unknown; so
