@@ -372,6 +372,22 @@ class GpuAligner {
     return true;
   }
 
+  // Where the data has not told the window length (or the driver's period) yet, the stretch's
+  // windows get the length in force now and keep it: a later stretch that tells it must not
+  // change windows a refresh may have folded already (and one refresh over everything gives
+  // them the same).
+  void keep_unsettled_lengths(SegmentRecord& seg) {
+    if (!window_settled_) seg.window_ms = window_ns_ / kNsPerMs;
+    if (data_.driver.empty()) return;
+    if (data_.primary == data_.driver) {
+      seg.util_window_ms = seg.window_ms;
+      return;
+    }
+    SeriesWindow util;
+    sql_.run([&] { util = series_window(run_.db, uuid_, data_.metrics[data_.driver.front()].metric); });
+    if (!util.settled && util.window_ms > 0) seg.util_window_ms = util.window_ms;
+  }
+
   void write(SegmentRecord& seg, size_t first, size_t last, const std::vector<size_t>& kept,
              const AlignmentSamples& samples, const std::vector<int>& shift, const std::vector<char>& copy,
              const AlignmentTimeline& timeline) {
@@ -392,6 +408,7 @@ class GpuAligner {
       seg.util_phase_ns = phase;
       seg.util_timing_ns = timing;
     }
+    keep_unsettled_lengths(seg);
     std::vector<WindowRecord> rows;
     size_t k = 0, kept_index = 0;
     std::optional<int64_t> previous_end, original_ms, previous_util_end;
@@ -429,7 +446,7 @@ class GpuAligner {
       }
       rows.push_back(r);
     }
-    sql_.run([&] { write_windows(run_.db, uuid_, rows); });
+    sql_.run([&] { write_windows(run_.db, uuid_, seg, rows); });
     written.push_back(seg);
     ++report.segments;
     report.repeats += seg.repeats;

@@ -285,11 +285,16 @@ void write_segment(sqlite3* db, const std::string& uuid, const SegmentRecord& s)
   segment.bind(":skipped", s.skipped);
   segment.bind(":moved", s.moved);
   segment.bind(":status", s.status);
+  segment.bind(":window_ms", s.window_ms);
+  segment.bind(":util_window_ms", s.util_window_ms);
   segment.run();
 }
 
-void write_windows(sqlite3* db, const std::string& uuid, const std::vector<WindowRecord>& windows) {
+void write_windows(sqlite3* db, const std::string& uuid, const SegmentRecord& stretch,
+                   const std::vector<WindowRecord>& windows) {
   Statement window(db, named_sql("align", "insert_window"));
+  window.bind(":window_ms", stretch.window_ms);
+  window.bind(":util_window_ms", stretch.util_window_ms);
   for (const WindowRecord& w : windows) {
     window.bind(":uuid", uuid);
     window.bind(":ts_ms", w.ts_ms);

@@ -20,6 +20,8 @@ struct SegmentRecord {
   double util_phase_ns = NAN, util_timing_ns = NAN;
   int64_t samples = 0, repeats = 0, skipped = 0, moved = 0;
   std::string status;
+  // The lengths its windows keep where the data had not told them when it was aligned.
+  std::optional<double> window_ms, util_window_ms;
 };
 
 // A stored time and the window it describes (a row of pp_windows).
@@ -82,6 +84,7 @@ void save_estimated_window(sqlite3* db, const std::string& uuid, const std::vect
 
 // A stretch's row of pp_alignment, and its stored times' rows of pp_windows.
 void write_segment(sqlite3* db, const std::string& uuid, const SegmentRecord& segment);
-void write_windows(sqlite3* db, const std::string& uuid, const std::vector<WindowRecord>& windows);
+void write_windows(sqlite3* db, const std::string& uuid, const SegmentRecord& segment,
+                   const std::vector<WindowRecord>& windows);
 
 }  // namespace pp

@@ -137,10 +137,11 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
                                                out.by_type ? gr.layer_type : gr.layer, gr.layer_type, gr.forward});
       };
       const TimelineSeries& series = gpu.series[current_series];
-      const double window = std::max(series.window_ns, 1.0);
+      const double window = std::max(series.window_of(*current), 1.0);
       const bool instant = series.kind == TimelineSeries::kInstant;
       // The span of time the sample stands for, as the sweep took it (interval_sweep.hpp).
-      const int64_t half = kInstantSpreadNs / 2, window_int = static_cast<int64_t>(std::llround(series.window_ns));
+      const int64_t half = kInstantSpreadNs / 2,
+                    window_int = static_cast<int64_t>(std::llround(series.window_of(*current)));
       const int64_t start = instant ? current->end_ns - half : current->end_ns - window_int;
       const int64_t end = instant ? current->end_ns + half : current->end_ns;
       const double scale = instant ? static_cast<double>(std::max<int64_t>(window_int, 1)) / kInstantSpreadNs : 1.0;

@@ -68,7 +68,7 @@ struct FractionsCursor : RowsCursor {
     std::vector<std::pair<uint32_t, int64_t>> groups;  // (group, weight) of the current sample
     auto flush = [&] {
       if (!current || current->null) return;
-      const double window = std::max(gpu.series[current_series].window_ns, 1.0);
+      const double window = std::max(gpu.series[current_series].window_of(*current), 1.0);
       for (const auto& [group, weight] : groups) {
         const TimelineGroup& g = gpu.groups[group];
         rows.push_back({gpu.job_id(group), gpu.series[current_series].metric, current->ts_ms, g.layer, g.layer_type,

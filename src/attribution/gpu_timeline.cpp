@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "attribution/event_store.hpp"
@@ -57,6 +58,8 @@ struct StoredWindow {
   int64_t ts_ms, end_ns;
   std::optional<int64_t> util_end_ns;
   bool util_copy, copy;
+  // The lengths its stretch was aligned with where the data had not told them yet (pp_windows).
+  std::optional<double> window_ms, util_window_ms;
 };
 
 // How far a sample of the series covers time before and after its end_ns, as the sweep of
@@ -67,7 +70,7 @@ struct SampleReach {
 };
 SampleReach reach_of(const TimelineSeries& s) {
   if (s.kind == TimelineSeries::kInstant) return {kInstantSpreadNs / 2, kInstantSpreadNs / 2};
-  return {static_cast<int64_t>(std::llround(s.window_ns)), 0};
+  return {s.longest_window_ns(), 0};
 }
 
 void sort_by_end(TimelineSeries& s) {
@@ -90,9 +93,11 @@ class TimelineReader {
   void read_series(const std::string& uuid, std::optional<int64_t> after_ms, std::optional<int64_t> through_ms,
                    int timing_shift, bool for_shifts = false) {
     Statement series(db_,
-                     "SELECT i.metric, i.interval_ms, coalesce(m.kind, 'window') FROM main.pp_intervals AS i "
-                     "LEFT JOIN main.pp_metrics AS m USING (metric) WHERE i.uuid = :uuid ORDER BY i.metric");
+                     "SELECT i.metric, i.interval_ms, coalesce(m.kind, 'window'), i.source IN ('median', 'estimated') "
+                     "FROM main.pp_intervals AS i LEFT JOIN main.pp_metrics AS m USING (metric) WHERE i.uuid = :uuid "
+                     "ORDER BY i.metric");
     series.bind(":uuid", uuid);
+    std::vector<bool> from_data;  // per series: its length is the data's (a user's or setting's wins)
     while (series.step()) {
       if (series.column_null(1)) continue;
       TimelineSeries s;
@@ -103,6 +108,7 @@ class TimelineReader {
                : kind == "driver_window" ? TimelineSeries::kDriverWindow
                                          : TimelineSeries::kWindow;
       gpu_.series.push_back(std::move(s));
+      from_data.push_back(series.column_int64(3) != 0);
     }
     // Windows are moved once the jobs' spans are known (place_timing); until then the events
     // read are those that windows moved by the farthest any job's shift can take them reach.
@@ -124,7 +130,8 @@ class TimelineReader {
     samples.bind(":uuid", uuid);
     samples.bind(":after", after_ms.value_or(INT64_MIN));
     samples.bind(":through", through_ms.value_or(INT64_MAX));
-    for (auto& s : gpu_.series) {
+    for (size_t si = 0; si < gpu_.series.size(); ++si) {
+      TimelineSeries& s = gpu_.series[si];
       samples.bind(":metric", s.metric);
       const bool driver = s.kind == TimelineSeries::kDriverWindow;
       auto window = windows.begin();
@@ -140,6 +147,8 @@ class TimelineReader {
         // A driver window read by two DCGM samples is one window: its second reading is left out.
         if (own_grid && window->util_copy) continue;
         s.samples.push_back({ts, end, null ? 0.0 : samples.column_double(1), null, own_grid});
+        const std::optional<double>& aligned_with = driver ? window->util_window_ms : window->window_ms;
+        if (aligned_with && from_data[si]) s.samples.back().window = window_index(s, *aligned_with * static_cast<double>(kNsPerMsInt));
       }
       sort_by_end(s);
       if (!s.samples.empty()) {
@@ -234,17 +243,31 @@ class TimelineReader {
   std::vector<StoredWindow> read_windows(const std::string& uuid, std::optional<int64_t> after_ms,
                                          std::optional<int64_t> through_ms) {
     Statement read(db_,
-                   "SELECT ts_ms, end_ns, util_end_ns, util_copy, copy_of_ms IS NOT NULL FROM main.pp_windows "
-                   "WHERE uuid = :uuid AND ts_ms > :after AND ts_ms <= :through ORDER BY ts_ms");
+                   "SELECT ts_ms, end_ns, util_end_ns, util_copy, copy_of_ms IS NOT NULL, window_ms, util_window_ms "
+                   "FROM main.pp_windows WHERE uuid = :uuid AND ts_ms > :after AND ts_ms <= :through ORDER BY ts_ms");
     read.bind(":uuid", uuid);
     read.bind(":after", after_ms.value_or(INT64_MIN));
     read.bind(":through", through_ms.value_or(INT64_MAX));
     std::vector<StoredWindow> out;
+    const auto optional_real = [&](int column) {
+      return read.column_null(column) ? std::nullopt : std::optional<double>(read.column_double(column));
+    };
     while (read.step())
       out.push_back({read.column_int64(0), read.column_int64(1),
                      read.column_null(2) ? std::nullopt : std::optional<int64_t>(read.column_int64(2)),
-                     read.column_int64(3) != 0, read.column_int64(4) != 0});
+                     read.column_int64(3) != 0, read.column_int64(4) != 0, optional_real(5), optional_real(6)});
     return out;
+  }
+
+  // The index of a window length among the series' (TimelineSample::window), added if new.
+  static uint16_t window_index(TimelineSeries& s, double window_ns) {
+    if (window_ns == s.window_ns) return 0;
+    const auto known = std::find(s.other_windows_ns.begin(), s.other_windows_ns.end(), window_ns);
+    if (known != s.other_windows_ns.end()) return static_cast<uint16_t>(known - s.other_windows_ns.begin() + 1);
+    if (s.other_windows_ns.size() >= UINT16_MAX)
+      throw std::runtime_error("pp_windows: more window lengths than a series can have");
+    s.other_windows_ns.push_back(window_ns);
+    return static_cast<uint16_t>(s.other_windows_ns.size());
   }
 
   // Each job's span of folded events from pp_gpu_spans, as jobs of the timeline, and the longest

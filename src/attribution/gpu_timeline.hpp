@@ -1,6 +1,8 @@
 // One GPU's events and samples, as the interval sweep (interval_sweep.hpp) reads them: plain
 // data, and read_gpu_timeline() that fills it from the attribution tables.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,6 +19,9 @@ struct TimelineSample {
   double value;
   bool null;
   bool driver_grid = false;  // on the driver's grid (a driver-window series' own window)
+  // Its window's length: 0 the series' window_ns, k > 0 its other_windows_ns[k - 1] (a length
+  // the window was given when it was aligned, before the data told the series' own).
+  uint16_t window = 0;
   // How far timing shift 1 moves it, in ns (read_gpu_timeline with a shift, or _for_shifts).
   int64_t shift_ns = 0;
 };
@@ -33,6 +38,15 @@ struct TimelineSeries {
   // A driver-window series' samples whose driver grid the align step did not find: they are
   // placed on DCGM's windows, which is not what they average.
   size_t off_own_grid = 0;
+  std::vector<double> other_windows_ns{};  // see TimelineSample::window
+
+  double window_of(const TimelineSample& s) const { return s.window == 0 ? window_ns : other_windows_ns[s.window - 1]; }
+  // The longest window of its samples, in whole ns.
+  int64_t longest_window_ns() const {
+    double longest = window_ns;
+    for (double w : other_windows_ns) longest = std::max(longest, w);
+    return static_cast<int64_t>(std::llround(longest));
+  }
 };
 
 // How far the moment of an instant metric's sample is known: within +-1 ms of where the

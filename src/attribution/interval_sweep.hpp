@@ -2,7 +2,7 @@
 // time-sorted events and samples (gpu_timeline.hpp), never a nested loop.
 //
 // A sample whose window ends at end_ns covers [start, end) = [end_ns - window, end_ns) in
-// integer ns. An event overlaps it when t_start_ns < end and t_end_ns > start, with weight =
+// integer ns (window: TimelineSeries::window_of the sample). An event overlaps it when t_start_ns < end and t_end_ns > start, with weight =
 // min(t_end_ns, end) - max(t_start_ns, start): exact integers. The part of a window inside a
 // job's span on the GPU (its first event's start to its last event's end) that no event covers
 // is the job's untracked time: max(0, span overlap - sum of the weights in the window). Where
@@ -12,8 +12,8 @@
 // the events running in that spread (or the job's untracked time) share the weight of one window.
 //
 // Cost O(events + samples + pairs) per series: events enter an active list when they start
-// before a window's end and leave it for good once they end before a window's start (both
-// only grow within a series).
+// before a window's end and leave it for good once they end before the earliest start a later
+// window can have (its end less the series' longest window; ends only grow within a series).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -42,26 +42,32 @@ void sweep_overlaps(const GpuTimeline& gpu, Emit&& emit, size_t first_series = 0
   std::sort(jobs_by_first.begin(), jobs_by_first.end(),
             [&](uint32_t a, uint32_t b) { return gpu.jobs[a].first < gpu.jobs[b].first; });
   std::vector<size_t> active;
-  std::vector<uint32_t> active_jobs;
+  std::vector<uint32_t> active_jobs, jobs_here;
   for (size_t si = first_series; si < gpu.series.size(); si += stride) {
     const TimelineSeries& series = gpu.series[si];
     const bool instant = series.kind == TimelineSeries::kInstant;
-    const int64_t window = static_cast<int64_t>(std::llround(series.window_ns));
     // An instant is spread over kInstantSpreadNs around end_ns, weighed as one window in all.
     const int64_t half = kInstantSpreadNs / 2;
-    const double scale = instant ? static_cast<double>(std::max<int64_t>(window, 1)) / kInstantSpreadNs : 1.0;
+    // No sample's span begins further before its end than this (ends ascend, so what ends
+    // before one sample's end less it ends before every later sample's span).
+    const int64_t reach = instant ? half : series.longest_window_ns();
     active.clear();
     active_jobs.clear();
     size_t next = 0, next_job = 0;
     for (const TimelineSample& sample : series.samples) {
+      const int64_t window = static_cast<int64_t>(std::llround(series.window_of(sample)));
+      const double scale = instant ? static_cast<double>(std::max<int64_t>(window, 1)) / kInstantSpreadNs : 1.0;
       const int64_t start = instant ? sample.end_ns - half : sample.end_ns - window;
       const int64_t end = instant ? sample.end_ns + half : sample.end_ns;
+      const int64_t earliest = sample.end_ns - reach;
       while (next < events.size() && events[next].start < end) active.push_back(next++);
       size_t kept = 0;
       for (size_t i : active) {
         const TimelineEvent& e = events[i];
-        if (e.end <= start) continue;  // ended before this window, so before every later one
-        active[kept++] = i;  // and it started before this window's end: it overlaps
+        if (e.end <= earliest) continue;  // ended before this window, and before every later one
+        active[kept++] = i;
+        if (e.end <= start) continue;  // (a window shorter than the series' longest)
+        // It started before this window's end: it overlaps.
         const int64_t weight = std::min(e.end, end) - std::max(e.start, start);
         if (covered[e.job] == 0) touched.push_back(e.job);
         covered[e.job] += weight;  // zero-length or inverted events count as in SQL
@@ -71,19 +77,22 @@ void sweep_overlaps(const GpuTimeline& gpu, Emit&& emit, size_t first_series = 0
       while (next_job < jobs_by_first.size() && gpu.jobs[jobs_by_first[next_job]].first < end)
         active_jobs.push_back(jobs_by_first[next_job++]);
       kept = 0;
+      jobs_here.clear();
       for (uint32_t j : active_jobs) {
-        if (gpu.jobs[j].last <= start) continue;
+        if (gpu.jobs[j].last <= earliest) continue;
         active_jobs[kept++] = j;
+        if (gpu.jobs[j].last > start) jobs_here.push_back(j);
       }
       active_jobs.resize(kept);
-      for (uint32_t j : active_jobs) {
+      for (uint32_t j : jobs_here) {
         const TimelineJob& job = gpu.jobs[j];
         const int64_t from = std::max(start, job.first), to = std::min(end, job.last);
         int64_t in_span = covered[j];
-        if (active_jobs.size() > 1) {  // a shared GPU: every job's events within this job's span
+        if (jobs_here.size() > 1) {  // a shared GPU: every job's events within this job's span
           in_span = 0;
           for (size_t i : active) {
             const TimelineEvent& e = events[i];
+            if (e.end <= start) continue;
             if (e.job == j)
               in_span += std::min(e.end, end) - std::max(e.start, start);
             else

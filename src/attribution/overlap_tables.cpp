@@ -156,7 +156,7 @@ struct OverlapsCursor : TableCursor {
         else
           sqlite3_result_double(ctx, r.sample->value);
         break;
-      case kIntervalMs: sqlite3_result_double(ctx, series.window_ns / 1e6); break;
+      case kIntervalMs: sqlite3_result_double(ctx, series.window_of(*r.sample) / 1e6); break;
       case kWeightNs: sqlite3_result_int64(ctx, r.weight); break;
       case kWindowEndNs: sqlite3_result_int64(ctx, r.sample->end_ns); break;
       default: sqlite3_result_null(ctx); break;

@@ -58,6 +58,10 @@ void upgrade_tables(sqlite3* db) {
   if (lacks_column(db, "pp_event_files", "real_path")) run_script(db, named_sql("upgrade", "event_file_real_paths"));
   // ... and one made before pp_gpu_spans kept each span's longest event gets the column.
   if (lacks_column(db, "pp_gpu_spans", "longest_ns")) run_script(db, named_sql("upgrade", "gpu_span_longest"));
+  // ... and one made before stretches kept the window lengths they were aligned with gets the
+  // columns.
+  if (lacks_column(db, "pp_alignment", "util_window_ms")) run_script(db, named_sql("upgrade", "stretch_window_lengths"));
+  if (lacks_column(db, "pp_windows", "util_window_ms")) run_script(db, named_sql("upgrade", "window_lengths"));
   // ... and one made before events were kept in blocks has them moved there.
   const bool row_events =
       query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_events' "

@@ -46,6 +46,21 @@ TEST(IntervalSweep, OverlapsAndUntrackedTimeOfOneJob) {
   EXPECT_EQ(sweep_all(one_job()), expected);
 }
 
+TEST(IntervalSweep, AWindowLongerThanTheOneBeforeItReachesWhatThatOneMissed) {
+  // A 20 ms window (40, 60] and then a 200 ms one (-50, 150] (the length its stretch was aligned
+  // with): X ran 20-30 ms, before the first window, and is in the second.
+  pp::GpuTimeline gpu = one_job();
+  gpu.series[0].window_ns = 20 * kNsPerMs;
+  gpu.series[0].other_windows_ns = {200 * kNsPerMs};
+  gpu.series[0].samples = {{60, 60 * kNsPerMs, 0.5, false}, {150, 150 * kNsPerMs, 0.7, false}};
+  gpu.series[0].samples[1].window = 1;
+  gpu.events.insert(gpu.events.begin() + 1, {20 * kNsPerMs, 30 * kNsPerMs, 3, 0, 0});
+  // The span 10-130 ms: of its 120 ms in the second window, 100 ms are A, X and B.
+  const Pairs expected = {{{1, 0, 60}, 20 * kNsPerMs},  {{1, 0, 150}, 50 * kNsPerMs}, {{3, 0, 150}, 10 * kNsPerMs},
+                          {{2, 1, 150}, 40 * kNsPerMs}, {{-1, 2, 150}, 20 * kNsPerMs}};
+  EXPECT_EQ(sweep_all(gpu), expected);
+}
+
 TEST(IntervalSweep, EventsThatOnlyTouchAWindowAreNotPairs) {
   pp::GpuTimeline gpu = one_job();
   gpu.events = {{100 * kNsPerMs, 150 * kNsPerMs, 7, 0, 0}};  // starts exactly where window (0, 100] ends

@@ -6,16 +6,20 @@
 
 -- name: cuts
 -- Per GPU with folded windows: samples stored at or before samples_through_ms go, and folded
--- events that end before events_before_ns (two of the GPU's windows and the exporter's lag
--- earlier, so that no kept window, nor its copy moved by the estimator's timing shift, reaches
--- an event that went). CPU events have no samples: they go M minutes before the last folded one.
+-- events that end before events_before_ns (two of the GPU's longest windows and the exporter's
+-- lag earlier, so that no kept window, nor its copy moved by the estimator's timing shift,
+-- reaches an event that went; a kept window may have the length its stretch was aligned with).
+-- CPU events have no samples: they go M minutes before the last folded one.
 CREATE TEMP TABLE IF NOT EXISTS pp_retention_cuts(
   uuid TEXT PRIMARY KEY, samples_through_ms INTEGER, events_before_ns INTEGER NOT NULL);
 DELETE FROM temp.pp_retention_cuts;
 INSERT INTO temp.pp_retention_cuts(uuid, samples_through_ms, events_before_ns)
 SELECT uuid, through_ms, (through_ms - reach_ms) * 1000000
   FROM (SELECT f.uuid, f.folded_through_ms - :keep_ms AS through_ms,
-               CAST(2 * coalesce((SELECT max(interval_ms) FROM main.pp_intervals AS i WHERE i.uuid = f.uuid), 0)
+               CAST(2 * max(coalesce((SELECT max(interval_ms) FROM main.pp_intervals AS i WHERE i.uuid = f.uuid), 0),
+                            coalesce((SELECT max(max(coalesce(w.window_ms, 0), coalesce(w.util_window_ms, 0)))
+                                        FROM main.pp_windows AS w
+                                       WHERE w.uuid = f.uuid AND w.ts_ms > f.folded_through_ms - :keep_ms), 0))
                     + :lag_ms + 1 AS INTEGER) AS reach_ms
           FROM main.pp_fold_state AS f)
  WHERE through_ms - reach_ms > 0;

@@ -96,17 +96,25 @@ CREATE TABLE IF NOT EXISTS pp_alignment(
   samples INTEGER NOT NULL, repeats INTEGER NOT NULL,      -- stored times, and copies of a window among them
   skipped INTEGER NOT NULL, moved INTEGER NOT NULL,        -- windows never stored; windows moved by a period
   status TEXT NOT NULL,  -- estimated, poorly determined, not determined, no layers, setting
+  -- Where the data had not told the GPU's window length (or GPU_UTIL's period) by the time this
+  -- stretch was aligned: the length its windows were given (the samples' median spacing). They
+  -- keep it, as pp_windows says, so that no later refresh changes a window already folded. NULL:
+  -- the length of pp_intervals.
+  window_ms REAL, util_window_ms REAL,
   PRIMARY KEY (uuid, from_ms));
 
 -- Each stored sample time of a GPU and the window it describes (the align step): window
 -- metrics average over (end_ns - window, end_ns], instant metrics are read at end_ns, driver
 -- windows end at util_end_ns. copy_of_ms: an earlier stored time of the same DCGM window (a
 -- scrape that found no new window stores the old one again); a window is counted once, and so
--- is a driver window that two DCGM samples read (util_copy).
+-- is a driver window that two DCGM samples read (util_copy). window_ms and util_window_ms: its
+-- stretch's (pp_alignment), the length the window keeps where a series' length in pp_intervals
+-- is the data's ('median' or 'estimated'); NULL: pp_intervals'.
 CREATE TABLE IF NOT EXISTS pp_windows(
   uuid TEXT NOT NULL, ts_ms INTEGER NOT NULL, end_ns INTEGER NOT NULL, util_end_ns INTEGER,
   copy_of_ms INTEGER,
   util_copy INTEGER NOT NULL DEFAULT 0,  -- 1: the same driver window as an earlier stored time
+  window_ms REAL, util_window_ms REAL,
   PRIMARY KEY (uuid, ts_ms)) WITHOUT ROWID;
 
 -- Where each job ran on each GPU, from its folded events (the fold step adds each event once,

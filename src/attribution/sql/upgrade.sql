@@ -33,6 +33,15 @@ UPDATE main.pp_gpu_spans AS g
   FROM temp.pp_upgrade_spans AS u WHERE u.uuid = g.uuid AND u.job_id = g.job_id;
 DROP TABLE temp.pp_upgrade_spans;
 
+-- name: stretch_window_lengths
+-- (NULL: the lengths of pp_intervals, as that version took them.)
+ALTER TABLE main.pp_alignment ADD COLUMN window_ms REAL;
+ALTER TABLE main.pp_alignment ADD COLUMN util_window_ms REAL;
+
+-- name: window_lengths
+ALTER TABLE main.pp_windows ADD COLUMN window_ms REAL;
+ALTER TABLE main.pp_windows ADD COLUMN util_window_ms REAL;
+
 -- name: event_blocks
 -- pp_events as a table of one row per event, as versions before blocks made it: its rows go into
 -- blocks, folded ones folded. (With legacy_alter_table on, schema.cpp's rename leaves views and

@@ -120,13 +120,17 @@ SELECT j.job_id,
 
 -- How each GPU's stored sample times relate to the windows they describe (pp_alignment), in
 -- ms: a sample stored at t describes the window that ends offset_ms before t, give or take
--- timing_ms; repeats are windows stored twice, skipped windows never stored.
+-- timing_ms; repeats are windows stored twice, skipped windows never stored. window_ms and
+-- util_window_ms are the lengths of the stretch's windows: those of pp_intervals, or where
+-- the data had not told them when the stretch was aligned, the lengths it was given then.
 CREATE VIEW IF NOT EXISTS sample_alignment AS
 SELECT a.uuid, a.from_ms / 1000.0 AS t_from, a.through_ms / 1000.0 AS t_through,
        a.offset_ns / 1e6 AS offset_ms, a.timing_ns / 1e6 AS timing_ms, a.drift_ppm,
-       (SELECT interval_ms FROM pp_intervals AS i JOIN pp_metrics AS m USING (metric)
+       (SELECT CASE WHEN i.source IN ('median', 'estimated') THEN coalesce(a.window_ms, i.interval_ms) ELSE i.interval_ms END
+          FROM pp_intervals AS i JOIN pp_metrics AS m USING (metric)
          WHERE i.uuid = a.uuid AND m.kind = 'window' LIMIT 1) AS window_ms,
-       (SELECT interval_ms FROM pp_intervals AS i JOIN pp_metrics AS m USING (metric)
+       (SELECT CASE WHEN i.source IN ('median', 'estimated') THEN coalesce(a.util_window_ms, i.interval_ms) ELSE i.interval_ms END
+          FROM pp_intervals AS i JOIN pp_metrics AS m USING (metric)
          WHERE i.uuid = a.uuid AND m.kind = 'driver_window' LIMIT 1) AS util_window_ms,
        a.util_phase_ns / 1e6 AS util_phase_ms, a.samples, a.repeats, a.skipped, a.moved, a.status
   FROM pp_alignment AS a;
