@@ -112,16 +112,17 @@ struct Flickering {
 
 // by[j]: scrape j takes the window this many periods from the newest one ending 30 ms before
 // it (-1: the one before, as `far` says; +1: the one after, as a scrape answered late takes).
-Flickering scrape_windows(const Gpu& g, double seconds, const std::vector<int>& by) {
+// Prometheus scrapes every `every` ns (DCGM's 100 ms period, or slower).
+Flickering scrape_windows(const Gpu& g, double seconds, const std::vector<int>& by, double every = 100 * kMs) {
   Flickering f;
   f.samples.values.resize(1);
   std::normal_distribution<double> noise(0, 0.005);
   std::mt19937_64 rng(17);
   int64_t previous_end = -1;
   double previous_value = -1;
-  for (size_t j = 2; (j + 1) * 100 * kMs < seconds * 1e9; ++j) {
-    const int64_t ts = static_cast<int64_t>(j * 100 * kMs + 37 * kMs);
-    const int64_t end = static_cast<int64_t>(j * 100 * kMs + 7.3 * kMs + by[j] * 100 * kMs);
+  for (size_t j = 2; (j + 1) * every < seconds * 1e9; ++j) {
+    const int64_t ts = static_cast<int64_t>(j * every + 37 * kMs);
+    const int64_t end = static_cast<int64_t>(j * every + 7.3 * kMs + by[j] * 100 * kMs);
     const double value = end == previous_end ? previous_value : truth(g, static_cast<double>(end), 100 * kMs) * (1 + noise(rng));
     if (end == previous_end && value != 0) {
       f.samples.copy_after.back() = 1;
@@ -220,6 +221,31 @@ TEST(Alignment, ALatencyStepInAJobsFirstSecondsIsFoundOrTheOffsetLeftOpen) {
         std::vector<int> by(120, 0);
         for (size_t j = static_cast<size_t>(at * 120); j < by.size(); ++j) by[j] = step;
         const Flickering f = scrape_windows(g, 12, by);
+        const pp::OffsetEstimate e =
+            pp::estimate_offset(g.timeline, f.samples, 100 * kMs, 100 * kMs, {{-100 * kMs, 1000 * kMs}}, kMs);
+        ASSERT_TRUE(e.found);
+        ++cases;
+        if (!e.unique) {
+          ++open;
+          continue;
+        }
+        EXPECT_NEAR(std::fmod(e.offset_ns / kMs + 1000, 100), 29.7, 0.5) << seed << " at " << at << " by " << step;
+        EXPECT_LE(misplaced(g, f, e).size(), 1u) << seed << " at " << at << " by " << step;
+      }
+  EXPECT_LE(open, 1) << cases;
+}
+
+TEST(Alignment, ALatencyStepInAFirstStretchOfSecondScrapesIsFoundOrTheOffsetLeftOpen) {
+  // The same with Prometheus scraping every second (a stretch is 100 s then): one window in
+  // ten is stored, and from the step on each is the one before (or after) the one it was.
+  int open = 0, cases = 0;
+  for (unsigned seed = 1; seed <= 4; ++seed)
+    for (double at : {0.25, 0.5, 0.75})
+      for (int step : {-1, +1}) {
+        const Gpu g = make_gpu(100, seed, 10);
+        std::vector<int> by(100, 0);
+        for (size_t j = static_cast<size_t>(at * 100); j < by.size(); ++j) by[j] = step;
+        const Flickering f = scrape_windows(g, 100, by, 1000 * kMs);
         const pp::OffsetEstimate e =
             pp::estimate_offset(g.timeline, f.samples, 100 * kMs, 100 * kMs, {{-100 * kMs, 1000 * kMs}}, kMs);
         ASSERT_TRUE(e.found);
