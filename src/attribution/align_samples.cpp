@@ -290,6 +290,7 @@ class GpuAligner {
         for (const auto& m : data_.metrics)
           if (m.kind != "driver_window" || data_.primary == data_.driver) metrics.push_back(m.metric);
         sql_.run([&] { save_estimated_window(run_.db, uuid_, metrics, window_ns_ / kNsPerMs); });
+        take_told_length(true, data_.primary == data_.driver);
       }
     }
     if (!best.found) {
@@ -364,8 +365,10 @@ class GpuAligner {
     }
     const GridEstimate g = estimate_driver_grid(timeline, ends, values, periods, 1e6);
     if (!g.found) return false;
-    if (!known.settled)
+    if (!known.settled) {
       sql_.run([&] { save_estimated_window(run_.db, uuid_, {data_.metrics[m].metric}, g.period_ns / kNsPerMs); });
+      take_told_length(false, true);
+    }
     period = g.period_ns;
     phase = g.phase_ns;
     timing = g.half90_ns;
@@ -373,11 +376,12 @@ class GpuAligner {
   }
 
   // Where the data has not told the window length (or the driver's period) yet, the stretch's
-  // windows get the length in force now and keep it: a later stretch that tells it must not
-  // change windows a refresh may have folded already (and one refresh over everything gives
-  // them the same).
+  // windows get the length in force now, the median spacing: one of the next
+  // kRevisableStretches stretches may tell it (take_told_length), else they keep it. The fold
+  // holds them until then (refresh.sql fold_windows), so that one refresh over everything gives
+  // what any sequence of refreshes gives. A pinned offset never tells the window length.
   void keep_unsettled_lengths(SegmentRecord& seg) {
-    if (!window_settled_) seg.window_ms = window_ns_ / kNsPerMs;
+    if (!window_settled_ && !pinned_) seg.window_ms = window_ns_ / kNsPerMs;
     if (data_.driver.empty()) return;
     if (data_.primary == data_.driver) {
       seg.util_window_ms = seg.window_ms;
@@ -386,6 +390,23 @@ class GpuAligner {
     SeriesWindow util;
     sql_.run([&] { util = series_window(run_.db, uuid_, data_.metrics[data_.driver.front()].metric); });
     if (!util.settled && util.window_ms > 0) seg.util_window_ms = util.window_ms;
+  }
+
+  // The data told the window length (window) or the driver's period (util) in the stretch being
+  // aligned: the stretches among the last kRevisableStretches before it that were given the
+  // median spacing take it too.
+  void take_told_length(bool window, bool util) {
+    const size_t from = segments_.size() > kRevisableStretches ? segments_.size() - kRevisableStretches : 0;
+    const size_t first_written = segments_.size() - written.size();  // the stretches of this refresh
+    for (size_t i = from; i < segments_.size(); ++i) {
+      const bool w = window && segments_[i].window_ms, u = util && segments_[i].util_window_ms;
+      if (!w && !u) continue;
+      for (SegmentRecord* s : {&segments_[i], i >= first_written ? &written[i - first_written] : nullptr}) {
+        if (s && w) s->window_ms.reset();
+        if (s && u) s->util_window_ms.reset();
+      }
+      sql_.run([&] { forget_window_lengths(run_.db, uuid_, segments_[i], w, u); });
+    }
   }
 
   void write(SegmentRecord& seg, size_t first, size_t last, const std::vector<size_t>& kept,

@@ -218,6 +218,8 @@ std::vector<SegmentRecord> read_segments(sqlite3* db, const std::string& uuid) {
     r.status = read.column_text(4);
     r.util_phase_ns = read.column_null(5) ? NAN : static_cast<double>(read.column_int64(5));
     r.drift_ppm = read.column_double(6);
+    if (!read.column_null(7)) r.window_ms = read.column_double(7);
+    if (!read.column_null(8)) r.util_window_ms = read.column_double(8);
     out.push_back(r);
   }
   std::reverse(out.begin(), out.end());  // oldest first
@@ -288,6 +290,13 @@ void write_segment(sqlite3* db, const std::string& uuid, const SegmentRecord& s)
   segment.bind(":window_ms", s.window_ms);
   segment.bind(":util_window_ms", s.util_window_ms);
   segment.run();
+}
+
+void forget_window_lengths(sqlite3* db, const std::string& uuid, const SegmentRecord& segment, bool window,
+                           bool util) {
+  run_script(db, named_sql("align", "forget_window_lengths"),
+             {{":uuid", uuid}, {":from_ms", segment.from_ms}, {":through_ms", segment.through_ms},
+              {":window", int64_t{window ? 1 : 0}}, {":util", int64_t{util ? 1 : 0}}});
 }
 
 void write_windows(sqlite3* db, const std::string& uuid, const SegmentRecord& stretch,

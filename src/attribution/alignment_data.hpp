@@ -84,6 +84,9 @@ void save_estimated_window(sqlite3* db, const std::string& uuid, const std::vect
 
 // A stretch's row of pp_alignment, and its stored times' rows of pp_windows.
 void write_segment(sqlite3* db, const std::string& uuid, const SegmentRecord& segment);
+// The window length (window) or driver period (util) of an earlier stretch, now told by the
+// data: its rows take pp_intervals' (NULL).
+void forget_window_lengths(sqlite3* db, const std::string& uuid, const SegmentRecord& segment, bool window, bool util);
 void write_windows(sqlite3* db, const std::string& uuid, const SegmentRecord& segment,
                    const std::vector<WindowRecord>& windows);
 

@@ -16,7 +16,8 @@ namespace pp {
 void fold(RefreshRun& run) {
   const int64_t margin = run.connection.settings().get_int("attribution_margin_seconds");
   run_script(run.db, named_sql("refresh", "fold_windows"),
-             {{":final", int64_t{run.final ? 1 : 0}}, {":now", run.now}, {":margin", margin}});
+             {{":final", int64_t{run.final ? 1 : 0}}, {":now", run.now}, {":margin", margin},
+              {":revisable", kRevisableStretches}});
   const auto impossible = static_cast<long long>(query_double(run.db, named_sql("refresh", "impossible_events"), {}, 0));
   if (impossible > 0)
     run.warn(std::to_string(impossible) + (impossible == 1 ? " event" : " events") +

@@ -26,6 +26,11 @@ namespace pp {
 // that a GPU's alignment never depends on which other GPUs' data a fetch happened to cover.
 constexpr int64_t kSamplesAfterLastEventSeconds = 60;
 
+// A stretch aligned before the data told a GPU's window length (or GPU_UTIL's period) takes the
+// length that one of the next this many stretches tells (the align step); the fold holds its
+// windows until they are aligned, or the refresh is final. Later, it keeps the median spacing.
+constexpr int64_t kRevisableStretches = 3;
+
 struct RefreshSummary {
   long long events_added = 0, samples_added = 0, windows_folded = 0, history_kept = 0;
   long http_requests = 0;

@@ -142,13 +142,14 @@ class AlignRefresh : public ::testing::Test {
 
   // Refreshes the job's first first_ms of samples while it runs, then the rest with final set;
   // then again in one refresh of everything, which must give the same layer_state and
-  // pp_alignment.
-  void expect_parts_give_what_one_gives(int64_t first_ms) {
+  // pp_alignment. Returns how far the first refresh folded.
+  int64_t expect_parts_give_what_one_gives(int64_t first_ms) {
     db_.exec("SELECT pp_config('attribution_margin_seconds', 1000000000)");  // the job is running
     insert_samples(0, first_ms);
     db_.query("SELECT * FROM pp_refresh(NULL)");
     EXPECT_GT(db_.scalar("SELECT count(*) FROM pp_alignment").integer, 0);
     EXPECT_GT(db_.scalar("SELECT count(*) FROM layer_state").integer, 0);
+    const int64_t folded = db_.scalar("SELECT folded_through_ms FROM pp_fold_state").integer;
     insert_samples(first_ms, last_ms());
     db_.query("SELECT * FROM pp_refresh(NULL, 1)");
     db_.exec("CREATE TEMP TABLE parts AS SELECT * FROM layer_state; CREATE TEMP TABLE parts_alignment AS "
@@ -180,6 +181,7 @@ class AlignRefresh : public ::testing::Test {
                                      differs("estimate") + " OR " + differs("lower90") + " OR " + differs("upper90") +
                                      " OR e.confidence IS NOT p.confidence"))
       ADD_FAILURE() << row[0].text << " " << row[1].text << ": one refresh " << row[2].real << ", in parts " << row[3].real;
+    return folded;
   }
 
   pp_test::TestDb db_;
@@ -192,7 +194,7 @@ class AlignRefresh : public ::testing::Test {
 // wherever it lies, so the data cannot place its first stretch, nor find GPU_UTIL's grid there.
 class AlignRefreshPeriodicStart : public AlignRefresh {
  protected:
-  AlignRefreshPeriodicStart() { periodic_until_ns_ = 15e9; }
+  AlignRefreshPeriodicStart() { periodic_until_ns_ = 45e9; }
 };
 
 TEST_F(AlignRefresh, EstimatesTheOffsetAndAttributesTheAlignedWindows) {
@@ -240,14 +242,24 @@ TEST_F(AlignRefresh, EstimatesTheOffsetAndAttributesTheAlignedWindows) {
 
 TEST_F(AlignRefresh, RefreshesInPartsGiveWhatOneRefreshGives) { expect_parts_give_what_one_gives(last_ms() - 40000); }
 
-// The first stretch is folded by a refresh that has not learnt GPU_UTIL's driver period yet (a
-// later stretch tells it): its windows keep the length they were folded with, in one refresh
-// as in several.
+// The first four stretches (45 s) cannot be placed, nor GPU_UTIL's grid found in them; the fifth
+// tells the grid's period. The three stretches before it take that period; the first, four
+// stretches before, keeps the samples' median spacing, with which the first refresh (45 s)
+// folded it, holding the others.
 TEST_F(AlignRefreshPeriodicStart, RefreshesInPartsGiveWhatOneRefreshGives) {
-  expect_parts_give_what_one_gives(kRefreshT0 / kMs + 14000);
-  EXPECT_EQ(db_.scalar("SELECT status FROM pp_alignment ORDER BY from_ms LIMIT 1").text, "poorly determined");
-  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment WHERE status = 'estimated'").integer,
-            db_.scalar("SELECT count(*) - 1 FROM pp_alignment").integer);
+  const int64_t folded = expect_parts_give_what_one_gives(kRefreshT0 / kMs + 45000);
+  const auto stretches = db_.query("SELECT status, util_window_ms, window_ms, through_ms FROM pp_alignment ORDER BY from_ms");
+  ASSERT_EQ(stretches.size(), 7u);
+  EXPECT_EQ(folded, stretches[0][3].integer);
+  for (size_t i = 0; i < stretches.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(stretches[i][0].text, i < 4 ? "poorly determined" : "estimated");
+    EXPECT_EQ(stretches[i][1].text, i == 0 ? "100.0" : "");  // (NULL: pp_intervals' 1000/6 ms)
+    EXPECT_EQ(stretches[i][2].text, "");  // the window's length was found in the first
+  }
+  EXPECT_NEAR(db_.scalar("SELECT interval_ms FROM pp_intervals WHERE metric = 'DCGM_FI_DEV_GPU_UTIL'").real, 1000.0 / 6,
+              1e-6);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM sample_alignment WHERE util_window_ms = 100").integer, 1);
 }
 
 TEST_F(AlignRefresh, JobsTheGpuRanLongBeforeLeaveItsAlignmentAsItIs) {

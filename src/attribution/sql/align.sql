@@ -37,8 +37,16 @@ SELECT job_id, first_ns, last_ns, longest_ns FROM main.pp_gpu_spans
 SELECT max(:after_ms, 2 * coalesce((SELECT max(interval_ms) FROM main.pp_intervals WHERE uuid = :uuid), 0) + :lag_ms);
 
 -- name: previous_segments
-SELECT from_ms, through_ms, offset_ns, timing_ns, status, util_phase_ns, drift_ppm
+SELECT from_ms, through_ms, offset_ns, timing_ns, status, util_phase_ns, drift_ppm, window_ms, util_window_ms
   FROM main.pp_alignment WHERE uuid = :uuid ORDER BY from_ms DESC LIMIT 8;
+
+-- name: forget_window_lengths
+-- A stretch aligned earlier whose window length (:window) or driver period (:util) the data
+-- told now: its windows take the length of pp_intervals.
+UPDATE main.pp_alignment SET window_ms = iif(:window, NULL, window_ms), util_window_ms = iif(:util, NULL, util_window_ms)
+ WHERE uuid = :uuid AND from_ms = :from_ms;
+UPDATE main.pp_windows SET window_ms = iif(:window, NULL, window_ms), util_window_ms = iif(:util, NULL, util_window_ms)
+ WHERE uuid = :uuid AND ts_ms > :from_ms AND ts_ms <= :through_ms;
 
 -- name: window_of
 SELECT end_ns, util_end_ns FROM main.pp_windows WHERE uuid = :uuid AND ts_ms = :ts_ms;
