@@ -2,8 +2,9 @@
 // between the times Prometheus stored and the windows the samples describe, estimated from the
 // data (alignment.hpp) per stretch of time, into pp_alignment; and each stored time's window
 // into pp_windows, which the fold and the estimator read. A stretch is aligned once its samples
-// and the events around it are all in (or the job ended, or final), and never again, so any
-// sequence of refreshes aligns as one refresh does.
+// and the events around it are all in (or the job ended, or final), and never again (but for
+// the window length of one aligned before the data told it, which the next three stretches may
+// tell: keep_unsettled_lengths), so any sequence of refreshes aligns as one refresh does.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -107,6 +108,8 @@ class GpuAligner {
       const std::optional<int64_t> aligned =
           segments_.empty() ? std::nullopt : std::optional<int64_t>(segments_.back().through_ms);
       extent_ = read_event_extent(run_.db, uuid_);
+      folded_through_ms_ = static_cast<int64_t>(
+          query_double(run_.db, named_sql("align", "folded_through"), {{":uuid", uuid_}}, 0));
       const double samples_after_ms =
           query_double(run_.db, named_sql("align", "samples_after"),
                        {{":uuid", uuid_}, {":after_ms", kSamplesAfterLastEventSeconds * 1000},
@@ -213,6 +216,10 @@ class GpuAligner {
     }
     for (size_t i : kept) samples.copy_after.push_back(i + 1 < last && data_.is_copy[i + 1]);
     const double spacing = median_gap_ns(samples.ts_ns);
+    // Until the data tell the window's length, a stretch takes its own samples' spacing (not the
+    // series' median in pp_intervals, which the first refresh fixed from whatever it had).
+    if (!window_settled_ && spacing > 0) window_ns_ = spacing;
+    stretch_spacing_ns_ = spacing;
     const double lag = std::max(lag_ns_, 2 * std::max(window_ns_, spacing));
     // A pinned offset needs the events only for the driver's grid (GPU_UTIL's own window).
     const bool needs_events = !pinned_ || (!data_.driver.empty() && data_.primary != data_.driver);
@@ -376,12 +383,13 @@ class GpuAligner {
   }
 
   // Where the data has not told the window length (or the driver's period) yet, the stretch's
-  // windows get the length in force now, the median spacing: one of the next
-  // kRevisableStretches stretches may tell it (take_told_length), else they keep it. The fold
-  // holds them until then (refresh.sql fold_windows), so that one refresh over everything gives
-  // what any sequence of refreshes gives. A pinned offset never tells the window length.
+  // windows get its samples' spacing: one of the next kRevisableStretches stretches may tell
+  // it (take_told_length), else they keep it. The fold holds them until then (refresh.sql
+  // fold_windows), so that one refresh over everything gives what any sequence of refreshes
+  // gives. (With a pinned offset the window's length is never told: it is not waited for.)
   void keep_unsettled_lengths(SegmentRecord& seg) {
-    if (!window_settled_ && !pinned_) seg.window_ms = window_ns_ / kNsPerMs;
+    const double spacing_ms = (stretch_spacing_ns_ > 0 ? stretch_spacing_ns_ : window_ns_) / kNsPerMs;
+    if (!window_settled_) seg.window_ms = spacing_ms;
     if (data_.driver.empty()) return;
     if (data_.primary == data_.driver) {
       seg.util_window_ms = seg.window_ms;
@@ -389,16 +397,18 @@ class GpuAligner {
     }
     SeriesWindow util;
     sql_.run([&] { util = series_window(run_.db, uuid_, data_.metrics[data_.driver.front()].metric); });
-    if (!util.settled && util.window_ms > 0) seg.util_window_ms = util.window_ms;
+    if (!util.settled) seg.util_window_ms = spacing_ms;
   }
 
   // The data told the window length (window) or the driver's period (util) in the stretch being
-  // aligned: the stretches among the last kRevisableStretches before it that were given the
-  // median spacing take it too.
+  // aligned: the stretches among the last kRevisableStretches before it that were given their
+  // samples' spacing take it too, but for those a fold took already (only a final refresh
+  // folds a stretch the next ones may still change: data after it are not in one refresh).
   void take_told_length(bool window, bool util) {
     const size_t from = segments_.size() > kRevisableStretches ? segments_.size() - kRevisableStretches : 0;
     const size_t first_written = segments_.size() - written.size();  // the stretches of this refresh
     for (size_t i = from; i < segments_.size(); ++i) {
+      if (segments_[i].through_ms <= folded_through_ms_) continue;
       const bool w = window && segments_[i].window_ms, u = util && segments_[i].util_window_ms;
       if (!w && !u) continue;
       for (SegmentRecord* s : {&segments_[i], i >= first_written ? &written[i - first_written] : nullptr}) {
@@ -486,7 +496,8 @@ class GpuAligner {
   bool pinned_ = false;
   double pinned_ms_ = 0;
   int64_t segment_ms_ = 10000;
-  double window_ns_ = 0, lag_ns_ = 0;
+  double window_ns_ = 0, lag_ns_ = 0, stretch_spacing_ns_ = 0;
+  int64_t folded_through_ms_ = 0;  // the GPU's fold point (pp_fold_state)
   bool window_settled_ = false;
   int64_t last_event_start_ns_ = 0, last_event_end_ns_ = 0;
 };

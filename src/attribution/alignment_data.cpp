@@ -299,11 +299,11 @@ void forget_window_lengths(sqlite3* db, const std::string& uuid, const SegmentRe
               {":window", int64_t{window ? 1 : 0}}, {":util", int64_t{util ? 1 : 0}}});
 }
 
-void write_windows(sqlite3* db, const std::string& uuid, const SegmentRecord& stretch,
+void write_windows(sqlite3* db, const std::string& uuid, const SegmentRecord& segment,
                    const std::vector<WindowRecord>& windows) {
   Statement window(db, named_sql("align", "insert_window"));
-  window.bind(":window_ms", stretch.window_ms);
-  window.bind(":util_window_ms", stretch.util_window_ms);
+  window.bind(":window_ms", segment.window_ms);
+  window.bind(":util_window_ms", segment.util_window_ms);
   for (const WindowRecord& w : windows) {
     window.bind(":uuid", uuid);
     window.bind(":ts_ms", w.ts_ms);

@@ -33,6 +33,8 @@ struct TimingShift {
 struct StretchTiming {
   int64_t first_end_ns, last_end_ns;
   double dcgm_ns, driver_ns;
+  std::optional<double> window_ns, util_window_ns;  // the lengths its windows keep (pp_alignment)
+  int64_t reach_ns = 0;  // how far its longest window reaches back from its end (place_timing)
 };
 
 // The stretches' timings combined as independent errors, never below the floor (read_stretches).
@@ -97,7 +99,7 @@ class TimelineReader {
                      "FROM main.pp_intervals AS i LEFT JOIN main.pp_metrics AS m USING (metric) WHERE i.uuid = :uuid "
                      "ORDER BY i.metric");
     series.bind(":uuid", uuid);
-    std::vector<bool> from_data;  // per series: its length is the data's (a user's or setting's wins)
+    std::vector<bool>& from_data = from_data_;
     while (series.step()) {
       if (series.column_null(1)) continue;
       TimelineSeries s;
@@ -206,34 +208,55 @@ class TimelineReader {
   // its stretches. Then moves every window by timing_shift times it.
   void place_timing(int timing_shift, bool for_shifts) {
     if (!timing_shift && !for_shifts) return;
-    int64_t reach = 0;
-    for (const TimelineSeries& s : gpu_.series) reach = std::max(reach, reach_of(s).before);
+    // Each stretch's reach: the longest of its windows, each series' as the sweep takes it (not
+    // which windows this read holds, so that every read gives a job the same stretches).
+    for (StretchTiming& stretch : stretches_) {
+      stretch.reach_ns = 0;
+      for (size_t si = 0; si < gpu_.series.size(); ++si) {
+        const TimelineSeries& s = gpu_.series[si];
+        const std::optional<double>& kept =
+            s.kind == TimelineSeries::kDriverWindow ? stretch.util_window_ns : stretch.window_ns;
+        const int64_t reach = s.kind == TimelineSeries::kInstant ? kInstantSpreadNs / 2
+                              : kept && from_data_[si]           ? std::llround(*kept)
+                                                                 : std::llround(s.window_ns);
+        stretch.reach_ns = std::max(stretch.reach_ns, reach);
+      }
+    }
     const TimingShift gpu_wide = combined_timing(stretches_.begin(), stretches_.end());
     std::vector<TimingShift> by_job;
     std::vector<uint32_t> by_first(gpu_.jobs.size());
     for (uint32_t j = 0; j < gpu_.jobs.size(); ++j) {
-      by_job.push_back(timing_of_span(gpu_.jobs[j].first, gpu_.jobs[j].last, reach).value_or(gpu_wide));
+      by_job.push_back(timing_of_span(gpu_.jobs[j].first, gpu_.jobs[j].last).value_or(gpu_wide));
       by_first[j] = j;
     }
     std::sort(by_first.begin(), by_first.end(),
               [&](uint32_t a, uint32_t b) { return gpu_.jobs[a].first < gpu_.jobs[b].first; });
     for (TimelineSeries& s : gpu_.series) {
       const SampleReach covers = reach_of(s);
+      const bool instant = s.kind == TimelineSeries::kInstant;
       // A sweep in end order: jobs enter as their span starts before what a sample covers ends
-      // and leave once it ends before that starts, each as far as a move can take the sample
-      // (one moved into a job's span moves as that job's windows do).
+      // and leave once it ends before what any later sample covers starts, each as far as a
+      // move can take the sample (one moved into a job's span moves as that job's windows do).
       std::vector<uint32_t> active;
       size_t next = 0;
       for (TimelineSample& sample : s.samples) {
-        const int64_t from = sample.end_ns - covers.before - farthest_move_ns_;
+        const int64_t before = instant ? covers.before : std::llround(s.window_of(sample));
+        const int64_t from = sample.end_ns - before - farthest_move_ns_;
         const int64_t to = sample.end_ns + covers.after + farthest_move_ns_;
+        const int64_t earliest = sample.end_ns - covers.before - farthest_move_ns_;
         while (next < by_first.size() && gpu_.jobs[by_first[next]].first < to) active.push_back(by_first[next++]);
-        active.erase(std::remove_if(active.begin(), active.end(), [&](uint32_t j) { return gpu_.jobs[j].last <= from; }),
-                     active.end());
+        active.erase(
+            std::remove_if(active.begin(), active.end(), [&](uint32_t j) { return gpu_.jobs[j].last <= earliest; }),
+            active.end());
         const auto pick = [&](const TimingShift& t) { return sample.driver_grid ? t.driver_ns : t.dcgm_ns; };
-        double shift = active.empty() ? pick(gpu_wide) : 0;
-        for (uint32_t j : active) shift = std::max(shift, pick(by_job[j]));
-        sample.shift_ns = std::llround(shift);
+        bool in_a_span = false;
+        double shift = 0;
+        for (uint32_t j : active)
+          if (gpu_.jobs[j].last > from) {
+            in_a_span = true;
+            shift = std::max(shift, pick(by_job[j]));
+          }
+        sample.shift_ns = std::llround(in_a_span ? shift : pick(gpu_wide));
       }
     }
     if (timing_shift) move_windows(gpu_, timing_shift);
@@ -356,25 +379,29 @@ class TimelineReader {
 
   // The GPU's stretches that have layers, in time order (pp_alignment), for place_timing.
   void read_stretches(const std::string& uuid) {
-    Statement read(db_, "SELECT from_ms, through_ms, offset_ns, timing_ns, coalesce(util_timing_ns, 0) "
-                        "FROM main.pp_alignment WHERE uuid = :uuid AND status <> 'no layers' ORDER BY from_ms");
+    Statement read(db_, "SELECT from_ms, through_ms, offset_ns, timing_ns, coalesce(util_timing_ns, 0), window_ms, "
+                        "util_window_ms FROM main.pp_alignment WHERE uuid = :uuid AND status <> 'no layers' ORDER BY from_ms");
     read.bind(":uuid", uuid);
+    const auto length_ns = [&](int column) {
+      return read.column_null(column) ? std::nullopt
+                                      : std::optional<double>(read.column_double(column) * static_cast<double>(kNsPerMsInt));
+    };
     while (read.step()) {
       const int64_t offset = read.column_int64(2);
       stretches_.push_back({read.column_int64(0) * kNsPerMsInt - offset, read.column_int64(1) * kNsPerMsInt - offset,
-                            read.column_double(3), read.column_double(4)});
+                            read.column_double(3), read.column_double(4), length_ns(5), length_ns(6)});
     }
   }
 
-  // How far the stretches that hold a window of the span [first, last] (a window reaching
-  // `reach` back from its end) leave their offset uncertain; nullopt where none of them has
-  // layers (the span's windows were aligned before its events came: their offset was only
-  // predicted).
-  std::optional<TimingShift> timing_of_span(int64_t first, int64_t last, int64_t reach) const {
+  // How far the stretches that hold a window of the span [first, last] (a window reaching its
+  // stretch's reach_ns back from its end) leave their offset uncertain; nullopt where none of
+  // them has layers (the span's windows were aligned before its events came: their offset was
+  // only predicted).
+  std::optional<TimingShift> timing_of_span(int64_t first, int64_t last) const {
     const auto from = std::partition_point(stretches_.begin(), stretches_.end(),
                                            [&](const StretchTiming& s) { return s.last_end_ns <= first; });
     auto to = from;
-    while (to != stretches_.end() && to->first_end_ns - reach < last) ++to;
+    while (to != stretches_.end() && to->first_end_ns - to->reach_ns < last) ++to;
     if (from == to) return std::nullopt;
     return combined_timing(from, to);
   }
@@ -389,6 +416,7 @@ class TimelineReader {
   int64_t lo_ns_ = INT64_MAX, hi_ns_ = INT64_MIN;
   std::vector<StretchTiming> stretches_;
   int64_t farthest_move_ns_ = 0;  // the farthest any window can be moved (read_series)
+  std::vector<bool> from_data_;   // per series: its length is the data's (a user's or setting's wins)
 };
 
 }  // namespace

@@ -140,17 +140,21 @@ class AlignRefresh : public ::testing::Test {
              "', metric, ts_ms, value FROM pp_samples WHERE uuid = '" + kUuid + "'");
   }
 
-  // Refreshes the job's first first_ms of samples while it runs, then the rest with final set;
-  // then again in one refresh of everything, which must give the same layer_state and
-  // pp_alignment. Returns how far the first refresh folded.
-  int64_t expect_parts_give_what_one_gives(int64_t first_ms) {
+  // Refreshes the job's samples up to each of cuts_ms while it runs, then the rest with final
+  // set; then again in one refresh of everything, which must give the same layer_state and
+  // pp_alignment. Returns how far the last refresh before the final one folded.
+  int64_t expect_parts_give_what_one_gives(const std::vector<int64_t>& cuts_ms) {
     db_.exec("SELECT pp_config('attribution_margin_seconds', 1000000000)");  // the job is running
-    insert_samples(0, first_ms);
-    db_.query("SELECT * FROM pp_refresh(NULL)");
+    int64_t inserted = 0;
+    for (int64_t cut : cuts_ms) {
+      insert_samples(inserted, cut);
+      inserted = cut;
+      db_.query("SELECT * FROM pp_refresh(NULL)");
+    }
     EXPECT_GT(db_.scalar("SELECT count(*) FROM pp_alignment").integer, 0);
     EXPECT_GT(db_.scalar("SELECT count(*) FROM layer_state").integer, 0);
     const int64_t folded = db_.scalar("SELECT folded_through_ms FROM pp_fold_state").integer;
-    insert_samples(first_ms, last_ms());
+    insert_samples(inserted, last_ms());
     db_.query("SELECT * FROM pp_refresh(NULL, 1)");
     db_.exec("CREATE TEMP TABLE parts AS SELECT * FROM layer_state; CREATE TEMP TABLE parts_alignment AS "
              "SELECT * FROM pp_alignment; CREATE TEMP TABLE parts_estimates AS SELECT * FROM layer_type_estimates");
@@ -240,14 +244,14 @@ TEST_F(AlignRefresh, EstimatesTheOffsetAndAttributesTheAlignedWindows) {
   EXPECT_GE(covered, static_cast<int>(rows.size()) - 2) << covered << " of " << rows.size();
 }
 
-TEST_F(AlignRefresh, RefreshesInPartsGiveWhatOneRefreshGives) { expect_parts_give_what_one_gives(last_ms() - 40000); }
+TEST_F(AlignRefresh, RefreshesInPartsGiveWhatOneRefreshGives) { expect_parts_give_what_one_gives({last_ms() - 40000}); }
 
 // The first four stretches (45 s) cannot be placed, nor GPU_UTIL's grid found in them; the fifth
 // tells the grid's period. The three stretches before it take that period; the first, four
 // stretches before, keeps the samples' median spacing, with which the first refresh (45 s)
 // folded it, holding the others.
 TEST_F(AlignRefreshPeriodicStart, RefreshesInPartsGiveWhatOneRefreshGives) {
-  const int64_t folded = expect_parts_give_what_one_gives(kRefreshT0 / kMs + 45000);
+  const int64_t folded = expect_parts_give_what_one_gives({kRefreshT0 / kMs + 45000});
   const auto stretches = db_.query("SELECT status, util_window_ms, window_ms, through_ms FROM pp_alignment ORDER BY from_ms");
   ASSERT_EQ(stretches.size(), 7u);
   EXPECT_EQ(folded, stretches[0][3].integer);
@@ -260,6 +264,14 @@ TEST_F(AlignRefreshPeriodicStart, RefreshesInPartsGiveWhatOneRefreshGives) {
   EXPECT_NEAR(db_.scalar("SELECT interval_ms FROM pp_intervals WHERE metric = 'DCGM_FI_DEV_GPU_UTIL'").real, 1000.0 / 6,
               1e-6);
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM sample_alignment WHERE util_window_ms = 100").integer, 1);
+}
+
+// A first refresh of three samples fixes the series' median spacing in pp_intervals from their
+// two gaps, 101 and 99 ms as stored: 99 ms. A stretch not yet told its length takes its own
+// samples' spacing (100 ms), whatever a refresh fixed first.
+TEST_F(AlignRefreshPeriodicStart, AFirstRefreshOfAFewSamplesChangesNothing) {
+  expect_parts_give_what_one_gives({kRefreshT0 / kMs + 350, kRefreshT0 / kMs + 45000});
+  EXPECT_EQ(db_.scalar("SELECT util_window_ms FROM pp_alignment ORDER BY from_ms LIMIT 1").real, 100.0);
 }
 
 TEST_F(AlignRefresh, JobsTheGpuRanLongBeforeLeaveItsAlignmentAsItIs) {

@@ -40,6 +40,9 @@ SELECT max(:after_ms, 2 * coalesce((SELECT max(interval_ms) FROM main.pp_interva
 SELECT from_ms, through_ms, offset_ns, timing_ns, status, util_phase_ns, drift_ppm, window_ms, util_window_ms
   FROM main.pp_alignment WHERE uuid = :uuid ORDER BY from_ms DESC LIMIT 8;
 
+-- name: folded_through
+SELECT folded_through_ms FROM main.pp_fold_state WHERE uuid = :uuid;
+
 -- name: forget_window_lengths
 -- A stretch aligned earlier whose window length (:window) or driver period (:util) the data
 -- told now: its windows take the length of pp_intervals.

@@ -207,9 +207,11 @@ SELECT g.uuid, (SELECT count(*) FROM main.pp_events e WHERE e.gpu_uuid = g.uuid 
 -- name: fold_windows
 -- Per GPU, the sample windows to fold: up to the last aligned sample (pp_alignment), or, while
 -- the job may still write events into the last windows, up to the start of its last known
--- event; and, but when final, not into a stretch among the last :revisable whose window length
--- is not known yet (a later stretch may tell it: align_samples.cpp). Each value is an index seek (temp.pp_series, max(t_start_ns) of pp_events_by_gpu_time);
--- the last event's end is read only when it decides (not :final), from the folded spans
+-- event; and, but when final, not from the first stretch among the last :revisable whose
+-- window length (or GPU_UTIL's period) is not known yet on: a later stretch may tell it
+-- (align_samples.cpp; with a pinned offset, status 'setting', the window's is never told).
+-- Each value is an index seek (temp.pp_series, max(t_start_ns) of pp_events_by_gpu_time; the
+-- last :revisable stretches of pp_alignment); the last event's end is read only when it decides (not :final), from the folded spans
 -- (pp_gpu_spans) and the unfolded events (their partial index), never the GPU's history. CPU
 -- events have no samples: their durations fold at once.
 CREATE TEMP TABLE IF NOT EXISTS pp_fold_window(uuid TEXT PRIMARY KEY, after_ms INTEGER, through_ms INTEGER);
@@ -227,9 +229,10 @@ SELECT s.uuid, coalesce(f.folded_through_ms, 0),
   FROM (SELECT p.uuid,
                min(max(p.last_ms), (SELECT max(through_ms) FROM main.pp_alignment AS a WHERE a.uuid = p.uuid),
                    coalesce((SELECT min(from_ms)
-                               FROM (SELECT from_ms, window_ms, util_window_ms FROM main.pp_alignment AS a
+                               FROM (SELECT from_ms, window_ms, util_window_ms, status FROM main.pp_alignment AS a
                                       WHERE a.uuid = p.uuid AND NOT :final ORDER BY from_ms DESC LIMIT :revisable)
-                              WHERE window_ms IS NOT NULL OR util_window_ms IS NOT NULL), max(p.last_ms))) AS last_ms
+                              WHERE (window_ms IS NOT NULL AND status <> 'setting') OR util_window_ms IS NOT NULL),
+                            max(p.last_ms))) AS last_ms
           FROM temp.pp_series AS p GROUP BY p.uuid) AS s
   LEFT JOIN main.pp_fold_state AS f ON f.uuid = s.uuid
  WHERE s.last_ms IS NOT NULL

@@ -17,9 +17,12 @@ INSERT INTO temp.pp_retention_cuts(uuid, samples_through_ms, events_before_ns)
 SELECT uuid, through_ms, (through_ms - reach_ms) * 1000000
   FROM (SELECT f.uuid, f.folded_through_ms - :keep_ms AS through_ms,
                CAST(2 * max(coalesce((SELECT max(interval_ms) FROM main.pp_intervals AS i WHERE i.uuid = f.uuid), 0),
-                            coalesce((SELECT max(max(coalesce(w.window_ms, 0), coalesce(w.util_window_ms, 0)))
-                                        FROM main.pp_windows AS w
-                                       WHERE w.uuid = f.uuid AND w.ts_ms > f.folded_through_ms - :keep_ms), 0))
+                            coalesce((SELECT max(max(coalesce(a.window_ms, 0), coalesce(a.util_window_ms, 0)))
+                                        FROM main.pp_alignment AS a
+                                       WHERE a.uuid = f.uuid
+                                         AND a.from_ms >= coalesce((SELECT max(from_ms) FROM main.pp_alignment
+                                                                     WHERE uuid = f.uuid
+                                                                       AND from_ms < f.folded_through_ms - :keep_ms), 0)), 0))
                     + :lag_ms + 1 AS INTEGER) AS reach_ms
           FROM main.pp_fold_state AS f)
  WHERE through_ms - reach_ms > 0;

@@ -97,9 +97,10 @@ CREATE TABLE IF NOT EXISTS pp_alignment(
   skipped INTEGER NOT NULL, moved INTEGER NOT NULL,        -- windows never stored; windows moved by a period
   status TEXT NOT NULL,  -- estimated, poorly determined, not determined, no layers, setting
   -- Where the data had not told the GPU's window length (or GPU_UTIL's period) by the time this
-  -- stretch was aligned, nor in the next three stretches: the length its windows keep (the
-  -- samples' median spacing; pp_windows too). The fold holds a stretch's windows until the
-  -- three after it are aligned, so that no refresh folds a window whose length changes later.
+  -- stretch was aligned: the length its windows were given (the median spacing of its own
+  -- samples; pp_windows too), until one of the next three stretches tells it (NULL then), or
+  -- for good. The fold holds a GPU's windows from the first such stretch among its last three
+  -- on (but in a final refresh), so that no refresh folds a window whose length changes later.
   -- NULL: the length of pp_intervals.
   window_ms REAL, util_window_ms REAL,
   PRIMARY KEY (uuid, from_ms));

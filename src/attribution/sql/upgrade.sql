@@ -34,13 +34,25 @@ UPDATE main.pp_gpu_spans AS g
 DROP TABLE temp.pp_upgrade_spans;
 
 -- name: stretch_window_lengths
--- (NULL: the lengths of pp_intervals, as that version took them.)
+-- That version gave every window the length of pp_intervals. Where that is still the median
+-- spacing, its stretches keep it (a stretch aligned later may tell the length, but their windows
+-- may be folded already); where the data told it, NULL keeps that.
 ALTER TABLE main.pp_alignment ADD COLUMN window_ms REAL;
 ALTER TABLE main.pp_alignment ADD COLUMN util_window_ms REAL;
+UPDATE main.pp_alignment AS a
+   SET window_ms = (SELECT max(i.interval_ms) FROM main.pp_intervals AS i JOIN main.pp_metrics AS m USING (metric)
+                     WHERE i.uuid = a.uuid AND i.source = 'median' AND m.kind <> 'driver_window'),
+       util_window_ms = (SELECT max(i.interval_ms) FROM main.pp_intervals AS i JOIN main.pp_metrics AS m USING (metric)
+                          WHERE i.uuid = a.uuid AND i.source = 'median' AND m.kind = 'driver_window');
 
 -- name: window_lengths
 ALTER TABLE main.pp_windows ADD COLUMN window_ms REAL;
 ALTER TABLE main.pp_windows ADD COLUMN util_window_ms REAL;
+UPDATE main.pp_windows AS w
+   SET window_ms = (SELECT max(i.interval_ms) FROM main.pp_intervals AS i JOIN main.pp_metrics AS m USING (metric)
+                     WHERE i.uuid = w.uuid AND i.source = 'median' AND m.kind <> 'driver_window'),
+       util_window_ms = (SELECT max(i.interval_ms) FROM main.pp_intervals AS i JOIN main.pp_metrics AS m USING (metric)
+                          WHERE i.uuid = w.uuid AND i.source = 'median' AND m.kind = 'driver_window');
 
 -- name: event_blocks
 -- pp_events as a table of one row per event, as versions before blocks made it: its rows go into
