@@ -117,6 +117,16 @@ struct ReferenceDb {
   ~ReferenceDb() { sqlite3_close(db); }
 };
 
+// pp_alignment and pp_windows as versions before stretches kept their window lengths made them.
+const char* const kAlignmentBeforeWindowLengths =
+    "CREATE TABLE pp_alignment(uuid TEXT NOT NULL, from_ms INTEGER NOT NULL, through_ms INTEGER NOT NULL, "
+    "offset_ns INTEGER NOT NULL, timing_ns INTEGER NOT NULL, drift_ppm REAL NOT NULL, util_phase_ns INTEGER, "
+    "util_timing_ns INTEGER, samples INTEGER NOT NULL, repeats INTEGER NOT NULL, skipped INTEGER NOT NULL, "
+    "moved INTEGER NOT NULL, status TEXT NOT NULL, PRIMARY KEY (uuid, from_ms))";
+const char* const kWindowsBeforeWindowLengths =
+    "CREATE TABLE pp_windows(uuid TEXT NOT NULL, ts_ms INTEGER NOT NULL, end_ns INTEGER NOT NULL, util_end_ns INTEGER, "
+    "copy_of_ms INTEGER, util_copy INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (uuid, ts_ms)) WITHOUT ROWID";
+
 References build_references() {
   References references;
   auto collect = [&](sqlite3* db, const std::string& only_table = "") {
@@ -179,6 +189,21 @@ References build_references() {
     collect(earlier.db, "pp_gpu_spans");
     run_script(earlier.db, named_sql("upgrade", "gpu_span_longest"));
     collect(earlier.db, "pp_gpu_spans");
+  }
+  {
+    // pp_alignment and pp_windows as versions before stretches kept their window lengths made
+    // them, before and after upgrade.sql (whose UPDATEs read pp_intervals and pp_metrics).
+    ReferenceDb earlier;
+    run_script(earlier.db, kAlignmentBeforeWindowLengths);
+    run_script(earlier.db, kWindowsBeforeWindowLengths);
+    run_script(earlier.db,
+               "CREATE TABLE pp_intervals(uuid, metric, interval_ms, source); CREATE TABLE pp_metrics(metric, kind)");
+    collect(earlier.db, "pp_alignment");
+    collect(earlier.db, "pp_windows");
+    run_script(earlier.db, named_sql("upgrade", "stretch_window_lengths"));
+    run_script(earlier.db, named_sql("upgrade", "window_lengths"));
+    collect(earlier.db, "pp_alignment");
+    collect(earlier.db, "pp_windows");
   }
   {
     // pp_events as versions before blocks made it: one row per event (upgrade.sql moves them).

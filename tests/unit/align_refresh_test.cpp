@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -142,8 +143,10 @@ class AlignRefresh : public ::testing::Test {
 
   // Refreshes the job's samples up to each of cuts_ms while it runs, then the rest with final
   // set; then again in one refresh of everything, which must give the same layer_state and
-  // pp_alignment. Returns how far the last refresh before the final one folded.
-  int64_t expect_parts_give_what_one_gives(const std::vector<int64_t>& cuts_ms) {
+  // pp_alignment. Returns how far the last refresh before the final one folded. before_final
+  // runs before the final refresh.
+  int64_t expect_parts_give_what_one_gives(const std::vector<int64_t>& cuts_ms,
+                                           const std::function<void()>& before_final = [] {}) {
     db_.exec("SELECT pp_config('attribution_margin_seconds', 1000000000)");  // the job is running
     int64_t inserted = 0;
     for (int64_t cut : cuts_ms) {
@@ -154,6 +157,7 @@ class AlignRefresh : public ::testing::Test {
     EXPECT_GT(db_.scalar("SELECT count(*) FROM pp_alignment").integer, 0);
     EXPECT_GT(db_.scalar("SELECT count(*) FROM layer_state").integer, 0);
     const int64_t folded = db_.scalar("SELECT folded_through_ms FROM pp_fold_state").integer;
+    before_final();
     insert_samples(inserted, last_ms());
     db_.query("SELECT * FROM pp_refresh(NULL, 1)");
     db_.exec("CREATE TEMP TABLE parts AS SELECT * FROM layer_state; CREATE TEMP TABLE parts_alignment AS "
@@ -264,6 +268,28 @@ TEST_F(AlignRefreshPeriodicStart, RefreshesInPartsGiveWhatOneRefreshGives) {
   EXPECT_NEAR(db_.scalar("SELECT interval_ms FROM pp_intervals WHERE metric = 'DCGM_FI_DEV_GPU_UTIL'").real, 1000.0 / 6,
               1e-6);
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM sample_alignment WHERE util_window_ms = 100").integer, 1);
+}
+
+// A database from before stretches kept the lengths they were aligned with: upgraded, its
+// stretches aligned while GPU_UTIL's period was the median spacing keep it, but for those the
+// next stretch tells it and no fold took yet.
+TEST_F(AlignRefreshPeriodicStart, ADatabaseFromBeforeWindowLengthsGetsThem) {
+  expect_parts_give_what_one_gives({kRefreshT0 / kMs + 45000}, [&] {
+    db_.exec("CREATE TEMP TABLE a AS SELECT * FROM pp_alignment; CREATE TEMP TABLE w AS SELECT * FROM pp_windows; "
+             "DROP TABLE pp_alignment; DROP TABLE pp_windows");
+    // As the version before made them.
+    db_.exec("CREATE TABLE pp_alignment(uuid TEXT NOT NULL, from_ms INTEGER NOT NULL, through_ms INTEGER NOT NULL, "
+             "offset_ns INTEGER NOT NULL, timing_ns INTEGER NOT NULL, drift_ppm REAL NOT NULL, util_phase_ns INTEGER, "
+             "util_timing_ns INTEGER, samples INTEGER NOT NULL, repeats INTEGER NOT NULL, skipped INTEGER NOT NULL, "
+             "moved INTEGER NOT NULL, status TEXT NOT NULL, PRIMARY KEY (uuid, from_ms))");
+    db_.exec("CREATE TABLE pp_windows(uuid TEXT NOT NULL, ts_ms INTEGER NOT NULL, end_ns INTEGER NOT NULL, "
+             "util_end_ns INTEGER, copy_of_ms INTEGER, util_copy INTEGER NOT NULL DEFAULT 0, "
+             "PRIMARY KEY (uuid, ts_ms)) WITHOUT ROWID");
+    db_.exec("INSERT INTO pp_alignment SELECT uuid, from_ms, through_ms, offset_ns, timing_ns, drift_ppm, util_phase_ns, "
+             "util_timing_ns, samples, repeats, skipped, moved, status FROM temp.a; "
+             "INSERT INTO pp_windows SELECT uuid, ts_ms, end_ns, util_end_ns, copy_of_ms, util_copy FROM temp.w");
+  });
+  EXPECT_EQ(db_.scalar("SELECT util_window_ms FROM pp_alignment ORDER BY from_ms LIMIT 1").real, 100.0);
 }
 
 // A first refresh of three samples fixes the series' median spacing in pp_intervals from their
