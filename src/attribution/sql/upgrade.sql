@@ -46,13 +46,12 @@ UPDATE main.pp_alignment AS a
                           WHERE i.uuid = a.uuid AND i.source = 'median' AND m.kind = 'driver_window');
 
 -- name: window_lengths
+-- Each window gets its stretch's (after stretch_window_lengths).
 ALTER TABLE main.pp_windows ADD COLUMN window_ms REAL;
 ALTER TABLE main.pp_windows ADD COLUMN util_window_ms REAL;
 UPDATE main.pp_windows AS w
-   SET window_ms = (SELECT max(i.interval_ms) FROM main.pp_intervals AS i JOIN main.pp_metrics AS m USING (metric)
-                     WHERE i.uuid = w.uuid AND i.source = 'median' AND m.kind <> 'driver_window'),
-       util_window_ms = (SELECT max(i.interval_ms) FROM main.pp_intervals AS i JOIN main.pp_metrics AS m USING (metric)
-                          WHERE i.uuid = w.uuid AND i.source = 'median' AND m.kind = 'driver_window');
+   SET (window_ms, util_window_ms) = (SELECT a.window_ms, a.util_window_ms FROM main.pp_alignment AS a
+                                       WHERE a.uuid = w.uuid AND a.from_ms < w.ts_ms ORDER BY a.from_ms DESC LIMIT 1);
 
 -- name: event_blocks
 -- pp_events as a table of one row per event, as versions before blocks made it: its rows go into
