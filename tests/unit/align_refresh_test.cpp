@@ -252,10 +252,12 @@ TEST_F(AlignRefresh, RefreshesInPartsGiveWhatOneRefreshGives) { expect_parts_giv
 
 // The first four stretches (45 s) cannot be placed, nor GPU_UTIL's grid found in them; the fifth
 // tells the grid's period. The three stretches before it take that period; the first, four
-// stretches before, keeps the samples' median spacing, with which the first refresh (45 s)
-// folded it, holding the others.
+// stretches before, keeps the median spacing of its samples (100 ms), with which the refresh at
+// 45 s folded it, holding the others. The refresh before that, of three samples, fixed the
+// series' median in pp_intervals from their two gaps, 101 and 99 ms as stored: 99 ms, which no
+// window takes.
 TEST_F(AlignRefreshPeriodicStart, RefreshesInPartsGiveWhatOneRefreshGives) {
-  const int64_t folded = expect_parts_give_what_one_gives({kRefreshT0 / kMs + 45000});
+  const int64_t folded = expect_parts_give_what_one_gives({kRefreshT0 / kMs + 350, kRefreshT0 / kMs + 45000});
   const auto stretches = db_.query("SELECT status, util_window_ms, window_ms, through_ms FROM pp_alignment ORDER BY from_ms");
   ASSERT_EQ(stretches.size(), 7u);
   EXPECT_EQ(folded, stretches[0][3].integer);
@@ -289,14 +291,6 @@ TEST_F(AlignRefreshPeriodicStart, ADatabaseFromBeforeWindowLengthsGetsThem) {
              "util_timing_ns, samples, repeats, skipped, moved, status FROM temp.a; "
              "INSERT INTO pp_windows SELECT uuid, ts_ms, end_ns, util_end_ns, copy_of_ms, util_copy FROM temp.w");
   });
-  EXPECT_EQ(db_.scalar("SELECT util_window_ms FROM pp_alignment ORDER BY from_ms LIMIT 1").real, 100.0);
-}
-
-// A first refresh of three samples fixes the series' median spacing in pp_intervals from their
-// two gaps, 101 and 99 ms as stored: 99 ms. A stretch not yet told its length takes its own
-// samples' spacing (100 ms), whatever a refresh fixed first.
-TEST_F(AlignRefreshPeriodicStart, AFirstRefreshOfAFewSamplesChangesNothing) {
-  expect_parts_give_what_one_gives({kRefreshT0 / kMs + 350, kRefreshT0 / kMs + 45000});
   EXPECT_EQ(db_.scalar("SELECT util_window_ms FROM pp_alignment ORDER BY from_ms LIMIT 1").real, 100.0);
 }
 
