@@ -99,7 +99,6 @@ class TimelineReader {
                      "FROM main.pp_intervals AS i LEFT JOIN main.pp_metrics AS m USING (metric) WHERE i.uuid = :uuid "
                      "ORDER BY i.metric");
     series.bind(":uuid", uuid);
-    std::vector<bool>& from_data = from_data_;
     while (series.step()) {
       if (series.column_null(1)) continue;
       TimelineSeries s;
@@ -110,7 +109,7 @@ class TimelineReader {
                : kind == "driver_window" ? TimelineSeries::kDriverWindow
                                          : TimelineSeries::kWindow;
       gpu_.series.push_back(std::move(s));
-      from_data.push_back(series.column_int64(3) != 0);
+      from_data_.push_back(series.column_int64(3) != 0);
     }
     // Windows are moved once the jobs' spans are known (place_timing); until then the events
     // read are those that windows moved by the farthest any job's shift can take them reach.
@@ -150,7 +149,8 @@ class TimelineReader {
         if (own_grid && window->util_copy) continue;
         s.samples.push_back({ts, end, null ? 0.0 : samples.column_double(1), null, own_grid});
         const std::optional<double>& aligned_with = driver ? window->util_window_ms : window->window_ms;
-        if (aligned_with && from_data[si]) s.samples.back().window = window_index(s, *aligned_with * static_cast<double>(kNsPerMsInt));
+        if (aligned_with && from_data_[si])
+          s.samples.back().window = window_index(s, *aligned_with * static_cast<double>(kNsPerMsInt));
       }
       sort_by_end(s);
       if (!s.samples.empty()) {
