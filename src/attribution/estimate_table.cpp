@@ -16,8 +16,8 @@
 // Windows that the retention step removed enter as the sums it kept (estimator_state.hpp), so a
 // system is the fit of every window its jobs had.
 // The system is solved three times: with each window where the alignment puts it, and moved by
-// the uncertainty of its offset (pp_alignment.timing_ns over the stretches that hold its job's
-// windows, read_gpu_timeline) either way; the estimate is the first, the 90% interval adds how far the
+// the uncertainty of its offset (pp_alignment.timing_ns over its job's stretches,
+// read_gpu_timeline) either way; the estimate is the first, the 90% interval adds how far the
 // moved windows move it to the noise's part (deconvolve_hull), and `identified` is judged on
 // that, so timing uncertainty widens intervals instead of producing a confident wrong number.
 // Columns: job_id, layer (NULL per type), layer_type, forward, metric, estimate, stderr,
@@ -36,6 +36,7 @@
 
 #include "attribution/attribution_tables.hpp"
 #include "attribution/estimator_state.hpp"
+#include "attribution/gpu_timeline.hpp"
 #include "attribution/estimator_systems.hpp"
 #include "attribution/job_sharing.hpp"
 #include "core/sql_values.hpp"
@@ -82,6 +83,7 @@ struct EstimatesCursor : RowsCursor {
     }
     const auto bounds = metric_bounds(db);
     const JobSharing sharing = JobSharing::read(db);
+    const int64_t horizon_ms = timing_horizon_ms(connection->settings().get_int("event_retention_minutes"));
     SystemUnknowns unknowns;
     std::map<SystemKey, SystemNotes> notes;
     // One shift's systems at a time: the central results, then the variants' (only their
@@ -90,7 +92,7 @@ struct EstimatesCursor : RowsCursor {
     std::map<SystemKey, std::vector<DeconvolveResult>> variants;
     for (int shift : kTimingShifts) {
       std::map<SystemKey, DeconvolveData> systems =
-          build_systems(db, gpus, by_type, shift, bounds, sharing, unknowns, notes);
+          build_systems(db, gpus, by_type, shift, bounds, sharing, unknowns, notes, horizon_ms);
       add_estimator_state(db, by_type, shift, bounds, sharing, systems, unknowns, notes);
       for (auto& [key, data] : systems) {
         if (!notes[key].failed.empty()) continue;

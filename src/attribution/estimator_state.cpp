@@ -66,7 +66,8 @@ bool has_estimator_state_table(sqlite3* db) {
 }
 
 std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::string& uuid,
-                                                   std::optional<int64_t> through_ms, bool every_row, SqlRelay& sql) {
+                                                   std::optional<int64_t> through_ms, bool every_row,
+                                                   int64_t horizon_ms, SqlRelay& sql) {
   // The stored rows, by (system, metric, grouping, shift): every one, or those the new windows
   // add to (read as they are met, so that a GPU's past jobs cost nothing).
   std::map<std::tuple<std::string, std::string, std::string, int>, EstimatorStateRow> rows;
@@ -92,7 +93,7 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
     }
     sharing = JobSharing::read(db);
     // One read of the GPU's timeline serves every shift and both groupings.
-    timeline = read_gpu_timeline_for_shifts(db, uuid, std::nullopt, through_ms);
+    timeline = read_gpu_timeline_for_shifts(db, uuid, std::nullopt, through_ms, horizon_ms);
     // The stored rows of the systems of the jobs whose calls the timeline holds, in one query
     // each: read one by one below, each would wait for this thread while it reads other GPUs'
     // timelines. Not when no window goes (a refresh with nothing new), and not for the other
@@ -162,8 +163,8 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
   return out;
 }
 
-void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_ms, SqlRelay& sql) {
-  const std::vector<EstimatorStateRow> rows = estimator_state_rows(db, uuid, through_ms, false, sql);
+void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_ms, int64_t horizon_ms, SqlRelay& sql) {
+  const std::vector<EstimatorStateRow> rows = estimator_state_rows(db, uuid, through_ms, false, horizon_ms, sql);
   sql.run([&] { write_estimator_state(db, rows); });
 }
 

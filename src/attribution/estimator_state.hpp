@@ -34,12 +34,14 @@ struct EstimatorStateRow {
 // The GPU's rows of pp_estimator_state with its windows stored at or before through_ms (every
 // window: none) added to them, both groupings and every timing shift: every row of the GPU, or
 // only those the windows add to; nothing is written. SQLite is called through sql only.
+// horizon_ms: which stretches time each window (timing_horizon_ms).
 std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::string& uuid,
-                                                   std::optional<int64_t> through_ms, bool every_row, SqlRelay& sql);
+                                                   std::optional<int64_t> through_ms, bool every_row,
+                                                   int64_t horizon_ms, SqlRelay& sql);
 
 // Refresh step: the GPU's windows stored at or before through_ms join its state, before the
 // retention removes them with their events (GPUs on two threads: SQLite through sql only).
-void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_ms, SqlRelay& sql);
+void keep_estimator_state(sqlite3* db, const std::string& uuid, int64_t through_ms, int64_t horizon_ms, SqlRelay& sql);
 // The rows as estimator_state_rows() made them, into pp_estimator_state.
 void write_estimator_state(sqlite3* db, const std::vector<EstimatorStateRow>& rows);
 

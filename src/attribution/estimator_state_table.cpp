@@ -16,6 +16,7 @@
 
 #include "attribution/attribution_tables.hpp"
 #include "attribution/estimator_state.hpp"
+#include "attribution/gpu_timeline.hpp"
 #include "core/sql_values.hpp"
 #include "core/statement.hpp"
 #include "core/table_function.hpp"
@@ -50,8 +51,9 @@ struct EstimatorStatesCursor : RowsCursor {
     std::vector<std::vector<SqlValue>> rows;
     auto optional_text = [](const std::optional<std::string>& v) { return v ? SqlValue(*v) : SqlValue(); };
     SqlRelay here;  // (one thread: its SQL runs as it comes)
+    const int64_t horizon_ms = timing_horizon_ms(connection->settings().get_int("event_retention_minutes"));
     for (const std::string& uuid : gpus)
-      for (EstimatorStateRow& r : estimator_state_rows(db, uuid, std::nullopt, true, here))
+      for (EstimatorStateRow& r : estimator_state_rows(db, uuid, std::nullopt, true, horizon_ms, here))
         rows.push_back({r.uuid, r.system, r.metric, r.grouping, int64_t{r.shift}, r.windows, r.concurrent_windows,
                         int64_t{r.windows_unknown ? 1 : 0}, int64_t{r.shared_gauge ? 1 : 0}, optional_text(r.failed),
                         r.state ? SqlValue(SqlBlob{std::move(*r.state)}) : SqlValue()});

@@ -234,21 +234,22 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
 
 void build_systems(sqlite3* db, const std::vector<std::string>& gpus, int shift,
                    const std::map<std::string, Bounds>& bounds, const JobSharing& sharing,
-                   const std::vector<GroupingSystems*>& groupings, std::optional<int64_t> through_ms) {
+                   const std::vector<GroupingSystems*>& groupings, int64_t horizon_ms,
+                   std::optional<int64_t> through_ms) {
   for (size_t g = 0; g < gpus.size(); ++g)
-    add_timeline_systems(read_gpu_timeline(db, gpus[g], std::nullopt, through_ms, shift), g, shift, bounds, sharing,
-                         groupings);
+    add_timeline_systems(read_gpu_timeline(db, gpus[g], std::nullopt, through_ms, shift, horizon_ms), g, shift, bounds,
+                         sharing, groupings);
 }
 
 std::map<SystemKey, DeconvolveData> build_systems(sqlite3* db, const std::vector<std::string>& gpus, bool by_type,
                                                   int shift, const std::map<std::string, Bounds>& bounds,
                                                   const JobSharing& sharing, SystemUnknowns& unknowns,
-                                                  std::map<SystemKey, SystemNotes>& notes) {
+                                                  std::map<SystemKey, SystemNotes>& notes, int64_t horizon_ms) {
   GroupingSystems one;
   one.by_type = by_type;
   one.unknowns.swap(unknowns);
   one.notes.swap(notes);
-  build_systems(db, gpus, shift, bounds, sharing, {&one});
+  build_systems(db, gpus, shift, bounds, sharing, {&one}, horizon_ms);
   unknowns.swap(one.unknowns);
   notes.swap(one.notes);
   return std::move(one.systems);

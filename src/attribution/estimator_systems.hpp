@@ -69,10 +69,12 @@ struct GroupingSystems {
 // The rows of every system for one timing shift (windows moved by that many times the GPU's
 // timing uncertainty), from the given GPUs' windows stored at or before through_ms (every
 // window: none), for each grouping in one sweep of each GPU's timeline; their unknowns and notes
-// are added to the grouping's. A system with bounds in `bounds` gets them.
+// are added to the grouping's. A system with bounds in `bounds` gets them. horizon_ms: which
+// stretches time each window (timing_horizon_ms).
 void build_systems(sqlite3* db, const std::vector<std::string>& gpus, int shift,
                    const std::map<std::string, Bounds>& bounds, const JobSharing& sharing,
-                   const std::vector<GroupingSystems*>& groupings, std::optional<int64_t> through_ms = std::nullopt);
+                   const std::vector<GroupingSystems*>& groupings, int64_t horizon_ms,
+                   std::optional<int64_t> through_ms = std::nullopt);
 // The same from one GPU's timeline read at that shift (g: its index among the GPUs of the
 // systems, which keeps its samples apart from other GPUs').
 void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std::map<std::string, Bounds>& bounds,
@@ -81,6 +83,6 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
 std::map<SystemKey, DeconvolveData> build_systems(sqlite3* db, const std::vector<std::string>& gpus, bool by_type,
                                                   int shift, const std::map<std::string, Bounds>& bounds,
                                                   const JobSharing& sharing, SystemUnknowns& unknowns,
-                                                  std::map<SystemKey, SystemNotes>& notes);
+                                                  std::map<SystemKey, SystemNotes>& notes, int64_t horizon_ms);
 
 }  // namespace pp

@@ -59,7 +59,9 @@ struct FractionsCursor : RowsCursor {
       if (d != -1 && d != 0 && d != 1) throw argument_error("timing_shift", "must be -1, 0 or 1");
       shift = static_cast<int>(d);
     }
-    const GpuTimeline gpu = read_gpu_timeline(connection->db(), uuid, std::nullopt, std::nullopt, shift);
+    const GpuTimeline gpu =
+        read_gpu_timeline(connection->db(), uuid, std::nullopt, std::nullopt, shift,
+                          timing_horizon_ms(connection->settings().get_int("event_retention_minutes")));
     // The sweep visits a sample's pairs one after another: their weights are summed per group
     // and written out when the next sample begins.
     std::vector<std::vector<SqlValue>> rows;

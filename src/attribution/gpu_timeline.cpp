@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
@@ -18,11 +19,11 @@ constexpr int64_t kNsPerMsInt = 1000000;
 constexpr const char* kUntracked = "(untracked)";
 constexpr double kPollWanderNs = 100000;  // 0.1 ms
 
-// How far the estimator's timing shift moves windows: the uncertainty of the offset over the
-// stretches that hold a job's windows. Each stretch's offset is estimated from its own samples,
-// so their errors are independent and their mean is known sqrt(n) times better than one of
-// them; a stretch whose timing is unknown (half a window) still dominates. DCGM's grid and the
-// driver's apart.
+// How far the estimator's timing shift moves windows: the uncertainty of the offset over a
+// job's stretches (those within the window's horizon, timing_horizon_ms). Each stretch's offset
+// is estimated from its own samples, so their errors are independent and their mean is known
+// sqrt(n) times better than one of them; a stretch whose timing is unknown (half a window) still
+// dominates. DCGM's grid and the driver's apart.
 struct TimingShift {
   double dcgm_ns = 0, driver_ns = 0;
 };
@@ -31,6 +32,7 @@ struct TimingShift {
 // far its offset is known. (A stretch without layers has its offset from its neighbours and no
 // timing of its own: it says nothing about how well a job's windows are placed.)
 struct StretchTiming {
+  int64_t from_ms;  // its first stored time
   int64_t first_end_ns, last_end_ns;
   double dcgm_ns, driver_ns;
   std::optional<double> window_ns, util_window_ns;  // the lengths its windows keep (pp_alignment)
@@ -202,11 +204,12 @@ class TimelineReader {
   }
 
   // Gives every sample the size of its timing shift: that of the jobs whose span its window
-  // overlaps (the largest, where several), each job's from the stretches that hold its windows,
-  // so that one job's well placed history does not vouch for another's uncertain windows. A job
-  // none of whose stretches has layers, and a window of no job's span, take the GPU's over all
-  // its stretches. Then moves every window by timing_shift times it.
-  void place_timing(int timing_shift, bool for_shifts) {
+  // overlaps (the largest, where several), each job's from its stretches that begin within
+  // horizon_ms of the sample's stored time (timing_horizon_ms), so that one job's well placed
+  // history does not vouch for another's uncertain windows. A job none of whose stretches there
+  // has layers, and a window of no job's span, take the GPU's stretches within the horizon.
+  // Then moves every window by timing_shift times it.
+  void place_timing(int timing_shift, bool for_shifts, int64_t horizon_ms) {
     if (!timing_shift && !for_shifts) return;
     // Each stretch's reach: the longest of its windows, each series' as the sweep takes it (not
     // which windows this read holds, so that every read gives a job the same stretches).
@@ -222,15 +225,28 @@ class TimelineReader {
         stretch.reach_ns = std::max(stretch.reach_ns, reach);
       }
     }
-    const TimingShift gpu_wide = combined_timing(stretches_.begin(), stretches_.end());
-    std::vector<TimingShift> by_job;
+    // Per job, its stretches [first, last): those that hold a window of its span.
+    std::vector<std::pair<size_t, size_t>> job_stretches;
     std::vector<uint32_t> by_first(gpu_.jobs.size());
     for (uint32_t j = 0; j < gpu_.jobs.size(); ++j) {
-      by_job.push_back(timing_of_span(gpu_.jobs[j].first, gpu_.jobs[j].last).value_or(gpu_wide));
+      job_stretches.push_back(stretches_of_span(gpu_.jobs[j].first, gpu_.jobs[j].last));
       by_first[j] = j;
     }
     std::sort(by_first.begin(), by_first.end(),
               [&](uint32_t a, uint32_t b) { return gpu_.jobs[a].first < gpu_.jobs[b].first; });
+    // The farthest a move can take a sample: the largest timing of the stretches in its horizon.
+    std::vector<int64_t> farthest_before(stretches_.size() + 1, static_cast<int64_t>(std::llround(kPollWanderNs)) + 1);
+    for (size_t i = 0; i < stretches_.size(); ++i)
+      farthest_before[i + 1] =
+          std::max(farthest_before[i],
+                   static_cast<int64_t>(std::llround(std::max(stretches_[i].dcgm_ns, stretches_[i].driver_ns))) + 1);
+    std::map<std::pair<size_t, size_t>, TimingShift> combined;  // by stretches [first, last)
+    const auto timing = [&](size_t first, size_t last) {
+      auto [it, added] = combined.try_emplace({first, last});
+      if (added) it->second = combined_timing(stretches_.begin() + static_cast<std::ptrdiff_t>(first),
+                                              stretches_.begin() + static_cast<std::ptrdiff_t>(last));
+      return it->second;
+    };
     for (TimelineSeries& s : gpu_.series) {
       const SampleReach covers = reach_of(s);
       const bool instant = s.kind == TimelineSeries::kInstant;
@@ -240,8 +256,16 @@ class TimelineReader {
       std::vector<uint32_t> active;
       size_t next = 0;
       for (TimelineSample& sample : s.samples) {
+        // The stretches within the horizon: those that begin before its stored time plus it.
+        const size_t known = static_cast<size_t>(
+            std::partition_point(stretches_.begin(), stretches_.end(),
+                                 [&](const StretchTiming& t) {
+                                   return t.from_ms < sample.ts_ms || t.from_ms - sample.ts_ms < horizon_ms;
+                                 }) -
+            stretches_.begin());
+        const int64_t move = farthest_before[known];
         const int64_t before = instant ? covers.before : std::llround(s.window_of(sample));
-        const int64_t from = sample.end_ns - before - farthest_move_ns_;
+        const int64_t from = sample.end_ns - before - move;
         const int64_t to = sample.end_ns + covers.after + farthest_move_ns_;
         const int64_t earliest = sample.end_ns - covers.before - farthest_move_ns_;
         while (next < by_first.size() && gpu_.jobs[by_first[next]].first < to) active.push_back(by_first[next++]);
@@ -252,11 +276,12 @@ class TimelineReader {
         bool in_a_span = false;
         double shift = 0;
         for (uint32_t j : active)
-          if (gpu_.jobs[j].last > from) {
+          if (gpu_.jobs[j].last > from && gpu_.jobs[j].first < sample.end_ns + covers.after + move) {
             in_a_span = true;
-            shift = std::max(shift, pick(by_job[j]));
+            const size_t first = job_stretches[j].first, last = std::min(job_stretches[j].second, known);
+            shift = std::max(shift, pick(first < last ? timing(first, last) : timing(0, known)));
           }
-        sample.shift_ns = std::llround(in_a_span ? shift : pick(gpu_wide));
+        sample.shift_ns = std::llround(in_a_span ? shift : pick(timing(0, known)));
       }
     }
     if (timing_shift) move_windows(gpu_, timing_shift);
@@ -388,22 +413,20 @@ class TimelineReader {
     };
     while (read.step()) {
       const int64_t offset = read.column_int64(2);
-      stretches_.push_back({read.column_int64(0) * kNsPerMsInt - offset, read.column_int64(1) * kNsPerMsInt - offset,
-                            read.column_double(3), read.column_double(4), length_ns(5), length_ns(6)});
+      stretches_.push_back({read.column_int64(0), read.column_int64(0) * kNsPerMsInt - offset,
+                            read.column_int64(1) * kNsPerMsInt - offset, read.column_double(3), read.column_double(4),
+                            length_ns(5), length_ns(6)});
     }
   }
 
-  // How far the stretches that hold a window of the span [first, last] (a window reaching its
-  // stretch's reach_ns back from its end) leave their offset uncertain; nullopt where none of
-  // them has layers (the span's windows were aligned before its events came: their offset was
-  // only predicted).
-  std::optional<TimingShift> timing_of_span(int64_t first, int64_t last) const {
+  // The stretches that hold a window of the span [first, last] (a window reaching its stretch's
+  // reach_ns back from its end), as indices [from, to) into stretches_.
+  std::pair<size_t, size_t> stretches_of_span(int64_t first, int64_t last) const {
     const auto from = std::partition_point(stretches_.begin(), stretches_.end(),
                                            [&](const StretchTiming& s) { return s.last_end_ns <= first; });
     auto to = from;
     while (to != stretches_.end() && to->first_end_ns - to->reach_ns < last) ++to;
-    if (from == to) return std::nullopt;
-    return combined_timing(from, to);
+    return {static_cast<size_t>(from - stretches_.begin()), static_cast<size_t>(to - stretches_.begin())};
   }
 
   sqlite3* db_;
@@ -443,23 +466,27 @@ int64_t GpuTimeline::windows() const {
   return static_cast<int64_t>(std::unique(all.begin(), all.end()) - all.begin());
 }
 
+int64_t timing_horizon_ms(int64_t retention_minutes) {
+  return retention_minutes > 0 && retention_minutes < kEveryStretch / 60000 ? retention_minutes * 60000 : kEveryStretch;
+}
+
 GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
-                              std::optional<int64_t> through_ms, int timing_shift) {
+                              std::optional<int64_t> through_ms, int timing_shift, int64_t horizon_ms) {
   GpuTimeline gpu;
   TimelineReader reader(db, gpu);
   reader.read_series(uuid, after_ms, through_ms, timing_shift);
   reader.read_events(uuid, after_ms, through_ms);
-  reader.place_timing(timing_shift, false);
+  reader.place_timing(timing_shift, false, horizon_ms);
   return gpu;
 }
 
 GpuTimeline read_gpu_timeline_for_shifts(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
-                                         std::optional<int64_t> through_ms) {
+                                         std::optional<int64_t> through_ms, int64_t horizon_ms) {
   GpuTimeline gpu;
   TimelineReader reader(db, gpu);
   reader.read_series(uuid, after_ms, through_ms, 0, true);
   reader.read_events(uuid, after_ms, through_ms);
-  reader.place_timing(0, true);
+  reader.place_timing(0, true, horizon_ms);
   return gpu;
 }
 

@@ -90,23 +90,33 @@ struct GpuTimeline {
   int64_t windows() const;
 };
 
+// How far after a window the stretches whose timing moves it may begin (ms): with
+// event_retention_minutes = M, M minutes, since every stretch that begins within M minutes of a
+// window is aligned, and never aligned again, before the retention step removes the window and
+// keeps it as the estimator's state: so that state moves the window as any later read does, and
+// any sequence of refreshes gives one refresh's intervals. Without retention, every stretch.
+constexpr int64_t kEveryStretch = INT64_MAX;
+int64_t timing_horizon_ms(int64_t retention_minutes);
+
 // The GPU's series (pp_intervals, kinds from pp_metrics; a series without an interval is
 // skipped) with their aligned samples stored in (after_ms, through_ms] (pp_windows: a sample
 // not aligned yet, or a copy of a window already counted, is left out), and all of its events
 // (pp_events): every one counts for its job's span; those that can overlap a window are kept
 // for the sweep; unfolded ones starting by through_ms give their durations. Absent bounds are
 // no bound. timing_shift moves every window by that many times the uncertainty of its offset,
-// for the estimator's intervals: over the stretches that hold the windows of the job whose span
-// it is in (pp_alignment.timing_ns, or util_timing_ns for a window on the driver's grid,
-// combined as independent errors; the largest where jobs' spans overlap; the GPU's over all its
-// stretches for a job none of whose stretches has layers, and outside every span).
+// for the estimator's intervals: over the stretches of the job whose span it is in that begin
+// before the window's stored time plus horizon_ms (pp_alignment.timing_ns, or util_timing_ns for
+// a window on the driver's grid, combined as independent errors; the largest where jobs' spans
+// overlap; the GPU's stretches within the horizon for a job none of whose stretches there has
+// layers, and outside every span).
 GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
-                              std::optional<int64_t> through_ms, int timing_shift = 0);
+                              std::optional<int64_t> through_ms, int timing_shift = 0,
+                              int64_t horizon_ms = kEveryStretch);
 // The same at timing shift 0, with the events that windows moved by any shift reach and the size
 // of the moves, so that shifted_timeline() gives what reading at that shift gives, without
 // reading again.
 GpuTimeline read_gpu_timeline_for_shifts(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
-                                         std::optional<int64_t> through_ms);
+                                         std::optional<int64_t> through_ms, int64_t horizon_ms);
 GpuTimeline shifted_timeline(const GpuTimeline& gpu, int timing_shift);
 
 }  // namespace pp

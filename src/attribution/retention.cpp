@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attribution/estimator_state.hpp"
+#include "attribution/gpu_timeline.hpp"
 #include "attribution/refresh.hpp"
 #include "core/embedded_sql.hpp"
 #include "core/sql_relay.hpp"
@@ -53,8 +54,10 @@ void drop_old_data(RefreshRun& run) {
   }
   // The windows that go stay in the estimator as sums, read while their events are still here
   // (GPUs on two threads: each reads its own events and writes its own states).
+  const int64_t horizon_ms = timing_horizon_ms(minutes);
   for_each_in_parallel(cuts.size(), [&](size_t i, SqlRelay& sql) {
-    if (cuts[i].samples_through_ms) keep_estimator_state(run.db, cuts[i].uuid, *cuts[i].samples_through_ms, sql);
+    if (cuts[i].samples_through_ms)
+      keep_estimator_state(run.db, cuts[i].uuid, *cuts[i].samples_through_ms, horizon_ms, sql);
   });
   // One index range per GPU (a single DELETE would look each row's GPU up in the cuts).
   for (const RetentionCut& cut : cuts) {

@@ -55,7 +55,7 @@ class AlignRefresh : public ::testing::Test {
                            kRefreshT0 + static_cast<int64_t>(start + kLayers[layer].ms * kMs), layer});
       }
     int k = 0;
-    while (t < 70e9) {
+    while (t < job_ns_) {
       const int layer = k % 3;
       const double d = kLayers[layer].ms * jitter(rng) * kMs;
       events_.push_back({kRefreshT0 + static_cast<int64_t>(t), kRefreshT0 + static_cast<int64_t>(t + d), layer});
@@ -63,6 +63,10 @@ class AlignRefresh : public ::testing::Test {
       ++k;
     }
     db_.exec("SELECT pp_install_views()");
+    db_.exec(events_sql());
+  }
+
+  std::string events_sql() const {
     std::ostringstream sql;
     sql << "INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, "
            "source_file, line) VALUES ";
@@ -72,7 +76,7 @@ class AlignRefresh : public ::testing::Test {
           << kLayers[e.layer].type << "', 1, " << e.start << ", " << e.end << ", " << e.start / 1e9 << ", "
           << e.end / 1e9 << ", 'synthetic', " << i + 1 << ")";
     }
-    db_.exec(sql.str());
+    return sql.str();
   }
 
   // The true average of value v (0 sm, 1 dram, 2 util, 3 fb) over (end - window, end].
@@ -98,7 +102,8 @@ class AlignRefresh : public ::testing::Test {
 
   // DCGM windows of 100 ms; each stored kOffsetMs (+ up to 1 ms) later, truncated to the ms;
   // every 25th scrape found no new window and stored the previous one again.
-  void insert_samples(int64_t from_ms, int64_t to_ms) {
+  void insert_samples(int64_t from_ms, int64_t to_ms) { db_.exec(samples_sql(from_ms, to_ms)); }
+  std::string samples_sql(int64_t from_ms, int64_t to_ms) const {
     std::mt19937_64 rng(static_cast<uint64_t>(from_ms));
     std::normal_distribution<double> noise(0, 0.005);
     std::uniform_real_distribution<double> late(0, 1);
@@ -125,10 +130,10 @@ class AlignRefresh : public ::testing::Test {
         first = false;
       }
     }
-    db_.exec(sql.str());
+    return sql.str();
   }
 
-  int64_t last_ms() const { return (kRefreshT0 + 70 * 1000000000LL) / kMs; }
+  int64_t last_ms() const { return (kRefreshT0 + static_cast<int64_t>(job_ns_)) / kMs; }
 
   // GPU g (1, 2, ...) gets the first GPU's events and samples.
   void add_gpu_like_the_first(int g) {
@@ -196,6 +201,7 @@ class AlignRefresh : public ::testing::Test {
   std::vector<Event> events_;
   // Calls before this time (ns after T0) repeat exactly every 100 ms, DCGM's window.
   double periodic_until_ns_ = 0;
+  double job_ns_ = 70e9;  // the job's calls end then (ns after T0)
 };
 
 // A job that starts with calls that repeat every 100 ms: every DCGM window holds the same mix
@@ -292,6 +298,56 @@ TEST_F(AlignRefreshPeriodicStart, ADatabaseFromBeforeWindowLengthsGetsThem) {
              "INSERT INTO pp_windows SELECT uuid, ts_ms, end_ns, util_end_ns, copy_of_ms, util_copy FROM temp.w");
   });
   EXPECT_EQ(db_.scalar("SELECT util_window_ms FROM pp_alignment ORDER BY from_ms LIMIT 1").real, 100.0);
+}
+
+// A job of 150 s whose first four stretches cannot be placed (their timing is uncertain by
+// several ms), refreshed every 15 s while it runs and keeping one minute: retention takes those
+// stretches' windows into the estimator's state long before the job's last stretch, and the
+// estimates, intervals included, are still those of one refresh of the whole job.
+class AlignRefreshLongPeriodicStart : public AlignRefresh {
+ protected:
+  AlignRefreshLongPeriodicStart() {
+    periodic_until_ns_ = 45e9;
+    job_ns_ = 150e9;
+  }
+};
+
+TEST_F(AlignRefreshLongPeriodicStart, RefreshesWithRetentionGiveWhatOneRefreshGives) {
+  const char* settings = "SELECT pp_config('attribution_margin_seconds', 1000000000), "
+                         "pp_config('event_retention_minutes', 1)";
+  db_.exec(settings);
+  std::vector<std::string> samples;  // as inserted (the scrapes' lateness is drawn per insert)
+  int64_t inserted = 0;
+  for (int64_t cut = kRefreshT0 / kMs + 15000; cut < last_ms(); cut += 15000) {
+    samples.push_back(samples_sql(inserted, cut));
+    db_.exec(samples.back());
+    inserted = cut;
+    db_.query("SELECT * FROM pp_refresh(NULL)");
+  }
+  samples.push_back(samples_sql(inserted, last_ms()));
+  db_.exec(samples.back());
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment WHERE status = 'poorly determined'").integer, 4);
+  EXPECT_GT(db_.scalar("SELECT sum(windows) FROM pp_estimator_state WHERE grouping = 'layer_type' AND shift = 0 "
+                       "AND metric = 'DCGM_FI_PROF_SM_ACTIVE'").integer, 700);
+
+  pp_test::TestDb one;
+  one.exec("SELECT pp_install_views()");
+  one.exec(settings);
+  one.exec(events_sql());
+  for (const std::string& sql : samples) one.exec(sql);
+  one.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const std::string estimates = "SELECT layer_type, forward, metric, estimate, lower90, upper90, confidence, windows "
+                                "FROM layer_type_estimates ORDER BY layer_type, forward, metric";
+  const auto in_parts = db_.query(estimates), at_once = one.query(estimates);
+  ASSERT_EQ(in_parts.size(), at_once.size());
+  ASSERT_GT(in_parts.size(), 0u);
+  for (size_t i = 0; i < in_parts.size(); ++i) {
+    SCOPED_TRACE(at_once[i][0].text + " " + at_once[i][2].text);
+    for (int c : {3, 4, 5}) EXPECT_NEAR(in_parts[i][c].real, at_once[i][c].real, 1e-9 * std::fabs(at_once[i][c].real));
+    EXPECT_EQ(in_parts[i][6].text, at_once[i][6].text);
+    EXPECT_EQ(in_parts[i][7].integer, at_once[i][7].integer);
+  }
 }
 
 TEST_F(AlignRefresh, JobsTheGpuRanLongBeforeLeaveItsAlignmentAsItIs) {

@@ -177,6 +177,29 @@ TEST(TimingShift, EachWindowMovesByItsOwnJobsTiming) {
   EXPECT_LE(busy_share_moved_ms(gpu.db(), "late"), 13.5);
 }
 
+// With event_retention_minutes = M, a window moves by the timing of its job's stretches that
+// begin within M minutes of it, never later ones (retention keeps the window as the estimator's
+// state M minutes after it, and later stretches must not change what it kept). The late job's
+// calls reach 15 stretches placed to 30 ms: its first window moves by 30 ms / sqrt(15) = 7.7 ms
+// without retention, and by 30 ms / sqrt(7) = 11.3 ms with one minute kept (its own stretch
+// and the six that begin within a minute of it). Moved earlier, the window that begins where the
+// job begins has the rest of it in the job's span: its fractions, untracked included, sum to
+// 1 - move / 100 ms.
+TEST(TimingShift, AWindowIsTimedByTheStretchesWithinTheRetentionOfIt) {
+  TimingShiftDb gpu;
+  gpu.add_job("early", 0, 240, 5);
+  gpu.add_windows(0, 250, 0.05);
+  gpu.add_job("late", 260, 400, 7);
+  gpu.add_windows(250, 410, 30);
+  const std::string first_window_ms = std::to_string((kShiftT0 + 260100 * kShiftMs) / kShiftMs + kStoredLateMs);
+  const char* in_span = "SELECT sum(fraction) FROM pp_fractions(?1, ?2) WHERE job_id = 'late' AND ts_ms = ?3";
+  EXPECT_NEAR(gpu.db().scalar(in_span, {kShiftUuid, "0", first_window_ms}).real, 1.0, 1e-9);
+  const auto moved_earlier = [&] { return gpu.db().scalar(in_span, {kShiftUuid, "-1", first_window_ms}).real; };
+  EXPECT_NEAR(moved_earlier(), 1 - 30.0 / std::sqrt(15.0) / 100, 1e-8);
+  gpu.db().exec("SELECT pp_config('event_retention_minutes', 1)");
+  EXPECT_NEAR(moved_earlier(), 1 - 30.0 / std::sqrt(7.0) / 100, 1e-8);
+}
+
 // A job whose windows were aligned before its events came (its stretches have no layers: their
 // offset was only predicted from their neighbours) is not taken as placed to the 0.1 ms floor:
 // it moves by the GPU's timing over all its stretches (30 ms / sqrt(24) = 6.1 ms here).
