@@ -112,11 +112,16 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
         }
     }
   });
+  const std::vector<TimelineSeries> unmoved = timeline.series;  // (the events are not copied per shift)
   for (int shift : kTimingShifts) {
+    if (shift != 0) {
+      timeline.series = unmoved;
+      move_windows(timeline, shift);
+    }
     GroupingSystems by_layer, by_layer_type;
     by_layer_type.by_type = true;
-    const GpuTimeline moved = shift == 0 ? GpuTimeline{} : shifted_timeline(timeline, shift);
-    add_timeline_systems(shift == 0 ? timeline : moved, 0, shift, {}, *sharing, {&by_layer, &by_layer_type});
+    by_layer.sums_only = by_layer_type.sums_only = true;  // (only their states are kept)
+    add_timeline_systems(timeline, 0, shift, {}, *sharing, {&by_layer, &by_layer_type});
     for (GroupingSystems* grouping : {&by_layer, &by_layer_type}) {
       for (const auto& entry : grouping->notes) {
         const SystemKey& key = entry.first;  // (not a structured binding: the lambdas below use it)

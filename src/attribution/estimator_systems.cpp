@@ -86,7 +86,7 @@ int64_t span_union(const GpuTimeline& gpu, const std::vector<uint32_t>& jobs, in
 
 // One system's part of a window.
 struct SystemHere {
-  const std::string* system;
+  const std::string* system = nullptr;
   bool joint = false;
   struct Part {
     const std::string* unknown;
@@ -145,13 +145,23 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
       const int64_t start = instant ? current->end_ns - half : current->end_ns - window_int;
       const int64_t end = instant ? current->end_ns + half : current->end_ns;
       const double scale = instant ? static_cast<double>(std::max<int64_t>(window_int, 1)) / kInstantSpreadNs : 1.0;
-      here.clear();
+      // The window's systems in here[0, in_use): entries are reused, their vectors' room kept.
+      size_t in_use = 0;
       for (const auto& [group, weight] : groups) {
         GroupRole& role = roles[group];
         const TimelineGroup& gr = gpu.groups[group];
         if (!role.registered) register_unknown(role, gr);
-        auto h = std::find_if(here.begin(), here.end(), [&](const SystemHere& x) { return *x.system == *role.system; });
-        if (h == here.end()) h = here.insert(here.end(), SystemHere{role.system, role.joint, {}, {}, 0});
+        auto h = std::find_if(here.begin(), here.begin() + static_cast<std::ptrdiff_t>(in_use),
+                              [&](const SystemHere& x) { return *x.system == *role.system; });
+        if (h == here.begin() + static_cast<std::ptrdiff_t>(in_use)) {
+          if (in_use == here.size()) here.emplace_back();
+          h = here.begin() + static_cast<std::ptrdiff_t>(in_use++);
+          h->system = role.system;
+          h->joint = role.joint;
+          h->fractions.clear();
+          h->jobs.clear();
+          h->event_time = 0;
+        }
         if (role.joint) {
           if (std::find(h->jobs.begin(), h->jobs.end(), gr.job) == h->jobs.end()) h->jobs.push_back(gr.job);
           if (role.untracked) continue;  // the untracked time of a joint system is the union's, below
@@ -159,7 +169,8 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
         }
         h->fractions.push_back({&role.name, &role.ids[current_series], static_cast<double>(weight) / window});
       }
-      for (SystemHere& h : here) {
+      for (size_t i = 0; i < in_use; ++i) {
+        SystemHere& h = here[i];
         const SystemKey system_key{*h.system, series.metric};
         SystemNotes& note = out.notes[system_key];
         if (!note.failed.empty()) continue;
@@ -180,6 +191,7 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
         }
         auto [it, added] = out.systems.try_emplace(system_key);
         if (added) {
+          if (out.sums_only) it->second.keep_sums_only();
           const auto b = bounds.find(series.metric);
           if (b != bounds.end()) it->second.set_bounds(b->second.lower, b->second.upper);
           // Room for a row per group in each of the series' windows (at most kRowsReserved):

@@ -61,6 +61,7 @@ constexpr int kTimingShifts[] = {0, -1, 1};
 // One grouping's systems ('layer' or 'layer_type'), with the unknowns and notes they met.
 struct GroupingSystems {
   bool by_type = false;
+  bool sums_only = false;  // the systems keep only their state (DeconvolveData::keep_sums_only)
   std::map<SystemKey, DeconvolveData> systems;
   SystemUnknowns unknowns;
   std::map<SystemKey, SystemNotes> notes;

@@ -82,13 +82,16 @@ void sort_by_end(TimelineSeries& s) {
   if (!std::is_sorted(s.samples.begin(), s.samples.end(), by_end)) std::stable_sort(s.samples.begin(), s.samples.end(), by_end);
 }
 
-// Every window moved by timing_shift times its sample's shift_ns.
+}  // namespace
+
 void move_windows(GpuTimeline& gpu, int timing_shift) {
   for (TimelineSeries& s : gpu.series) {
     for (TimelineSample& sample : s.samples) sample.end_ns += timing_shift * sample.shift_ns;
     sort_by_end(s);
   }
 }
+
+namespace {
 
 class TimelineReader {
  public:
@@ -488,12 +491,6 @@ GpuTimeline read_gpu_timeline_for_shifts(sqlite3* db, const std::string& uuid, s
   reader.read_events(uuid, after_ms, through_ms);
   reader.place_timing(0, true, horizon_ms);
   return gpu;
-}
-
-GpuTimeline shifted_timeline(const GpuTimeline& gpu, int timing_shift) {
-  GpuTimeline out = gpu;
-  move_windows(out, timing_shift);
-  return out;
 }
 
 }  // namespace pp

@@ -113,10 +113,11 @@ GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optiona
                               std::optional<int64_t> through_ms, int timing_shift = 0,
                               int64_t horizon_ms = kEveryStretch);
 // The same at timing shift 0, with the events that windows moved by any shift reach and the size
-// of the moves, so that shifted_timeline() gives what reading at that shift gives, without
-// reading again.
+// of the moves, so that moving its windows (move_windows) gives what reading at that shift gives,
+// without reading again.
 GpuTimeline read_gpu_timeline_for_shifts(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
                                          std::optional<int64_t> through_ms, int64_t horizon_ms);
-GpuTimeline shifted_timeline(const GpuTimeline& gpu, int timing_shift);
+// Every window moved by timing_shift times its sample's shift_ns, each series kept in end order.
+void move_windows(GpuTimeline& gpu, int timing_shift);
 
 }  // namespace pp
