@@ -98,6 +98,25 @@ TEST(IntervalSweep, OnASharedGpuAnotherJobsLayerIsNotUntrackedTime) {
   EXPECT_EQ(pairs.at({2, 1, 200}), 30 * kNsPerMs);
 }
 
+TEST(IntervalSweep, OnASharedGpuALongerWindowReachesTheOtherJobsEarlierLayer) {
+  // The windows of AWindowLongerThanTheOneBeforeItReachesWhatThatOneMissed, (40, 60] then
+  // (-50, 150], on a GPU that "other" shares: it runs C at 20-35 ms, before the first window.
+  // The second window holds both jobs: the first job's span (10-130) has A 50, B 40 and C's
+  // 15 ms, so 15 ms untracked; the other job's span (20-35) is C (and A): nothing untracked.
+  pp::GpuTimeline gpu = one_job();
+  gpu.series[0].window_ns = 20 * kNsPerMs;
+  gpu.series[0].other_windows_ns = {200 * kNsPerMs};
+  gpu.series[0].samples = {{60, 60 * kNsPerMs, 0.5, false}, {150, 150 * kNsPerMs, 0.7, false}};
+  gpu.series[0].samples[1].window = 1;
+  gpu.jobs.push_back({"other", 20 * kNsPerMs, 35 * kNsPerMs, 4});
+  gpu.groups.push_back({1, "C", 1, "Linear"});
+  gpu.groups.push_back({1, "(untracked)", 0, "(untracked)"});
+  gpu.events.insert(gpu.events.begin() + 1, {20 * kNsPerMs, 35 * kNsPerMs, 3, 3, 1});
+  const Pairs expected = {{{1, 0, 60}, 20 * kNsPerMs},  {{1, 0, 150}, 50 * kNsPerMs}, {{3, 3, 150}, 15 * kNsPerMs},
+                          {{2, 1, 150}, 40 * kNsPerMs}, {{-1, 2, 150}, 15 * kNsPerMs}};
+  EXPECT_EQ(sweep_all(gpu), expected);
+}
+
 TEST(IntervalSweep, WindowsEndWhereTheAlignmentSaysNotAtTheStoredTime) {
   // Stored at 130 and 230 ms, the windows ended 30 ms earlier: (0, 100] and (100, 200].
   pp::GpuTimeline gpu = one_job();
