@@ -23,6 +23,16 @@ pp::GpuTimeline one_job() {
   return gpu;
 }
 
+// The series' windows: a 20 ms one (40, 60], then a 200 ms one (-50, 150] (the length its
+// stretch was aligned with).
+pp::GpuTimeline windows_of_two_lengths(pp::GpuTimeline gpu) {
+  gpu.series[0].window_ns = 20 * kNsPerMs;
+  gpu.series[0].other_windows_ns = {200 * kNsPerMs};
+  gpu.series[0].samples = {{60, 60 * kNsPerMs, 0.5, false}, {150, 150 * kNsPerMs, 0.7, false}};
+  gpu.series[0].samples[1].window = 1;
+  return gpu;
+}
+
 // (event id or -1, group, sample ts_ms) -> weight_ns
 using Pairs = std::map<std::tuple<int64_t, uint32_t, int64_t>, int64_t>;
 
@@ -49,11 +59,7 @@ TEST(IntervalSweep, OverlapsAndUntrackedTimeOfOneJob) {
 TEST(IntervalSweep, AWindowLongerThanTheOneBeforeItReachesWhatThatOneMissed) {
   // A 20 ms window (40, 60] and then a 200 ms one (-50, 150] (the length its stretch was aligned
   // with): X ran 20-30 ms, before the first window, and is in the second.
-  pp::GpuTimeline gpu = one_job();
-  gpu.series[0].window_ns = 20 * kNsPerMs;
-  gpu.series[0].other_windows_ns = {200 * kNsPerMs};
-  gpu.series[0].samples = {{60, 60 * kNsPerMs, 0.5, false}, {150, 150 * kNsPerMs, 0.7, false}};
-  gpu.series[0].samples[1].window = 1;
+  pp::GpuTimeline gpu = windows_of_two_lengths(one_job());
   gpu.events.insert(gpu.events.begin() + 1, {20 * kNsPerMs, 30 * kNsPerMs, 3, 0, 0});
   // The span 10-130 ms: of its 120 ms in the second window, 100 ms are A, X and B.
   const Pairs expected = {{{1, 0, 60}, 20 * kNsPerMs},  {{1, 0, 150}, 50 * kNsPerMs}, {{3, 0, 150}, 10 * kNsPerMs},
@@ -103,11 +109,7 @@ TEST(IntervalSweep, OnASharedGpuALongerWindowReachesTheOtherJobsEarlierLayer) {
   // (-50, 150], on a GPU that "other" shares: it runs C at 20-35 ms, before the first window.
   // The second window holds both jobs: the first job's span (10-130) has A 50, B 40 and C's
   // 15 ms, so 15 ms untracked; the other job's span (20-35) is C (and A): nothing untracked.
-  pp::GpuTimeline gpu = one_job();
-  gpu.series[0].window_ns = 20 * kNsPerMs;
-  gpu.series[0].other_windows_ns = {200 * kNsPerMs};
-  gpu.series[0].samples = {{60, 60 * kNsPerMs, 0.5, false}, {150, 150 * kNsPerMs, 0.7, false}};
-  gpu.series[0].samples[1].window = 1;
+  pp::GpuTimeline gpu = windows_of_two_lengths(one_job());
   gpu.jobs.push_back({"other", 20 * kNsPerMs, 35 * kNsPerMs, 4});
   gpu.groups.push_back({1, "C", 1, "Linear"});
   gpu.groups.push_back({1, "(untracked)", 0, "(untracked)"});
