@@ -259,7 +259,7 @@ class TimelineReader {
       std::vector<uint32_t> active;
       size_t next = 0;
       for (TimelineSample& sample : s.samples) {
-        // The stretches within the horizon: those that begin before its stored time plus it.
+        // The stretches within the horizon: those that begin before the sample's stored time plus it.
         const size_t known = static_cast<size_t>(
             std::partition_point(stretches_.begin(), stretches_.end(),
                                  [&](const StretchTiming& t) {
