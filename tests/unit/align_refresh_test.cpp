@@ -300,15 +300,15 @@ TEST_F(AlignRefreshPeriodicStart, ADatabaseFromBeforeWindowLengthsGetsThem) {
   EXPECT_EQ(db_.scalar("SELECT util_window_ms FROM pp_alignment ORDER BY from_ms LIMIT 1").real, 100.0);
 }
 
-// A job of 150 s whose first four stretches cannot be placed (their timing is uncertain by
-// several ms), refreshed every 15 s while it runs and keeping one minute: retention takes those
+// A job of 120 s whose first four stretches cannot be placed (their timing is uncertain by
+// several ms), refreshed every 20 s while it runs and keeping one minute: retention takes those
 // stretches' windows into the estimator's state long before the job's last stretch, and the
 // estimates, intervals included, are still those of one refresh of the whole job.
 class AlignRefreshLongPeriodicStart : public AlignRefresh {
  protected:
   AlignRefreshLongPeriodicStart() {
     periodic_until_ns_ = 45e9;
-    job_ns_ = 150e9;
+    job_ns_ = 120e9;
   }
 };
 
@@ -318,7 +318,7 @@ TEST_F(AlignRefreshLongPeriodicStart, RefreshesWithRetentionGiveWhatOneRefreshGi
   db_.exec(settings);
   std::vector<std::string> samples;  // as inserted (the scrapes' lateness is drawn per insert)
   int64_t inserted = 0;
-  for (int64_t cut = kRefreshT0 / kMs + 15000; cut < last_ms(); cut += 15000) {
+  for (int64_t cut = kRefreshT0 / kMs + 20000; cut < last_ms(); cut += 20000) {
     samples.push_back(samples_sql(inserted, cut));
     db_.exec(samples.back());
     inserted = cut;
@@ -329,7 +329,8 @@ TEST_F(AlignRefreshLongPeriodicStart, RefreshesWithRetentionGiveWhatOneRefreshGi
   db_.query("SELECT * FROM pp_refresh(NULL, 1)");
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment WHERE status = 'poorly determined'").integer, 4);
   EXPECT_GT(db_.scalar("SELECT sum(windows) FROM pp_estimator_state WHERE grouping = 'layer_type' AND shift = 0 "
-                       "AND metric = 'DCGM_FI_PROF_SM_ACTIVE'").integer, 700);
+                       "AND metric = 'DCGM_FI_PROF_SM_ACTIVE'").integer,
+            450);  // the four stretches' 45 s, and more
 
   pp_test::TestDb one;
   one.exec("SELECT pp_install_views()");

@@ -162,21 +162,15 @@ double busy_share_moved_ms(pp_test::TestDb& db, const char* job) {
       {kShiftUuid, job}).real;
 }
 
-// A GPU that ran "early" for 4 minutes, every stretch placed to 0.05 ms, then runs "late" from
-// 260 s to late_until_s, its stretches placed to 30 ms.
-void add_early_then_late(TimingShiftDb& gpu, double late_until_s) {
-  gpu.add_job("early", 0, 240, 5);
-  gpu.add_windows(0, 250, 0.05);
-  gpu.add_job("late", 260, late_until_s, 7);
-  gpu.add_windows(250, late_until_s + 10, 30);
-}
-
 // pp_fractions(uuid, 1) moves each window by its job's timing: 30 ms x sqrt(5) / 5 = 13.4 ms for
 // the late job (five stretches hold its windows), and 0.1 ms (the floor) for the early job,
 // whatever the other job's stretches are.
 TEST(TimingShift, EachWindowMovesByItsOwnJobsTiming) {
   TimingShiftDb gpu;
-  add_early_then_late(gpu, 300);
+  gpu.add_job("early", 0, 240, 5);
+  gpu.add_windows(0, 250, 0.05);
+  gpu.add_job("late", 260, 300, 7);
+  gpu.add_windows(250, 310, 30);
   EXPECT_LE(busy_share_moved_ms(gpu.db(), "early"), 0.1 + 1e-6);
   EXPECT_GT(busy_share_moved_ms(gpu.db(), "early"), 0.01);
   EXPECT_GT(busy_share_moved_ms(gpu.db(), "late"), 5.0);
@@ -193,7 +187,8 @@ TEST(TimingShift, EachWindowMovesByItsOwnJobsTiming) {
 // 1 - move / 100 ms.
 TEST(TimingShift, AWindowIsTimedByTheStretchesWithinTheRetentionOfIt) {
   TimingShiftDb gpu;
-  add_early_then_late(gpu, 400);
+  gpu.add_job("late", 260, 400, 7);
+  gpu.add_windows(250, 410, 30);
   const std::string first_window_ms = std::to_string((kShiftT0 + 260100 * kShiftMs) / kShiftMs + kStoredLateMs);
   const char* in_span = "SELECT sum(fraction) FROM pp_fractions(?1, ?2) WHERE job_id = 'late' AND ts_ms = ?3";
   EXPECT_NEAR(gpu.db().scalar(in_span, {kShiftUuid, "0", first_window_ms}).real, 1.0, 1e-9);
