@@ -44,35 +44,25 @@ WindowFit fit_windows(const Eigen::MatrixXd& A, const std::vector<std::vector<do
   f.any_layer = layer_columns > 0 && (A.leftCols(layer_columns).array() > 0).any();
   // Where a window overlaps few of the GPU's layers (long steps, a model of many layers), the fit
   // (hundreds per search) sums over each row's nonzero mixes only; rows mostly full (a DLRM
-  // step's layers all run in each 100 ms window) keep Eigen's dense products, quicker there.
-  // Both add the same products in the same order: the results are the same to the bit.
+  // step's layers all run in each 100 ms window) take Eigen's blocked matrix products, quicker
+  // there than a row at a time.
   std::optional<SparseRows> sparse;
   if (2 * (A.array() != 0).count() <= A.size()) sparse.emplace(A);
   const auto add_outer_product = [&](Eigen::MatrixXd& lower, Eigen::Index r) {
-    if (!sparse) {
-      lower.selfadjointView<Eigen::Lower>().rankUpdate(A.row(r).transpose());
-      return;
-    }
     const size_t first = sparse->start[static_cast<size_t>(r)], last = sparse->start[static_cast<size_t>(r) + 1];
     for (size_t j = first; j < last; ++j)
       for (size_t i = j; i < last; ++i) lower(sparse->column[i], sparse->column[j]) += sparse->value[j] * sparse->value[i];
   };
   const auto add_row_times = [&](Eigen::VectorXd& b, Eigen::Index r, double v) {
-    if (!sparse) {
-      b += A.row(r).transpose() * v;
-      return;
-    }
     for (size_t k = sparse->start[static_cast<size_t>(r)]; k < sparse->start[static_cast<size_t>(r) + 1]; ++k)
       b(sparse->column[k]) += sparse->value[k] * v;
-  };
-  const auto row_dot = [&](Eigen::Index r, const Eigen::VectorXd& x) {
-    return sparse ? sparse->dot(r, x) : A.row(r).dot(x);
   };
   double total = 0;
   // The metrics of a GPU usually have values in the same windows: their normal equations then
   // share one matrix, and it is built and factorised once (the search fits hundreds of offsets).
   std::vector<Eigen::Index> factored_rows;
   Eigen::LDLT<Eigen::MatrixXd> factored;
+  Eigen::MatrixXd dense_rows;  // the dense path's rows of A with a value, gathered once per set
   for (const auto& y : values) {
     std::vector<Eigen::Index> rows;
     for (size_t i = 0; i < y.size(); ++i)
@@ -83,9 +73,17 @@ WindowFit fit_windows(const Eigen::MatrixXd& A, const std::vector<std::vector<do
       f.variance.push_back(kWindowFitNaN);
       continue;
     }
+    const bool every_row = n == A.rows();
     if (factored_rows.empty() || rows != factored_rows) {
       Eigen::MatrixXd M = Eigen::MatrixXd::Zero(p, p);
-      for (Eigen::Index r : rows) add_outer_product(M, r);
+      if (sparse) {
+        for (Eigen::Index r : rows) add_outer_product(M, r);
+      } else if (every_row) {
+        M.selfadjointView<Eigen::Lower>().rankUpdate(A.transpose());
+      } else {
+        dense_rows = A(rows, Eigen::all);
+        M.selfadjointView<Eigen::Lower>().rankUpdate(dense_rows.transpose());
+      }
       M = M.selfadjointView<Eigen::Lower>();
       // A column no window touches (or a tiny one) must not make the system singular.
       const double ridge = 1e-10 * std::max(1.0, M.diagonal().maxCoeff());
@@ -94,17 +92,27 @@ WindowFit fit_windows(const Eigen::MatrixXd& A, const std::vector<std::vector<do
       factored_rows = rows;
     }
     Eigen::VectorXd b = Eigen::VectorXd::Zero(p);
-    double yy = 0;
-    for (Eigen::Index r : rows) {
-      const double v = y[static_cast<size_t>(r)];
-      add_row_times(b, r, v);
-      yy += v * v;
-    }
-    const Eigen::VectorXd x = factored.solve(b);
-    double rss = 0;
-    for (Eigen::Index r : rows) {
-      const double e = y[static_cast<size_t>(r)] - row_dot(r, x);
-      rss += e * e;
+    double yy = 0, rss = 0;
+    Eigen::VectorXd x;
+    if (sparse) {
+      for (Eigen::Index r : rows) {
+        const double v = y[static_cast<size_t>(r)];
+        add_row_times(b, r, v);
+        yy += v * v;
+      }
+      x = factored.solve(b);
+      for (Eigen::Index r : rows) {
+        const double e = y[static_cast<size_t>(r)] - sparse->dot(r, x);
+        rss += e * e;
+      }
+    } else {
+      Eigen::VectorXd v(n);
+      for (Eigen::Index k = 0; k < n; ++k) v(k) = y[static_cast<size_t>(rows[static_cast<size_t>(k)])];
+      const Eigen::MatrixXd& R = every_row ? A : dense_rows;
+      b.noalias() = R.transpose() * v;
+      yy = v.squaredNorm();
+      x = factored.solve(b);
+      rss = (v - R * x).squaredNorm();
     }
     const double scale = std::max(yy / static_cast<double>(n), 1e-300);
     rss = std::max(rss, 1e-15 * scale * static_cast<double>(n));  // an exact fit is not infinitely likely
