@@ -9,7 +9,12 @@
 namespace pp {
 namespace {
 
-bool whole_ns_window(double window) { return window > 0 && window == std::floor(window) && window < 0x1p62; }
+// A window's edges are whole nanoseconds, as the events' times are: a length that is not (a
+// driver period of a sixth or a third of a second) is taken to the nearest one, 0.5 ns at most
+// (3e-9 of a 1/6 s window), so that every window adds its overlaps as integers and a search's
+// moved windows update them (WindowMixes). Instants (0) are not windows.
+double whole_ns(double window) { return window > 0 && window < 0x1p62 ? std::round(window) : window; }
+bool is_window(double window) { return window > 0 && window < 0x1p62; }
 
 // The first event that may reach past `from`: events end at most longest_ns after they start.
 // A millisecond to spare, since times held as doubles are rounded to a few hundred ns.
@@ -100,7 +105,8 @@ bool near(const WindowOverlaps& o, const std::vector<int64_t>& ends, int64_t win
 }  // namespace
 
 Eigen::MatrixXd window_fractions(const AlignmentTimeline& t, const std::vector<int64_t>& ends, double window) {
-  if (whole_ns_window(window)) {
+  window = whole_ns(window);
+  if (is_window(window)) {
     WindowOverlaps o;
     sweep_overlaps_ns(t, ends, static_cast<int64_t>(window), o);
     return mixes_of(t, o);
@@ -181,7 +187,8 @@ Eigen::MatrixXd WindowMixes::operator()(const std::vector<int64_t>& ends, double
   // Ends out of order (a stretch's head or tail moved by a period, where the grid could not be
   // fitted) are swept as window_fractions sweeps them, and not kept: moving a window's edges
   // exactly would not give what the sweep gives them.
-  if (!whole_ns_window(window) || long_calls_.size() > kMaxLongCalls || !std::is_sorted(ends.begin(), ends.end()))
+  window = whole_ns(window);
+  if (!is_window(window) || long_calls_.size() > kMaxLongCalls || !std::is_sorted(ends.begin(), ends.end()))
     return window_fractions(t_, ends, window);
   const auto window_ns = static_cast<int64_t>(window);
   for (size_t k = 0; k < kept_.size(); ++k)

@@ -7,10 +7,11 @@
 //   WindowMixes mix(timeline);  // a search: hundreds of fits (window_fit.hpp), each window moved
 //   for (double d : offsets) fit_windows(mix(ends_at(d), 100e6), values, timeline.unknowns);  // a little
 //
-// A window of whole nanoseconds (every DCGM window, and the driver's but for thirds and sixths of
-// a second) adds its events' overlaps as integers, exactly, and divides once per unknown; so
-// WindowMixes, which updates the overlaps of windows it has seen from the events near their
-// moved edges, gives the rows of window_fractions to the bit.
+// A window's length is taken to whole nanoseconds (a driver period of a sixth of a second is
+// 166,666,667 ns), so its edges fall on the events' own ns: its events' overlaps add up as
+// integers, exactly, divided once per unknown; so WindowMixes, which updates the overlaps of
+// windows it has seen from the events near their moved edges, gives the rows of
+// window_fractions to the bit.
 #pragma once
 #include <Eigen/Core>
 #include <array>

@@ -54,14 +54,15 @@ std::vector<int64_t> every_100ms(int64_t first, int64_t last) {
 }
 
 TEST(WindowMixes, EachWindowHoldsTheShareEachUnknownRanInIt) {
-  // At whole-nanosecond windows (summed as integers) and at a sixth of a second (as doubles).
+  // At 100 ms and at a sixth of a second, whose edges are taken to the events' whole ns
+  // (166,666,667 ns).
   const pp::AlignmentTimeline t = two_jobs();
   for (double window : {100.0 * kMs, 1e9 / 6}) {
     const std::vector<int64_t> ends = every_100ms(200 * kMs + 300000, 2900 * kMs);
     const Eigen::MatrixXd A = pp::window_fractions(t, ends, window);
     ASSERT_EQ(A.rows(), static_cast<Eigen::Index>(ends.size()));
     for (size_t i = 0; i < ends.size(); ++i) {
-      const std::vector<double> f = shares(t, static_cast<double>(ends[i]), window);
+      const std::vector<double> f = shares(t, static_cast<double>(ends[i]), std::round(window));
       for (size_t u = 0; u < f.size(); ++u)
         EXPECT_NEAR(A(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(u)), f[u], 1e-12)
             << "window " << i << ", unknown " << u << ", length " << window;
@@ -87,6 +88,8 @@ TEST(WindowMixes, WindowsMovedALittleGiveTheSweepsRowsToTheBit) {
     if (fit % 11 == 5) ends[9] = ends[8];
     std::sort(ends.begin(), ends.end());
     ASSERT_TRUE(mix(ends, window) == pp::window_fractions(t, ends, window)) << "fit " << fit;
+    // A driver period of a sixth of a second, moved alike.
+    ASSERT_TRUE(mix(ends, 1e9 / 6) == pp::window_fractions(t, ends, 1e9 / 6)) << "fit " << fit;
   }
 }
 
