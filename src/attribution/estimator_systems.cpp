@@ -126,7 +126,17 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
     std::vector<size_t> window_events;
     std::vector<SystemHere> here;
     std::vector<std::pair<uint32_t, double>> rows;  // one system's part of the window
-    auto flush_grouping = [&](GroupingSystems& out, std::vector<GroupRole>& roles, const std::string& key) {
+    // Per grouping, the note and system of each (system, series) met, so that a window finds
+    // them without a SystemKey's strings and two map searches (std::map's entries stay put).
+    struct Found {
+      const std::string* system;
+      size_t series;
+      SystemNotes* note;
+      DeconvolveData* data;  // nullptr: not made yet
+    };
+    std::vector<std::vector<Found>> found_in(groupings.size());
+    auto flush_grouping = [&](GroupingSystems& out, std::vector<GroupRole>& roles, std::vector<Found>& found,
+                              const std::string& key) {
       auto register_unknown = [&](GroupRole& role, const TimelineGroup& gr) {
         role.registered = true;
         auto& known = out.unknowns[*role.system];
@@ -152,7 +162,7 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
         const TimelineGroup& gr = gpu.groups[group];
         if (!role.registered) register_unknown(role, gr);
         auto h = std::find_if(here.begin(), here.begin() + static_cast<std::ptrdiff_t>(in_use),
-                              [&](const SystemHere& x) { return *x.system == *role.system; });
+                              [&](const SystemHere& x) { return x.system == role.system || *x.system == *role.system; });
         if (h == here.begin() + static_cast<std::ptrdiff_t>(in_use)) {
           if (in_use == here.size()) here.emplace_back();
           h = here.begin() + static_cast<std::ptrdiff_t>(in_use++);
@@ -171,8 +181,13 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
       }
       for (size_t i = 0; i < in_use; ++i) {
         SystemHere& h = here[i];
-        const SystemKey system_key{*h.system, series.metric};
-        SystemNotes& note = out.notes[system_key];
+        auto at = std::find_if(found.begin(), found.end(),
+                               [&](const Found& f) { return f.system == h.system && f.series == current_series; });
+        if (at == found.end()) {
+          found.push_back({h.system, current_series, &out.notes[SystemKey{*h.system, series.metric}], nullptr});
+          at = found.end() - 1;
+        }
+        SystemNotes& note = *at->note;
         if (!note.failed.empty()) continue;
         if (h.joint) {
           if (instant) note.shared_gauge = true;
@@ -189,29 +204,34 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
           if (total > 1)  // hand-overs counted twice
             for (auto& f : h.fractions) f.fraction /= total;
         }
-        auto [it, added] = out.systems.try_emplace(system_key);
-        if (added) {
-          if (out.sums_only) it->second.keep_sums_only();
-          const auto b = bounds.find(series.metric);
-          if (b != bounds.end()) it->second.set_bounds(b->second.lower, b->second.upper);
-          // Room for a row per group in each of the series' windows (at most kRowsReserved):
-          // grown by doubling instead, the rows of a minute are copied and paged in again and again.
-          it->second.reserve(series.samples.size() * std::min(gpu.groups.size(), kRowsReserved));
+        if (!at->data) {
+          auto [it, added] = out.systems.try_emplace(SystemKey{*h.system, series.metric});
+          if (added) {
+            if (out.sums_only) it->second.keep_sums_only();
+            const auto b = bounds.find(series.metric);
+            if (b != bounds.end()) it->second.set_bounds(b->second.lower, b->second.upper);
+            // Room for a row per group in each of the series' windows (at most kRowsReserved):
+            // grown by doubling instead, the rows of a minute are copied and paged in again and again.
+            it->second.reserve(series.samples.size() * std::min(gpu.groups.size(), kRowsReserved));
+          }
+          at->data = &it->second;
         }
+        DeconvolveData& data = *at->data;
         try {
           rows.clear();
           for (const auto& part : h.fractions) {
-            const uint32_t id = part.id && *part.id != kNoId ? *part.id : it->second.unknown(*part.unknown);
+            const uint32_t id = part.id && *part.id != kNoId ? *part.id : data.unknown(*part.unknown);
             if (part.id) *part.id = id;
             rows.emplace_back(id, std::min(1.0, part.fraction));
           }
-          it->second.add_sample(key, rows, current->value);
+          data.add_sample(key, rows, current->value);
         } catch (const std::exception& e) {  // no fit for this system; the others go on
           note.failed = out.unknowns[*h.system].size() >= DeconvolveLimits::kMaxUnknowns
                             ? "more than " + std::to_string(DeconvolveLimits::kMaxUnknowns) +
                                   " layers and directions in one system (layer_type_estimates has fewer)"
                             : std::string("its system could not be solved (") + e.what() + ")";
-          out.systems.erase(it);
+          out.systems.erase(SystemKey{*h.system, series.metric});
+          at->data = nullptr;
           continue;
         }
         if (series.off_own_grid > 0) note.windows_unknown = true;
@@ -220,7 +240,7 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
     auto flush = [&] {
       if (!current || current->null) return;
       const std::string key = sample_key_integer((static_cast<int64_t>(g) << 44) + current->ts_ms);
-      for (size_t o = 0; o < groupings.size(); ++o) flush_grouping(*groupings[o], all_roles[o], key);
+      for (size_t o = 0; o < groupings.size(); ++o) flush_grouping(*groupings[o], all_roles[o], found_in[o], key);
     };
     sweep_overlaps(gpu, [&](int64_t event, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
       if (&sample != current) {

@@ -74,11 +74,20 @@ size_t LeastSquaresState::unknown(const std::string& name, const std::string& la
 }
 
 void LeastSquaresState::add_row(const std::vector<std::pair<size_t, double>>& weights, double value) {
-  for (size_t s = 0; s < weights.size(); ++s) {
-    const auto [i, a] = weights[s];
-    if (a > 0) ++unknowns_[i].rows;
-    cross_value_[i] += a * value;
-    for (size_t t = s; t < weights.size(); ++t) cross_[packed(i, weights[t].first)] += a * weights[t].second;
+  bool ascending = true;
+  for (size_t t = 1; t < weights.size() && ascending; ++t) ascending = weights[t - 1].first < weights[t].first;
+  for (size_t t = 0; t < weights.size(); ++t) {
+    const auto [j, b] = weights[t];
+    if (b > 0) ++unknowns_[j].rows;
+    cross_value_[j] += b * value;
+    if (ascending) {
+      // Column j's entries of this row lie at j (j + 1) / 2 + i for the row's i <= j: no
+      // packed() per product (the retention adds hundreds of thousands of full rows).
+      double* column = cross_.data() + j * (j + 1) / 2;
+      for (size_t s = 0; s <= t; ++s) column[weights[s].first] += weights[s].second * b;
+    } else {
+      for (size_t s = 0; s <= t; ++s) cross_[packed(weights[s].first, j)] += weights[s].second * b;
+    }
   }
   value_squares_ += value * value;
   max_abs_value_ = std::max(max_abs_value_, std::fabs(value));
