@@ -159,7 +159,12 @@ void BlockWriter::write(const OpenBlock& block) {
   insert.bind(p++, block.last_start);
   insert.bind(p++, last_end);
   insert.bind(p++, impossible_events(block.events));
-  insert.bind(p++, block.folded ? std::optional<int64_t>(block.last_start) : std::nullopt);
+  // Not folded yet: a point before its first start, not NULL, so that the fold's mark_folded
+  // changes an integer of the same size (real times take 8 bytes): SQLite then overwrites the
+  // row in place, its event bytes' overflow pages untouched, instead of writing it all again.
+  insert.bind(p++, block.folded                   ? std::optional<int64_t>(block.last_start)
+                   : block.first_start > INT64_MIN ? std::optional<int64_t>(block.first_start - 1)
+                                                   : std::nullopt);
   insert.bind(p++, SqlValue(SqlBlob{encode_block(block.events)}));
   insert.run();
 }
