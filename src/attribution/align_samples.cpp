@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -347,8 +348,7 @@ class GpuAligner {
                    const std::vector<int64_t>& ends, double& period, double& phase, double& timing) {
     if (data_.driver.empty() || data_.primary == data_.driver) return false;
     const size_t m = data_.driver.front();
-    SeriesWindow known;
-    sql_.run([&] { known = series_window(run_.db, uuid_, data_.metrics[m].metric); });
+    const SeriesWindow known = driver_window();
     double previous_phase = NAN;
     for (auto it = segments_.rbegin(); it != segments_.rend() && std::isnan(previous_phase); ++it)
       previous_phase = it->util_phase_ns;
@@ -374,6 +374,7 @@ class GpuAligner {
     if (!g.found) return false;
     if (!known.settled) {
       sql_.run([&] { save_estimated_window(run_.db, uuid_, {data_.metrics[m].metric}, g.period_ns / kNsPerMs); });
+      driver_window_ = SeriesWindow{g.period_ns / kNsPerMs, true};
       take_told_length(false, true);
     }
     period = g.period_ns;
@@ -395,9 +396,15 @@ class GpuAligner {
       seg.util_window_ms = seg.window_ms;
       return;
     }
-    SeriesWindow util;
-    sql_.run([&] { util = series_window(run_.db, uuid_, data_.metrics[data_.driver.front()].metric); });
-    if (!util.settled) seg.util_window_ms = spacing_ms;
+    if (!driver_window().settled) seg.util_window_ms = spacing_ms;
+  }
+
+  // The driver-window metric's window in pp_intervals, read once a refresh (each stretch asks
+  // twice); only driver_grid() changes it, and keeps it here.
+  SeriesWindow driver_window() {
+    if (!driver_window_)
+      sql_.run([&] { driver_window_ = series_window(run_.db, uuid_, data_.metrics[data_.driver.front()].metric); });
+    return *driver_window_;
   }
 
   // The data told the window length (window) or the driver's period (util) in the stretch being
@@ -499,6 +506,7 @@ class GpuAligner {
   double window_ns_ = 0, lag_ns_ = 0, stretch_spacing_ns_ = 0;
   int64_t folded_through_ms_ = 0;  // the GPU's fold point (pp_fold_state)
   bool window_settled_ = false;
+  std::optional<SeriesWindow> driver_window_;
   int64_t last_event_start_ns_ = 0, last_event_end_ns_ = 0;
 };
 
