@@ -5,6 +5,7 @@
 // windows hold no event at all (the job's untracked time, from its span alone).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 #include <string>
 
@@ -84,6 +85,33 @@ TEST_F(FoldInParts, ThreeRefreshesGiveWhatOneGives) {
                        "AND abs(pp_mean_value(s.state) - pp_mean_value(p.state)) <= 1e-12 * abs(pp_mean_value(p.state))")
                 .integer,
             db_.scalar("SELECT count(*) FROM layer_state").integer);
+}
+
+TEST_F(FoldInParts, TheEventsSaidToWaitAreThoseThatWait) {
+  // The fold's point falls inside a block of events (a second of them), and a block among the
+  // waiting ones holds an event that ends before it starts: the count the refresh warns with is
+  // what pp_events says waits, whether a block is counted from its columns or decoded.
+  db_.exec("INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, "
+           "source_file, line) VALUES ('job', '" + std::string(kFoldUuid) + "', 'a', 'Linear', 1, " +
+           std::to_string(kFoldT0 + 70050 * kNsPerMs) + ", " + std::to_string(kFoldT0 + 70040 * kNsPerMs) +
+           ", 0, 0, 'parts', 9999)");
+  insert_samples(0, 70550);
+  db_.query("SELECT * FROM pp_refresh(NULL)");
+  ASSERT_EQ(db_.scalar("SELECT count(*) FROM pp_events_blocks WHERE folded_through_ns >= first_start_ns "
+                       "AND folded_through_ns < last_start_ns").integer,
+            1);
+  ASSERT_EQ(db_.scalar("SELECT count(*) FROM pp_events_blocks WHERE impossible > 0").integer, 1);
+  const int64_t waiting =
+      db_.scalar("SELECT count(*) FROM pp_events WHERE folded = 0 AND t_end_ns >= t_start_ns").integer;
+  const double seconds =
+      db_.scalar("SELECT (max(t_end_ns) - min(t_start_ns)) / 1e9 FROM pp_events WHERE folded = 0 AND t_end_ns >= t_start_ns")
+          .real;
+  EXPECT_GT(waiting, 100);
+  EXPECT_NE(db_.scalar("SELECT pp_last_warnings()").text.find(std::to_string(waiting) + " events (the last " +
+                                                               std::to_string(static_cast<int>(std::ceil(seconds))) +
+                                                               " s) are not folded yet"),
+            std::string::npos)
+      << db_.scalar("SELECT pp_last_warnings()").text;
 }
 
 }  // namespace
