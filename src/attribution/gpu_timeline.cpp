@@ -377,12 +377,19 @@ class TimelineReader {
     const bool in_range = start < hi_ns_ && end > lo_ns_;  // may overlap a window of the range
     const bool unfolded = start <= through_ns && !e.folded;
     if (!in_range && !unfolded) return;
-    const std::string_view layer = e.layer.first;
     const int forward = e.event.forward ? 1 : 0;
-    key_.assign(reinterpret_cast<const char*>(&job), sizeof job);
-    key_.push_back(static_cast<char>(forward));
-    key_.append(layer.data(), layer.size());
-    const uint32_t group = group_for(key_, job, layer, forward, e.layer.second ? std::string_view(*e.layer.second) : "");
+    // A group is (job, layer, direction); its number is looked up by the block's layer id, and by
+    // name only the first time an id comes (two ids may name one layer, with two types).
+    if (groups_by_id_.size() <= job) groups_by_id_.resize(job + 1);
+    auto [known, added] = groups_by_id_[job].try_emplace(e.event.layer_id * 2 + forward, 0);
+    if (added) {
+      const std::string_view layer = e.layer.first;
+      key_.assign(reinterpret_cast<const char*>(&job), sizeof job);
+      key_.push_back(static_cast<char>(forward));
+      key_.append(layer.data(), layer.size());
+      known->second = group_for(key_, job, layer, forward, e.layer.second ? std::string_view(*e.layer.second) : "");
+    }
+    const uint32_t group = known->second;
     const int64_t id = e.id;
     if (in_range) gpu_.events.push_back({start, end, id, group, job});
     if (unfolded) {
@@ -436,6 +443,7 @@ class TimelineReader {
   GpuTimeline& gpu_;
   LayerNames layers_;
   std::unordered_map<std::string, uint32_t> group_index_;
+  std::vector<std::unordered_map<int64_t, uint32_t>> groups_by_id_;  // per job: layer id x 2 + forward
   std::unordered_map<std::string, uint32_t> job_index_;
   uint32_t last_job_ = UINT32_MAX;  // the job of the previous row (rows come in runs of one job)
   std::string last_job_id_, key_;
