@@ -1,6 +1,8 @@
 #include "attribution/event_import.hpp"
 
 #include <set>
+#include <string>
+#include <unordered_map>
 
 #include "attribution/event_store.hpp"
 
@@ -16,21 +18,63 @@ namespace {
 SqlValue text_or_null(const Nullable<std::string>& v) { return v.null ? SqlValue() : SqlValue(v.value); }
 SqlValue integer_or_null(const Nullable<int64_t>& v) { return v.null ? SqlValue() : SqlValue(v.value); }
 
-// An event of a file as pp_events stores it (local_rank and world_size are not kept).
-StoredEvent stored(const LayerEvent& e, const std::string& file, int64_t line) {
-  StoredEvent out;
-  out.key = {e.job_id, text_or_null(e.host_name), text_or_null(e.ip), text_or_null(e.pod),
-             text_or_null(e.namespace_), e.gpu_uuid, integer_or_null(e.gpu), e.rank, e.pid, e.cpu_num, file};
-  out.layer = e.layer;
-  out.layer_type = e.layer_type;
-  out.event.forward = e.forward;
-  out.event.epoch = e.epoch;
-  out.event.batch = e.batch;
-  out.event.t_start_ns = e.t_start_ns;
-  out.event.t_end_ns = e.t_end_ns;
-  out.event.line = line;
-  return out;
-}
+// The events of a file as pp_events stores them (local_rank and world_size are not kept). A
+// file's events share their block columns and name a few dozen layers: the key is made again
+// only when a column changes (and the writer then compares keys), and each (layer, type) is
+// looked up in LayerNames once.
+class StoredEvents {
+ public:
+  explicit StoredEvents(LayerNames& layers) : layers_(layers) {}
+
+  // Adds e, line `line` of `file`, to the writer's blocks; returns its id.
+  int64_t add(BlockWriter& blocks, const LayerEvent& e, const std::string& file, int64_t line) {
+    const bool same = has_key_ && same_key(e, file);
+    if (!same) {
+      key_ = {e.job_id, text_or_null(e.host_name), text_or_null(e.ip), text_or_null(e.pod),
+              text_or_null(e.namespace_), e.gpu_uuid, integer_or_null(e.gpu), e.rank, e.pid, e.cpu_num, file};
+      last_ = e;
+      has_key_ = true;
+    }
+    return blocks.add(key_, event(e, line), false, same);
+  }
+
+ private:
+  BlockEvent event(const LayerEvent& e, int64_t line) {
+    name_.assign(e.layer);
+    name_.push_back('\0');
+    name_.append(e.layer_type);
+    auto found = layer_ids_.find(name_);
+    if (found == layer_ids_.end()) found = layer_ids_.emplace(name_, layers_.id_of(e.layer, e.layer_type)).first;
+    BlockEvent out;
+    out.layer_id = found->second;
+    out.forward = e.forward;
+    out.epoch = e.epoch;
+    out.batch = e.batch;
+    out.t_start_ns = e.t_start_ns;
+    out.t_end_ns = e.t_end_ns;
+    out.line = line;
+    return out;
+  }
+
+  static bool same(const Nullable<std::string>& a, const Nullable<std::string>& b) {
+    return a.null == b.null && a.value == b.value;
+  }
+  bool same_key(const LayerEvent& e, const std::string& file) const {
+    const LayerEvent& l = last_;
+    return e.job_id == l.job_id && same(e.host_name, l.host_name) && same(e.ip, l.ip) && same(e.pod, l.pod) &&
+           same(e.namespace_, l.namespace_) && e.gpu_uuid == l.gpu_uuid && e.gpu.null == l.gpu.null &&
+           e.gpu.value == l.gpu.value && e.rank == l.rank && e.pid == l.pid &&
+           e.cpu_num == l.cpu_num &&
+           std::get<std::string>(key_[kKeySourceFile]) == file;
+  }
+
+  LayerNames& layers_;
+  BlockKey key_;
+  LayerEvent last_;  // the event key_ was made from
+  bool has_key_ = false;
+  std::string name_;  // layer NUL type, the key of layer_ids_ (reused)
+  std::unordered_map<std::string, int64_t> layer_ids_;
+};
 
 // The name under which the rows of a replaced file are kept: "F (replaced 1)", "F (replaced 2)"...
 // the first that no file or row has.
@@ -86,6 +130,7 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
   }
   LayerNames layers(db, "main");
   BlockWriter blocks(db, "main", layers);
+  StoredEvents stored(layers);
   Statement insert_job_header(db, named_sql("import", "insert_job"));
   Statement insert_mig(db, named_sql("import", "insert_mig_device"));
   long long events_added = 0;
@@ -130,7 +175,7 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
           blocks.flush();
           writing = scan.source_file();
         }
-        blocks.add(stored(event, scan.source_file(), scan.line_number()), false);
+        stored.add(blocks, event, scan.source_file(), scan.line_number());
         ++events_added;
         break;
       case LineKind::JobHeader:

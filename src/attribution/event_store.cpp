@@ -101,14 +101,24 @@ BlockWriter::BlockWriter(sqlite3* db, std::string schema, LayerNames& layers)
 
 int64_t BlockWriter::add(StoredEvent e, bool folded) {
   e.event.layer_id = layers_.id_of(e.layer, e.layer_type);
+  return add(e.key, e.event, folded);
+}
+
+int64_t BlockWriter::add(const BlockKey& key, const BlockEvent& event, bool folded, bool same_key) {
   OpenBlock* block = nullptr;
   // The newest open block of these shared columns (events of one process come one after another).
   for (auto it = open_.rbegin(); it != open_.rend(); ++it)
-    if (it->folded == folded && it->key == e.key) {
+    if (it->folded == folded && (same_key ? it->id == last_block_ : it->key == key)) {
       block = &*it;
       break;
     }
-  const int64_t start = e.event.t_start_ns;
+  if (same_key && !block)  // (the last add's block was written: look for another of the key)
+    for (auto it = open_.rbegin(); it != open_.rend(); ++it)
+      if (it->folded == folded && it->key == key) {
+        block = &*it;
+        break;
+      }
+  const int64_t start = event.t_start_ns;
   if (block && (block->events.size() >= kMaxBlockEvents ||
                 static_cast<uint64_t>(std::max(block->last_start, start)) - static_cast<uint64_t>(std::min(block->first_start, start)) >
                     static_cast<uint64_t>(kMaxBlockSpanNs))) {
@@ -125,14 +135,16 @@ int64_t BlockWriter::add(StoredEvent e, bool folded) {
     }
     if (next_id_ < 1 || next_id_ >= kMaxBlockId)
       throw Error("pp_events_blocks has no block id left (ids go up to 2^47; the largest is " + std::to_string(next_id_ - 1) + ")");
-    open_.push_back({next_id_++, std::move(e.key), folded, {}, start, start});
+    open_.push_back({next_id_++, key, folded, {}, start, start});
     block = &open_.back();
   }
-  e.event.index = static_cast<int64_t>(block->events.size());
+  const int64_t index = static_cast<int64_t>(block->events.size());
   block->first_start = std::min(block->first_start, start);
   block->last_start = std::max(block->last_start, start);
-  block->events.push_back(e.event);
-  return block->id * kBlockIdScale + e.event.index;
+  block->events.push_back(event);
+  block->events.back().index = index;
+  last_block_ = block->id;
+  return block->id * kBlockIdScale + index;
 }
 
 void BlockWriter::write(const OpenBlock& block) {
@@ -176,11 +188,13 @@ void BlockWriter::flush() {
     open_.erase(open_.begin());
   }
   next_id_ = 0;  // another writer may add blocks before this one opens its next
+  last_block_ = 0;
 }
 
 void BlockWriter::discard() {
   open_.clear();
   next_id_ = 0;
+  last_block_ = 0;
 }
 
 BlockRow block_row(const Statement& row, int first_column) {

@@ -88,6 +88,10 @@ class BlockWriter {
   BlockWriter(sqlite3* db, std::string schema, LayerNames& layers);
   // Returns the event's id.
   int64_t add(StoredEvent e, bool folded);
+  // The same for an event whose layer's id is known (event.layer_id); the key is copied only
+  // when the event opens a block. same_key: the caller knows the key is the last add's (the
+  // keys are then not compared).
+  int64_t add(const BlockKey& key, const BlockEvent& event, bool folded, bool same_key = false);
   void flush();
   // Forgets what is not flushed (a rolled back transaction) and the ids taken.
   void discard();
@@ -107,6 +111,7 @@ class BlockWriter {
   LayerNames& layers_;
   int64_t next_id_ = 0;  // 0: read max(id) + 1 when a block opens
   std::vector<OpenBlock> open_;
+  int64_t last_block_ = 0;  // the block the last add went into (0: none)
 };
 
 // What a reader of the engine wants of one GPU's events (the pp_events table reads the same
