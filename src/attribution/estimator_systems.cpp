@@ -237,16 +237,35 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
         if (series.off_own_grid > 0) note.windows_unknown = true;
       }
     };
+    // Series whose windows are the same (a GPU's PROF metrics, scraped together) are swept once:
+    // the first of each such class is swept, and each window's rows go to every series of the
+    // class, with that series' value (each system still gets its samples in time order).
+    std::vector<size_t> swept;
+    std::vector<std::vector<size_t>> class_of(gpu.series.size());
+    for (size_t si = 0; si < gpu.series.size(); ++si) {
+      const auto same = std::find_if(swept.begin(), swept.end(),
+                                     [&](size_t first) { return same_windows(gpu.series[first], gpu.series[si]); });
+      class_of[same == swept.end() ? si : *same].push_back(si);
+      if (same == swept.end()) swept.push_back(si);
+    }
+    const TimelineSample* window = nullptr;  // the swept series' sample whose rows are gathered
+    size_t window_series = 0;
     auto flush = [&] {
-      if (!current || current->null) return;
-      const std::string key = sample_key_integer((static_cast<int64_t>(g) << 44) + current->ts_ms);
-      for (size_t o = 0; o < groupings.size(); ++o) flush_grouping(*groupings[o], all_roles[o], found_in[o], key);
+      if (!window) return;
+      const auto k = static_cast<size_t>(window - gpu.series[window_series].samples.data());
+      for (size_t si : class_of[window_series]) {
+        current = &gpu.series[si].samples[k];
+        current_series = si;
+        if (current->null) continue;
+        const std::string key = sample_key_integer((static_cast<int64_t>(g) << 44) + current->ts_ms);
+        for (size_t o = 0; o < groupings.size(); ++o) flush_grouping(*groupings[o], all_roles[o], found_in[o], key);
+      }
     };
-    sweep_overlaps(gpu, [&](int64_t event, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
-      if (&sample != current) {
+    sweep_overlaps_of(gpu, swept, [&](int64_t event, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
+      if (&sample != window) {
         flush();
-        current = &sample;
-        current_series = series;
+        window = &sample;
+        window_series = series;
         for (const auto& entry : groups) group_at[entry.first] = UINT32_MAX;
         groups.clear();
         window_events.clear();

@@ -18,21 +18,45 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "attribution/gpu_timeline.hpp"
 
 namespace pp {
 
-// Calls emit(event index or -1 for untracked, group, series, sample, weight_ns) for
-// every row of pp_overlaps, series by series, samples in time order.
-// Series first_series, first_series + stride, ...: so that threads can share a GPU's series.
 inline int64_t scaled(int64_t weight, double scale) {
   return scale == 1.0 ? weight : static_cast<int64_t>(std::llround(static_cast<double>(weight) * scale));
 }
 
+// Whether the sweep gives series a and b the same rows (but for the series): their samples'
+// windows are the same (usually every PROF metric of a GPU, scraped together).
+inline bool same_windows(const TimelineSeries& a, const TimelineSeries& b) {
+  if ((a.kind == TimelineSeries::kInstant) != (b.kind == TimelineSeries::kInstant) || a.samples.size() != b.samples.size())
+    return false;
+  for (size_t k = 0; k < a.samples.size(); ++k)
+    if (a.samples[k].end_ns != b.samples[k].end_ns ||
+        std::llround(a.window_of(a.samples[k])) != std::llround(b.window_of(b.samples[k])))
+      return false;
+  return true;
+}
+
+// Calls emit(event index or -1 for untracked, group, series, sample, weight_ns) for every row
+// of pp_overlaps of the series listed, series by series, samples in time order.
+template <class Emit>
+void sweep_overlaps_of(const GpuTimeline& gpu, const std::vector<size_t>& which, Emit&& emit);
+
+// The same for every series, or for series first_series, first_series + stride, ...: so that
+// threads can share a GPU's series.
 template <class Emit>
 void sweep_overlaps(const GpuTimeline& gpu, Emit&& emit, size_t first_series = 0, size_t stride = 1) {
+  std::vector<size_t> which;
+  for (size_t si = first_series; si < gpu.series.size(); si += stride) which.push_back(si);
+  sweep_overlaps_of(gpu, which, std::forward<Emit>(emit));
+}
+
+template <class Emit>
+void sweep_overlaps_of(const GpuTimeline& gpu, const std::vector<size_t>& which, Emit&& emit) {
   const auto& events = gpu.events;
   std::vector<int64_t> covered(gpu.jobs.size(), 0);
   std::vector<uint32_t> touched;
@@ -43,7 +67,7 @@ void sweep_overlaps(const GpuTimeline& gpu, Emit&& emit, size_t first_series = 0
             [&](uint32_t a, uint32_t b) { return gpu.jobs[a].first < gpu.jobs[b].first; });
   std::vector<size_t> active;
   std::vector<uint32_t> active_jobs, jobs_here;
-  for (size_t si = first_series; si < gpu.series.size(); si += stride) {
+  for (size_t si : which) {
     const TimelineSeries& series = gpu.series[si];
     const bool instant = series.kind == TimelineSeries::kInstant;
     // An instant is spread over kInstantSpreadNs around end_ns, weighed as one window in all.
