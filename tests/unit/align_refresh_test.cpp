@@ -391,6 +391,36 @@ TEST_F(AlignRefresh, APinnedOffsetIsUsedAsItIs) {
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_windows WHERE copy_of_ms IS NOT NULL").integer, 0);
 }
 
+TEST_F(AlignRefresh, MetricsOfTheSameWindowsAreEachEstimatedFromTheirOwnValues) {
+  // SM and DRAM activity describe the same windows (the estimator sweeps the events once for
+  // both), DRAM with no value in a fifth of them: each metric's estimates are what they are
+  // with the other metric's samples gone.
+  insert_samples(0, last_ms());
+  db_.exec("SELECT pp_config('sample_offset_ms', 37.9)");
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  db_.exec("UPDATE pp_samples SET value = NULL WHERE metric = 'DCGM_FI_PROF_DRAM_ACTIVE' AND ts_ms % 5 = 0");
+  db_.exec("CREATE TEMP TABLE both_metrics AS SELECT * FROM layer_type_estimates "
+           "WHERE metric IN ('DCGM_FI_PROF_SM_ACTIVE', 'DCGM_FI_PROF_DRAM_ACTIVE')");
+  const auto alone_as_with = [&](const std::string& metric) {
+    return db_.scalar("SELECT (SELECT count(*) FROM (SELECT * FROM layer_type_estimates WHERE metric = '" + metric +
+                      "' EXCEPT SELECT * FROM temp.both_metrics WHERE metric = '" + metric +
+                      "')) = 0 AND (SELECT count(*) FROM layer_type_estimates WHERE metric = '" + metric +
+                      "') = (SELECT count(*) FROM temp.both_metrics WHERE metric = '" + metric + "')")
+               .integer;
+  };
+  db_.exec("CREATE TEMP TABLE dram AS SELECT * FROM pp_samples WHERE metric = 'DCGM_FI_PROF_DRAM_ACTIVE'");
+  db_.exec("DELETE FROM pp_samples WHERE metric = 'DCGM_FI_PROF_DRAM_ACTIVE'");
+  EXPECT_EQ(alone_as_with("DCGM_FI_PROF_SM_ACTIVE"), 1);
+  db_.exec("INSERT INTO pp_samples SELECT * FROM temp.dram");
+  db_.exec("DELETE FROM pp_samples WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE'");
+  EXPECT_EQ(alone_as_with("DCGM_FI_PROF_DRAM_ACTIVE"), 1);
+  // (and the nulls count: DRAM's windows are fewer than SM's)
+  EXPECT_EQ(db_.scalar("SELECT (SELECT max(windows) FROM temp.both_metrics WHERE metric = 'DCGM_FI_PROF_DRAM_ACTIVE') < "
+                       "(SELECT max(windows) FROM temp.both_metrics WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE')")
+                .integer,
+            1);
+}
+
 TEST_F(AlignRefresh, SettingErrorsSayWhatIsWanted) {
   EXPECT_EQ(db_.error("SELECT pp_config('sample_offset_ms', 'soon')"),
             "pp_config: setting 'sample_offset_ms' needs 'auto' or a number of milliseconds between -60000 and "
