@@ -197,9 +197,19 @@ struct OverlapMeansCursor : TableCursor {
     const size_t metrics = g.series.size();
     std::vector<MeanState> states(g.groups.size() * metrics, MeanState{});
     std::vector<char> seen(states.size(), 0);
-    // Series are independent (each writes its own states), so up to kThreads sweep them at once.
+    // Series with the same windows (a GPU's PROF metrics) are swept once: each window's calls go
+    // to every series of the class, with that series' value.
+    std::vector<size_t> swept;
+    std::vector<std::vector<size_t>> class_of(metrics);
+    for (size_t si = 0; si < metrics; ++si) {
+      const auto same =
+          std::find_if(swept.begin(), swept.end(), [&](size_t first) { return same_windows(g.series[first], g.series[si]); });
+      class_of[same == swept.end() ? si : *same].push_back(si);
+      if (same == swept.end()) swept.push_back(si);
+    }
+    // Classes are independent (each writes its own states), so up to kThreads sweep them at once.
     const size_t threads =
-        std::max<size_t>(1, std::min<size_t>({kThreads, metrics, std::thread::hardware_concurrency()}));
+        std::max<size_t>(1, std::min<size_t>({kThreads, swept.size(), std::thread::hardware_concurrency()}));
     std::vector<std::exception_ptr> failures(threads);
     // sqlite3_interrupt(): the first thread asks the connection (only it uses the connection),
     // and the others stop when it does.
@@ -216,18 +226,29 @@ struct OverlapMeansCursor : TableCursor {
         };
         std::vector<Pending> pending;
         std::vector<uint32_t> slot(g.groups.size(), UINT32_MAX);  // group -> its index in pending
-        const TimelineSample* current = nullptr;
+        const TimelineSample* current = nullptr;  // the swept series' sample whose calls are pending
         size_t current_series = 0;
         const auto flush = [&] {
-          for (const Pending& p : pending) {
-            slot[p.group] = UINT32_MAX;
-            MeanState calls = MeanState::of(current->value, static_cast<double>(p.weight) / 1e9);
-            calls.count = p.count;
-            states[p.group * metrics + current_series].merge(calls);
+          if (!current) return;
+          const auto k = static_cast<size_t>(current - g.series[current_series].samples.data());
+          for (size_t si : class_of[current_series]) {
+            const TimelineSample& sample = g.series[si].samples[k];
+            if (sample.null) continue;
+            if (!std::isfinite(sample.value))
+              throw Error("value of " + g.series[si].metric + " at ts_ms " + std::to_string(sample.ts_ms) +
+                          " is not finite (pp_mean takes finite values)");
+            for (const Pending& p : pending) {
+              MeanState calls = MeanState::of(sample.value, static_cast<double>(p.weight) / 1e9);
+              calls.count = p.count;
+              states[p.group * metrics + si].merge(calls);
+            }
           }
+          for (const Pending& p : pending) slot[p.group] = UINT32_MAX;
           pending.clear();
         };
-        sweep_overlaps(g, [&](int64_t, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
+        std::vector<size_t> mine;  // this thread's classes
+        for (size_t c = first; c < swept.size(); c += threads) mine.push_back(swept[c]);
+        sweep_overlaps_of(g, mine, [&](int64_t, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
           if (first == 0) {
             try {
               interrupted.poll(65536);
@@ -238,11 +259,7 @@ struct OverlapMeansCursor : TableCursor {
           } else if (stop.load(std::memory_order_relaxed)) {
             throw InterruptedError();
           }
-          seen[group * metrics + series] = 1;
-          if (sample.null) return;
-          if (!std::isfinite(sample.value))
-            throw Error("value of " + g.series[series].metric + " at ts_ms " + std::to_string(sample.ts_ms) +
-                        " is not finite (pp_mean takes finite values)");
+          for (size_t si : class_of[series]) seen[group * metrics + si] = 1;
           if (&sample != current) {
             flush();
             current = &sample;
@@ -256,7 +273,7 @@ struct OverlapMeansCursor : TableCursor {
             pending[at].weight += weight;
             ++pending[at].count;
           }
-        }, first, threads);
+        });
         flush();
       } catch (...) {
         failures[first] = std::current_exception();
