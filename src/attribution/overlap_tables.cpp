@@ -197,19 +197,9 @@ struct OverlapMeansCursor : TableCursor {
     const size_t metrics = g.series.size();
     std::vector<MeanState> states(g.groups.size() * metrics, MeanState{});
     std::vector<char> seen(states.size(), 0);
-    // Series with the same windows (a GPU's PROF metrics) are swept once: each window's calls go
-    // to every series of the class, with that series' value.
-    std::vector<size_t> swept;
-    std::vector<std::vector<size_t>> class_of(metrics);
-    for (size_t si = 0; si < metrics; ++si) {
-      const auto same =
-          std::find_if(swept.begin(), swept.end(), [&](size_t first) { return same_windows(g.series[first], g.series[si]); });
-      class_of[same == swept.end() ? si : *same].push_back(si);
-      if (same == swept.end()) swept.push_back(si);
-    }
-    // Classes are independent (each writes its own states), so up to kThreads sweep them at once.
+    // Series are independent (each writes its own states), so up to kThreads sweep them at once.
     const size_t threads =
-        std::max<size_t>(1, std::min<size_t>({kThreads, swept.size(), std::thread::hardware_concurrency()}));
+        std::max<size_t>(1, std::min<size_t>({kThreads, metrics, std::thread::hardware_concurrency()}));
     std::vector<std::exception_ptr> failures(threads);
     // sqlite3_interrupt(): the first thread asks the connection (only it uses the connection),
     // and the others stop when it does.
@@ -224,6 +214,17 @@ struct OverlapMeansCursor : TableCursor {
           uint32_t group;
           int64_t weight, count;
         };
+        // This thread's series (first, first + threads, ...); those with the same windows (a
+        // GPU's PROF metrics) are swept once, each window's calls going to every series of the
+        // class with that series' value.
+        std::vector<size_t> swept;
+        std::vector<std::vector<size_t>> class_of(metrics);
+        for (size_t si = first; si < metrics; si += threads) {
+          const auto same = std::find_if(swept.begin(), swept.end(),
+                                         [&](size_t one) { return same_windows(g.series[one], g.series[si]); });
+          class_of[same == swept.end() ? si : *same].push_back(si);
+          if (same == swept.end()) swept.push_back(si);
+        }
         std::vector<Pending> pending;
         std::vector<uint32_t> slot(g.groups.size(), UINT32_MAX);  // group -> its index in pending
         const TimelineSample* current = nullptr;  // the swept series' sample whose calls are pending
@@ -246,9 +247,7 @@ struct OverlapMeansCursor : TableCursor {
           for (const Pending& p : pending) slot[p.group] = UINT32_MAX;
           pending.clear();
         };
-        std::vector<size_t> mine;  // this thread's classes
-        for (size_t c = first; c < swept.size(); c += threads) mine.push_back(swept[c]);
-        sweep_overlaps_of(g, mine, [&](int64_t, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
+        sweep_overlaps_of(g, swept, [&](int64_t, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
           if (first == 0) {
             try {
               interrupted.poll(65536);
