@@ -1,5 +1,6 @@
 #include "attribution/event_import.hpp"
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -40,8 +41,9 @@ class StoredEvents {
 
  private:
   BlockEvent event(const LayerEvent& e, int64_t line) {
-    name_.assign(e.layer);
-    name_.push_back('\0');
+    const uint64_t length = e.layer.size();  // (a name may hold a NUL: its length keeps the key unambiguous)
+    name_.assign(reinterpret_cast<const char*>(&length), sizeof length);
+    name_.append(e.layer);
     name_.append(e.layer_type);
     auto found = layer_ids_.find(name_);
     if (found == layer_ids_.end()) found = layer_ids_.emplace(name_, layers_.id_of(e.layer, e.layer_type)).first;
@@ -72,7 +74,7 @@ class StoredEvents {
   BlockKey key_;
   LayerEvent last_;  // the event key_ was made from
   bool has_key_ = false;
-  std::string name_;  // layer NUL type, the key of layer_ids_ (reused)
+  std::string name_;  // the layer's length, layer, type: the key of layer_ids_ (reused)
   std::unordered_map<std::string, int64_t> layer_ids_;
 };
 

@@ -11,9 +11,10 @@ namespace {
 
 // A window's edges are whole nanoseconds, as the events' times are: a length that is not (a
 // driver period of a sixth or a third of a second) is taken to the nearest one, 0.5 ns at most
-// (3e-9 of a 1/6 s window), so that every window adds its overlaps as integers and a search's
-// moved windows update them (WindowMixes). Instants (0) are not windows.
-double whole_ns(double window) { return window > 0 && window < 0x1p62 ? std::round(window) : window; }
+// (3e-9 of a 1/6 s window; a window is 1 ns at least), so that every window adds its overlaps
+// as integers and a search's moved windows update them (WindowMixes). Instants (0) are not
+// windows.
+double whole_ns(double window) { return window > 0 && window < 0x1p62 ? std::max(1.0, std::round(window)) : window; }
 bool is_window(double window) { return window > 0 && window < 0x1p62; }
 
 // The first event that may reach past `from`: events end at most longest_ns after they start.

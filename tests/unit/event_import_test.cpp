@@ -58,6 +58,24 @@ TEST_F(EventImport, RefreshReadsOnlyWhatWasWrittenSince) {
   EXPECT_EQ(refresh(), 0);  // nothing new
 }
 
+TEST_F(EventImport, LayersWhoseNameAndTypeRunTogetherAlikeStayApart) {
+  // A NUL written as \u0000 is part of a name: ("a\0b", "c") and ("a", "b\0c") are two layers.
+  const auto line = [](int i, const std::string& layer, const std::string& type) {
+    nlohmann::ordered_json event = pp_test::event_json(i);
+    event["gpu_uuid"] = "cpu";
+    event["gpu"] = nullptr;
+    event["layer"] = layer;
+    event["layer_type"] = type;
+    return event.dump() + "\n";
+  };
+  dir.write("job1/rank0.jsonl", line(0, std::string("a\0b", 3), "c") + line(1, "a", std::string("b\0c", 3)));
+  EXPECT_EQ(refresh(), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM pp_events_layers"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM pp_events WHERE (line = 1 AND layer = CAST(x'610062' AS TEXT) AND layer_type = 'c') "
+                  "OR (line = 2 AND layer = 'a' AND layer_type = CAST(x'620063' AS TEXT))"),
+            2);
+}
+
 TEST_F(EventImport, LineBeingWrittenIsImportedOnceWhole) {
   dir.write("job1/rank0.jsonl", cpu_lines(0, 2) + cpu_line(2).substr(0, 40));
   EXPECT_EQ(refresh(), 2);
