@@ -90,12 +90,15 @@ inline std::string lines(int first, int count, const std::string& job = "job1") 
 }
 
 // Events of a CPU run (gpu_uuid "cpu"): pp_refresh imports them without asking Prometheus.
-inline std::string cpu_line(int i) {
+// Event i of a job that ran on the CPU only (no GPU).
+inline nlohmann::ordered_json cpu_event_json(int i) {
   nlohmann::ordered_json event = event_json(i);
   event["gpu_uuid"] = "cpu";
   event["gpu"] = nullptr;
-  return event.dump();
+  return event;
 }
+
+inline std::string cpu_line(int i) { return cpu_event_json(i).dump(); }
 
 inline std::string cpu_lines(int first, int count) {
   std::string text;

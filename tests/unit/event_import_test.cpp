@@ -61,9 +61,7 @@ TEST_F(EventImport, RefreshReadsOnlyWhatWasWrittenSince) {
 TEST_F(EventImport, LayersWhoseNameAndTypeRunTogetherAlikeStayApart) {
   // A NUL written as \u0000 is part of a name: ("a\0b", "c") and ("a", "b\0c") are two layers.
   const auto line = [](int i, const std::string& layer, const std::string& type) {
-    nlohmann::ordered_json event = pp_test::event_json(i);
-    event["gpu_uuid"] = "cpu";
-    event["gpu"] = nullptr;
+    nlohmann::ordered_json event = pp_test::cpu_event_json(i);
     event["layer"] = layer;
     event["layer_type"] = type;
     return event.dump() + "\n";

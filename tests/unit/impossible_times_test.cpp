@@ -16,9 +16,7 @@ namespace {
 using pp_test::TempDir;
 
 std::string cpu_event(int i, int64_t t_start_ns, int64_t t_end_ns) {
-  nlohmann::ordered_json event = pp_test::event_json(i);
-  event["gpu_uuid"] = "cpu";
-  event["gpu"] = nullptr;
+  nlohmann::ordered_json event = pp_test::cpu_event_json(i);
   event["t_start_ns"] = t_start_ns;
   event["t_end_ns"] = t_end_ns;
   return event.dump() + "\n";
