@@ -240,20 +240,13 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
     // Series whose windows are the same (a GPU's PROF metrics, scraped together) are swept once:
     // the first of each such class is swept, and each window's rows go to every series of the
     // class, with that series' value (each system still gets its samples in time order).
-    std::vector<size_t> swept;
-    std::vector<std::vector<size_t>> class_of(gpu.series.size());
-    for (size_t si = 0; si < gpu.series.size(); ++si) {
-      const auto same = std::find_if(swept.begin(), swept.end(),
-                                     [&](size_t first) { return same_windows(gpu.series[first], gpu.series[si]); });
-      class_of[same == swept.end() ? si : *same].push_back(si);
-      if (same == swept.end()) swept.push_back(si);
-    }
+    const WindowClasses classes = window_classes(gpu);
     const TimelineSample* window = nullptr;  // the swept series' sample whose rows are gathered
     size_t window_series = 0;
     auto flush = [&] {
       if (!window) return;
       const auto k = static_cast<size_t>(window - gpu.series[window_series].samples.data());
-      for (size_t si : class_of[window_series]) {
+      for (size_t si : classes.class_of[window_series]) {
         current = &gpu.series[si].samples[k];
         current_series = si;
         if (current->null) continue;
@@ -261,7 +254,7 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
         for (size_t o = 0; o < groupings.size(); ++o) flush_grouping(*groupings[o], all_roles[o], found_in[o], key);
       }
     };
-    sweep_overlaps_of(gpu, swept, [&](int64_t event, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
+    sweep_overlaps_of(gpu, classes.swept, [&](int64_t event, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
       if (&sample != window) {
         flush();
         window = &sample;

@@ -41,6 +41,25 @@ inline bool same_windows(const TimelineSeries& a, const TimelineSeries& b) {
   return true;
 }
 
+// Series first, first + stride, ... grouped by same_windows: `swept` lists the first series of
+// each class, class_of[that series] every series of its class (the sweep of the first gives
+// the rows of all).
+struct WindowClasses {
+  std::vector<size_t> swept;
+  std::vector<std::vector<size_t>> class_of;
+};
+inline WindowClasses window_classes(const GpuTimeline& gpu, size_t first = 0, size_t stride = 1) {
+  WindowClasses out;
+  out.class_of.resize(gpu.series.size());
+  for (size_t si = first; si < gpu.series.size(); si += stride) {
+    const auto same = std::find_if(out.swept.begin(), out.swept.end(),
+                                   [&](size_t one) { return same_windows(gpu.series[one], gpu.series[si]); });
+    out.class_of[same == out.swept.end() ? si : *same].push_back(si);
+    if (same == out.swept.end()) out.swept.push_back(si);
+  }
+  return out;
+}
+
 // Calls emit(event index or -1 for untracked, group, series, sample, weight_ns) for every row
 // of pp_overlaps of the series listed, series by series, samples in time order.
 template <class Emit>

@@ -217,14 +217,7 @@ struct OverlapMeansCursor : TableCursor {
         // This thread's series (first, first + threads, ...); those with the same windows (a
         // GPU's PROF metrics) are swept once, each window's calls going to every series of the
         // class with that series' value.
-        std::vector<size_t> swept;
-        std::vector<std::vector<size_t>> class_of(metrics);
-        for (size_t si = first; si < metrics; si += threads) {
-          const auto same = std::find_if(swept.begin(), swept.end(),
-                                         [&](size_t one) { return same_windows(g.series[one], g.series[si]); });
-          class_of[same == swept.end() ? si : *same].push_back(si);
-          if (same == swept.end()) swept.push_back(si);
-        }
+        const WindowClasses classes = window_classes(g, first, threads);
         std::vector<Pending> pending;
         std::vector<uint32_t> slot(g.groups.size(), UINT32_MAX);  // group -> its index in pending
         const TimelineSample* current = nullptr;  // the swept series' sample whose calls are pending
@@ -232,7 +225,7 @@ struct OverlapMeansCursor : TableCursor {
         const auto flush = [&] {
           if (!current) return;
           const auto k = static_cast<size_t>(current - g.series[current_series].samples.data());
-          for (size_t si : class_of[current_series]) {
+          for (size_t si : classes.class_of[current_series]) {
             const TimelineSample& sample = g.series[si].samples[k];
             if (sample.null) continue;
             if (!std::isfinite(sample.value))
@@ -247,7 +240,7 @@ struct OverlapMeansCursor : TableCursor {
           for (const Pending& p : pending) slot[p.group] = UINT32_MAX;
           pending.clear();
         };
-        sweep_overlaps_of(g, swept, [&](int64_t, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
+        sweep_overlaps_of(g, classes.swept, [&](int64_t, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
           if (first == 0) {
             try {
               interrupted.poll(65536);
@@ -258,7 +251,7 @@ struct OverlapMeansCursor : TableCursor {
           } else if (stop.load(std::memory_order_relaxed)) {
             throw InterruptedError();
           }
-          for (size_t si : class_of[series]) seen[group * metrics + si] = 1;
+          for (size_t si : classes.class_of[series]) seen[group * metrics + si] = 1;
           if (&sample != current) {
             flush();
             current = &sample;
