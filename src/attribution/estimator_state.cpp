@@ -5,6 +5,7 @@
 #include "attribution/estimator_state.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -73,6 +74,7 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
   std::map<std::tuple<std::string, std::string, std::string, int>, EstimatorStateRow> rows;
   bool stored = false;
   std::optional<JobSharing> sharing;
+  std::unique_ptr<TimelineFetch> fetched;
   GpuTimeline timeline;
   std::set<std::string> read_systems;  // systems whose stored rows were all read
   std::set<std::tuple<std::string, std::string, std::string, int>> met;  // the rows the windows add to
@@ -92,26 +94,34 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
       while (read.step()) take_row(read);
     }
     sharing = JobSharing::read(db);
-    // One read of the GPU's timeline serves every shift and both groupings.
-    timeline = read_gpu_timeline_for_shifts(db, uuid, std::nullopt, through_ms, horizon_ms);
-    // The stored rows of the systems of the jobs whose calls the timeline holds, in one query
-    // each: read one by one below, each would wait for this thread while it reads other GPUs'
-    // timelines. Not when no window goes (a refresh with nothing new), and not for the other
-    // jobs the timeline lists (every job the GPU ran, each with its untracked group).
-    const bool windows = std::any_of(timeline.series.begin(), timeline.series.end(),
-                                     [](const TimelineSeries& s) { return !s.samples.empty(); });
-    if (stored && !every_row && windows) {
-      std::set<uint32_t> jobs;
-      for (const TimelineEvent& e : timeline.events) jobs.insert(e.job);
-      for (uint32_t job : jobs)
-        if (read_systems.insert(sharing->system(timeline.jobs[job].job_id)).second) {
-          Statement read(db, named_sql("estimator_state", "read_system"));
+    // One read of the GPU's timeline serves every shift and both groupings (its events are
+    // decoded on this thread, below).
+    fetched = fetch_gpu_timeline_for_shifts(db, uuid, std::nullopt, through_ms, horizon_ms);
+  });
+  timeline = fetched->build();
+  fetched.reset();
+  // The stored rows of the systems of the jobs whose calls the timeline holds, in one query
+  // each: read one by one below, each would wait for the connection's thread while it reads
+  // other GPUs' timelines. Not when no window goes (a refresh with nothing new), and not for
+  // the other jobs the timeline lists (every job the GPU ran, each with its untracked group).
+  const bool windows = std::any_of(timeline.series.begin(), timeline.series.end(),
+                                   [](const TimelineSeries& s) { return !s.samples.empty(); });
+  if (stored && !every_row && windows) {
+    std::vector<bool> has_calls(timeline.jobs.size(), false);
+    for (const TimelineEvent& e : timeline.events) has_calls[e.job] = true;
+    std::set<std::string> systems;
+    for (uint32_t job = 0; job < timeline.jobs.size(); ++job)
+      if (has_calls[job]) systems.insert(sharing->system(timeline.jobs[job].job_id));
+    sql.run([&] {
+      Statement read(db, named_sql("estimator_state", "read_system"));
+      for (const std::string& system : systems)
+        if (read_systems.insert(system).second) {
           read.bind(":uuid", uuid);
-          read.bind(":system", sharing->system(timeline.jobs[job].job_id));
+          read.bind(":system", system);
           while (read.step()) take_row(read);
         }
-    }
-  });
+    });
+  }
   const std::vector<TimelineSeries> unmoved = timeline.series;  // (the events are not copied per shift)
   for (int shift : kTimingShifts) {
     if (shift != 0) {

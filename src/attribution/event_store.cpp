@@ -85,14 +85,16 @@ int64_t LayerNames::id_of(const std::string& layer, const std::optional<std::str
 
 const std::pair<std::string, std::optional<std::string>>& LayerNames::name_of(int64_t id, int64_t block) {
   if (!loaded_) load();
-  auto it = names_.find(id);
-  if (it == names_.end()) {
-    load();  // another writer may have added it
-    it = names_.find(id);
-    if (it == names_.end())
-      throw Error("block " + std::to_string(block) + " of pp_events_blocks names layer id " + std::to_string(id) +
-                  ", which pp_events_layers does not have");
-  }
+  if (auto it = names_.find(id); it != names_.end()) return it->second;
+  load();  // another writer may have added it
+  return loaded_name_of(id, block);
+}
+
+const std::pair<std::string, std::optional<std::string>>& LayerNames::loaded_name_of(int64_t id, int64_t block) const {
+  const auto it = names_.find(id);
+  if (it == names_.end())
+    throw Error("block " + std::to_string(block) + " of pp_events_blocks names layer id " + std::to_string(id) +
+                ", which pp_events_layers does not have");
   return it->second;
 }
 
@@ -284,33 +286,73 @@ std::string start_range_sql(std::optional<int64_t> from, std::optional<int64_t> 
   return sql;
 }
 
-void scan_events(sqlite3* db, const std::string& schema, const EventScan& scan, LayerNames& layers,
-                 const std::function<void(const ScannedEvent&)>& visit) {
-  flush_event_tables(db);
+namespace {
+
+// The SQL of a scan and its parameters: each block row's job id, fold point, then the BlockRow
+// columns.
+std::pair<std::string, SqlParameters> scan_sql(const std::string& schema, const EventScan& scan) {
   SqlParameters parameters{{":gpu", scan.gpu_uuid}};
   std::string sql = "SELECT job_id, folded_through_ns, " + std::string(kBlockRowColumns) + " FROM " + quoted_schema(schema) +
                     ".pp_events_blocks WHERE gpu_uuid = :gpu" + start_range_sql(scan.start_from, scan.start_to, "", parameters);
   // (Blocks in index order, so that the same database gives its events in the same order.)
   if (scan.folded == EventScan::kUnfolded) sql += " AND (folded_through_ns IS NULL OR folded_through_ns < last_start_ns)";
   if (scan.folded == EventScan::kFolded) sql += " AND folded_through_ns >= first_start_ns";
+  return {std::move(sql), std::move(parameters)};
+}
+
+// Decodes one block of a scan and calls visit for each of its events the scan wants.
+template <typename NameOf>
+void visit_block(const BlockRow& row, std::string_view job_id, std::optional<int64_t> folded_through,
+                 const EventScan& scan, NameOf&& name_of, std::vector<BlockEvent>& events,
+                 const std::function<void(const ScannedEvent&)>& visit) {
+  decode_block_row(row, events);
+  for (const BlockEvent& e : events) {
+    if (scan.start_from && e.t_start_ns < *scan.start_from) continue;
+    if (scan.start_to && e.t_start_ns > *scan.start_to) continue;
+    const bool folded = folded_through && e.t_start_ns <= *folded_through;
+    if ((scan.folded == EventScan::kUnfolded && folded) || (scan.folded == EventScan::kFolded && !folded)) continue;
+    visit({e, row.id * kBlockIdScale + e.index, job_id, folded, name_of(e.layer_id, row.id)});
+  }
+}
+
+}  // namespace
+
+void scan_events(sqlite3* db, const std::string& schema, const EventScan& scan, LayerNames& layers,
+                 const std::function<void(const ScannedEvent&)>& visit) {
+  flush_event_tables(db);
+  const auto [sql, parameters] = scan_sql(schema, scan);
   Statement read(db, sql);
   read.bind_all(parameters);
   std::vector<BlockEvent> events;
+  const auto name_of = [&](int64_t id, int64_t block) -> const auto& { return layers.name_of(id, block); };
+  while (read.step())
+    visit_block(block_row(read, 2), read.column_view(0),
+                read.column_null(1) ? std::nullopt : std::optional<int64_t>(read.column_int64(1)), scan, name_of, events,
+                visit);
+}
+
+std::vector<FetchedBlock> fetch_event_blocks(sqlite3* db, const std::string& schema, const EventScan& scan) {
+  flush_event_tables(db);
+  const auto [sql, parameters] = scan_sql(schema, scan);
+  Statement read(db, sql);
+  read.bind_all(parameters);
+  std::vector<FetchedBlock> blocks;
   while (read.step()) {
     const BlockRow row = block_row(read, 2);
-    const int64_t block = row.id;
-    const std::string_view job_id = read.column_view(0);
-    const std::optional<int64_t> folded_through =
-        read.column_null(1) ? std::nullopt : std::optional<int64_t>(read.column_int64(1));
-    decode_block_row(row, events);
-    for (const BlockEvent& e : events) {
-      if (scan.start_from && e.t_start_ns < *scan.start_from) continue;
-      if (scan.start_to && e.t_start_ns > *scan.start_to) continue;
-      const bool folded = folded_through && e.t_start_ns <= *folded_through;
-      if ((scan.folded == EventScan::kUnfolded && folded) || (scan.folded == EventScan::kFolded && !folded)) continue;
-      visit({e, block * kBlockIdScale + e.index, job_id, folded, layers.name_of(e.layer_id, block)});
-    }
+    blocks.push_back({std::string(read.column_view(0)),
+                      read.column_null(1) ? std::nullopt : std::optional<int64_t>(read.column_int64(1)), row.id,
+                      row.events, row.first_start_ns, row.last_start_ns, std::string(row.data)});
   }
+  return blocks;
+}
+
+void visit_event_blocks(const std::vector<FetchedBlock>& blocks, const EventScan& scan, const LayerNames& layers,
+                        const std::function<void(const ScannedEvent&)>& visit) {
+  std::vector<BlockEvent> events;
+  const auto name_of = [&](int64_t id, int64_t block) -> const auto& { return layers.loaded_name_of(id, block); };
+  for (const FetchedBlock& b : blocks)
+    visit_block({b.id, b.events, b.first_start_ns, b.last_start_ns, b.data}, b.job_id, b.folded_through_ns, scan,
+                name_of, events, visit);
 }
 
 std::vector<JobSpan> unfolded_spans(sqlite3* db, const std::string& uuid, std::optional<int64_t> through_ns,

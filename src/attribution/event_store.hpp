@@ -62,6 +62,10 @@ class LayerNames {
   int64_t id_of(const std::string& layer, const std::optional<std::string>& layer_type);
   // (name, type) of an id; throws, naming the block, for an id the table does not have.
   const std::pair<std::string, std::optional<std::string>>& name_of(int64_t id, int64_t block);
+  // The same without reading the table (any thread): throws for an id it does not have.
+  const std::pair<std::string, std::optional<std::string>>& loaded_name_of(int64_t id, int64_t block) const;
+  // Reads the table now (the connection's thread), for loaded_name_of.
+  void reload() { load(); }
   // Reads the table again when next needed: ids added by a transaction that was rolled back
   // must not be handed out again.
   void forget() {
@@ -136,6 +140,19 @@ struct ScannedEvent {
 // rows that pp_events' statements buffered are written (flush_event_tables).
 void scan_events(sqlite3* db, const std::string& schema, const EventScan& scan, LayerNames& layers,
                  const std::function<void(const ScannedEvent&)>& visit);
+
+// A scan in two parts, so that decoding can run off the connection's thread (sql_relay.hpp):
+// fetch_event_blocks copies the rows of the blocks (SQL), visit_event_blocks decodes them and
+// calls visit as scan_events does, with names from loaded_name_of (no SQL).
+struct FetchedBlock {
+  std::string job_id;
+  std::optional<int64_t> folded_through_ns;
+  int64_t id, events, first_start_ns, last_start_ns;
+  std::string data;
+};
+std::vector<FetchedBlock> fetch_event_blocks(sqlite3* db, const std::string& schema, const EventScan& scan);
+void visit_event_blocks(const std::vector<FetchedBlock>& blocks, const EventScan& scan, const LayerNames& layers,
+                        const std::function<void(const ScannedEvent&)>& visit);
 
 // Each job's span of the unfolded events of a GPU whose times can be a call (in [0,
 // kMaxEventNs], ending when or after they start) and that start by through_ns: what a fold

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
@@ -93,9 +94,20 @@ void move_windows(GpuTimeline& gpu, int timing_shift) {
 
 namespace {
 
-class TimelineReader {
+// Reads a GPU's timeline: read_series and fetch_events query the database (the connection's
+// thread), build() decodes what they read and places the windows (any thread).
+class TimelineReader : public TimelineFetch {
  public:
-  TimelineReader(sqlite3* db, GpuTimeline& gpu) : db_(db), gpu_(gpu), layers_(db, "main") {}
+  TimelineReader(sqlite3* db, int timing_shift, bool for_shifts, int64_t horizon_ms)
+      : db_(db), layers_(db, "main"), timing_shift_(timing_shift), for_shifts_(for_shifts), horizon_ms_(horizon_ms) {}
+
+  GpuTimeline build() override {
+    if (built_) throw std::logic_error("a timeline is built once");
+    built_ = true;
+    build_events();
+    place_timing(timing_shift_, for_shifts_, horizon_ms_);
+    return std::move(gpu_);
+  }
 
   void read_series(const std::string& uuid, std::optional<int64_t> after_ms, std::optional<int64_t> through_ms,
                    int timing_shift, bool for_shifts = false) {
@@ -177,21 +189,30 @@ class TimelineReader {
   // windows (an index range from the window range's start less the longest folded event). The
   // estimator and the views (unbounded) read every event, as does a fold where pp_gpu_spans does
   // not know a span's longest event.
-  void read_events(const std::string& uuid, std::optional<int64_t> after_ms, std::optional<int64_t> through_ms) {
-    const int64_t through_ns = through_ms && *through_ms < INT64_MAX / kNsPerMsInt ? *through_ms * kNsPerMsInt : INT64_MAX;
-    const auto take = [&](const ScannedEvent& e) {
-      if (e.event.t_end_ns >= e.event.t_start_ns && e.event.t_end_ns <= kMaxEventNs) take_event(e, through_ns);
-    };
+  //
+  // fetch_events copies the rows it needs; build_events decodes them.
+  void fetch_events(const std::string& uuid, std::optional<int64_t> after_ms, std::optional<int64_t> through_ms) {
+    through_ns_ = through_ms && *through_ms < INT64_MAX / kNsPerMsInt ? *through_ms * kNsPerMsInt : INT64_MAX;
+    layers_.reload();
     const std::optional<int64_t> longest = (after_ms || through_ms) ? read_folded_spans(uuid) : std::nullopt;
+    const auto fetch = [&](const EventScan& scan) { scans_.push_back({scan, fetch_event_blocks(db_, "main", scan)}); };
     if (!longest) {
-      scan_events(db_, "main", {uuid, int64_t{0}, std::nullopt, EventScan::kAny}, layers_, take);
-      widen_to_folded_spans(uuid);
+      fetch({uuid, int64_t{0}, std::nullopt, EventScan::kAny});
+      read_spans_to_widen(uuid);
     } else {
-      scan_events(db_, "main", {uuid, int64_t{0}, std::nullopt, EventScan::kUnfolded}, layers_, take);
-      if (lo_ns_ < hi_ns_)
-        scan_events(db_, "main", {uuid, std::max<int64_t>(lo_ns_ - *longest, 0), hi_ns_ - 1, EventScan::kFolded},
-                    layers_, take);
+      fetch({uuid, int64_t{0}, std::nullopt, EventScan::kUnfolded});
+      if (lo_ns_ < hi_ns_) fetch({uuid, std::max<int64_t>(lo_ns_ - *longest, 0), hi_ns_ - 1, EventScan::kFolded});
     }
+  }
+
+  void build_events() {
+    for (const TimelineJob& job : folded_jobs_) job_for(job.job_id, job.first, job.last);
+    const auto take = [&](const ScannedEvent& e) {
+      if (e.event.t_end_ns >= e.event.t_start_ns && e.event.t_end_ns <= kMaxEventNs) take_event(e, through_ns_);
+    };
+    for (const auto& [scan, blocks] : scans_) visit_event_blocks(blocks, scan, layers_, take);
+    scans_.clear();
+    widen_to_folded_spans();
     // The untracked row of each job is the group (job, '(untracked)', 0), as in SQL.
     std::string key;
     for (uint32_t j = 0; j < gpu_.jobs.size(); ++j) {
@@ -321,9 +342,10 @@ class TimelineReader {
     return static_cast<uint16_t>(s.other_windows_ns.size());
   }
 
-  // Each job's span of folded events from pp_gpu_spans, as jobs of the timeline, and the longest
-  // folded event of the spans that reach the windows; nullopt where a span does not know its
-  // longest event (negative: not one pp_gpu_spans holds; read everything then).
+  // Each job's span of folded events from pp_gpu_spans, as jobs of the timeline (build_events
+  // adds them first), and the longest folded event of the spans that reach the windows; nullopt
+  // where a span does not know its longest event (negative: not one pp_gpu_spans holds; read
+  // everything then).
   std::optional<int64_t> read_folded_spans(const std::string& uuid) {
     Statement spans(db_, "SELECT job_id, first_ns, last_ns, longest_ns FROM main.pp_gpu_spans WHERE uuid = :uuid");
     spans.bind(":uuid", uuid);
@@ -334,7 +356,7 @@ class TimelineReader {
       jobs.push_back({spans.column_text(0), spans.column_int64(1), spans.column_int64(2), 0});
       if (spans.column_int64(2) > lo_ns_) longest = std::max(longest, spans.column_int64(3));
     }
-    for (TimelineJob& job : jobs) job_for(job.job_id, job.first, job.last);
+    folded_jobs_ = std::move(jobs);
     return longest;
   }
 
@@ -342,16 +364,19 @@ class TimelineReader {
   // span: a window after them in which the job ran no layer is its untracked time, as in the
   // fold. Without retention the spans are those of the events read (every folded event is in
   // pp_gpu_spans once), so nothing changes. A job none of whose events is left is not added.
-  void widen_to_folded_spans(const std::string& uuid) {
+  void read_spans_to_widen(const std::string& uuid) {
     Statement spans(db_, "SELECT job_id, first_ns, last_ns FROM main.pp_gpu_spans WHERE uuid = :uuid "
                          "AND first_ns >= 0 AND last_ns >= first_ns AND last_ns <= (1 << 62)");
     spans.bind(":uuid", uuid);
-    while (spans.step()) {
-      const auto found = job_index_.find(spans.column_text(0));
+    while (spans.step()) spans_to_widen_.push_back({spans.column_text(0), spans.column_int64(1), spans.column_int64(2), 0});
+  }
+  void widen_to_folded_spans() {
+    for (const TimelineJob& span : spans_to_widen_) {
+      const auto found = job_index_.find(span.job_id);
       if (found == job_index_.end()) continue;
       TimelineJob& job = gpu_.jobs[found->second];
-      job.first = std::min(job.first, spans.column_int64(1));
-      job.last = std::max(job.last, spans.column_int64(2));
+      job.first = std::min(job.first, span.first);
+      job.last = std::max(job.last, span.last);
     }
   }
 
@@ -397,6 +422,11 @@ class TimelineReader {
       // database gives the same sums.)
       gpu_.durations[group].add(static_cast<double>(end - start) / 1e9);
       gpu_.first_id[group] = std::min(gpu_.first_id[group], id);
+      TimelineJob& span = gpu_.jobs[job];
+      span.unfolded_first = std::min(span.unfolded_first, start);
+      span.unfolded_last = std::max(span.unfolded_last, end);
+      span.unfolded_longest = std::max(span.unfolded_longest, end - start);
+      ++span.unfolded_events;
     }
   }
 
@@ -440,8 +470,16 @@ class TimelineReader {
   }
 
   sqlite3* db_;
-  GpuTimeline& gpu_;
+  GpuTimeline gpu_;
   LayerNames layers_;
+  // What fetch_events read for build_events.
+  int64_t through_ns_ = INT64_MAX;
+  std::vector<TimelineJob> folded_jobs_, spans_to_widen_;
+  std::vector<std::pair<EventScan, std::vector<FetchedBlock>>> scans_;
+  int timing_shift_;
+  bool for_shifts_;
+  int64_t horizon_ms_;
+  bool built_ = false;
   std::unordered_map<std::string, uint32_t> group_index_;
   std::vector<std::unordered_map<int64_t, uint32_t>> groups_by_id_;  // per job: layer id x 2 + forward
   std::unordered_map<std::string, uint32_t> job_index_;
@@ -481,24 +519,32 @@ int64_t timing_horizon_ms(int64_t retention_minutes) {
   return retention_minutes > 0 && retention_minutes < kEveryStretch / 60000 ? retention_minutes * 60000 : kEveryStretch;
 }
 
+std::unique_ptr<TimelineFetch> fetch_gpu_timeline(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
+                                                  std::optional<int64_t> through_ms, int timing_shift,
+                                                  int64_t horizon_ms) {
+  auto reader = std::make_unique<TimelineReader>(db, timing_shift, false, horizon_ms);
+  reader->read_series(uuid, after_ms, through_ms, timing_shift);
+  reader->fetch_events(uuid, after_ms, through_ms);
+  return reader;
+}
+
+std::unique_ptr<TimelineFetch> fetch_gpu_timeline_for_shifts(sqlite3* db, const std::string& uuid,
+                                                             std::optional<int64_t> after_ms,
+                                                             std::optional<int64_t> through_ms, int64_t horizon_ms) {
+  auto reader = std::make_unique<TimelineReader>(db, 0, true, horizon_ms);
+  reader->read_series(uuid, after_ms, through_ms, 0, true);
+  reader->fetch_events(uuid, after_ms, through_ms);
+  return reader;
+}
+
 GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
                               std::optional<int64_t> through_ms, int timing_shift, int64_t horizon_ms) {
-  GpuTimeline gpu;
-  TimelineReader reader(db, gpu);
-  reader.read_series(uuid, after_ms, through_ms, timing_shift);
-  reader.read_events(uuid, after_ms, through_ms);
-  reader.place_timing(timing_shift, false, horizon_ms);
-  return gpu;
+  return fetch_gpu_timeline(db, uuid, after_ms, through_ms, timing_shift, horizon_ms)->build();
 }
 
 GpuTimeline read_gpu_timeline_for_shifts(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
                                          std::optional<int64_t> through_ms, int64_t horizon_ms) {
-  GpuTimeline gpu;
-  TimelineReader reader(db, gpu);
-  reader.read_series(uuid, after_ms, through_ms, 0, true);
-  reader.read_events(uuid, after_ms, through_ms);
-  reader.place_timing(0, true, horizon_ms);
-  return gpu;
+  return fetch_gpu_timeline_for_shifts(db, uuid, after_ms, through_ms, horizon_ms)->build();
 }
 
 }  // namespace pp

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,6 +74,9 @@ struct TimelineJob {
   std::string job_id;
   int64_t first = 0, last = 0;  // span on this GPU over all its events, ns
   uint32_t untracked_group = 0;  // the group (job, '(untracked)', 0)
+  // Its calls that give durations (GpuTimeline::durations): their span, count and longest, ns
+  // (what the fold adds to pp_gpu_spans).
+  int64_t unfolded_first = INT64_MAX, unfolded_last = INT64_MIN, unfolded_events = 0, unfolded_longest = 0;
 };
 
 struct GpuTimeline {
@@ -117,6 +121,21 @@ GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optiona
 // without reading again.
 GpuTimeline read_gpu_timeline_for_shifts(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
                                          std::optional<int64_t> through_ms, int64_t horizon_ms);
+// The same in two parts, so that most of a read can run off the connection's thread
+// (sql_relay.hpp): fetch_gpu_timeline* query the database (the connection's thread) and copy
+// the event blocks they need; build() decodes them and places the windows (any thread, once).
+class TimelineFetch {
+ public:
+  virtual ~TimelineFetch() = default;
+  virtual GpuTimeline build() = 0;
+};
+std::unique_ptr<TimelineFetch> fetch_gpu_timeline(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
+                                                  std::optional<int64_t> through_ms, int timing_shift = 0,
+                                                  int64_t horizon_ms = kEveryStretch);
+std::unique_ptr<TimelineFetch> fetch_gpu_timeline_for_shifts(sqlite3* db, const std::string& uuid,
+                                                             std::optional<int64_t> after_ms,
+                                                             std::optional<int64_t> through_ms, int64_t horizon_ms);
+
 // Every window moved by timing_shift times its sample's shift_ns, each series kept in end order.
 void move_windows(GpuTimeline& gpu, int timing_shift);
 
