@@ -1,17 +1,58 @@
 // Refresh steps 5 to 7: the fold of sample windows into layer_state (sql/fold.sql, around the
-// interval join of overlap_tables.cpp), the paper's dedup rule into layer_history
+// interval join of overlap_means.cpp), the paper's dedup rule into layer_history
 // (sql/history.sql), and the plain result tables (sql/report.sql), the last two for the jobs
 // in pp_report_pending (schema.sql).
+#include <algorithm>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "attribution/event_store.hpp"
+#include "attribution/gpu_timeline.hpp"
+#include "attribution/overlap_means.hpp"
 #include "attribution/refresh.hpp"
 #include "core/embedded_sql.hpp"
+#include "core/sql_relay.hpp"
 #include "core/statement.hpp"
 
 namespace pp {
+namespace {
+
+// What the fold takes of one GPU's timeline: the rows of pp_overlap_means, and each job's span
+// of the calls whose durations they count (sorted by job id).
+struct FoldedGpu {
+  struct Row {
+    std::string job_id, layer;
+    int forward;
+    std::string metric;
+    std::optional<std::string> state;
+    std::optional<int64_t> first_id;  // on '_duration' rows
+  };
+  std::vector<Row> rows;
+  int64_t windows = 0;
+  std::vector<JobSpan> spans;
+};
+
+FoldedGpu folded_gpu(const GpuTimeline& gpu, OverlapMeans means) {
+  FoldedGpu out;
+  out.windows = means.windows;
+  for (OverlapMeanRow& r : means.rows) {
+    const TimelineGroup& group = gpu.groups[r.group];
+    const bool durations = r.series == OverlapMeanRow::kDurations;
+    out.rows.push_back({gpu.job_id(r.group), group.layer, group.forward,
+                        durations ? "_duration" : gpu.series[r.series].metric, std::move(r.state),
+                        durations ? std::optional<int64_t>(gpu.first_id[r.group]) : std::nullopt});
+  }
+  for (const TimelineJob& job : gpu.jobs)
+    if (job.unfolded_events > 0)
+      out.spans.push_back({job.job_id, job.unfolded_first, job.unfolded_last, job.unfolded_events, job.unfolded_longest});
+  std::sort(out.spans.begin(), out.spans.end(), [](const JobSpan& a, const JobSpan& b) { return a.job_id < b.job_id; });
+  return out;
+}
+
+}  // namespace
 
 void fold(RefreshRun& run) {
   const int64_t margin = run.connection.settings().get_int("attribution_margin_seconds");
@@ -22,35 +63,65 @@ void fold(RefreshRun& run) {
   if (impossible > 0)
     run.warn(std::to_string(impossible) + (impossible == 1 ? " event" : " events") +
              " in pp_events end before they start or lie outside 1970-2116; they are not folded");
-  std::vector<std::pair<std::string, int64_t>> windows;
+  struct FoldWindow {
+    std::string uuid;
+    int64_t after_ms, through_ms;
+  };
+  std::vector<FoldWindow> windows;
   {
     Statement list(run.db, named_sql("refresh", "fold_windows_list"));
-    while (list.step()) windows.emplace_back(list.column_text(0), list.column_int64(1));
+    while (list.step()) windows.push_back({list.column_text(0), list.column_int64(1), list.column_int64(2)});
   }
-  // Each job's span of the events this fold counts: those not folded yet that start by their
-  // GPU's fold point.
+  // Per GPU, the overlap means of its windows and each job's span of the events whose
+  // durations they count (those not folded yet that start by the fold point): its reads on the
+  // connection's thread, its decoding and sweep on a worker beside the other GPUs' reads.
+  std::vector<FoldedGpu> folded(windows.size());
+  for_each_in_parallel(windows.size(), [&](size_t i, SqlRelay& sql) {
+    std::unique_ptr<TimelineFetch> fetched;
+    sql.run([&] { fetched = fetch_gpu_timeline(run.db, windows[i].uuid, windows[i].after_ms, windows[i].through_ms); });
+    const GpuTimeline gpu = fetched->build();
+    fetched.reset();
+    folded[i] = folded_gpu(gpu, overlap_means(gpu, 1));
+  });
+  // In the GPUs' order, so that the same database gives the same sums.
+  run_script(run.db, named_sql("refresh", "fold_means_table"));
   run_script(run.db, named_sql("refresh", "fold_spans_table"));
   {
-    LayerNames layers(run.db, "main");
-    Statement add(run.db, named_sql("refresh", "add_fold_span"));
-    for (const auto& [uuid, through_ms] : windows)
-      for (const JobSpan& s : unfolded_spans(run.db, uuid, through_ms * int64_t{1000000}, layers)) {
-        add.bind(":job_id", s.job_id);
-        add.bind(":uuid", uuid);
-        add.bind(":first_ns", s.first_ns);
-        add.bind(":last_ns", s.last_ns);
-        add.bind(":events", s.events);
-        add.bind(":longest_ns", s.longest_ns);
-        add.run();
+    Statement add_means(run.db, named_sql("refresh", "add_fold_means"));
+    Statement add_span(run.db, named_sql("refresh", "add_fold_span"));
+    for (size_t i = 0; i < windows.size(); ++i) {
+      for (const FoldedGpu::Row& row : folded[i].rows) {
+        add_means.bind(":uuid", windows[i].uuid);
+        add_means.bind(":job_id", row.job_id);
+        add_means.bind(":layer", row.layer);
+        add_means.bind(":forward", int64_t{row.forward});
+        add_means.bind(":metric", row.metric);
+        if (row.state)
+          add_means.bind_blob(":state", *row.state);
+        else
+          add_means.bind(":state", std::optional<std::string>());
+        add_means.bind(":first_id", row.first_id);
+        add_means.bind(":windows", folded[i].windows);
+        add_means.run();
       }
+      for (const JobSpan& s : folded[i].spans) {
+        add_span.bind(":job_id", s.job_id);
+        add_span.bind(":uuid", windows[i].uuid);
+        add_span.bind(":first_ns", s.first_ns);
+        add_span.bind(":last_ns", s.last_ns);
+        add_span.bind(":events", s.events);
+        add_span.bind(":longest_ns", s.longest_ns);
+        add_span.run();
+      }
+    }
   }
   run_script(run.db, embedded_sql("fold"));
   // The events whose durations the fold counted: up to each GPU's fold point, one index range
   // per GPU (a single UPDATE would look the GPU's window up for every row).
   Statement mark(run.db, named_sql("refresh", "mark_folded"));
-  for (const auto& [uuid, through_ms] : windows) {
-    mark.bind(":uuid", uuid);
-    mark.bind(":through_ms", through_ms);
+  for (const FoldWindow& w : windows) {
+    mark.bind(":uuid", w.uuid);
+    mark.bind(":through_ms", w.through_ms);
     mark.run();
   }
   run.summary.windows_folded = static_cast<long long>(query_double(run.db, named_sql("refresh", "windows_folded"), {}, 0));

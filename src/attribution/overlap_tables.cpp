@@ -44,9 +44,7 @@
 // SQLite is called from the calling thread only); bench/attribution_bench.py measures it.
 //
 // INNOCUOUS: it reads only tables of the database it runs in, no files or network.
-#include <atomic>
 #include <cmath>
-#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,6 +54,7 @@
 #include "attribution/attribution_tables.hpp"
 #include "attribution/gpu_timeline.hpp"
 #include "attribution/interval_sweep.hpp"
+#include "attribution/overlap_means.hpp"
 #include "core/interrupt.hpp"
 #include "core/sql_values.hpp"
 #include "core/table_function.hpp"
@@ -173,16 +172,10 @@ struct OverlapMeansCursor : TableCursor {
   enum Column { kJobId, kLayer, kForward, kMetric, kState, kFirstId, kWindows, kUuid };
   static constexpr int kFirstArgument = kUuid;
   static constexpr bool kDoesIo = false;
-  static constexpr uint32_t kDurationRow = UINT32_MAX;  // Row::series of a '_duration' row
   using TableCursor::TableCursor;
 
-  struct Row {
-    uint32_t group;
-    uint32_t series;                   // kDurationRow: the group's durations
-    std::optional<std::string> state;  // nullopt: every value NULL
-  };
   std::unique_ptr<GpuTimeline> gpu;
-  std::vector<Row> rows;
+  std::vector<OverlapMeanRow> rows;
   int64_t windows = 0;
   size_t row = 0;
 
@@ -193,99 +186,12 @@ struct OverlapMeansCursor : TableCursor {
     keep_arguments(args);
     rows.clear();
     gpu = read_arguments(connection->db(), args);
-    const GpuTimeline& g = *gpu;
-    const size_t metrics = g.series.size();
-    std::vector<MeanState> states(g.groups.size() * metrics, MeanState{});
-    std::vector<char> seen(states.size(), 0);
-    // Series are independent (each writes its own states), so up to kThreads sweep them at once.
-    const size_t threads =
-        std::max<size_t>(1, std::min<size_t>({kThreads, metrics, std::thread::hardware_concurrency()}));
-    std::vector<std::exception_ptr> failures(threads);
-    // sqlite3_interrupt(): the first thread asks the connection (only it uses the connection),
-    // and the others stop when it does.
+    // sqlite3_interrupt(): the calling thread asks the connection (only it uses the connection).
     InterruptCheck interrupted(connection->db());
-    std::atomic<bool> stop{false};
-    auto work = [&](size_t first) {
-      try {
-        // A window's calls of one layer share its value: their weights are summed and the value
-        // added once with that weight and their count (the same mean and spread as adding each,
-        // at a fraction of the cost: most of the join's time was these additions).
-        struct Pending {
-          uint32_t group;
-          int64_t weight, count;
-        };
-        // This thread's series (first, first + threads, ...); those with the same windows (a
-        // GPU's PROF metrics) are swept once, each window's calls going to every series of the
-        // class with that series' value.
-        const WindowClasses classes = window_classes(g, first, threads);
-        std::vector<Pending> pending;
-        std::vector<uint32_t> slot(g.groups.size(), UINT32_MAX);  // group -> its index in pending
-        const TimelineSample* current = nullptr;  // the swept series' sample whose calls are pending
-        size_t current_series = 0;
-        const auto flush = [&] {
-          if (!current) return;
-          const auto k = static_cast<size_t>(current - g.series[current_series].samples.data());
-          for (size_t si : classes.class_of[current_series]) {
-            const TimelineSample& sample = g.series[si].samples[k];
-            if (sample.null) continue;
-            if (!std::isfinite(sample.value))
-              throw Error("value of " + g.series[si].metric + " at ts_ms " + std::to_string(sample.ts_ms) +
-                          " is not finite (pp_mean takes finite values)");
-            for (const Pending& p : pending) {
-              MeanState calls = MeanState::of(sample.value, static_cast<double>(p.weight) / 1e9);
-              calls.count = p.count;
-              states[p.group * metrics + si].merge(calls);
-            }
-          }
-          for (const Pending& p : pending) slot[p.group] = UINT32_MAX;
-          pending.clear();
-        };
-        sweep_overlaps_of(g, classes.swept, [&](int64_t, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
-          if (first == 0) {
-            try {
-              interrupted.poll(65536);
-            } catch (...) {
-              stop = true;
-              throw;
-            }
-          } else if (stop.load(std::memory_order_relaxed)) {
-            throw InterruptedError();
-          }
-          for (size_t si : classes.class_of[series]) seen[group * metrics + si] = 1;
-          if (&sample != current) {
-            flush();
-            current = &sample;
-            current_series = series;
-          }
-          uint32_t& at = slot[group];
-          if (at == UINT32_MAX) {
-            at = static_cast<uint32_t>(pending.size());
-            pending.push_back({group, weight, 1});
-          } else {
-            pending[at].weight += weight;
-            ++pending[at].count;
-          }
-        });
-        flush();
-      } catch (...) {
-        failures[first] = std::current_exception();
-      }
-    };
-    std::vector<std::thread> workers;
-    for (size_t t = 1; t < threads; ++t) workers.emplace_back(work, t);
-    work(0);
-    for (auto& w : workers) w.join();
-    for (const auto& failure : failures)
-      if (failure) std::rethrow_exception(failure);
-    for (uint32_t group = 0; group < g.groups.size(); ++group) {
-      for (uint32_t m = 0; m < metrics; ++m)
-        if (seen[group * metrics + m]) {
-          const MeanState& state = states[group * metrics + m];
-          rows.push_back({group, m, state.empty() ? std::nullopt : std::optional(encode_mean_state(state))});
-        }
-      if (!g.durations[group].empty()) rows.push_back({group, kDurationRow, encode_mean_state(g.durations[group])});
-    }
-    windows = rows.empty() ? 0 : g.windows();
+    const size_t threads = std::max<size_t>(1, std::min<size_t>(kThreads, std::thread::hardware_concurrency()));
+    OverlapMeans means = overlap_means(*gpu, threads, [&] { interrupted.check(); });
+    rows = std::move(means.rows);
+    windows = means.windows;
     row = 0;
     eof = rows.empty();
   }
@@ -293,14 +199,14 @@ struct OverlapMeansCursor : TableCursor {
   void next() { eof = ++row >= rows.size(); }
 
   void column(sqlite3_context* ctx, int column) const {
-    const Row& r = rows[row];
+    const OverlapMeanRow& r = rows[row];
     const TimelineGroup& group = gpu->groups[r.group];
     switch (column) {
       case kJobId: result_text(ctx, gpu->job_id(r.group)); break;
       case kLayer: result_text(ctx, group.layer); break;
       case kForward: sqlite3_result_int(ctx, group.forward); break;
       case kMetric:
-        if (r.series == kDurationRow)
+        if (r.series == OverlapMeanRow::kDurations)
           sqlite3_result_text(ctx, "_duration", -1, SQLITE_STATIC);
         else
           result_text(ctx, gpu->series[r.series].metric);
@@ -312,7 +218,7 @@ struct OverlapMeansCursor : TableCursor {
           sqlite3_result_null(ctx);
         break;
       case kFirstId:
-        if (r.series == kDurationRow)
+        if (r.series == OverlapMeanRow::kDurations)
           sqlite3_result_int64(ctx, gpu->first_id[r.group]);
         else
           sqlite3_result_null(ctx);

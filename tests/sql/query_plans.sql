@@ -177,6 +177,17 @@ SELECT count(*) = (SELECT count(*) FROM means WHERE metric <> '_duration') AND c
         AND pp_mean_min(m.state) = pp_mean_min(o.state) AND pp_mean_max(m.state) = pp_mean_max(o.state)
         AND abs(pp_mean_value(m.state) - pp_mean_value(o.state)) <= 1e-12 * abs(pp_mean_value(o.state))
         AND abs(pp_mean_stddev(m.state) - pp_mean_stddev(o.state)) <= 1e-9 * pp_mean_stddev(o.state) + 1e-15);
+-- The refresh above folded every window at once, each GPU's means made on a worker beside the
+-- other GPUs' reads: layer_state holds what pp_overlap_means gives, merged over the GPUs.
+SELECT count(*) = (SELECT count(DISTINCT job_id || '|' || layer || '|' || forward || '|' || metric) FROM means
+                    WHERE metric <> '_duration' AND state IS NOT NULL) AND count(*) > 0
+  FROM layer_state AS s
+  JOIN (SELECT job_id, layer, forward, metric, pp_mean_merge(state) AS state FROM means
+         WHERE metric <> '_duration' AND state IS NOT NULL GROUP BY job_id, layer, forward, metric) AS m
+       USING (job_id, layer, forward, metric)
+ WHERE pp_mean_count(s.state) = pp_mean_count(m.state) AND pp_mean_min(s.state) = pp_mean_min(m.state)
+   AND pp_mean_max(s.state) = pp_mean_max(m.state)
+   AND abs(pp_mean_value(s.state) - pp_mean_value(m.state)) <= 1e-12 * abs(pp_mean_value(m.state));
 CREATE TEMP VIEW means_per_gpu AS SELECT g.uuid AS gpu, m.* FROM gpus AS g, pp_overlap_means(g.uuid) AS m;
 SELECT (SELECT count(*) FROM means_per_gpu WHERE metric = '_duration' OR layer = 'l2')
      = (SELECT count(*) FROM means WHERE metric = '_duration' OR layer = 'l2');

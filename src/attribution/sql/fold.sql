@@ -1,26 +1,18 @@
 -- One fold step of pp_refresh: the sample windows in temp.pp_fold_window (per GPU, ts_ms in
 -- (after_ms, through_ms]) and the events they overlap go into layer_state with pp_mean_merge.
--- The interval join is pp_overlap_means (src/attribution/interval_join.cpp): per GPU, a sweep over its
--- time-sorted events and samples with overlaps in integer nanoseconds, so weights are exact;
--- the rest of each window inside a job's span on that GPU is the job's untracked time (idle,
--- data loading, or functional ops that module hooks cannot see), its own '(untracked)' row,
--- never spread over the layers. In the same pass it gives the call durations ('_duration') of
--- the events not folded yet that start by the GPU's fold point (CPU events: all of them).
--- It returns one state per (job, layer, direction, metric) and GPU, never the millions of
--- (event, sample) pairs (pp_overlaps lists those).
+-- The interval join (overlap_means.cpp, what pp_overlap_means returns; fold.cpp runs it per GPU
+-- beside the reads of the others and puts its rows into temp.pp_fold_means): a sweep over the
+-- GPU's time-sorted events and samples with overlaps in integer nanoseconds, so weights are
+-- exact; the rest of each window inside a job's span on that GPU is the job's untracked time
+-- (idle, data loading, or functional ops that module hooks cannot see), its own '(untracked)'
+-- row, never spread over the layers. In the same pass it gives the call durations
+-- ('_duration') of the events not folded yet that start by the GPU's fold point (CPU events:
+-- all of them). It gives one state per (job, layer, direction, metric) and GPU, never the
+-- millions of (event, sample) pairs (pp_overlaps lists those).
 -- Each (event, sample) pair is folded exactly once, when its sample's window is folded, so
 -- any sequence of refreshes gives the same states as one refresh over all the data.
 -- After this script pp_refresh sets pp_events.folded = 1 on the events whose durations it
 -- counted (t_start_ns up to each GPU's through_ms), one index range per GPU.
-
--- (Emptied, not dropped: a table cannot be dropped while the calling statement runs.)
-CREATE TEMP TABLE IF NOT EXISTS pp_fold_means(
-  uuid TEXT, job_id TEXT, layer TEXT, forward INTEGER, metric TEXT, state BLOB, first_id INTEGER,
-  windows INTEGER);
-DELETE FROM temp.pp_fold_means;
-INSERT INTO temp.pp_fold_means
-SELECT w.uuid, m.job_id, m.layer, m.forward, m.metric, m.state, m.first_id, m.windows
-  FROM temp.pp_fold_window AS w, pp_overlap_means(w.uuid, w.after_ms, w.through_ms) AS m;
 
 INSERT INTO main.layer_state(job_id, layer, forward, metric, state)
 SELECT job_id, layer, forward, metric, pp_mean_merge(state)

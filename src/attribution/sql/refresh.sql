@@ -244,7 +244,21 @@ SELECT 'cpu', 0, 4102444800000
 DELETE FROM temp.pp_fold_window WHERE through_ms <= after_ms;
 
 -- name: fold_windows_list
-SELECT uuid, through_ms FROM temp.pp_fold_window;
+SELECT uuid, after_ms, through_ms FROM temp.pp_fold_window;
+
+-- name: fold_means_table
+-- Per GPU, the overlap means of its windows to fold (fold.cpp: what
+--   SELECT w.uuid, m.* FROM temp.pp_fold_window AS w, pp_overlap_means(w.uuid, w.after_ms, w.through_ms) AS m
+-- gives), for sql/fold.sql.
+-- (Emptied, not dropped: a table cannot be dropped while the calling statement runs.)
+CREATE TEMP TABLE IF NOT EXISTS pp_fold_means(
+  uuid TEXT, job_id TEXT, layer TEXT, forward INTEGER, metric TEXT, state BLOB, first_id INTEGER,
+  windows INTEGER);
+DELETE FROM temp.pp_fold_means;
+
+-- name: add_fold_means
+INSERT INTO temp.pp_fold_means(uuid, job_id, layer, forward, metric, state, first_id, windows)
+VALUES (:uuid, :job_id, :layer, :forward, :metric, :state, :first_id, :windows);
 
 -- name: fold_spans_table
 CREATE TEMP TABLE IF NOT EXISTS pp_fold_spans(

@@ -22,7 +22,7 @@ SELECT a.uuid, a.job_id AS job_a, b.job_id AS job_b,
 
 -- Per event and metric: each sample whose aligned window overlaps the event (window_end: where
 -- it ends; sample_ts: when Prometheus stored it), with the overlap in seconds as weight. Events match only samples of their own GPU. The interval join is
--- pp_overlaps (src/attribution/interval_join.cpp), a sweep per GPU; CROSS JOIN keeps that order.
+-- pp_overlaps (src/attribution/overlap_tables.cpp), a sweep per GPU; CROSS JOIN keeps that order.
 CREATE VIEW IF NOT EXISTS layer_attribution AS
 SELECT o.event_id, o.job_id, o.layer, e.layer_type, o.forward, g.uuid AS gpu_uuid, o.metric,
        o.ts_ms / 1000.0 AS sample_ts, o.window_end_ns / 1e9 AS window_end, o.interval_ms / 1000.0 AS interval_s,
