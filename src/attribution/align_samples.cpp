@@ -225,13 +225,14 @@ class GpuAligner {
     // A pinned offset needs the events only for the driver's grid (GPU_UTIL's own window).
     const bool needs_events = !pinned_ || (!data_.driver.empty() && data_.primary != data_.driver);
     AlignmentTimeline timeline;
-    if (needs_events)
-      sql_.run([&] {
-        timeline = read_alignment_timeline(run_.db, uuid_, extent_,
-                                           static_cast<double>(data_.ts_ms[first]) * kNsPerMs - lag -
-                                               2 * std::max(window_ns_, spacing),
-                                           static_cast<double>(data_.ts_ms[last - 1]) * kNsPerMs + lag);
-      });
+    if (needs_events) {
+      const double from_ns =
+          static_cast<double>(data_.ts_ms[first]) * kNsPerMs - lag - 2 * std::max(window_ns_, spacing);
+      const double to_ns = static_cast<double>(data_.ts_ms[last - 1]) * kNsPerMs + lag;
+      std::optional<AlignmentEventBlocks> fetched;
+      sql_.run([&] { fetched = fetch_alignment_events(run_.db, uuid_, extent_, from_ns, to_ns); });
+      timeline = alignment_timeline(*fetched, extent_, from_ns, to_ns);  // (decoded on this thread)
+    }
     std::vector<int> shift;
     std::vector<char> copy;  // kept samples the alignment found to be copies (idle ones)
     if (pinned_) {

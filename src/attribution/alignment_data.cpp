@@ -123,8 +123,20 @@ GpuEventExtent read_event_extent(sqlite3* db, const std::string& uuid) {
   return extent;
 }
 
-AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, const GpuEventExtent& extent,
-                                          double from_ns, double to_ns) {
+AlignmentEventBlocks fetch_alignment_events(sqlite3* db, const std::string& uuid, const GpuEventExtent& extent,
+                                            double from_ns, double to_ns) {
+  // The events that start in [from - the longest, to).
+  const auto from = static_cast<int64_t>(from_ns), to = static_cast<int64_t>(to_ns);
+  AlignmentEventBlocks fetched{LayerNames(db, "main"),
+                               {uuid, std::max<int64_t>(from - extent.longest_ns - 1, 0), to - 1, EventScan::kAny},
+                               {}};
+  fetched.layers.reload();
+  fetched.blocks = fetch_event_blocks(db, "main", fetched.scan);
+  return fetched;
+}
+
+AlignmentTimeline alignment_timeline(const AlignmentEventBlocks& fetched, const GpuEventExtent& extent,
+                                     double from_ns, double to_ns) {
   AlignmentTimeline t;
   std::map<std::string, uint32_t> job_index;
   // Only the jobs whose span reaches the stretch: another one touches none of its windows, but
@@ -137,11 +149,10 @@ AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, 
     t.jobs.push_back(span);
   }
   t.longest_ns = 0;
-  // The events that start in [from - the longest, to) and end after from, whose times can be a
-  // call, in t_start_ns order. Jobs and layer types are numbered as the blocks are read (a
-  // stretch holds tens of thousands of events and a handful of each).
-  LayerNames layers(db, "main");
-  const auto from = static_cast<int64_t>(from_ns), to = static_cast<int64_t>(to_ns);
+  // The events fetched that end after from, whose times can be a call, in t_start_ns order.
+  // Jobs and layer types are numbered as the blocks are read (a stretch holds tens of thousands
+  // of events and a handful of each).
+  const auto from = static_cast<int64_t>(from_ns);
   struct InRange {
     int64_t start, end, id;
     uint32_t job, layer_type;  // into job_ids and layer_types
@@ -163,20 +174,19 @@ AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, 
   uint32_t last_job = 0;
   std::string_view last_job_id;
   bool any_job = false;
-  scan_events(db, "main", {uuid, std::max<int64_t>(from - extent.longest_ns - 1, 0), to - 1, EventScan::kAny}, layers,
-              [&](const ScannedEvent& e) {
-                const int64_t start = e.event.t_start_ns, end = e.event.t_end_ns;
-                if (end <= from || end < start || end > kMaxEventNs) return;
-                if (!any_job || e.job_id != last_job_id) {
-                  last_job = number(job_read, job_ids, e.job_id);
-                  last_job_id = job_ids[last_job];
-                  any_job = true;
-                }
-                auto type = type_of_layer.find(&e.layer);
-                if (type == type_of_layer.end())
-                  type = type_of_layer.emplace(&e.layer, number(type_read, layer_types, e.layer.second.value_or(""))).first;
-                in_range.push_back({start, end, e.id, last_job, type->second, e.event.forward ? 1 : 0});
-              });
+  visit_event_blocks(fetched.blocks, fetched.scan, fetched.layers, [&](const ScannedEvent& e) {
+    const int64_t start = e.event.t_start_ns, end = e.event.t_end_ns;
+    if (end <= from || end < start || end > kMaxEventNs) return;
+    if (!any_job || e.job_id != last_job_id) {
+      last_job = number(job_read, job_ids, e.job_id);
+      last_job_id = job_ids[last_job];
+      any_job = true;
+    }
+    auto type = type_of_layer.find(&e.layer);
+    if (type == type_of_layer.end())
+      type = type_of_layer.emplace(&e.layer, number(type_read, layer_types, e.layer.second.value_or(""))).first;
+    in_range.push_back({start, end, e.id, last_job, type->second, e.event.forward ? 1 : 0});
+  });
   std::sort(in_range.begin(), in_range.end(),
             [](const InRange& a, const InRange& b) { return a.start != b.start ? a.start < b.start : a.id < b.id; });
   // Groups are numbered in the order they first run, by (job, layer type, direction).

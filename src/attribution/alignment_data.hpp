@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attribution/alignment.hpp"
+#include "attribution/event_store.hpp"
 #include "core/sqlite_api.hpp"
 
 namespace pp {
@@ -63,9 +64,18 @@ GpuEventExtent read_event_extent(sqlite3* db, const std::string& uuid);
 GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, const GpuEventExtent& extent,
                                int64_t samples_after_ns, std::optional<int64_t> last_aligned_ms);
 
-// The GPU's events overlapping [from_ns, to_ns) grouped by (job, layer type, direction).
-AlignmentTimeline read_alignment_timeline(sqlite3* db, const std::string& uuid, const GpuEventExtent& extent,
-                                          double from_ns, double to_ns);
+// The GPU's events overlapping [from_ns, to_ns) grouped by (job, layer type, direction), read
+// in two parts (sql_relay.hpp): fetch_alignment_events copies the blocks that can hold them
+// (the connection's thread), alignment_timeline decodes and groups them (any thread).
+struct AlignmentEventBlocks {
+  LayerNames layers;
+  EventScan scan;
+  std::vector<FetchedBlock> blocks;
+};
+AlignmentEventBlocks fetch_alignment_events(sqlite3* db, const std::string& uuid, const GpuEventExtent& extent,
+                                            double from_ns, double to_ns);
+AlignmentTimeline alignment_timeline(const AlignmentEventBlocks& fetched, const GpuEventExtent& extent,
+                                     double from_ns, double to_ns);
 
 std::vector<SegmentRecord> read_segments(sqlite3* db, const std::string& uuid);
 // The window of a stored time aligned before (pp_windows), if any.
