@@ -156,13 +156,16 @@ void BlockWriter::write(const OpenBlock& block) {
     first_line = std::min(first_line, e.line);
     last_line = std::max(last_line, e.line);
   }
-  std::string sql = "INSERT INTO " + quoted_schema(schema_) + ".pp_events_blocks(id";
-  for (const char* c : kBlockKeyColumns) sql += std::string(", ") + c;
-  sql += ", first_line, last_line, events, first_start_ns, last_start_ns, last_end_ns, impossible, folded_through_ns, "
-         "data) VALUES (?";
-  for (int i = 0; i < kBlockKeyColumnCount; ++i) sql += ", ?";
-  sql += ", ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-  Statement insert(db_, sql);
+  if (!insert_) {
+    std::string sql = "INSERT INTO " + quoted_schema(schema_) + ".pp_events_blocks(id";
+    for (const char* c : kBlockKeyColumns) sql += std::string(", ") + c;
+    sql += ", first_line, last_line, events, first_start_ns, last_start_ns, last_end_ns, impossible, folded_through_ns, "
+           "data) VALUES (?";
+    for (int i = 0; i < kBlockKeyColumnCount; ++i) sql += ", ?";
+    sql += ", ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    insert_ = std::make_unique<Statement>(db_, sql);
+  }
+  Statement& insert = *insert_;
   int p = 1;
   insert.bind(p++, block.id);
   for (const SqlValue& v : block.key) bind_value(insert, p++, v);
@@ -189,11 +192,13 @@ void BlockWriter::flush() {
     write(open_.front());
     open_.erase(open_.begin());
   }
+  insert_.reset();
   next_id_ = 0;  // another writer may add blocks before this one opens its next
   last_block_ = 0;
 }
 
 void BlockWriter::discard() {
+  insert_.reset();
   open_.clear();
   next_id_ = 0;
   last_block_ = 0;

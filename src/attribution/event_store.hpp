@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -116,6 +117,9 @@ class BlockWriter {
   int64_t next_id_ = 0;  // 0: read max(id) + 1 when a block opens
   std::vector<OpenBlock> open_;
   int64_t last_block_ = 0;  // the block the last add went into (0: none)
+  // The INSERT of write(), prepared once for the blocks until the next flush() or discard()
+  // (not kept beyond: a statement left prepared would keep sqlite3_close() from closing).
+  std::unique_ptr<Statement> insert_;
 };
 
 // What a reader of the engine wants of one GPU's events (the pp_events table reads the same
