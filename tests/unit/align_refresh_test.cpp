@@ -523,6 +523,33 @@ TEST_F(AlignRefresh, GpusAlignedAndKeptOnTwoThreadsGetTheSameRows) {
   EXPECT_EQ(inserted, sorted);
 }
 
+// A block that cannot be read, met by the steps whose workers decode the GPUs' events (the
+// connection's thread only copies the blocks): the refresh fails with an error naming the
+// block, keeps nothing, and refreshes once the block is whole again. The block is an early one
+// marked folded, which the reads of what is new pass by: the align step's stretch meets it,
+// or, with the offset pinned and no driver metric (no stretch reads events), the fold's.
+TEST_F(AlignRefresh, ADamagedBlockStopsTheThreadedStepsWithAnErrorNamingIt) {
+  insert_samples(0, last_ms());
+  add_gpu_like_the_first(1);
+  db_.exec("SELECT pp_config('event_retention_minutes', 1)");
+  const std::string block =
+      std::to_string(db_.scalar("SELECT min(id) FROM pp_events_blocks WHERE gpu_uuid <> '" + std::string(kUuid) + "'").integer);
+  for (const char* pinned : {"", "SELECT pp_config('sample_offset_ms', 40); UPDATE pp_metrics SET kind = 'window';"}) {
+    for (const char* damage : {"data = x'0105ff'", "last_start_ns = last_start_ns - 1"}) {
+      SCOPED_TRACE(std::string(pinned) + damage);
+      db_.exec(std::string("SAVEPOINT damaged; ") + pinned + "UPDATE pp_events_blocks SET folded_through_ns = last_start_ns, " +
+               damage + " WHERE id = " + block);
+      const std::string error = db_.error("SELECT * FROM pp_refresh(NULL, 1)");
+      EXPECT_EQ(error.rfind("pp_refresh: block " + block + " of pp_events_blocks is damaged (", 0), 0u) << error;
+      EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment").integer, 0);
+      EXPECT_EQ(db_.scalar("SELECT count(*) FROM layer_state").integer, 0);
+      db_.exec("ROLLBACK TO damaged; RELEASE damaged");
+    }
+  }
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  EXPECT_GT(db_.scalar("SELECT count(*) FROM layer_state").integer, 0);
+}
+
 // Ctrl-C during a refresh whose align and retention steps run on two threads: whichever step
 // the interrupt meets, the refresh stops with the interrupt's error (no thread left waiting on
 // another), keeps nothing, and the next refresh gets the rows of one never interrupted.
