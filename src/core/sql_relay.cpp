@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <system_error>
 #include <vector>
 
@@ -22,10 +23,26 @@ void SqlRelay::run(const std::function<void()>& f) {
   if (request.failure) std::rethrow_exception(request.failure);
 }
 
-void SqlRelay::serve(size_t workers) {
+void SqlRelay::serve(size_t workers, const std::function<void()>& watch) {
+  // Often enough that a worker stops within some tens of ms; each call costs about a microsecond.
+  constexpr std::chrono::milliseconds kWatchEvery{20};
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    wake_owner_.wait(lock, [&] { return !requests_.empty() || finished_ == workers; });
+    const auto ready = [&] { return !requests_.empty() || finished_ == workers; };
+    if (watch && !stop_) {
+      if (!wake_owner_.wait_for(lock, kWatchEvery, ready)) {
+        lock.unlock();
+        try {
+          watch();
+        } catch (...) {
+          stop_ = true;  // the workers throw at their next look (a piece's own failure says why)
+        }
+        lock.lock();
+        continue;
+      }
+    } else {
+      wake_owner_.wait(lock, ready);
+    }
     if (requests_.empty()) return;  // every worker finished
     Request* request = requests_.front();
     requests_.pop_front();
@@ -47,7 +64,8 @@ void SqlRelay::worker_done() {
   wake_owner_.notify_one();
 }
 
-void for_each_in_parallel(size_t n, const std::function<void(size_t, SqlRelay&)>& work, size_t threads) {
+void for_each_in_parallel(size_t n, const std::function<void(size_t, SqlRelay&)>& work, size_t threads,
+                          const std::function<void()>& watch) {
   SqlRelay relay;
   threads = std::min({threads, n, static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency()))});
   if (threads <= 1) {
@@ -77,7 +95,7 @@ void for_each_in_parallel(size_t n, const std::function<void(size_t, SqlRelay&)>
     for (size_t i = 0; i < n; ++i) work(i, relay);
     return;
   }
-  relay.serve(workers.size());
+  relay.serve(workers.size(), watch);
   for (auto& w : workers) w.join();
   for (const auto& failure : failures)
     if (failure) std::rethrow_exception(failure);

@@ -13,7 +13,12 @@
 // Only what runs inside relay.run() may call SQLite. The pieces must be independent of each
 // other's writes, since they run in any order; and since rows inserted into a rowid table read
 // back in the order they went in, such rows are best inserted after the pieces, in order.
+//
+// A piece that computes long without SQL notices an interrupt through stopping(): the calling
+// thread calls `watch` (for_each_in_parallel's) while it waits, and once that throws,
+// stopping() is true on every worker.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -33,16 +38,22 @@ class SqlRelay {
   // Runs f on the thread that made the relay and returns once it has, rethrowing what f threw.
   // On that thread itself, f runs at once.
   void run(const std::function<void()>& f);
+  // Whether this thread is the one that made the relay (a piece run there may call SQLite).
+  bool on_owner() const { return std::this_thread::get_id() == owner_; }
+  // Whether the calling thread's watch threw: the pieces should stop (InterruptedError).
+  bool stopping() const { return stop_.load(std::memory_order_relaxed); }
 
  private:
-  friend void for_each_in_parallel(size_t, const std::function<void(size_t, SqlRelay&)>&, size_t);
+  friend void for_each_in_parallel(size_t, const std::function<void(size_t, SqlRelay&)>&, size_t,
+                                   const std::function<void()>&);
   struct Request {
     const std::function<void()>* f;
     std::exception_ptr failure;
     bool done = false;
   };
-  // On the owner: runs requests until `workers` have finished (each calls worker_done()).
-  void serve(size_t workers);
+  // On the owner: runs requests until `workers` have finished (each calls worker_done()),
+  // calling watch every kWatchEvery while none comes.
+  void serve(size_t workers, const std::function<void()>& watch);
   void worker_done();
 
   std::thread::id owner_;
@@ -50,11 +61,15 @@ class SqlRelay {
   std::condition_variable wake_owner_, wake_workers_;
   std::deque<Request*> requests_;
   size_t finished_ = 0;
+  std::atomic<bool> stop_{false};
 };
 
 // Calls work(i, relay) for each i in [0, n) on up to `threads` threads (the calling thread only,
 // where that is 1 or the machine has one core, or n is 1). Once a piece fails the pieces not
-// started are skipped; the failure of the lowest index is rethrown here.
-void for_each_in_parallel(size_t n, const std::function<void(size_t, SqlRelay&)>& work, size_t threads = 2);
+// started are skipped; the failure of the lowest index is rethrown here. watch (optional) is
+// called on the calling thread while it waits for the workers, every few ms (an interrupt
+// check): once it throws, relay.stopping() is true.
+void for_each_in_parallel(size_t n, const std::function<void(size_t, SqlRelay&)>& work, size_t threads = 2,
+                          const std::function<void()>& watch = {});
 
 }  // namespace pp

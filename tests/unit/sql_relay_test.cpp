@@ -1,9 +1,10 @@
-// Per-GPU work on two threads from inside a SQL call, as the align and retention steps of
+// Per-GPU work on two threads from inside a SQL call, as the align, fold and retention steps of
 // pp_refresh do it: the pieces compute on worker threads, and each hands its SQL to the thread
 // that SQLite called (which holds the connection's mutex for the whole statement).
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "core/sql_relay.hpp"
 #include "unit/test_db.hpp"
 
@@ -99,4 +101,32 @@ TEST(SqlRelay, OneThreadRunsEveryPieceInOrder) {
   std::vector<size_t> order;
   pp::for_each_in_parallel(5, [&](size_t i, pp::SqlRelay& sql) { sql.run([&] { order.push_back(i); }); }, 1);
   EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2, 3, 4}));
+}
+
+// A piece that computes without SQL (the fold's sweep) stops once the calling thread's watch,
+// called while it waits, throws (an interrupt it saw): the pieces see stopping().
+TEST(SqlRelay, PiecesStopOnceTheCallingThreadsWatchThrows) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: the pieces run on the calling thread";
+  std::atomic<int> watched{0};
+  const auto started = std::chrono::steady_clock::now();
+  const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  try {
+    pp::for_each_in_parallel(
+        4,
+        [&](size_t, pp::SqlRelay& sql) {
+          while (!sql.stopping()) {
+            if (seconds() > 10) throw std::runtime_error("never stopped");
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          throw pp::InterruptedError();
+        },
+        2,
+        [&] {
+          if (++watched == 3) throw pp::InterruptedError();
+        });
+    ADD_FAILURE() << "no failure came back";
+  } catch (const pp::InterruptedError&) {
+  }
+  EXPECT_EQ(watched.load(), 3);  // not called once it threw
+  EXPECT_LT(seconds(), 5.0);
 }
