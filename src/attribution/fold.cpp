@@ -3,9 +3,11 @@
 // (sql/history.sql), and the plain result tables (sql/report.sql), the last two for the jobs
 // in pp_report_pending (schema.sql).
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -14,6 +16,8 @@
 #include "attribution/overlap_means.hpp"
 #include "attribution/refresh.hpp"
 #include "core/embedded_sql.hpp"
+#include "core/errors.hpp"
+#include "core/interrupt.hpp"
 #include "core/sql_relay.hpp"
 #include "core/statement.hpp"
 
@@ -75,14 +79,27 @@ void fold(RefreshRun& run) {
   // Per GPU, the overlap means of its windows and each job's span of the events whose
   // durations they count (those not folded yet that start by the fold point): its reads on the
   // connection's thread, its decoding and sweep on a worker beside the other GPUs' reads.
+  // A worker's sweep stops at an interrupt that the connection's thread sees while it waits;
+  // one GPU alone is folded on the calling thread, its series two at a time as in
+  // pp_overlap_means.
   std::vector<FoldedGpu> folded(windows.size());
-  for_each_in_parallel(windows.size(), [&](size_t i, SqlRelay& sql) {
-    std::unique_ptr<TimelineFetch> fetched;
-    sql.run([&] { fetched = fetch_gpu_timeline(run.db, windows[i].uuid, windows[i].after_ms, windows[i].through_ms); });
-    const GpuTimeline gpu = fetched->build();
-    fetched.reset();
-    folded[i] = folded_gpu(gpu, overlap_means(gpu, 1));
-  });
+  InterruptCheck interrupted(run.db);
+  const auto check = [&] { interrupted.check(); };
+  for_each_in_parallel(
+      windows.size(),
+      [&](size_t i, SqlRelay& sql) {
+        std::unique_ptr<TimelineFetch> fetched;
+        sql.run([&] { fetched = fetch_gpu_timeline(run.db, windows[i].uuid, windows[i].after_ms, windows[i].through_ms); });
+        const GpuTimeline gpu = fetched->build();
+        fetched.reset();
+        const bool alone = sql.on_owner();
+        const std::function<void()> poll = alone ? std::function<void()>(check) : [&sql] {
+          if (sql.stopping()) throw InterruptedError();
+        };
+        const size_t threads = alone ? std::max(1u, std::min(2u, std::thread::hardware_concurrency())) : 1;
+        folded[i] = folded_gpu(gpu, overlap_means(gpu, threads, poll));
+      },
+      2, check);
   // In the GPUs' order, so that the same database gives the same sums.
   run_script(run.db, named_sql("refresh", "fold_means_table"));
   run_script(run.db, named_sql("refresh", "fold_spans_table"));
