@@ -94,8 +94,8 @@ void move_windows(GpuTimeline& gpu, int timing_shift) {
 
 namespace {
 
-// Reads a GPU's timeline: read_series and fetch_events query the database (the connection's
-// thread), build() decodes what they read and places the windows (any thread).
+// Reads a GPU's timeline: read_series and read_events query the database (the connection's
+// thread), build() decodes what they copied and places the windows (any thread).
 class TimelineReader : public TimelineFetch {
  public:
   TimelineReader(sqlite3* db, int timing_shift, bool for_shifts, int64_t horizon_ms)
@@ -190,28 +190,42 @@ class TimelineReader : public TimelineFetch {
   // estimator and the views (unbounded) read every event, as does a fold where pp_gpu_spans does
   // not know a span's longest event.
   //
-  // fetch_events copies the rows it needs; build_events decodes them.
-  void fetch_events(const std::string& uuid, std::optional<int64_t> after_ms, std::optional<int64_t> through_ms) {
+  // With `copy`, the blocks' rows are copied for build() to decode (fetch_gpu_timeline, whose
+  // build() runs on another thread); else they are decoded as they are read (read_gpu_timeline,
+  // which then holds one block at a time).
+  void read_events(const std::string& uuid, std::optional<int64_t> after_ms, std::optional<int64_t> through_ms,
+                   bool copy) {
     through_ns_ = through_ms && *through_ms < INT64_MAX / kNsPerMsInt ? *through_ms * kNsPerMsInt : INT64_MAX;
-    layers_.reload();
     const std::optional<int64_t> longest = (after_ms || through_ms) ? read_folded_spans(uuid) : std::nullopt;
-    const auto fetch = [&](const EventScan& scan) { scans_.push_back({scan, fetch_event_blocks(db_, "main", scan)}); };
+    std::vector<EventScan> scans;
     if (!longest) {
-      fetch({uuid, int64_t{0}, std::nullopt, EventScan::kAny});
+      scans.push_back({uuid, int64_t{0}, std::nullopt, EventScan::kAny});
       read_spans_to_widen(uuid);
     } else {
-      fetch({uuid, int64_t{0}, std::nullopt, EventScan::kUnfolded});
-      if (lo_ns_ < hi_ns_) fetch({uuid, std::max<int64_t>(lo_ns_ - *longest, 0), hi_ns_ - 1, EventScan::kFolded});
+      scans.push_back({uuid, int64_t{0}, std::nullopt, EventScan::kUnfolded});
+      if (lo_ns_ < hi_ns_) scans.push_back({uuid, std::max<int64_t>(lo_ns_ - *longest, 0), hi_ns_ - 1, EventScan::kFolded});
     }
+    if (copy) {
+      for (const EventScan& scan : scans) copied_.push_back({scan, fetch_event_blocks(db_, "main", scan)});
+      layers_.reload();  // (after the fetches, which first write what pp_events' statements buffered)
+      return;
+    }
+    begin_events();
+    for (const EventScan& scan : scans) scan_events(db_, "main", scan, layers_, [this](const ScannedEvent& e) { take(e); });
+    decoded_ = true;
   }
 
+  // The events of read_events, decoded (the copied blocks freed as they are), and each job's
+  // untracked group.
   void build_events() {
-    for (const TimelineJob& job : folded_jobs_) job_for(job.job_id, job.first, job.last);
-    const auto take = [&](const ScannedEvent& e) {
-      if (e.event.t_end_ns >= e.event.t_start_ns && e.event.t_end_ns <= kMaxEventNs) take_event(e, through_ns_);
-    };
-    for (const auto& [scan, blocks] : scans_) visit_event_blocks(blocks, scan, layers_, take);
-    scans_.clear();
+    if (!decoded_) {
+      begin_events();
+      for (auto& [scan, blocks] : copied_) {
+        visit_event_blocks(blocks, scan, layers_, [this](const ScannedEvent& e) { take(e); });
+        std::vector<FetchedBlock>().swap(blocks);
+      }
+      copied_.clear();
+    }
     widen_to_folded_spans();
     // The untracked row of each job is the group (job, '(untracked)', 0), as in SQL.
     std::string key;
@@ -342,7 +356,7 @@ class TimelineReader : public TimelineFetch {
     return static_cast<uint16_t>(s.other_windows_ns.size());
   }
 
-  // Each job's span of folded events from pp_gpu_spans, as jobs of the timeline (build_events
+  // Each job's span of folded events from pp_gpu_spans, as jobs of the timeline (begin_events
   // adds them first), and the longest folded event of the spans that reach the windows; nullopt
   // where a span does not know its longest event (negative: not one pp_gpu_spans holds; read
   // everything then).
@@ -392,6 +406,14 @@ class TimelineReader : public TimelineFetch {
     job.first = std::min(job.first, first);
     job.last = std::max(job.last, last);
     return last_job_;
+  }
+
+  // The jobs of the folded spans come first, as the events' jobs are numbered after them.
+  void begin_events() {
+    for (const TimelineJob& job : folded_jobs_) job_for(job.job_id, job.first, job.last);
+  }
+  void take(const ScannedEvent& e) {
+    if (e.event.t_end_ns >= e.event.t_start_ns && e.event.t_end_ns <= kMaxEventNs) take_event(e, through_ns_);
   }
 
   // One event of a read_events scan.
@@ -472,10 +494,11 @@ class TimelineReader : public TimelineFetch {
   sqlite3* db_;
   GpuTimeline gpu_;
   LayerNames layers_;
-  // What fetch_events read for build_events.
+  // What read_events read for build_events.
   int64_t through_ns_ = INT64_MAX;
   std::vector<TimelineJob> folded_jobs_, spans_to_widen_;
-  std::vector<std::pair<EventScan, std::vector<FetchedBlock>>> scans_;
+  std::vector<std::pair<EventScan, std::vector<FetchedBlock>>> copied_;
+  bool decoded_ = false;  // read_events decoded the events as it read them
   int timing_shift_;
   bool for_shifts_;
   int64_t horizon_ms_;
@@ -524,7 +547,7 @@ std::unique_ptr<TimelineFetch> fetch_gpu_timeline(sqlite3* db, const std::string
                                                   int64_t horizon_ms) {
   auto reader = std::make_unique<TimelineReader>(db, timing_shift, false, horizon_ms);
   reader->read_series(uuid, after_ms, through_ms, timing_shift);
-  reader->fetch_events(uuid, after_ms, through_ms);
+  reader->read_events(uuid, after_ms, through_ms, true);
   return reader;
 }
 
@@ -533,18 +556,24 @@ std::unique_ptr<TimelineFetch> fetch_gpu_timeline_for_shifts(sqlite3* db, const 
                                                              std::optional<int64_t> through_ms, int64_t horizon_ms) {
   auto reader = std::make_unique<TimelineReader>(db, 0, true, horizon_ms);
   reader->read_series(uuid, after_ms, through_ms, 0, true);
-  reader->fetch_events(uuid, after_ms, through_ms);
+  reader->read_events(uuid, after_ms, through_ms, true);
   return reader;
 }
 
 GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
                               std::optional<int64_t> through_ms, int timing_shift, int64_t horizon_ms) {
-  return fetch_gpu_timeline(db, uuid, after_ms, through_ms, timing_shift, horizon_ms)->build();
+  TimelineReader reader(db, timing_shift, false, horizon_ms);
+  reader.read_series(uuid, after_ms, through_ms, timing_shift);
+  reader.read_events(uuid, after_ms, through_ms, false);
+  return reader.build();
 }
 
 GpuTimeline read_gpu_timeline_for_shifts(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,
                                          std::optional<int64_t> through_ms, int64_t horizon_ms) {
-  return fetch_gpu_timeline_for_shifts(db, uuid, after_ms, through_ms, horizon_ms)->build();
+  TimelineReader reader(db, 0, true, horizon_ms);
+  reader.read_series(uuid, after_ms, through_ms, 0, true);
+  reader.read_events(uuid, after_ms, through_ms, false);
+  return reader.build();
 }
 
 }  // namespace pp
