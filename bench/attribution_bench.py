@@ -134,7 +134,9 @@ def engine_extension(args, data, manifest):
         (summary, rows), wall, cpu = timed(fold)
         runs.append({"wall_s": wall, "cpu_s": cpu})
     query_peak = peak_rss_mb()
-    # The interval join alone (what the fold spends in pp_overlap_means), for the breakdown.
+    # The interval join alone, for the breakdown: pp_overlap_means over the GPUs one after
+    # another, each sweeping its series on two threads (the fold runs the same sweep per GPU
+    # beside the other GPUs' reads).
     join = []
     for _ in range(args.runs):
         conn.execute("UPDATE pp_events SET folded = 0")

@@ -35,8 +35,8 @@ SELECT c.job_id, c.layer, c.forward, e.layer_type, e.host_name, e.ip, e.cpu_num,
 
 -- Each job's span on each GPU grows by the events this fold counts (those pp_refresh then
 -- marks folded), so every event whose times can be a call is in pp_gpu_spans once.
--- temp.pp_fold_spans holds what this fold adds (fold.cpp fills it from the blocks before this
--- script runs), for the warning about shared GPUs too.
+-- temp.pp_fold_spans holds what this fold adds (fold.cpp fills it from each GPU's timeline
+-- before this script runs), for the warning about shared GPUs too.
 INSERT INTO main.pp_gpu_spans(job_id, uuid, first_ns, last_ns, events, longest_ns)
 SELECT job_id, uuid, first_ns, last_ns, events, longest_ns FROM temp.pp_fold_spans WHERE true
 ON CONFLICT (uuid, job_id) DO UPDATE SET first_ns = min(first_ns, excluded.first_ns),

@@ -290,8 +290,8 @@ UPDATE main.pp_events_blocks SET folded_through_ns = max(coalesce(folded_through
    AND (folded_through_ns IS NULL OR folded_through_ns < last_start_ns);
 
 -- name: windows_folded
--- Distinct (GPU, ts_ms) windows folded: pp_overlap_means counts them for each GPU it returned
--- rows for; the others (no event in their windows) are counted here.
+-- Distinct (GPU, ts_ms) windows folded: the overlap means count them for each GPU they gave
+-- rows for (temp.pp_fold_means.windows); the others (no event in their windows) are counted here.
 SELECT coalesce(sum(coalesce(
   (SELECT max(windows) FROM temp.pp_fold_means AS m WHERE m.uuid = w.uuid),
   (SELECT count(DISTINCT s.ts_ms) FROM main.pp_samples AS s
