@@ -56,6 +56,73 @@ FoldedGpu folded_gpu(const GpuTimeline& gpu, OverlapMeans means) {
   return out;
 }
 
+// A GPU's windows to fold: stored times in (after_ms, through_ms] (sql/refresh.sql fold_windows).
+struct FoldWindow {
+  std::string uuid;
+  int64_t after_ms, through_ms;
+};
+
+// Per GPU, the overlap means of its windows and each job's span of the events whose durations
+// they count (those not folded yet that start by the fold point): its reads on the
+// connection's thread, its decoding and sweep on a worker beside the other GPUs' reads. A
+// worker's sweep stops at an interrupt that the connection's thread sees while it waits; one
+// GPU alone is folded on the calling thread, its series two at a time as in pp_overlap_means.
+std::vector<FoldedGpu> fold_each_gpu(sqlite3* db, const std::vector<FoldWindow>& windows) {
+  std::vector<FoldedGpu> folded(windows.size());
+  InterruptCheck interrupted(db);
+  const auto check = [&] { interrupted.check(); };
+  for_each_in_parallel(
+      windows.size(),
+      [&](size_t i, SqlRelay& sql) {
+        std::unique_ptr<TimelineFetch> fetched;
+        sql.run([&] { fetched = fetch_gpu_timeline(db, windows[i].uuid, windows[i].after_ms, windows[i].through_ms); });
+        const GpuTimeline gpu = fetched->build();
+        fetched.reset();
+        const bool alone = sql.on_owner();
+        const std::function<void()> poll = alone ? std::function<void()>(check) : [&sql] {
+          if (sql.stopping()) throw InterruptedError();
+        };
+        const size_t threads = alone ? std::max(1u, std::min(2u, std::thread::hardware_concurrency())) : 1;
+        folded[i] = folded_gpu(gpu, overlap_means(gpu, threads, poll));
+      },
+      2, check);
+  return folded;
+}
+
+// The GPUs' rows into temp.pp_fold_means and temp.pp_fold_spans for sql/fold.sql, in the GPUs'
+// order, so that the same database gives the same sums.
+void write_folded(sqlite3* db, const std::vector<FoldWindow>& windows, const std::vector<FoldedGpu>& folded) {
+  run_script(db, named_sql("refresh", "fold_means_table"));
+  run_script(db, named_sql("refresh", "fold_spans_table"));
+  Statement add_means(db, named_sql("refresh", "add_fold_means"));
+  Statement add_span(db, named_sql("refresh", "add_fold_span"));
+  for (size_t i = 0; i < windows.size(); ++i) {
+    for (const FoldedGpu::Row& row : folded[i].rows) {
+      add_means.bind(":uuid", windows[i].uuid);
+      add_means.bind(":job_id", row.job_id);
+      add_means.bind(":layer", row.layer);
+      add_means.bind(":forward", int64_t{row.forward});
+      add_means.bind(":metric", row.metric);
+      if (row.state)
+        add_means.bind_blob(":state", *row.state);
+      else
+        add_means.bind(":state", std::optional<std::string>());
+      add_means.bind(":first_id", row.first_id);
+      add_means.bind(":windows", folded[i].windows);
+      add_means.run();
+    }
+    for (const JobSpan& s : folded[i].spans) {
+      add_span.bind(":job_id", s.job_id);
+      add_span.bind(":uuid", windows[i].uuid);
+      add_span.bind(":first_ns", s.first_ns);
+      add_span.bind(":last_ns", s.last_ns);
+      add_span.bind(":events", s.events);
+      add_span.bind(":longest_ns", s.longest_ns);
+      add_span.run();
+    }
+  }
+}
+
 }  // namespace
 
 void fold(RefreshRun& run) {
@@ -67,71 +134,12 @@ void fold(RefreshRun& run) {
   if (impossible > 0)
     run.warn(std::to_string(impossible) + (impossible == 1 ? " event" : " events") +
              " in pp_events end before they start or lie outside 1970-2116; they are not folded");
-  struct FoldWindow {
-    std::string uuid;
-    int64_t after_ms, through_ms;
-  };
   std::vector<FoldWindow> windows;
   {
     Statement list(run.db, named_sql("refresh", "fold_windows_list"));
     while (list.step()) windows.push_back({list.column_text(0), list.column_int64(1), list.column_int64(2)});
   }
-  // Per GPU, the overlap means of its windows and each job's span of the events whose
-  // durations they count (those not folded yet that start by the fold point): its reads on the
-  // connection's thread, its decoding and sweep on a worker beside the other GPUs' reads.
-  // A worker's sweep stops at an interrupt that the connection's thread sees while it waits;
-  // one GPU alone is folded on the calling thread, its series two at a time as in
-  // pp_overlap_means.
-  std::vector<FoldedGpu> folded(windows.size());
-  InterruptCheck interrupted(run.db);
-  const auto check = [&] { interrupted.check(); };
-  for_each_in_parallel(
-      windows.size(),
-      [&](size_t i, SqlRelay& sql) {
-        std::unique_ptr<TimelineFetch> fetched;
-        sql.run([&] { fetched = fetch_gpu_timeline(run.db, windows[i].uuid, windows[i].after_ms, windows[i].through_ms); });
-        const GpuTimeline gpu = fetched->build();
-        fetched.reset();
-        const bool alone = sql.on_owner();
-        const std::function<void()> poll = alone ? std::function<void()>(check) : [&sql] {
-          if (sql.stopping()) throw InterruptedError();
-        };
-        const size_t threads = alone ? std::max(1u, std::min(2u, std::thread::hardware_concurrency())) : 1;
-        folded[i] = folded_gpu(gpu, overlap_means(gpu, threads, poll));
-      },
-      2, check);
-  // In the GPUs' order, so that the same database gives the same sums.
-  run_script(run.db, named_sql("refresh", "fold_means_table"));
-  run_script(run.db, named_sql("refresh", "fold_spans_table"));
-  {
-    Statement add_means(run.db, named_sql("refresh", "add_fold_means"));
-    Statement add_span(run.db, named_sql("refresh", "add_fold_span"));
-    for (size_t i = 0; i < windows.size(); ++i) {
-      for (const FoldedGpu::Row& row : folded[i].rows) {
-        add_means.bind(":uuid", windows[i].uuid);
-        add_means.bind(":job_id", row.job_id);
-        add_means.bind(":layer", row.layer);
-        add_means.bind(":forward", int64_t{row.forward});
-        add_means.bind(":metric", row.metric);
-        if (row.state)
-          add_means.bind_blob(":state", *row.state);
-        else
-          add_means.bind(":state", std::optional<std::string>());
-        add_means.bind(":first_id", row.first_id);
-        add_means.bind(":windows", folded[i].windows);
-        add_means.run();
-      }
-      for (const JobSpan& s : folded[i].spans) {
-        add_span.bind(":job_id", s.job_id);
-        add_span.bind(":uuid", windows[i].uuid);
-        add_span.bind(":first_ns", s.first_ns);
-        add_span.bind(":last_ns", s.last_ns);
-        add_span.bind(":events", s.events);
-        add_span.bind(":longest_ns", s.longest_ns);
-        add_span.run();
-      }
-    }
-  }
+  write_folded(run.db, windows, fold_each_gpu(run.db, windows));
   run_script(run.db, embedded_sql("fold"));
   // The events whose durations the fold counted: up to each GPU's fold point, one index range
   // per GPU (a single UPDATE would look the GPU's window up for every row).
