@@ -130,8 +130,8 @@ AlignmentEventBlocks fetch_alignment_events(sqlite3* db, const std::string& uuid
   AlignmentEventBlocks fetched{LayerNames(db, "main"),
                                {uuid, std::max<int64_t>(from - extent.longest_ns - 1, 0), to - 1, EventScan::kAny},
                                {}};
-  fetched.layers.reload();
   fetched.blocks = fetch_event_blocks(db, "main", fetched.scan);
+  fetched.layers.reload();  // (after the fetch, which first writes what pp_events' statements buffered)
   return fetched;
 }
 

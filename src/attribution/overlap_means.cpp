@@ -58,12 +58,7 @@ OverlapMeans overlap_means(const GpuTimeline& g, size_t threads, const std::func
       sweep_overlaps_of(g, classes.swept, [&](int64_t, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
         if (++pairs % 65536 == 0) {
           if (first == 0 && poll) {
-            try {
-              poll();
-            } catch (...) {
-              stop = true;
-              throw;
-            }
+            poll();  // (a throw stops the other threads: the catch below sets stop)
           } else if (stop.load(std::memory_order_relaxed)) {
             throw InterruptedError();
           }

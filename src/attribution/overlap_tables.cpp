@@ -58,7 +58,6 @@
 #include "core/interrupt.hpp"
 #include "core/sql_values.hpp"
 #include "core/table_function.hpp"
-#include "stats/mean_state.hpp"
 
 namespace pp {
 namespace {
