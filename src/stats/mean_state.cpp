@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "core/errors.hpp"
+#include "stats/double_double.hpp"
 
 namespace pp {
 
@@ -15,52 +16,8 @@ static_assert(std::is_trivial_v<MeanState> && std::is_standard_layout_v<MeanStat
 
 namespace {
 
-// Knuth's error-free TwoSum: s + e == a + b exactly.
-struct DoubleDouble {
-  double hi;
-  double lo;
-};
-
-DoubleDouble two_sum(double a, double b) {
-  const double s = a + b;
-  const double bb = s - a;
-  const double e = (a - (s - bb)) + (b - bb);
-  return {s, e};
-}
-
-// Dekker's error-free product via fused multiply-add: p + e == a * b exactly.
-DoubleDouble two_prod(double a, double b) {
-  const double p = a * b;
-  return {p, std::fma(a, b, -p)};
-}
-
-DoubleDouble sum(DoubleDouble a, DoubleDouble b) {
-  const DoubleDouble s = two_sum(a.hi, b.hi);
-  return two_sum(s.hi, s.lo + (a.lo + b.lo));
-}
-
-DoubleDouble multiply(DoubleDouble a, DoubleDouble b) {
-  const DoubleDouble p = two_prod(a.hi, b.hi);
-  return two_sum(p.hi, p.lo + (a.hi * b.lo + a.lo * b.hi));
-}
-
-// a / b to about 106 bits: the remainder of the first quotient is exact (fma).
-DoubleDouble divide(double a, double b) {
-  const double q = a / b;
-  const double r = std::fma(-q, b, a);
-  return two_sum(q, r / b);
-}
-
-bool finite(DoubleDouble x) { return std::isfinite(x.hi) && std::isfinite(x.lo); }
-
 [[noreturn]] void overflow(const char* what) {
   throw Error(std::string("the state would overflow: ") + what + "; split the data into smaller groups");
-}
-
-// (a.hi + a.lo) - (b.hi + b.lo) as a double-double.
-DoubleDouble difference_dd(double a_hi, double a_lo, double b_hi, double b_lo) {
-  const DoubleDouble d = two_sum(a_hi, -b_hi);
-  return two_sum(d.hi, d.lo + (a_lo - b_lo));
 }
 
 }  // namespace
@@ -79,8 +36,6 @@ void MeanState::add(double x, double w) { merge(of(x, w)); }
 
 void MeanState::remove(double x, double w) { unmerge(of(x, w)); }
 
-// Keeps the mean within [min, max] where both are known: rounding must not put a mean of
-// equal values (or of values near one bound) outside the values themselves.
 void MeanState::clamp_mean() {
   if (min_known && mean + mean_low < min) {
     mean = min;
@@ -105,12 +60,12 @@ void MeanState::merge(const MeanState& other) {
   if (__builtin_add_overflow(count, other.count, &total_count)) overflow("more than 2^63 - 1 observations");
   const double total = weight + other.weight;
   if (!std::isfinite(total)) overflow("the sum of weights passes the largest double (1.8e308)");
-  const DoubleDouble exact_d = difference_dd(other.mean, other.mean_low, mean, mean_low);
-  if (!finite(exact_d)) overflow("the difference between the two means passes the largest double (1.8e308)");
+  const DoubleDouble exact_d = dd_difference({other.mean, other.mean_low}, {mean, mean_low});
+  if (!dd_finite(exact_d)) overflow("the difference between the two means passes the largest double (1.8e308)");
   const double d = exact_d.hi + exact_d.lo;
-  const DoubleDouble merged_mean = sum({mean, mean_low}, multiply(exact_d, divide(other.weight, total)));
+  const DoubleDouble merged_mean = dd_sum({mean, mean_low}, dd_multiply(exact_d, dd_divide(other.weight, total)));
   const double merged_m2 = m2 + other.m2 + d * d * weight * (other.weight / total);
-  if (!finite(merged_mean)) overflow("the mean passes the largest double (1.8e308)");
+  if (!dd_finite(merged_mean)) overflow("the mean passes the largest double (1.8e308)");
   if (!std::isfinite(merged_m2))
     overflow("the sum of squared deviations from the mean passes the largest double (1.8e308)");
   mean = merged_mean.hi;
@@ -142,12 +97,12 @@ void MeanState::unmerge(const MeanState& part) {
   //   M2_A = M2_T - M2_B - d^2 * W_T * W_B / W_A, where d = mean_B - mean_T. This difference
   //   can cancel: after removing values far from the rest, the stddev keeps about
   //   16 - 2 * log10(spread removed / spread left) digits (docs/reference/mean.md).
-  const DoubleDouble exact_d = difference_dd(part.mean, part.mean_low, mean, mean_low);
+  const DoubleDouble exact_d = dd_difference({part.mean, part.mean_low}, {mean, mean_low});
   const double d = exact_d.hi + exact_d.lo;
   const double ratio = part.weight / rest_weight;
-  const DoubleDouble rest_mean = sum({mean, mean_low}, multiply({-exact_d.hi, -exact_d.lo}, divide(part.weight, rest_weight)));
+  const DoubleDouble rest_mean = dd_sum({mean, mean_low}, dd_multiply({-exact_d.hi, -exact_d.lo}, dd_divide(part.weight, rest_weight)));
   const double rest_m2 = m2 - part.m2 - d * d * weight * ratio;
-  if (!finite(rest_mean)) overflow("the mean of the rest passes the largest double (1.8e308)");
+  if (!dd_finite(rest_mean)) overflow("the mean of the rest passes the largest double (1.8e308)");
   mean = rest_mean.hi;
   mean_low = rest_mean.lo;
   m2 = rest_count == 1 || !std::isfinite(rest_m2) ? 0.0 : std::max(rest_m2, 0.0);

@@ -62,7 +62,8 @@ struct MeanState {
   std::optional<double> minimum() const;
   std::optional<double> maximum() const;
 
- private:
+  // Keeps the mean within [min, max] where both are known: rounding must not put a mean of
+  // equal values (or of values near one bound) outside the values themselves.
   void clamp_mean();
 };
 

@@ -13,6 +13,7 @@
 
 #include "core/errors.hpp"
 #include "stats/mean_state.hpp"
+#include "stats/weighted_sums.hpp"
 
 namespace {
 
@@ -429,4 +430,78 @@ TEST(MeanState, OverflowIsAnErrorWhereItHappens) {
                  "the state would overflow: the sum of weights passes the largest double (1.8e308); split the "
                  "data into smaller groups");
   }
+}
+
+// WeightedSums (the fold's sweep) gives the state that adding each observation gives: the same
+// count, weight, mean, spread and extrema, to the accuracy of the two-pass reference.
+TEST(WeightedSums, GiveTheStateOfTheirObservations) {
+  std::mt19937_64 rng(20261129);
+  std::uniform_int_distribution<int64_t> units(1, 100'000'000);  // up to a 100 ms window, in ns
+  std::uniform_int_distribution<int64_t> calls(1, 4);
+  // As MeanState's cases, with GPU memory in bytes (12 GB, varying by kB) and a large negative
+  // offset; the two-pass reference is exact enough for these, not where the spread nears the
+  // values' own rounding.
+  const std::pair<double, double> cases[] = {{0, 1},     {0.5, 0.1},  {1e6, 1},     {-3e6, 0.01}, {1e6, 1e-3},
+                                             {50, 20},   {0, 1e-9},   {1.2e10, 1e3}, {-3e9, 10}};
+  for (const auto& [offset, scale] : cases) {
+    pp::WeightedSums sums;
+    std::vector<Observation> data;
+    int64_t count = 0;
+    for (const Observation& o : draw(rng, 2000, offset, scale, false)) {
+      const int64_t u = units(rng), k = calls(rng);
+      sums.add(o.x, u, k);
+      data.push_back({o.x, static_cast<double>(u) / 1e9});
+      count += k;
+    }
+    const std::string what = "offset " + std::to_string(offset) + " scale " + std::to_string(scale);
+    const MeanState s = sums.state(1e9);
+    const Reference ref(data);
+    EXPECT_EQ(s.count, count) << what;
+    EXPECT_LT(relative_error(*s.value(), static_cast<double>(ref.mean)), 1e-15) << what;
+    EXPECT_LT(relative_error(s.weight, static_cast<double>(ref.weight)), 1e-15) << what;
+    EXPECT_LT(relative_error(*s.stddev(), ref.stddev()), 1e-12) << what;
+    EXPECT_EQ(s.minimum(), ref.min) << what;
+    EXPECT_EQ(s.maximum(), ref.max) << what;
+    // Merged with the state of more observations, it is the state of all of them.
+    const std::vector<Observation> more = draw(rng, 500, offset, scale, true);
+    MeanState all = s;
+    all.merge(fold(more));
+    data.insert(data.end(), more.begin(), more.end());
+    const Reference whole(data);
+    EXPECT_EQ(all.count, count + static_cast<int64_t>(more.size())) << what;
+    EXPECT_LT(relative_error(*all.value(), static_cast<double>(whole.mean)), 1e-12) << what;
+    EXPECT_LT(relative_error(*all.stddev(), whole.stddev()), 1e-12) << what;
+  }
+}
+
+TEST(WeightedSums, EqualValuesHaveTheirMeanExactlyAndNoSpread) {
+  pp::WeightedSums sums;
+  EXPECT_TRUE(sums.empty());
+  EXPECT_TRUE(sums.state(1e9).empty());
+  for (int i = 0; i < 1000; ++i) sums.add(0.1, 1 + i % 97, 2);
+  const MeanState s = sums.state(1e9);
+  EXPECT_EQ(*s.value(), 0.1);
+  EXPECT_EQ(s.mean_low, 0.0);
+  EXPECT_EQ(s.m2, 0.0);
+  EXPECT_EQ(s.count, 2000);
+  EXPECT_EQ(*s.minimum(), 0.1);
+  EXPECT_EQ(*s.maximum(), 0.1);
+}
+
+TEST(WeightedSums, OverflowIsAnErrorThatLeavesTheSumsAsTheyWere) {
+  pp::WeightedSums units;
+  units.add(1.0, INT64_MAX - 1, 1);
+  try {
+    units.add(2.0, 2, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const pp::Error& e) {
+    EXPECT_STREQ(e.what(), "the state would overflow: a weight sum past 2^63 - 1 units; split the data into "
+                           "smaller groups");
+  }
+  EXPECT_EQ(units.state(1.0).count, 1);
+  EXPECT_EQ(*units.state(1.0).maximum(), 1.0);
+  pp::WeightedSums spread;
+  spread.add(-1e308, 1'000'000'000, 1);
+  spread.add(1e308, 1'000'000'000, 1);
+  EXPECT_THROW(spread.state(1e9), pp::Error);
 }

@@ -1,0 +1,54 @@
+// Double-double arithmetic: a value carried as the unevaluated sum hi + lo of two doubles, about
+// 106 bits, from error-free transformations (Knuth's TwoSum, Dekker's product through a fused
+// multiply-add). What MeanState's merge and WeightedSums need to keep a mean and a sum of squares
+// exact well past one double's 53 bits.
+#pragma once
+#include <cmath>
+
+namespace pp {
+
+struct DoubleDouble {
+  double hi;
+  double lo;
+};
+
+// s + e == a + b exactly.
+inline DoubleDouble two_sum(double a, double b) {
+  const double s = a + b;
+  const double bb = s - a;
+  const double e = (a - (s - bb)) + (b - bb);
+  return {s, e};
+}
+
+// p + e == a * b exactly.
+inline DoubleDouble two_prod(double a, double b) {
+  const double p = a * b;
+  return {p, std::fma(a, b, -p)};
+}
+
+inline DoubleDouble dd_sum(DoubleDouble a, DoubleDouble b) {
+  const DoubleDouble s = two_sum(a.hi, b.hi);
+  return two_sum(s.hi, s.lo + (a.lo + b.lo));
+}
+
+inline DoubleDouble dd_multiply(DoubleDouble a, DoubleDouble b) {
+  const DoubleDouble p = two_prod(a.hi, b.hi);
+  return two_sum(p.hi, p.lo + (a.hi * b.lo + a.lo * b.hi));
+}
+
+// a / b to about 106 bits: the remainder of the first quotient is exact (fma).
+inline DoubleDouble dd_divide(double a, double b) {
+  const double q = a / b;
+  const double r = std::fma(-q, b, a);
+  return two_sum(q, r / b);
+}
+
+inline bool dd_finite(DoubleDouble x) { return std::isfinite(x.hi) && std::isfinite(x.lo); }
+
+// (a.hi + a.lo) - (b.hi + b.lo).
+inline DoubleDouble dd_difference(DoubleDouble a, DoubleDouble b) {
+  const DoubleDouble d = two_sum(a.hi, -b.hi);
+  return two_sum(d.hi, d.lo + (a.lo - b.lo));
+}
+
+}  // namespace pp

@@ -1,0 +1,45 @@
+// Weighted sums: the pp_mean state of many (value, weight) observations, added one at a time at
+// a fraction of the cost of merging a MeanState per observation. The fold's sweep adds each
+// window's value to every layer whose calls it overlaps, millions of additions an hour per GPU.
+//
+//   WeightedSums sums;
+//   sums.add(0.62, 40'000'000, 3);  // a window's value, overlapped 40 ms by 3 calls of a layer
+//   sums.add(0.58, 100'000'000, 1);
+//   MeanState state = sums.state(1e9);  // weights in seconds: 0.14, mean 0.5914..., M2, min, max
+//
+// Weights are whole units (the fold's nanoseconds), summed exactly. Values are taken relative to
+// the first one added, and the weighted sums of the differences and of their squares are kept
+// in double-double (stats/double_double.hpp), so the mean and M2 are as exact as MeanState's
+// merge gives them, and equal values give M2 = 0 exactly.
+#pragma once
+#include <cstdint>
+
+#include "stats/double_double.hpp"
+#include "stats/mean_state.hpp"
+
+namespace pp {
+
+class WeightedSums {
+ public:
+  bool empty() const { return count_ == 0; }
+
+  // Adds `count` observations of the finite value x, of `units` weight units in all (units > 0).
+  // Throws pp::Error, leaving the sums as they were, when the count or the weight would pass
+  // 2^63 - 1.
+  void add(double x, int64_t units, int64_t count);
+
+  // The state of what was added, each weight being units / units_per_weight. Throws pp::Error
+  // when a sum is not finite (values near the largest double).
+  MeanState state(double units_per_weight) const;
+
+ private:
+  int64_t count_ = 0;
+  int64_t units_ = 0;
+  double shift_ = 0;      // the first value added
+  DoubleDouble sum_{};    // sum of units * (x - shift)
+  DoubleDouble sum_sq_{}; // sum of units * (x - shift)^2
+  double min_ = 0;
+  double max_ = 0;
+};
+
+}  // namespace pp
