@@ -442,7 +442,7 @@ class TimelineReader : public TimelineFetch {
     if (unfolded) {
       // (In the order the blocks are read: by GPU, then first start, then id, so the same
       // database gives the same sums.)
-      gpu_.durations[group].add(static_cast<double>(end - start) / 1e9);
+      gpu_.durations[group].add(static_cast<double>(end - start) / 1e9, 1, 1);
       gpu_.first_id[group] = std::min(gpu_.first_id[group], id);
       TimelineJob& span = gpu_.jobs[job];
       span.unfolded_first = std::min(span.unfolded_first, start);
@@ -459,7 +459,7 @@ class TimelineReader : public TimelineFetch {
     const auto group = static_cast<uint32_t>(gpu_.groups.size());
     group_index_.emplace(key, group);
     gpu_.groups.push_back({job, std::string(layer), forward, std::string(layer_type)});
-    gpu_.durations.push_back(MeanState{});
+    gpu_.durations.emplace_back();
     gpu_.first_id.push_back(INT64_MAX);
     return group;
   }

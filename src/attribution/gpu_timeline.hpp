@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/sqlite_api.hpp"
-#include "stats/mean_state.hpp"
+#include "stats/weighted_sums.hpp"
 
 namespace pp {
 
@@ -84,8 +84,9 @@ struct GpuTimeline {
   std::vector<TimelineEvent> events;  // those that may overlap a window of the series, by start
   std::vector<TimelineJob> jobs;
   std::vector<TimelineGroup> groups;
-  // Per group: the durations of its unfolded events starting by through_ms, and their lowest id.
-  std::vector<MeanState> durations;
+  // Per group: the durations of its unfolded events starting by through_ms (in seconds, each of
+  // weight 1), and their lowest id.
+  std::vector<WeightedSums> durations;
   std::vector<int64_t> first_id;
 
 

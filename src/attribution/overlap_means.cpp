@@ -96,7 +96,7 @@ OverlapMeans overlap_means(const GpuTimeline& g, size_t threads, const std::func
         out.rows.push_back({group, m, s.empty() ? std::nullopt : std::optional(encode_mean_state(s.state(1e9)))});
       }
     if (!g.durations[group].empty())
-      out.rows.push_back({group, OverlapMeanRow::kDurations, encode_mean_state(g.durations[group])});
+      out.rows.push_back({group, OverlapMeanRow::kDurations, encode_mean_state(g.durations[group].state(1.0))});
   }
   out.windows = out.rows.empty() ? 0 : g.windows();
   return out;

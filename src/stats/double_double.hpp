@@ -20,9 +20,20 @@ inline DoubleDouble two_sum(double a, double b) {
   return {s, e};
 }
 
-// p + e == a * b exactly.
+// p + e == a * b exactly. Built for any x86-64 (no FMA instruction), std::fma is a call into libm,
+// so the error comes from Dekker's product of Veltkamp's halves, as exact and inline; operands
+// whose split would overflow (past 2^995) take the fused multiply-add.
 inline DoubleDouble two_prod(double a, double b) {
   const double p = a * b;
+#ifndef __FMA__
+  constexpr double kSplitter = 134217729.0;  // 2^27 + 1
+  constexpr double kSplitLimit = 0x1p995;
+  if (std::fabs(a) < kSplitLimit && std::fabs(b) < kSplitLimit) {
+    const double ca = kSplitter * a, a_hi = ca - (ca - a), a_lo = a - a_hi;
+    const double cb = kSplitter * b, b_hi = cb - (cb - b), b_lo = b - b_hi;
+    return {p, ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo};
+  }
+#endif
   return {p, std::fma(a, b, -p)};
 }
 

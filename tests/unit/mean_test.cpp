@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "stats/double_double.hpp"
 #include "stats/mean_state.hpp"
 #include "stats/weighted_sums.hpp"
 
@@ -504,4 +505,20 @@ TEST(WeightedSums, OverflowIsAnErrorThatLeavesTheSumsAsTheyWere) {
   spread.add(-1e308, 1'000'000'000, 1);
   spread.add(1e308, 1'000'000'000, 1);
   EXPECT_THROW(spread.state(1e9), pp::Error);
+}
+
+// two_prod's error term is exact, as the fused multiply-add's, whichever way it is computed:
+// split into halves where the operands allow, fused past 2^995.
+TEST(DoubleDouble, TwoProdGivesTheProductsExactError) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> mantissa(-2.0, 2.0);
+  std::uniform_int_distribution<int> exponent(-300, 1000);
+  for (int i = 0; i < 100000; ++i) {
+    const double a = std::ldexp(mantissa(rng), exponent(rng) % 1000);
+    const double b = std::ldexp(mantissa(rng), i % 2 ? exponent(rng) % 1000 : -exponent(rng) % 300);
+    const pp::DoubleDouble p = pp::two_prod(a, b);
+    if (!std::isfinite(p.hi)) continue;
+    ASSERT_EQ(p.hi, a * b) << a << " * " << b;
+    ASSERT_EQ(p.lo, std::fma(a, b, -p.hi)) << a << " * " << b;
+  }
 }
