@@ -7,30 +7,11 @@
 #include "core/errors.hpp"
 
 namespace pp {
-namespace {
 
-[[noreturn]] void sums_overflow(const char* what) {
-  throw Error(std::string("the state would overflow: ") + what + "; split the data into smaller groups");
-}
-
-}  // namespace
-
-void WeightedSums::add(double x, int64_t units, int64_t count) {
-  int64_t total_count = 0, total_units = 0;  // checked before anything changes
-  if (__builtin_add_overflow(count_, count, &total_count)) sums_overflow("more than 2^63 - 1 observations");
-  if (__builtin_add_overflow(units_, units, &total_units)) sums_overflow("a weight sum past 2^63 - 1 units");
-  if (count_ == 0) {
-    shift_ = min_ = max_ = x;
-  } else {
-    min_ = std::min(min_, x);
-    max_ = std::max(max_, x);
-  }
-  count_ = total_count;
-  units_ = total_units;
-  const double d = x - shift_;
-  const DoubleDouble weighted = two_prod(static_cast<double>(units), d);
-  sum_ = dd_sum(sum_, weighted);
-  sum_sq_ = dd_sum(sum_sq_, dd_multiply(weighted, {d, 0.0}));
+void WeightedSums::overflow(bool of_count) {
+  throw Error(std::string("the state would overflow: ") +
+              (of_count ? "more than 2^63 - 1 observations" : "a weight sum past 2^63 - 1 units") +
+              "; split the data into smaller groups");
 }
 
 MeanState WeightedSums::state(double units_per_weight) const {
@@ -43,7 +24,8 @@ MeanState WeightedSums::state(double units_per_weight) const {
   const DoubleDouble mean = dd_sum({shift_, 0.0}, offset);
   const DoubleDouble spread = dd_difference(sum_sq_, dd_multiply(sum_, offset));
   if (!dd_finite(mean) || !dd_finite(spread) || !std::isfinite(units / units_per_weight))
-    sums_overflow("a sum passes the largest double (1.8e308)");
+    throw Error("the state would overflow: a sum passes the largest double (1.8e308); split the data into smaller "
+                "groups");
   s.count = count_;
   s.weight = units / units_per_weight;
   s.mean = mean.hi;

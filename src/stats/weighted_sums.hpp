@@ -12,6 +12,7 @@
 // in double-double (stats/double_double.hpp), so the mean and M2 are as exact as MeanState's
 // merge gives them, and equal values give M2 = 0 exactly.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "stats/double_double.hpp"
@@ -25,14 +26,32 @@ class WeightedSums {
 
   // Adds `count` observations of the finite value x, of `units` weight units in all (units > 0).
   // Throws pp::Error, leaving the sums as they were, when the count or the weight would pass
-  // 2^63 - 1.
-  void add(double x, int64_t units, int64_t count);
+  // 2^63 - 1. (Inline: the fold's sweep calls it for every window and layer.)
+  void add(double x, int64_t units, int64_t count) {
+    int64_t total_count = 0, total_units = 0;  // checked before anything changes
+    if (__builtin_add_overflow(count_, count, &total_count)) overflow(true);
+    if (__builtin_add_overflow(units_, units, &total_units)) overflow(false);
+    if (count_ == 0) {
+      shift_ = min_ = max_ = x;
+    } else {
+      min_ = std::min(min_, x);
+      max_ = std::max(max_, x);
+    }
+    count_ = total_count;
+    units_ = total_units;
+    const double d = x - shift_;
+    const DoubleDouble weighted = two_prod(static_cast<double>(units), d);
+    sum_ = dd_sum(sum_, weighted);
+    sum_sq_ = dd_sum(sum_sq_, dd_multiply(weighted, {d, 0.0}));
+  }
 
   // The state of what was added, each weight being units / units_per_weight. Throws pp::Error
   // when a sum is not finite (values near the largest double).
   MeanState state(double units_per_weight) const;
 
  private:
+  [[noreturn]] static void overflow(bool of_count);
+
   int64_t count_ = 0;
   int64_t units_ = 0;
   double shift_ = 0;      // the first value added
