@@ -8,9 +8,11 @@
 //   MeanState state = sums.state(1e9);  // weights in seconds: 0.14, mean 0.5914..., M2, min, max
 //
 // Weights are whole units (the fold's nanoseconds), summed exactly. Values are taken relative to
-// the first one added, and the weighted sums of the differences and of their squares are kept
-// in double-double (stats/double_double.hpp), so the mean and M2 are as exact as MeanState's
-// merge gives them, and equal values give M2 = 0 exactly.
+// the first one added, each difference exactly, and the weighted sums of the differences and of
+// their squares are kept in double-double (stats/double_double.hpp): the mean is as exact as
+// MeanState's merge gives it, whatever the first value, M2 at least as exact, and equal values
+// give M2 = 0 exactly. The squares are summed in units, so values whose spread passes about
+// 1e150 are an overflow error (MeanState's merge reaches 1e154).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -39,10 +41,12 @@ class WeightedSums {
     }
     count_ = total_count;
     units_ = total_units;
-    const double d = x - shift_;
-    const DoubleDouble weighted = two_prod(static_cast<double>(units), d);
+    const DoubleDouble d = two_sum(x, -shift_);  // exact: a first value far off costs nothing
+    const double u = static_cast<double>(units);
+    DoubleDouble weighted = two_prod(u, d.hi);
+    if (d.lo != 0) weighted = two_sum(weighted.hi, weighted.lo + u * d.lo);  // (0 within 2x of it)
     sum_ = dd_sum(sum_, weighted);
-    sum_sq_ = dd_sum(sum_sq_, dd_multiply(weighted, {d, 0.0}));
+    sum_sq_ = dd_sum(sum_sq_, dd_multiply(weighted, d));
   }
 
   // The state of what was added, each weight being units / units_per_weight. Throws pp::Error

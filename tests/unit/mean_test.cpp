@@ -489,6 +489,34 @@ TEST(WeightedSums, EqualValuesHaveTheirMeanExactlyAndNoSpread) {
   EXPECT_EQ(*s.maximum(), 0.1);
 }
 
+// A first value far from the rest (a warm-up call of 30 s before 100,000 of 50 us) costs the
+// mean nothing: each difference from it is taken exactly. And weights past 2^53 units (104 days
+// of ns), which one double would round, still give the spread. References in 113-bit floats.
+TEST(WeightedSums, KeepTheirAccuracyFarFromTheFirstValueAndPast2To53Units) {
+  pp::WeightedSums durations;
+  durations.add(30.0, 1, 1);
+  __float128 total = 30.0;
+  for (int i = 0; i < 100000; ++i) {
+    const double x = 50e-6 * (1 + (i % 7) * 1e-3);
+    durations.add(x, 1, 1);
+    total += x;
+  }
+  const MeanState d = durations.state(1.0);
+  const __float128 mean = total / 100001;
+  const __float128 error = (static_cast<__float128>(d.mean) + d.mean_low - mean) / mean;
+  EXPECT_LT(static_cast<double>(error < 0 ? -error : error), 1e-25);
+  EXPECT_EQ(d.weight, 100001.0);
+
+  pp::WeightedSums long_weights;
+  long_weights.add(1.0, 1, 1);
+  long_weights.add(0.0, (int64_t{1} << 53) + 2, 1);
+  const MeanState w = long_weights.state(1.0);
+  // Weights 1 and W = 2^53 + 2: the mean is 1 / (W + 1), M2 = W / (W + 1).
+  const __float128 big = static_cast<__float128>((int64_t{1} << 53) + 2);
+  EXPECT_NEAR(w.m2, static_cast<double>(big / (big + 1)), 1e-15);
+  EXPECT_NEAR(*w.value(), static_cast<double>(1 / (big + 1)), 1e-30);
+}
+
 TEST(WeightedSums, OverflowIsAnErrorThatLeavesTheSumsAsTheyWere) {
   pp::WeightedSums units;
   units.add(1.0, INT64_MAX - 1, 1);
