@@ -47,6 +47,9 @@ bool has_type(const json& v, pp::FieldType type) {
 // What the line means to nlohmann; nullopt where the reader may differ (see above).
 std::optional<LineKind> reference_kind(std::string_view line, json& out) {
   if (line.size() >= 3 && std::memcmp(line.data(), "\xEF\xBB\xBF", 3) == 0) line.remove_prefix(3);
+  // One BOM at most, as JSON allows: a second is a stray U+FEFF before the object, which the
+  // reader refuses, but which nlohmann, skipping a BOM of its own, would take.
+  if (line.size() >= 3 && std::memcmp(line.data(), "\xEF\xBB\xBF", 3) == 0) return LineKind::Malformed;
   if (line.find_first_not_of(" \t\r\n") == std::string_view::npos) return LineKind::Blank;
   // nlohmann ends its input at a NUL byte; JSON allows none outside strings, and inside a string
   // a raw control character is invalid too.
