@@ -25,7 +25,7 @@ OverlapMeans overlap_means(const GpuTimeline& g, size_t threads, const std::func
       // A window's calls of one layer share its value: their weights are summed and the value
       // added once with that weight and their count (the same mean and spread as adding each,
       // at a fraction of the cost). The additions are still most of the sweep's work, so they go
-      // to WeightedSums, a third the cost of merging a MeanState for each.
+      // to WeightedSums, without the two divisions of merging a MeanState for each.
       struct Pending {
         uint32_t group;
         int64_t weight, count;

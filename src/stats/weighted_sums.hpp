@@ -50,7 +50,7 @@ class WeightedSums {
   }
 
   // The state of what was added, each weight being units / units_per_weight. Throws pp::Error
-  // when a sum is not finite (values near the largest double).
+  // when a sum is not finite (values spread past about 1e150).
   MeanState state(double units_per_weight) const;
 
  private:
