@@ -14,13 +14,9 @@ namespace pp {
 static_assert(std::is_trivial_v<MeanState> && std::is_standard_layout_v<MeanState>,
               "zero-filled memory must be a valid, empty MeanState");
 
-namespace {
-
-[[noreturn]] void overflow(const char* what) {
+void throw_state_overflow(const char* what) {
   throw Error(std::string("the state would overflow: ") + what + "; split the data into smaller groups");
 }
-
-}  // namespace
 
 MeanState MeanState::of(double x, double w) {
   MeanState s{};
@@ -57,17 +53,19 @@ void MeanState::merge(const MeanState& other) {
   // d = mb - ma. d * Wb / W is taken in double-double arithmetic, so the mean is exact enough
   // that unmerge can take any part out again (see unmerge).
   int64_t total_count = 0;
-  if (__builtin_add_overflow(count, other.count, &total_count)) overflow("more than 2^63 - 1 observations");
+  if (__builtin_add_overflow(count, other.count, &total_count))
+    throw_state_overflow("more than 2^63 - 1 observations");
   const double total = weight + other.weight;
-  if (!std::isfinite(total)) overflow("the sum of weights passes the largest double (1.8e308)");
+  if (!std::isfinite(total)) throw_state_overflow("the sum of weights passes the largest double (1.8e308)");
   const DoubleDouble exact_d = dd_difference({other.mean, other.mean_low}, {mean, mean_low});
-  if (!dd_finite(exact_d)) overflow("the difference between the two means passes the largest double (1.8e308)");
+  if (!dd_finite(exact_d))
+    throw_state_overflow("the difference between the two means passes the largest double (1.8e308)");
   const double d = exact_d.hi + exact_d.lo;
   const DoubleDouble merged_mean = dd_sum({mean, mean_low}, dd_multiply(exact_d, dd_divide(other.weight, total)));
   const double merged_m2 = m2 + other.m2 + d * d * weight * (other.weight / total);
-  if (!dd_finite(merged_mean)) overflow("the mean passes the largest double (1.8e308)");
+  if (!dd_finite(merged_mean)) throw_state_overflow("the mean passes the largest double (1.8e308)");
   if (!std::isfinite(merged_m2))
-    overflow("the sum of squared deviations from the mean passes the largest double (1.8e308)");
+    throw_state_overflow("the sum of squared deviations from the mean passes the largest double (1.8e308)");
   mean = merged_mean.hi;
   mean_low = merged_mean.lo;
   m2 = merged_m2;
@@ -102,7 +100,7 @@ void MeanState::unmerge(const MeanState& part) {
   const double ratio = part.weight / rest_weight;
   const DoubleDouble rest_mean = dd_sum({mean, mean_low}, dd_multiply({-exact_d.hi, -exact_d.lo}, dd_divide(part.weight, rest_weight)));
   const double rest_m2 = m2 - part.m2 - d * d * weight * ratio;
-  if (!dd_finite(rest_mean)) overflow("the mean of the rest passes the largest double (1.8e308)");
+  if (!dd_finite(rest_mean)) throw_state_overflow("the mean of the rest passes the largest double (1.8e308)");
   mean = rest_mean.hi;
   mean_low = rest_mean.lo;
   m2 = rest_count == 1 || !std::isfinite(rest_m2) ? 0.0 : std::max(rest_m2, 0.0);

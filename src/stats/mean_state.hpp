@@ -82,6 +82,10 @@ constexpr size_t kMeanStateBytes = 60;
 constexpr unsigned char kMeanStateVersion = 1;
 
 std::string encode_mean_state(const MeanState& state);
+
+// Throws pp::Error "the state would overflow: WHAT; split the data into smaller groups", the
+// error of every state whose sums would pass what they can hold.
+[[noreturn]] void throw_state_overflow(const char* what);
 // nullopt unless bytes is a well-formed version-1 state.
 std::optional<MeanState> decode_mean_state(const void* bytes, size_t size);
 

@@ -2,17 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
-
-#include "core/errors.hpp"
 
 namespace pp {
-
-void WeightedSums::overflow(bool of_count) {
-  throw Error(std::string("the state would overflow: ") +
-              (of_count ? "more than 2^63 - 1 observations" : "a weight sum past 2^63 - 1 units") +
-              "; split the data into smaller groups");
-}
 
 MeanState WeightedSums::state(double units_per_weight) const {
   MeanState s{};
@@ -30,8 +21,7 @@ MeanState WeightedSums::state(double units_per_weight) const {
   const DoubleDouble mean = dd_sum({shift_, 0.0}, offset);
   const DoubleDouble spread = dd_difference(sum_sq_, dd_multiply(sum_, offset));
   if (!dd_finite(mean) || !dd_finite(spread) || !std::isfinite(units / units_per_weight))
-    throw Error("the state would overflow: a sum passes the largest double (1.8e308); split the data into smaller "
-                "groups");
+    throw_state_overflow("a sum passes the largest double (1.8e308)");
   s.count = count_;
   s.weight = units / units_per_weight;
   s.mean = mean.hi;

@@ -31,8 +31,10 @@ class WeightedSums {
   // 2^63 - 1. (Inline: the fold's sweep calls it for every window and layer.)
   void add(double x, int64_t units, int64_t count) {
     int64_t total_count = 0, total_units = 0;  // checked before anything changes
-    if (__builtin_add_overflow(count_, count, &total_count)) overflow(true);
-    if (__builtin_add_overflow(units_, units, &total_units)) overflow(false);
+    if (__builtin_add_overflow(count_, count, &total_count))
+      throw_state_overflow("more than 2^63 - 1 observations");
+    if (__builtin_add_overflow(units_, units, &total_units))
+      throw_state_overflow("a weight sum past 2^63 - 1 units");
     if (count_ == 0) {
       shift_ = min_ = max_ = x;
     } else {
@@ -54,8 +56,6 @@ class WeightedSums {
   MeanState state(double units_per_weight) const;
 
  private:
-  [[noreturn]] static void overflow(bool of_count);
-
   int64_t count_ = 0;
   int64_t units_ = 0;
   double shift_ = 0;      // the first value added
