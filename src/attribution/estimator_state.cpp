@@ -156,17 +156,12 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
         row.windows_unknown = row.windows_unknown || note.windows_unknown;
         row.shared_gauge = row.shared_gauge || note.shared_gauge;
         if (!note.failed.empty() && !row.failed) row.failed = note.failed;
-        const auto found = grouping->systems.find(key);
-        if (found == grouping->systems.end() || row.failed) continue;
+        const auto found = grouping->states.find(key);
+        if (found == grouping->states.end() || row.failed) continue;
         LeastSquaresState state = row.state ? decode_row(*row.state, uuid, row.system, row.metric, row.grouping, shift)
                                             : LeastSquaresState{};
-        const auto& known = grouping->unknowns[key.system];
         const bool joint = sharing->joint(key.system);
-        state.merge(found->second.state([&](const std::string& unknown) {
-                      const auto info = known.find(unknown);
-                      return info == known.end() ? std::string() : info->second.layer_type;
-                    }),
-                    [&](const std::string& unknown) { return state_name(key.system, joint, unknown); });
+        state.merge(found->second, [&](const std::string& unknown) { return state_name(key.system, joint, unknown); });
         row.windows = state.rows();
         row.state = state.encode();
       }

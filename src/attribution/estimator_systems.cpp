@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <memory>
+#include <string>
 
 #include "attribution/gpu_timeline.hpp"
 #include "attribution/interval_sweep.hpp"
+#include "core/errors.hpp"
 #include "core/statement.hpp"
 #include "stats/sample_key.hpp"
+#include "stats/shared_weights_sums.hpp"
 
 namespace pp {
 
@@ -89,8 +93,8 @@ struct SystemHere {
   const std::string* system = nullptr;
   bool joint = false;
   struct Part {
-    const std::string* unknown;
-    uint32_t* id;  // its index in the system, once known (nullptr: looked up each time)
+    GroupRole* role;  // nullptr: a joint system's untracked time
+    uint32_t group;
     double fraction;  // of the window
   };
   std::vector<Part> fractions;
@@ -98,46 +102,99 @@ struct SystemHere {
   double event_time = 0;       // and the time their events cover (ns, as weighed)
 };
 
+// The span of time a sample stands for, as the sweep took it (interval_sweep.hpp).
+struct WindowSpan {
+  double window;  // ns, at least 1: what the fractions are of
+  bool instant;
+  int64_t start, end;
+  double scale;  // an instant's spread counts as one window
+};
+
+WindowSpan span_of(const TimelineSeries& series, const TimelineSample& sample) {
+  const bool instant = series.kind == TimelineSeries::kInstant;
+  const int64_t half = kInstantSpreadNs / 2, window_int = static_cast<int64_t>(std::llround(series.window_of(sample)));
+  return {std::max(series.window_of(sample), 1.0), instant,
+          instant ? sample.end_ns - half : sample.end_ns - window_int, instant ? sample.end_ns + half : sample.end_ns,
+          instant ? static_cast<double>(std::max<int64_t>(window_int, 1)) / kInstantSpreadNs : 1.0};
+}
+
+// A sums-only grouping's rows of one system in the windows of series whose windows are the same
+// to the bit, for the series that had a value there: one row's weights serve them all. (A window
+// in which one of them has no value, or has failed, goes to the sums of the others.)
+struct SharedRows {
+  const std::string* system;
+  std::vector<size_t> series;
+  SharedWeightsSums sums;
+  std::vector<uint32_t> index_of_group;  // per group of the timeline, its unknown (kNoId: not yet)
+  uint32_t untracked = kNoId;
+  size_t layer_unknowns = 0;  // (what DeconvolveLimits::kMaxUnknowns counts: not '(rest)')
+};
+
+// Whether two series of a window class have windows of the same length to the bit.
+bool same_window_lengths(const TimelineSeries& a, const TimelineSeries& b) {
+  for (size_t k = 0; k < a.samples.size(); ++k)
+    if (a.window_of(a.samples[k]) != b.window_of(b.samples[k])) return false;
+  return true;
+}
+
+std::string failure_of(const GroupingSystems& out, const std::string& system, const std::exception& e) {
+  const auto known = out.unknowns.find(system);
+  return known != out.unknowns.end() && known->second.size() >= DeconvolveLimits::kMaxUnknowns
+             ? "more than " + std::to_string(DeconvolveLimits::kMaxUnknowns) +
+                   " layers and directions in one system (layer_type_estimates has fewer)"
+             : std::string("its system could not be solved (") + e.what() + ")";
+}
+
 }  // namespace
 
 void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std::map<std::string, Bounds>& bounds,
                           const JobSharing& sharing, const std::vector<GroupingSystems*>& groupings) {
-  {
-    // Per grouping, each group's role (the sweep below is shared by the groupings).
-    std::vector<std::vector<GroupRole>> all_roles(groupings.size(), std::vector<GroupRole>(gpu.groups.size()));
-    for (size_t o = 0; o < groupings.size(); ++o) {
-      const bool by_type = groupings[o]->by_type;
-      for (size_t i = 0; i < gpu.groups.size(); ++i) {
-        const TimelineGroup& gr = gpu.groups[i];
-        GroupRole& role = all_roles[o][i];
-        role.system = &sharing.system(gpu.jobs[gr.job].job_id);
-        role.joint = sharing.joint(*role.system);
-        role.untracked = i == gpu.jobs[gr.job].untracked_group;
-        role.ids.assign(gpu.series.size(), kNoId);
-        if (role.joint && role.untracked) continue;
-        const std::string unknown = (by_type ? gr.layer_type : gr.layer) + "|" + std::to_string(gr.forward);
-        role.name = role.joint ? gpu.jobs[gr.job].job_id + kJobSeparator + unknown : unknown;
-      }
+  // Per grouping, each group's role (the sweep below is shared by the groupings).
+  std::vector<std::vector<GroupRole>> all_roles(groupings.size(), std::vector<GroupRole>(gpu.groups.size()));
+  for (size_t o = 0; o < groupings.size(); ++o) {
+    const bool by_type = groupings[o]->by_type;
+    for (size_t i = 0; i < gpu.groups.size(); ++i) {
+      const TimelineGroup& gr = gpu.groups[i];
+      GroupRole& role = all_roles[o][i];
+      role.system = &sharing.system(gpu.jobs[gr.job].job_id);
+      role.joint = sharing.joint(*role.system);
+      role.untracked = i == gpu.jobs[gr.job].untracked_group;
+      role.ids.assign(gpu.series.size(), kNoId);
+      if (role.joint && role.untracked) continue;
+      const std::string unknown = (by_type ? gr.layer_type : gr.layer) + "|" + std::to_string(gr.forward);
+      role.name = role.joint ? gpu.jobs[gr.job].job_id + kJobSeparator + unknown : unknown;
     }
-    const TimelineSample* current = nullptr;
-    size_t current_series = 0;
-    std::vector<std::pair<uint32_t, int64_t>> groups;  // the window's, in the order they come
-    std::vector<uint32_t> group_at(gpu.groups.size(), UINT32_MAX);  // group -> its index in groups
-    std::vector<size_t> window_events;
-    std::vector<SystemHere> here;
-    std::vector<std::pair<uint32_t, double>> rows;  // one system's part of the window
-    // Per grouping, the note and system of each (system, series) met, so that a window finds
-    // them without a SystemKey's strings and two map searches (std::map's entries stay put).
-    struct Found {
-      const std::string* system;
-      size_t series;
-      SystemNotes* note;
-      DeconvolveData* data;  // nullptr: not made yet
-    };
-    std::vector<std::vector<Found>> found_in(groupings.size());
-    auto flush_grouping = [&](GroupingSystems& out, std::vector<GroupRole>& roles, std::vector<Found>& found,
-                              const std::string& key) {
-      auto register_unknown = [&](GroupRole& role, const TimelineGroup& gr) {
+  }
+  std::vector<std::pair<uint32_t, int64_t>> groups;  // the window's, in the order they come
+  std::vector<uint32_t> group_at(gpu.groups.size(), UINT32_MAX);  // group -> its index in groups
+  std::vector<size_t> window_events;
+  std::vector<SystemHere> here;
+  // Per grouping, the note and system of each (system, series) met, so that a window finds them
+  // without a SystemKey's strings and two map searches (std::map's entries stay put).
+  struct Found {
+    const std::string* system;
+    size_t series;
+    SystemNotes* note;
+    DeconvolveData* data;  // nullptr: not made yet (or a sums-only grouping's)
+  };
+  std::vector<std::vector<Found>> found_in(groupings.size());
+  auto found_for = [&](GroupingSystems& out, std::vector<Found>& found, const std::string* system,
+                       size_t series) -> Found& {
+    auto at = std::find_if(found.begin(), found.end(),
+                           [&](const Found& f) { return f.system == system && f.series == series; });
+    if (at != found.end()) return *at;
+    found.push_back({system, series, &out.notes[SystemKey{*system, gpu.series[series].metric}], nullptr});
+    return found.back();
+  };
+
+  // The window's systems in here[0, in_use), each with its groups' fractions of the window
+  // (entries are reused, their vectors' room kept).
+  auto gather = [&](GroupingSystems& out, std::vector<GroupRole>& roles, double window) {
+    size_t in_use = 0;
+    for (const auto& [group, weight] : groups) {
+      GroupRole& role = roles[group];
+      const TimelineGroup& gr = gpu.groups[group];
+      if (!role.registered) {
         role.registered = true;
         auto& known = out.unknowns[*role.system];
         if (role.joint && role.untracked)
@@ -145,135 +202,262 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
         else
           known.emplace(role.name, UnknownInfo{role.joint ? gpu.jobs[gr.job].job_id : "",
                                                out.by_type ? gr.layer_type : gr.layer, gr.layer_type, gr.forward});
-      };
-      const TimelineSeries& series = gpu.series[current_series];
-      const double window = std::max(series.window_of(*current), 1.0);
-      const bool instant = series.kind == TimelineSeries::kInstant;
-      // The span of time the sample stands for, as the sweep took it (interval_sweep.hpp).
-      const int64_t half = kInstantSpreadNs / 2,
-                    window_int = static_cast<int64_t>(std::llround(series.window_of(*current)));
-      const int64_t start = instant ? current->end_ns - half : current->end_ns - window_int;
-      const int64_t end = instant ? current->end_ns + half : current->end_ns;
-      const double scale = instant ? static_cast<double>(std::max<int64_t>(window_int, 1)) / kInstantSpreadNs : 1.0;
-      // The window's systems in here[0, in_use): entries are reused, their vectors' room kept.
-      size_t in_use = 0;
-      for (const auto& [group, weight] : groups) {
-        GroupRole& role = roles[group];
-        const TimelineGroup& gr = gpu.groups[group];
-        if (!role.registered) register_unknown(role, gr);
-        auto h = std::find_if(here.begin(), here.begin() + static_cast<std::ptrdiff_t>(in_use),
-                              [&](const SystemHere& x) { return x.system == role.system || *x.system == *role.system; });
-        if (h == here.begin() + static_cast<std::ptrdiff_t>(in_use)) {
-          if (in_use == here.size()) here.emplace_back();
-          h = here.begin() + static_cast<std::ptrdiff_t>(in_use++);
-          h->system = role.system;
-          h->joint = role.joint;
-          h->fractions.clear();
-          h->jobs.clear();
-          h->event_time = 0;
-        }
-        if (role.joint) {
-          if (std::find(h->jobs.begin(), h->jobs.end(), gr.job) == h->jobs.end()) h->jobs.push_back(gr.job);
-          if (role.untracked) continue;  // the untracked time of a joint system is the union's, below
-          h->event_time += static_cast<double>(weight);
-        }
-        h->fractions.push_back({&role.name, &role.ids[current_series], static_cast<double>(weight) / window});
       }
-      for (size_t i = 0; i < in_use; ++i) {
-        SystemHere& h = here[i];
-        auto at = std::find_if(found.begin(), found.end(),
-                               [&](const Found& f) { return f.system == h.system && f.series == current_series; });
-        if (at == found.end()) {
-          found.push_back({h.system, current_series, &out.notes[SystemKey{*h.system, series.metric}], nullptr});
-          at = found.end() - 1;
-        }
-        SystemNotes& note = *at->note;
-        if (!note.failed.empty()) continue;
-        if (h.joint) {
-          if (instant) note.shared_gauge = true;
-          const double untracked =
-              std::max(0.0, static_cast<double>(span_union(gpu, h.jobs, start, end)) * scale - h.event_time);
-          if (untracked > 0) h.fractions.push_back({&kSharedUntracked, nullptr, untracked / window});
-          // Time-slicing is the model: a window in which two of the jobs ran at once is not.
-          if (h.jobs.size() > 1 && jobs_ran_at_once(gpu, window_events, start, end)) {
-            if (shift == 0) ++note.concurrent_windows;
-            continue;
-          }
-          double total = 0;
-          for (const auto& f : h.fractions) total += f.fraction;
-          if (total > 1)  // hand-overs counted twice
-            for (auto& f : h.fractions) f.fraction /= total;
-        }
-        if (!at->data) {
-          auto [it, added] = out.systems.try_emplace(SystemKey{*h.system, series.metric});
-          if (added) {
-            if (out.sums_only) it->second.keep_sums_only();
-            const auto b = bounds.find(series.metric);
-            if (b != bounds.end()) it->second.set_bounds(b->second.lower, b->second.upper);
-            // Room for a row per group in each of the series' windows (at most kRowsReserved):
-            // grown by doubling instead, the rows of a minute are copied and paged in again and again.
-            it->second.reserve(series.samples.size() * std::min(gpu.groups.size(), kRowsReserved));
-          }
-          at->data = &it->second;
-        }
-        DeconvolveData& data = *at->data;
-        try {
-          rows.clear();
-          for (const auto& part : h.fractions) {
-            const uint32_t id = part.id && *part.id != kNoId ? *part.id : data.unknown(*part.unknown);
-            if (part.id) *part.id = id;
-            rows.emplace_back(id, std::min(1.0, part.fraction));
-          }
-          data.add_sample(key, rows, current->value);
-        } catch (const std::exception& e) {  // no fit for this system; the others go on
-          note.failed = out.unknowns[*h.system].size() >= DeconvolveLimits::kMaxUnknowns
-                            ? "more than " + std::to_string(DeconvolveLimits::kMaxUnknowns) +
-                                  " layers and directions in one system (layer_type_estimates has fewer)"
-                            : std::string("its system could not be solved (") + e.what() + ")";
-          out.systems.erase(SystemKey{*h.system, series.metric});
-          at->data = nullptr;
+      auto h = std::find_if(here.begin(), here.begin() + static_cast<std::ptrdiff_t>(in_use),
+                            [&](const SystemHere& x) { return x.system == role.system || *x.system == *role.system; });
+      if (h == here.begin() + static_cast<std::ptrdiff_t>(in_use)) {
+        if (in_use == here.size()) here.emplace_back();
+        h = here.begin() + static_cast<std::ptrdiff_t>(in_use++);
+        h->system = role.system;
+        h->joint = role.joint;
+        h->fractions.clear();
+        h->jobs.clear();
+        h->event_time = 0;
+      }
+      if (role.joint) {
+        if (std::find(h->jobs.begin(), h->jobs.end(), gr.job) == h->jobs.end()) h->jobs.push_back(gr.job);
+        if (role.untracked) continue;  // the untracked time of a joint system is the union's, below
+        h->event_time += static_cast<double>(weight);
+      }
+      h->fractions.push_back({&role, group, static_cast<double>(weight) / window});
+    }
+    return in_use;
+  };
+  // A joint system's untracked time, and its fractions scaled back where hand-overs counted
+  // twice; false when two of its jobs ran at once (time-slicing is the model: such a window is not).
+  auto settle_joint = [&](SystemHere& h, const WindowSpan& span) {
+    const double untracked =
+        std::max(0.0, static_cast<double>(span_union(gpu, h.jobs, span.start, span.end)) * span.scale - h.event_time);
+    if (untracked > 0) h.fractions.push_back({nullptr, 0, untracked / span.window});
+    if (h.jobs.size() > 1 && jobs_ran_at_once(gpu, window_events, span.start, span.end)) return false;
+    double total = 0;
+    for (const auto& f : h.fractions) total += f.fraction;
+    if (total > 1)
+      for (auto& f : h.fractions) f.fraction /= total;
+    return true;
+  };
+
+  // A grouping that keeps rows: each series' window into its systems.
+  std::vector<std::pair<uint32_t, double>> rows;  // one system's part of the window
+  auto add_rows = [&](GroupingSystems& out, std::vector<GroupRole>& roles, std::vector<Found>& found,
+                      size_t si, const TimelineSample& sample) {
+    const TimelineSeries& series = gpu.series[si];
+    const WindowSpan span = span_of(series, sample);
+    const std::string key = sample_key_integer((static_cast<int64_t>(g) << 44) + sample.ts_ms);
+    const size_t in_use = gather(out, roles, span.window);
+    for (size_t i = 0; i < in_use; ++i) {
+      SystemHere& h = here[i];
+      Found& at = found_for(out, found, h.system, si);
+      SystemNotes& note = *at.note;
+      if (!note.failed.empty()) continue;
+      if (h.joint) {
+        if (span.instant) note.shared_gauge = true;
+        if (!settle_joint(h, span)) {
+          if (shift == 0) ++note.concurrent_windows;
           continue;
         }
-        if (series.off_own_grid > 0) note.windows_unknown = true;
       }
-    };
-    // Series whose windows are the same (a GPU's PROF metrics, scraped together) are swept once:
-    // the first of each such class is swept, and each window's rows go to every series of the
-    // class, with that series' value (each system still gets its samples in time order).
-    const WindowClasses classes = window_classes(gpu);
-    const TimelineSample* window = nullptr;  // the swept series' sample whose rows are gathered
-    size_t window_series = 0;
-    auto flush = [&] {
-      if (!window) return;
-      const auto k = static_cast<size_t>(window - gpu.series[window_series].samples.data());
-      for (size_t si : classes.class_of[window_series]) {
-        current = &gpu.series[si].samples[k];
-        current_series = si;
-        if (current->null) continue;
-        const std::string key = sample_key_integer((static_cast<int64_t>(g) << 44) + current->ts_ms);
-        for (size_t o = 0; o < groupings.size(); ++o) flush_grouping(*groupings[o], all_roles[o], found_in[o], key);
+      if (!at.data) {
+        auto [it, added] = out.systems.try_emplace(SystemKey{*h.system, series.metric});
+        if (added) {
+          const auto b = bounds.find(series.metric);
+          if (b != bounds.end()) it->second.set_bounds(b->second.lower, b->second.upper);
+          // Room for a row per group in each of the series' windows (at most kRowsReserved):
+          // grown by doubling instead, the rows of a minute are copied and paged in again and again.
+          it->second.reserve(series.samples.size() * std::min(gpu.groups.size(), kRowsReserved));
+        }
+        at.data = &it->second;
       }
-    };
-    sweep_overlaps_of(gpu, classes.swept, [&](int64_t event, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
-      if (&sample != window) {
-        flush();
-        window = &sample;
-        window_series = series;
-        for (const auto& entry : groups) group_at[entry.first] = UINT32_MAX;
-        groups.clear();
-        window_events.clear();
+      DeconvolveData& data = *at.data;
+      try {
+        rows.clear();
+        for (const auto& part : h.fractions) {
+          uint32_t* cached = part.role ? &part.role->ids[si] : nullptr;
+          const uint32_t id = cached && *cached != kNoId
+                                  ? *cached
+                                  : data.unknown(part.role ? part.role->name : kSharedUntracked);
+          if (cached) *cached = id;
+          rows.emplace_back(id, std::min(1.0, part.fraction));
+        }
+        data.add_sample(key, rows, sample.value);
+      } catch (const std::exception& e) {  // no fit for this system; the others go on
+        note.failed = failure_of(out, *h.system, e);
+        out.systems.erase(SystemKey{*h.system, series.metric});
+        at.data = nullptr;
+        continue;
       }
-      if (event >= 0) window_events.push_back(static_cast<size_t>(event));
-      uint32_t& at = group_at[group];
-      if (at == UINT32_MAX) {
-        at = static_cast<uint32_t>(groups.size());
-        groups.emplace_back(group, weight);
-      } else {
-        groups[at].second += weight;
+      if (series.off_own_grid > 0) note.windows_unknown = true;
+    }
+  };
+
+  // A sums-only grouping: the window once for the series of `part` (same windows to the bit),
+  // each system's row summed once with every value (stats/shared_weights_sums.hpp).
+  std::vector<std::vector<SharedRows>> shared_in(groupings.size());
+  std::vector<size_t> present, takers;
+  std::vector<double> values;
+  std::vector<std::pair<size_t, double>> sums_row;
+  auto add_shared_row = [&](GroupingSystems& out, SharedRows& to, const SystemHere& h, int64_t ts_ms) {
+    sums_row.clear();
+    for (const auto& part : h.fractions) {
+      uint32_t& index = part.role ? to.index_of_group[part.group] : to.untracked;
+      if (index == kNoId) {
+        const std::string& name = part.role ? part.role->name : kSharedUntracked;
+        const size_t before = to.sums.unknowns();
+        const auto known = out.unknowns[*h.system].find(name);
+        const size_t added = to.sums.unknown(name, known == out.unknowns[*h.system].end() ? "" : known->second.layer_type);
+        if (added == before && ++to.layer_unknowns > DeconvolveLimits::kMaxUnknowns)
+          throw argument_error("layer_key", "has more than " + std::to_string(DeconvolveLimits::kMaxUnknowns) +
+                                                " distinct values in one group");
+        index = static_cast<uint32_t>(added);
       }
-    });
-    flush();
-  }
+      sums_row.emplace_back(index, std::min(1.0, part.fraction));
+    }
+    for (const auto& entry : sums_row)
+      if (!(entry.second >= 0 && entry.second <= 1 + DeconvolveLimits::kWeightSlack))
+        throw argument_error("weight", "must be between 0 and 1 (the fraction of the sample's window)");
+    double weight_sum = 0;
+    size_t kept = 0;
+    for (const auto& entry : sums_row)
+      if (entry.second > 0) {
+        weight_sum += entry.second;
+        if (weight_sum > 1 + DeconvolveLimits::kSumSlack)
+          throw argument_error("weight", "sums to " + format_number(weight_sum) + " over the rows of sample " +
+                                             sample_key_label(sample_key_integer((static_cast<int64_t>(g) << 44) + ts_ms)) +
+                                             ": the weights of a sample are fractions of its window, at most 1 in all");
+        sums_row[kept++] = entry;
+      }
+    sums_row.resize(kept);
+    if (sums_row.empty()) return;  // (a window without weight is no row)
+    const double rest = 1 - weight_sum;
+    if (rest > DeconvolveLimits::kRestThreshold) sums_row.emplace_back(to.sums.unknown(DeconvolveData::kRest, ""), rest);
+    // Each unknown once, in index order (one named twice in the window: its weights summed).
+    std::sort(sums_row.begin(), sums_row.end());
+    kept = 0;
+    for (size_t i = 0; i < sums_row.size(); ++i) {
+      if (kept > 0 && sums_row[kept - 1].first == sums_row[i].first)
+        sums_row[kept - 1].second += sums_row[i].second;
+      else
+        sums_row[kept++] = sums_row[i];
+    }
+    sums_row.resize(kept);
+    to.sums.add_row(sums_row, values.data());
+  };
+  auto add_shared = [&](size_t o, const std::vector<size_t>& part, size_t k) {
+    GroupingSystems& out = *groupings[o];
+    present.clear();
+    for (size_t si : part)
+      if (!gpu.series[si].samples[k].null) present.push_back(si);
+    if (present.empty()) return;
+    const TimelineSample& first = gpu.series[present[0]].samples[k];
+    const WindowSpan span = span_of(gpu.series[present[0]], first);
+    const size_t in_use = gather(out, all_roles[o], span.window);
+    for (size_t i = 0; i < in_use; ++i) {
+      SystemHere& h = here[i];
+      takers.clear();
+      for (size_t si : present)
+        if (found_for(out, found_in[o], h.system, si).note->failed.empty()) takers.push_back(si);
+      if (takers.empty()) continue;
+      auto note_of = [&](size_t si) -> SystemNotes& { return *found_for(out, found_in[o], h.system, si).note; };
+      if (h.joint) {
+        if (span.instant)
+          for (size_t si : takers) note_of(si).shared_gauge = true;
+        if (!settle_joint(h, span)) {
+          if (shift == 0)
+            for (size_t si : takers) ++note_of(si).concurrent_windows;
+          continue;
+        }
+      }
+      values.clear();
+      size_t kept = 0;
+      for (size_t si : takers) {
+        const double value = gpu.series[si].samples[k].value;
+        if (!h.fractions.empty() && !std::isfinite(value)) {
+          note_of(si).failed = failure_of(out, *h.system, argument_error("value", "must be finite"));
+          continue;
+        }
+        takers[kept++] = si;
+        values.push_back(value);
+      }
+      takers.resize(kept);
+      if (takers.empty()) continue;
+      auto to = std::find_if(shared_in[o].begin(), shared_in[o].end(), [&](const SharedRows& s) {
+        return (s.system == h.system || *s.system == *h.system) && s.series == takers;
+      });
+      if (to == shared_in[o].end()) {
+        shared_in[o].push_back({h.system, takers, SharedWeightsSums(takers.size()),
+                                std::vector<uint32_t>(gpu.groups.size(), kNoId)});
+        to = shared_in[o].end() - 1;
+      }
+      try {
+        add_shared_row(out, *to, h, first.ts_ms);
+      } catch (const std::exception& e) {  // no fit for this system and these series; the others go on
+        for (size_t si : takers) note_of(si).failed = failure_of(out, *h.system, e);
+        continue;
+      }
+      for (size_t si : takers)
+        if (gpu.series[si].off_own_grid > 0) note_of(si).windows_unknown = true;
+    }
+  };
+
+  // Series whose windows are the same (a GPU's PROF metrics, scraped together) are swept once:
+  // the first of each such class is swept, and each window's rows go to every series of the
+  // class, with that series' value (each system still gets its samples in time order).
+  const WindowClasses classes = window_classes(gpu);
+  // For the sums-only groupings, each class in parts whose window lengths are the same to the bit.
+  std::vector<std::vector<std::vector<size_t>>> exact_parts(gpu.series.size());
+  for (size_t swept : classes.swept)
+    for (size_t si : classes.class_of[swept]) {
+      auto& parts = exact_parts[swept];
+      auto same = std::find_if(parts.begin(), parts.end(), [&](const std::vector<size_t>& p) {
+        return same_window_lengths(gpu.series[p[0]], gpu.series[si]);
+      });
+      if (same == parts.end())
+        parts.push_back({si});
+      else
+        same->push_back(si);
+    }
+  const TimelineSample* window = nullptr;  // the swept series' sample whose rows are gathered
+  size_t window_series = 0;
+  auto flush = [&] {
+    if (!window) return;
+    const auto k = static_cast<size_t>(window - gpu.series[window_series].samples.data());
+    for (size_t o = 0; o < groupings.size(); ++o) {
+      if (groupings[o]->sums_only) {
+        for (const auto& part : exact_parts[window_series]) add_shared(o, part, k);
+        continue;
+      }
+      for (size_t si : classes.class_of[window_series])
+        if (!gpu.series[si].samples[k].null) add_rows(*groupings[o], all_roles[o], found_in[o], si, gpu.series[si].samples[k]);
+    }
+  };
+  sweep_overlaps_of(gpu, classes.swept, [&](int64_t event, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
+    if (&sample != window) {
+      flush();
+      window = &sample;
+      window_series = series;
+      for (const auto& entry : groups) group_at[entry.first] = UINT32_MAX;
+      groups.clear();
+      window_events.clear();
+    }
+    if (event >= 0) window_events.push_back(static_cast<size_t>(event));
+    uint32_t& at = group_at[group];
+    if (at == UINT32_MAX) {
+      at = static_cast<uint32_t>(groups.size());
+      groups.emplace_back(group, weight);
+    } else {
+      groups[at].second += weight;
+    }
+  });
+  flush();
+
+  // The sums-only groupings' sums, per system and metric (those that failed left out).
+  for (size_t o = 0; o < groupings.size(); ++o)
+    for (const SharedRows& shared : shared_in[o])
+      for (size_t c = 0; c < shared.series.size(); ++c) {
+        const SystemKey key{*shared.system, gpu.series[shared.series[c]].metric};
+        if (!groupings[o]->notes[key].failed.empty()) continue;
+        groupings[o]->states[key].merge(shared.sums.state(c));
+      }
 }
 
 void build_systems(sqlite3* db, const std::vector<std::string>& gpus, int shift,

@@ -61,8 +61,9 @@ constexpr int kTimingShifts[] = {0, -1, 1};
 // One grouping's systems ('layer' or 'layer_type'), with the unknowns and notes they met.
 struct GroupingSystems {
   bool by_type = false;
-  bool sums_only = false;  // the systems keep only their state (DeconvolveData::keep_sums_only)
+  bool sums_only = false;  // the rows go only into `states`, not `systems`
   std::map<SystemKey, DeconvolveData> systems;
+  std::map<SystemKey, LeastSquaresState> states;  // sums_only: each system's rows as sums
   SystemUnknowns unknowns;
   std::map<SystemKey, SystemNotes> notes;
 };

@@ -61,56 +61,12 @@ void DeconvolveData::add(const std::string& sample_key, std::string_view layer, 
 
 void DeconvolveData::add_sample(const std::string& sample_key, const std::vector<std::pair<uint32_t, double>>& rows,
                                 std::optional<double> value) {
-  if (sums_only_) {
-    for (const auto& [layer, weight] : rows) {
-      check_row(weight, value);
-      if (layer >= layers_.size()) throw std::out_of_range("DeconvolveData: no unknown " + std::to_string(layer));
-    }
-    if (!rows.empty() && value) add_sample_sums(sample_key, rows, *value);  // (a sample without a value is no row)
-    return;
-  }
   std::optional<uint32_t> sample;
   for (const auto& [layer, weight] : rows) {
     check_row(weight, value);
     if (layer >= layers_.size()) throw std::out_of_range("DeconvolveData: no unknown " + std::to_string(layer));
     add_row(sample, sample_key, layer, weight, value);
   }
-}
-
-// One whole sample into the sums, as state() would add it from kept rows: its weights summed per
-// unknown (in index order), the rest of the window as '(rest)'.
-void DeconvolveData::add_sample_sums(const std::string& sample_key, const std::vector<std::pair<uint32_t, double>>& rows,
-                                     double value) {
-  double weight_sum = 0;
-  for (const auto& entry : rows)
-    if (entry.second > 0) {
-      weight_sum += entry.second;
-      if (weight_sum > 1 + DeconvolveLimits::kSumSlack)
-        throw argument_error("weight", "sums to " + format_number(weight_sum) + " over the rows of sample " +
-                                           sample_key_label(sample_key) +
-                                           ": the weights of a sample are fractions of its window, at most 1 in all");
-    }
-  rows_ += rows.size();
-  sums_row_.clear();
-  for (const auto& [layer, weight] : rows) {
-    if (!(weight > 0)) continue;
-    if (sums_index_.size() <= layer) sums_index_.resize(layers_.size(), SIZE_MAX);
-    size_t& index = sums_index_[layer];
-    if (index == SIZE_MAX) index = sums_.unknown(layers_[layer], "");
-    sums_row_.emplace_back(index, weight);
-  }
-  const double rest = 1 - weight_sum;
-  if (rest > DeconvolveLimits::kRestThreshold) sums_row_.emplace_back(sums_.unknown(kRest, ""), rest);
-  std::sort(sums_row_.begin(), sums_row_.end());
-  size_t kept = 0;
-  for (size_t i = 0; i < sums_row_.size(); ++i) {
-    if (kept > 0 && sums_row_[kept - 1].first == sums_row_[i].first)
-      sums_row_[kept - 1].second += sums_row_[i].second;  // one unknown twice in the sample
-    else
-      sums_row_[kept++] = sums_row_[i];
-  }
-  sums_row_.resize(kept);
-  sums_.add_row(sums_row_, value);
 }
 
 void DeconvolveData::check_row(double weight, std::optional<double> value) {
@@ -260,14 +216,6 @@ CompactRows::CompactRows(const DeconvolveData& data) {
 }
 
 LeastSquaresState DeconvolveData::state(const std::function<std::string(const std::string&)>& label_of) const {
-  if (sums_only_) {
-    LeastSquaresState out;
-    out.merge(prior_);
-    for (const std::string& name : layers_) out.unknown(name, label_of ? label_of(name) : "");
-    for (const auto& u : sums_.unknowns()) out.unknown(u.name, label_of ? label_of(u.name) : "");  // '(rest)'
-    out.merge(sums_);
-    return out;
-  }
   const CompactRows compact(*this);
   LeastSquaresState out;
   out.merge(prior_);

@@ -58,13 +58,7 @@ class DeconvolveData {
   void add_sample(const std::string& sample_key, const std::vector<std::pair<uint32_t, double>>& rows,
                   std::optional<double> value);
   // Room for this many rows of weight > 0 (a hint: more are taken as they come).
-  void reserve(size_t rows) {
-    if (!sums_only_) entries_.reserve(rows);
-  }
-  // From now on each add_sample() goes straight into the sums that state() returns, checked as
-  // ever, and is not kept as rows (the data cannot be solved then): for a caller that gives
-  // every sample once, whole, and wants only its state. Call before adding any row.
-  void keep_sums_only() { sums_only_ = true; }
+  void reserve(size_t rows) { entries_.reserve(rows); }
   // The bounds of the 6-argument form, on every row: the same on all rows, lower <= upper;
   // -inf/+inf for no bound.
   void set_bounds(double lower, double upper);
@@ -106,13 +100,6 @@ class DeconvolveData {
   std::vector<Entry> entries_;  // weight > 0 only
   size_t rows_ = 0;
   LeastSquaresState prior_;
-  // keep_sums_only(): the samples' sums, with each unknown's index there (SIZE_MAX: none yet).
-  bool sums_only_ = false;
-  LeastSquaresState sums_;
-  std::vector<size_t> sums_index_;
-  std::vector<std::pair<size_t, double>> sums_row_;  // (reused)
-  void add_sample_sums(const std::string& sample_key, const std::vector<std::pair<uint32_t, double>>& rows,
-                       double value);
   bool bounds_set_ = false;
   double lower_ = -std::numeric_limits<double>::infinity();
   double upper_ = std::numeric_limits<double>::infinity();

@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <utility>
 
 #include "core/errors.hpp"
 
@@ -92,6 +94,17 @@ void LeastSquaresState::add_row(const std::vector<std::pair<size_t, double>>& we
   value_squares_ += value * value;
   max_abs_value_ = std::max(max_abs_value_, std::fabs(value));
   ++rows_;
+}
+
+LeastSquaresState LeastSquaresState::with_values(std::vector<double> cross_value, double value_squares,
+                                                 double max_abs_value) const {
+  if (cross_value.size() != unknowns_.size())
+    throw std::invalid_argument("LeastSquaresState::with_values: one A^T y entry per unknown");
+  LeastSquaresState out = *this;
+  out.cross_value_ = std::move(cross_value);
+  out.value_squares_ = value_squares;
+  out.max_abs_value_ = max_abs_value;
+  return out;
 }
 
 void LeastSquaresState::merge(const LeastSquaresState& other,

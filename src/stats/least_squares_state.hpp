@@ -44,6 +44,10 @@ class LeastSquaresState {
   // that map to one are summed as one unknown).
   void merge(const LeastSquaresState& other, const std::function<std::string(const std::string&)>& rename = nullptr);
 
+  // The same rows with other values (A^T A and the row counts kept): A^T y per unknown, y^T y and
+  // the largest |y| as given (stats/shared_weights_sums.hpp).
+  LeastSquaresState with_values(std::vector<double> cross_value, double value_squares, double max_abs_value) const;
+
   // The documented binary encoding, and back (throws pp::Error on a blob that is not one).
   std::string encode() const;
   static LeastSquaresState decode(std::string_view blob);

@@ -41,3 +41,26 @@ SELECT count(*) = 1 AND count(estimate) = 1 FROM pp_estimates('layer_type') WHER
 -- 'narrow' is solved as if 'wide' were not there.
 SELECT abs(estimate - 80) < 1e-6 AND confidence = 'identified' FROM layer_estimates
  WHERE job_id = 'narrow' AND layer = 'mlp' AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+
+-- Once retention has moved its windows into the estimator's state, 'wide' still says why: the
+-- state keeps the reason, not a fit. (A call and samples five minutes on move the fold point.)
+SELECT pp_config('event_retention_minutes', 1) = '1';
+INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end,
+                      source_file, line)
+VALUES ('wide', 'GPU-w0000000-0000-4000-8000-000000000000', 'layer0', 'Linear', 1, 1700001000000000000,
+        1700001000002000000, 1700001000, 1700001000.002, 'wide', 1002);
+WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 6)
+INSERT INTO pp_samples(uuid, metric, ts_ms, value)
+SELECT 'GPU-w0000000-0000-4000-8000-000000000000', 'DCGM_FI_DEV_GPU_UTIL', (1700001000 + n) * 1000, 90 FROM i;
+SELECT windows_folded > 0 FROM pp_refresh(NULL, 1);
+SELECT count(*) = 3 AND min(failed) = max(failed)
+   AND min(failed) = 'more than 1000 layers and directions in one system (layer_type_estimates has fewer)'
+   AND count(state) = 0
+  FROM pp_estimator_state WHERE system = 'wide' AND grouping = 'layer';
+-- (The state of a system that failed keeps no unknowns: the rows are those of the layers in the
+-- windows still stored, here layer0 and the untracked time.)
+SELECT count(*) = 2 AND count(estimate) = 0 AND min(reason) = max(reason)
+   AND min(reason) = 'more than 1000 layers and directions in one system (layer_type_estimates has fewer)'
+  FROM pp_estimates('layer') WHERE job_id = 'wide' AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+SELECT count(*) = 3 AND count(failed) = 0 AND min(windows) > 0
+  FROM pp_estimator_state WHERE system = 'wide' AND grouping = 'layer_type';
