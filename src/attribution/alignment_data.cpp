@@ -159,6 +159,9 @@ AlignmentTimeline alignment_timeline(const AlignmentEventBlocks& fetched, const 
     int forward;
   };
   std::vector<InRange> in_range;
+  size_t fetched_events = 0;
+  for (const FetchedBlock& b : fetched.blocks) fetched_events += static_cast<size_t>(std::max<int64_t>(b.events, 0));
+  in_range.reserve(fetched_events);
   std::vector<std::string> job_ids, layer_types;
   std::map<std::string, uint32_t, std::less<>> job_read, type_read;
   std::unordered_map<const void*, uint32_t> type_of_layer;  // LayerNames' entries stay put
@@ -187,10 +190,15 @@ AlignmentTimeline alignment_timeline(const AlignmentEventBlocks& fetched, const 
       type = type_of_layer.emplace(&e.layer, number(type_read, layer_types, e.layer.second.value_or(""))).first;
     in_range.push_back({start, end, e.id, last_job, type->second, e.event.forward ? 1 : 0});
   });
-  std::sort(in_range.begin(), in_range.end(),
-            [](const InRange& a, const InRange& b) { return a.start != b.start ? a.start < b.start : a.id < b.id; });
-  // Groups are numbered in the order they first run, by (job, layer type, direction).
-  std::map<std::tuple<uint32_t, std::string_view, int>, uint32_t> group_index;
+  const auto by_start = [](const InRange& a, const InRange& b) {
+    return a.start != b.start ? a.start < b.start : a.id < b.id;
+  };
+  // (One job's blocks on a GPU come in that order already.)
+  if (!std::is_sorted(in_range.begin(), in_range.end(), by_start)) std::sort(in_range.begin(), in_range.end(), by_start);
+  // Groups are numbered in the order they first run, by (job, layer type, direction): the job
+  // and the type as read stand for the job and the type one to one.
+  std::vector<uint32_t> group_of(job_ids.size() * layer_types.size() * 2, UINT32_MAX);
+  uint32_t groups = 0;
   std::vector<std::optional<uint32_t>> job_at(job_ids.size());
   t.events.reserve(in_range.size());
   for (const InRange& e : in_range) {
@@ -204,13 +212,14 @@ AlignmentTimeline alignment_timeline(const AlignmentEventBlocks& fetched, const 
     const uint32_t job = *job_at[e.job];
     t.jobs[job].first = std::min(t.jobs[job].first, e.start);
     t.jobs[job].last = std::max(t.jobs[job].last, e.end);
-    const auto key = std::make_tuple(job, std::string_view(layer_types[e.layer_type]), e.forward);
-    auto [it, added] = group_index.try_emplace(key, static_cast<uint32_t>(group_index.size()));
-    t.events.push_back({e.start, e.end, it->second, job});
+    uint32_t& group = group_of[(static_cast<size_t>(e.job) * layer_types.size() + e.layer_type) * 2 +
+                               static_cast<size_t>(e.forward)];
+    if (group == UINT32_MAX) group = groups++;
+    t.events.push_back({e.start, e.end, group, job});
     t.longest_ns = std::max(t.longest_ns, e.end - e.start);
   }
   // Unknowns: the groups, then each job's untracked time (the rest of a window is one more).
-  t.unknowns = static_cast<uint32_t>(group_index.size());
+  t.unknowns = groups;
   for (auto& job : t.jobs) job.untracked = t.unknowns++;
   return t;
 }
