@@ -1,5 +1,6 @@
 #include "attribution/alignment.hpp"
 #include "attribution/flicker_path.hpp"
+#include "attribution/profile_peak.hpp"
 #include "attribution/window_fit.hpp"
 #include "attribution/window_mixes.hpp"
 
@@ -13,7 +14,6 @@ namespace pp {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kChi2Half90 = 2.706;  // 2 x log-likelihood drop of a 90% profile interval (1 dof)
 constexpr double kT95With3Dof = 2.353;  // Student t for the scatter of four quarters
 constexpr double kSignificantDriftSe = 3;  // a stretch's own drift must exceed this many standard errors
 constexpr double kUniqueMargin = 10;    // log-likelihood units a second peak must stay below
@@ -100,31 +100,6 @@ double stretch_drift_ppm(const std::vector<int64_t>& ts_ns, const std::vector<in
   }
   const double slope_se = std::sqrt(rss / static_cast<double>(n - 2) / sxx);
   return std::fabs(slope) > kSignificantDriftSe * slope_se ? slope * 1e6 : 0;
-}
-
-struct Peak {
-  double at = 0, value = -std::numeric_limits<double>::infinity(), half90 = 0;
-};
-
-// The best point of a fine grid around center, and its 90% profile interval's half-width.
-template <class F>
-Peak refine(F&& loglik, double center, double reach, double step) {
-  std::vector<std::pair<double, double>> grid;
-  for (double d = center - reach; d <= center + reach + step / 2; d += step) grid.emplace_back(d, loglik(d));
-  Peak p;
-  for (const auto& [d, l] : grid)
-    if (l > p.value) p = {d, l, 0};
-  if (!std::isfinite(p.value)) return p;
-  double lo = p.at, hi = p.at;
-  for (const auto& [d, l] : grid)
-    if (2 * (p.value - l) <= kChi2Half90) {
-      lo = std::min(lo, d);
-      hi = std::max(hi, d);
-    }
-  // An interval that reaches the grid's edge is at least that wide.
-  p.half90 = std::max({p.at - lo, hi - p.at, step});
-  if (lo <= grid.front().first || hi >= grid.back().first) p.half90 = std::max(p.half90, reach);
-  return p;
 }
 
 // The best point of a grid from lo to hi.

@@ -1,0 +1,100 @@
+// refine (src/attribution/profile_peak.hpp): the peak of a profile log-likelihood on a fine grid
+// and its 90% interval, from a part of the grid's points, against reading every point.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "attribution/profile_peak.hpp"
+
+namespace {
+
+using pp::Peak;
+
+// Every point read, as the alignment did before: the reference.
+Peak every_point(const std::function<double(double)>& loglik, double center, double reach, double step) {
+  std::vector<std::pair<double, double>> grid;
+  for (double d = center - reach; d <= center + reach + step / 2; d += step) grid.emplace_back(d, loglik(d));
+  Peak p;
+  for (const auto& [d, l] : grid)
+    if (l > p.value) p = {d, l, 0};
+  if (!std::isfinite(p.value)) return p;
+  double lo = p.at, hi = p.at;
+  for (const auto& [d, l] : grid)
+    if (2 * (p.value - l) <= pp::kChi2Half90) lo = std::min(lo, d), hi = std::max(hi, d);
+  p.half90 = std::max({p.at - lo, hi - p.at, step});
+  if (lo <= grid.front().first || hi >= grid.back().first) p.half90 = std::max(p.half90, reach);
+  return p;
+}
+
+void expect_same(const Peak& a, const Peak& b) {
+  EXPECT_EQ(a.at, b.at);
+  EXPECT_EQ(a.value, b.value);
+  EXPECT_EQ(a.half90, b.half90);
+}
+
+// The alignment's refinement: +-0.75 ms around a coarse best in 25 us steps (61 points).
+constexpr double kReach = 750e3, kStep = 25e3;
+
+// Peaks of every sharpness, inside the grid, near its ends and beyond them: the same peak and
+// interval as reading every point, from fewer points where the interval is narrow.
+TEST(ProfilePeak, ASinglePeakIsFoundAsFromEveryPoint) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> center(-1.2e6, 1.2e6), log_width(std::log(5e3), std::log(5e6));
+  size_t narrow = 0, narrow_reads = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    const double c = center(rng), width = std::exp(log_width(rng)), top = 1000 * center(rng) / 1e6;
+    size_t reads = 0;
+    const auto loglik = [&](double d) {
+      ++reads;
+      return top - 0.5 * (d - c) * (d - c) / (width * width);
+    };
+    const Peak all = every_point(loglik, 0, kReach, kStep);
+    reads = 0;
+    const Peak some = pp::refine(loglik, 0, kReach, kStep);
+    SCOPED_TRACE("center " + std::to_string(c) + " width " + std::to_string(width));
+    expect_same(some, all);
+    EXPECT_LE(reads, 61u);
+    if (width < 50e3 && std::fabs(c) < 500e3) ++narrow, narrow_reads += reads;
+  }
+  ASSERT_GT(narrow, 50u);
+  EXPECT_LT(static_cast<double>(narrow_reads) / static_cast<double>(narrow), 30);
+}
+
+// Two broad peaks: the higher one, wherever the first stride's points put the search first, and
+// the interval over both where both are within the 90% drop.
+TEST(ProfilePeak, OfTwoBroadPeaksTheHigherWins) {
+  for (double second : {-0.5, 0.5, 2.0, 2.6, 3.0}) {
+    const auto loglik = [&](double d) {
+      const double a = -0.5 * std::pow((d + 400e3) / 60e3, 2), b = second - 0.5 * std::pow((d - 350e3) / 60e3, 2);
+      return std::max(a, b);
+    };
+    SCOPED_TRACE("second peak's height " + std::to_string(second));
+    expect_same(pp::refine(loglik, 0, kReach, kStep), every_point(loglik, 0, kReach, kStep));
+  }
+}
+
+// A likelihood that falls off the grid (no fit there) and one with no fit anywhere.
+TEST(ProfilePeak, PointsWithoutAFitAreNeverThePeak) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const auto half = [&](double d) { return d < -100e3 ? -inf : -0.5 * std::pow((d - 200e3) / 40e3, 2); };
+  expect_same(pp::refine(half, 0, kReach, kStep), every_point(half, 0, kReach, kStep));
+  const auto some = [&](double d) { return std::fabs(d - 310e3) < 10e3 ? 1.0 : -inf; };  // between strides
+  expect_same(pp::refine(some, 0, kReach, kStep), every_point(some, 0, kReach, kStep));
+  const auto none = [&](double) { return -inf; };
+  const Peak p = pp::refine(none, 0, kReach, kStep);
+  EXPECT_FALSE(std::isfinite(p.value));
+  expect_same(p, every_point(none, 0, kReach, kStep));
+}
+
+// A flat likelihood says nothing: the interval is the whole reach.
+TEST(ProfilePeak, AFlatLikelihoodSpansTheReach) {
+  const Peak p = pp::refine([](double) { return 5.0; }, 1e6, kReach, kStep);
+  EXPECT_EQ(p.at, 1e6 - kReach);
+  EXPECT_EQ(p.half90, kReach * 2);
+}
+
+}  // namespace
