@@ -19,10 +19,29 @@ void put_varint(std::string& out, uint64_t v) {
   out.push_back(static_cast<char>(v));
 }
 
+constexpr size_t kLongestVarint = 10;  // 64 bits, 7 a byte
+
 class Reader {
  public:
   explicit Reader(std::string_view data) : data_(data) {}
   bool varint(uint64_t& v) {
+    // Where the longest varint fits in what is left, no byte needs its own check (most fields
+    // of an event take one byte; a block's decoding is a step of every fold and alignment).
+    if (data_.size() - pos_ >= kLongestVarint) {
+      const auto* bytes = reinterpret_cast<const unsigned char*>(data_.data()) + pos_;
+      uint64_t value = 0;
+      for (size_t k = 0; k < kLongestVarint; ++k) {
+        const uint64_t byte = bytes[k];
+        if (k == kLongestVarint - 1 && byte > 1) return false;  // more than 64 bits
+        value |= (byte & 0x7f) << (7 * k);
+        if (!(byte & 0x80)) {
+          v = value;
+          pos_ += k + 1;
+          return true;
+        }
+      }
+      return false;
+    }
     v = 0;
     for (int shift = 0; shift < 70; shift += 7) {
       if (pos_ >= data_.size()) return false;
