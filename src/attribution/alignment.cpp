@@ -529,11 +529,7 @@ GridEstimate estimate_driver_grid(const AlignmentTimeline& timeline, const std::
       const WindowFit f = fit_windows(mix(ends, period), y, timeline.unknowns);
       return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
     };
-    Peak coarse;
-    for (double phase = 0; phase < period; phase += step_ns) {
-      const double l = loglik(phase);
-      if (l > coarse.value) coarse = {phase, l, 0};
-    }
+    const Peak coarse = best_of_grid(loglik, 0, period, step_ns, true);
     if (!std::isfinite(coarse.value)) continue;
     const Peak p = refine(loglik, coarse.at, 1.5 * step_ns, step_ns / 20);
     if (p.value > best.log_likelihood || !best.found) {

@@ -1,15 +1,17 @@
-// The peak of a profile log-likelihood on a fine grid, and its 90% interval: how the alignment
-// (alignment.cpp) places an offset or a phase once a coarse search has found where to look.
+// The peak of a profile log-likelihood on a grid, and its 90% interval: how the alignment
+// (alignment.cpp) places an offset or a phase.
 //
+//   const Peak coarse = best_of_grid([&](double phase) { return fit_at(phase).log_likelihood; },
+//                                    0, period, 1e6, true);  // every ms of a period
 //   const Peak p = refine([&](double d) { return fit_at(d).log_likelihood; }, coarse_best, 750e3, 25e3);
 //   p.at;      // the grid point of highest likelihood (the first, on a tie)
 //   p.half90;  // how far the points within the 90% drop reach from it (at least a step; the
 //              // whole reach where they touch the grid's ends)
 //
-// Each point is a fit, the alignment's cost: the grid is read every kRefineStride-th point
-// first, then point by point around the best of those and outwards from the interval's edges.
+// Each point is a fit, the alignment's cost: both read every kRefineStride-th point first, then
+// point by point around the best of those (refine: and outwards from the interval's edges).
 // Wherever the likelihood turns or crosses the 90% drop at most once within a stride, that gives
-// what reading every point gives (unit/profile_peak_test.cpp), from some 25 of 61 points.
+// what reading every point gives (unit/profile_peak_test.cpp): refine from some 25 of 61 points.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -25,6 +27,65 @@ constexpr size_t kRefineStride = 5;
 struct Peak {
   double at = 0, value = -std::numeric_limits<double>::infinity(), half90 = 0;
 };
+
+// The first best point of the grid lo, lo + step, ... below end (summed, as a loop would), as
+// reading every point finds it: every kRefineStride-th point is read, then every point within a
+// stride of the best kGridLeads of those that top their neighbours (round the end too where the
+// grid wraps: a phase). A
+// driver's period of a sixth of a second to a second is a grid of 167 to 1000 points.
+constexpr size_t kGridLeads = 3;
+
+template <class F>
+Peak best_of_grid(F&& loglik, double lo, double end, double step, bool wraps) {
+  std::vector<double> at;
+  for (double d = lo; d < end; d += step) at.push_back(d);
+  const size_t n = at.size();
+  std::vector<double> value(n, -std::numeric_limits<double>::infinity());
+  std::vector<char> known(n, 0);
+  const auto read = [&](size_t k) {
+    if (!known[k]) {
+      value[k] = loglik(at[k]);
+      known[k] = 1;
+    }
+  };
+  const auto best = [&] {
+    Peak p;
+    for (size_t k = 0; k < n; ++k)
+      if (known[k] && value[k] > p.value) p = {at[k], value[k], 0};
+    return p;
+  };
+  std::vector<size_t> read_first;
+  for (size_t k = 0; k < n; k += kRefineStride) {
+    read(k);
+    read_first.push_back(k);
+  }
+  // The leads: points read first that no neighbour read first tops (one per rise of the
+  // likelihood, so that a broad rival's many points do not crowd out a narrow peak).
+  std::vector<size_t> leads;
+  const size_t m = read_first.size();
+  for (size_t i = 0; i < m; ++i) {
+    const double v = value[read_first[i]];
+    if (!std::isfinite(v)) continue;
+    const bool has_before = i > 0 || (wraps && m > 1), has_after = i + 1 < m || (wraps && m > 1);
+    if (has_before && value[read_first[i > 0 ? i - 1 : m - 1]] > v) continue;
+    if (has_after && value[read_first[i + 1 < m ? i + 1 : 0]] > v) continue;
+    leads.push_back(read_first[i]);
+  }
+  if (leads.empty()) {  // nothing to look around: every point
+    for (size_t k = 0; k < n; ++k) read(k);
+    return best();
+  }
+  std::stable_sort(leads.begin(), leads.end(), [&](size_t a, size_t b) { return value[a] > value[b]; });
+  leads.resize(std::min(leads.size(), kGridLeads));
+  for (size_t lead : leads)
+    for (size_t off = 1; off < kRefineStride; ++off) {
+      if (lead + off < n) read(lead + off);
+      else if (wraps) read((lead + off) % n);
+      if (lead >= off) read(lead - off);
+      else if (wraps) read(lead + n - off);
+    }
+  return best();
+}
 
 // The grid: center - reach, then step by step (summed, as a loop would) up to center + reach.
 template <class F>

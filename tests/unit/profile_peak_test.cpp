@@ -1,5 +1,6 @@
-// refine (src/attribution/profile_peak.hpp): the peak of a profile log-likelihood on a fine grid
-// and its 90% interval, from a part of the grid's points, against reading every point.
+// best_of_grid and refine (src/attribution/profile_peak.hpp): the peak of a profile
+// log-likelihood on a grid, and its 90% interval, from a part of the grid's points, against
+// reading every point.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -34,6 +35,14 @@ void expect_same(const Peak& a, const Peak& b) {
   EXPECT_EQ(a.at, b.at);
   EXPECT_EQ(a.value, b.value);
   EXPECT_EQ(a.half90, b.half90);
+}
+
+// The driver's phase as the alignment searched it before: every ms of the period.
+Peak every_grid_point(const std::function<double(double)>& loglik, double period, double step) {
+  Peak p;
+  for (double phase = 0; phase < period; phase += step)
+    if (const double l = loglik(phase); l > p.value) p = {phase, l, 0};
+  return p;
 }
 
 // The alignment's refinement: +-0.75 ms around a coarse best in 25 us steps (61 points).
@@ -95,6 +104,54 @@ TEST(ProfilePeak, AFlatLikelihoodSpansTheReach) {
   const Peak p = pp::refine([](double) { return 5.0; }, 1e6, kReach, kStep);
   EXPECT_EQ(p.at, 1e6 - kReach);
   EXPECT_EQ(p.half90, kReach * 2);
+}
+
+// A phase's likelihood over a period of a sixth of a second and of a second, its peak anywhere
+// (round the period's end too), with up to three rival peaks: the phase every point gives, from
+// a fifth of the points and a few more.
+TEST(ProfilePeak, APhaseIsFoundAsFromEveryPointOfThePeriod) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (const double period : {1e9 / 6, 1e9})
+    for (int trial = 0; trial < 300; ++trial) {
+      struct Bump {
+        double at, width, height;
+      };
+      std::vector<Bump> bumps;
+      const int rivals = trial % 3;
+      for (int b = 0; b <= rivals; ++b)
+        bumps.push_back({unit(rng) * period, 3e6 + unit(rng) * 20e6, b == 0 ? 0.0 : -5 * unit(rng)});
+      size_t reads = 0;
+      const auto loglik = [&](double phase) {
+        ++reads;
+        double best = -1e9;
+        for (const Bump& b : bumps) {
+          double d = std::fabs(phase - b.at);
+          d = std::min(d, period - d);  // round the period
+          best = std::max(best, b.height - 0.5 * (d / b.width) * (d / b.width));
+        }
+        return best;
+      };
+      const Peak all = every_grid_point(loglik, period, 1e6);
+      const size_t every = reads;
+      reads = 0;
+      const Peak some = pp::best_of_grid(loglik, 0, period, 1e6, true);
+      SCOPED_TRACE("period " + std::to_string(period) + ", trial " + std::to_string(trial));
+      EXPECT_EQ(some.at, all.at);
+      EXPECT_EQ(some.value, all.value);
+      EXPECT_LE(reads, (every + 4) / 5 + 3 * 8);  // a fifth, and 8 around each of three leads
+    }
+}
+
+// No point with a fit: every point is read and none is the peak, as before.
+TEST(ProfilePeak, APeriodWithoutAFitHasNoPhase) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const auto none = [&](double) { return -inf; };
+  const Peak p = pp::best_of_grid(none, 0, 100e6, 1e6, true);
+  EXPECT_FALSE(std::isfinite(p.value));
+  EXPECT_EQ(p.at, every_grid_point(none, 100e6, 1e6).at);
+  const auto narrow = [&](double phase) { return std::fabs(phase - 42e6) < 1e6 ? 1.0 : -inf; };
+  EXPECT_EQ(pp::best_of_grid(narrow, 0, 100e6, 1e6, true).at, 42e6);
 }
 
 }  // namespace
