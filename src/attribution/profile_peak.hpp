@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace pp {
@@ -28,35 +29,58 @@ struct Peak {
   double at = 0, value = -std::numeric_limits<double>::infinity(), half90 = 0;
 };
 
+// A grid's points and the likelihood of those read so far (each read is a fit).
+template <class F>
+class GridReads {
+ public:
+  GridReads(F& loglik, std::vector<double> at)
+      : loglik_(loglik), at_(std::move(at)), value_(at_.size(), -std::numeric_limits<double>::infinity()),
+        known_(at_.size(), 0) {}
+  size_t size() const { return at_.size(); }
+  double at(size_t k) const { return at_[k]; }
+  bool known(size_t k) const { return known_[k] != 0; }
+  double value(size_t k) const { return value_[k]; }
+  double read(size_t k) {
+    if (!known_[k]) {
+      value_[k] = loglik_(at_[k]);
+      known_[k] = 1;
+    }
+    return value_[k];
+  }
+  void read_all() {
+    for (size_t k = 0; k < size(); ++k) read(k);
+  }
+  // The best point read (the first of equals, as a loop over every point keeps it), and its index.
+  Peak best(size_t& index) const {
+    Peak p;
+    for (size_t k = 0; k < size(); ++k)
+      if (known_[k] && value_[k] > p.value) p = {at_[k], value_[k], 0}, index = k;
+    return p;
+  }
+
+ private:
+  F& loglik_;
+  std::vector<double> at_, value_;
+  std::vector<char> known_;
+};
+
 // The first best point of the grid lo, lo + step, ... below end (summed, as a loop would), as
 // reading every point finds it: every kRefineStride-th point is read, then every point within a
 // stride of the best kGridLeads of those that top their neighbours (round the end too where the
-// grid wraps: a phase). A
-// driver's period of a sixth of a second to a second is a grid of 167 to 1000 points.
+// grid wraps: a phase). A driver's period of a sixth of a second to a second is a grid of 167
+// to 1000 points.
 constexpr size_t kGridLeads = 3;
 
 template <class F>
 Peak best_of_grid(F&& loglik, double lo, double end, double step, bool wraps) {
   std::vector<double> at;
   for (double d = lo; d < end; d += step) at.push_back(d);
-  const size_t n = at.size();
-  std::vector<double> value(n, -std::numeric_limits<double>::infinity());
-  std::vector<char> known(n, 0);
-  const auto read = [&](size_t k) {
-    if (!known[k]) {
-      value[k] = loglik(at[k]);
-      known[k] = 1;
-    }
-  };
-  const auto best = [&] {
-    Peak p;
-    for (size_t k = 0; k < n; ++k)
-      if (known[k] && value[k] > p.value) p = {at[k], value[k], 0};
-    return p;
-  };
+  GridReads<F> grid(loglik, std::move(at));
+  const size_t n = grid.size();
+  size_t index = 0;
   std::vector<size_t> read_first;
   for (size_t k = 0; k < n; k += kRefineStride) {
-    read(k);
+    grid.read(k);
     read_first.push_back(k);
   }
   // The leads: points read first that no neighbour read first tops (one per rise of the
@@ -64,27 +88,31 @@ Peak best_of_grid(F&& loglik, double lo, double end, double step, bool wraps) {
   std::vector<size_t> leads;
   const size_t m = read_first.size();
   for (size_t i = 0; i < m; ++i) {
-    const double v = value[read_first[i]];
+    const double v = grid.value(read_first[i]);
     if (!std::isfinite(v)) continue;
     const bool has_before = i > 0 || (wraps && m > 1), has_after = i + 1 < m || (wraps && m > 1);
-    if (has_before && value[read_first[i > 0 ? i - 1 : m - 1]] > v) continue;
-    if (has_after && value[read_first[i + 1 < m ? i + 1 : 0]] > v) continue;
+    if (has_before && grid.value(read_first[i > 0 ? i - 1 : m - 1]) > v) continue;
+    if (has_after && grid.value(read_first[i + 1 < m ? i + 1 : 0]) > v) continue;
     leads.push_back(read_first[i]);
   }
   if (leads.empty()) {  // nothing to look around: every point
-    for (size_t k = 0; k < n; ++k) read(k);
-    return best();
+    grid.read_all();
+    return grid.best(index);
   }
-  std::stable_sort(leads.begin(), leads.end(), [&](size_t a, size_t b) { return value[a] > value[b]; });
+  std::stable_sort(leads.begin(), leads.end(), [&](size_t a, size_t b) { return grid.value(a) > grid.value(b); });
   leads.resize(std::min(leads.size(), kGridLeads));
   for (size_t lead : leads)
     for (size_t off = 1; off < kRefineStride; ++off) {
-      if (lead + off < n) read(lead + off);
-      else if (wraps) read((lead + off) % n);
-      if (lead >= off) read(lead - off);
-      else if (wraps) read(lead + n - off);
+      if (lead + off < n)
+        grid.read(lead + off);
+      else if (wraps)
+        grid.read((lead + off) % n);
+      if (lead >= off)
+        grid.read(lead - off);
+      else if (wraps)
+        grid.read(lead + n - off);
     }
-  return best();
+  return grid.best(index);
 }
 
 // The grid: center - reach, then step by step (summed, as a loop would) up to center + reach.
@@ -92,44 +120,34 @@ template <class F>
 Peak refine(F&& loglik, double center, double reach, double step) {
   std::vector<double> at;
   for (double d = center - reach; d <= center + reach + step / 2; d += step) at.push_back(d);
-  const size_t n = at.size();
+  GridReads<F> grid(loglik, std::move(at));
+  const size_t n = grid.size();
   if (n == 0) return {};
-  std::vector<double> value(n, -std::numeric_limits<double>::infinity());
-  std::vector<char> known(n, 0);
-  const auto read = [&](size_t k) {
-    if (!known[k]) {
-      value[k] = loglik(at[k]);
-      known[k] = 1;
-    }
-    return value[k];
-  };
-  size_t peak_k = 0;
-  const auto best = [&] {
-    Peak p;
-    for (size_t k = 0; k < n; ++k)
-      if (known[k] && value[k] > p.value) p = {at[k], value[k], 0}, peak_k = k;
-    return p;
-  };
-  for (size_t k = 0; k < n; k += kRefineStride) read(k);
-  read(n - 1);
-  Peak p = best();
+  for (size_t k = 0; k < n; k += kRefineStride) grid.read(k);
+  grid.read(n - 1);
+  size_t peak = 0;
+  Peak p = grid.best(peak);
   if (!std::isfinite(p.value)) {  // nothing to turn around: every point
-    for (size_t k = 0; k < n; ++k) read(k);
-    p = best();
+    grid.read_all();
+    p = grid.best(peak);
     if (!std::isfinite(p.value)) return p;
   }
   const auto within = [&](double v) { return 2 * (p.value - v) <= kChi2Half90; };
   for (;;) {
-    const size_t from = peak_k >= kRefineStride - 1 ? peak_k - (kRefineStride - 1) : 0;
-    for (size_t k = from; k < std::min(n, peak_k + kRefineStride); ++k) read(k);
-    p = best();
-    size_t lo = peak_k, hi = peak_k;
+    const size_t from = peak >= kRefineStride - 1 ? peak - (kRefineStride - 1) : 0;
+    for (size_t k = from; k < std::min(n, peak + kRefineStride); ++k) grid.read(k);
+    p = grid.best(peak);
+    size_t lo = peak, hi = peak;
     for (size_t k = 0; k < n; ++k)
-      if (known[k] && within(value[k])) lo = std::min(lo, k), hi = std::max(hi, k);
-    while (lo > 0 && !known[lo - 1] && within(read(lo - 1))) --lo;
-    while (hi + 1 < n && !known[hi + 1] && within(read(hi + 1))) ++hi;
-    if (best().value > p.value) continue;  // a better point beyond an edge: around it again
-    p.half90 = std::max({p.at - at[lo], at[hi] - p.at, step});
+      if (grid.known(k) && within(grid.value(k))) lo = std::min(lo, k), hi = std::max(hi, k);
+    while (lo > 0 && !grid.known(lo - 1) && within(grid.read(lo - 1))) --lo;
+    while (hi + 1 < n && !grid.known(hi + 1) && within(grid.read(hi + 1))) ++hi;
+    size_t better = peak;
+    if (grid.best(better).value > p.value) {  // a better point beyond an edge: around it again
+      peak = better;
+      continue;
+    }
+    p.half90 = std::max({p.at - grid.at(lo), grid.at(hi) - p.at, step});
     if (lo == 0 || hi == n - 1) p.half90 = std::max(p.half90, reach);
     return p;
   }
