@@ -7,6 +7,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <unordered_set>
 
 #include "attribution/gpu_timeline.hpp"
 #include "attribution/interval_sweep.hpp"
@@ -119,15 +120,15 @@ WindowSpan span_of(const TimelineSeries& series, const TimelineSample& sample) {
 }
 
 // A sums-only grouping's rows of one system in the windows of series whose windows are the same
-// to the bit, for the series that had a value there: one row's weights serve them all. (A window
-// in which one of them has no value, or has failed, goes to the sums of the others.)
+// to the bit, for the series that had a value there: one row's weights serve them all. A window
+// in which one of them has no value, or has failed, goes to the sums of the others; a series'
+// state is then the sum of its parts' (to rounding, where one part's would be to the bit).
 struct SharedRows {
   const std::string* system;
   std::vector<size_t> series;
   SharedWeightsSums sums;
   std::vector<uint32_t> index_of_group;  // per group of the timeline, its unknown (kNoId: not yet)
   uint32_t untracked = kNoId;
-  size_t layer_unknowns = 0;  // (what DeconvolveLimits::kMaxUnknowns counts: not '(rest)')
 };
 
 // Whether two series of a window class have windows of the same length to the bit.
@@ -293,22 +294,34 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
   // A sums-only grouping: the window once for the series of `part` (same windows to the bit),
   // each system's row summed once with every value (stats/shared_weights_sums.hpp).
   std::vector<std::vector<SharedRows>> shared_in(groupings.size());
+  // Per grouping, system and metric, the unknowns met: more than DeconvolveLimits::kMaxUnknowns
+  // (not counting '(rest)') fail that metric's system, over all its parts.
+  std::vector<std::map<SystemKey, std::unordered_set<std::string>>> unknowns_met(groupings.size());
   std::vector<size_t> present, takers;
   std::vector<double> values;
   std::vector<std::pair<size_t, double>> sums_row;
-  auto add_shared_row = [&](GroupingSystems& out, SharedRows& to, const SystemHere& h, int64_t ts_ms) {
+  auto add_shared_row = [&](size_t o, SharedRows& to, const SystemHere& h, int64_t ts_ms) {
+    GroupingSystems& out = *groupings[o];
+    if (h.fractions.empty()) return;  // (a window no part of which is the system's is no row)
     sums_row.clear();
     for (const auto& part : h.fractions) {
       uint32_t& index = part.role ? to.index_of_group[part.group] : to.untracked;
       if (index == kNoId) {
         const std::string& name = part.role ? part.role->name : kSharedUntracked;
-        const size_t before = to.sums.unknowns();
         const auto known = out.unknowns[*h.system].find(name);
-        const size_t added = to.sums.unknown(name, known == out.unknowns[*h.system].end() ? "" : known->second.layer_type);
-        if (added == before && ++to.layer_unknowns > DeconvolveLimits::kMaxUnknowns)
-          throw argument_error("layer_key", "has more than " + std::to_string(DeconvolveLimits::kMaxUnknowns) +
-                                                " distinct values in one group");
-        index = static_cast<uint32_t>(added);
+        index = static_cast<uint32_t>(
+            to.sums.unknown(name, known == out.unknowns[*h.system].end() ? "" : known->second.layer_type));
+        for (size_t si : to.series) {
+          auto& met = unknowns_met[o][SystemKey{*h.system, gpu.series[si].metric}];
+          if (met.insert(name).second && met.size() > DeconvolveLimits::kMaxUnknowns) {
+            SystemNotes& note = *found_for(out, found_in[o], h.system, si).note;
+            if (note.failed.empty())
+              note.failed = failure_of(out, *h.system,
+                                       argument_error("layer_key", "has more than " +
+                                                                       std::to_string(DeconvolveLimits::kMaxUnknowns) +
+                                                                       " distinct values in one group"));
+          }
+        }
       }
       sums_row.emplace_back(index, std::min(1.0, part.fraction));
     }
@@ -327,7 +340,6 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
         sums_row[kept++] = entry;
       }
     sums_row.resize(kept);
-    if (sums_row.empty()) return;  // (a window without weight is no row)
     const double rest = 1 - weight_sum;
     if (rest > DeconvolveLimits::kRestThreshold) sums_row.emplace_back(to.sums.unknown(DeconvolveData::kRest, ""), rest);
     // Each unknown once, in index order (one named twice in the window: its weights summed).
@@ -389,7 +401,7 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
         to = shared_in[o].end() - 1;
       }
       try {
-        add_shared_row(out, *to, h, first.ts_ms);
+        add_shared_row(o, *to, h, first.ts_ms);
       } catch (const std::exception& e) {  // no fit for this system and these series; the others go on
         for (size_t si : takers) note_of(si).failed = failure_of(out, *h.system, e);
         continue;
@@ -456,7 +468,12 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
       for (size_t c = 0; c < shared.series.size(); ++c) {
         const SystemKey key{*shared.system, gpu.series[shared.series[c]].metric};
         if (!groupings[o]->notes[key].failed.empty()) continue;
-        groupings[o]->states[key].merge(shared.sums.state(c));
+        // The layers first, then '(rest)', whichever window needed it first.
+        const LeastSquaresState state = shared.sums.state(c);
+        LeastSquaresState& into = groupings[o]->states[key];
+        for (const auto& u : state.unknowns())
+          if (u.name != DeconvolveData::kRest) into.unknown(u.name, u.label);
+        into.merge(state);
       }
 }
 

@@ -10,8 +10,11 @@
 //
 // Each point is a fit, the alignment's cost: both read every kRefineStride-th point first, then
 // point by point around the best of those (refine: and outwards from the interval's edges).
-// Wherever the likelihood turns or crosses the 90% drop at most once within a stride, that gives
+// Where the likelihood has one peak over the grid (best_of_grid: at most kGridLeads), that gives
 // what reading every point gives (unit/profile_peak_test.cpp): refine from some 25 of 61 points.
+// What the points read first cannot see is missed: a peak narrower than a stride that none of
+// them reaches, below another they do reach, or a stretch with a fit between points without one
+// (where every point read first has none, every point is read).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -78,6 +81,10 @@ Peak best_of_grid(F&& loglik, double lo, double end, double step, bool wraps) {
   GridReads<F> grid(loglik, std::move(at));
   const size_t n = grid.size();
   size_t index = 0;
+  if (n <= kRefineStride) {  // a stride or less: every point
+    grid.read_all();
+    return grid.best(index);
+  }
   std::vector<size_t> read_first;
   for (size_t k = 0; k < n; k += kRefineStride) {
     grid.read(k);
