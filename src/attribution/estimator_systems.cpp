@@ -294,9 +294,14 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
   // A sums-only grouping: the window once for the series of `part` (same windows to the bit),
   // each system's row summed once with every value (stats/shared_weights_sums.hpp).
   std::vector<std::vector<SharedRows>> shared_in(groupings.size());
-  // Per grouping, system and metric, the unknowns met: more than DeconvolveLimits::kMaxUnknowns
-  // (not counting '(rest)') fail that metric's system, over all its parts.
-  std::vector<std::map<SystemKey, std::unordered_set<std::string>>> unknowns_met(groupings.size());
+  // Per grouping, system and metric, the unknowns met, in the order its windows met them: more
+  // than DeconvolveLimits::kMaxUnknowns (not counting '(rest)') fail that metric's system, over
+  // all its parts; its state lists them in that order, then '(rest)', as its rows would.
+  struct UnknownsMet {
+    std::unordered_set<std::string> names;
+    std::vector<std::string> in_order;
+  };
+  std::vector<std::map<SystemKey, UnknownsMet>> unknowns_met(groupings.size());
   std::vector<size_t> present, takers;
   std::vector<double> values;
   std::vector<std::pair<size_t, double>> sums_row;
@@ -313,7 +318,9 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
             to.sums.unknown(name, known == out.unknowns[*h.system].end() ? "" : known->second.layer_type));
         for (size_t si : to.series) {
           auto& met = unknowns_met[o][SystemKey{*h.system, gpu.series[si].metric}];
-          if (met.insert(name).second && met.size() > DeconvolveLimits::kMaxUnknowns) {
+          if (!met.names.insert(name).second) continue;
+          met.in_order.push_back(name);
+          if (met.names.size() > DeconvolveLimits::kMaxUnknowns) {
             SystemNotes& note = *found_for(out, found_in[o], h.system, si).note;
             if (note.failed.empty())
               note.failed = failure_of(out, *h.system,
@@ -407,7 +414,7 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
         continue;
       }
       for (size_t si : takers)
-        if (gpu.series[si].off_own_grid > 0) note_of(si).windows_unknown = true;
+        if (gpu.series[si].off_own_grid > 0 && note_of(si).failed.empty()) note_of(si).windows_unknown = true;
     }
   };
 
@@ -462,18 +469,22 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
   });
   flush();
 
-  // The sums-only groupings' sums, per system and metric (those that failed left out).
+  // The sums-only groupings' sums, per system and metric (those that failed left out): its
+  // unknowns first, in the order its windows met them, then its parts' sums.
   for (size_t o = 0; o < groupings.size(); ++o)
     for (const SharedRows& shared : shared_in[o])
       for (size_t c = 0; c < shared.series.size(); ++c) {
         const SystemKey key{*shared.system, gpu.series[shared.series[c]].metric};
         if (!groupings[o]->notes[key].failed.empty()) continue;
-        // The layers first, then '(rest)', whichever window needed it first.
-        const LeastSquaresState state = shared.sums.state(c);
-        LeastSquaresState& into = groupings[o]->states[key];
-        for (const auto& u : state.unknowns())
-          if (u.name != DeconvolveData::kRest) into.unknown(u.name, u.label);
-        into.merge(state);
+        auto [into, first_part] = groupings[o]->states.try_emplace(key);
+        if (first_part) {
+          const auto& known = groupings[o]->unknowns[key.system];
+          for (const std::string& name : unknowns_met[o][key].in_order) {
+            const auto info = known.find(name);
+            into->second.unknown(name, info == known.end() ? "" : info->second.layer_type);
+          }
+        }
+        into->second.merge(shared.sums.state(c));
       }
 }
 

@@ -115,6 +115,23 @@ TEST(EstimatorSums, EveryMetricGetsTheStateItsRowsGive) {
   }
 }
 
+// The same when a second metric's missing value splits the first's windows over two sums: its
+// layers in the order its windows met them, '(rest)' last (the sums to rounding).
+TEST(EstimatorSums, AMetricSplitOverTwoSumsListsItsUnknownsInItsOwnOrder) {
+  GpuTimeline g = timeline(2, 3, 5);
+  g.jobs[0].first = kSecond / 2;
+  const uint32_t a = layer(g, "a"), b = layer(g, "b");
+  call(g, a, kSecond / 2, kSecond * 8 / 10);
+  call(g, b, kSecond * 12 / 10, kSecond * 19 / 10);
+  g.series[1].samples[1].null = true;
+  BothWays both(g);
+  const LeastSquaresState kept = both.sums.states.at(key("metric0"));
+  expect_same_sums(kept, both.reference("metric0"), 1e-12);
+  std::vector<std::string> order;
+  for (const auto& u : kept.unknowns()) order.push_back(u.name);
+  EXPECT_EQ(order, (std::vector<std::string>{"a|1", "(untracked)|0", "b|1", "(rest)"}));
+}
+
 // A metric without a value in some windows: its state and the others' are those of their own
 // rows (to rounding: the windows all have are summed apart from the others).
 TEST(EstimatorSums, AMetricMissingFromSomeWindowsKeepsItsOwnRows) {
@@ -165,6 +182,23 @@ TEST(EstimatorSums, TooManyLayersFailAMetricOverAllItsWindows) {
   // after the first metric failed are summed apart).
   EXPECT_EQ(both.sums.notes[key("metric1")].failed, "");
   expect_same_sums(both.sums.states.at(key("metric1")), both.reference("metric1"), 1e-12);
+}
+
+// A metric that fails in its first window takes no other note of it: its GPU_UTIL-like series
+// off their driver's grid say so only where a system stands.
+TEST(EstimatorSums, AMetricFailingInItsFirstWindowHasNoOtherNote) {
+  GpuTimeline g = timeline(2, 2, 6);
+  for (auto& series : g.series) series.off_own_grid = 1;
+  for (int k = 0; k < 1001; ++k) call(g, layer(g, "layer" + std::to_string(k)), k * 500000, k * 500000 + 400000);
+  BothWays both(g);
+  for (const std::string metric : {"metric0", "metric1"}) {
+    SCOPED_TRACE(metric);
+    const pp::SystemNotes &sums = both.sums.notes[key(metric)], &rows = both.rows.notes[key(metric)];
+    EXPECT_NE(sums.failed, "");
+    EXPECT_EQ(sums.failed, rows.failed);
+    EXPECT_EQ(sums.windows_unknown, rows.windows_unknown);
+    EXPECT_EQ(both.sums.states.count(key(metric)), 0u);
+  }
 }
 
 }  // namespace

@@ -143,6 +143,22 @@ TEST(ProfilePeak, APhaseIsFoundAsFromEveryPointOfThePeriod) {
     }
 }
 
+// A period of a stride or less is read whole, round its end too (no point read twice, none
+// outside it).
+TEST(ProfilePeak, AShortPeriodIsReadWhole) {
+  for (int points = 1; points <= 7; ++points) {
+    const double period = points * 1e6;
+    size_t reads = 0;
+    const auto loglik = [&](double phase) {
+      ++reads;
+      return -std::fabs(phase - 2e6);
+    };
+    const Peak some = pp::best_of_grid(loglik, 0, period, 1e6, true);
+    EXPECT_LE(reads, static_cast<size_t>(points)) << points << " points";
+    EXPECT_EQ(some.at, every_grid_point(loglik, period, 1e6).at) << points << " points";
+  }
+}
+
 // No point with a fit: every point is read and none is the peak, as before.
 TEST(ProfilePeak, APeriodWithoutAFitHasNoPhase) {
   const double inf = std::numeric_limits<double>::infinity();
