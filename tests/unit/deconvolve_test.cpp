@@ -23,7 +23,6 @@
 #include "stats/bvls.hpp"
 #include "stats/deconvolve.hpp"
 #include "stats/sample_key.hpp"
-#include "stats/shared_weights_sums.hpp"
 #include "stats/student_t.hpp"
 #include "unit/test_db.hpp"
 
@@ -521,32 +520,6 @@ TEST(DeconvolveState, StatesMergeInAnyOrderAndEncodeExactly) {
       EXPECT_NEAR(renamed.cross(ri, rj), expected.cross(i, j), 1e-9 * (1 + std::fabs(expected.cross(i, j))));
     }
   }
-}
-
-// Metrics sampled over the same windows share each row's weights: their sums kept together give
-// each metric the state its own rows give, to the bit (A^T A summed once, the values apart).
-TEST(DeconvolveState, SystemsThatShareTheirWeightsKeepTheirOwnStates) {
-  const auto windows = simulate(1204, 0.1, 60, 0.005);
-  pp::SharedWeightsSums together(3);
-  pp::LeastSquaresState alone[3];
-  const double scale[3] = {1, -250, 1e-3};  // three metrics: each value a multiple of the window's
-  std::vector<std::pair<size_t, double>> row;
-  for (const auto& w : windows) {
-    row.clear();
-    for (size_t g = 0; g < w.fraction.size(); ++g) {
-      if (!(w.fraction[g] > 0)) continue;
-      const size_t index = together.unknown(group_name(g), "type of " + std::string(group_name(g)));
-      for (auto& state : alone) EXPECT_EQ(state.unknown(group_name(g), "type of " + std::string(group_name(g))), index);
-      row.emplace_back(index, w.fraction[g]);
-    }
-    const double values[3] = {w.value * scale[0], w.value * scale[1] + 3, w.value * scale[2]};
-    together.add_row(row, values);
-    for (size_t s = 0; s < 3; ++s) alone[s].add_row(row, values[s]);
-  }
-  for (size_t s = 0; s < 3; ++s) EXPECT_EQ(together.state(s).encode(), alone[s].encode()) << "system " << s;
-  EXPECT_GT(together.state(0).rows(), 500);
-  EXPECT_THROW(together.state(3), std::out_of_range);
-  EXPECT_THROW(pp::SharedWeightsSums(0), std::invalid_argument);
 }
 
 // A blob that is not a whole state is refused with what is wrong with it.
