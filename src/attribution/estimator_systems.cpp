@@ -138,11 +138,15 @@ bool same_window_lengths(const TimelineSeries& a, const TimelineSeries& b) {
   return true;
 }
 
+std::string too_many_unknowns() {
+  return "more than " + std::to_string(DeconvolveLimits::kMaxUnknowns) +
+         " layers and directions in one system (layer_type_estimates has fewer)";
+}
+
 std::string failure_of(const GroupingSystems& out, const std::string& system, const std::exception& e) {
   const auto known = out.unknowns.find(system);
   return known != out.unknowns.end() && known->second.size() >= DeconvolveLimits::kMaxUnknowns
-             ? "more than " + std::to_string(DeconvolveLimits::kMaxUnknowns) +
-                   " layers and directions in one system (layer_type_estimates has fewer)"
+             ? too_many_unknowns()
              : std::string("its system could not be solved (") + e.what() + ")";
 }
 
@@ -303,6 +307,7 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
   };
   std::vector<std::map<SystemKey, UnknownsMet>> unknowns_met(groupings.size());
   std::vector<size_t> present, takers;
+  std::vector<SystemNotes*> taker_notes;  // (std::map's entries stay put)
   std::vector<double> values;
   std::vector<std::pair<size_t, double>> sums_row;
   auto add_shared_row = [&](size_t o, SharedRows& to, const SystemHere& h, int64_t ts_ms) {
@@ -322,11 +327,7 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
           met.in_order.push_back(name);
           if (met.names.size() > DeconvolveLimits::kMaxUnknowns) {
             SystemNotes& note = *found_for(out, found_in[o], h.system, si).note;
-            if (note.failed.empty())
-              note.failed = failure_of(out, *h.system,
-                                       argument_error("layer_key", "has more than " +
-                                                                       std::to_string(DeconvolveLimits::kMaxUnknowns) +
-                                                                       " distinct values in one group"));
+            if (note.failed.empty()) note.failed = too_many_unknowns();
           }
         }
       }
@@ -372,32 +373,38 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
     const size_t in_use = gather(out, all_roles[o], span.window);
     for (size_t i = 0; i < in_use; ++i) {
       SystemHere& h = here[i];
+      // The series that take the window, each with its note (one that failed takes no more).
       takers.clear();
+      taker_notes.clear();
       for (size_t si : present)
-        if (found_for(out, found_in[o], h.system, si).note->failed.empty()) takers.push_back(si);
+        if (SystemNotes* note = found_for(out, found_in[o], h.system, si).note; note->failed.empty()) {
+          takers.push_back(si);
+          taker_notes.push_back(note);
+        }
       if (takers.empty()) continue;
-      auto note_of = [&](size_t si) -> SystemNotes& { return *found_for(out, found_in[o], h.system, si).note; };
       if (h.joint) {
         if (span.instant)
-          for (size_t si : takers) note_of(si).shared_gauge = true;
+          for (SystemNotes* note : taker_notes) note->shared_gauge = true;
         if (!settle_joint(h, span)) {
           if (shift == 0)
-            for (size_t si : takers) ++note_of(si).concurrent_windows;
+            for (SystemNotes* note : taker_notes) ++note->concurrent_windows;
           continue;
         }
       }
       values.clear();
       size_t kept = 0;
-      for (size_t si : takers) {
-        const double value = gpu.series[si].samples[k].value;
+      for (size_t t = 0; t < takers.size(); ++t) {
+        const double value = gpu.series[takers[t]].samples[k].value;
         if (!h.fractions.empty() && !std::isfinite(value)) {
-          note_of(si).failed = failure_of(out, *h.system, argument_error("value", "must be finite"));
+          taker_notes[t]->failed = failure_of(out, *h.system, argument_error("value", "must be finite"));
           continue;
         }
-        takers[kept++] = si;
+        takers[kept] = takers[t];
+        taker_notes[kept++] = taker_notes[t];
         values.push_back(value);
       }
       takers.resize(kept);
+      taker_notes.resize(kept);
       if (takers.empty()) continue;
       auto to = std::find_if(shared_in[o].begin(), shared_in[o].end(), [&](const SharedRows& s) {
         return (s.system == h.system || *s.system == *h.system) && s.series == takers;
@@ -410,11 +417,12 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
       try {
         add_shared_row(o, *to, h, first.ts_ms);
       } catch (const std::exception& e) {  // no fit for this system and these series; the others go on
-        for (size_t si : takers) note_of(si).failed = failure_of(out, *h.system, e);
+        for (SystemNotes* note : taker_notes) note->failed = failure_of(out, *h.system, e);
         continue;
       }
-      for (size_t si : takers)
-        if (gpu.series[si].off_own_grid > 0 && note_of(si).failed.empty()) note_of(si).windows_unknown = true;
+      for (size_t t = 0; t < takers.size(); ++t)
+        if (gpu.series[takers[t]].off_own_grid > 0 && taker_notes[t]->failed.empty())
+          taker_notes[t]->windows_unknown = true;
     }
   };
 
