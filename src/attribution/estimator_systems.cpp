@@ -150,30 +150,31 @@ std::string failure_of(const GroupingSystems& out, const std::string& system, co
              : std::string("its system could not be solved (") + e.what() + ")";
 }
 
-}  // namespace
-
-void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std::map<std::string, Bounds>& bounds,
-                          const JobSharing& sharing, const std::vector<GroupingSystems*>& groupings) {
-  // Per grouping, each group's role (the sweep below is shared by the groupings).
-  std::vector<std::vector<GroupRole>> all_roles(groupings.size(), std::vector<GroupRole>(gpu.groups.size()));
-  for (size_t o = 0; o < groupings.size(); ++o) {
-    const bool by_type = groupings[o]->by_type;
-    for (size_t i = 0; i < gpu.groups.size(); ++i) {
-      const TimelineGroup& gr = gpu.groups[i];
-      GroupRole& role = all_roles[o][i];
-      role.system = &sharing.system(gpu.jobs[gr.job].job_id);
-      role.joint = sharing.joint(*role.system);
-      role.untracked = i == gpu.jobs[gr.job].untracked_group;
-      role.ids.assign(gpu.series.size(), kNoId);
-      if (role.joint && role.untracked) continue;
-      const std::string unknown = (by_type ? gr.layer_type : gr.layer) + "|" + std::to_string(gr.forward);
-      role.name = role.joint ? gpu.jobs[gr.job].job_id + kJobSeparator + unknown : unknown;
-    }
+// The rows of one GPU's timeline for each grouping, from one interval sweep shared by the
+// groupings (add_timeline_systems): each window's groups and their weights are gathered as the
+// sweep emits them, then turned into each system's row of that window.
+class TimelineRows {
+ public:
+  TimelineRows(const GpuTimeline& gpu, size_t g, int shift, const std::map<std::string, Bounds>& bounds,
+               const JobSharing& sharing, const std::vector<GroupingSystems*>& groupings)
+      : gpu_(gpu), g_(g), shift_(shift), bounds_(bounds), groupings_(groupings),
+        roles_(groupings.size(), std::vector<GroupRole>(gpu.groups.size())), exact_parts_(gpu.series.size()),
+        group_at_(gpu.groups.size(), UINT32_MAX), found_in_(groupings.size()), shared_in_(groupings.size()),
+        unknowns_met_(groupings.size()) {
+    assign_roles(sharing);
+    classify_series();
   }
-  std::vector<std::pair<uint32_t, int64_t>> groups;  // the window's, in the order they come
-  std::vector<uint32_t> group_at(gpu.groups.size(), UINT32_MAX);  // group -> its index in groups
-  std::vector<size_t> window_events;
-  std::vector<SystemHere> here;
+
+  void add() {
+    sweep_overlaps_of(gpu_, classes_.swept,
+                      [&](int64_t event, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
+                        take(event, group, series, sample, weight);
+                      });
+    flush();
+    keep_sums();
+  }
+
+ private:
   // Per grouping, the note and system of each (system, series) met, so that a window finds them
   // without a SystemKey's strings and two map searches (std::map's entries stay put).
   struct Found {
@@ -182,37 +183,116 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
     SystemNotes* note;
     DeconvolveData* data;  // nullptr: not made yet (or a sums-only grouping's)
   };
-  std::vector<std::vector<Found>> found_in(groupings.size());
-  auto found_for = [&](GroupingSystems& out, std::vector<Found>& found, const std::string* system,
-                       size_t series) -> Found& {
+  // Per grouping, system and metric, the unknowns met, in the order its windows met them: more
+  // than DeconvolveLimits::kMaxUnknowns (not counting '(rest)') fail that metric's system, over
+  // all its parts; its state lists them in that order, then '(rest)', as its rows would.
+  struct UnknownsMet {
+    std::unordered_set<std::string> names;
+    std::vector<std::string> in_order;
+  };
+
+  // Per grouping, each group's role (fixed for the timeline).
+  void assign_roles(const JobSharing& sharing) {
+    for (size_t o = 0; o < groupings_.size(); ++o) {
+      const bool by_type = groupings_[o]->by_type;
+      for (size_t i = 0; i < gpu_.groups.size(); ++i) {
+        const TimelineGroup& gr = gpu_.groups[i];
+        GroupRole& role = roles_[o][i];
+        role.system = &sharing.system(gpu_.jobs[gr.job].job_id);
+        role.joint = sharing.joint(*role.system);
+        role.untracked = i == gpu_.jobs[gr.job].untracked_group;
+        role.ids.assign(gpu_.series.size(), kNoId);
+        if (role.joint && role.untracked) continue;
+        const std::string unknown = (by_type ? gr.layer_type : gr.layer) + "|" + std::to_string(gr.forward);
+        role.name = role.joint ? gpu_.jobs[gr.job].job_id + kJobSeparator + unknown : unknown;
+      }
+    }
+  }
+
+  // Series whose windows are the same (a GPU's PROF metrics, scraped together) are swept once:
+  // the first of each such class is swept, and each window's rows go to every series of the
+  // class, with that series' value (each system still gets its samples in time order). For the
+  // sums-only groupings, each class is in parts whose window lengths are the same to the bit.
+  void classify_series() {
+    classes_ = window_classes(gpu_);
+    for (size_t swept : classes_.swept)
+      for (size_t si : classes_.class_of[swept]) {
+        auto& parts = exact_parts_[swept];
+        auto same = std::find_if(parts.begin(), parts.end(), [&](const std::vector<size_t>& p) {
+          return same_window_lengths(gpu_.series[p[0]], gpu_.series[si]);
+        });
+        if (same == parts.end())
+          parts.push_back({si});
+        else
+          same->push_back(si);
+      }
+  }
+
+  Found& found_for(size_t o, const std::string* system, size_t series) {
+    std::vector<Found>& found = found_in_[o];
     auto at = std::find_if(found.begin(), found.end(),
                            [&](const Found& f) { return f.system == system && f.series == series; });
     if (at != found.end()) return *at;
-    found.push_back({system, series, &out.notes[SystemKey{*system, gpu.series[series].metric}], nullptr});
+    found.push_back({system, series, &groupings_[o]->notes[SystemKey{*system, gpu_.series[series].metric}], nullptr});
     return found.back();
-  };
+  }
 
-  // The window's systems in here[0, in_use), each with its groups' fractions of the window
+  // One overlap of the sweep: a new sample's first starts the next window.
+  void take(int64_t event, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
+    if (&sample != window_) {
+      flush();
+      window_ = &sample;
+      window_series_ = series;
+      for (const auto& entry : groups_) group_at_[entry.first] = UINT32_MAX;
+      groups_.clear();
+      window_events_.clear();
+    }
+    if (event >= 0) window_events_.push_back(static_cast<size_t>(event));
+    uint32_t& at = group_at_[group];
+    if (at == UINT32_MAX) {
+      at = static_cast<uint32_t>(groups_.size());
+      groups_.emplace_back(group, weight);
+    } else {
+      groups_[at].second += weight;
+    }
+  }
+
+  // The window gathered into each grouping's systems.
+  void flush() {
+    if (!window_) return;
+    const auto k = static_cast<size_t>(window_ - gpu_.series[window_series_].samples.data());
+    for (size_t o = 0; o < groupings_.size(); ++o) {
+      if (groupings_[o]->sums_only) {
+        for (const auto& part : exact_parts_[window_series_]) add_shared(o, part, k);
+        continue;
+      }
+      for (size_t si : classes_.class_of[window_series_])
+        if (!gpu_.series[si].samples[k].null) add_rows(o, si, gpu_.series[si].samples[k]);
+    }
+  }
+
+  // The window's systems in here_[0, in_use), each with its groups' fractions of the window
   // (entries are reused, their vectors' room kept).
-  auto gather = [&](GroupingSystems& out, std::vector<GroupRole>& roles, double window) {
+  size_t gather(size_t o, double window) {
+    GroupingSystems& out = *groupings_[o];
     size_t in_use = 0;
-    for (const auto& [group, weight] : groups) {
-      GroupRole& role = roles[group];
-      const TimelineGroup& gr = gpu.groups[group];
+    for (const auto& [group, weight] : groups_) {
+      GroupRole& role = roles_[o][group];
+      const TimelineGroup& gr = gpu_.groups[group];
       if (!role.registered) {
         role.registered = true;
         auto& known = out.unknowns[*role.system];
         if (role.joint && role.untracked)
           known.emplace(kSharedUntracked, UnknownInfo{"", "(untracked)", "(untracked)", 0});
         else
-          known.emplace(role.name, UnknownInfo{role.joint ? gpu.jobs[gr.job].job_id : "",
+          known.emplace(role.name, UnknownInfo{role.joint ? gpu_.jobs[gr.job].job_id : "",
                                                out.by_type ? gr.layer_type : gr.layer, gr.layer_type, gr.forward});
       }
-      auto h = std::find_if(here.begin(), here.begin() + static_cast<std::ptrdiff_t>(in_use),
+      auto h = std::find_if(here_.begin(), here_.begin() + static_cast<std::ptrdiff_t>(in_use),
                             [&](const SystemHere& x) { return x.system == role.system || *x.system == *role.system; });
-      if (h == here.begin() + static_cast<std::ptrdiff_t>(in_use)) {
-        if (in_use == here.size()) here.emplace_back();
-        h = here.begin() + static_cast<std::ptrdiff_t>(in_use++);
+      if (h == here_.begin() + static_cast<std::ptrdiff_t>(in_use)) {
+        if (in_use == here_.size()) here_.emplace_back();
+        h = here_.begin() + static_cast<std::ptrdiff_t>(in_use++);
         h->system = role.system;
         h->joint = role.joint;
         h->fractions.clear();
@@ -227,64 +307,64 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
       h->fractions.push_back({&role, group, static_cast<double>(weight) / window});
     }
     return in_use;
-  };
+  }
+
   // A joint system's untracked time, and its fractions scaled back where hand-overs counted
   // twice; false when two of its jobs ran at once (time-slicing is the model: such a window is not).
-  auto settle_joint = [&](SystemHere& h, const WindowSpan& span) {
+  bool settle_joint(SystemHere& h, const WindowSpan& span) {
     const double untracked =
-        std::max(0.0, static_cast<double>(span_union(gpu, h.jobs, span.start, span.end)) * span.scale - h.event_time);
+        std::max(0.0, static_cast<double>(span_union(gpu_, h.jobs, span.start, span.end)) * span.scale - h.event_time);
     if (untracked > 0) h.fractions.push_back({nullptr, 0, untracked / span.window});
-    if (h.jobs.size() > 1 && jobs_ran_at_once(gpu, window_events, span.start, span.end)) return false;
+    if (h.jobs.size() > 1 && jobs_ran_at_once(gpu_, window_events_, span.start, span.end)) return false;
     double total = 0;
     for (const auto& f : h.fractions) total += f.fraction;
     if (total > 1)
       for (auto& f : h.fractions) f.fraction /= total;
     return true;
-  };
+  }
 
-  // A grouping that keeps rows: each series' window into its systems.
-  std::vector<std::pair<uint32_t, double>> rows;  // one system's part of the window
-  auto add_rows = [&](GroupingSystems& out, std::vector<GroupRole>& roles, std::vector<Found>& found,
-                      size_t si, const TimelineSample& sample) {
-    const TimelineSeries& series = gpu.series[si];
+  // A grouping that keeps rows: series si's window into its systems.
+  void add_rows(size_t o, size_t si, const TimelineSample& sample) {
+    GroupingSystems& out = *groupings_[o];
+    const TimelineSeries& series = gpu_.series[si];
     const WindowSpan span = span_of(series, sample);
-    const std::string key = sample_key_integer((static_cast<int64_t>(g) << 44) + sample.ts_ms);
-    const size_t in_use = gather(out, roles, span.window);
+    const std::string key = sample_key_integer((static_cast<int64_t>(g_) << 44) + sample.ts_ms);
+    const size_t in_use = gather(o, span.window);
     for (size_t i = 0; i < in_use; ++i) {
-      SystemHere& h = here[i];
-      Found& at = found_for(out, found, h.system, si);
+      SystemHere& h = here_[i];
+      Found& at = found_for(o, h.system, si);
       SystemNotes& note = *at.note;
       if (!note.failed.empty()) continue;
       if (h.joint) {
         if (span.instant) note.shared_gauge = true;
         if (!settle_joint(h, span)) {
-          if (shift == 0) ++note.concurrent_windows;
+          if (shift_ == 0) ++note.concurrent_windows;
           continue;
         }
       }
       if (!at.data) {
         auto [it, added] = out.systems.try_emplace(SystemKey{*h.system, series.metric});
         if (added) {
-          const auto b = bounds.find(series.metric);
-          if (b != bounds.end()) it->second.set_bounds(b->second.lower, b->second.upper);
+          const auto b = bounds_.find(series.metric);
+          if (b != bounds_.end()) it->second.set_bounds(b->second.lower, b->second.upper);
           // Room for a row per group in each of the series' windows (at most kRowsReserved):
           // grown by doubling instead, the rows of a minute are copied and paged in again and again.
-          it->second.reserve(series.samples.size() * std::min(gpu.groups.size(), kRowsReserved));
+          it->second.reserve(series.samples.size() * std::min(gpu_.groups.size(), kRowsReserved));
         }
         at.data = &it->second;
       }
       DeconvolveData& data = *at.data;
       try {
-        rows.clear();
+        rows_.clear();
         for (const auto& part : h.fractions) {
           uint32_t* cached = part.role ? &part.role->ids[si] : nullptr;
           const uint32_t id = cached && *cached != kNoId
                                   ? *cached
                                   : data.unknown(part.role ? part.role->name : kSharedUntracked);
           if (cached) *cached = id;
-          rows.emplace_back(id, std::min(1.0, part.fraction));
+          rows_.emplace_back(id, std::min(1.0, part.fraction));
         }
-        data.add_sample(key, rows, sample.value);
+        data.add_sample(key, rows_, sample.value);
       } catch (const std::exception& e) {  // no fit for this system; the others go on
         note.failed = failure_of(out, *h.system, e);
         out.systems.erase(SystemKey{*h.system, series.metric});
@@ -293,27 +373,79 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
       }
       if (series.off_own_grid > 0) note.windows_unknown = true;
     }
-  };
+  }
 
-  // A sums-only grouping: the window once for the series of `part` (same windows to the bit),
+  // A sums-only grouping: window k once for the series of `part` (same windows to the bit),
   // each system's row summed once with every value (stats/shared_weights_sums.hpp).
-  std::vector<std::vector<SharedRows>> shared_in(groupings.size());
-  // Per grouping, system and metric, the unknowns met, in the order its windows met them: more
-  // than DeconvolveLimits::kMaxUnknowns (not counting '(rest)') fail that metric's system, over
-  // all its parts; its state lists them in that order, then '(rest)', as its rows would.
-  struct UnknownsMet {
-    std::unordered_set<std::string> names;
-    std::vector<std::string> in_order;
-  };
-  std::vector<std::map<SystemKey, UnknownsMet>> unknowns_met(groupings.size());
-  std::vector<size_t> present, takers;
-  std::vector<SystemNotes*> taker_notes;  // (std::map's entries stay put)
-  std::vector<double> values;
-  std::vector<std::pair<size_t, double>> sums_row;
-  auto add_shared_row = [&](size_t o, SharedRows& to, const SystemHere& h, int64_t ts_ms) {
-    GroupingSystems& out = *groupings[o];
+  void add_shared(size_t o, const std::vector<size_t>& part, size_t k) {
+    GroupingSystems& out = *groupings_[o];
+    present_.clear();
+    for (size_t si : part)
+      if (!gpu_.series[si].samples[k].null) present_.push_back(si);
+    if (present_.empty()) return;
+    const TimelineSample& first = gpu_.series[present_[0]].samples[k];
+    const WindowSpan span = span_of(gpu_.series[present_[0]], first);
+    const size_t in_use = gather(o, span.window);
+    for (size_t i = 0; i < in_use; ++i) {
+      SystemHere& h = here_[i];
+      // The series that take the window, each with its note (one that failed takes no more).
+      takers_.clear();
+      taker_notes_.clear();
+      for (size_t si : present_)
+        if (SystemNotes* note = found_for(o, h.system, si).note; note->failed.empty()) {
+          takers_.push_back(si);
+          taker_notes_.push_back(note);
+        }
+      if (takers_.empty()) continue;
+      if (h.joint) {
+        if (span.instant)
+          for (SystemNotes* note : taker_notes_) note->shared_gauge = true;
+        if (!settle_joint(h, span)) {
+          if (shift_ == 0)
+            for (SystemNotes* note : taker_notes_) ++note->concurrent_windows;
+          continue;
+        }
+      }
+      values_.clear();
+      size_t kept = 0;
+      for (size_t t = 0; t < takers_.size(); ++t) {
+        const double value = gpu_.series[takers_[t]].samples[k].value;
+        if (!h.fractions.empty() && !std::isfinite(value)) {
+          taker_notes_[t]->failed = failure_of(out, *h.system, argument_error("value", "must be finite"));
+          continue;
+        }
+        takers_[kept] = takers_[t];
+        taker_notes_[kept++] = taker_notes_[t];
+        values_.push_back(value);
+      }
+      takers_.resize(kept);
+      taker_notes_.resize(kept);
+      if (takers_.empty()) continue;
+      auto to = std::find_if(shared_in_[o].begin(), shared_in_[o].end(), [&](const SharedRows& s) {
+        return (s.system == h.system || *s.system == *h.system) && s.series == takers_;
+      });
+      if (to == shared_in_[o].end()) {
+        shared_in_[o].push_back({h.system, takers_, SharedWeightsSums(takers_.size()),
+                                 std::vector<uint32_t>(gpu_.groups.size(), kNoId)});
+        to = shared_in_[o].end() - 1;
+      }
+      try {
+        add_shared_row(o, *to, h, first.ts_ms);
+      } catch (const std::exception& e) {  // no fit for this system and these series; the others go on
+        for (SystemNotes* note : taker_notes_) note->failed = failure_of(out, *h.system, e);
+        continue;
+      }
+      for (size_t t = 0; t < takers_.size(); ++t)
+        if (gpu_.series[takers_[t]].off_own_grid > 0 && taker_notes_[t]->failed.empty())
+          taker_notes_[t]->windows_unknown = true;
+    }
+  }
+
+  // System h's row of the window into the shared sums `to`, with values_ (one per series of to).
+  void add_shared_row(size_t o, SharedRows& to, const SystemHere& h, int64_t ts_ms) {
+    GroupingSystems& out = *groupings_[o];
     if (h.fractions.empty()) return;  // (a window no part of which is the system's is no row)
-    sums_row.clear();
+    sums_row_.clear();
     for (const auto& part : h.fractions) {
       uint32_t& index = part.role ? to.index_of_group[part.group] : to.untracked;
       if (index == kNoId) {
@@ -322,178 +454,100 @@ void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std
         index = static_cast<uint32_t>(
             to.sums.unknown(name, known == out.unknowns[*h.system].end() ? "" : known->second.layer_type));
         for (size_t si : to.series) {
-          auto& met = unknowns_met[o][SystemKey{*h.system, gpu.series[si].metric}];
+          auto& met = unknowns_met_[o][SystemKey{*h.system, gpu_.series[si].metric}];
           if (!met.names.insert(name).second) continue;
           met.in_order.push_back(name);
           if (met.names.size() > DeconvolveLimits::kMaxUnknowns) {
-            SystemNotes& note = *found_for(out, found_in[o], h.system, si).note;
+            SystemNotes& note = *found_for(o, h.system, si).note;
             if (note.failed.empty()) note.failed = too_many_unknowns();
           }
         }
       }
-      sums_row.emplace_back(index, std::min(1.0, part.fraction));
+      sums_row_.emplace_back(index, std::min(1.0, part.fraction));
     }
-    for (const auto& entry : sums_row)
+    for (const auto& entry : sums_row_)
       if (!(entry.second >= 0 && entry.second <= 1 + DeconvolveLimits::kWeightSlack))
         throw argument_error("weight", "must be between 0 and 1 (the fraction of the sample's window)");
     double weight_sum = 0;
     size_t kept = 0;
-    for (const auto& entry : sums_row)
+    for (const auto& entry : sums_row_)
       if (entry.second > 0) {
         weight_sum += entry.second;
         if (weight_sum > 1 + DeconvolveLimits::kSumSlack)
           throw argument_error("weight", "sums to " + format_number(weight_sum) + " over the rows of sample " +
-                                             sample_key_label(sample_key_integer((static_cast<int64_t>(g) << 44) + ts_ms)) +
+                                             sample_key_label(sample_key_integer((static_cast<int64_t>(g_) << 44) + ts_ms)) +
                                              ": the weights of a sample are fractions of its window, at most 1 in all");
-        sums_row[kept++] = entry;
+        sums_row_[kept++] = entry;
       }
-    sums_row.resize(kept);
+    sums_row_.resize(kept);
     const double rest = 1 - weight_sum;
-    if (rest > DeconvolveLimits::kRestThreshold) sums_row.emplace_back(to.sums.unknown(DeconvolveData::kRest, ""), rest);
+    if (rest > DeconvolveLimits::kRestThreshold) sums_row_.emplace_back(to.sums.unknown(DeconvolveData::kRest, ""), rest);
     // Each unknown once, in index order (one named twice in the window: its weights summed).
-    std::sort(sums_row.begin(), sums_row.end());
+    std::sort(sums_row_.begin(), sums_row_.end());
     kept = 0;
-    for (size_t i = 0; i < sums_row.size(); ++i) {
-      if (kept > 0 && sums_row[kept - 1].first == sums_row[i].first)
-        sums_row[kept - 1].second += sums_row[i].second;
+    for (size_t i = 0; i < sums_row_.size(); ++i) {
+      if (kept > 0 && sums_row_[kept - 1].first == sums_row_[i].first)
+        sums_row_[kept - 1].second += sums_row_[i].second;
       else
-        sums_row[kept++] = sums_row[i];
+        sums_row_[kept++] = sums_row_[i];
     }
-    sums_row.resize(kept);
-    to.sums.add_row(sums_row, values.data());
-  };
-  auto add_shared = [&](size_t o, const std::vector<size_t>& part, size_t k) {
-    GroupingSystems& out = *groupings[o];
-    present.clear();
-    for (size_t si : part)
-      if (!gpu.series[si].samples[k].null) present.push_back(si);
-    if (present.empty()) return;
-    const TimelineSample& first = gpu.series[present[0]].samples[k];
-    const WindowSpan span = span_of(gpu.series[present[0]], first);
-    const size_t in_use = gather(out, all_roles[o], span.window);
-    for (size_t i = 0; i < in_use; ++i) {
-      SystemHere& h = here[i];
-      // The series that take the window, each with its note (one that failed takes no more).
-      takers.clear();
-      taker_notes.clear();
-      for (size_t si : present)
-        if (SystemNotes* note = found_for(out, found_in[o], h.system, si).note; note->failed.empty()) {
-          takers.push_back(si);
-          taker_notes.push_back(note);
-        }
-      if (takers.empty()) continue;
-      if (h.joint) {
-        if (span.instant)
-          for (SystemNotes* note : taker_notes) note->shared_gauge = true;
-        if (!settle_joint(h, span)) {
-          if (shift == 0)
-            for (SystemNotes* note : taker_notes) ++note->concurrent_windows;
-          continue;
-        }
-      }
-      values.clear();
-      size_t kept = 0;
-      for (size_t t = 0; t < takers.size(); ++t) {
-        const double value = gpu.series[takers[t]].samples[k].value;
-        if (!h.fractions.empty() && !std::isfinite(value)) {
-          taker_notes[t]->failed = failure_of(out, *h.system, argument_error("value", "must be finite"));
-          continue;
-        }
-        takers[kept] = takers[t];
-        taker_notes[kept++] = taker_notes[t];
-        values.push_back(value);
-      }
-      takers.resize(kept);
-      taker_notes.resize(kept);
-      if (takers.empty()) continue;
-      auto to = std::find_if(shared_in[o].begin(), shared_in[o].end(), [&](const SharedRows& s) {
-        return (s.system == h.system || *s.system == *h.system) && s.series == takers;
-      });
-      if (to == shared_in[o].end()) {
-        shared_in[o].push_back({h.system, takers, SharedWeightsSums(takers.size()),
-                                std::vector<uint32_t>(gpu.groups.size(), kNoId)});
-        to = shared_in[o].end() - 1;
-      }
-      try {
-        add_shared_row(o, *to, h, first.ts_ms);
-      } catch (const std::exception& e) {  // no fit for this system and these series; the others go on
-        for (SystemNotes* note : taker_notes) note->failed = failure_of(out, *h.system, e);
-        continue;
-      }
-      for (size_t t = 0; t < takers.size(); ++t)
-        if (gpu.series[takers[t]].off_own_grid > 0 && taker_notes[t]->failed.empty())
-          taker_notes[t]->windows_unknown = true;
-    }
-  };
-
-  // Series whose windows are the same (a GPU's PROF metrics, scraped together) are swept once:
-  // the first of each such class is swept, and each window's rows go to every series of the
-  // class, with that series' value (each system still gets its samples in time order).
-  const WindowClasses classes = window_classes(gpu);
-  // For the sums-only groupings, each class in parts whose window lengths are the same to the bit.
-  std::vector<std::vector<std::vector<size_t>>> exact_parts(gpu.series.size());
-  for (size_t swept : classes.swept)
-    for (size_t si : classes.class_of[swept]) {
-      auto& parts = exact_parts[swept];
-      auto same = std::find_if(parts.begin(), parts.end(), [&](const std::vector<size_t>& p) {
-        return same_window_lengths(gpu.series[p[0]], gpu.series[si]);
-      });
-      if (same == parts.end())
-        parts.push_back({si});
-      else
-        same->push_back(si);
-    }
-  const TimelineSample* window = nullptr;  // the swept series' sample whose rows are gathered
-  size_t window_series = 0;
-  auto flush = [&] {
-    if (!window) return;
-    const auto k = static_cast<size_t>(window - gpu.series[window_series].samples.data());
-    for (size_t o = 0; o < groupings.size(); ++o) {
-      if (groupings[o]->sums_only) {
-        for (const auto& part : exact_parts[window_series]) add_shared(o, part, k);
-        continue;
-      }
-      for (size_t si : classes.class_of[window_series])
-        if (!gpu.series[si].samples[k].null) add_rows(*groupings[o], all_roles[o], found_in[o], si, gpu.series[si].samples[k]);
-    }
-  };
-  sweep_overlaps_of(gpu, classes.swept, [&](int64_t event, uint32_t group, size_t series, const TimelineSample& sample, int64_t weight) {
-    if (&sample != window) {
-      flush();
-      window = &sample;
-      window_series = series;
-      for (const auto& entry : groups) group_at[entry.first] = UINT32_MAX;
-      groups.clear();
-      window_events.clear();
-    }
-    if (event >= 0) window_events.push_back(static_cast<size_t>(event));
-    uint32_t& at = group_at[group];
-    if (at == UINT32_MAX) {
-      at = static_cast<uint32_t>(groups.size());
-      groups.emplace_back(group, weight);
-    } else {
-      groups[at].second += weight;
-    }
-  });
-  flush();
+    sums_row_.resize(kept);
+    to.sums.add_row(sums_row_, values_.data());
+  }
 
   // The sums-only groupings' sums, per system and metric (those that failed left out): its
   // unknowns first, in the order its windows met them, then its parts' sums.
-  for (size_t o = 0; o < groupings.size(); ++o)
-    for (const SharedRows& shared : shared_in[o])
-      for (size_t c = 0; c < shared.series.size(); ++c) {
-        const SystemKey key{*shared.system, gpu.series[shared.series[c]].metric};
-        if (!groupings[o]->notes[key].failed.empty()) continue;
-        auto [into, first_part] = groupings[o]->states.try_emplace(key);
-        if (first_part) {
-          const auto& known = groupings[o]->unknowns[key.system];
-          for (const std::string& name : unknowns_met[o][key].in_order) {
-            const auto info = known.find(name);
-            into->second.unknown(name, info == known.end() ? "" : info->second.layer_type);
+  void keep_sums() {
+    for (size_t o = 0; o < groupings_.size(); ++o)
+      for (const SharedRows& shared : shared_in_[o])
+        for (size_t c = 0; c < shared.series.size(); ++c) {
+          const SystemKey key{*shared.system, gpu_.series[shared.series[c]].metric};
+          if (!groupings_[o]->notes[key].failed.empty()) continue;
+          auto [into, first_part] = groupings_[o]->states.try_emplace(key);
+          if (first_part) {
+            const auto& known = groupings_[o]->unknowns[key.system];
+            for (const std::string& name : unknowns_met_[o][key].in_order) {
+              const auto info = known.find(name);
+              into->second.unknown(name, info == known.end() ? "" : info->second.layer_type);
+            }
           }
+          into->second.merge(shared.sums.state(c));
         }
-        into->second.merge(shared.sums.state(c));
-      }
+  }
+
+  const GpuTimeline& gpu_;
+  const size_t g_;
+  const int shift_;
+  const std::map<std::string, Bounds>& bounds_;
+  const std::vector<GroupingSystems*>& groupings_;
+  std::vector<std::vector<GroupRole>> roles_;  // per grouping, per group of the timeline
+  WindowClasses classes_;
+  std::vector<std::vector<std::vector<size_t>>> exact_parts_;  // per swept series, its class's parts
+  // The window being gathered: the swept series' sample, its groups in the order they come
+  // (group_at_: a group's index in groups_) and the events that overlap it.
+  const TimelineSample* window_ = nullptr;
+  size_t window_series_ = 0;
+  std::vector<std::pair<uint32_t, int64_t>> groups_;
+  std::vector<uint32_t> group_at_;
+  std::vector<size_t> window_events_;
+  std::vector<SystemHere> here_;
+  std::vector<std::vector<Found>> found_in_;
+  std::vector<std::vector<SharedRows>> shared_in_;
+  std::vector<std::map<SystemKey, UnknownsMet>> unknowns_met_;
+  // Per window, reused: a system's row, and the series that take a shared window, their notes
+  // (std::map's entries stay put) and values.
+  std::vector<std::pair<uint32_t, double>> rows_;
+  std::vector<std::pair<size_t, double>> sums_row_;
+  std::vector<size_t> present_, takers_;
+  std::vector<SystemNotes*> taker_notes_;
+  std::vector<double> values_;
+};
+
+}  // namespace
+
+void add_timeline_systems(const GpuTimeline& gpu, size_t g, int shift, const std::map<std::string, Bounds>& bounds,
+                          const JobSharing& sharing, const std::vector<GroupingSystems*>& groupings) {
+  TimelineRows(gpu, g, shift, bounds, sharing, groupings).add();
 }
 
 void build_systems(sqlite3* db, const std::vector<std::string>& gpus, int shift,
