@@ -211,7 +211,10 @@ class TimelineReader : public TimelineFetch {
       return;
     }
     begin_events();
-    for (const EventScan& scan : scans) scan_events(db_, "main", scan, layers_, [this](const ScannedEvent& e) { take(e); });
+    for (const EventScan& scan : scans) {
+      scan_bounds_.push_back(gpu_.events.size());
+      scan_events(db_, "main", scan, layers_, [this](const ScannedEvent& e) { take(e); });
+    }
     decoded_ = true;
   }
 
@@ -221,6 +224,7 @@ class TimelineReader : public TimelineFetch {
     if (!decoded_) {
       begin_events();
       for (auto& [scan, blocks] : copied_) {
+        scan_bounds_.push_back(gpu_.events.size());
         visit_event_blocks(blocks, scan, layers_, [this](const ScannedEvent& e) { take(e); });
         std::vector<FetchedBlock>().swap(blocks);
       }
@@ -235,10 +239,7 @@ class TimelineReader : public TimelineFetch {
       key.append(kUntracked);
       gpu_.jobs[j].untracked_group = group_for(key, j, kUntracked, 0, kUntracked);
     }
-    // ORDER BY t_start_ns is served by the index; the two reads of a fold are merged here.
-    const auto by_start = [](const TimelineEvent& a, const TimelineEvent& b) { return a.start < b.start; };
-    if (!std::is_sorted(gpu_.events.begin(), gpu_.events.end(), by_start))
-      std::stable_sort(gpu_.events.begin(), gpu_.events.end(), by_start);
+    sort_events();
   }
 
   // Gives every sample the size of its timing shift: that of the jobs whose span its window
@@ -408,6 +409,28 @@ class TimelineReader : public TimelineFetch {
     return last_job_;
   }
 
+  // The events by start, stably. ORDER BY t_start_ns is served by the index, so each scan's
+  // events come in order but where blocks of one GPU overlap in time (two jobs' files): the two
+  // scans of a fold are merged (as a stable sort of them would order them, in linear time).
+  void sort_events() {
+    const auto by_start = [](const TimelineEvent& a, const TimelineEvent& b) { return a.start < b.start; };
+    auto& events = gpu_.events;
+    if (scan_bounds_.empty() || scan_bounds_.front() != 0) scan_bounds_.insert(scan_bounds_.begin(), 0);
+    scan_bounds_.push_back(events.size());
+    bool runs_sorted = true;
+    for (size_t r = 1; r < scan_bounds_.size() && runs_sorted; ++r)
+      runs_sorted = std::is_sorted(events.begin() + static_cast<std::ptrdiff_t>(scan_bounds_[r - 1]),
+                                   events.begin() + static_cast<std::ptrdiff_t>(scan_bounds_[r]), by_start);
+    if (!runs_sorted) {
+      std::stable_sort(events.begin(), events.end(), by_start);
+    } else {
+      for (size_t r = 2; r < scan_bounds_.size(); ++r)
+        std::inplace_merge(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(scan_bounds_[r - 1]),
+                           events.begin() + static_cast<std::ptrdiff_t>(scan_bounds_[r]), by_start);
+    }
+    scan_bounds_.clear();
+  }
+
   // The jobs of the folded spans come first, as the events' jobs are numbered after them.
   void begin_events() {
     for (const TimelineJob& job : folded_jobs_) job_for(job.job_id, job.first, job.last);
@@ -499,6 +522,7 @@ class TimelineReader : public TimelineFetch {
   std::vector<TimelineJob> folded_jobs_, spans_to_widen_;
   std::vector<std::pair<EventScan, std::vector<FetchedBlock>>> copied_;
   bool decoded_ = false;  // read_events decoded the events as it read them
+  std::vector<size_t> scan_bounds_;  // where each scan's events begin in gpu_.events
   int timing_shift_;
   bool for_shifts_;
   int64_t horizon_ms_;
