@@ -56,6 +56,14 @@ void warn_about_unchecked_wal(RefreshRun& run) {
            "PRAGMA wal_checkpoint after refreshing, or refresh inside BEGIN IMMEDIATE ... COMMIT");
 }
 
+// Whether a statement of the connection that writes is running (an INSERT ... SELECT or a
+// trigger around the calling SELECT): SQLite then refuses the savepoint a refresh needs.
+bool write_in_progress(sqlite3* db) {
+  for (sqlite3_stmt* s = sqlite3_next_stmt(db, nullptr); s; s = sqlite3_next_stmt(db, s))
+    if (sqlite3_stmt_busy(s) && !sqlite3_stmt_readonly(s)) return true;
+  return false;
+}
+
 }  // namespace
 
 RefreshSummary refresh(Connection& connection, const std::optional<std::string>& path, bool final) {
@@ -69,6 +77,11 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
       run.warn("the changes of the refresh interrupted before were rolled back");
   }
   const bool commits_itself = sqlite3_get_autocommit(db) != 0;
+  if (write_in_progress(db))
+    throw Error(
+        "cannot run inside a statement that writes (INSERT ... SELECT, CREATE TABLE ... AS, a trigger): SQLite "
+        "refuses the savepoint that undoes a failed refresh there; run SELECT * FROM pp_refresh(...) as a "
+        "statement of its own and store its row afterwards");
   const Connection::WriteScope settings_fixed(connection);
   try {
     run_script(db, "SAVEPOINT pp_refresh");

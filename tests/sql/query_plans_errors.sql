@@ -22,6 +22,17 @@ SELECT count(*) FROM layer_events(4.5);
 SELECT * FROM pp_refresh(NULL, 'yes');
 -- error: pp_refresh: missing required argument 'path'
 SELECT * FROM pp_refresh WHERE final = 1;
+-- A refresh writes under a savepoint, which SQLite refuses inside a statement that writes: it
+-- says so, and nothing is written (the row goes in by a statement of its own).
+-- error: pp_refresh: cannot run inside a statement that writes (INSERT ... SELECT
+CREATE TEMP TABLE refreshes(events_added, samples_added, windows_folded, history_kept, http_requests);
+INSERT INTO refreshes SELECT * FROM pp_refresh(NULL);
+-- error: pp_refresh: cannot run inside a statement that writes (INSERT ... SELECT
+CREATE TEMP TABLE refreshed AS SELECT * FROM pp_refresh(NULL);
+-- error: pp_refresh: cannot run inside a statement that writes (INSERT ... SELECT
+CREATE TEMP TABLE arrivals(path TEXT);
+CREATE TEMP TRIGGER refresh_on_arrival AFTER INSERT ON arrivals BEGIN SELECT * FROM pp_refresh(new.path); END;
+INSERT INTO arrivals SELECT path FROM dirs;
 -- error: pp_overlaps: argument 'after_ms' is not a number: 'soon'
 SELECT * FROM pp_overlaps('GPU-0', 'soon');
 -- error: pp_overlap_means: argument 'uuid' is NULL
