@@ -1,6 +1,7 @@
 #include "attribution/event_import.hpp"
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -119,6 +120,43 @@ void insert_mig_device(Statement& insert, const MigDevice& d) {
   insert.run();
 }
 
+// What a file read before holds at each line pp_events still has, to tell a file read again
+// from the start (truncated, its stored context damaged) whose lines are still the ones read
+// then from one rewritten with other content under its first line.
+class StoredLines {
+ public:
+  // Whether the event at `line` of `file` is not the one stored from that line (a line whose
+  // event is not stored, retention having removed it or never an event, is taken as read).
+  bool rewritten(sqlite3* db, const std::string& file, int64_t line, const LayerEvent& e) {
+    if (file != file_) load(db, file);
+    const auto found = events_.find(line);
+    if (found == events_.end()) return false;
+    const Stored& s = found->second;
+    return s.job_id != e.job_id || s.gpu_uuid != e.gpu_uuid || s.layer != e.layer || s.forward != e.forward ||
+           s.t_start_ns != e.t_start_ns || s.t_end_ns != e.t_end_ns;
+  }
+
+ private:
+  struct Stored {
+    std::string job_id, gpu_uuid, layer;
+    bool forward;
+    int64_t t_start_ns, t_end_ns;
+  };
+
+  void load(sqlite3* db, const std::string& file) {
+    file_ = file;
+    events_.clear();
+    Statement read(db, named_sql("import", "stored_lines"));
+    read.bind(":source_file", file);
+    while (read.step())
+      events_[read.column_int64(0)] = {read.column_text(1), read.column_text(2), read.column_text(3),
+                                       read.column_int64(4) != 0, read.column_int64(5), read.column_int64(6)};
+  }
+
+  std::string file_;
+  std::map<int64_t, Stored> events_;
+};
+
 }  // namespace
 
 long long import_event_files(sqlite3* db, const std::string& path, bool final,
@@ -138,15 +176,19 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
   long long events_added = 0;
   EventFileScan scan(warn, db);
   // A file read again from the start (truncated, or its stored context damaged) has its first
-  // lines in already: those up to its last position are passed over. A replaced file's rows
-  // go under another name, and all its new lines are read.
+  // lines in already: those up to its last position are passed over, while they are the events
+  // stored from them. A replaced file's rows go under another name, and all its new lines are
+  // read; so are those of a file read again whose line is not the event stored from it (the
+  // file was rewritten under the same first line), from that line on.
   std::set<std::string> replaced;
   std::string writing;
-  scan.start(path, &resume, [db, &blocks, &replaced](const std::string& file) {
+  const auto keep_replaced = [db, &blocks, &replaced](const std::string& file) {
     blocks.flush();  // the rows read so far are renamed with the rest
     replaced.insert(file);
     return keep_replaced_rows(db, file);
-  });
+  };
+  scan.start(path, &resume, keep_replaced);
+  StoredLines stored_lines;
   std::map<std::string, int64_t> lines_in;  // per file read before: the last line stored or read
   const auto imported_before = [&](const std::string& file, int64_t line) {
     const auto position = resume.find(file);
@@ -171,7 +213,14 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
           scan.skip(problem_times, complete);
           break;
         }
-        if (imported_before(scan.source_file(), scan.line_number())) break;
+        if (imported_before(scan.source_file(), scan.line_number())) {
+          if (!stored_lines.rewritten(db, scan.source_file(), scan.line_number(), event)) break;
+          const std::string kept = keep_replaced(scan.source_file());
+          warn(scan.source_file() + " was rewritten since it was last read (line " +
+               std::to_string(scan.line_number()) + " is not the event read from it then); the rows read from it "
+               "before are kept as source_file '" + kept + "', and its lines from " +
+               std::to_string(scan.line_number()) + " on are read");
+        }
         // Blocks never span files: each file's events are written before the next is read.
         if (scan.source_file() != writing) {
           blocks.flush();

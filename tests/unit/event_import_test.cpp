@@ -1,6 +1,6 @@
 // pp_refresh's import of event files: each refresh reads only what was written since the last
 // one, a line still being written is imported once it is whole, a file that was truncated is
-// read again from the start, and a file replaced by new content under its name (told by its
+// read again from the start (its lines still as they were read kept once), and a file replaced by new content under its name (told by its
 // first line, not by where its lines end) has its new events imported while the rows read
 // from it before are kept. CPU events, so no Prometheus is needed.
 #include <gtest/gtest.h>
@@ -97,6 +97,31 @@ TEST_F(EventImport, TruncatedFileIsReadFromTheStart) {
   dir.write("job1/rank0.jsonl", cpu_lines(2, 4), /*append=*/true);  // written on: lines 3-6
   EXPECT_EQ(refresh(), 2);
   EXPECT_EQ(count("SELECT max(line) FROM pp_events"), 6);
+}
+
+TEST_F(EventImport, FileRewrittenUnderItsFirstLineHasItsNewEventsImported) {
+  const std::string head = pp_test::header_line() + "\n" + cpu_line(0) + "\n";
+  dir.write("job1/rank0.jsonl", head + cpu_lines(1, 3));
+  EXPECT_EQ(refresh(), 4);
+  // Rewritten, shorter: the same first two lines, then other events. Read again from the start,
+  // line 2 is the event stored from it (kept once), line 3 is not: the file's rows read before
+  // are kept under another name, and its lines from 3 on are read.
+  dir.write("job1/rank0.jsonl", head + cpu_lines(10, 2));
+  EXPECT_EQ(refresh(), 2);
+  const std::string kept = file + " (replaced 1)";
+  EXPECT_NE(warnings().find("no longer ends a line at byte"), std::string::npos) << warnings();
+  EXPECT_NE(warnings().find(file + " was rewritten since it was last read (line 3 is not the event read from it "
+                                   "then); the rows read from it before are kept as source_file '" + kept +
+                            "', and its lines from 3 on are read"),
+            std::string::npos)
+      << warnings();
+  EXPECT_EQ(db.scalar("SELECT group_concat(t_start_ns, ',') FROM (SELECT t_start_ns FROM pp_events WHERE source_file = ?1 "
+                      "ORDER BY line)", {file}).text,
+            db.scalar("SELECT group_concat(t_start_ns, ',') FROM (SELECT t_start_ns FROM layer_events(?1) "
+                      "WHERE line >= 3 ORDER BY line)", {file}).text);
+  EXPECT_EQ(count("SELECT count(*) FROM pp_events WHERE source_file = '" + kept + "'"), 4);
+  EXPECT_EQ(refresh(), 0);  // then read on as usual
+  EXPECT_EQ(warnings(), "[]");
 }
 
 TEST_F(EventImport, ReplacedFileHasItsNewEventsImportedAndTheOldOnesKept) {

@@ -17,6 +17,12 @@ SELECT source_file, bytes, lines, head_bytes, head_hash,
 -- read again from the start adds no line twice.
 SELECT max(last_line) FROM main.pp_events_blocks WHERE source_file = :source_file;
 
+-- name: stored_lines
+-- What pp_events holds of a file read again from the start, to tell the lines still as they
+-- were read from lines rewritten (the blocks of the file: index pp_events_blocks_by_file).
+SELECT line, job_id, gpu_uuid, layer, forward, t_start_ns, t_end_ns
+  FROM main.pp_events WHERE source_file = :source_file;
+
 -- name: insert_job
 INSERT OR IGNORE INTO main.pp_jobs(job_id, host_name, pid, params, command, torch_version, start_time,
                                    source_file, line)
