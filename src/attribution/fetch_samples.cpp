@@ -1,6 +1,7 @@
 // Refresh step 2: raw samples of the metrics of pp_metrics (the six of Table I, and any a user
-// added) for the GPUs of unfolded events, over their time span, into pp_samples. One prom_samples
-// call covers all GPUs (one request per chunk, never one per event). Series of whole GPUs are
+// added) for the GPUs of unfolded events, over their jobs' spans, into pp_samples. One
+// prom_samples call covers all GPUs (one request per chunk, never one per event) for each
+// stretch of time the spans cover (spans more than a chunk apart are fetched apart). Series of whole GPUs are
 // matched by the UUID label, then `uuid` (older exporters), then Hostname + gpu index, and never
 // a series with a GPU_I_ID label (a MIG GPU instance's). Events on a MIG device ("MIG-..."
 // gpu_uuid) get the series of their GPU instance: the parent's UUID (or uuid) label and GPU_I_ID,
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -42,26 +44,113 @@ std::string selector_for(sqlite3* db, const std::string& label, const std::vecto
          "," + instance_matcher + "}";
 }
 
-// UUIDs (or host names) of the GPUs that still need samples (refresh.sql gpus_without_samples).
-std::vector<std::string> gpus_without_samples(sqlite3* db, bool by_host) {
+// A stretch of time to fetch samples for: job spans (fetch_spans) within a chunk of each
+// other, so that the time between jobs far apart on a GPU is not asked for; and the longest
+// of its spans, which an error names when the stretch needs too many requests.
+struct FetchRange {
+  double start, end;
+  std::string longest_job, longest_uuid;
+  double longest_start = 0, longest_end = 0;
+  int64_t from_ms() const { return static_cast<int64_t>(std::floor(start * 1000)) - 1; }
+  int64_t through_ms() const { return static_cast<int64_t>(std::ceil(end * 1000)); }
+};
+
+std::vector<FetchRange> fetch_ranges(RefreshRun& run, double margin) {
+  const double chunk = static_cast<double>(std::max<int64_t>(1, run.connection.settings().get_int("samples_chunk_seconds")));
+  std::vector<FetchRange> ranges;
+  Statement list(run.db, named_sql("refresh", "fetch_spans"));
+  while (list.step()) {  // (by first second)
+    const double first = list.column_double(2), end = std::min(run.now, list.column_double(3) + margin);
+    if (!(end > first)) continue;
+    if (ranges.empty() || first > ranges.back().end + chunk)
+      ranges.push_back({first, end, {}, {}, 0, 0});
+    else
+      ranges.back().end = std::max(ranges.back().end, end);
+    FetchRange& r = ranges.back();
+    if (r.longest_job.empty() || end - first > r.longest_end - r.longest_start) {
+      r.longest_uuid = list.column_text(0);
+      r.longest_job = list.column_text(1);
+      r.longest_start = first;
+      r.longest_end = end;
+    }
+  }
+  return ranges;
+}
+
+std::string utc_text(double seconds) {
+  const auto t = static_cast<time_t>(std::floor(seconds));
+  struct tm parts {};
+  char text[32];
+  if (!gmtime_r(&t, &parts) || !std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &parts)) return std::to_string(seconds);
+  return text;
+}
+
+// prom_samples refuses a range of more than max_requests_per_query chunks; the events behind
+// such a range (a clock set years off, say) are named before anything is asked.
+void check_requests(const Settings& settings, const FetchRange& r) {
+  const double chunk = static_cast<double>(std::max<int64_t>(1, settings.get_int("samples_chunk_seconds")));
+  const double requests = std::ceil((r.end - r.start + 0.001) / chunk);
+  if (requests <= static_cast<double>(settings.get_int("max_requests_per_query"))) return;
+  throw Error("the samples of job '" + r.longest_job + "' on GPU " + r.longest_uuid + " span " +
+              utc_text(r.longest_start) + " to " + utc_text(r.longest_end) + " UTC, as its events' times say: " +
+              std::to_string(static_cast<long long>(requests)) + " requests of samples_chunk_seconds = " +
+              settings.get("samples_chunk_seconds") + " (limit max_requests_per_query = " +
+              settings.get("max_requests_per_query") +
+              "); if a clock was off, delete those events from pp_events, else raise the limit or the chunk");
+}
+
+// UUIDs (or host names) of the GPUs that still need samples in r (refresh.sql gpus_without_samples).
+std::vector<std::string> gpus_without_samples(sqlite3* db, bool by_host, const FetchRange& r) {
   Statement list(db, named_sql("refresh", "gpus_without_samples"));
   list.bind(":by_host", int64_t{by_host ? 1 : 0});
+  list.bind(":from_ms", r.from_ms());
+  list.bind(":through_ms", r.through_ms());
   std::vector<std::string> names;
   while (list.step()) names.push_back(list.column_text(0));
   return names;
 }
 
-// Parent GPU UUIDs and GPU_I_IDs of the MIG devices that still need samples
+// Parent GPU UUIDs and GPU_I_IDs of the MIG devices that still need samples in r
 // (refresh.sql instances_without_samples), each list without repeats.
-void instances_without_samples(sqlite3* db, std::vector<std::string>& parents, std::vector<std::string>& instances) {
+void instances_without_samples(sqlite3* db, const FetchRange& r, std::vector<std::string>& parents,
+                               std::vector<std::string>& instances) {
   parents.clear();
   instances.clear();
   Statement list(db, named_sql("refresh", "instances_without_samples"));
+  list.bind(":from_ms", r.from_ms());
+  list.bind(":through_ms", r.through_ms());
   while (list.step()) {
     const std::string parent = list.column_text(0), instance = list.column_text(1);
     if (std::find(parents.begin(), parents.end(), parent) == parents.end()) parents.push_back(parent);
     if (std::find(instances.begin(), instances.end(), instance) == instances.end()) instances.push_back(instance);
   }
+}
+
+// The samples of range r: the GPUs by their UUID label, then `uuid`, then host name and index,
+// each pass for the GPUs the ones before found nothing for; then the MIG GPU instances.
+long long fetch_range(RefreshRun& run, const FetchRange& r) {
+  long long added = 0;
+  struct Pass {
+    const char* label;
+    const char* insert;
+    bool by_host;
+  };
+  for (const Pass& pass : {Pass{"UUID", "insert_samples_by_uuid", false}, Pass{"uuid", "insert_samples_by_uuid", false},
+                           Pass{"Hostname", "insert_samples_by_host", true}}) {
+    const std::vector<std::string> missing = gpus_without_samples(run.db, pass.by_host, r);
+    if (missing.empty()) break;
+    added += run_script(run.db, named_sql("refresh", pass.insert),
+                        {{":selector", selector_for(run.db, pass.label, missing)}, {":start", r.start}, {":end", r.end}});
+  }
+  // MIG GPU instances: parents x instance IDs in one selector; the insert keeps the pairs asked for.
+  std::vector<std::string> parents, instances;
+  for (const char* label : {"UUID", "uuid"}) {
+    instances_without_samples(run.db, r, parents, instances);
+    if (parents.empty()) break;
+    added += run_script(run.db, named_sql("refresh", "insert_samples_by_instance"),
+                        {{":selector", selector_for(run.db, label, parents, instances)}, {":start", r.start}, {":end", r.end}});
+  }
+  return added;
 }
 
 }  // namespace
@@ -71,35 +160,15 @@ void fetch_samples(RefreshRun& run) {
   const double margin = query_double(run.db, named_sql("refresh", "fetch_margin"),
                                      {{":after_seconds", kSamplesAfterLastEventSeconds},
                                       {":lag_seconds", static_cast<double>(lag_ms) / 1e3}}, 60);
-  const double start = query_double(run.db, named_sql("refresh", "fetch_start"), {}, NAN);
-  if (std::isnan(start)) return;
-  const double last_end = query_double(run.db, named_sql("refresh", "fetch_last_end"), {}, start);
-  const double end = std::min(run.now, last_end + margin);
-  if (end <= start) return;
-
+  const std::vector<FetchRange> ranges = fetch_ranges(run, margin);
+  if (ranges.empty()) return;
+  for (const FetchRange& r : ranges) check_requests(run.connection.settings(), r);
   run_script(run.db, named_sql("refresh", "fetch_gpus"),
              {{":after_ms", kSamplesAfterLastEventSeconds * 1000}, {":lag_ms", lag_ms}});
-  struct Pass {
-    const char* label;
-    const char* insert;
-    bool by_host;
-  };
-  for (const Pass& pass : {Pass{"UUID", "insert_samples_by_uuid", false}, Pass{"uuid", "insert_samples_by_uuid", false},
-                           Pass{"Hostname", "insert_samples_by_host", true}}) {
-    const std::vector<std::string> missing = gpus_without_samples(run.db, pass.by_host);
-    if (missing.empty()) break;
-    run.summary.samples_added += run_script(
-        run.db, named_sql("refresh", pass.insert),
-        {{":selector", selector_for(run.db, pass.label, missing)}, {":start", start}, {":end", end}});
-  }
-  // MIG GPU instances: parents x instance IDs in one selector; the insert keeps the pairs asked for.
-  std::vector<std::string> parents, instances;
-  for (const char* label : {"UUID", "uuid"}) {
-    instances_without_samples(run.db, parents, instances);
-    if (parents.empty()) break;
-    run.summary.samples_added +=
-        run_script(run.db, named_sql("refresh", "insert_samples_by_instance"),
-                   {{":selector", selector_for(run.db, label, parents, instances)}, {":start", start}, {":end", end}});
+  double end = ranges.front().end;
+  for (const FetchRange& r : ranges) {
+    run.summary.samples_added += fetch_range(run, r);
+    end = std::max(end, r.end);
   }
   run_script(run.db, named_sql("refresh", "record_fetch"),
              {{":end_ms", static_cast<int64_t>(std::floor(end * 1000))}});

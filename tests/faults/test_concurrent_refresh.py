@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from test_faults import connect, env  # noqa: F401 (env: the fixture of the test servers)
+from test_faults import connect, env, http_stats  # noqa: F401 (env: the fixture of the test servers)
 from tests.fixtures import dcgm_data
 
 
@@ -223,6 +223,41 @@ def test_refresh_while_a_cursor_of_the_same_connection_is_open(env, tmp_path):
     assert int(conn.execute("SELECT events_added FROM pp_refresh(?)", second).fetchone()[0]) == 0
     assert not conn.in_transaction
     assert conn.execute("SELECT count(*) FROM pp_events").fetchone() == (6,)
+
+
+def test_jobs_far_apart_on_a_gpu_fetch_their_own_spans(env, tmp_path):
+    """Two jobs a month apart on one GPU: the samples of each job's span are fetched, not the
+    month between them; an event whose clock was years off is named before any request."""
+    lines = job_lines(0)
+    later = [json.loads(line) for line in job_lines(0, job_id="later")[1:41]]
+    month = 30 * 86400 * 10**9
+    for event in later:
+        event["t_start_ns"] += month
+        event["t_end_ns"] += month
+    (tmp_path / "events").mkdir()
+    (tmp_path / "events" / "a.jsonl").write_text("".join(lines))
+    (tmp_path / "events" / "b.jsonl").write_text("".join(json.dumps(e) + "\n" for e in later))
+    conn = connect(env["prometheus_url"], str(tmp_path / "apart.db"))
+    added, requests = conn.execute(
+        "SELECT events_added, http_requests FROM pp_refresh(?, 1)", (str(tmp_path / "events"),)).fetchone()
+    assert added == len(lines) - 1 + len(later)
+    # One request for the first job's span, and for the later one's, which Prometheus has no
+    # samples of, one per label the GPU's series may carry (UUID, uuid, Hostname).
+    assert requests == 4, requests
+    assert conn.execute("SELECT count(*) > 0 FROM layer_metrics WHERE job_id = 'job0' AND data_num > 0").fetchone() == (1,)
+
+    years = 9 * 365 * 86400 * 10**9
+    stray = dict(later[0], job_id="stray", t_start_ns=later[0]["t_start_ns"] + years,
+                 t_end_ns=later[0]["t_end_ns"] + years)
+    (tmp_path / "events" / "c.jsonl").write_text(json.dumps(dict(later[0], job_id="stray")) + "\n" +
+                                                 json.dumps(stray) + "\n")
+    before = http_stats(conn)["requests"]
+    with pytest.raises(sqlite3.OperationalError, match=r"pp_refresh: the samples of job 'stray' on GPU "
+                       + dcgm_data.GPUS[0][2] + r" span 20\d\d-.* UTC, as its events' times say: \d+ requests of "
+                       r"samples_chunk_seconds = 3600 \(limit max_requests_per_query = 10000\); if a clock was off"):
+        conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(tmp_path / "events"),)).fetchall()
+    assert http_stats(conn)["requests"] == before
+    assert conn.execute("SELECT count(*) FROM pp_events WHERE job_id = 'stray'").fetchone() == (0,)
 
 
 # ---- Retention: refreshes in parts that keep only recent events --------------------------------

@@ -8,25 +8,27 @@
 -- the :after_seconds that alignment uses (kSamplesAfterLastEventSeconds, refresh.hpp).
 SELECT max(:after_seconds, 2 * coalesce((SELECT max(interval_ms) / 1e3 FROM main.pp_intervals), 0) + :lag_seconds);
 
--- name: fetch_start
--- From the first event of each job with unfolded events (its untracked time needs every window
--- of its span, also those between events far apart), or the GPU's last sample. The first event
--- is the earlier of its folded span's start (pp_gpu_spans) and its unfolded events': only the
--- blocks holding unfolded events are read (their partial index), never the job's history. (A
--- block folded in part says its unfolded events start after its fold point.)
-SELECT min(max(u.t_first, coalesce((SELECT max((SELECT max(ts_ms) FROM main.pp_samples AS s
-                                                   WHERE s.uuid = u.uuid AND s.metric = m.metric))
-                                      FROM main.pp_metrics AS m) / 1e3, 0)))
-  FROM (SELECT b.gpu_uuid AS uuid,
+-- name: fetch_spans
+-- Per GPU and job with unfolded events, the seconds to fetch samples for: from its first event
+-- (its untracked time needs every window of its span, also those between events far apart), or
+-- the GPU's last sample, to its unfolded events' last end. The first event is the earlier of
+-- its folded span's start (pp_gpu_spans) and its unfolded events': only the blocks holding
+-- unfolded events are read (their partial index), never the job's history. (A block folded in
+-- part says its unfolded events start after its fold point; a block's last end is that of all
+-- its events, folded or not: at most a block's span later.)
+SELECT u.uuid, u.job_id,
+       max(u.t_first, coalesce((SELECT max((SELECT max(ts_ms) FROM main.pp_samples AS s
+                                            WHERE s.uuid = u.uuid AND s.metric = m.metric))
+                                  FROM main.pp_metrics AS m) / 1e3, 0)) AS first_s,
+       u.last_end_s
+  FROM (SELECT b.gpu_uuid AS uuid, b.job_id AS job_id,
                min(min(max(b.first_start_ns, coalesce(b.folded_through_ns + 1, b.first_start_ns)) / 1e9),
                    coalesce((SELECT g.first_ns / 1e9 FROM main.pp_gpu_spans AS g
-                              WHERE g.uuid = b.gpu_uuid AND g.job_id = b.job_id), 9e18)) AS t_first
+                              WHERE g.uuid = b.gpu_uuid AND g.job_id = b.job_id), 9e18)) AS t_first,
+               max(b.last_end_ns) / 1e9 AS last_end_s
           FROM main.pp_events_blocks AS b WHERE (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns) AND b.gpu_uuid <> 'cpu'
-         GROUP BY b.gpu_uuid, b.job_id) AS u;
-
--- name: fetch_last_end
--- (A block's last end is that of all its events, folded or not: at most a block's span later.)
-SELECT max(b.last_end_ns) / 1e9 FROM main.pp_events_blocks AS b WHERE (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns) AND b.gpu_uuid <> 'cpu';
+         GROUP BY b.gpu_uuid, b.job_id) AS u
+ ORDER BY first_s, u.uuid, u.job_id;
 
 -- name: fetch_gpus
 -- Each GPU with unfolded events and its last sample before this refresh (of the metrics fetched:
@@ -62,14 +64,16 @@ UPDATE temp.pp_fetch_gpus
 
 -- name: gpus_without_samples
 -- UUIDs (:by_host = 0) or host names (:by_host = 1) of whole GPUs (not MIG devices) that need a
--- fetch (fetch_gpus) and that no pass of this refresh has brought samples for yet.
+-- fetch (fetch_gpus) and that no pass of this refresh has brought samples for yet in the range
+-- fetched, [:from_ms, :through_ms].
 SELECT DISTINCT CASE WHEN :by_host THEN host_name ELSE uuid END
   FROM temp.pp_fetch_gpus AS g
  WHERE CASE WHEN :by_host THEN host_name ELSE uuid END IS NOT NULL
    AND g.uuid NOT GLOB 'MIG-*'
    AND needs_fetch
    AND NOT EXISTS (SELECT 1 FROM main.pp_metrics AS m JOIN main.pp_samples AS s
-                    ON s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > coalesce(g.last_sample_ms, -1));
+                    ON s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > coalesce(g.last_sample_ms, -1)
+                   AND s.ts_ms BETWEEN :from_ms AND :through_ms);
 
 -- name: instances_without_samples
 -- The same for MIG devices whose GPU instance is known: the parent GPU's UUID and the GPU_I_ID.
@@ -78,7 +82,8 @@ SELECT DISTINCT parent_uuid, gpu_instance_id
  WHERE parent_uuid IS NOT NULL
    AND needs_fetch
    AND NOT EXISTS (SELECT 1 FROM main.pp_metrics AS m JOIN main.pp_samples AS s
-                    ON s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > coalesce(g.last_sample_ms, -1));
+                    ON s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > coalesce(g.last_sample_ms, -1)
+                   AND s.ts_ms BETWEEN :from_ms AND :through_ms);
 
 -- name: record_fetch
 -- The GPUs this fetch asked for, through :end_ms, that have samples: one of which Prometheus
