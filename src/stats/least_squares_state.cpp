@@ -49,6 +49,7 @@ class Reader {
     return out;
   }
   bool done() const { return at_ == blob_.size(); }
+  size_t left() const { return blob_.size() - at_; }
   void need(size_t bytes) const {
     if (blob_.size() - at_ < bytes) throw Error("estimator state: the blob ends early (truncated or not a state)");
   }
@@ -57,6 +58,10 @@ class Reader {
   std::string_view blob_;
   size_t at_ = 0;
 };
+
+// The most rows a state counts, in all and per unknown: far beyond any data (a window every ms
+// for 285,000 years), and far enough below 2^63 that the solver's sums of counts cannot overflow.
+constexpr int64_t kMaxRows = int64_t{1} << 53;
 
 }  // namespace
 
@@ -109,10 +114,21 @@ LeastSquaresState LeastSquaresState::with_values(std::vector<double> cross_value
 
 void LeastSquaresState::merge(const LeastSquaresState& other,
                               const std::function<std::string(const std::string&)>& rename) {
+  // (Counts are never negative: add_row and decode see to it.)
+  const auto overflows = [](int64_t a, int64_t b) { return b > kMaxRows - a; };
+  if (overflows(rows_, other.rows_))
+    throw Error("estimator states: merged, they would count more than 2^53 rows");
   std::vector<size_t> here(other.unknowns_.size());
   for (size_t i = 0; i < other.unknowns_.size(); ++i) {
     const auto& u = other.unknowns_[i];
     here[i] = unknown(rename ? rename(u.name) : u.name, u.label);
+  }
+  std::vector<int64_t> rows_after(unknowns_.size());
+  for (size_t i = 0; i < unknowns_.size(); ++i) rows_after[i] = unknowns_[i].rows;
+  for (size_t j = 0; j < other.unknowns_.size(); ++j) {
+    if (overflows(rows_after[here[j]], other.unknowns_[j].rows))
+      throw Error("estimator states: merged, unknown '" + unknowns_[here[j]].name + "' would count more than 2^53 rows");
+    rows_after[here[j]] += other.unknowns_[j].rows;
   }
   for (size_t j = 0; j < other.unknowns_.size(); ++j) {
     unknowns_[here[j]].rows += other.unknowns_[j].rows;
@@ -159,14 +175,34 @@ LeastSquaresState LeastSquaresState::decode(std::string_view blob) {
   state.rows_ = in.get<int64_t>();
   state.max_abs_value_ = in.get<double>();
   state.value_squares_ = in.get<double>();
+  // Each unknown takes at least its two text lengths, rows and A^T y entry, and the cross
+  // products p (p + 1) / 2 numbers: a count the bytes cannot hold is refused before any room
+  // is made for it.
+  const double p_bytes = static_cast<double>(p) * 24 + static_cast<double>(p) * (static_cast<double>(p) + 1) / 2 * 8;
+  if (p_bytes > static_cast<double>(in.left()))
+    throw Error("estimator state: the blob ends early (truncated or not a state)");
+  // Counts and sums a damaged or forged state could hold that no rows give: the solver sizes
+  // its work by the counts.
+  if (state.rows_ < 0 || state.rows_ > kMaxRows)
+    throw Error("estimator state: a row count of " + std::to_string(state.rows_) + " (0 to 2^53)");
+  if (!(std::isfinite(state.max_abs_value_) && state.max_abs_value_ >= 0) ||
+      !(std::isfinite(state.value_squares_) && state.value_squares_ >= 0))
+    throw Error("estimator state: the values' sums are not finite and non-negative");
   for (uint32_t i = 0; i < p; ++i) {
     std::string name = in.text(), label = in.text();
     if (state.find(name) != state.unknowns_.size()) throw Error("estimator state: unknown '" + name + "' twice");
     const size_t index = state.unknown(name, label);
     state.unknowns_[index].rows = in.get<int64_t>();
     state.cross_value_[index] = in.get<double>();
+    if (state.unknowns_[index].rows < 0 || state.unknowns_[index].rows > kMaxRows)
+      throw Error("estimator state: unknown '" + name + "' has a row count of " +
+                  std::to_string(state.unknowns_[index].rows) + " (0 to 2^53)");
+    if (!std::isfinite(state.cross_value_[index])) throw Error("estimator state: a sum that is not finite");
   }
-  for (double& c : state.cross_) c = in.get<double>();
+  for (double& c : state.cross_) {
+    c = in.get<double>();
+    if (!std::isfinite(c)) throw Error("estimator state: a sum that is not finite");
+  }
   if (!in.done()) throw Error("estimator state: bytes after the end of the state");
   return state;
 }
