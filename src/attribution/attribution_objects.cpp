@@ -6,7 +6,9 @@
 namespace pp {
 
 SqlObjects attribution_objects() {
-  return {{scalar("pp_install_views", 0, kIoFunction, pp_install_views_function)},
+  // pp_install_views writes the schema: DIRECTONLY, and marked deterministic (it is idempotent)
+  // because SQLite enforces DIRECTONLY in a CHECK constraint only for such functions.
+  return {{scalar("pp_install_views", 0, kIoFunction | SQLITE_DETERMINISTIC, pp_install_views_function)},
           {{"pp_refresh", &kRefreshModule},
            {"pp_event_store", &kEventStoreModule},
            {"pp_overlaps", &kOverlapsModule},

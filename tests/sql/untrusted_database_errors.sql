@@ -30,8 +30,18 @@ INSERT INTO t VALUES (1);
 CREATE VIEW v AS SELECT * FROM pp_refresh(NULL);
 SELECT * FROM v;
 
--- A CHECK constraint may still call the reading form (harmless), but an attribution table that
--- differs in any way from the engine's own is refused before anything is written.
+-- Nor may a CHECK constraint read a setting, or install the engine's tables and views.
+-- error: unsafe use of pp_config()
+CREATE TABLE t(x CHECK (pp_config('prometheus_url') LIKE 'http://127%'));
+INSERT INTO t VALUES (1);
+-- error: unsafe use of pp_install_views()
+CREATE TABLE t(x CHECK (pp_install_views() IS NOT NULL));
+INSERT INTO t VALUES (1);
+-- error: unsafe use of pp_install_views()
+CREATE TABLE t(x, y DEFAULT (pp_install_views()));
+INSERT INTO t(x) VALUES (1);
+-- An attribution table that differs in any way from the engine's own is refused before
+-- anything is written.
 -- error: pp_refresh: table 'pp_events' is not as precisionprobe creates it (its columns or constraints differ)
 CREATE TABLE pp_events(
   id INTEGER PRIMARY KEY,
@@ -41,7 +51,7 @@ CREATE TABLE pp_events(
   t_start_ns INTEGER NOT NULL, t_end_ns INTEGER NOT NULL,
   t_start REAL NOT NULL, t_end REAL NOT NULL, cpu_num REAL,
   source_file TEXT NOT NULL, line INTEGER NOT NULL,
-  folded INTEGER NOT NULL DEFAULT 0 CHECK (pp_config('bearer_token_file') IS NOT NULL),
+  folded INTEGER NOT NULL DEFAULT 0 CHECK (length(hex(folded)) < 1000),
   UNIQUE (source_file, line));
 SELECT * FROM pp_refresh(NULL);
 -- error: pp_install_views: table 'pp_metrics' is not as precisionprobe creates it (its columns or constraints differ)
@@ -67,7 +77,7 @@ CREATE TRIGGER keep_mig AFTER INSERT ON pp_mig_devices BEGIN INSERT INTO copies 
 SELECT * FROM pp_refresh(NULL);
 -- error: pp_refresh: table 'pp_mig_devices' is not as precisionprobe creates it (its columns or constraints differ)
 CREATE TABLE pp_mig_devices(mig_uuid TEXT PRIMARY KEY, gpu_uuid TEXT NOT NULL,
-                            gpu_instance_id INTEGER NOT NULL CHECK (pp_config('timeout_ms') IS NOT NULL), profile TEXT);
+                            gpu_instance_id INTEGER NOT NULL CHECK (gpu_instance_id >= -1), profile TEXT);
 SELECT * FROM pp_refresh(NULL);
 -- error: pp_refresh: table 'pp_samples' is not as precisionprobe creates it (the index 'pp_samples_by_value' on it is not the extension's)
 SELECT pp_install_views();
@@ -94,7 +104,7 @@ DELETE FROM pp_meta;
 CREATE TEMP TRIGGER redirect AFTER INSERT ON main.pp_meta BEGIN SELECT pp_config('timeout_ms', 1); END;
 SELECT * FROM pp_refresh(NULL);
 -- error: pp_install_views: table 'pp_metric_bounds' is not as precisionprobe creates it (its columns or constraints differ)
-CREATE TABLE pp_metric_bounds(metric TEXT PRIMARY KEY, lower REAL, upper REAL CHECK (pp_config('timeout_ms') > 0));
+CREATE TABLE pp_metric_bounds(metric TEXT PRIMARY KEY, lower REAL, upper REAL CHECK (upper > -1e308));
 SELECT pp_install_views();
 -- error: pp_refresh: table 'layer_metrics' is not as precisionprobe creates it (it is a table where the extension keeps a view)
 CREATE TABLE layer_metrics(job_id TEXT);
