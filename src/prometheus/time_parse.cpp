@@ -1,5 +1,6 @@
 #include "prometheus/time_parse.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -119,6 +120,9 @@ bool parse_relative_time_ms(std::string_view text, int64_t now_ms, int64_t& out_
   if (rest.size() < 2 || (rest[0] != '-' && rest[0] != '+')) return false;
   int64_t offset = 0;
   if (!parse_prometheus_duration_ms(rest.substr(1), offset)) return false;
+  // Past 1e13 seconds either way (as for numbers), a time is refused by its caller: the
+  // offset is capped first, so that now plus it cannot overflow.
+  offset = std::min(offset, 2 * kMaxDurationMs);
   out_ms = rest[0] == '-' ? now_ms - offset : now_ms + offset;
   return true;
 }
@@ -139,7 +143,12 @@ int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms
       double seconds = 0;
       if (parse_double(text, seconds) && seconds_to_ms(seconds, ms)) return ms;
       if (parse_rfc3339_ms(text, ms)) return ms;
-      if (parse_relative_time_ms(text, now_ms, ms)) return ms;
+      if (parse_relative_time_ms(text, now_ms, ms)) {
+        if (ms < -kMaxDurationMs || ms > kMaxDurationMs)
+          throw argument_error(argument, "is not a usable unix time: '" + text +
+                                             "' lies beyond 1e13 unix seconds (they lie between -1e13 and 1e13)");
+        return ms;
+      }
       throw argument_error(argument,
                            "is not a time: '" + text +
                                "' (use unix seconds, RFC3339 such as 2024-05-01T12:00:00Z, or a time relative "

@@ -22,6 +22,12 @@ SELECT * FROM prom_range('up', 0, 10, '9223372036854775807ms');
 SELECT * FROM prom_range('up', 0, 10, 1e14);
 -- error: prom_samples: argument 'start' is not a usable unix time: 1e+300 (unix seconds lie between -1e13 and 1e13)
 SELECT * FROM prom_samples('up', 1e300, 1e301);
+-- Times relative to now are held to the same range (far past it, now plus the offset would
+-- overflow, and the range's request count with it).
+-- error: prom_samples: argument 'start' is not a usable unix time: 'now-9000000000000000000ms' lies beyond 1e13 unix seconds
+SELECT count(*) FROM prom_samples('up', 'now-9000000000000000000ms', 'now+9000000000000000000ms');
+-- error: prom_range: argument 'end' is not a usable unix time: 'now+9223372036854775807ms' lies beyond 1e13 unix seconds
+SELECT count(*) FROM prom_range('up', 'now', 'now+9223372036854775807ms');
 -- Blank queries, selectors and label names are refused before a server answers them obscurely.
 -- error: prom_label_values: argument 'label' is empty
 SELECT * FROM prom_label_values('');
