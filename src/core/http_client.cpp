@@ -5,11 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "core/settings.hpp"
@@ -115,6 +117,57 @@ std::string read_secret_file(const std::string& path, const char* setting, bool 
 
 bool retryable(long status) { return status == 429 || status >= 500; }
 
+std::string base64(const std::string& bytes) {
+  static const char kDigits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t chunk = 0;
+    for (size_t k = 0; k < 3; ++k)
+      chunk = (chunk << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0u);
+    for (size_t k = 0; k < 4; ++k) out += k <= n ? kDigits[(chunk >> (18 - 6 * k)) & 63] : '=';
+  }
+  return out;
+}
+
+// The user information of a URL ("user:password" of scheme://user:password@host/...), or "".
+std::string url_user_info(const std::string& url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return {};
+  const size_t from = scheme + 3, end = url.find_first_of("/?#", from);
+  const size_t at = url.rfind('@', end == std::string::npos ? std::string::npos : end);
+  return at == std::string::npos || at < from ? std::string() : url.substr(from, at - from);
+}
+
+// What a request carried that a server or proxy may echo back in an error page (some print the
+// request's headers): each credential as sent, and as its Authorization header encodes it.
+std::vector<std::string> sent_secrets(const std::string& url, const std::string& token, const std::string& user,
+                                      const std::string& password) {
+  std::vector<std::string> secrets;
+  const std::string user_info = url_user_info(url);
+  if (const size_t colon = user_info.find(':'); colon != std::string::npos) {
+    secrets.push_back(user_info.substr(colon + 1));
+    secrets.push_back(base64(user_info));
+  }
+  if (!token.empty()) secrets.push_back(token);
+  if (!password.empty()) {
+    secrets.push_back(password);
+    secrets.push_back(base64(user + ":" + password));
+  }
+  return secrets;
+}
+
+// Every occurrence of a secret in text replaced by "***" (the longest first, so that none is
+// left in part).
+void hide_secrets(std::string& text, std::vector<std::string> secrets) {
+  std::sort(secrets.begin(), secrets.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  for (const std::string& secret : secrets) {
+    if (secret.empty()) continue;
+    for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 3))
+      text.replace(at, secret.size(), "***");
+  }
+}
+
 }  // namespace
 
 struct HttpClient::Handle {
@@ -159,15 +212,23 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
   if (bearer && (user || password_file))
     throw Error("settings 'bearer_token_file' and 'basic_auth_user'/'basic_auth_password_file' are both set: a request "
                 "carries one Authorization header; unset one, e.g. SELECT pp_config('basic_auth_user', '')");
+  // A URL's user:password@ would be sent as basic auth only where no other Authorization is.
+  if (url_user_info(url).find(':') != std::string::npos && (bearer || user))
+    throw Error(std::string("prometheus_url holds a password and setting '") +
+                (bearer ? "bearer_token_file" : "basic_auth_user") +
+                "' is set too: a request carries one Authorization header; take the password out of the URL or "
+                "unset the setting");
   if (user != password_file)
     throw Error(user ? "setting 'basic_auth_user' is set but 'basic_auth_password_file' is not: basic auth needs both"
                      : "setting 'basic_auth_password_file' is set but 'basic_auth_user' is not: basic auth needs both");
-  if (bearer)
-    headers.add("Authorization: Bearer " +
-                read_secret_file(settings.get("bearer_token_file"), "bearer_token_file", false));
-  std::string password;
+  std::string token, password;
+  if (bearer) {
+    token = read_secret_file(settings.get("bearer_token_file"), "bearer_token_file", false);
+    headers.add("Authorization: Bearer " + token);
+  }
   if (password_file)
     password = read_secret_file(settings.get("basic_auth_password_file"), "basic_auth_password_file", true);
+  const std::vector<std::string> secrets = sent_secrets(url, token, settings.get("basic_auth_user"), password);
 
   HttpResponse response;
   for (int attempt = 0;; ++attempt) {
@@ -210,6 +271,10 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
     response.status = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
     response.content_type = transfer.content_type;
+
+    // An error page is shown to the user (the caller quotes the server's message): without the
+    // credentials this request sent.
+    if (response.status < 200 || response.status >= 300) hide_secrets(response.body, secrets);
 
     std::string failure;
     if (transfer.too_large) {

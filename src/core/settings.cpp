@@ -224,6 +224,11 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
     }
     case SettingType::Text:
       if (has_control_character(value)) throw Error(where + "must not hold control characters");
+      // Basic auth sends "user:password": a user name with a colon would move its tail into
+      // the password the server reads.
+      if (d.name == std::string_view("basic_auth_user") && value.find(':') != std::string::npos)
+        throw Error(where + "must not hold ':' (basic auth sends user:password, so the server would read the "
+                            "rest as part of the password)");
       return value;
     case SettingType::Path:
       if (value.find('\0') != std::string::npos) throw Error(where + "must not hold a NUL byte");

@@ -2,6 +2,15 @@ SELECT pp_config('retries', 1);
 -- error: prom_range: HTTP 502 from ${hostile_url}/html/api/v1/query_range is not a Prometheus API response: <html><body><h1>502 Bad Gateway
 SELECT pp_config('prometheus_url', '${hostile_url}/html');
 SELECT * FROM prom_range('up', 1700000000, 1700000010);
+-- A proxy whose error page prints the request's Authorization header: the credentials this
+-- request sent are not shown (the bearer token; the basic auth password, as sent and encoded).
+-- error: prom_range: HTTP 401 from ${hostile_url}/echo-auth/api/v1/query_range is not a Prometheus API response: invalid credentials: Bearer ***
+SELECT pp_config('prometheus_url', '${hostile_url}/echo-auth');
+SELECT pp_config('bearer_token_file', '${TOKEN_FILE}');
+SELECT * FROM prom_range('up', 1700000000, 1700000010);
+-- error: /echo-auth/api/v1/query is not a Prometheus API response: invalid credentials: Basic ***
+SELECT pp_config('prometheus_url', replace('${hostile_url}', 'http://', 'http://reader:s3cret-in-url@') || '/echo-auth');
+SELECT * FROM prom_samples('up', 1700000000, 1700000010);
 -- error: prom_samples: Prometheus error execution (HTTP 422): query processing would load too many samples
 SELECT pp_config('prometheus_url', '${hostile_url}/execution');
 SELECT * FROM prom_samples('up', 1700000000, 1700000010);

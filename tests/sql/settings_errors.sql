@@ -16,6 +16,9 @@ SELECT pp_config('dedup_rel_tol', '1e999');
 SELECT pp_config('headers', '{"X-Scope-OrgID":"team-a","Bad Name":"x"}');
 -- error: pp_config: setting 'headers' header 'X(' needs a plain name
 SELECT pp_config('headers', '{"X(":"y"}');
+-- Basic auth sends user:password: a colon in the user name would move its tail into the password.
+-- error: pp_config: setting 'basic_auth_user' must not hold ':'
+SELECT pp_config('basic_auth_user', 'bo:b');
 -- error: prom_range: argument 'step' must be at most 10000000000000 seconds (about 317000 years), got '9223372036854775807ms'
 SELECT * FROM prom_range('up', 0, 10, '9223372036854775807ms');
 -- error: prom_range: argument 'step' must be at most 10000000000000 seconds (about 317000 years), got '100000000000000'
