@@ -18,7 +18,7 @@ namespace pp {
 
 class Connection {
  public:
-  explicit Connection(sqlite3* db) : db_(db) {}
+  explicit Connection(sqlite3* db) : db_(db) { http_.watch_interrupts(db); }
   sqlite3* db() const { return db_; }
 
   Settings& settings() { return settings_; }

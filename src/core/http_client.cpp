@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/interrupt.hpp"
 #include "core/settings.hpp"
 #include "core/text.hpp"
 
@@ -116,6 +117,28 @@ std::string read_secret_file(const std::string& path, const char* setting, bool 
 }
 
 bool retryable(long status) { return status == 429 || status >= 500; }
+
+// libcurl's progress callback: stops the transfer once the connection was interrupted (the
+// check is a statement step, so it runs at most every 50 ms; nothing may throw through curl).
+struct InterruptWatch {
+  InterruptCheck* check;
+  std::chrono::steady_clock::time_point next{};
+  bool interrupted = false;
+};
+int on_progress(void* data, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto& watch = *static_cast<InterruptWatch*>(data);
+  const auto now = std::chrono::steady_clock::now();
+  if (now < watch.next) return 0;
+  watch.next = now + std::chrono::milliseconds(50);
+  try {
+    watch.check->check();
+  } catch (const InterruptedError&) {
+    watch.interrupted = true;
+    return 1;
+  } catch (...) {
+  }
+  return 0;
+}
 
 std::string base64(const std::string& bytes) {
   static const char kDigits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -230,6 +253,7 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
     password = read_secret_file(settings.get("basic_auth_password_file"), "basic_auth_password_file", true);
   const std::vector<std::string> secrets = sent_secrets(url, token, settings.get("basic_auth_user"), password);
 
+  InterruptCheck interrupted(interrupt_db_);
   HttpResponse response;
   for (int attempt = 0;; ++attempt) {
     response.body.clear();
@@ -264,8 +288,16 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
       curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(form_body.size()));
     }
 
+    InterruptWatch watch{&interrupted};
+    if (interrupt_db_) {
+      curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+      curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &watch);
+      curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    }
+
     ++requests_sent_;
     const CURLcode code = curl_easy_perform(curl);
+    if (watch.interrupted) throw InterruptedError();
     response.attempts = attempt + 1;
     bytes_received_ += static_cast<long long>(response.body.size());
     response.status = 0;
@@ -300,7 +332,12 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
     if (transfer.retry_after_seconds >= 0) wait_ms = transfer.retry_after_seconds * 1000.0;
     wait_ms = std::min({wait_ms, 5000.0 * (transfer.retry_after_seconds >= 0 ? 6 : 1),
                         static_cast<double>(timeout_ms)});
-    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long>(wait_ms)));
+    // (In slices, so that an interrupt is noticed while waiting.)
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long>(wait_ms));
+    for (auto now = std::chrono::steady_clock::now(); now < until; now = std::chrono::steady_clock::now()) {
+      interrupted.check();
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(until - now, std::chrono::milliseconds(50)));
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/settings.hpp"
+#include "core/sqlite_api.hpp"
 
 namespace pp {
 
@@ -29,6 +30,11 @@ class HttpClient {
   // is returned for the caller to interpret. Messages name the URL without credentials.
   HttpResponse send(const std::string& url, const std::string& form_body, const Settings& settings);
 
+  // Requests stop with pp::InterruptedError once sqlite3_interrupt() is called on db (checked
+  // while a response is awaited, about every 50 ms to a second, and while a retry waits).
+  // send() must then run on the thread that called into SQLite, as every caller does.
+  void watch_interrupts(sqlite3* db) { interrupt_db_ = db; }
+
   // URL-encodes one form or query value.
   std::string escape(const std::string& value);
 
@@ -41,6 +47,7 @@ class HttpClient {
   struct Handle;
   std::unique_ptr<Handle> handle_;
   std::mutex mutex_;
+  sqlite3* interrupt_db_ = nullptr;
   long requests_sent_ = 0;
   long long bytes_received_ = 0;
 };

@@ -22,6 +22,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -211,6 +212,21 @@ def test_slower_than_timeout_fails_after_retries(hostile):
     assert isinstance(error, sqlite3.OperationalError)
     assert str(error).endswith("timed out after 500 ms (setting timeout_ms) (after 3 attempts)"), str(error)
     assert elapsed < 3 * 0.5 + 0.3 + 1.0  # never the server's 3 s per answer
+
+
+def test_an_interrupt_stops_a_request_that_waits(hostile):
+    """Ctrl-C (sqlite3_interrupt) while a slow server has not answered, and while a retry
+    waits out its backoff: the call ends within about a second, saying it was interrupted."""
+    conn = connect(f"{hostile}/slow", timeout_ms=20000, retries=0)
+    threading.Timer(0.3, conn.interrupt).start()
+    error, elapsed = timed(lambda: conn.execute("SELECT * FROM prom_range('slow_i', 1700000000, 1700000001, 1)").fetchall())
+    assert isinstance(error, sqlite3.OperationalError) and str(error) == "prom_range: interrupted", str(error)
+    assert elapsed < 1.6, elapsed  # never the server's 3 s
+    conn = connect(f"{hostile}/unavailable", timeout_ms=20000, retries=8)
+    threading.Timer(0.3, conn.interrupt).start()
+    error, elapsed = timed(lambda: conn.execute("SELECT * FROM prom_range('up_i', 1700000000, 1700000001, 1)").fetchall())
+    assert isinstance(error, sqlite3.OperationalError) and str(error) == "prom_range: interrupted", str(error)
+    assert elapsed < 1.0, elapsed  # never the backoff of eight retries (some 20 s)
 
 
 def test_one_slow_answer_is_retried_not_awaited(hostile):
