@@ -55,8 +55,11 @@ void MeanState::merge(const MeanState& other) {
   int64_t total_count = 0;
   if (__builtin_add_overflow(count, other.count, &total_count))
     throw_state_overflow("more than 2^63 - 1 observations");
-  const double total = weight + other.weight;
-  if (!std::isfinite(total)) throw_state_overflow("the sum of weights passes the largest double (1.8e308)");
+  // The weights are summed in double-double, so that a weight far larger than the rest (1e16
+  // beside 1.5) can be taken out again leaving the rest's sum exact.
+  const DoubleDouble total_weight = dd_sum({weight, weight_low}, {other.weight, other.weight_low});
+  const double total = total_weight.hi;
+  if (!dd_finite(total_weight)) throw_state_overflow("the sum of weights passes the largest double (1.8e308)");
   const DoubleDouble exact_d = dd_difference({other.mean, other.mean_low}, {mean, mean_low});
   if (!dd_finite(exact_d))
     throw_state_overflow("the difference between the two means passes the largest double (1.8e308)");
@@ -69,7 +72,8 @@ void MeanState::merge(const MeanState& other) {
   mean = merged_mean.hi;
   mean_low = merged_mean.lo;
   m2 = merged_m2;
-  weight = total;
+  weight = total_weight.hi;
+  weight_low = total_weight.lo;
   count = total_count;
   min = std::min(min, other.min);
   max = std::max(max, other.max);
@@ -86,7 +90,8 @@ void MeanState::unmerge(const MeanState& part) {
     *this = MeanState{};
     return;
   }
-  const double rest_weight = weight - part.weight;
+  const DoubleDouble rest = dd_difference({weight, weight_low}, {part.weight, part.weight_low});
+  const double rest_weight = rest.hi + rest.lo;
   if (!(rest_weight > 0) || !std::isfinite(rest_weight))
     throw std::logic_error("weights in the frame differ too much in magnitude to remove one exactly");
   // The inverse of merge, solved for the remaining part A of the whole T = A + B:
@@ -104,7 +109,8 @@ void MeanState::unmerge(const MeanState& part) {
   mean = rest_mean.hi;
   mean_low = rest_mean.lo;
   m2 = rest_count == 1 || !std::isfinite(rest_m2) ? 0.0 : std::max(rest_m2, 0.0);
-  weight = rest_weight;
+  weight = rest.hi;
+  weight_low = rest.lo;
   count = rest_count;
   // An extremum survives only if the removed values were all strictly inside it.
   min_known = min_known && part.min_known && part.min > min;

@@ -28,7 +28,8 @@ namespace pp {
 // Trivial, so that zero-filled memory (sqlite3_aggregate_context) is the empty state.
 struct MeanState {
   int64_t count;    // observations folded in
-  double weight;    // sum of their weights (== count when unweighted)
+  double weight;    // sum of their weights (== count when unweighted): weight + weight_low
+  double weight_low;  // its low-order part (in memory only; a decoded state has 0)
   double mean;      // weighted mean: mean + mean_low
   double mean_low;  // low-order part of the mean, |mean_low| <= ulp(mean) / 2
   double m2;        // sum of w * (x - mean)^2

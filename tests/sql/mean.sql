@@ -126,6 +126,13 @@ SELECT count(*) = 51 FROM (
  WHERE pp_mean_count(moving) = pp_mean_count(direct)
    AND abs(pp_mean_value(moving) / pp_mean_value(direct) - 1) < 1e-13
    AND abs(pp_mean_stddev(moving) / pp_mean_stddev(direct) - 1) < 1e-12;
+-- A sliding frame that drops a weight far larger than the rest keeps the rest's weight sum, and
+-- so its means, exact: 1.5 is not lost in the rounding of 1e16 + 1.5.
+WITH v(t, x, w) AS (VALUES (1, 100.0, 1e16), (2, 1.0, 1.5), (3, 3.0, 1.5), (4, 5.0, 1.5), (5, 7.0, 1.5)),
+     f AS (SELECT t, pp_mean(x, w) OVER (ORDER BY t ROWS 1 PRECEDING) AS s FROM v)
+SELECT count(*) = 3 AND max(abs(pp_mean_json(s) ->> '$.weight' - 3)) = 0
+   AND max(abs(pp_mean_value(s) - (2 * t - 4))) < 1e-13
+  FROM f WHERE t >= 3;
 -- A sliding frame that drops a value far larger than the rest keeps the mean of the rest.
 WITH v(i, x) AS (VALUES (1, 1e20), (2, 1), (3, 1)),
      w AS (SELECT i, pp_mean(x) OVER (ORDER BY i ROWS 1 PRECEDING) AS s FROM v)
