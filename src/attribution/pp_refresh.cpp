@@ -65,7 +65,7 @@ struct RefreshCursor : RowsCursor {
   using RowsCursor::RowsCursor;
 
   static int plan(sqlite3_index_info* info) {
-    const int rc = plan_arguments(info, kFirstArgument, kRefreshArguments);
+    const int rc = plan_arguments(info, kFirstArgument, kRefreshArguments, /*arguments_only=*/true);
     if (rc != SQLITE_OK) return rc;
     info->estimatedRows = 1;
     info->estimatedCost = 1e7;

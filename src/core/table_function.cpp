@@ -27,14 +27,22 @@ int cannot_run(sqlite3_index_info* info, const std::string& reason) {
 
 }  // namespace
 
-int plan_arguments(sqlite3_index_info* info, int first_argument_column, const std::vector<ArgumentSpec>& arguments) {
+int plan_arguments(sqlite3_index_info* info, int first_argument_column, const std::vector<ArgumentSpec>& arguments,
+                   bool arguments_only) {
   const int n = static_cast<int>(arguments.size());
   std::vector<int> usable(n, -1);
   std::vector<bool> unusable(n, false);
   for (int i = 0; i < info->nConstraint; ++i) {
     const auto& c = info->aConstraint[i];
     const int argument = c.iColumn - first_argument_column;
-    if (argument < 0 || argument >= n || !is_argument_operator(c.op)) continue;
+    if (argument < 0 || argument >= n) continue;
+    if (!is_argument_operator(c.op)) {
+      if (arguments_only)
+        return cannot_run(info, std::string("argument '") + arguments[static_cast<size_t>(argument)].name +
+                                    "' is given with = (or IS); a filter on it such as >, LIKE or != would drop the "
+                                    "row of a call that ran all the same");
+      continue;
+    }
     if (!c.usable)
       unusable[argument] = true;
     else if (usable[argument] < 0)

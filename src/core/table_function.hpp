@@ -44,8 +44,12 @@ struct ArgumentSpec {
 // enormous cost and returns kPlanCannotRun: the table's plan() returns at once, and should SQLite
 // run it after all (no other plan exists), its xFilter fails with the reason ("missing required
 // argument 'path'", "argument 'final' comes from a table read after ...").
+// With arguments_only (a table whose call has side effects), a constraint on an argument column
+// by any other operator is refused the same way: SQLite would check it against the row of a
+// call that ran all the same (`pp_refresh(p) WHERE final > 0` refreshing, then returning nothing).
 constexpr int kPlanCannotRun = SQLITE_OK + 1000;
-int plan_arguments(sqlite3_index_info* info, int first_argument_column, const std::vector<ArgumentSpec>& arguments);
+int plan_arguments(sqlite3_index_info* info, int first_argument_column, const std::vector<ArgumentSpec>& arguments,
+                   bool arguments_only = false);
 // In xFilter: throws the reason of a plan that cannot run (the kit calls it).
 void check_plan_arguments(const char* idx_str);
 

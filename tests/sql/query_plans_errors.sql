@@ -22,6 +22,12 @@ SELECT count(*) FROM layer_events(4.5);
 SELECT * FROM pp_refresh(NULL, 'yes');
 -- error: pp_refresh: missing required argument 'path'
 SELECT * FROM pp_refresh WHERE final = 1;
+-- A refresh's arguments come by = or IS: any other test of them would drop the row of a refresh
+-- that ran all the same, so none runs.
+-- error: pp_refresh: argument 'final' is given with = (or IS); a filter on it such as >, LIKE or != would drop the row
+SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/*.jsonl') WHERE final > 0;
+-- error: pp_refresh: argument 'path' is given with = (or IS)
+SELECT count(*) FROM pp_refresh(NULL) WHERE path LIKE 'x%';
 -- A refresh writes under a savepoint, which SQLite refuses inside a statement that writes: it
 -- says so, and nothing is written (the row goes in by a statement of its own).
 -- error: pp_refresh: cannot run inside a statement that writes (INSERT ... SELECT
