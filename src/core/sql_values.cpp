@@ -35,6 +35,13 @@ std::optional<std::string> optional_text(sqlite3_value* value, const char* argum
   return text_without_nul(value, argument);
 }
 
+std::string compared_bytes(sqlite3_value* value) {
+  const unsigned char* text = sqlite3_value_text(value);
+  if (!text && sqlite3_value_type(value) != SQLITE_NULL) throw std::bad_alloc();
+  return text ? std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(sqlite3_value_bytes(value)))
+              : std::string();
+}
+
 double required_double(sqlite3_value* value, const char* argument) {
   switch (value ? sqlite3_value_type(value) : SQLITE_NULL) {
     case SQLITE_INTEGER: return static_cast<double>(sqlite3_value_int64(value));

@@ -28,6 +28,9 @@ std::string required_nonblank_text(sqlite3_value* value, const char* argument);
 // Text of an optional argument; NULL (or an absent argument, nullptr) gives nullopt. A NUL byte
 // is an error naming the argument, as for required_text.
 std::optional<std::string> optional_text(sqlite3_value* value, const char* argument);
+// The text of a value compared with a column (a pushed-down constraint), as its bytes: a NUL
+// byte is part of it, as it is of the column's values.
+std::string compared_bytes(sqlite3_value* value);
 // A number, or text that parses as one entirely; anything else is an error naming the argument.
 double required_double(sqlite3_value* value, const char* argument);
 

@@ -95,7 +95,7 @@ std::optional<std::set<std::string, std::less<>>> text_values_of_in_list(sqlite3
     const int type = sqlite3_value_type(value);
     if (type == SQLITE_NULL) continue;
     if (type != SQLITE_TEXT) return std::nullopt;
-    values.insert(required_text(value, "job_id"));
+    values.insert(compared_bytes(value));
   }
   if (rc == SQLITE_NOMEM) throw std::bad_alloc();
   if (rc != SQLITE_DONE) throw Error("cannot read the values of job_id IN (...) (SQLite error " + std::to_string(rc) + ")");
@@ -223,7 +223,7 @@ struct EventsCursor : TableCursor {
       if (type == SQLITE_NULL) {
         impossible = true;
       } else if (bit == kJobIdBit) {
-        if (type == SQLITE_TEXT) job_ids.push_back({required_text(value, "job_id")});
+        if (type == SQLITE_TEXT) job_ids.push_back({compared_bytes(value)});
         // other types: affinity rules decide; SQLite's own check does it
       } else if (type == SQLITE_INTEGER || type == SQLITE_FLOAT) {
         const int range = index - (kRangeShift - 1);

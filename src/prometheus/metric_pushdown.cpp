@@ -13,11 +13,14 @@ namespace {
 constexpr int kBits[] = {kMetricEqualsBit, kMetricRegexpBit, kMetricInBit};  // argv order
 
 // The text a TEXT column is compared with: numbers take the column's affinity (1 becomes '1');
-// a BLOB never equals TEXT. NULL and BLOB give nullopt (no match).
+// a BLOB never equals TEXT. NULL and BLOB give nullopt (no match), and so does text with a NUL
+// byte, which no metric name holds.
 std::optional<std::string> compared_text(sqlite3_value* value) {
   const int type = sqlite3_value_type(value);
   if (type == SQLITE_NULL || type == SQLITE_BLOB) return std::nullopt;
-  return required_text(value, "metric");
+  std::string text = compared_bytes(value);
+  if (text.find('\0') != std::string::npos) return std::nullopt;
+  return text;
 }
 
 // The values of `metric IN (...)` that a metric name can equal (no NULL, BLOB or empty text).

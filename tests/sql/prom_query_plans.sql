@@ -28,6 +28,15 @@ SELECT json_extract(pp_http_stats(), '$.requests') = (SELECT n FROM requests) + 
 SELECT count(*) = 0 FROM prom_series('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 600) WHERE metric IN (NULL, '');
 SELECT count(*) = 3 FROM prom_series('DCGM_FI_DEV_GPU_UTIL', ${T0}, ${T0} + 600) WHERE metric IN ('DCGM_FI_DEV_GPU_UTIL', 'x');
 SELECT count(*) = 0 FROM prom_series('DCGM_FI_DEV_GPU_UTIL', ${T0}, ${T0} + 600) WHERE metric IN ('x');
+-- Text with a NUL byte, which no metric name holds, matches nothing pushed down as when SQLite
+-- filters (+metric).
+SELECT count(*) = 3 FROM prom_series('DCGM_FI_DEV_GPU_UTIL', ${T0}, ${T0} + 600)
+ WHERE metric IN ('DCGM_FI_DEV_GPU_UTIL', 'x' || char(0));
+SELECT count(*) = 0 FROM prom_series('DCGM_FI_DEV_GPU_UTIL', ${T0}, ${T0} + 600) WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' || char(0);
+SELECT (SELECT count(*) FROM prom_samples('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 59)
+         WHERE metric IN ('DCGM_FI_DEV_GPU_UTIL', 'x' || char(0)))
+     = (SELECT count(*) FROM prom_samples('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 59)
+         WHERE +metric IN ('DCGM_FI_DEV_GPU_UTIL', 'x' || char(0)));
 SELECT count(*) = 3 FROM prom_series('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 600)
  WHERE metric IN (SELECT DISTINCT metric FROM series WHERE metric LIKE '%GPU_UTIL');
 -- Collations other than BINARY are not pushed down: NOCASE matches as SQLite says.

@@ -163,6 +163,20 @@ TEST_F(LayerEventsSql, DirectoryOfTwoFilesInNameOrder) {
   EXPECT_EQ(warnings(), "[]");
 }
 
+TEST_F(LayerEventsSql, AJobIdWithANulByteIsMatchedWhicheverThePlan) {
+  // JSON may carry "\u0000" in a string: the job id holds the byte, and job_id = and IN match it
+  // when pushed down into the scan as when SQLite filters (+job_id).
+  ordered_json with_nul = event_json(0);
+  with_nul["job_id"] = std::string("x\0y", 3);
+  dir.write("run/rank0.jsonl", with_nul.dump() + "\n" + event_line(1) + "\n");
+  const std::string path = dir / "run";
+  for (const std::string where : {"job_id = 'x' || char(0) || 'y'", "job_id IN ('x' || char(0) || 'y', 'z')"}) {
+    EXPECT_EQ(count(path, where), 1) << where;
+    EXPECT_EQ(count(path, "+" + where), 1) << where;
+  }
+  EXPECT_EQ(count(path, "job_id = 'x'"), 0);
+}
+
 TEST_F(LayerEventsSql, Glob) {
   dir.write("job1/rank0.jsonl", lines(0, 2, "job1"));
   dir.write("job2/rank0.jsonl", lines(0, 3, "job2"));
