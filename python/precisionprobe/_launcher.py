@@ -36,6 +36,12 @@ def run(command, out=None, job_id=None):
     job_id = job_id or os.environ.get(autoattach.ENV_JOB_ID) or default_job_id()
     out_dir = os.path.abspath(out or default_out_dir(job_id))
     print(f"precisionprobe: job {job_id}, events in {out_dir}", file=sys.stderr, flush=True)
+    # Said before the job runs, which goes on unrecorded all the same (training is never held up
+    # by the probe): otherwise only each process's own warning tells, after the fact.
+    problem = _unusable_out_dir(out_dir)
+    if problem:
+        print(f"precisionprobe: warning: layer events cannot be written to {out_dir}: {problem}; the command runs "
+              "unrecorded (--out names the directory for the event files)", file=sys.stderr, flush=True)
     started = time.time()
     # Signals are blocked from before the child exists (none can slip past the forwarding loop)
     # and unblocked again in the child before it runs the command.
@@ -57,12 +63,28 @@ def run(command, out=None, job_id=None):
             pass
         signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
         signal.signal(signal.SIGCHLD, previous_sigchld)
-    if not _wrote_events_since(out_dir, started):
+    if problem:
+        print(f"precisionprobe: warning: {command[0]} wrote no layer events to {out_dir} (see the first warning)",
+              file=sys.stderr)
+    elif not _wrote_events_since(out_dir, started):
         print(f"precisionprobe: warning: {command[0]} wrote no layer events to {out_dir}: the hooks record "
               "the PyTorch modules that Python processes of the command call (is it a Python program, "
-              "with torch importable, that ran a model?), or the events could not be written (a warning "
-              "above says why)", file=sys.stderr)
+              "with torch importable, that ran a model?), or the events could not be written (each process "
+              "that tried warned why)", file=sys.stderr)
     return status if status >= 0 else 128 - status
+
+
+def _unusable_out_dir(out_dir):
+    """Why event files cannot be written in out_dir (the writers make it if missing), or None;
+    nothing is created here."""
+    existing = out_dir
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        return f"{existing} is a file, not a directory"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"this user may not write in {existing}"
+    return None
 
 
 def _wrote_events_since(out_dir, started):

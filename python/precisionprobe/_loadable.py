@@ -80,9 +80,16 @@ def load_file(conn, path):
     """load() of the extension at path (without its suffix) instead of the package's own, for
     callers that let users name another build (`precisionprobe analyze`: $PRECISIONPROBE_EXTENSION).
     path None is load()."""
-    if isinstance(conn, (str, bytes, os.PathLike)):
+    # Not a connection at all (a path, None, a number): say so, not that this Python's sqlite3
+    # lacks extension loading, which only a connection object without the method tells.
+    if isinstance(conn, (str, bytes, os.PathLike)) or not hasattr(conn, "execute"):
         raise TypeError("precisionprobe.load: conn must be an open connection "
                         f"(sqlite3.connect(...)), not the {type(conn).__name__} {conn!r}")
+    try:
+        conn.total_changes  # sqlite3's (and pysqlite3's) raise ProgrammingError once closed
+    except Exception as exc:  # (sqlite3 is not imported here: a Python may lack it)
+        if type(exc).__name__ == "ProgrammingError":
+            raise TypeError("precisionprobe.load: conn must be an open connection; this one is closed") from None
     enable = getattr(conn, "enable_load_extension", None)
     if enable is None:
         raise ExtensionLoadError(

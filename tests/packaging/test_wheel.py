@@ -233,3 +233,9 @@ def test_a_failed_load_names_the_file_and_the_fix(package, monkeypatch, tmp_path
 def test_a_path_is_not_a_connection(package):
     with pytest.raises(TypeError, match=r"precisionprobe.load: conn must be an open connection .*str"):
         package.load("my.db")
+    with pytest.raises(TypeError, match=r"precisionprobe.load: conn must be an open connection .*NoneType None"):
+        package.load(None)
+    closed = sqlite3.connect(":memory:")
+    closed.close()
+    with pytest.raises(TypeError, match=r"precisionprobe.load: conn must be an open connection; this one is closed"):
+        package.load(closed)
