@@ -203,6 +203,11 @@ def test_errors_are_one_line(runs, tmp_path):
     assert line.startswith("python3 -m precisionprobe analyze: pp_refresh") and "Traceback" not in down.stderr
     several = precisionprobe("compare", work / "a.db", tmp_path / "none.db", check=False)
     assert several.returncode == 1 and "RUN_B: no results database at" in several.stderr
+    for db, why in [(tmp_path / "no-folder" / "r.db", "its folder does not exist"), (empty, "a directory")]:
+        unusable = precisionprobe("analyze", work / "a" / "events", "--db", db, check=False)
+        assert unusable.returncode == 1
+        assert unusable.stderr.strip() == (f"python3 -m precisionprobe analyze: cannot open the results database {db}: "
+                                           f"unable to open database file ({why})"), unusable.stderr
 
 
 

@@ -37,7 +37,13 @@ def extension_path():
 
 def connect(database):
     """A connection to database with the extension loaded and the views installed."""
-    conn = sqlite3.connect(database)
+    try:
+        conn = sqlite3.connect(database)
+        conn.execute("PRAGMA schema_version")  # (sqlite3 opens the file lazily; this reads it)
+    except sqlite3.Error as e:
+        raise ExtensionError(f"cannot open the results database {database}: {e}"
+                             + (" (a directory)" if Path(database).is_dir() else
+                                " (its folder does not exist)" if not Path(database).parent.is_dir() else "")) from None
     try:
         path = extension_path()
         load_file(conn, path)
