@@ -19,6 +19,10 @@ void pp_version_function(sqlite3_context* ctx, int, sqlite3_value**) {
 void pp_config_function(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   guard_function(ctx, "pp_config", [&] {
     Connection& connection = connection_from(sqlite3_user_data(ctx));
+    // Bytes are not a setting: read as text they would pass for whatever they spell (x'3530', 50).
+    for (int i = 0; i < argc; ++i)
+      if (sqlite3_value_type(argv[i]) == SQLITE_BLOB)
+        throw argument_error(i == 0 ? "key" : "value", "is a BLOB; it needs text or a number");
     const std::string key = required_text(argv[0], "key");
     if (argc == 2) {
       if (connection.engine_writing())

@@ -47,6 +47,7 @@ double required_double(sqlite3_value* value, const char* argument) {
     case SQLITE_INTEGER: return static_cast<double>(sqlite3_value_int64(value));
     case SQLITE_FLOAT: return sqlite3_value_double(value);
     case SQLITE_NULL: throw argument_error(argument, "is NULL");
+    case SQLITE_BLOB: throw argument_error(argument, "is a BLOB; it needs a number");
     default: {
       double d = 0;
       const std::string text = required_text(value, argument);

@@ -132,6 +132,8 @@ int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms
   switch (sqlite3_value_type(value)) {
     case SQLITE_NULL:
       throw argument_error(argument, "is NULL");
+    case SQLITE_BLOB:
+      throw argument_error(argument, "is a BLOB; it needs unix seconds, RFC3339 text or a time relative to now");
     case SQLITE_INTEGER:
     case SQLITE_FLOAT:
       if (!seconds_to_ms(sqlite3_value_double(value), ms))
@@ -208,6 +210,8 @@ int64_t parse_duration_ms(sqlite3_value* value, const char* argument) {
   switch (sqlite3_value_type(value)) {
     case SQLITE_NULL:
       throw argument_error(argument, "is NULL");
+    case SQLITE_BLOB:
+      throw argument_error(argument, "is a BLOB; it needs seconds or a duration such as '15s'");
     case SQLITE_INTEGER:
     case SQLITE_FLOAT: {
       const double seconds = sqlite3_value_double(value);

@@ -45,7 +45,7 @@ SELECT * FROM pp_overlaps('GPU-0', 'soon');
 SELECT * FROM pp_overlap_means(NULL);
 -- error: pp_fractions: argument 'timing_shift' must be -1, 0 or 1
 SELECT * FROM pp_fractions('GPU-0', 2);
--- error: pp_fractions: argument 'timing_shift' is not a number
+-- error: pp_fractions: argument 'timing_shift' is a BLOB; it needs a number
 SELECT * FROM pp_fractions('GPU-0', x'79');
 -- error: pp_estimates: argument 'grouping' must be 'layer' or 'layer_type', got 'gpu'
 SELECT * FROM pp_estimates('gpu');

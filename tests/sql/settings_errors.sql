@@ -64,6 +64,14 @@ SELECT * FROM pp_refresh('runs' || char(0) || '/job.jsonl');
 SELECT * FROM layer_events('runs' || char(0) || '/job.jsonl');
 -- error: layer_jobs: argument 'path' holds a NUL byte (at byte 4)
 SELECT * FROM layer_jobs(CAST('runs' || char(0) || '/job.jsonl' AS BLOB));
+-- A setting is not bytes: a BLOB would pass for whatever it spells (x'3530' for '50'). (A path
+-- may be a BLOB of its bytes: file names need not be UTF-8.)
+-- error: pp_config: argument 'value' is a BLOB; it needs text or a number
+SELECT pp_config('timeout_ms', x'3530');
+-- error: pp_config: argument 'key' is a BLOB; it needs text or a number
+SELECT pp_config(CAST('timeout_ms' AS BLOB), 1);
+-- error: prom_samples: argument 'start' is a BLOB; it needs unix seconds, RFC3339 text or a time relative to now
+SELECT * FROM prom_samples('up', x'01', 2);
 -- error: pp_config: argument 'value' holds a NUL byte (at byte 4)
 SELECT pp_config('bearer_token_file', '/tmp' || char(0) || '/token');
 -- error: pp_config: argument 'value' holds a NUL byte (at byte 4)
