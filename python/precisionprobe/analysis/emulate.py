@@ -1,8 +1,8 @@
 """`analyze --emulate PROFILE`: a run's events replayed on EMULATED GPUs, for a machine without one.
 
 The DCGM emulator (precisionprobe.emulator) computes what dcgm-exporter behind Prometheus would
-have stored for the recorded layer calls, in its realistic timing (scrape times stored, windows
-some 120 ms older), from the values of a profile: the layer timings are the run's own, every
+have stored for the recorded layer calls, in its realistic timing (scrape times stored, for
+windows that ended tens of ms to over 100 ms before), from the values of a profile: the layer timings are the run's own, every
 counter value is the profile's. It writes, in OUT (by default RUN_DIR + '.emulated', beside the
 run and never inside it, so that a later refresh of RUN_DIR does not read the copy):
 
