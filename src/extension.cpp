@@ -37,7 +37,7 @@ extern "C" __attribute__((visibility("default"))) int sqlite3_precisionprobe_ini
   }
   const char* area_name = "";
   try {
-    const pp::Registration registration{db, std::make_shared<pp::Connection>(db)};
+    const pp::Registration registration{db, pp::connection_of(db)};
     for (const Area& area : kAreas) {
       area_name = area.name;
       pp::register_objects(registration, area.objects());

@@ -1,11 +1,29 @@
 #include "core/connection.hpp"
 
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+
 namespace pp {
 
 namespace {
 // Responses larger than this are streamed, not kept: the cache is for repeated small requests.
 constexpr size_t kMaxCacheBytes = 64u << 20;
 }  // namespace
+
+ConnectionPtr connection_of(sqlite3* db) {
+  // Weak: a connection's state lives as long as the functions registered with it, which SQLite
+  // destroys when db closes (a later connection at the same address then gets a new state).
+  static std::mutex mutex;
+  static std::map<sqlite3*, std::weak_ptr<Connection>> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto it = loaded.begin(); it != loaded.end();) it = it->second.expired() ? loaded.erase(it) : std::next(it);
+  if (ConnectionPtr existing = loaded[db].lock()) return existing;
+  auto created = std::make_shared<Connection>(db);
+  loaded[db] = created;
+  return created;
+}
 
 void Connection::add_warning(const std::string& warning) {
   std::lock_guard<std::mutex> lock(mutex_);

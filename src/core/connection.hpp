@@ -78,6 +78,10 @@ class Connection {
 
 using ConnectionPtr = std::shared_ptr<Connection>;
 
+// The state of db's connection: the one its functions already share where the extension was
+// loaded into db before (a second `.load` keeps the settings), else a new one.
+ConnectionPtr connection_of(sqlite3* db);
+
 // The connection of a function registered with uses_connection (core/registration.hpp).
 inline Connection& connection_from(void* user_data) { return **static_cast<ConnectionPtr*>(user_data); }
 

@@ -192,6 +192,13 @@ def test_a_checkout_loads_its_own_build(package):
     conn = sqlite3.connect(":memory:")
     package.load(conn)
     assert conn.execute("SELECT pp_version()").fetchone() == (VERSION,)
+    # Loaded again (a notebook cell run twice), the connection keeps its settings.
+    conn.execute("SELECT pp_config('timeout_ms', 777)")
+    package.load(conn)
+    assert conn.execute("SELECT pp_config('timeout_ms')").fetchone() == ("777",)
+    other = sqlite3.connect(":memory:")
+    package.load(other)
+    assert other.execute("SELECT pp_config('timeout_ms')").fetchone() == ("30000",)
 
 
 def test_an_install_without_the_extension_says_so(package, monkeypatch, tmp_path):
