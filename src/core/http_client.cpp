@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -153,6 +154,29 @@ std::string base64(const std::string& bytes) {
   return out;
 }
 
+// %XX escapes decoded, as libcurl decodes a URL's user and password before sending them.
+std::string percent_decoded(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+      out += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+// Whether a header of the `headers` setting likely carries a credential.
+bool secret_header(const std::string& name) {
+  const std::string lower = to_lower(name);
+  for (const char* word : {"auth", "cookie", "token", "key", "secret", "password"})
+    if (lower.find(word) != std::string::npos) return true;
+  return false;
+}
+
 // The user information of a URL ("user:password" of scheme://user:password@host/...), or "".
 std::string url_user_info(const std::string& url) {
   const size_t scheme = url.find("://");
@@ -164,14 +188,23 @@ std::string url_user_info(const std::string& url) {
 
 // What a request carried that a server or proxy may echo back in an error page (some print the
 // request's headers): each credential as sent, and as its Authorization header encodes it.
-std::vector<std::string> sent_secrets(const std::string& url, const std::string& token, const std::string& user,
-                                      const std::string& password) {
+std::vector<std::string> sent_secrets(const std::string& url, const nlohmann::json& headers, const std::string& token,
+                                      const std::string& user, const std::string& password) {
   std::vector<std::string> secrets;
   const std::string user_info = url_user_info(url);
   if (const size_t colon = user_info.find(':'); colon != std::string::npos) {
-    secrets.push_back(user_info.substr(colon + 1));
-    secrets.push_back(base64(user_info));
+    const std::string sent_user = percent_decoded(user_info.substr(0, colon));
+    const std::string sent_password = percent_decoded(user_info.substr(colon + 1));
+    for (const std::string& form : {user_info.substr(colon + 1), sent_password, base64(user_info),
+                                    base64(sent_user + ":" + sent_password)})
+      secrets.push_back(form);
   }
+  for (const auto& item : headers.items())
+    if (secret_header(item.key())) {
+      const std::string value = item.value().get<std::string>();
+      secrets.push_back(value);
+      if (const size_t space = value.find(' '); space != std::string::npos) secrets.push_back(value.substr(space + 1));
+    }
   if (!token.empty()) secrets.push_back(token);
   if (!password.empty()) {
     secrets.push_back(password);
@@ -180,18 +213,19 @@ std::vector<std::string> sent_secrets(const std::string& url, const std::string&
   return secrets;
 }
 
-// Every occurrence of a secret in text replaced by "***" (the longest first, so that none is
-// left in part).
-void hide_secrets(std::string& text, std::vector<std::string> secrets) {
-  std::sort(secrets.begin(), secrets.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-  for (const std::string& secret : secrets) {
-    if (secret.empty()) continue;
-    for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 3))
-      text.replace(at, secret.size(), "***");
-  }
-}
-
 }  // namespace
+
+void hide_secrets(std::string& text, const std::vector<std::string>& secrets) {
+  // The longest first, so that no secret is left in part where one holds another.
+  std::vector<const std::string*> longest_first;
+  for (const std::string& secret : secrets)
+    if (secret.size() >= 3) longest_first.push_back(&secret);  // (shorter ones would mangle any text)
+  std::sort(longest_first.begin(), longest_first.end(),
+            [](const std::string* a, const std::string* b) { return a->size() > b->size(); });
+  for (const std::string* secret : longest_first)
+    for (size_t at = text.find(*secret); at != std::string::npos; at = text.find(*secret, at + 3))
+      text.replace(at, secret->size(), "***");
+}
 
 struct HttpClient::Handle {
   CURL* curl = nullptr;
@@ -251,7 +285,7 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
   }
   if (password_file)
     password = read_secret_file(settings.get("basic_auth_password_file"), "basic_auth_password_file", true);
-  const std::vector<std::string> secrets = sent_secrets(url, token, settings.get("basic_auth_user"), password);
+  const std::vector<std::string> secrets = sent_secrets(url, extra, token, settings.get("basic_auth_user"), password);
 
   InterruptCheck interrupted(interrupt_db_);
   HttpResponse response;
@@ -307,6 +341,7 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
     // An error page is shown to the user (the caller quotes the server's message): without the
     // credentials this request sent.
     if (response.status < 200 || response.status >= 300) hide_secrets(response.body, secrets);
+    response.secrets = secrets;  // (the parsers hide them wherever they quote a body)
 
     std::string failure;
     if (transfer.too_large) {

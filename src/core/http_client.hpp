@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/settings.hpp"
 #include "core/sqlite_api.hpp"
@@ -16,7 +17,13 @@ struct HttpResponse {
   std::string body;
   std::string content_type;
   int attempts = 0;
+  // The credentials the request carried, as sent and as encoded (hide_secrets): a server or
+  // proxy may echo them in what an error message quotes.
+  std::vector<std::string> secrets;
 };
+
+// Every occurrence of a secret in text replaced by "***".
+void hide_secrets(std::string& text, const std::vector<std::string>& secrets);
 
 class HttpClient {
  public:

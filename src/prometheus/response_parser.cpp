@@ -12,8 +12,11 @@ namespace {
 
 using json = nlohmann::json;
 
-// The first 200 bytes of a body for an error message: on one line, valid UTF-8.
-std::string body_start(const std::string& body) {
+// The first 200 bytes of a body for an error message: on one line, valid UTF-8, without the
+// credentials the request sent.
+std::string body_start(const HttpResponse& response) {
+  std::string body = response.body.substr(0, 4096);
+  hide_secrets(body, response.secrets);
   std::string start = valid_utf8(body, 200);
   for (char& c : start)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
@@ -42,7 +45,9 @@ json envelope_data(const HttpResponse& response, const std::string& shown_url, s
     // hold bytes that are not UTF-8.
     const std::string what = e.what();
     const size_t tag_end = what.find("] ");
-    invalid = " (invalid JSON: " + valid_utf8(tag_end == std::string::npos ? what : what.substr(tag_end + 2), 300) + ")";
+    std::string quoted = tag_end == std::string::npos ? what : what.substr(tag_end + 2);
+    hide_secrets(quoted, response.secrets);
+    invalid = " (invalid JSON: " + valid_utf8(quoted, 300) + ")";
     doc = json();
   }
   if (!doc.is_object() || !doc.contains("status")) {
@@ -53,7 +58,7 @@ json envelope_data(const HttpResponse& response, const std::string& shown_url, s
     const bool looks_like_json = first != std::string::npos && (response.body[first] == '{' || response.body[first] == '[');
     throw Error("HTTP " + std::to_string(response.status) + " from " + shown_url +
                 " is not a Prometheus API response" + (looks_like_json ? invalid : "") + ": " +
-                body_start(response.body));
+                body_start(response));
   }
   for (const char* key : {"warnings", "infos"}) {
     auto it = doc.find(key);
@@ -63,13 +68,14 @@ json envelope_data(const HttpResponse& response, const std::string& shown_url, s
   }
   if (doc["status"] != "success") {
     const std::string type = text_member(doc, "errorType", "error");
-    const std::string error = text_member(doc, "error", "(no error text)");
+    std::string error = text_member(doc, "error", "(no error text)");
+    hide_secrets(error, response.secrets);
     throw Error("Prometheus error " + type + " (HTTP " + std::to_string(response.status) +
                 "): " + error);
   }
   if (response.status != 200)
     throw Error("HTTP " + std::to_string(response.status) + " from " + shown_url + ": " +
-                body_start(response.body));
+                body_start(response));
   auto data = doc.find("data");
   if (data == doc.end()) throw Error("response from " + shown_url + " has no 'data'");
   return std::move(*data);

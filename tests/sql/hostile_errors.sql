@@ -11,6 +11,16 @@ SELECT * FROM prom_range('up', 1700000000, 1700000010);
 -- error: /echo-auth/api/v1/query is not a Prometheus API response: invalid credentials: Basic ***
 SELECT pp_config('prometheus_url', replace('${hostile_url}', 'http://', 'http://reader:s3cret-in-url@') || '/echo-auth');
 SELECT * FROM prom_samples('up', 1700000000, 1700000010);
+-- (A password with %-escapes is hidden as libcurl sends it, decoded.)
+-- error: /echo-auth/api/v1/query is not a Prometheus API response: invalid credentials: Basic ***
+SELECT pp_config('prometheus_url', replace('${hostile_url}', 'http://', 'http://reader:p%40ss%2Fword@') || '/echo-auth');
+SELECT * FROM prom_samples('up', 1700000000, 1700000010);
+-- Also where the page answers 200, and for a credential in the headers setting.
+-- error: /echo-auth-200/api/v1/query_range is not a Prometheus API response: you sent: Bearer ***; ***
+SELECT pp_config('prometheus_url', '${hostile_url}/echo-auth-200');
+SELECT pp_config('bearer_token_file', '${TOKEN_FILE}');
+SELECT pp_config('headers', '{"X-Api-Key": "k3y-in-headers"}');
+SELECT * FROM prom_range('up', 1700000000, 1700000010);
 -- error: prom_samples: Prometheus error execution (HTTP 422): query processing would load too many samples
 SELECT pp_config('prometheus_url', '${hostile_url}/execution');
 SELECT * FROM prom_samples('up', 1700000000, 1700000010);
