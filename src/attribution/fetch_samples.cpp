@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ std::string selector_for(sqlite3* db, const std::string& label, const std::vecto
 // of its spans, which an error names when the stretch needs too many requests.
 struct FetchRange {
   double start, end;
+  std::set<std::string> uuids;  // the GPUs of its spans: a pass asks for these only
   std::string longest_job, longest_uuid;
   double longest_start = 0, longest_end = 0;
   int64_t from_ms() const { return static_cast<int64_t>(std::floor(start * 1000)) - 1; }
@@ -63,10 +65,11 @@ std::vector<FetchRange> fetch_ranges(RefreshRun& run, double margin) {
     const double first = list.column_double(2), end = std::min(run.now, list.column_double(3) + margin);
     if (!(end > first)) continue;
     if (ranges.empty() || first > ranges.back().end + chunk)
-      ranges.push_back({first, end, {}, {}, 0, 0});
+      ranges.push_back({first, end, {}, {}, {}, 0, 0});
     else
       ranges.back().end = std::max(ranges.back().end, end);
     FetchRange& r = ranges.back();
+    r.uuids.insert(list.column_text(0));
     if (r.longest_job.empty() || end - first > r.longest_end - r.longest_start) {
       r.longest_uuid = list.column_text(0);
       r.longest_job = list.column_text(1);
@@ -91,22 +94,28 @@ void check_requests(const Settings& settings, const FetchRange& r) {
   const double chunk = static_cast<double>(std::max<int64_t>(1, settings.get_int("samples_chunk_seconds")));
   const double requests = std::ceil((r.end - r.start + 0.001) / chunk);
   if (requests <= static_cast<double>(settings.get_int("max_requests_per_query"))) return;
-  throw Error("the samples of job '" + r.longest_job + "' on GPU " + r.longest_uuid + " span " +
-              utc_text(r.longest_start) + " to " + utc_text(r.longest_end) + " UTC, as its events' times say: " +
+  throw Error("the samples to fetch from " + utc_text(r.start) + " to " + utc_text(r.end) + " UTC need " +
               std::to_string(static_cast<long long>(requests)) + " requests of samples_chunk_seconds = " +
               settings.get("samples_chunk_seconds") + " (limit max_requests_per_query = " +
-              settings.get("max_requests_per_query") +
-              "); if a clock was off, delete those events from pp_events, else raise the limit or the chunk");
+              settings.get("max_requests_per_query") + "); the longest job span in that time is job '" +
+              r.longest_job + "' on GPU " + r.longest_uuid + ", from " + utc_text(r.longest_start) + " to " +
+              utc_text(r.longest_end) + " UTC, as its events' times say: if a clock was off, correct or remove "
+              "those events in their file, else raise the limit or the chunk");
 }
 
-// UUIDs (or host names) of the GPUs that still need samples in r (refresh.sql gpus_without_samples).
+// UUIDs (or host names) of r's GPUs that still need samples in it (refresh.sql
+// gpus_without_samples), without repeats.
 std::vector<std::string> gpus_without_samples(sqlite3* db, bool by_host, const FetchRange& r) {
   Statement list(db, named_sql("refresh", "gpus_without_samples"));
   list.bind(":by_host", int64_t{by_host ? 1 : 0});
   list.bind(":from_ms", r.from_ms());
   list.bind(":through_ms", r.through_ms());
   std::vector<std::string> names;
-  while (list.step()) names.push_back(list.column_text(0));
+  while (list.step()) {
+    if (!r.uuids.count(list.column_text(0))) continue;
+    const std::string name = list.column_text(1);
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
   return names;
 }
 
@@ -120,7 +129,8 @@ void instances_without_samples(sqlite3* db, const FetchRange& r, std::vector<std
   list.bind(":from_ms", r.from_ms());
   list.bind(":through_ms", r.through_ms());
   while (list.step()) {
-    const std::string parent = list.column_text(0), instance = list.column_text(1);
+    if (!r.uuids.count(list.column_text(0))) continue;
+    const std::string parent = list.column_text(1), instance = list.column_text(2);
     if (std::find(parents.begin(), parents.end(), parent) == parents.end()) parents.push_back(parent);
     if (std::find(instances.begin(), instances.end(), instance) == instances.end()) instances.push_back(instance);
   }

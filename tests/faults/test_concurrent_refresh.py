@@ -252,9 +252,10 @@ def test_jobs_far_apart_on_a_gpu_fetch_their_own_spans(env, tmp_path):
     (tmp_path / "events" / "c.jsonl").write_text(json.dumps(dict(later[0], job_id="stray")) + "\n" +
                                                  json.dumps(stray) + "\n")
     before = http_stats(conn)["requests"]
-    with pytest.raises(sqlite3.OperationalError, match=r"pp_refresh: the samples of job 'stray' on GPU "
-                       + dcgm_data.GPUS[0][2] + r" span 20\d\d-.* UTC, as its events' times say: \d+ requests of "
-                       r"samples_chunk_seconds = 3600 \(limit max_requests_per_query = 10000\); if a clock was off"):
+    with pytest.raises(sqlite3.OperationalError, match=r"pp_refresh: the samples to fetch from 20\d\d-.* UTC need "
+                       r"\d+ requests of samples_chunk_seconds = 3600 \(limit max_requests_per_query = 10000\); the "
+                       r"longest job span in that time is job 'stray' on GPU " + dcgm_data.GPUS[0][2] +
+                       r", from 20\d\d-.* UTC, as its events' times say: if a clock was off"):
         conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(tmp_path / "events"),)).fetchall()
     assert http_stats(conn)["requests"] == before
     assert conn.execute("SELECT count(*) FROM pp_events WHERE job_id = 'stray'").fetchone() == (0,)

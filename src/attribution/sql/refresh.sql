@@ -63,10 +63,10 @@ UPDATE temp.pp_fetch_gpus
  WHERE parent_uuid IS NULL AND uuid GLOB 'MIG-GPU-*/[0-9]*/[0-9]*';
 
 -- name: gpus_without_samples
--- UUIDs (:by_host = 0) or host names (:by_host = 1) of whole GPUs (not MIG devices) that need a
--- fetch (fetch_gpus) and that no pass of this refresh has brought samples for yet in the range
--- fetched, [:from_ms, :through_ms].
-SELECT DISTINCT CASE WHEN :by_host THEN host_name ELSE uuid END
+-- Whole GPUs (not MIG devices) that need a fetch (fetch_gpus) and that no pass of this refresh
+-- has brought samples for yet in the range fetched, [:from_ms, :through_ms]: each one's UUID, and
+-- its UUID (:by_host = 0) or host name (:by_host = 1) as the pass asks for it.
+SELECT uuid, CASE WHEN :by_host THEN host_name ELSE uuid END
   FROM temp.pp_fetch_gpus AS g
  WHERE CASE WHEN :by_host THEN host_name ELSE uuid END IS NOT NULL
    AND g.uuid NOT GLOB 'MIG-*'
@@ -76,8 +76,9 @@ SELECT DISTINCT CASE WHEN :by_host THEN host_name ELSE uuid END
                    AND s.ts_ms BETWEEN :from_ms AND :through_ms);
 
 -- name: instances_without_samples
--- The same for MIG devices whose GPU instance is known: the parent GPU's UUID and the GPU_I_ID.
-SELECT DISTINCT parent_uuid, gpu_instance_id
+-- The same for MIG devices whose GPU instance is known: the device's UUID, the parent GPU's and
+-- the GPU_I_ID.
+SELECT uuid, parent_uuid, gpu_instance_id
   FROM temp.pp_fetch_gpus AS g
  WHERE parent_uuid IS NOT NULL
    AND needs_fetch
