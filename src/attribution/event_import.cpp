@@ -1,7 +1,10 @@
 #include "attribution/event_import.hpp"
 
 #include <cstdint>
+#include <algorithm>
 #include <map>
+#include <string_view>
+#include <vector>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -122,39 +125,58 @@ void insert_mig_device(Statement& insert, const MigDevice& d) {
 
 // What a file read before holds at each line pp_events still has, to tell a file read again
 // from the start (truncated, its stored context damaged) whose lines are still the ones read
-// then from one rewritten with other content under its first line.
+// then from one rewritten with other content under its first line. Each stored event is kept
+// as a hash of what tells events apart, 16 bytes a line, so that a file of millions of events
+// costs tens of MB here for the moment it is read again.
 class StoredLines {
  public:
-  // Whether the event at `line` of `file` is not the one stored from that line (a line whose
-  // event is not stored, retention having removed it or never an event, is taken as read).
+  // Whether the event at `line` of `file` is not what was read from that line: another event,
+  // or an event where none was stored (the line was a job header, say) among the stored ones.
+  // Before the first stored line, where retention removed events of the file, a line is taken
+  // as read: its event may be one of those.
   bool rewritten(sqlite3* db, const std::string& file, int64_t line, const LayerEvent& e) {
     if (file != file_) load(db, file);
-    const auto found = events_.find(line);
-    if (found == events_.end()) return false;
-    const Stored& s = found->second;
-    return s.job_id != e.job_id || s.gpu_uuid != e.gpu_uuid || s.layer != e.layer || s.forward != e.forward ||
-           s.t_start_ns != e.t_start_ns || s.t_end_ns != e.t_end_ns;
+    const auto found = std::lower_bound(lines_.begin(), lines_.end(), std::make_pair(line, uint64_t{0}));
+    if (found != lines_.end() && found->first == line)
+      return found->second != hash_of(e.job_id, e.gpu_uuid, e.layer, e.forward, e.t_start_ns, e.t_end_ns);
+    return !(dropped_ && (lines_.empty() || line < lines_.front().first));
   }
 
  private:
-  struct Stored {
-    std::string job_id, gpu_uuid, layer;
-    bool forward;
-    int64_t t_start_ns, t_end_ns;
-  };
+  static uint64_t hash_of(std::string_view job_id, std::string_view gpu_uuid, std::string_view layer, bool forward,
+                          int64_t t_start_ns, int64_t t_end_ns) {
+    uint64_t h = 14695981039346656037ull;  // FNV-1a over the fields, each text with its length
+    const auto add = [&](const void* data, size_t size) {
+      for (size_t i = 0; i < size; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
+    };
+    for (std::string_view text : {job_id, gpu_uuid, layer}) {
+      const uint64_t size = text.size();
+      add(&size, sizeof size);
+      add(text.data(), text.size());
+    }
+    const unsigned char direction = forward ? 1 : 0;
+    add(&direction, 1);
+    add(&t_start_ns, sizeof t_start_ns);
+    add(&t_end_ns, sizeof t_end_ns);
+    return h;
+  }
 
   void load(sqlite3* db, const std::string& file) {
     file_ = file;
-    events_.clear();
+    lines_.clear();
     Statement read(db, named_sql("import", "stored_lines"));
     read.bind(":source_file", file);
     while (read.step())
-      events_[read.column_int64(0)] = {read.column_text(1), read.column_text(2), read.column_text(3),
-                                       read.column_int64(4) != 0, read.column_int64(5), read.column_int64(6)};
+      lines_.emplace_back(read.column_int64(0), hash_of(read.column_text(1), read.column_text(2), read.column_text(3),
+                                                        read.column_int64(4) != 0, read.column_int64(5),
+                                                        read.column_int64(6)));
+    std::sort(lines_.begin(), lines_.end());
+    dropped_ = query_double(db, named_sql("import", "dropped_from_file"), {{":source_file", file}}, 0) > 0;
   }
 
   std::string file_;
-  std::map<int64_t, Stored> events_;
+  std::vector<std::pair<int64_t, uint64_t>> lines_;  // (line, hash), by line
+  bool dropped_ = false;
 };
 
 }  // namespace

@@ -124,6 +124,19 @@ TEST_F(EventImport, FileRewrittenUnderItsFirstLineHasItsNewEventsImported) {
   EXPECT_EQ(warnings(), "[]");
 }
 
+TEST_F(EventImport, AnEventWhereALineWithoutOneWasIsANewEvent) {
+  // Line 2 was a second job header (no event stored from it); rewritten, it is an event: the
+  // file was rewritten from there, not a line already read.
+  const std::string header = pp_test::header_line() + "\n";
+  dir.write("job1/rank0.jsonl", header + header + cpu_lines(0, 3));
+  EXPECT_EQ(refresh(), 3);
+  dir.write("job1/rank0.jsonl", header + cpu_lines(10, 2));
+  EXPECT_EQ(refresh(), 2);
+  EXPECT_NE(warnings().find("(line 2 is not the event read from it then)"), std::string::npos) << warnings();
+  EXPECT_EQ(count("SELECT count(*) FROM pp_events WHERE source_file = '" + file + "'"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM pp_events WHERE source_file = '" + file + " (replaced 1)'"), 3);
+}
+
 TEST_F(EventImport, ReplacedFileHasItsNewEventsImportedAndTheOldOnesKept) {
   dir.write("job1/rank0.jsonl", cpu_lines(0, 4));
   EXPECT_EQ(refresh(), 4);

@@ -23,6 +23,10 @@ SELECT max(last_line) FROM main.pp_events_blocks WHERE source_file = :source_fil
 SELECT line, job_id, gpu_uuid, layer, forward, t_start_ns, t_end_ns
   FROM main.pp_events WHERE source_file = :source_file;
 
+-- name: dropped_from_file
+-- Whether retention removed events of the file (pp_dropped_events).
+SELECT count(*) FROM main.pp_dropped_events WHERE source_file = :source_file AND events > 0;
+
 -- name: insert_job
 INSERT OR IGNORE INTO main.pp_jobs(job_id, host_name, pid, params, command, torch_version, start_time,
                                    source_file, line)
