@@ -63,10 +63,11 @@ def run(command, out=None, job_id=None):
             pass
         signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
         signal.signal(signal.SIGCHLD, previous_sigchld)
-    if problem:
+    wrote = _wrote_events_since(out_dir, started)
+    if not wrote and problem:
         print(f"precisionprobe: warning: {command[0]} wrote no layer events to {out_dir} (see the first warning)",
               file=sys.stderr)
-    elif not _wrote_events_since(out_dir, started):
+    elif not wrote:
         print(f"precisionprobe: warning: {command[0]} wrote no layer events to {out_dir}: the hooks record "
               "the PyTorch modules that Python processes of the command call (is it a Python program, "
               "with torch importable, that ran a model?), or the events could not be written (each process "

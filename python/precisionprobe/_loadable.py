@@ -82,7 +82,7 @@ def load_file(conn, path):
     path None is load()."""
     # Not a connection at all (a path, None, a number): say so, not that this Python's sqlite3
     # lacks extension loading, which only a connection object without the method tells.
-    if isinstance(conn, (str, bytes, os.PathLike)) or not hasattr(conn, "execute"):
+    if isinstance(conn, (str, bytes, os.PathLike)) or not (hasattr(conn, "execute") and hasattr(conn, "commit")):
         raise TypeError("precisionprobe.load: conn must be an open connection "
                         f"(sqlite3.connect(...)), not the {type(conn).__name__} {conn!r}")
     try:

@@ -57,6 +57,8 @@ class Connection:
         self._conn = sqlite3.connect(":memory:")
     def execute(self, *args):
         return self._conn.execute(*args)
+    def commit(self):
+        self._conn.commit()
 
 try:
     precisionprobe.load(Connection())
@@ -227,6 +229,9 @@ def test_a_failed_load_names_the_file_and_the_fix(package, monkeypatch, tmp_path
         def execute(self, sql):
             raise sqlite3.ProgrammingError("not a real connection")
 
+        def commit(self):
+            pass
+
     conn = TooOld()
     with pytest.raises(package.ExtensionLoadError) as caught:
         package.load(conn)
@@ -242,6 +247,8 @@ def test_a_path_is_not_a_connection(package):
         package.load("my.db")
     with pytest.raises(TypeError, match=r"precisionprobe.load: conn must be an open connection .*NoneType None"):
         package.load(None)
+    with pytest.raises(TypeError, match=r"precisionprobe.load: conn must be an open connection .*Cursor"):
+        package.load(sqlite3.connect(":memory:").cursor())
     closed = sqlite3.connect(":memory:")
     closed.close()
     with pytest.raises(TypeError, match=r"precisionprobe.load: conn must be an open connection; this one is closed"):
