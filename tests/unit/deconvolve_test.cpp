@@ -524,21 +524,23 @@ TEST(DeconvolveState, StatesMergeInAnyOrderAndEncodeExactly) {
   }
 }
 
+// What decoding a blob as an estimator state says: "accepted", or its error.
+std::string decode_message(const std::string& bytes) {
+  try {
+    pp::LeastSquaresState::decode(bytes);
+  } catch (const pp::Error& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
 // A blob that is not a whole state is refused with what is wrong with it.
 TEST(DeconvolveState, DecodeRefusesWhatIsNotAState) {
   const std::string blob = window_rows(simulate(1203, 0.1, 10, 0.005), 0, 100).state().encode();
-  auto message = [](const std::string& bytes) {
-    try {
-      pp::LeastSquaresState::decode(bytes);
-    } catch (const pp::Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
-  EXPECT_EQ(message(blob.substr(0, blob.size() - 1)), "estimator state: the blob ends early (truncated or not a state)");
-  EXPECT_EQ(message(blob + "x"), "estimator state: bytes after the end of the state");
-  EXPECT_EQ(message("{\"json\": 1}"), "estimator state: not a state (no 'PPLS' mark)");
-  EXPECT_EQ(message(""), "estimator state: the blob ends early (truncated or not a state)");
+  EXPECT_EQ(decode_message(blob.substr(0, blob.size() - 1)), "estimator state: the blob ends early (truncated or not a state)");
+  EXPECT_EQ(decode_message(blob + "x"), "estimator state: bytes after the end of the state");
+  EXPECT_EQ(decode_message("{\"json\": 1}"), "estimator state: not a state (no 'PPLS' mark)");
+  EXPECT_EQ(decode_message(""), "estimator state: the blob ends early (truncated or not a state)");
 }
 
 TEST(DeconvolveState, DecodeRefusesCountsAndSumsThatNoRowsGive) {
@@ -554,22 +556,14 @@ TEST(DeconvolveState, DecodeRefusesCountsAndSumsThatNoRowsGive) {
     std::memcpy(out.data() + at, &value, sizeof value);
     return out;
   };
-  auto message = [](const std::string& bytes) {
-    try {
-      pp::LeastSquaresState::decode(bytes);
-    } catch (const pp::Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
-  EXPECT_EQ(message(blob), "accepted");
-  EXPECT_EQ(message(with(12, int64_t{-1})), "estimator state: a row count of -1 (0 to 2^53)");
-  EXPECT_EQ(message(with(46, std::numeric_limits<int64_t>::max())),
+  EXPECT_EQ(decode_message(blob), "accepted");
+  EXPECT_EQ(decode_message(with(12, int64_t{-1})), "estimator state: a row count of -1 (0 to 2^53)");
+  EXPECT_EQ(decode_message(with(46, std::numeric_limits<int64_t>::max())),
             "estimator state: unknown 'a' has a row count of 9223372036854775807 (0 to 2^53)");
-  EXPECT_EQ(message(with(62, std::nan(""))), "estimator state: a sum that is not finite");
-  EXPECT_EQ(message(with(28, -1.0)), "estimator state: the values' sums are not finite and non-negative");
+  EXPECT_EQ(decode_message(with(62, std::nan(""))), "estimator state: a sum that is not finite");
+  EXPECT_EQ(decode_message(with(28, -1.0)), "estimator state: the values' sums are not finite and non-negative");
   // As many unknowns as the count says would take more bytes than the blob has: no room is made.
-  EXPECT_EQ(message(with(8, uint32_t{0xFFFFFFFF})), "estimator state: the blob ends early (truncated or not a state)");
+  EXPECT_EQ(decode_message(with(8, uint32_t{0xFFFFFFFF})), "estimator state: the blob ends early (truncated or not a state)");
 
   // Merged, counts stay within 2^53 (the solver adds them up): states from a file are checked.
   pp::LeastSquaresState many = pp::LeastSquaresState::decode(with(12, int64_t{1} << 53));
