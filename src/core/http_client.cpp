@@ -215,18 +215,6 @@ std::vector<std::string> sent_secrets(const std::string& url, const nlohmann::js
 
 }  // namespace
 
-void hide_secrets(std::string& text, const std::vector<std::string>& secrets) {
-  // The longest first, so that no secret is left in part where one holds another.
-  std::vector<const std::string*> longest_first;
-  for (const std::string& secret : secrets)
-    if (secret.size() >= 3) longest_first.push_back(&secret);  // (shorter ones would mangle any text)
-  std::sort(longest_first.begin(), longest_first.end(),
-            [](const std::string* a, const std::string* b) { return a->size() > b->size(); });
-  for (const std::string* secret : longest_first)
-    for (size_t at = text.find(*secret); at != std::string::npos; at = text.find(*secret, at + 3))
-      text.replace(at, secret->size(), "***");
-}
-
 struct HttpClient::Handle {
   CURL* curl = nullptr;
 };

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/settings.hpp"
+#include "core/text.hpp"
 #include "core/sqlite_api.hpp"
 
 namespace pp {
@@ -22,8 +23,6 @@ struct HttpResponse {
   std::vector<std::string> secrets;
 };
 
-// Every occurrence of a secret in text replaced by "***".
-void hide_secrets(std::string& text, const std::vector<std::string>& secrets);
 
 class HttpClient {
  public:

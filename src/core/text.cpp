@@ -1,5 +1,6 @@
 #include "core/text.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -70,6 +71,17 @@ std::string_view trim(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
   return text;
+}
+
+void hide_secrets(std::string& text, const std::vector<std::string>& secrets) {
+  std::vector<const std::string*> longest_first;
+  for (const std::string& secret : secrets)
+    if (secret.size() >= 3) longest_first.push_back(&secret);
+  std::sort(longest_first.begin(), longest_first.end(),
+            [](const std::string* a, const std::string* b) { return a->size() > b->size(); });
+  for (const std::string* secret : longest_first)
+    for (size_t at = text.find(*secret); at != std::string::npos; at = text.find(*secret, at + 3))
+      text.replace(at, secret->size(), "***");
 }
 
 }  // namespace pp

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pp {
 
@@ -43,5 +44,9 @@ std::string valid_utf8(std::string_view text, size_t max_bytes = std::string::np
 // megabytes), cut with "... (N bytes in all)".
 constexpr size_t kMaxErrorBytes = 4000;
 std::string error_message_text(std::string_view text);
+
+// Every occurrence of each secret (of 3 bytes or more: shorter ones would mangle any text) in
+// text replaced by "***", the longest first so that none is left in part.
+void hide_secrets(std::string& text, const std::vector<std::string>& secrets);
 
 }  // namespace pp
