@@ -11,7 +11,7 @@
 #           which would need the ASan runtime preloaded into an interpreter and torch at several
 #           times the cost, and the extension code they reach is what runs here;
 #   fuzz    build-fuzz/ (clang, -DPP_FUZZ=ON): each libFuzzer target in fuzz/ for
-#           PP_FUZZ_SECONDS seconds (default 7), from its corpus in fuzz/corpus/.
+#           PP_FUZZ_SECONDS seconds (default 5), from its corpus in fuzz/corpus/.
 # Arguments go to every stage's ctest (e.g. -R prom_). PP_TEST_STAGES picks stages
 # (default "normal asan fuzz"). The last line counts the tests of all stages.
 set -euo pipefail
@@ -99,7 +99,8 @@ EOF
         # The C++ suite (gtest names are Suite.Test, CamelCase) links the extension's code
         # in-process, leaks checked; then the tests that load it into the sqlite3 shell or Python.
         run_ctest build-asan asan -R '^[A-Z]' "$@"
-        # faults.parts and faults.parts_fetch run in the normal stage only: under ASan
+        # faults.parts and faults.parts_fetch (with the fetch of jobs far apart on a GPU: the
+        # fetch's SQL, whose C++ the other refreshes run) run in the normal stage only: under ASan
         # faults.retention's refreshes while the files grow take the same paths (the import of
         # growing files, the align step and the fold in parts; a minute of the stage's time), and
         # the C++ suite above has the refresh sequences in-process. So does faults.retention_merge
@@ -119,7 +120,7 @@ EOF
       # PP_FUZZ_OPT=-O1 builds as OSS-Fuzz does, for long runs).
       if cmake -S . -B build-fuzz -DPP_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ \
            -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="${PP_FUZZ_OPT:--O0} -gline-tables-only" \
-           -DPP_FUZZ_SECONDS="${PP_FUZZ_SECONDS:-7}" >/dev/null &&
+           -DPP_FUZZ_SECONDS="${PP_FUZZ_SECONDS:-5}" >/dev/null &&
          cmake --build build-fuzz --target pp_fuzz -j"$jobs"; then
         run_ctest build-fuzz fuzz -L fuzz "$@"
         # How many inputs each target ran (libFuzzer's final stats, in CTest's log).
