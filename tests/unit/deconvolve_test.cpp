@@ -13,8 +13,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -521,57 +519,6 @@ TEST(DeconvolveState, StatesMergeInAnyOrderAndEncodeExactly) {
       const size_t rj = renamed.find(expected.unknowns()[j].name);
       EXPECT_NEAR(renamed.cross(ri, rj), expected.cross(i, j), 1e-9 * (1 + std::fabs(expected.cross(i, j))));
     }
-  }
-}
-
-// What decoding a blob as an estimator state says: "accepted", or its error.
-std::string decode_message(const std::string& bytes) {
-  try {
-    pp::LeastSquaresState::decode(bytes);
-  } catch (const pp::Error& e) {
-    return e.what();
-  }
-  return "accepted";
-}
-
-// A blob that is not a whole state is refused with what is wrong with it.
-TEST(DeconvolveState, DecodeRefusesWhatIsNotAState) {
-  const std::string blob = window_rows(simulate(1203, 0.1, 10, 0.005), 0, 100).state().encode();
-  EXPECT_EQ(decode_message(blob.substr(0, blob.size() - 1)), "estimator state: the blob ends early (truncated or not a state)");
-  EXPECT_EQ(decode_message(blob + "x"), "estimator state: bytes after the end of the state");
-  EXPECT_EQ(decode_message("{\"json\": 1}"), "estimator state: not a state (no 'PPLS' mark)");
-  EXPECT_EQ(decode_message(""), "estimator state: the blob ends early (truncated or not a state)");
-}
-
-TEST(DeconvolveState, DecodeRefusesCountsAndSumsThatNoRowsGive) {
-  // A state of one unknown 'a' (label 'A'): header (mark, version, unknowns, rows, max |y|, y^2)
-  // at 0-35; 'a', 'A' as lengths and bytes at 36-45; its rows at 46, A^T y at 54; A^T A at 62.
-  pp::LeastSquaresState state;
-  state.unknown("a", "A");
-  state.add_row({{0, 0.5}}, 1.0);
-  const std::string blob = state.encode();
-  ASSERT_EQ(blob.size(), 70u);
-  auto with = [&](size_t at, auto value) {
-    std::string out = blob;
-    std::memcpy(out.data() + at, &value, sizeof value);
-    return out;
-  };
-  EXPECT_EQ(decode_message(blob), "accepted");
-  EXPECT_EQ(decode_message(with(12, int64_t{-1})), "estimator state: a row count of -1 (0 to 2^53)");
-  EXPECT_EQ(decode_message(with(46, std::numeric_limits<int64_t>::max())),
-            "estimator state: unknown 'a' has a row count of 9223372036854775807 (0 to 2^53)");
-  EXPECT_EQ(decode_message(with(62, std::nan(""))), "estimator state: a sum that is not finite");
-  EXPECT_EQ(decode_message(with(28, -1.0)), "estimator state: the values' sums are not finite and non-negative");
-  // As many unknowns as the count says would take more bytes than the blob has: no room is made.
-  EXPECT_EQ(decode_message(with(8, uint32_t{0xFFFFFFFF})), "estimator state: the blob ends early (truncated or not a state)");
-
-  // Merged, counts stay within 2^53 (the solver adds them up): states from a file are checked.
-  pp::LeastSquaresState many = pp::LeastSquaresState::decode(with(12, int64_t{1} << 53));
-  try {
-    many.merge(state);
-    ADD_FAILURE() << "merged past 2^53 rows";
-  } catch (const pp::Error& e) {
-    EXPECT_STREQ(e.what(), "estimator states: merged, they would count more than 2^53 rows");
   }
 }
 
