@@ -366,6 +366,9 @@ SELECTOR_SERIES = [
 # Event GPU -> the series index its samples must come from.
 SELECTOR_EVENTS = {"GPU-plain": 0, "GPU-a.b": 1, "GPU-(x|y)": 3, 'GPU-"q"\\b{1}}': 5,
                    "GPU-[0-9]+*?^$\\d": 7, "GPU-ü\n€": 10, "GPU-lower.(case)": 11, "GPU-host-only": 13}
+# A GPU that replaced GPU-host-only at its host and index: its events start 35 s later, and the
+# samples of series 13 nearer its events than GPU-host-only's are its own.
+SWAPPED_GPU, SWAPPED_DELAY_S = "GPU-host-swapped", 35
 
 
 def openmetrics_value(text):
@@ -394,11 +397,11 @@ def test_selectors_from_event_labels_match_exactly_their_series(tmp_path, server
         events = tmp_path / "events.jsonl"
         with open(events, "w") as f:
             f.write(json.dumps({"record": "job", "job_id": "sel", "parameters": 7}) + "\n")
-            for uuid, index in SELECTOR_EVENTS.items():
+            for uuid, index in list(SELECTOR_EVENTS.items()) + [(SWAPPED_GPU, 13)]:
                 host = SELECTOR_SERIES[index][2]
                 gpu = int(SELECTOR_SERIES[index][3])
                 for k in range(4):
-                    start = (t0 + 5 + 3 * k) * 10**9
+                    start = (t0 + 5 + 3 * k + (SWAPPED_DELAY_S if uuid == SWAPPED_GPU else 0)) * 10**9
                     f.write(json.dumps({
                         "job_id": "sel", "host_name": host, "ip": None, "pod": None, "namespace": None,
                         "gpu_uuid": uuid, "gpu": gpu, "rank": 0, "local_rank": 0, "world_size": 1,
@@ -407,15 +410,23 @@ def test_selectors_from_event_labels_match_exactly_their_series(tmp_path, server
         conn = connect(url)
         summary = conn.execute("SELECT events_added, http_requests FROM pp_refresh(?)", (str(events),)).fetchone()
         # One request per pass: UUID, then uuid, then Hostname + gpu; each a valid selector.
-        assert [int(x) for x in summary] == [4 * len(SELECTOR_EVENTS), 3]
+        assert [int(x) for x in summary] == [4 * (len(SELECTOR_EVENTS) + 1), 3]
         got = {uuid: (count, low, high) for uuid, count, low, high in conn.execute(
             "SELECT uuid, count(*), min(CAST(value AS INTEGER) / 1000), max(CAST(value AS INTEGER) / 1000) "
             "FROM pp_samples GROUP BY uuid")}
-        assert set(got) == set(SELECTOR_EVENTS), got
+        assert set(got) == set(SELECTOR_EVENTS) | {SWAPPED_GPU}, got
         control = got["GPU-plain"][0]
         assert control > 20
         for uuid, index in SELECTOR_EVENTS.items():
-            assert got[uuid] == (control, index, index), f"{uuid!r}: {got[uuid]}"
+            if uuid != "GPU-host-only":
+                assert got[uuid] == (control, index, index), f"{uuid!r}: {got[uuid]}"
+        # Series 13 split between the two GPUs at its index, halfway between their events: the
+        # first's last ends at T0 + 15 s, the second's first starts at T0 + 40 s.
+        first_gpu = conn.execute("SELECT min(ts_ms), max(ts_ms) FROM pp_samples WHERE uuid = 'GPU-host-only'").fetchone()
+        second_gpu = conn.execute("SELECT min(ts_ms), max(ts_ms) FROM pp_samples WHERE uuid = ?", (SWAPPED_GPU,)).fetchone()
+        assert first_gpu[1] <= (t0 + 27.5) * 1000 < second_gpu[0], (first_gpu, second_gpu)
+        assert got["GPU-host-only"][1:] == got[SWAPPED_GPU][1:] == (13, 13)
+        assert got["GPU-host-only"][0] + got[SWAPPED_GPU][0] >= control
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()

@@ -125,18 +125,29 @@ SELECT g.uuid, p.metric, p.ts_ms, p.value, p.host, p.gpu FROM (
 
 -- name: insert_samples_by_host
 -- The samples of :selector matched to the unfolded events of whole GPUs by Hostname and gpu
--- index (a MIG device's events carry its parent's index: they are never matched this way).
+-- index (a MIG device's events carry its parent's index: they are never matched this way). Where
+-- the index named two GPUs over time (a GPU replaced, or its UUIDs read differently), each sample
+-- goes to the one whose unfolded events are nearest its time.
+WITH host_gpus(uuid, host, gpu, first_ms, last_ms) AS MATERIALIZED (
+  SELECT b.gpu_uuid, b.host_name, b.gpu, min(b.first_start_ns) / 1000000, max(b.last_end_ns) / 1000000
+    FROM main.pp_events_blocks AS b
+   WHERE (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns)
+     AND b.gpu_uuid NOT GLOB 'MIG-*' AND b.gpu_uuid <> 'cpu' AND b.host_name IS NOT NULL
+   GROUP BY b.gpu_uuid, b.host_name, b.gpu)
 INSERT OR IGNORE INTO main.pp_samples(uuid, metric, ts_ms, value, host, gpu)
-SELECT (SELECT gpu_uuid FROM main.pp_events_blocks e WHERE e.host_name = p.host AND e.gpu = CAST(p.gpu AS INTEGER)
-           AND e.gpu_uuid NOT GLOB 'MIG-*' LIMIT 1),
-       metric, CAST(round(ts * 1000) AS INTEGER), value, host, gpu FROM (
+SELECT (SELECT h.uuid FROM host_gpus AS h  -- (SQLite resolves no outer column in a subquery's ORDER BY)
+         WHERE h.host = p.host AND h.gpu = CAST(p.gpu AS INTEGER)
+           AND max(h.first_ms - p.ts_ms, p.ts_ms - h.last_ms, 0)
+               <= (SELECT min(max(n.first_ms - p.ts_ms, p.ts_ms - n.last_ms, 0)) FROM host_gpus AS n
+                    WHERE n.host = p.host AND n.gpu = CAST(p.gpu AS INTEGER))
+         ORDER BY h.uuid LIMIT 1),
+       metric, ts_ms, value, host, gpu FROM (
   SELECT coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname')) AS host,
-         json_extract(labels, '$.gpu') AS gpu, json_extract(labels, '$.GPU_I_ID') AS instance, metric, ts, value
+         json_extract(labels, '$.gpu') AS gpu, json_extract(labels, '$.GPU_I_ID') AS instance, metric,
+         CAST(round(ts * 1000) AS INTEGER) AS ts_ms, value
     FROM prom_samples(:selector, :start, :end)) AS p
  WHERE p.instance IS NULL
-   AND EXISTS (SELECT 1 FROM main.pp_events_blocks AS b
-                WHERE (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns) AND b.host_name = p.host AND b.gpu = CAST(p.gpu AS INTEGER)
-                  AND b.gpu_uuid NOT GLOB 'MIG-*');
+   AND EXISTS (SELECT 1 FROM host_gpus AS h WHERE h.host = p.host AND h.gpu = CAST(p.gpu AS INTEGER));
 
 -- name: series_table
 -- temp.pp_series: each series (uuid, metric) of pp_samples and its last ts_ms.
