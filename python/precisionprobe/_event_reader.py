@@ -11,6 +11,8 @@ from ._event_format import EVENT_FIELDS, HEADER_RECORD
 
 MAGIC_PREFIX = "#precisionprobe-events "
 COMPACT_VERSION = 1
+# How many ids a definition may skip (those of damaged definition lines), as layer_events() reads.
+MAX_SKIPPED_IDS = 1024
 _JOB_FIELDS = ("job_id", "host_name", "ip", "pod", "namespace")
 _PROCESS_FIELDS = ("rank", "local_rank", "world_size", "pid")
 _NAME_FIELDS = ("job_id", "gpu_uuid", "layer")
@@ -64,11 +66,14 @@ class EventDecoder:
                 raise EventFormatError("a block line is '@ BASE_NS EPOCH BATCH'")
             self._block = (_int(words[1]), _int(words[2]), _int(words[3]))
             return None, None
-        if tag in "DL":
-            self._define(tag, line)
-            return None, None
         if not tag.isdigit():
-            raise EventFormatError(f"unknown record type {tag!r}")
+            # A line that is not an event may have been a block line (a damaged '@'): the
+            # events up to the next block line cannot be placed in time.
+            block, self._block = self._block, None
+            if tag not in "DL":
+                raise EventFormatError(f"unknown record type {tag!r}")
+            self._define(tag, line, block)
+            return None, None
         return "event", self._event(line)
 
     def _json(self, line):
@@ -90,23 +95,28 @@ class EventDecoder:
             _check_event(record)
         return "event", record
 
-    def _define(self, tag, line):
+    def _define(self, tag, line, block):
+        """A definition line; once it reads as one, `block` is in force again (a malformed
+        line may have been a block line, a definition of an id it may not take cannot)."""
         head, _, rest = line.partition(" ")
         number, _, rest = rest.partition(" ")
         table = self._devices if tag == "D" else self._layers
         values = _json_values(rest) if head == tag else None
-        if not values or len(values) != 2 or _int(number) not in range(len(table) + 1):
-            raise EventFormatError(f"a definition line is '{tag} ID ... ' with the next or a "
-                                   "known id")
+        if not values or len(values) != 2 or not number.isdigit():
+            raise EventFormatError(f"a definition line is '{tag} ID ...'")
         ok = (values[0] is None or type(values[0]) is int) and type(values[1]) is str \
             if tag == "D" else all(type(v) is str for v in values)
         if not ok:
             raise EventFormatError(f"definition {line!r} has values of the wrong type")
+        self._block = block
+        # An id may skip those of damaged definition lines (their events are then malformed),
+        # never so many that one line could grow the table without bound.
+        if int(number) > len(table) + MAX_SKIPPED_IDS:
+            raise EventFormatError(f"{tag} id {number} skips more than {MAX_SKIPPED_IDS} ids (the "
+                                   f"next new one is {len(table)})")
         entry = (values[1], values[0]) if tag == "D" else tuple(values)
-        if int(number) == len(table):
-            table.append(entry)
-        else:
-            table[int(number)] = entry
+        table.extend([None] * (int(number) + 1 - len(table)))
+        table[int(number)] = entry
 
     def _event(self, line):
         words = line.split(" ")
@@ -118,7 +128,8 @@ class EventDecoder:
             raise EventFormatError("an event before the job header")
         if self._block is None:
             raise EventFormatError("an event before any block line")
-        if layer >= len(self._layers) or device >= len(self._devices):
+        if layer >= len(self._layers) or device >= len(self._devices) \
+                or self._layers[layer] is None or self._devices[device] is None:
             raise EventFormatError(f"layer {layer} or device {device} is not defined")
         base, epoch, batch = self._block
         job = self._job

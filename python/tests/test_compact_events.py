@@ -1,6 +1,7 @@
 """The compact event format from the hook client's side: the probe writes it by default,
 layer_events reads back exactly what JSON Lines of the same run give, the JSON setting still
 works, and a file removed mid-run is followed by one that decodes on its own."""
+import collections
 import json
 import os
 import sqlite3
@@ -19,6 +20,7 @@ from precisionprobe._layer_names import ModuleInfo
 COLUMNS = ("job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, local_rank, world_size, "
            "pid, epoch, batch, layer, layer_type, forward, t_start_ns, t_end_ns, cpu_num, t_start, "
            "t_end")
+Row = collections.namedtuple("Row", COLUMNS)
 IDENTITY = JobIdentity(job_id="j", host_name="node", ip="10.0.0.1", pod="p", namespace="ml",
                        rank=1, local_rank=1, world_size=2, pid=77, cpu_num=4.0)
 
@@ -180,3 +182,28 @@ def test_python_tools_skip_the_lines_that_layer_events_skips(tmp_path):
         "field 'gpu' is not an integer or null", "field 'cpu_num' is not a number", "invalid UTF-8"]
     rows, warnings = layer_events(typed)
     assert len(rows) == 1 and "skipped 5 malformed lines" in warnings
+
+
+def test_a_damaged_line_costs_only_the_events_it_may_have_placed_in_both_readers(tmp_path):
+    """A line that is not an event and reads as nothing (a damaged block line, say) leaves the
+    events after it without a time up to the next block line; a damaged definition loses only
+    its own id's events (a later definition may skip it). read_event_file keeps exactly the
+    events layer_events keeps."""
+    header = ('{"record":"job","job_id":"j","host_name":"node","ip":null,"pod":null,"namespace":null,'
+              '"rank":0,"local_rank":0,"world_size":1,"pid":7,"cpu_num":1.0}')
+    path = tmp_path / "damaged.jsonl"
+    path.write_text("\n".join([
+        MAGIC.strip(), header, 'L 0 "fc" "Linear"', 'D 0 0 "GPU-1"', "@ 1714000000000000000 0 0",
+        "0 f0 0 1000",                                               # line 6: read
+        "\0\0 1714000000000000000 0 1", "0 f0 2000 1000",             # 7 damaged '@', 8 time unknown
+        "@ 1714000000000000000 0 2", "0 f0 4000 1000",               # 10: read
+        'L 1 "relu', 'L 2 "fc2" "Linear"',                           # 11 damaged, 12 skips id 1
+        "@ 1714000000000000000 0 3", "1 f0 6000 1000", "2 f0 8000 1000"]) + "\n")  # 14 lost, 15 read
+    skipped = []
+    events = read_event_file(path, skipped)[1]
+    assert [(e["batch"], e["layer"], e["t_start_ns"] - 1714000000000000000) for e in events] == [
+        (0, "fc", 0), (2, "fc", 4000), (3, "fc2", 8000)]
+    assert [line for line, _ in skipped] == [7, 8, 11, 14]
+    rows, warnings = layer_events(path)
+    assert [(row.batch, row.layer) for row in map(Row._make, rows)] == [(0, "fc"), (2, "fc"), (3, "fc2")]
+    assert "skipped 4 malformed lines" in warnings

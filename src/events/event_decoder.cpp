@@ -39,12 +39,26 @@ bool job_fields(std::string_view line, LayerEvent& job, std::string& problem) {
          integer("local_rank", job.local_rank) && integer("world_size", job.world_size) && integer("pid", job.pid);
 }
 
+// How many ids a definition may skip: those of definition lines that were damaged (their
+// events are then malformed, "not defined"), never so many that one line could make the reader
+// allocate without bound.
+constexpr int64_t kMaxSkippedIds = 1024;
+
+// Whether a definition of `id` may be taken: a known id (defined again), the next one, or one
+// that skips at most kMaxSkippedIds (the skipped ids stay undefined). Grows the tables to hold it.
 template <class Table>
-bool next_or_known_id(const Table& table, int64_t id, const char* what, std::string& problem) {
-  if (id <= static_cast<int64_t>(table.size()) && id < kMaxCompactIds) return true;
-  problem = std::string(what) + " id " + std::to_string(id) + " skips ids (the next new one is " +
-            std::to_string(table.size()) + ")";
-  return false;
+bool take_id(Table& table, std::vector<std::string>& lines, int64_t id, const char* what, std::string& problem) {
+  const auto next = static_cast<int64_t>(table.size());
+  if (id >= kMaxCompactIds || id > next + kMaxSkippedIds) {
+    problem = std::string(what) + " id " + std::to_string(id) + " skips more than " + std::to_string(kMaxSkippedIds) +
+              " ids (the next new one is " + std::to_string(next) + ")";
+    return false;
+  }
+  if (id >= next) {
+    table.resize(static_cast<size_t>(id) + 1);
+    lines.resize(static_cast<size_t>(id) + 1);
+  }
+  return true;
 }
 
 }  // namespace
@@ -91,11 +105,12 @@ LineKind EventDecoder::decode_compact(std::string_view line, LayerEvent& event, 
       const CompactRecord& r = record_;
       if (!has_job_) return problem = job_problem_.empty() ? "an event before the job header" : job_problem_, LineKind::Malformed;
       if (!has_block_)
-        return problem = block_damaged_ ? "an event after a malformed block line" : "an event before any block line",
+        return problem = block_damaged_ ? "an event after a malformed line that may have been its block line"
+                                        : "an event before any block line",
                LineKind::Malformed;
-      if (r.layer >= static_cast<int64_t>(layers_.size()))
+      if (r.layer >= static_cast<int64_t>(layers_.size()) || !layers_[static_cast<size_t>(r.layer)].defined)
         return problem = "layer id " + std::to_string(r.layer) + " is not defined", LineKind::Malformed;
-      if (r.device >= static_cast<int64_t>(devices_.size()))
+      if (r.device >= static_cast<int64_t>(devices_.size()) || !devices_[static_cast<size_t>(r.device)].defined)
         return problem = "device id " + std::to_string(r.device) + " is not defined", LineKind::Malformed;
       const Device& device = devices_[static_cast<size_t>(r.device)];
       const Layer& layer = layers_[static_cast<size_t>(r.layer)];
@@ -138,19 +153,19 @@ LineKind EventDecoder::decode_compact(std::string_view line, LayerEvent& event, 
       block_line_.assign(line.data(), line.size());
       return LineKind::Blank;
     case CompactKind::Device:
-      if (!next_or_known_id(devices_, record_.id, "device", problem)) return LineKind::Malformed;
-      if (record_.id == static_cast<int64_t>(devices_.size())) devices_.emplace_back(), device_lines_.emplace_back();
-      devices_[static_cast<size_t>(record_.id)] = Device{record_.second, record_.gpu};
+      if (!take_id(devices_, device_lines_, record_.id, "device", problem)) return LineKind::Malformed;
+      devices_[static_cast<size_t>(record_.id)] = Device{record_.second, record_.gpu, true};
       device_lines_[static_cast<size_t>(record_.id)].assign(line.data(), line.size());  // a redefinition replaces it
       return LineKind::Blank;
     case CompactKind::Layer:
-      if (!next_or_known_id(layers_, record_.id, "layer", problem)) return LineKind::Malformed;
-      if (record_.id == static_cast<int64_t>(layers_.size())) layers_.emplace_back(), layer_lines_.emplace_back();
-      layers_[static_cast<size_t>(record_.id)] = Layer{record_.first, record_.second};
+      if (!take_id(layers_, layer_lines_, record_.id, "layer", problem)) return LineKind::Malformed;
+      layers_[static_cast<size_t>(record_.id)] = Layer{record_.first, record_.second, true};
       layer_lines_[static_cast<size_t>(record_.id)].assign(line.data(), line.size());
       return LineKind::Blank;
     case CompactKind::Malformed:
-      if (first == '@') {  // the events up to the next block line cannot be placed in time
+      // A line that is not an event may have been a block line (a damaged '@'): the events up to
+      // the next block line cannot be placed in time, nor given their batch.
+      if (first < '0' || first > '9') {
         has_block_ = false;
         block_damaged_ = true;
       }
@@ -170,7 +185,7 @@ std::string EventDecoder::state() const {
   if (!compact_) return {};
   std::string out = std::string(kFormatLinePrefix) + std::string(kCompactFormat) + " " + std::to_string(kCompactVersion) + "\n";
   if (!header_line_.empty()) out += header_line_ + "\n";
-  for (const std::string& line : device_lines_) out += line + "\n";
+  for (const std::string& line : device_lines_) out += line + "\n";  // (an undefined id's is empty)
   for (const std::string& line : layer_lines_) out += line + "\n";
   if (has_block_) out += block_line_ + "\n";
   return out;

@@ -21,8 +21,10 @@ class EventDecoder {
   // Decodes the line numbered `line_number` (1-based; without its '\n'). `complete` is false for
   // a last line without '\n': in a compact file such a line is never decoded (a torn "12 f0 15"
   // would read as a whole event), it is Malformed ("incomplete line") and changes nothing.
-  // Malformed lines leave the context as it was, except a malformed block line: the events after
-  // it are Malformed until the next block line (their times would be wrong). Throws pp::Error
+  // Malformed lines leave the context as it was, except a malformed line that is not an event
+  // (it may have been a block line): the events after it are Malformed until the next block line
+  // (their times would be wrong). A definition may skip ids (of damaged definition lines): the
+  // events of a skipped id are Malformed. Throws pp::Error
   // naming the file when line 1 is a format line of a format or version this reader does not know.
   LineKind decode(std::string_view line, int64_t line_number, bool complete, LayerEvent& event,
                   std::string& problem);
@@ -42,9 +44,11 @@ class EventDecoder {
   struct Device {
     std::string uuid;
     Nullable<int64_t> gpu;
+    bool defined = false;  // (false: an id skipped by a later definition)
   };
   struct Layer {
     std::string name, type;
+    bool defined = false;
   };
 
   std::string file_;

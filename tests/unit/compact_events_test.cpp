@@ -188,6 +188,30 @@ TEST_F(CompactEvents, MalformedLinesNameTheFileTheLineAndTheProblem) {
                             " (first at line 5: an event before the job header)\"]");
 }
 
+TEST_F(CompactEvents, AnUnreadableLineMayHaveBeenABlockLineAndADamagedDefinitionCostsOnlyItsOwnEvents) {
+  pp_test::CompactWriter writer;
+  const std::string start = pp_test::concat({writer.file_start(), writer.events(0, 2)});  // lines 1-8: layers 0, 1
+  const std::string file = dir.write("damaged.jsonl", start +
+                                                          "x 1714000000000000000 0 5\n"  // line 9: a damaged '@'
+                                                          "0 f0 10 20\n"                 // line 10: its time unknown
+                                                          "@ 1714000000000000000 0 5\n"
+                                                          "0 f0 10 20\n"                 // line 12: fine
+                                                          "L 2 \"fc2\"\n"                // line 13: damaged definition
+                                                          "L 3 \"fc3\" \"Linear\"\n"     // line 14: skips id 2
+                                                          "@ 1714000000000000000 0 6\n"
+                                                          "3 f0 30 20\n"                 // line 16: fine
+                                                          "2 f0 40 20\n"                 // line 17: layer 2 undefined
+                                                          "1 b0 50 20\n"                 // line 18: fine
+                                                          "L 1030 \"far\" \"Linear\"\n"  // line 19: skips too many ids
+                                                          "1 f0 60 20\n");               // line 20: fine
+  EXPECT_EQ(as_text(db.query("SELECT line, batch, layer, t_start_ns FROM layer_events(?1)", {file})),
+            "1:6|1:0|3:top_l.0|1:1714000000000000000|\n1:8|1:0|3:top_l.1|1:1714000000001000000|\n"
+            "1:12|1:5|3:top_l.0|1:1714000000000000010|\n1:16|1:6|3:fc3|1:1714000000000000030|\n"
+            "1:18|1:6|3:top_l.1|1:1714000000000000050|\n1:20|1:6|3:top_l.1|1:1714000000000000060|\n");
+  EXPECT_EQ(warnings(), "[\"layer_events: skipped 5 malformed lines in " + file +
+                            " (first at line 9: unknown record type 'x')\"]");
+}
+
 TEST_F(CompactEvents, DefinitionWithAnEmptyNameMakesItsEventsMalformedAndNothingElse) {
   // Device 0 and layer 1 have empty names: their events are skipped with the reason; the ids
   // after them stay in order, and a redefinition with a name makes the id usable again.
