@@ -1,6 +1,8 @@
 #include "core/table_function.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <sstream>
 #include <string>
 
 namespace pp {
@@ -9,6 +11,39 @@ namespace {
 
 // idxStr of a plan that cannot run: the marker, then the reason xFilter reports.
 constexpr const char kCannotRun[] = "cannot run: ";
+// idxStr of a plan that has a second `=` on an argument (a WHERE condition beside the call's own
+// argument, or an IN list): the marker, then, from plan_arguments, "CONSTRAINT:ARGUMENT ..."; once
+// placed (place_extra_arguments), the argv position of the first extra value and the argument
+// of each: "FIRST ARGUMENT ...".
+constexpr const char kExtraArguments[] = "extra arguments: ";
+
+bool starts_with(const char* text, const char* prefix) {
+  return text && std::strncmp(text, prefix, std::strlen(prefix)) == 0;
+}
+
+void set_idx_str(sqlite3_index_info* info, const std::string& text) {
+  if (info->needToFreeIdxStr) sqlite3_free(info->idxStr);
+  info->idxStr = sqlite3_mprintf("%s", text.c_str());
+  if (!info->idxStr) throw std::bad_alloc();
+  info->needToFreeIdxStr = 1;
+}
+
+// Whether two values of one argument could both equal the hidden column: numbers by value,
+// text and blobs by their bytes, NULL only with NULL.
+bool same_argument(sqlite3_value* a, sqlite3_value* b) {
+  const int ta = sqlite3_value_type(a), tb = sqlite3_value_type(b);
+  const auto numeric = [](int t) { return t == SQLITE_INTEGER || t == SQLITE_FLOAT; };
+  if (numeric(ta) && numeric(tb)) {
+    if (ta == SQLITE_INTEGER && tb == SQLITE_INTEGER) return sqlite3_value_int64(a) == sqlite3_value_int64(b);
+    return sqlite3_value_double(a) == sqlite3_value_double(b);
+  }
+  if (ta != tb) return false;
+  if (ta == SQLITE_NULL) return true;
+  const void* pa = ta == SQLITE_TEXT ? static_cast<const void*>(sqlite3_value_text(a)) : sqlite3_value_blob(a);
+  const void* pb = tb == SQLITE_TEXT ? static_cast<const void*>(sqlite3_value_text(b)) : sqlite3_value_blob(b);
+  const int na = sqlite3_value_bytes(a), nb = sqlite3_value_bytes(b);
+  return na == nb && (na == 0 || std::memcmp(pa, pb, static_cast<size_t>(na)) == 0);
+}
 
 bool is_argument_operator(unsigned char op) {
   return op == SQLITE_INDEX_CONSTRAINT_EQ || op == SQLITE_INDEX_CONSTRAINT_IS;
@@ -32,6 +67,12 @@ int plan_arguments(sqlite3_index_info* info, int first_argument_column, const st
   const int n = static_cast<int>(arguments.size());
   std::vector<int> usable(n, -1);
   std::vector<bool> unusable(n, false);
+  std::string extras;  // "CONSTRAINT:ARGUMENT " of each further usable `=` on an argument
+  // The argument's value comes from its first usable `=` under binary collation, if it has one;
+  // the others of that collation are compared with it in xFilter, and those of another collation
+  // (`path = 'A' COLLATE NOCASE`) are SQLite's to check against the echoed value.
+  std::vector<bool> binary(n, false);
+  std::vector<std::pair<int, int>> more;  // (constraint, argument) of further usable `=`
   for (int i = 0; i < info->nConstraint; ++i) {
     const auto& c = info->aConstraint[i];
     const int argument = c.iColumn - first_argument_column;
@@ -43,11 +84,22 @@ int plan_arguments(sqlite3_index_info* info, int first_argument_column, const st
                                     "row of a call that ran all the same");
       continue;
     }
-    if (!c.usable)
+    if (!c.usable) {
       unusable[argument] = true;
-    else if (usable[argument] < 0)
-      usable[argument] = i;  // a second one is checked by SQLite against the echoed value
+      continue;
+    }
+    const bool is_binary = sqlite3_stricmp(sqlite3_vtab_collation(info, i), "BINARY") == 0;
+    if (usable[argument] < 0 || (is_binary && !binary[argument])) {
+      if (usable[argument] >= 0) more.emplace_back(usable[argument], argument);
+      usable[argument] = i;
+      binary[argument] = is_binary;
+    } else {
+      more.emplace_back(i, argument);
+    }
   }
+  for (const auto& [constraint, argument] : more)
+    if (binary[argument] && sqlite3_stricmp(sqlite3_vtab_collation(info, constraint), "BINARY") == 0)
+      extras += std::to_string(constraint) + ":" + std::to_string(argument) + " ";
   for (int a = 0; a < n; ++a) {
     if (usable[a] >= 0) continue;
     // A value from a table that this plan reads later would be dropped, and SQLite's check of
@@ -71,7 +123,40 @@ int plan_arguments(sqlite3_index_info* info, int first_argument_column, const st
     info->aConstraintUsage[usable[a]].omit = 1;
   }
   info->idxNum = idx_num;
+  if (!extras.empty()) set_idx_str(info, kExtraArguments + extras);
   return SQLITE_OK;
+}
+
+void place_extra_arguments(sqlite3_index_info* info) {
+  if (!starts_with(info->idxStr, kExtraArguments)) return;
+  int next_argv = 1;
+  for (int i = 0; i < info->nConstraint; ++i) next_argv = std::max(next_argv, info->aConstraintUsage[i].argvIndex + 1);
+  std::string placed = kExtraArguments + std::to_string(next_argv);
+  std::istringstream pairs(info->idxStr + std::strlen(kExtraArguments));
+  int constraint = 0, argument = 0;
+  char colon = 0;
+  while (pairs >> constraint >> colon >> argument) {
+    info->aConstraintUsage[constraint].argvIndex = next_argv++;
+    info->aConstraintUsage[constraint].omit = 0;
+    placed += " " + std::to_string(argument);
+  }
+  set_idx_str(info, placed);
+}
+
+bool extra_arguments_agree(int idx_num, const char* idx_str, int& argc, sqlite3_value** argv) {
+  if (!starts_with(idx_str, kExtraArguments)) return true;
+  std::istringstream placed(idx_str + std::strlen(kExtraArguments));
+  int first = 0, argument = 0;
+  placed >> first;
+  argc = first - 1;  // (the table's own arguments are those before)
+  bool agree = true;
+  for (int k = first - 1; placed >> argument; ++k) {
+    // The argument's own value: after those of the present arguments before it.
+    int position = 0;
+    for (int a = 0; a < argument; ++a) position += (idx_num >> a) & 1;
+    agree = agree && same_argument(argv[position], argv[k]);
+  }
+  return agree;
 }
 
 void check_plan_arguments(const char* idx_str) {

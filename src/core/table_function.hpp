@@ -52,6 +52,13 @@ int plan_arguments(sqlite3_index_info* info, int first_argument_column, const st
                    bool arguments_only = false);
 // In xFilter: throws the reason of a plan that cannot run (the kit calls it).
 void check_plan_arguments(const char* idx_str);
+// A second usable `=` on an argument (`layer_events('a') WHERE path = 'b'`, or `path IN (...)`
+// beside the call's own argument) is not dropped: the kit passes its value to xFilter after
+// every other (place_extra_arguments, after the table's plan()), and the call runs only where it
+// equals the argument's own value (extra_arguments_agree, which also takes those values off
+// argc); otherwise it gives no row, as `path = 'a' AND path = 'b'` says.
+void place_extra_arguments(sqlite3_index_info* info);
+bool extra_arguments_agree(int idx_num, const char* idx_str, int& argc, sqlite3_value** argv);
 
 // Maps xFilter's argv (present arguments first, in order) back to argument positions:
 // result[i] is the value of argument i, or nullptr when it was not given.
@@ -109,6 +116,7 @@ sqlite3_module table_function_module() {
   m.xBestIndex = [](sqlite3_vtab* vtab, sqlite3_index_info* info) {
     return guard_vtab(vtab, Cursor::kName, [&] {
       const int rc = Cursor::plan(info);
+      if (rc == SQLITE_OK) place_extra_arguments(info);
       return rc == kPlanCannotRun ? SQLITE_OK : rc;
     });
   };
@@ -129,7 +137,7 @@ sqlite3_module table_function_module() {
       auto* cursor = static_cast<Cursor*>(base);
       cursor->eof = true;
       cursor->rowid = 1;
-      cursor->filter(idx_num, argc, argv);
+      if (extra_arguments_agree(idx_num, idx_str, argc, argv)) cursor->filter(idx_num, argc, argv);
       return SQLITE_OK;
     });
   };

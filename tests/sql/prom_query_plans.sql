@@ -12,6 +12,14 @@ INSERT INTO spans VALUES ('first', ${T0}, ${T0} + 9), ('second', ${T0} + 10, ${T
 CREATE TEMP TABLE requests(n INTEGER);
 INSERT INTO requests VALUES (0);
 
+-- A WHERE condition on an argument beside the call's own: no request for the condition's range,
+-- and the rows where both hold (numbers compared by value).
+UPDATE requests SET n = json_extract(pp_http_stats(), '$.requests');
+SELECT count(*) = 0 FROM prom_samples('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 59) WHERE start = 5;
+SELECT json_extract(pp_http_stats(), '$.requests') = n FROM requests;
+SELECT count(*) = 6 * 3 * 60 FROM prom_samples('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 59) WHERE start = ${T0}.0;
+SELECT count(*) = 0 FROM prom_series('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 600) WHERE match = 'up';
+
 -- metric IN (ten values): one request with __name__=~"a|b|...", values escaped exactly.
 UPDATE requests SET n = json_extract(pp_http_stats(), '$.requests');
 SELECT (SELECT group_concat(metric || labels || ts || value) FROM (

@@ -27,6 +27,18 @@ SELECT count(*) = 10 FROM layer_events WHERE path = '${SOURCE_DIR}/tests/data/ev
 SELECT count(*) = 10 FROM layer_events WHERE path IS '${SOURCE_DIR}/tests/data/events/job1';
 SELECT count(*) = 7 FROM layer_events
  WHERE path IN ('${SOURCE_DIR}/tests/data/events/job1/rank0.jsonl', '${SOURCE_DIR}/tests/data/events/cpu.jsonl');
+-- A WHERE condition on the argument beside the call's own: the rows where both hold, never a
+-- call with the condition's value instead (that would read a file that the query excludes).
+SELECT count(*) = 0 FROM layer_events('${SOURCE_DIR}/tests/data/events/job1') WHERE path = '${SOURCE_DIR}/no/such/dir';
+SELECT count(*) = 10 FROM layer_events('${SOURCE_DIR}/tests/data/events/job1')
+ WHERE path IN ('${SOURCE_DIR}/no/such/dir', '${SOURCE_DIR}/tests/data/events/job1');
+SELECT count(*) = 10 FROM layer_events('${SOURCE_DIR}/tests/data/events/job1') WHERE path IS '${SOURCE_DIR}/tests/data/events/job1';
+SELECT count(*) = 0 FROM layer_events('${SOURCE_DIR}/tests/data/events/job1') WHERE path = 1;
+SELECT count(*) = 10 FROM layer_events('${SOURCE_DIR}/tests/data/events/job1')
+ WHERE path = upper('${SOURCE_DIR}/tests/data/events/job1') COLLATE NOCASE;
+SELECT count(*) = 0 FROM layer_jobs('${SOURCE_DIR}/tests/data/events/job1') WHERE path = '${SOURCE_DIR}/no/such/dir';
+SELECT count(*) = 0 FROM dirs AS d, layer_events('${SOURCE_DIR}/tests/data/events/job1') AS e WHERE e.path = d.path AND d.name = 'all';
+SELECT count(*) = 10 FROM dirs AS d, layer_events('${SOURCE_DIR}/tests/data/events/job1') AS e WHERE e.path = d.path;
 -- IN: twenty values, one pass over the files; NULL and values of other types in the list.
 SELECT (SELECT group_concat(source_file || line) FROM layer_events('${SOURCE_DIR}/tests/data/events')
          WHERE job_id IN ('a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q',
