@@ -54,12 +54,25 @@ inline DoubleDouble dd_divide(double a, double b) {
   return two_sum(q, r / b);
 }
 
+// a / b for double-double operands, to about 106 bits: three quotient digits, each from the
+// remainder left by those before (a weight sum's low part matters to a mean: 1e16 * 5.6e-17).
+inline DoubleDouble dd_divide(DoubleDouble a, DoubleDouble b);
+
 inline bool dd_finite(DoubleDouble x) { return std::isfinite(x.hi) && std::isfinite(x.lo); }
 
 // (a.hi + a.lo) - (b.hi + b.lo).
 inline DoubleDouble dd_difference(DoubleDouble a, DoubleDouble b) {
   const DoubleDouble d = two_sum(a.hi, -b.hi);
   return two_sum(d.hi, d.lo + (a.lo - b.lo));
+}
+
+inline DoubleDouble dd_divide(DoubleDouble a, DoubleDouble b) {
+  const double q1 = a.hi / b.hi;
+  DoubleDouble r = dd_difference(a, dd_multiply({q1, 0.0}, b));
+  const double q2 = r.hi / b.hi;
+  r = dd_difference(r, dd_multiply({q2, 0.0}, b));
+  const double q3 = r.hi / b.hi;
+  return dd_sum(two_sum(q1, q2), {q3, 0.0});
 }
 
 }  // namespace pp

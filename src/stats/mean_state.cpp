@@ -64,7 +64,8 @@ void MeanState::merge(const MeanState& other) {
   if (!dd_finite(exact_d))
     throw_state_overflow("the difference between the two means passes the largest double (1.8e308)");
   const double d = exact_d.hi + exact_d.lo;
-  const DoubleDouble merged_mean = dd_sum({mean, mean_low}, dd_multiply(exact_d, dd_divide(other.weight, total)));
+  const DoubleDouble merged_mean =
+      dd_sum({mean, mean_low}, dd_multiply(exact_d, dd_divide(DoubleDouble{other.weight, other.weight_low}, total_weight)));
   const double merged_m2 = m2 + other.m2 + d * d * weight * (other.weight / total);
   if (!dd_finite(merged_mean)) throw_state_overflow("the mean passes the largest double (1.8e308)");
   if (!std::isfinite(merged_m2))
@@ -93,7 +94,10 @@ void MeanState::unmerge(const MeanState& part) {
   const DoubleDouble rest = dd_difference({weight, weight_low}, {part.weight, part.weight_low});
   const double rest_weight = rest.hi + rest.lo;
   if (!(rest_weight > 0) || !std::isfinite(rest_weight))
-    throw std::logic_error("weights in the frame differ too much in magnitude to remove one exactly");
+    throw Error(
+        "the weights in the window frame span more than a double-double holds (about 1e32 between the largest and "
+        "the smallest), so taking a row out of their sum leaves nothing exact; use a frame that removes no row "
+        "(ROWS UNBOUNDED PRECEDING) or weights of closer magnitudes");
   // The inverse of merge, solved for the remaining part A of the whole T = A + B:
   //   mean_A = mean_T - d * W_B / W_A, in double-double, so that taking 1e20 out of
   //   (1e20, 1, 1) leaves a mean of 1 (in plain doubles it left 0.5);
@@ -103,7 +107,8 @@ void MeanState::unmerge(const MeanState& part) {
   const DoubleDouble exact_d = dd_difference({part.mean, part.mean_low}, {mean, mean_low});
   const double d = exact_d.hi + exact_d.lo;
   const double ratio = part.weight / rest_weight;
-  const DoubleDouble rest_mean = dd_sum({mean, mean_low}, dd_multiply({-exact_d.hi, -exact_d.lo}, dd_divide(part.weight, rest_weight)));
+  const DoubleDouble rest_mean = dd_sum(
+      {mean, mean_low}, dd_multiply({-exact_d.hi, -exact_d.lo}, dd_divide(DoubleDouble{part.weight, part.weight_low}, rest)));
   const double rest_m2 = m2 - part.m2 - d * d * weight * ratio;
   if (!dd_finite(rest_mean)) throw_state_overflow("the mean of the rest passes the largest double (1.8e308)");
   mean = rest_mean.hi;

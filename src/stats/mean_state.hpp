@@ -51,8 +51,8 @@ struct MeanState {
   // the result would not be finite (weight sum or M2 past 1.8e308) or the count would pass 2^63 - 1.
   void merge(const MeanState& other);
   // Removes the observations of part, which must all have been folded in before.
-  // Throws std::logic_error when part is larger than this state, or when removing it leaves
-  // a weight sum that rounding has made meaningless (weights differing by more than 2^52).
+  // Throws std::logic_error when part is larger than this state, and pp::Error when removing it
+  // leaves a weight sum that rounding has made meaningless (weights differing by more than 2^106).
   void unmerge(const MeanState& part);
 
   // Mean, or nullopt when empty.

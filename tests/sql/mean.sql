@@ -133,6 +133,12 @@ WITH v(t, x, w) AS (VALUES (1, 100.0, 1e16), (2, 1.0, 1.5), (3, 3.0, 1.5), (4, 5
 SELECT count(*) = 3 AND max(abs(pp_mean_json(s) ->> '$.weight' - 3)) = 0
    AND max(abs(pp_mean_value(s) - (2 * t - 4))) < 1e-13
   FROM f WHERE t >= 3;
+-- Weights whose sum rounds (0.3 + 0.7): the low part of the sum enters each mean, so dropping
+-- a value of 1e16 leaves the mean of the rest (1, not 1.49), also from merged states.
+WITH v(i, x, w) AS (VALUES (1, 1e16, 0.3), (2, 1, 0.7), (3, 1, 0.1)),
+     f AS (SELECT i, pp_mean(x, w) OVER (ORDER BY i ROWS 1 PRECEDING) AS s,
+                  pp_mean_merge(pp_mean(x, w)) OVER (ORDER BY i ROWS 1 PRECEDING) AS m FROM v GROUP BY i)
+SELECT abs(pp_mean_value(s) - 1) < 1e-12 AND abs(pp_mean_value(m) - 1) < 1e-12 FROM f WHERE i = 3;
 -- A sliding frame that drops a value far larger than the rest keeps the mean of the rest.
 WITH v(i, x) AS (VALUES (1, 1e20), (2, 1), (3, 1)),
      w AS (SELECT i, pp_mean(x) OVER (ORDER BY i ROWS 1 PRECEDING) AS s FROM v)
