@@ -10,8 +10,10 @@
 // the aggregate context); xFinal solves, returns the JSON and frees the state, also when the
 // statement fails or is interrupted (SQLite calls xFinal to release every aggregate context).
 #include <cmath>
+#include <cstdio>
 #include <memory>
 
+#include "core/errors.hpp"
 #include "core/guard.hpp"
 #include "core/sql_values.hpp"
 #include "stats/deconvolve.hpp"
@@ -48,10 +50,26 @@ std::string sample_key(sqlite3_value* value) {
   }
 }
 
+// The largest magnitude of a weight, value or bound: the fit squares and sums them, and past
+// this their squares would leave the doubles' range (1.8e308).
+constexpr double kLargestInput = 1e150;
+
+// A number argument within +-kLargestInput.
+double fit_number(sqlite3_value* value, const char* argument) {
+  const double x = required_double(value, argument);
+  if (std::isfinite(x) && std::fabs(x) > kLargestInput) {  // (not finite: refused by name later)
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", x);
+    throw Error(std::string("argument '") + argument + "' is " + text +
+                ": beyond 1e150 in magnitude the squares the fit sums overflow; scale the values (and bounds) first");
+  }
+  return x;
+}
+
 // A bound argument: NULL is no bound (-inf or +inf).
 double bound(sqlite3_value* value, const char* argument, double none) {
   if (sqlite3_value_type(value) == SQLITE_NULL) return none;
-  return required_double(value, argument);
+  return fit_number(value, argument);
 }
 
 void step(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
@@ -62,7 +80,7 @@ void step(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
     const double weight =
         sqlite3_value_type(argv[2]) == SQLITE_NULL ? 0.0 : required_double(argv[2], "weight");
     std::optional<double> value;
-    if (sqlite3_value_type(argv[3]) != SQLITE_NULL) value = required_double(argv[3], "value");
+    if (sqlite3_value_type(argv[3]) != SQLITE_NULL) value = fit_number(argv[3], "value");
     double lower = -INFINITY, upper = INFINITY;
     if (argc == 6) {
       lower = bound(argv[4], "lower", -INFINITY);

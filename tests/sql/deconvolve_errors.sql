@@ -37,3 +37,7 @@ SELECT pp_deconvolve(sample, layer, weight, value, 'zero', 1) FROM t;
 SELECT pp_deconvolve(sample, layer, weight) FROM t;
 -- error: wrong number of arguments to function pp_deconvolve()
 SELECT pp_deconvolve(sample, layer, weight, value, 0) FROM t;
+-- error: pp_deconvolve: argument 'value' is 1e+155: beyond 1e150 in magnitude the squares the fit sums overflow; scale the values (and bounds) first
+SELECT pp_deconvolve(s, 'a', 1, 1e155, 0, 1e300) FROM (SELECT 1 AS s UNION ALL SELECT 2);
+-- error: pp_deconvolve: argument 'upper' is 1.7e+308: beyond 1e150 in magnitude
+SELECT pp_deconvolve(1, 'a', 1, 1, 0, 1.7e308);
