@@ -31,6 +31,7 @@ module), which is what keeps the writer thread cheap; json.dumps escapes every s
 """
 import json
 import os
+import re
 import sys
 
 EVENT_FIELDS = (
@@ -107,6 +108,35 @@ class EventFormatter:
                 f'"t_start_ns":{t_start_ns},"t_end_ns":{t_end_ns}{self._suffix}')
 
 
+# Parts of an option's or variable's name that say its value is a credential (split at - and _).
+_SECRET_NAME_PARTS = {"token", "secret", "password", "passwd", "pwd", "key", "apikey", "auth", "credential",
+                      "credentials", "cookie"}
+_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):[^@/\s]*@")
+
+
+def _names_secret(name):
+    return bool(_SECRET_NAME_PARTS & set(re.split(r"[-_.]+", name.lower().lstrip("-"))))
+
+
+def hide_command_secrets(command):
+    """The command line with credentials replaced by ***, as event files are shared: the value of
+    an option or variable whose name says it holds one (--hf-token=X, --api-key X, AWS_SECRET=X),
+    and the password of a URL (https://user:X@host)."""
+    hidden, after_secret_flag = [], False
+    for arg in map(str, command):
+        if after_secret_flag:
+            hidden.append("***")
+            after_secret_flag = False
+            continue
+        name, equals, _ = arg.partition("=")
+        if equals and _names_secret(name) and not name.startswith(("/", ".")):
+            arg = name + "=***"
+        elif arg.startswith("-") and _names_secret(arg):
+            after_secret_flag = True  # --token VALUE: the next argument is the value
+        hidden.append(_URL_PASSWORD.sub(r"\1:***@", arg))
+    return hidden
+
+
 def job_header(identity, *, command, torch_version, start_time_ns, parameters, model, clock,
                package_version):
     """The job-level record: what ran, where, and how big the model is."""
@@ -123,7 +153,7 @@ def job_header(identity, *, command, torch_version, start_time_ns, parameters, m
         "world_size": identity.world_size,
         "pid": identity.pid,
         "cpu_num": float(identity.cpu_num),
-        "command": list(command),
+        "command": hide_command_secrets(command),
         "python_version": sys.version.split()[0],
         "torch_version": torch_version,
         "precisionprobe_version": package_version,

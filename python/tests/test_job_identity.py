@@ -22,3 +22,18 @@ def test_defaults_outside_kubernetes_and_torchrun():
 
 def test_generated_job_id():
     assert JobIdentity.from_environment(None, environ={}).job_id.startswith("job-")
+
+
+def test_the_job_header_hides_credentials_of_the_command_line():
+    """Event files are shared and read back by layer_jobs: a token or password on the training
+    command line is stored as ***, and the rest of the command as it was."""
+    import json
+
+    from precisionprobe._event_format import job_header
+    command = ["python3", "train.py", "--hf-token=hf_SECRET", "--api-key", "k-123", "--lr", "0.1",
+               "--data", "https://user:p%40ss@host/data", "AWS_SECRET_ACCESS_KEY=zz", "-k", "3"]
+    header = json.loads(job_header(JobIdentity.from_environment(job_id="j"), command=command, torch_version="2",
+                                   start_time_ns=0, parameters=1, model="M", clock="cpu", package_version="1"))
+    assert header["command"] == ["python3", "train.py", "--hf-token=***", "--api-key", "***", "--lr", "0.1",
+                                 "--data", "https://user:***@host/data", "AWS_SECRET_ACCESS_KEY=***", "-k", "3"]
+    assert "SECRET" not in json.dumps(header).replace("AWS_SECRET_ACCESS_KEY", "")
