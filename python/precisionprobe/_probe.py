@@ -45,6 +45,10 @@ def event_file_name(identity):
     return f"events-{identity.host_name}-{identity.pid}.jsonl"
 
 
+def _write_at_multiprocessing_exit(probe):
+    sys.modules["multiprocessing.util"].Finalize(None, probe._close_at_exit, exitpriority=-100)
+
+
 class Probe:
     """Installs the hooks (install()) and removes them, flushing every event (close())."""
 
@@ -171,9 +175,15 @@ class Probe:
         self._signal_handlers = []
 
     def after_fork_in_child(self):
-        """A forked child (DataLoader worker) gets its own pid, file and writer thread."""
+        """A forked child (DataLoader worker) gets its own pid, file and writer thread. A child
+        that multiprocessing forked ends with os._exit() after its finalizers, never running
+        atexit: a finalizer of its own writes what is queued (the last 0.2 s of events)."""
         self.identity = self.identity.for_current_process()
         self._new_process_state()
+        multiprocessing_util = sys.modules.get("multiprocessing.util")
+        if multiprocessing_util is not None and self._installed:
+            # (Its finalizers are cleared after this hook runs: registered from its own.)
+            multiprocessing_util.register_after_fork(self, _write_at_multiprocessing_exit)
 
     # -- timestamps ---------------------------------------------------------------------------
 

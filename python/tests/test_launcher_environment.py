@@ -61,3 +61,25 @@ def test_a_command_that_wrote_no_events_is_told_so(tmp_path):
         assert "is it a Python program, with torch importable, that ran a model?" in result.stderr
     trained = run_launched(tmp_path / "trained", [sys.executable, "-c", TRAIN_ONE_STEP])
     assert trained.returncode == 0 and "wrote no layer events" not in trained.stderr
+
+
+def test_children_that_multiprocessing_forks_write_every_event(tmp_path):
+    # A multiprocessing child ends with os._exit() (no atexit): its last events are written
+    # all the same, each child in a file of its own (Hogwild-style training).
+    script = ("import torch, torch.multiprocessing as mp\n"
+              "def train(m, steps):\n"
+              "    for _ in range(steps): m(torch.ones(4, 2)).sum().backward()\n"
+              "if __name__ == '__main__':\n"
+              "    mp.set_start_method('fork')\n"
+              "    m = torch.nn.Linear(2, 1)\n"
+              "    children = [mp.Process(target=train, args=(m, 500)) for _ in range(2)]\n"
+              "    [c.start() for c in children]; [c.join() for c in children]\n"
+              "    assert all(c.exitcode == 0 for c in children)\n")
+    (tmp_path / "hogwild.py").write_text(script)
+    result = run_launched(tmp_path / "out", [sys.executable, str(tmp_path / "hogwild.py")])
+    assert result.returncode == 0, result.stderr
+    _, events = read_records(tmp_path / "out")
+    per_pid = {}
+    for e in events:
+        per_pid[e["pid"]] = per_pid.get(e["pid"], 0) + 1
+    assert sorted(per_pid.values()) == [1000, 1000], per_pid  # 500 steps, forward and backward
