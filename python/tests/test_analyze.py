@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -203,6 +204,22 @@ def test_errors_are_one_line(runs, tmp_path):
     assert line.startswith("python3 -m precisionprobe analyze: pp_refresh") and "Traceback" not in down.stderr
     several = precisionprobe("compare", work / "a.db", tmp_path / "none.db", check=False)
     assert several.returncode == 1 and "RUN_B: no results database at" in several.stderr
+    # Events imported whose GPUs Prometheus has no samples of: said so, not "no layer events".
+    unsampled = tmp_path / "unsampled"
+    unsampled.mkdir()
+    lines = (work / "a" / "events").glob("*.jsonl")
+    (unsampled / "events-node-1.jsonl").write_text(
+        next(lines).read_text().replace('"GPU-', '"GPU-not-in-prometheus-').replace('"emulated-node"', '"elsewhere"'))
+    _, _, url = runs
+    waiting = precisionprobe("analyze", unsampled, "--prometheus", url, check=False)
+    assert waiting.returncode == 1 and "layer events of" in waiting.stderr and "is attributed yet" in waiting.stderr
+    # compare never writes into a database that is not analyze's.
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE important(x)").connection.commit()
+    before = other.read_bytes()
+    foreign = precisionprobe("compare", other, work / "a.db", check=False)
+    assert foreign.returncode == 1 and "RUN_A: '" in foreign.stderr and "is not a precisionprobe results database" in foreign.stderr
+    assert other.read_bytes() == before
     for db, why in [(tmp_path / "no-folder" / "r.db", "its folder does not exist"), (empty, "a directory")]:
         unusable = precisionprobe("analyze", work / "a" / "events", "--db", db, check=False)
         assert unusable.returncode == 1
@@ -266,6 +283,13 @@ def test_emulate_replays_a_cpu_run_on_an_emulated_gpu(runs, tmp_path):
     assert "profile 'resnext' has no values for layer types EmbeddingBag" in other.stderr
     unknown = precisionprobe("analyze", run, "--emulate", "nosuch", check=False)
     assert unknown.returncode == 1 and "--emulate: no profile 'nosuch' (shipped: dlrm" in unknown.stderr
+    # Its copies kept inside the run would be read back by the next analyze; compare of the run
+    # points at the emulated database.
+    inside = precisionprobe("analyze", run, "--emulate", "dlrm", "--emulate-out", run / "emu", check=False)
+    assert inside.returncode == 1 and "--emulate-out: " in inside.stderr and "is inside RUN_DIR" in inside.stderr
+    assert not (run / "emu").exists()
+    hint = precisionprobe("compare", run, run, check=False)
+    assert hint.returncode == 1 and "(analyze --emulate wrote '" in hint.stderr
 
 
 def test_html_writes_a_self_contained_page(runs, tmp_path):

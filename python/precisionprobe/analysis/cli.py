@@ -133,6 +133,12 @@ def _reports(conn, job, source, complete=True, layers=True):
     _saved_estimates_current(conn)
     jobs = jobs_in(conn)
     if not jobs:
+        stored = conn.execute("SELECT count(*) FROM pp_events").fetchone()[0]
+        if stored:  # imported, but nothing attributed yet
+            raise CommandError(f"none of the {stored} layer events of {source} is attributed yet: their GPUs have no "
+                               "DCGM samples (see the warnings above: check --prometheus and that dcgm-exporter's "
+                               "series carry the events' UUID label), or the job is still running (analyze again "
+                               "once it has ended, with --final)")
         raise CommandError(f"no layer events in {source}: the hook client writes events-HOST-PID.jsonl files "
                            "there (run the job under `precisionprobe run --out DIR -- COMMAND`)")
     if job is not None:
@@ -151,6 +157,9 @@ def _run_database(args):
                            else f"'{run_dir}' is not a directory (RUN_DIR is where the events are)")
     if args.emulate and (args.prometheus or args.no_refresh):
         raise CommandError("--emulate: serves its own Prometheus, so it takes neither --prometheus nor --no-refresh")
+    if args.emulate and _emulated_dir(args).resolve().is_relative_to(run_dir.resolve()):
+        raise CommandError(f"--emulate-out: '{_emulated_dir(args)}' is inside RUN_DIR '{run_dir}', whose events the "
+                           "next analyze would read back with the emulated copies; choose a folder outside it")
     database = _database(_emulated_dir(args) if args.emulate else run_dir, args.db)
     if args.no_refresh and not database.is_file():
         raise CommandError(f"--no-refresh: no results database at '{database}'")
@@ -301,10 +310,28 @@ def serve(args):
     return 0
 
 
+def _is_results_database(database):
+    """Whether database holds analyze's results, read without changing the file."""
+    try:
+        probe = sqlite3.connect(f"{Path(database).resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return probe.execute("SELECT count(*) FROM sqlite_master WHERE name = 'report_jobs'").fetchone()[0] > 0
+        finally:
+            probe.close()
+    except sqlite3.Error:
+        return False
+
+
 def _one_report(run, db, job, which):
     database = _database(run, db)
     if not database.is_file():
-        raise CommandError(f"{which}: no results database at '{database}' (run `precisionprobe analyze` first)")
+        emulated = _database(f"{str(run).rstrip('/')}.emulated", None)
+        raise CommandError(f"{which}: no results database at '{database}' " + (
+            f"(analyze --emulate wrote '{emulated}': compare that)" if not db and emulated.is_file()
+            else "(run `precisionprobe analyze` first)"))
+    if not _is_results_database(database):
+        raise CommandError(f"{which}: '{database}' is not a precisionprobe results database (it has no report_jobs "
+                           "table; `precisionprobe analyze RUN_DIR` makes one); it was not changed")
     conn = connect(database)
     try:
         reports = _reports(conn, job, f"'{database}'")
