@@ -16,7 +16,7 @@ import urllib.request
 import numpy as np
 import pytest
 
-from conftest import SMALL_DLRM, child_environment, extension_path, read_records, run_launched, wait_for
+from conftest import ROOT, SMALL_DLRM, child_environment, extension_path, read_records, run_launched, wait_for
 from precisionprobe.emulator.profile import METRICS
 from precisionprobe.harness import processes, prometheus
 from precisionprobe.harness.prometheus import newest_sample_ms
@@ -183,3 +183,17 @@ def test_original_cpu_events_have_no_gpu_samples(live):
     notes = {r[0] for r in conn.execute("SELECT note FROM layer_metrics WHERE layer <> '(untracked)'")}
     assert notes == {"ran on CPU: no GPU samples"}
 
+
+
+def test_a_restarted_emulator_writes_its_mirror_anew(tmp_path):
+    """Run again over the same events (after a crash, or to change a setting), the emulator reads
+    them from the start: its mirror holds each event once, not once per run."""
+    events = tmp_path / "events"
+    events.mkdir()
+    shutil.copy(ROOT / "tests" / "data" / "events" / "job1" / "rank0.jsonl", events / "rank0.jsonl")
+    for _ in range(2):
+        subprocess.run([sys.executable, "-m", "precisionprobe.emulator", "live", "--events", str(events),
+                        "--mirror", str(tmp_path / "mirror"), "--profile", "dlrm", "--port", "0", "--duration", "1"],
+                       env=child_environment(), check=True, capture_output=True, timeout=60)
+    assert (tmp_path / "mirror" / "rank0.jsonl").read_text().count("\n") == \
+        (events / "rank0.jsonl").read_text().count("\n")

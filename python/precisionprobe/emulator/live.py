@@ -10,7 +10,8 @@ Three parts, in one process:
             hook client writes (compact, its default, or JSON Lines: _event_reader.py);
   mirror    each event, rewritten so that its gpu_uuid/gpu are those of the emulated GPU that ran
             it, is appended to the same file name below --mirror (default: the events directory's
-            path + ".emulated") as a JSON line, after the job header line: the mirror is JSON Lines
+            path + ".emulated"; each run writes its files anew) as a JSON line, after the job
+            header line: the mirror is JSON Lines
             whatever the followed file's format. pp_refresh reads the MIRROR: its events name GPUs
             that the emulator's series carry, so the attribution matches them by UUID like real data;
   exporter  GET /metrics on 127.0.0.1:PORT in dcgm-exporter's format (exposition.py) for
@@ -335,7 +336,9 @@ class Emulator:
 
 
 class Mirror:
-    """Appends rewritten event lines to mirror_dir, one file per followed file."""
+    """Writes rewritten event lines to mirror_dir, one file per followed file. Each run writes
+    its files anew: a restarted emulator reads the events from the start again, and appending
+    would give pp_refresh every event twice."""
 
     def __init__(self, events_dir, mirror_dir, gpus):
         self.events_dir = Path(events_dir)
@@ -356,7 +359,7 @@ class Mirror:
         if out is None:
             target = self.mirror_dir / path.relative_to(self.events_dir)
             target.parent.mkdir(parents=True, exist_ok=True)
-            out = self.handles[path] = open(target, "a", encoding="utf-8")
+            out = self.handles[path] = open(target, "w", encoding="utf-8")
         out.write(line + "\n")
         self.lines += 1
 
