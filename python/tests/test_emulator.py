@@ -351,6 +351,18 @@ def test_cli_names_itself_an_emulator(tmp_path):
                           str(tmp_path), "--interval-ms", "50"], env=env, capture_output=True,
                          text=True, timeout=60)
     assert bad.returncode == 2 and "floor" in bad.stderr
+    # Values out of range are one line naming the flag, never a traceback.
+    for argv, message in ((["offline", "--out", str(tmp_path), "--minutes", "inf"], "argument --minutes: expected a finite"),
+                          (["offline", "--out", str(tmp_path), "--seed", "-1"], "argument --seed: expected an integer"),
+                          (["live", "--events", str(tmp_path), "--profile", "dlrm", "--port", "99999"],
+                           "argument --port: expected an integer from 0 to 65535, not 99999"),
+                          (["live", "--events", str(tmp_path), "--profile", "dlrm", "--duration", "-1"],
+                           "argument --duration: expected a finite number above 0"),
+                          (["live", "--events", str(tmp_path), "--profile", "dlrm", "--poll-ms", "0"],
+                           "argument --poll-ms: expected an integer from 1")):
+        bad = subprocess.run([sys.executable, "-m", "precisionprobe.emulator", *argv], env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
     ok = subprocess.run([sys.executable, "-m", "precisionprobe.emulator", "offline", "--out",
                          str(tmp_path / "o"), "--minutes", "0.05", "--interval-ms", "100", "--seed", "2"],
                         env=env, capture_output=True, text=True, timeout=60)

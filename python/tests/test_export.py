@@ -350,8 +350,11 @@ def test_errors_are_one_line(run, tmp_path):
     assert busy.returncode == 1
     assert busy.stderr == (f"python3 -m precisionprobe serve: --listen/--port: cannot listen on 127.0.0.1:{port}: "
                            "Address already in use\n")
-    interval = precisionprobe("serve", events, "--no-refresh", "--port", "0", "--refresh-seconds", "0", check=False)
-    assert interval.stderr == "python3 -m precisionprobe serve: --refresh-seconds: must be more than 0, got 0\n"
+    for seconds in ("0", "inf"):
+        interval = precisionprobe("serve", events, "--no-refresh", "--port", "0", "--refresh-seconds", seconds,
+                                  check=False)
+        assert interval.stderr == ("python3 -m precisionprobe serve: --refresh-seconds: must be more than 0 and at "
+                                   f"most 86400 (a day), got {seconds}\n")
 
 
 def test_serve_answers_failures_with_500_and_refreshes_on_its_own_thread():

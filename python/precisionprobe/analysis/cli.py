@@ -281,8 +281,8 @@ def _stop(signum, frame):
 
 
 def serve(args):
-    if args.refresh_seconds is not None and not args.refresh_seconds > 0:
-        raise CommandError(f"--refresh-seconds: must be more than 0, got {args.refresh_seconds:g}")
+    if args.refresh_seconds is not None and not 0 < args.refresh_seconds <= 86400:
+        raise CommandError(f"--refresh-seconds: must be more than 0 and at most 86400 (a day), got {args.refresh_seconds:g}")
     if args.retention_minutes is not None and args.retention_minutes < 0:
         raise CommandError(f"--retention-minutes: must be 0 or more, got {args.retention_minutes}")
     if args.emulate and args.refresh_seconds is not None:

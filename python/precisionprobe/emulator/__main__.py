@@ -34,6 +34,26 @@ def number(text):
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
 
+def positive_number(text):
+    value = number(text)
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number above 0, not {text!r}")
+    return value
+
+
+def whole_number(low, high):
+    """An integer in [low, high], as argparse's type."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer from {low} to {high}, not {value}")
+        return value
+    return parse
+
+
 # Timing fields and their flags (timing.py documents each; Timing() validates the values).
 TIMING_FLAGS = [
     ("dcgm_phase_ms", "end of DCGM window 0 after the start, ms (default: from --seed)"),
@@ -75,7 +95,7 @@ def parser():
                          help="multiplicative noise, std as a fraction (0.005 = 0.5%%; default 0)")
         sub.add_argument("--mux-zero", type=fraction, default=0.0,
                          help="probability that a DCGM_FI_PROF_* sample reads 0 (multiplexing; default 0)")
-        sub.add_argument("--seed", type=int, default=0,
+        sub.add_argument("--seed", type=whole_number(0, 2**63 - 1), default=0,
                          help="seed of noise, of the timing model's phases and jitter (and offline timeline)")
         timing = sub.add_argument_group(
             "timing", "when samples are stored and which GPU time they describe (default realistic: "
@@ -101,7 +121,7 @@ def parser():
         "GPUs go to --mirror, which is what pp_refresh should read.")
     live.add_argument("--events", required=True, help="directory the hook client writes (--out of precisionprobe run)")
     live.add_argument("--profile", required=True, help=PROFILE_HELP)
-    live.add_argument("--port", type=int, default=9400, help="loopback port (default 9400; 0: any free)")
+    live.add_argument("--port", type=whole_number(0, 65535), default=9400, help="loopback port (default 9400; 0: any free)")
     live.add_argument("--gpus", type=int, default=1, help="emulated GPUs (default 1)")
     live.add_argument("--gpu-uuid", action="append", default=[],
                       help="UUID of emulated GPU i, in order (repeat; default: generated per host and index)")
@@ -111,12 +131,12 @@ def parser():
     live.add_argument("--lag-ms", type=number, default=None,
                       help="exact/offset: publish windows that ended this long ago (events arrive late; "
                            "default 500); the same parameter as --exporter-latency-ms")
-    live.add_argument("--poll-ms", type=int, default=50, help="how often to read new events (default 50)")
+    live.add_argument("--poll-ms", type=whole_number(1, 60000), default=50, help="how often to read new events (default 50)")
     live.add_argument("--hostname", help="Hostname label (default: this host's name)")
     live.add_argument("--pod", default="", help="pod label")
     live.add_argument("--namespace", default="", help="namespace label")
     live.add_argument("--container", default="", help="container label")
-    live.add_argument("--duration", type=float, help="stop after this many seconds (default: until SIGINT/SIGTERM)")
+    live.add_argument("--duration", type=positive_number, help="stop after this many seconds (default: until SIGINT/SIGTERM)")
     common(live)
 
     offline = commands.add_parser(
@@ -125,7 +145,7 @@ def parser():
         "create-blocks-from openmetrics`), OUT/events/*.jsonl, OUT/truth.json and "
         "OUT/samples_truth.csv (per stored sample: the windows and instant it describes).")
     offline.add_argument("--out", required=True, help="output directory")
-    offline.add_argument("--minutes", type=float, default=10.0, help="recording length (default 10)")
+    offline.add_argument("--minutes", type=positive_number, default=10.0, help="recording length (default 10)")
     offline.add_argument("--profile", default="dlrm", help=PROFILE_HELP + " (default dlrm)")
     offline.add_argument("--start", type=int, default=None,
                          help="recording start, unix seconds (default 2024-05-01T10:00:00Z)")
