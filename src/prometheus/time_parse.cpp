@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <limits>
 
 #include "core/errors.hpp"
 #include "core/sql_values.hpp"
@@ -21,9 +22,15 @@ std::string shown_number(double value) {
   return text;
 }
 
-bool seconds_to_ms(double seconds, int64_t& out) {
+bool seconds_to_ms(double seconds, int64_t& out, MsRounding rounding = MsRounding::kNearest) {
   if (!std::isfinite(seconds) || std::fabs(seconds) > 1e13) return false;
-  out = std::llround(seconds * 1000.0);
+  const double ms = seconds * 1000.0;
+  // (A whole ms that the product misses by a rounding error is that ms: 1.001 s is 1001 ms.)
+  const double nearest = std::round(ms);
+  const bool whole = std::fabs(ms - nearest) <= 4 * std::numeric_limits<double>::epsilon() * std::fabs(ms);
+  out = static_cast<int64_t>(rounding == MsRounding::kNearest || whole ? nearest
+                             : rounding == MsRounding::kUp           ? std::ceil(ms)
+                                                                     : std::floor(ms));
   return true;
 }
 
@@ -127,7 +134,7 @@ bool parse_relative_time_ms(std::string_view text, int64_t now_ms, int64_t& out_
   return true;
 }
 
-int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms) {
+int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms, MsRounding rounding) {
   int64_t ms = 0;
   switch (sqlite3_value_type(value)) {
     case SQLITE_NULL:
@@ -136,14 +143,14 @@ int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms
       throw argument_error(argument, "is a BLOB; it needs unix seconds, RFC3339 text or a time relative to now");
     case SQLITE_INTEGER:
     case SQLITE_FLOAT:
-      if (!seconds_to_ms(sqlite3_value_double(value), ms))
+      if (!seconds_to_ms(sqlite3_value_double(value), ms, rounding))
         throw argument_error(argument, "is not a usable unix time: " + shown_number(sqlite3_value_double(value)) +
                                            " (unix seconds lie between -1e13 and 1e13)");
       return ms;
     default: {
       const std::string text = required_text(value, argument);
       double seconds = 0;
-      if (parse_double(text, seconds) && seconds_to_ms(seconds, ms)) return ms;
+      if (parse_double(text, seconds) && seconds_to_ms(seconds, ms, rounding)) return ms;
       if (parse_rfc3339_ms(text, ms)) return ms;
       if (parse_relative_time_ms(text, now_ms, ms)) {
         if (ms < -kMaxDurationMs || ms > kMaxDurationMs)
@@ -160,7 +167,12 @@ int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms
 }
 
 TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end, int64_t now_ms) {
-  const TimeRange range{parse_time_ms(start, "start", now_ms), parse_time_ms(end, "end", now_ms)};
+  TimeRange range{parse_time_ms(start, "start", now_ms, MsRounding::kUp),
+                  parse_time_ms(end, "end", now_ms, MsRounding::kDown)};
+  if (range.end_ms < range.start_ms) {  // within one ms: as written, rounded to the nearest
+    const TimeRange nearest{parse_time_ms(start, "start", now_ms), parse_time_ms(end, "end", now_ms)};
+    if (nearest.end_ms >= nearest.start_ms) range = nearest;
+  }
   if (range.end_ms < range.start_ms)
     throw Error("argument 'end' (" + format_seconds(range.end_ms) +
                 ") is before 'start' (" + format_seconds(range.start_ms) + ")");

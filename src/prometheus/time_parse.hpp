@@ -15,7 +15,10 @@ namespace pp {
 // ("2023-11-14 22:13:20"), or a time relative to now_ms as Grafana and PromQL users type it:
 // "now", "now-1h", "now+5m", "-15m" (any Prometheus duration). Throws pp::Error naming the
 // argument otherwise.
-int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms);
+// Numbers with a fraction of a millisecond round to the nearest ms, or (range ends) into the range.
+enum class MsRounding { kNearest, kUp, kDown };
+int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms,
+                      MsRounding rounding = MsRounding::kNearest);
 bool parse_rfc3339_ms(std::string_view text, int64_t& out_ms);
 // "now", "now-1h", "now+5m", "-15m", "+1h" relative to now_ms (case-insensitive "now").
 bool parse_relative_time_ms(std::string_view text, int64_t now_ms, int64_t& out_ms);
@@ -30,7 +33,9 @@ struct StatementClock {
   }
 };
 
-// start and end arguments together: both parsed, end not before start (error names both).
+// start and end arguments together: both parsed, end not before start (error names both). A
+// fraction of a millisecond rounds start up and end down, so that no sample outside [start, end]
+// is asked for (unless that would reverse a range narrower than a millisecond).
 struct TimeRange {
   int64_t start_ms;
   int64_t end_ms;

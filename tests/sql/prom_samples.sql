@@ -9,6 +9,10 @@ SELECT count(*) = 0 FROM util1 WHERE value <> ((CAST(ts AS INTEGER) - ${T0}) * 7
 SELECT min(ts) = ${T0} AND max(ts) = ${T0} + ${SAMPLES} - 1 FROM util1;
 SELECT metric = 'DCGM_FI_DEV_GPU_UTIL' AND json_extract(labels, '$.Hostname') = 'node-a'
    AND json_extract(labels, '$.gpu') = '1' AND instr(labels, '__name__') = 0 FROM util1 LIMIT 1;
+-- Both ends are inclusive, to the ms Prometheus stores: a fraction of a ms never takes in a
+-- sample outside them (the range is 3 s less a ms: the samples at T0 + 1 and T0 + 2).
+SELECT count(*) = 2 AND min(ts) = ${T0} + 1 AND max(ts) = ${T0} + 2
+  FROM prom_samples('DCGM_FI_DEV_GPU_UTIL{UUID="${UUID1}"}', ${T0} + 0.0005, ${T0} + 2.9995);
 -- labels is canonical JSON: keys sorted.
 SELECT labels = json_object('DCGM_FI_DRIVER_VERSION', '535.104.05', 'Hostname', 'node-a',
     'UUID', '${UUID1}', 'container', 'trainer', 'device', 'nvidia1', 'gpu', '1',
