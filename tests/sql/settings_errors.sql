@@ -76,3 +76,5 @@ SELECT * FROM prom_samples('up', x'01', 2);
 SELECT pp_config('bearer_token_file', '/tmp' || char(0) || '/token');
 -- error: pp_config: argument 'value' holds a NUL byte (at byte 4)
 SELECT pp_config('tls_ca_file', '/etc' || char(0) || '/ca.crt');
+-- error: pp_config: setting 'dedup_rel_tol' needs a number from 0 to 1000, got '1000.0000000000002'
+SELECT pp_config('dedup_rel_tol', 1000.0000000000002);
