@@ -16,6 +16,8 @@ SELECT pp_last_warnings() = '[]';
 -- Settings at the ends of their ranges, and flags of pp_refresh as documented.
 SELECT pp_config('timeout_ms', 86400000) = '86400000';
 SELECT pp_config('dedup_rel_tol', 0) = '0';
+-- A REAL keeps every digit that tells it apart (SQLite's text of it would keep 15).
+SELECT pp_config('dedup_rel_tol', 0.30000000000000004) = '0.30000000000000004';
 SELECT pp_config('timeout_ms', 1500) = '1500';
 SELECT windows_folded = 0 FROM pp_refresh(NULL, TRUE);
 SELECT windows_folded = 0 FROM pp_refresh(NULL, 'false');
