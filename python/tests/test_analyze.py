@@ -156,6 +156,24 @@ def test_a_job_on_no_gpu_is_told_so_with_its_longest_calls():
     assert job.unresolved == []
 
 
+def test_compare_with_a_run_on_no_gpu_says_missing_not_measured():
+    """A run on the CPU has 0% of GPU time by construction: compare marks its side missing and
+    warns, rather than report a measured difference of the whole share."""
+    from precisionprobe.analysis.compare import compare_jobs
+    from precisionprobe.analysis.report import JobReport, METRICS, Row, Value
+
+    def job(gpus, share):
+        metrics = {short: Value("blend", 0.5 if gpus else None) for _, short, _ in METRICS}
+        rows = [Row("Linear", "Linear", "backward", 84, 43.78, 3.0, share, metrics)]
+        return JobReport("j", gpus, 10, 1, 100, 1, None, None, 0, None, None, {}, rows, [])
+
+    on_gpu, on_cpu = job(1, 0.4), job(0, 0.0)
+    (share, *_) = compare_jobs(on_gpu, on_cpu)
+    assert (share["metric"], share["a"], share["b"], share["exceeds_uncertainty"]) == ("share", 0.4, None, "missing")
+    (share, *_) = compare_jobs(on_gpu, on_gpu)
+    assert (share["difference"], share["exceeds_uncertainty"]) == (0.0, "measured")
+
+
 def test_every_format_reads_the_same_database(runs, report_a):
     work, _, _ = runs
     table = precisionprobe("analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh").stdout

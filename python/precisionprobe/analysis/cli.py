@@ -346,6 +346,11 @@ def _one_report(run, db, job, which):
 def compare(args):
     a = _one_report(args.run_a, args.db_a, args.job_a, "RUN_A")
     b = _one_report(args.run_b, args.db_b, args.job_b, "RUN_B")
+    for which, report in (("RUN_A", a), ("RUN_B", b)):
+        if not report.gpus:
+            print(f"{args.prog}: warning: {which} (job {report.job_id}) ran on no GPU: it has no share of GPU time "
+                  "and no metric, so its rows are missing (`precisionprobe analyze RUN_DIR --emulate dlrm` replays "
+                  "it on an emulated GPU)", file=sys.stderr)
     sys.stdout.write(render_comparison(a, b, compare_jobs(a, b), args.format))
     return 0
 

@@ -31,11 +31,15 @@ def compare_jobs(a, b):
     out = []
     for key in sorted(set(rows_a) | set(rows_b), key=lambda k: (k[0] == "(untracked)", k)):
         ra, rb = rows_a.get(key), rows_b.get(key)
+        # A job on no GPU has no share of GPU time (0% by construction): missing, like an absent row.
+        shared_a, shared_b = ra if a.gpus else None, rb if b.gpus else None
         share = {"layer_type": key[0], "direction": key[1], "metric": "share",
-                 "a": ra.share if ra else None, "b": rb.share if rb else None,
-                 "a_kind": "measured" if ra else None, "b_kind": "measured" if rb else None, "combined90": None}
-        share["difference"] = share["b"] - share["a"] if ra and rb else None
-        share["exceeds_uncertainty"] = "measured"  # durations are measured, not estimated
+                 "a": shared_a.share if shared_a else None, "b": shared_b.share if shared_b else None,
+                 "a_kind": "measured" if shared_a else None, "b_kind": "measured" if shared_b else None,
+                 "combined90": None}
+        share["difference"] = share["b"] - share["a"] if shared_a and shared_b else None
+        # Durations are measured, not estimated.
+        share["exceeds_uncertainty"] = "measured" if share["difference"] is not None else "missing"
         out.append(share)
         for _, short, _ in METRICS:
             ca, ha = _center_half(ra.metrics[short]) if ra else (None, None)
