@@ -293,8 +293,22 @@ def test_emulate_replays_a_cpu_run_on_an_emulated_gpu(runs, tmp_path):
     emulated = tmp_path / "cpu-run.emulated"
     assert (emulated / "precisionprobe.db").is_file() and list((emulated / "events").glob("*.jsonl"))
     # Again: the same files, nothing imported twice.
-    again = json.loads(precisionprobe("analyze", run, "--emulate", "dlrm", "--format", "json").stdout)["jobs"][0]
-    assert again["layer_types"][0]["calls"] == job["layer_types"][0]["calls"]
+    again = precisionprobe("analyze", run, "--emulate", "dlrm", "--format", "json")
+    assert json.loads(again.stdout)["jobs"][0]["layer_types"][0]["calls"] == job["layer_types"][0]["calls"]
+    assert "made anew" not in again.stderr
+    # The run grew (analyzed while the job ran): the emulated database is made anew, so no event
+    # arrives after its window was folded.
+    later = [json.loads(line) for line in (run / "events-node-1.jsonl").read_text().splitlines()]
+    with open(run / "events-node-1.jsonl", "a") as f:
+        for record in later:
+            if "layer" in record:
+                f.write(json.dumps(dict(record, t_start_ns=record["t_start_ns"] + 300 * 10**9,
+                                        t_end_ns=record["t_end_ns"] + 300 * 10**9)) + "\n")
+    grown = precisionprobe("analyze", run, "--emulate", "dlrm", "--format", "json")
+    assert "is made anew" in grown.stderr and "arrived after" not in grown.stderr, grown.stderr
+    grown_row = next(r for r in json.loads(grown.stdout)["jobs"][0]["layer_types"]
+                     if r["name"] == "EmbeddingBag" and r["direction"] == "backward")
+    assert grown_row["calls"] == 2 * row["calls"]
     # A profile without the run's layer types says so; an unknown one is a one-line error.
     other = precisionprobe("analyze", run, "--emulate", "resnext", "--emulate-out", tmp_path / "other",
                            "--format", "json")

@@ -12,6 +12,7 @@
 
 Failures are one line on stderr, `precisionprobe analyze: ...`, and exit status 1.
 """
+import hashlib
 import os
 import signal
 import sqlite3
@@ -181,15 +182,34 @@ def _emulated_dir(args):
     return Path(args.emulate_out) if args.emulate_out else _emulate().default_out(args.run_dir)
 
 
+def _emulated_events(emulated_dir):
+    """What an emulated copy's event files hold (path -> digest), to tell whether a replay changed them."""
+    events = Path(emulated_dir) / "events"
+    return {str(path.relative_to(events)): hashlib.sha1(path.read_bytes()).hexdigest()
+            for path in sorted(events.rglob("*.jsonl"))} if events.is_dir() else {}
+
+
 def _open_refreshed(args):
     """A connection to the run's results database, refreshed first unless --no-refresh (with
     --emulate: from the run replayed on emulated GPUs)."""
     run_dir, database = _run_database(args)
     if args.emulate:
+        before = _emulated_events(_emulated_dir(args))
         try:
             events_dir, samples = _emulate().replay(run_dir, _emulated_dir(args), args.emulate)
         except (ValueError, OSError) as e:
             raise CommandError(f"--emulate: {e}") from None
+        if before and before != _emulated_events(_emulated_dir(args)) and database.is_file():
+            # The run grew (a job still writing): the copy's earlier, final refresh folded windows
+            # that its new events fall into. The emulated database is derived: it is made anew.
+            if args.db:
+                print(f"{args.prog}: warning: the run's events changed since --emulate last replayed them; "
+                      f"remove {database} to refresh it from the start", file=sys.stderr)
+            else:
+                print(f"{args.prog}: the run's events changed since --emulate last replayed them: "
+                      f"{database} is made anew", file=sys.stderr)
+                for leftover in (database, Path(f"{database}-wal"), Path(f"{database}-shm")):
+                    leftover.unlink(missing_ok=True)
     conn = connect(database)
     try:
         if args.emulate:
