@@ -37,8 +37,8 @@ class CommandError(RuntimeError):
 def _add_run_options(p):
     """RUN_DIR and the options that say which database to read and how to refresh it first:
     the same for analyze, export and serve."""
-    p.add_argument("run_dir", metavar="RUN_DIR", help="the directory the hook client wrote (events-*.jsonl, "
-                   "read with its subdirectories)")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the directory the hook client wrote (every *.jsonl file in it and its "
+                   "subdirectories is read as events)")
     p.add_argument("--db", help=f"results database (default RUN_DIR/{DATABASE_NAME}; created if missing)")
     p.add_argument("--prometheus", metavar="URL", help="Prometheus (or compatible) with the GPUs' DCGM "
                    "metrics (default $PRECISIONPROBE_PROMETHEUS_URL, else http://127.0.0.1:9090)")
@@ -106,7 +106,7 @@ def add_compare(commands):
     p = commands.add_parser(
         "compare", help="compare two analyzed runs per layer type and metric",
         description="Per layer type, direction and metric: the values of two runs, their difference, and "
-                    "whether it exceeds the combined 90%% uncertainty. Reads the results databases as "
+                    "whether it exceeds the combined 90% uncertainty. Reads the results databases as "
                     "`analyze` left them (it does not refresh).")
     p.add_argument("run_a", metavar="RUN_A", help="run directory or results database")
     p.add_argument("run_b", metavar="RUN_B", help="run directory or results database")
