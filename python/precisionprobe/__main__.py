@@ -36,6 +36,8 @@ def main(argv=None):
     command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if not command:
         parser.error("run: missing COMMAND (put it after --)")
+    if args.job_id is not None and not args.job_id.strip():
+        parser.error("run: --job-id: must not be empty (leave it out for the default)")
     from ._launcher import run as run_command
     return run_command(command, out=args.out, job_id=args.job_id)
 

@@ -79,3 +79,6 @@ def test_run_needs_a_command():
                             env=child_environment(), capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "missing COMMAND" in result.stderr
+    empty_id = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--job-id", " ", "--", "true"],
+                              env=child_environment(), capture_output=True, text=True, timeout=60)
+    assert empty_id.returncode == 2 and "--job-id: must not be empty" in empty_id.stderr
