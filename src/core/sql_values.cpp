@@ -51,7 +51,11 @@ double required_double(sqlite3_value* value, const char* argument) {
     default: {
       double d = 0;
       const std::string text = required_text(value, argument);
-      if (!parse_double(text, d)) throw argument_error(argument, "is not a number: '" + text + "'");
+      if (!parse_double(text, d))
+        throw argument_error(argument, (out_of_double_range(text) ? "is beyond the range of a double (1.8e308 at "
+                                                                    "most, none nonzero below 4.9e-324): '"
+                                                                  : "is not a number: '") +
+                                           text + "'");
       return d;
     }
   }

@@ -28,6 +28,14 @@ bool parse_double(std::string_view text, double& out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
+bool out_of_double_range(std::string_view text) {
+  text = trim(text);
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  double ignored = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ignored);
+  return ec == std::errc::result_out_of_range && end == text.data() + text.size();
+}
+
 std::string valid_utf8(std::string_view text, size_t max_bytes) {
   std::string out;
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());

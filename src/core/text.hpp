@@ -10,6 +10,8 @@ namespace pp {
 bool parse_int64(std::string_view text, int64_t& out);
 // Parses a decimal or exponent number ("0.5", "1e-07", "-3"), locale-independent, whole text.
 bool parse_double(std::string_view text, double& out);
+// Whether text is a number whose value a double cannot hold ("1e400", "1e-400").
+bool out_of_double_range(std::string_view text);
 std::string to_lower(std::string_view text);
 std::string_view trim(std::string_view text);
 
