@@ -5,6 +5,8 @@
 #include <sstream>
 #include <string>
 
+#include "core/text.hpp"
+
 namespace pp {
 
 namespace {
@@ -28,14 +30,27 @@ void set_idx_str(sqlite3_index_info* info, const std::string& text) {
   info->needToFreeIdxStr = 1;
 }
 
-// Whether two values of one argument could both equal the hidden column: numbers by value,
-// text and blobs by their bytes, NULL only with NULL.
+bool numeric(sqlite3_value* v) {
+  const int type = sqlite3_value_type(v);
+  return type == SQLITE_INTEGER || type == SQLITE_FLOAT;
+}
+
+// Whether two values of one argument can both equal the hidden column, whatever affinity the
+// other side of each `=` applies (a TEXT column's '1700000000' is the number 1700000000 to
+// SQLite when the hidden column holds that number): numbers by value, a number and text by the
+// text's number, text and blobs by their bytes, NULL only with NULL.
 bool same_argument(sqlite3_value* a, sqlite3_value* b) {
   const int ta = sqlite3_value_type(a), tb = sqlite3_value_type(b);
-  const auto numeric = [](int t) { return t == SQLITE_INTEGER || t == SQLITE_FLOAT; };
-  if (numeric(ta) && numeric(tb)) {
+  if (numeric(a) && numeric(b)) {
     if (ta == SQLITE_INTEGER && tb == SQLITE_INTEGER) return sqlite3_value_int64(a) == sqlite3_value_int64(b);
     return sqlite3_value_double(a) == sqlite3_value_double(b);
+  }
+  if (numeric(a) != numeric(b)) {
+    sqlite3_value* text = numeric(a) ? b : a;
+    double number = 0;
+    return sqlite3_value_type(text) == SQLITE_TEXT &&
+           parse_double(reinterpret_cast<const char*>(sqlite3_value_text(text)), number) &&
+           number == sqlite3_value_double(numeric(a) ? a : b);
   }
   if (ta != tb) return false;
   if (ta == SQLITE_NULL) return true;
@@ -101,7 +116,15 @@ int plan_arguments(sqlite3_index_info* info, int first_argument_column, const st
     if (binary[argument] && sqlite3_stricmp(sqlite3_vtab_collation(info, constraint), "BINARY") == 0)
       extras += std::to_string(constraint) + ":" + std::to_string(argument) + " ";
   for (int a = 0; a < n; ++a) {
-    if (usable[a] >= 0) continue;
+    if (usable[a] >= 0) {
+      // A call with side effects runs only where every `=` on its arguments agrees: not before
+      // a table that gives one of them is read.
+      if (arguments_only && unusable[a])
+        return cannot_run(info, std::string("argument '") + arguments[a].name +
+                                    "' is also compared with a table that this join order reads later (name that "
+                                    "table first, and do not CROSS JOIN it after this one)");
+      continue;
+    }
     // A value from a table that this plan reads later would be dropped, and SQLite's check of
     // it against the hidden column (NULL) would then give zero rows, or a side effect would run
     // without it.
@@ -143,20 +166,39 @@ void place_extra_arguments(sqlite3_index_info* info) {
   set_idx_str(info, placed);
 }
 
-bool extra_arguments_agree(int idx_num, const char* idx_str, int& argc, sqlite3_value** argv) {
+bool extra_arguments_agree(int idx_num, const char* idx_str, std::vector<sqlite3_value*>& argv) {
   if (!starts_with(idx_str, kExtraArguments)) return true;
   std::istringstream placed(idx_str + std::strlen(kExtraArguments));
   int first = 0, argument = 0;
   placed >> first;
-  argc = first - 1;  // (the table's own arguments are those before)
-  bool agree = true;
-  for (int k = first - 1; placed >> argument; ++k) {
+  std::vector<sqlite3_value*> extra(argv.begin() + (first - 1), argv.end());
+  argv.resize(static_cast<size_t>(first - 1));  // (the table's own arguments are those before)
+  for (size_t k = 0; placed >> argument; ++k) {
     // The argument's own value: after those of the present arguments before it.
-    int position = 0;
+    size_t position = 0;
     for (int a = 0; a < argument; ++a) position += (idx_num >> a) & 1;
-    agree = agree && same_argument(argv[position], argv[k]);
+    if (!same_argument(argv[position], extra[k])) return false;
+    // A number and its text agree: the number is the argument, so that the hidden column
+    // equals both under any affinity SQLite applies.
+    if (numeric(extra[k]) && !numeric(argv[position])) argv[position] = extra[k];
   }
-  return agree;
+  return true;
+}
+
+void penalize_unusable_extra_arguments(sqlite3_index_info* info, int first_argument_column) {
+  std::vector<int> usable, unusable;
+  for (int i = 0; i < info->nConstraint; ++i) {
+    const auto& c = info->aConstraint[i];
+    if (c.iColumn < first_argument_column || !is_argument_operator(c.op)) continue;
+    (c.usable ? usable : unusable).push_back(c.iColumn);
+  }
+  for (int column : unusable)
+    if (std::find(usable.begin(), usable.end(), column) != usable.end()) {
+      // The call would run with one value before SQLite compares it with the other: a plan
+      // that has both first is preferred (it runs only where they agree).
+      info->estimatedCost *= 1e6;
+      return;
+    }
 }
 
 void check_plan_arguments(const char* idx_str) {

@@ -58,7 +58,11 @@ void check_plan_arguments(const char* idx_str);
 // equals the argument's own value (extra_arguments_agree, which also takes those values off
 // argc); otherwise it gives no row, as `path = 'a' AND path = 'b'` says.
 void place_extra_arguments(sqlite3_index_info* info);
-bool extra_arguments_agree(int idx_num, const char* idx_str, int& argc, sqlite3_value** argv);
+bool extra_arguments_agree(int idx_num, const char* idx_str, std::vector<sqlite3_value*>& argv);
+// After plan(): a plan where an argument has a usable `=` and one from a table read later costs
+// a millionfold, so that SQLite reads that table first where it can (the call then runs only
+// where both agree; otherwise it runs with one value and SQLite drops the rows after).
+void penalize_unusable_extra_arguments(sqlite3_index_info* info, int first_argument_column);
 
 // Maps xFilter's argv (present arguments first, in order) back to argument positions:
 // result[i] is the value of argument i, or nullptr when it was not given.
@@ -116,7 +120,10 @@ sqlite3_module table_function_module() {
   m.xBestIndex = [](sqlite3_vtab* vtab, sqlite3_index_info* info) {
     return guard_vtab(vtab, Cursor::kName, [&] {
       const int rc = Cursor::plan(info);
-      if (rc == SQLITE_OK) place_extra_arguments(info);
+      if (rc == SQLITE_OK) {
+        place_extra_arguments(info);
+        penalize_unusable_extra_arguments(info, Cursor::kFirstArgument);
+      }
       return rc == kPlanCannotRun ? SQLITE_OK : rc;
     });
   };
@@ -137,7 +144,9 @@ sqlite3_module table_function_module() {
       auto* cursor = static_cast<Cursor*>(base);
       cursor->eof = true;
       cursor->rowid = 1;
-      if (extra_arguments_agree(idx_num, idx_str, argc, argv)) cursor->filter(idx_num, argc, argv);
+      std::vector<sqlite3_value*> arguments(argv, argv + argc);
+      if (extra_arguments_agree(idx_num, idx_str, arguments))
+        cursor->filter(idx_num, static_cast<int>(arguments.size()), arguments.data());
       return SQLITE_OK;
     });
   };

@@ -19,6 +19,16 @@ SELECT count(*) = 0 FROM prom_samples('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} +
 SELECT json_extract(pp_http_stats(), '$.requests') = n FROM requests;
 SELECT count(*) = 6 * 3 * 60 FROM prom_samples('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 59) WHERE start = ${T0}.0;
 SELECT count(*) = 0 FROM prom_series('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 600) WHERE match = 'up';
+-- The other value from a typed column (TEXT here, as .import makes them): SQLite compares it
+-- with the argument under the column's affinity, so every join order gives the same rows.
+CREATE TEMP TABLE text_starts(s TEXT);
+INSERT INTO text_starts VALUES ('${T0}');
+SELECT count(*) = 6 * 3 * 60 FROM prom_samples('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 59) AS p CROSS JOIN text_starts AS t
+ WHERE p.start = t.s;
+SELECT count(*) = 6 * 3 * 60 FROM text_starts AS t CROSS JOIN prom_samples('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 59) AS p
+ WHERE p.start = t.s;
+SELECT count(p.ts) = 6 * 3 * 60 FROM text_starts AS t LEFT JOIN prom_samples('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 59) AS p
+  ON p.start = t.s;
 
 -- metric IN (ten values): one request with __name__=~"a|b|...", values escaped exactly.
 UPDATE requests SET n = json_extract(pp_http_stats(), '$.requests');

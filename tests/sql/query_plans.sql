@@ -250,3 +250,14 @@ SELECT (SELECT count(*) FROM estimates_by_type WHERE layer_type IN ('Linear', 'x
 .parameter set @grouping layer
 SELECT (SELECT group_concat(job_id || ':' || n) FROM (SELECT job_id, count(*) AS n FROM pp_estimates(@grouping) GROUP BY 1 ORDER BY 1))
      = (SELECT group_concat(job_id || ':' || n) FROM (SELECT job_id, count(*) AS n FROM estimates GROUP BY 1 ORDER BY 1));
+
+-- pp_refresh compared with a table: it runs only where every value of its arguments agrees,
+-- whichever table SQLite would read first (a refresh is not undone by the rows SQLite drops).
+CREATE TEMP TABLE finals(f INTEGER);
+INSERT INTO finals VALUES (1);
+SELECT count(*) = 0 FROM finals AS t, pp_refresh('${SOURCE_DIR}/tests/data/events/cpu.jsonl', 0) AS r WHERE r.final = t.f;
+SELECT count(*) = 0 FROM pp_refresh('${SOURCE_DIR}/tests/data/events/cpu.jsonl', 0) AS r JOIN finals AS t ON r.final = t.f;
+SELECT count(*) = 0 FROM pp_events WHERE source_file LIKE '%cpu.jsonl';
+INSERT INTO finals VALUES (0);
+SELECT count(*) = 1 AND sum(events_added) > 0
+  FROM finals AS t, pp_refresh('${SOURCE_DIR}/tests/data/events/cpu.jsonl', 0) AS r WHERE r.final = t.f;
