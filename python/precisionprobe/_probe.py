@@ -180,6 +180,8 @@ class Probe:
         atexit: a finalizer of its own writes what is queued (the last 0.2 s of events)."""
         self.identity = self.identity.for_current_process()
         self._new_process_state()
+        if self._summary == "always":  # (a DataLoader worker that recorded nothing says nothing)
+            self._summary = "auto"
         multiprocessing_util = sys.modules.get("multiprocessing.util")
         if multiprocessing_util is not None and self._installed:
             # (Its finalizers are cleared after this hook runs: registered from its own.)

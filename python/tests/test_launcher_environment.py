@@ -83,3 +83,20 @@ def test_children_that_multiprocessing_forks_write_every_event(tmp_path):
     for e in events:
         per_pid[e["pid"]] = per_pid.get(e["pid"], 0) + 1
     assert sorted(per_pid.values()) == [1000, 1000], per_pid  # 500 steps, forward and backward
+
+
+def test_dataloader_workers_that_record_nothing_say_nothing(tmp_path):
+    # DataLoader workers are forked children too: without layer calls of their own they print no
+    # summary line, however many epochs start them again; the training process prints its own.
+    script = ("import torch\n"
+              "from torch.utils.data import DataLoader, TensorDataset\n"
+              "if __name__ == '__main__':\n"
+              "    m = torch.nn.Linear(2, 1)\n"
+              "    data = DataLoader(TensorDataset(torch.ones(8, 2)), batch_size=4, num_workers=2)\n"
+              "    for epoch in range(2):\n"
+              "        for (x,) in data: m(x).sum().backward()\n")
+    (tmp_path / "loader.py").write_text(script)
+    result = run_launched(tmp_path / "out", [sys.executable, str(tmp_path / "loader.py")])
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("precisionprobe: wrote ") == 1, result.stderr
+    assert "precisionprobe: wrote 8 events" in result.stderr

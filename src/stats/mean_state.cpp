@@ -93,7 +93,7 @@ void MeanState::unmerge(const MeanState& part) {
   }
   const DoubleDouble rest = dd_difference({weight, weight_low}, {part.weight, part.weight_low});
   const double rest_weight = rest.hi + rest.lo;
-  if (!(rest_weight > 0) || !std::isfinite(rest_weight))
+  if (!(rest_weight > 0) || !std::isfinite(rest_weight) || !std::isfinite(part.weight / rest_weight))
     throw Error(
         "the weights in the window frame span more than a double-double holds (about 1e32 between the largest and "
         "the smallest), so taking a row out of their sum leaves nothing exact; use a frame that removes no row "

@@ -60,3 +60,6 @@ SELECT pp_mean_value(pp_mean(x, w) OVER (ORDER BY i ROWS 2 PRECEDING))
   FROM (SELECT 1 i, 5 x, 1e300 w UNION ALL SELECT 2, 6, 1 UNION ALL SELECT 3, 7, 1e-300 UNION ALL SELECT 4, 8, 0 UNION ALL SELECT 5, 9, 0);
 -- error: pp_mean: argument 'x' is beyond the range of a double (1.8e308 at most, none nonzero below 4.9e-324): '1e400'
 SELECT pp_mean('1e400');
+-- error: pp_mean: the weights in the window frame span more than a double-double holds
+WITH v(i, x, w) AS (VALUES (1, 5, 1e300), (2, 5, 1e-10), (3, 5, 1))
+SELECT pp_mean_value(pp_mean(x, w) OVER (ORDER BY i ROWS 1 PRECEDING)) FROM v;

@@ -345,7 +345,7 @@ def _is_results_database(database):
 def _one_report(run, db, job, which):
     database = _database(run, db)
     if not database.is_file():
-        emulated = _database(f"{str(run).rstrip('/')}.emulated", None)
+        emulated = _database(f"{Path(run).resolve()}.emulated", None)
         raise CommandError(f"{which}: no results database at '{database}' " + (
             f"(analyze --emulate wrote '{emulated}': compare that)" if not db and emulated.is_file()
             else "(run `precisionprobe analyze` first)"))
