@@ -108,32 +108,47 @@ class EventFormatter:
                 f'"t_start_ns":{t_start_ns},"t_end_ns":{t_end_ns}{self._suffix}')
 
 
-# Parts of an option's or variable's name that say its value is a credential (split at - and _).
-_SECRET_NAME_PARTS = {"token", "secret", "password", "passwd", "pwd", "key", "apikey", "auth", "credential",
-                      "credentials", "cookie"}
-_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):[^@/\s]*@")
+# Last parts of an option's or variable's name that say its value is a credential (split at -, _
+# and .): --hf-token, --api-key, AWS_SECRET_ACCESS_KEY, GITHUB_PAT; not --pad_token_id.
+_SECRET_NAME_ENDS = {"token", "secret", "password", "passwd", "pwd", "key", "apikey", "auth", "credential",
+                     "credentials", "cookie", "pat"}
+# A URL's password: everything between "user:" and the last "@" before the host.
+_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):\S*@([^@/\s?#]*(?:[/?#]|$))")
+# A credential in an HTTP header's words: "Authorization: Bearer X", "Bearer X", "Basic X".
+_HEADER_CREDENTIAL = re.compile(r"(?i)\b((?:authorization|proxy-authorization|cookie|x-api-key)\s*:\s*)(?:(bearer|basic|token)\s+)?\S+"
+                                r"|\b(bearer|basic)\s+\S+")
+
+
+_OPTION_NAME = re.compile(r"-{0,2}[A-Za-z_][A-Za-z0-9_.-]*")
 
 
 def _names_secret(name):
-    return bool(_SECRET_NAME_PARTS & set(re.split(r"[-_.]+", name.lower().lstrip("-"))))
+    parts = [p for p in re.split(r"[-_.]+", name.lower().lstrip("-")) if p]
+    return bool(parts) and parts[-1] in _SECRET_NAME_ENDS
+
+
+def _hide_in_text(text):
+    """NAME=VALUE pairs (also nested: --set=api_key=X), header credentials and URL passwords."""
+    name, equals, value = text.partition("=")
+    if equals and _OPTION_NAME.fullmatch(name):
+        return name + "=" + ("***" if _names_secret(name) else _hide_in_text(value))
+    text = _HEADER_CREDENTIAL.sub(lambda m: (m.group(1) + (m.group(2) + " " if m.group(2) else "") + "***")
+                                  if m.group(1) else m.group(3) + " ***", text)
+    return _URL_PASSWORD.sub(r"\1:***@\2", text)
 
 
 def hide_command_secrets(command):
     """The command line with credentials replaced by ***, as event files are shared: the value of
-    an option or variable whose name says it holds one (--hf-token=X, --api-key X, AWS_SECRET=X),
-    and the password of a URL (https://user:X@host)."""
+    an option or variable whose name ends with a credential's (--hf-token=X, --api-key X,
+    AWS_SECRET_ACCESS_KEY=X), header credentials (Bearer X) and URL passwords (https://user:X@host)."""
     hidden, after_secret_flag = [], False
     for arg in map(str, command):
-        if after_secret_flag:
-            hidden.append("***")
+        if after_secret_flag and not arg.startswith("-"):
+            hidden.append("***")  # --token VALUE: the value
             after_secret_flag = False
             continue
-        name, equals, _ = arg.partition("=")
-        if equals and _names_secret(name) and not name.startswith(("/", ".")):
-            arg = name + "=***"
-        elif arg.startswith("-") and _names_secret(arg):
-            after_secret_flag = True  # --token VALUE: the next argument is the value
-        hidden.append(_URL_PASSWORD.sub(r"\1:***@", arg))
+        after_secret_flag = arg.startswith("-") and "=" not in arg and _names_secret(arg)
+        hidden.append(_hide_in_text(arg))
     return hidden
 
 

@@ -31,9 +31,14 @@ def test_the_job_header_hides_credentials_of_the_command_line():
 
     from precisionprobe._event_format import job_header
     command = ["python3", "train.py", "--hf-token=hf_SECRET", "--api-key", "k-123", "--lr", "0.1",
-               "--data", "https://user:p%40ss@host/data", "AWS_SECRET_ACCESS_KEY=zz", "-k", "3"]
+               "--data", "https://user:p@ss/w@host/data", "AWS_SECRET_ACCESS_KEY=zz", "-k", "3",
+               "--use_auth_token", "--output_dir", "out", "--pad_token_id", "0", "--set=api_key=XYZ",
+               "--header", "Authorization: Bearer abc", "GITHUB_PAT=ghp_x"]
     header = json.loads(job_header(JobIdentity.from_environment(job_id="j"), command=command, torch_version="2",
                                    start_time_ns=0, parameters=1, model="M", clock="cpu", package_version="1"))
     assert header["command"] == ["python3", "train.py", "--hf-token=***", "--api-key", "***", "--lr", "0.1",
-                                 "--data", "https://user:***@host/data", "AWS_SECRET_ACCESS_KEY=***", "-k", "3"]
-    assert "SECRET" not in json.dumps(header).replace("AWS_SECRET_ACCESS_KEY", "")
+                                 "--data", "https://user:***@host/data", "AWS_SECRET_ACCESS_KEY=***", "-k", "3",
+                                 "--use_auth_token", "--output_dir", "out", "--pad_token_id", "0", "--set=api_key=***",
+                                 "--header", "Authorization: Bearer ***", "GITHUB_PAT=***"]
+    for secret in ("hf_SECRET", "k-123", "p@ss", "zz", "XYZ", "abc", "ghp_x"):
+        assert secret not in json.dumps(header)
