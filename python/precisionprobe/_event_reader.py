@@ -6,6 +6,7 @@ line by line with the definitions and block line before each event, so an event 
 the dict its JSON line would be (same keys, same order, same values).
 """
 import json
+import re
 
 from ._event_format import EVENT_FIELDS, HEADER_RECORD
 
@@ -54,9 +55,13 @@ class EventDecoder:
                                        f"knows (compact {COMPACT_VERSION})")
             self.compact = True
             return None, None
-        if not line.strip():
+        # Blanks (and a BOM) alone are no line; before '{' they are JSON, as layer_events() reads them.
+        bare = line.lstrip(" \t\r").removeprefix("\ufeff").lstrip(" \t\r")
+        if not self.compact:
+            return (None, None) if not line.strip() else self._json(line)
+        if not bare:
             return None, None
-        if not self.compact or line[0] == "{":
+        if bare[0] == "{":
             return self._json(line)
         tag = line[0]
         if tag == "@":
@@ -78,7 +83,7 @@ class EventDecoder:
 
     def _json(self, line):
         try:
-            record = json.loads(line)
+            record = json.loads(line.removeprefix("\ufeff"))  # (a BOM only as the line's first character)
         except ValueError as error:
             raise EventFormatError(f"invalid JSON ({error})") from None
         if not isinstance(record, dict):
@@ -102,11 +107,11 @@ class EventDecoder:
         number, _, rest = rest.partition(" ")
         table = self._devices if tag == "D" else self._layers
         values = _json_values(rest) if head == tag else None
-        if not values or len(values) != 2 or not number.isdigit():
+        if not values or len(values) != 2 or not _UNSIGNED.fullmatch(number) or int(number) > _INT64_MAX:
             raise EventFormatError(f"a definition line is '{tag} ID ...'")
-        ok = (values[0] is None or type(values[0]) is int) and type(values[1]) is str \
-            if tag == "D" else all(type(v) is str for v in values)
-        if not ok:
+        ok = (values[0] is None or (type(values[0]) is int and abs(values[0]) <= _INT64_MAX)) \
+            and type(values[1]) is str if tag == "D" else all(type(v) is str for v in values)
+        if not ok or not all(_utf8(v) for v in values if type(v) is str):
             raise EventFormatError(f"definition {line!r} has values of the wrong type")
         self._block = block
         # An id may skip those of damaged definition lines (their events are then malformed),
@@ -120,7 +125,8 @@ class EventDecoder:
 
     def _event(self, line):
         words = line.split(" ")
-        if len(words) != 4 or len(words[1]) < 2 or words[1][0] not in "fb":
+        if len(words) != 4 or len(words[1]) < 2 or words[1][0] not in "fb" \
+                or not _UNSIGNED.fullmatch(words[0]) or not _UNSIGNED.fullmatch(words[1][1:]):
             raise EventFormatError("an event line is 'LAYER f|bDEVICE START DURATION'")
         layer, device = _int(words[0]), _int(words[1][1:])
         start, duration = _int(words[2]), _int(words[3])
@@ -140,6 +146,8 @@ class EventDecoder:
         if self.strict and name == "":
             raise EventFormatError(f"layer id {layer} has an empty NAME")
         t_start = base + start
+        if not -_INT64_MAX - 1 <= t_start <= _INT64_MAX or not -_INT64_MAX - 1 <= t_start + duration <= _INT64_MAX:
+            raise EventFormatError("field 't_start_ns' or 't_end_ns' is out of range")
         values = (*(job.get(k) for k in _JOB_FIELDS), uuid, gpu,
                   *(job.get(k) for k in _PROCESS_FIELDS), epoch, batch, name, type_name,
                   words[1][0] == "f", t_start, t_start + duration, job.get("cpu_num"))
@@ -197,10 +205,24 @@ def _json_values(text):
     return values
 
 
+_UNSIGNED = re.compile(r"[0-9]+")
+_SIGNED = re.compile(r"-?[0-9]+")
+_INT64_MAX = 2**63 - 1
+
+
 def _int(text):
-    if not text or not (text.isdigit() or (text[0] == "-" and text[1:].isdigit())):
-        raise EventFormatError(f"{text!r} is not an integer")
+    """A 64-bit integer in ASCII digits, as layer_events() reads one."""
+    if not _SIGNED.fullmatch(text) or not -_INT64_MAX - 1 <= int(text) <= _INT64_MAX:
+        raise EventFormatError(f"{text!r} is not a 64-bit integer")
     return int(text)
+
+
+def _utf8(text):
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800" in JSON)
+        return False
 
 
 def read_event_file(path, skipped=None):

@@ -207,3 +207,25 @@ def test_a_damaged_line_costs_only_the_events_it_may_have_placed_in_both_readers
     rows, warnings = layer_events(path)
     assert [(row.batch, row.layer) for row in map(Row._make, rows)] == [(0, "fc"), (2, "fc"), (3, "fc2")]
     assert "skipped 4 malformed lines" in warnings
+
+
+@pytest.mark.parametrize("line", [
+    " 1714000000000000000 0 1", "\t@ 1714000000000000000 0 1", "\ufeff@ 1 0 1", "x", "  ", "\x0c",
+    '{"job_id":"j","host_name":"node","ip":null,"pod":null,"namespace":null,"gpu_uuid":"GPU-1","gpu":0,"rank":0,'
+    '"local_rank":0,"world_size":1,"pid":7,"epoch":0,"batch":9,"layer":"z","layer_type":"Linear","forward":true,'
+    '"t_start_ns":5,"t_end_ns":6,"cpu_num":1.0}',
+    'L 99999999999999999999 "x" "y"', 'L ١ "x" "y"', 'L 1 "\\ud800" "y"', 'D 1 99999999999999999999 "GPU-2"',
+    "0 f-1 100 10", "+0 f0 1 1", "0 f0 +1 1", "0 f0 99999999999999999999 10", "0 f0 9223372036854775000 10"])
+def test_both_readers_keep_the_same_events_around_any_odd_line(tmp_path, line):
+    """Whatever one line holds (blanks or a BOM before a record, ids or times past 64 bits, signs,
+    digits that are not ASCII, a lone surrogate), the Python tools keep exactly the events that
+    layer_events keeps, with the same times and batches."""
+    header = ('{"record":"job","job_id":"j","host_name":"node","ip":null,"pod":null,"namespace":null,'
+              '"rank":0,"local_rank":0,"world_size":1,"pid":7,"cpu_num":1.0}')
+    path = tmp_path / "odd.jsonl"
+    path.write_text(f"{MAGIC.strip()}\n{header}\n" 'L 0 "fc" "Linear"\nD 0 0 "GPU-1"\n@ 1714000000000000000 0 0\n'
+                    f"0 f0 0 10\n{line}\n0 f0 100 10\n" + "\ufeff" + line + "\n0 f0 200 10\n")
+    events = read_event_file(path, [])[1]
+    rows, _ = layer_events(path)
+    assert [(e["batch"], e["layer"], e["t_start_ns"]) for e in events] == \
+        [(row.batch, row.layer, row.t_start_ns) for row in map(Row._make, rows)]

@@ -93,9 +93,14 @@ LineKind EventDecoder::decode(std::string_view line, int64_t line_number, bool c
 }
 
 LineKind EventDecoder::decode_compact(std::string_view line, LayerEvent& event, std::string& problem) {
-  // JSON lines (the job header), blank lines and lines starting with a BOM read as in JSON Lines.
+  // JSON lines (the job header, also after blanks or a BOM) and blank lines read as in JSON Lines;
+  // any other line starting with a blank is no record (it may have been a damaged block line).
   const char first = line.empty() ? ' ' : line[0];
-  if (first == '{' || first == ' ' || first == '\t' || first == '\r' || first == '\xEF') {
+  std::string_view rest = line;
+  while (!rest.empty() && (rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\r')) rest.remove_prefix(1);
+  if (rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);
+  while (!rest.empty() && (rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\r')) rest.remove_prefix(1);
+  if (rest.empty() || rest[0] == '{') {
     const LineKind kind = parse_event_line(line, event, problem);
     if (kind == LineKind::JobHeader) take_job_header(line);
     return kind;
