@@ -80,9 +80,9 @@ struct RangeCursor : MatrixCursor {
     const auto args = filter_arguments(idx_num, argc, argv, kRangeArguments.size());
     keep_arguments(args);
     const std::string query = required_nonblank_text(args[0], "query");
-    const auto [start_ms, end_ms] = parse_time_range(args[1], args[2], clock.now_ms());
-    const int64_t step = args[3] ? parse_duration_ms(args[3], "step") : default_step_ms(end_ms - start_ms);
-    start(plan_range_chunks(*connection, query, start_ms, end_ms, step));
+    const TimeRange range = parse_time_range(args[1], args[2], clock.now_ms());  // (evaluation times: nearest ms)
+    const int64_t step = args[3] ? parse_duration_ms(args[3], "step") : default_step_ms(range.end_ms - range.start_ms);
+    start(plan_range_chunks(*connection, query, range.start_ms, range.end_ms, step));
   }
 };
 

@@ -71,9 +71,10 @@ struct SamplesCursor : MatrixCursor {
     const auto args = filter_arguments(idx_num, argc, argv, kSamplesArguments.size());
     keep_arguments(args);
     const std::string selector = required_nonblank_text(args[0], "selector");
-    const auto [start_ms, end_ms] = parse_time_range(args[1], args[2], clock.now_ms());
+    const TimeRange range = parse_time_range(args[1], args[2], clock.now_ms(), /*into_range=*/true);
     const auto pushed = apply_metric_pushdown(selector, idx_num, argc, argv);
-    start(pushed ? plan_sample_chunks(*connection, *pushed, start_ms, end_ms) : std::vector<MatrixChunk>{});
+    start(pushed && !range.empty ? plan_sample_chunks(*connection, *pushed, range.start_ms, range.end_ms)
+                                 : std::vector<MatrixChunk>{});
   }
 };
 

@@ -57,7 +57,7 @@ constexpr int64_t kMaxDurationMs = 10'000'000'000'000'000;
 
 }  // namespace
 
-bool parse_rfc3339_ms(std::string_view s, int64_t& out_ms) {
+bool parse_rfc3339_ms(std::string_view s, int64_t& out_ms, MsRounding rounding) {
   s = trim(s);
   int year, month, day, hour, minute, second;
   if (!digits(s, 0, 4, year) || s.size() < 19 || s[4] != '-' || !digits(s, 5, 2, month) ||
@@ -75,8 +75,12 @@ bool parse_rfc3339_ms(std::string_view s, int64_t& out_ms) {
     int scale = 100;
     size_t first = pos;
     while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
-      millis += (s[pos] - '0') * scale;  // digits past the millisecond are dropped
-      scale /= 10;
+      if (scale == 0 && s[pos] != '0' && rounding == MsRounding::kUp) {
+        scale = -1;  // (a fraction of a ms past the digits kept: up once, then dropped)
+        ++millis;
+      }
+      if (scale > 0) millis += (s[pos] - '0') * scale;  // digits past the millisecond are dropped
+      if (scale > 0) scale /= 10;
       ++pos;
     }
     if (pos == first) return false;
@@ -151,7 +155,7 @@ int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms
       const std::string text = required_text(value, argument);
       double seconds = 0;
       if (parse_double(text, seconds) && seconds_to_ms(seconds, ms, rounding)) return ms;
-      if (parse_rfc3339_ms(text, ms)) return ms;
+      if (parse_rfc3339_ms(text, ms, rounding == MsRounding::kUp ? MsRounding::kUp : MsRounding::kDown)) return ms;
       if (parse_relative_time_ms(text, now_ms, ms)) {
         if (ms < -kMaxDurationMs || ms > kMaxDurationMs)
           throw argument_error(argument, "is not a usable unix time: '" + text +
@@ -166,12 +170,12 @@ int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms
   }
 }
 
-TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end, int64_t now_ms) {
-  TimeRange range{parse_time_ms(start, "start", now_ms, MsRounding::kUp),
-                  parse_time_ms(end, "end", now_ms, MsRounding::kDown)};
-  if (range.end_ms < range.start_ms) {  // within one ms: as written, rounded to the nearest
-    const TimeRange nearest{parse_time_ms(start, "start", now_ms), parse_time_ms(end, "end", now_ms)};
-    if (nearest.end_ms >= nearest.start_ms) range = nearest;
+TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end, int64_t now_ms, bool into_range) {
+  TimeRange range{parse_time_ms(start, "start", now_ms), parse_time_ms(end, "end", now_ms)};
+  if (into_range && range.end_ms >= range.start_ms) {
+    range = {parse_time_ms(start, "start", now_ms, MsRounding::kUp), parse_time_ms(end, "end", now_ms, MsRounding::kDown)};
+    if (range.end_ms < range.start_ms) range.empty = true;  // no whole ms between them
+    return range;
   }
   if (range.end_ms < range.start_ms)
     throw Error("argument 'end' (" + format_seconds(range.end_ms) +

@@ -19,7 +19,7 @@ namespace pp {
 enum class MsRounding { kNearest, kUp, kDown };
 int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms,
                       MsRounding rounding = MsRounding::kNearest);
-bool parse_rfc3339_ms(std::string_view text, int64_t& out_ms);
+bool parse_rfc3339_ms(std::string_view text, int64_t& out_ms, MsRounding rounding = MsRounding::kDown);
 // "now", "now-1h", "now+5m", "-15m", "+1h" relative to now_ms (case-insensitive "now").
 bool parse_relative_time_ms(std::string_view text, int64_t now_ms, int64_t& out_ms);
 // The wall clock in unix ms. A table function reads it once per cursor (StatementClock), so
@@ -33,14 +33,16 @@ struct StatementClock {
   }
 };
 
-// start and end arguments together: both parsed, end not before start (error names both). A
-// fraction of a millisecond rounds start up and end down, so that no sample outside [start, end]
-// is asked for (unless that would reverse a range narrower than a millisecond).
+// start and end arguments together: both parsed, end not before start (error names both).
+// into_range (raw samples, both ends inclusive): a fraction of a millisecond rounds start up and
+// end down, so that no sample outside [start, end] is asked for; a range that holds no whole
+// millisecond is `empty`. Otherwise each rounds to the nearest ms (evaluation times).
 struct TimeRange {
   int64_t start_ms;
   int64_t end_ms;
+  bool empty = false;
 };
-TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end, int64_t now_ms);
+TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end, int64_t now_ms, bool into_range = false);
 
 // A step or range: seconds (number or numeric text) or a Prometheus duration ("15s", "1m30s",
 // "250ms", "1h", "2d", "1w", "1y"). Throws pp::Error unless the result is > 0.

@@ -13,6 +13,12 @@ SELECT metric = 'DCGM_FI_DEV_GPU_UTIL' AND json_extract(labels, '$.Hostname') = 
 -- sample outside them (the range is 3 s less a ms: the samples at T0 + 1 and T0 + 2).
 SELECT count(*) = 2 AND min(ts) = ${T0} + 1 AND max(ts) = ${T0} + 2
   FROM prom_samples('DCGM_FI_DEV_GPU_UTIL{UUID="${UUID1}"}', ${T0} + 0.0005, ${T0} + 2.9995);
+-- A range of less than a ms between two whole ones holds no sample; an RFC3339 start with a
+-- fraction of a ms rounds up too.
+SELECT count(*) = 0 FROM prom_samples('DCGM_FI_DEV_GPU_UTIL{UUID="${UUID1}"}', ${T0} - 0.0004, ${T0} - 0.0001);
+SELECT count(*) = 0 FROM prom_samples('DCGM_FI_DEV_GPU_UTIL{UUID="${UUID1}"}', ${T0} + 0.0004, ${T0} + 0.0006);
+SELECT count(*) = 2 AND min(ts) = ${T0} + 1
+  FROM prom_samples('DCGM_FI_DEV_GPU_UTIL{UUID="${UUID1}"}', strftime('%Y-%m-%dT%H:%M:%S.0005Z', ${T0}, 'unixepoch'), ${T0} + 2);
 -- labels is canonical JSON: keys sorted.
 SELECT labels = json_object('DCGM_FI_DRIVER_VERSION', '535.104.05', 'Hostname', 'node-a',
     'UUID', '${UUID1}', 'container', 'trainer', 'device', 'nvidia1', 'gpu', '1',
