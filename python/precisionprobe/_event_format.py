@@ -115,8 +115,8 @@ _SECRET_NAME_ENDS = {"token", "secret", "password", "passwd", "pwd", "key", "api
 # A URL's password: everything between "user:" and the last "@" before the host.
 _URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):\S*@([^@/\s?#]*(?:[/?#]|$))")
 # A credential in an HTTP header's words: "Authorization: Bearer X", "Bearer X", "Basic X".
-_HEADER_CREDENTIAL = re.compile(r"(?i)\b((?:authorization|proxy-authorization|cookie|x-api-key)\s*:\s*)(?:(bearer|basic|token)\s+)?\S+"
-                                r"|\b(bearer|basic)\s+\S+")
+_HEADER_CREDENTIAL = re.compile(r"(?i)\b((?:authorization|proxy-authorization|cookie|x-api-key)\s*:\s*)"
+                                r"(?:(bearer|basic|token)\s+)?\S+|\b(bearer|basic)\s+\S+")
 
 
 _OPTION_NAME = re.compile(r"-{0,2}[A-Za-z_][A-Za-z0-9_.-]*")

@@ -173,7 +173,8 @@ int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms
 TimeRange parse_time_range(sqlite3_value* start, sqlite3_value* end, int64_t now_ms, bool into_range) {
   TimeRange range{parse_time_ms(start, "start", now_ms), parse_time_ms(end, "end", now_ms)};
   if (into_range && range.end_ms >= range.start_ms) {
-    range = {parse_time_ms(start, "start", now_ms, MsRounding::kUp), parse_time_ms(end, "end", now_ms, MsRounding::kDown)};
+    range = {parse_time_ms(start, "start", now_ms, MsRounding::kUp),
+             parse_time_ms(end, "end", now_ms, MsRounding::kDown)};
     if (range.end_ms < range.start_ms) range.empty = true;  // no whole ms between them
     return range;
   }

@@ -64,8 +64,8 @@ void MeanState::merge(const MeanState& other) {
   if (!dd_finite(exact_d))
     throw_state_overflow("the difference between the two means passes the largest double (1.8e308)");
   const double d = exact_d.hi + exact_d.lo;
-  const DoubleDouble merged_mean =
-      dd_sum({mean, mean_low}, dd_multiply(exact_d, dd_divide(DoubleDouble{other.weight, other.weight_low}, total_weight)));
+  const DoubleDouble other_share = dd_divide(DoubleDouble{other.weight, other.weight_low}, total_weight);
+  const DoubleDouble merged_mean = dd_sum({mean, mean_low}, dd_multiply(exact_d, other_share));
   const double merged_m2 = m2 + other.m2 + d * d * weight * (other.weight / total);
   if (!dd_finite(merged_mean)) throw_state_overflow("the mean passes the largest double (1.8e308)");
   if (!std::isfinite(merged_m2))
@@ -107,8 +107,8 @@ void MeanState::unmerge(const MeanState& part) {
   const DoubleDouble exact_d = dd_difference({part.mean, part.mean_low}, {mean, mean_low});
   const double d = exact_d.hi + exact_d.lo;
   const double ratio = part.weight / rest_weight;
-  const DoubleDouble rest_mean = dd_sum(
-      {mean, mean_low}, dd_multiply({-exact_d.hi, -exact_d.lo}, dd_divide(DoubleDouble{part.weight, part.weight_low}, rest)));
+  const DoubleDouble part_to_rest = dd_divide(DoubleDouble{part.weight, part.weight_low}, rest);
+  const DoubleDouble rest_mean = dd_sum({mean, mean_low}, dd_multiply({-exact_d.hi, -exact_d.lo}, part_to_rest));
   const double rest_m2 = m2 - part.m2 - d * d * weight * ratio;
   if (!dd_finite(rest_mean)) throw_state_overflow("the mean of the rest passes the largest double (1.8e308)");
   mean = rest_mean.hi;

@@ -37,8 +37,8 @@ class CommandError(RuntimeError):
 def _add_run_options(p):
     """RUN_DIR and the options that say which database to read and how to refresh it first:
     the same for analyze, export and serve."""
-    p.add_argument("run_dir", metavar="RUN_DIR", help="the directory the hook client wrote (every *.jsonl file in it and its "
-                   "subdirectories is read as events)")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the directory the hook client wrote (every *.jsonl "
+                   "file in it and its subdirectories is read as events)")
     p.add_argument("--db", help=f"results database (default RUN_DIR/{DATABASE_NAME}; created if missing)")
     p.add_argument("--prometheus", metavar="URL", help="Prometheus (or compatible) with the GPUs' DCGM "
                    "metrics (default $PRECISIONPROBE_PROMETHEUS_URL, else http://127.0.0.1:9090)")
@@ -302,7 +302,8 @@ def _stop(signum, frame):
 
 def serve(args):
     if args.refresh_seconds is not None and not 0 < args.refresh_seconds <= 86400:
-        raise CommandError(f"--refresh-seconds: must be more than 0 and at most 86400 (a day), got {args.refresh_seconds:g}")
+        raise CommandError("--refresh-seconds: must be more than 0 and at most 86400 (a day), "
+                           f"got {args.refresh_seconds:g}")
     if args.retention_minutes is not None and args.retention_minutes < 0:
         raise CommandError(f"--retention-minutes: must be 0 or more, got {args.retention_minutes}")
     if args.emulate and args.refresh_seconds is not None:

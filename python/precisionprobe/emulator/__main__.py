@@ -121,7 +121,8 @@ def parser():
         "GPUs go to --mirror, which is what pp_refresh should read.")
     live.add_argument("--events", required=True, help="directory the hook client writes (--out of precisionprobe run)")
     live.add_argument("--profile", required=True, help=PROFILE_HELP)
-    live.add_argument("--port", type=whole_number(0, 65535), default=9400, help="loopback port (default 9400; 0: any free)")
+    live.add_argument("--port", type=whole_number(0, 65535), default=9400,
+                      help="loopback port (default 9400; 0: any free)")
     live.add_argument("--gpus", type=int, default=1, help="emulated GPUs (default 1)")
     live.add_argument("--gpu-uuid", action="append", default=[],
                       help="UUID of emulated GPU i, in order (repeat; default: generated per host and index)")
@@ -131,7 +132,8 @@ def parser():
     live.add_argument("--lag-ms", type=number, default=None,
                       help="exact/offset: publish windows that ended this long ago (events arrive late; "
                            "default 500); the same parameter as --exporter-latency-ms")
-    live.add_argument("--poll-ms", type=whole_number(1, 60000), default=50, help="how often to read new events (default 50)")
+    live.add_argument("--poll-ms", type=whole_number(1, 60000), default=50,
+                      help="how often to read new events (default 50)")
     live.add_argument("--hostname", help="Hostname label (default: this host's name)")
     live.add_argument("--pod", default="", help="pod label")
     live.add_argument("--namespace", default="", help="namespace label")
