@@ -324,6 +324,26 @@ def test_emulate_replays_a_cpu_run_on_an_emulated_gpu(runs, tmp_path):
     assert hint.returncode == 1 and "(analyze --emulate wrote '" in hint.stderr
 
 
+def test_names_from_event_files_are_shown_safely():
+    """Job ids and layer names come from event files: a terminal escape is shown, not obeyed, a
+    '|' does not break a Markdown table, and ids that differ only in odd characters get figures
+    of their own."""
+    from precisionprobe.analysis.compare import compare_jobs, render_comparison
+    from precisionprobe.analysis.html_report import _file_name
+    from precisionprobe.analysis.render import as_table
+    from precisionprobe.analysis.report import JobReport, METRICS, Row, Value
+
+    metrics = {short: Value("blend", 0.5) for _, short, _ in METRICS}
+    rows = [Row("\x1b]0;owned\x07layer|x", "Linear", "forward", 3, 1.0, 1.0, 0.5, metrics)]
+    job = JobReport("job|\x1b[2J", 1, 10, 1, 100, 1, None, None, 0, None, None, {}, rows, rows)
+    text = as_table([job])
+    assert "\x1b" not in text and "\\x1b]0;owned\\x07layer|x" in text
+    markdown = render_comparison(job, job, compare_jobs(job, job), "markdown")
+    assert "\x1b" not in markdown and "A job\\|\\x1b[2J" in markdown
+    assert all(line.count("|") - line.count("\\|") == 8 for line in markdown.splitlines())
+    assert _file_name("a b") != _file_name("a_b") and _file_name("a_b") == "a_b"
+
+
 def test_html_writes_a_self_contained_page(runs, tmp_path):
     pytest.importorskip("matplotlib", reason="--html draws with matplotlib (scripts/setup.sh installs it)")
     work, _, _ = runs
@@ -335,6 +355,10 @@ def test_html_writes_a_self_contained_page(runs, tmp_path):
     for png in ("emulated-dlrm-share.png", "emulated-dlrm-metrics.png"):
         assert (tmp_path / "report" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"report page {tmp_path / 'report' / 'index.html'}" in result.stderr
+    onto_a_file = precisionprobe("analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh",
+                                 "--html", tmp_path / "report" / "index.html", check=False)
+    assert onto_a_file.returncode == 1 and onto_a_file.stdout == ""
+    assert "--html: '" in onto_a_file.stderr and "is a file; give a folder" in onto_a_file.stderr
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "analyze.md"
 

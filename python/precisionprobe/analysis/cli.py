@@ -224,6 +224,8 @@ def _open_refreshed(args):
 
 
 def analyze(args):
+    if args.html and Path(args.html).exists() and not Path(args.html).is_dir():
+        raise CommandError(f"--html: '{args.html}' is a file; give a folder (its index.html and figures go there)")
     conn = _open_refreshed(args)
     try:
         reports = _reports(conn, args.job, f"'{args.run_dir}'")

@@ -11,6 +11,7 @@ import io
 import json
 import math
 
+from .render import shown
 from .report import METRICS
 
 
@@ -76,12 +77,14 @@ def render_comparison(a, b, rows, fmt):
         writer.writeheader()
         writer.writerows(rows)
         return buffer.getvalue()
-    header = ["layer type", "direction", "metric", f"A {a.job_id}", f"B {b.job_id}", "B - A", "beyond 90%"]
-    cells = [[r["layer_type"], r["direction"], r["metric"], _fmt(r["a"], r["metric"]), _fmt(r["b"], r["metric"]),
+    header = ["layer type", "direction", "metric", f"A {shown(a.job_id)}", f"B {shown(b.job_id)}", "B - A",
+              "beyond 90%"]
+    cells = [[shown(r["layer_type"]), r["direction"], r["metric"], _fmt(r["a"], r["metric"]), _fmt(r["b"], r["metric"]),
               _fmt(r["difference"], r["metric"]), r["exceeds_uncertainty"]] for r in rows]
     if fmt == "markdown":
-        return "\n".join(["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-                         + ["| " + " | ".join(c) + " |" for c in cells]) + "\n"
+        escaped = [[c.replace("|", "\\|") for c in line] for line in [header] + cells]
+        return "\n".join(["| " + " | ".join(escaped[0]) + " |", "|" + "|".join("---" for _ in header) + "|"]
+                         + ["| " + " | ".join(c) + " |" for c in escaped[1:]]) + "\n"
     widths = [max(len(x) for x in col) for col in zip(header, *cells)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in [header] + cells]
     lines.append("")

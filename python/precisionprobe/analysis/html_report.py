@@ -2,6 +2,7 @@
 embedded as data URIs, so the file alone can be mailed or attached), with the figures also as
 DIR/<job>-share.png and DIR/<job>-metrics.png."""
 import base64
+import hashlib
 import html
 import re
 from pathlib import Path
@@ -20,7 +21,10 @@ img { max-width: 100%; }
 
 
 def _file_name(job_id):
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", job_id) or "job"
+    """A file name for the job's figures: its id where that is one, else the id made safe and a
+    digest of it (so that "a b" and "a_b" do not share figures)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", job_id).lstrip(".") or "job"
+    return safe if safe == job_id else f"{safe}-{hashlib.sha1(job_id.encode()).hexdigest()[:8]}"
 
 
 def _table(rows):

@@ -32,12 +32,18 @@ def cell(short, value):
     return "-"
 
 
+def shown(text):
+    """Text from event files as a terminal or page may show it: control characters (an escape
+    sequence in a layer name would drive the terminal) written as Python writes them, \\x1b."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
 def header_cells():
     return ["layer", "direction", "calls", "mean ms", "share"] + [label for _, _, label in METRICS]
 
 
 def row_cells(row):
-    return ([row.name, row.direction, "" if row.calls is None else str(row.calls),
+    return ([shown(row.name), row.direction, "" if row.calls is None else str(row.calls),
              "" if row.mean_ms is None else f"{row.mean_ms:.3f}", f"{100 * row.share:.1f}%"]
             + [cell(short, row.metrics[short]) for _, short, _ in METRICS])
 
@@ -60,7 +66,7 @@ def _text_table(header, rows):
 def as_table(jobs, layers=True):
     out = []
     for job in jobs:
-        out += [f"job {job.job_id}: " + job_summary(job), "", "Per layer type:"]
+        out += [f"job {shown(job.job_id)}: " + job_summary(job), "", "Per layer type:"]
         out += _text_table(header_cells(), [row_cells(r) for r in job.layer_types])
         if layers:
             out += ["", "Per layer:"]
@@ -80,7 +86,7 @@ def as_markdown(jobs, layers=True):
         return (["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
                 + ["| " + " | ".join(c.replace("|", "\\|") for c in row_cells(r)) + " |" for r in rows])
     for job in jobs:
-        out += [f"## Job {job.job_id}", "", job_summary(job) + ".", "", "### Per layer type", ""]
+        out += [f"## Job {shown(job.job_id)}", "", job_summary(job) + ".", "", "### Per layer type", ""]
         out += table(job.layer_types)
         if layers:
             out += ["", "### Per layer", ""] + table(job.layers)
