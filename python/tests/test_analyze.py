@@ -213,6 +213,7 @@ def test_errors_are_one_line(runs, tmp_path):
     empty.mkdir()
     no_events = precisionprobe("analyze", empty, "--prometheus", "http://127.0.0.1:9", check=False)
     assert no_events.returncode == 1 and "no layer events in" in no_events.stderr
+    assert list(empty.iterdir()) == []  # no empty results database left behind
     assert len(no_events.stderr.strip().splitlines()) == 1 + no_events.stderr.count("warning:")
     down = precisionprobe("analyze", work / "a" / "events", "--db", tmp_path / "down.db", "--prometheus",
                           f"http://127.0.0.1:{free_port()}", check=False)

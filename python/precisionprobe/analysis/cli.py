@@ -226,11 +226,19 @@ def _open_refreshed(args):
 def analyze(args):
     if args.html and Path(args.html).exists() and not Path(args.html).is_dir():
         raise CommandError(f"--html: '{args.html}' is a file; give a folder (its index.html and figures go there)")
+    database = _run_database(args)[1]
+    made_here = not database.exists()
     conn = _open_refreshed(args)
     try:
+        stored = conn.execute("SELECT count(*) FROM pp_events").fetchone()[0]
         reports = _reports(conn, args.job, f"'{args.run_dir}'")
-    finally:
+    except CommandError:
         conn.close()
+        if made_here and not stored:  # (a folder without events leaves no empty database behind)
+            for leftover in (database, Path(f"{database}-wal"), Path(f"{database}-shm")):
+                leftover.unlink(missing_ok=True)
+        raise
+    conn.close()
     sys.stdout.write(render.render(reports, args.format, layers=not args.no_layers))
     if args.html:
         try:
