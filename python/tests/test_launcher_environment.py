@@ -1,4 +1,5 @@
 """What the launcher sets up for the command: defaults, lazy attach, the shadowed sitecustomize."""
+import collections
 import re
 import sys
 
@@ -78,10 +79,7 @@ def test_children_that_multiprocessing_forks_write_every_event(tmp_path):
     (tmp_path / "hogwild.py").write_text(script)
     result = run_launched(tmp_path / "out", [sys.executable, str(tmp_path / "hogwild.py")])
     assert result.returncode == 0, result.stderr
-    _, events = read_records(tmp_path / "out")
-    per_pid = {}
-    for e in events:
-        per_pid[e["pid"]] = per_pid.get(e["pid"], 0) + 1
+    per_pid = collections.Counter(e["pid"] for e in read_records(tmp_path / "out")[1])
     assert sorted(per_pid.values()) == [1000, 1000], per_pid  # 500 steps, forward and backward
 
 
