@@ -89,7 +89,7 @@ std::vector<FoldedGpu> fold_each_gpu(sqlite3* db, const std::vector<FoldWindow>&
   return folded;
 }
 
-// The GPUs' rows into temp.pp_fold_means and temp.pp_fold_spans for sql/fold.sql, in the GPUs'
+// The GPUs' rows into main.pp_refresh_fold_means and main.pp_refresh_fold_spans for sql/fold.sql, in the GPUs'
 // order, so that the same database gives the same sums.
 void write_folded(sqlite3* db, const std::vector<FoldWindow>& windows, const std::vector<FoldedGpu>& folded) {
   run_script(db, named_sql("refresh", "fold_means_table"));

@@ -6,6 +6,7 @@
 
 #include "attribution/event_import.hpp"
 #include "attribution/schema.hpp"
+#include "core/embedded_sql.hpp"
 #include "core/errors.hpp"
 #include "core/statement.hpp"
 
@@ -32,6 +33,7 @@ void run_steps(RefreshRun& run, const std::optional<std::string>& path) {
   keep_history(run);
   write_report_tables(run);
   drop_old_data(run);
+  run_script(run.db, named_sql("refresh", "empty_work_tables"));
   run.summary.http_requests = run.connection.http().requests_sent() - requests_before;
 }
 

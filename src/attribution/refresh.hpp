@@ -8,6 +8,7 @@
 //   6. keep_history       the paper's dedup rule into layer_history (fold.cpp)
 //   7. write_report_tables  the results as plain tables for clients without the extension (fold.cpp)
 //   8. drop_old_data     folded events, samples and windows older than the retention setting (retention.cpp)
+// and empties the work tables the steps fill for each other (pp_refresh_*, schema.sql),
 // with the warnings of refresh_warnings.cpp between them. docs/architecture.md follows one
 // refresh through these steps; docs/reference/attribution.md is the user documentation.
 #pragma once

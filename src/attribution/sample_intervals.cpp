@@ -12,7 +12,7 @@
 namespace pp {
 namespace {
 
-// temp.pp_series: each series (uuid, metric) of pp_samples and its last ts_ms, found by
+// main.pp_refresh_series: each series (uuid, metric) of pp_samples and its last ts_ms, found by
 // seeking through the primary key from one series to the next (a skip scan), so a refresh
 // never reads every stored sample to learn which series there are.
 void list_series(sqlite3* db) {

@@ -2,17 +2,17 @@
 -- alignment_data.cpp), one named part each.
 
 -- name: gpus_to_align
--- GPUs with events whose newest sample is past what is aligned (temp.pp_series: the series of
+-- GPUs with events whose newest sample is past what is aligned (main.pp_refresh_series: the series of
 -- pp_samples and their last stored time, listed by the intervals step).
 SELECT s.uuid
-  FROM (SELECT uuid, max(last_ms) AS last_ms FROM temp.pp_series GROUP BY uuid) AS s
+  FROM (SELECT uuid, max(last_ms) AS last_ms FROM main.pp_refresh_series GROUP BY uuid) AS s
  WHERE s.uuid <> 'cpu'
    AND s.last_ms > coalesce((SELECT max(through_ms) FROM main.pp_alignment AS a WHERE a.uuid = s.uuid), -1)
    AND EXISTS (SELECT 1 FROM main.pp_events_blocks AS e WHERE e.gpu_uuid = s.uuid);
 
 -- name: metrics_of_gpu
 SELECT m.metric, m.kind FROM main.pp_metrics AS m
- WHERE EXISTS (SELECT 1 FROM temp.pp_series AS s WHERE s.uuid = :uuid AND s.metric = m.metric)
+ WHERE EXISTS (SELECT 1 FROM main.pp_refresh_series AS s WHERE s.uuid = :uuid AND s.metric = m.metric)
  ORDER BY m.metric;
 
 -- name: samples_of_metric

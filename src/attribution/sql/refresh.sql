@@ -40,11 +40,8 @@ SELECT u.uuid, u.job_id,
 -- exporter's lag) past its unfolded events: when it has none, when the last fetch for it
 -- (pp_fetch_state) ended before that, or, never fetched, when its stored samples end before its
 -- events do (samples inserted by other means that cover the events are taken as they are).
-CREATE TEMP TABLE IF NOT EXISTS pp_fetch_gpus(uuid TEXT PRIMARY KEY, host_name TEXT, last_end_ms INTEGER,
-                                               last_sample_ms INTEGER, parent_uuid TEXT, gpu_instance_id INTEGER,
-                                               needs_fetch INTEGER);
-DELETE FROM temp.pp_fetch_gpus;
-INSERT INTO temp.pp_fetch_gpus
+DELETE FROM main.pp_refresh_fetch_gpus;
+INSERT INTO main.pp_refresh_fetch_gpus
 SELECT g.uuid, g.host_name, g.last_end_ms, g.last_sample_ms, m.gpu_uuid, m.gpu_instance_id,
        CASE WHEN g.last_sample_ms IS NULL THEN 1
             WHEN f.fetched_through_ms IS NULL THEN g.last_end_ms > g.last_sample_ms
@@ -57,7 +54,7 @@ SELECT g.uuid, g.host_name, g.last_end_ms, g.last_sample_ms, m.gpu_uuid, m.gpu_i
           FROM main.pp_events_blocks AS b WHERE (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns) AND b.gpu_uuid <> 'cpu' GROUP BY b.gpu_uuid) AS g
   LEFT JOIN main.pp_mig_devices AS m ON m.mig_uuid = g.uuid
   LEFT JOIN main.pp_fetch_state AS f ON f.uuid = g.uuid;
-UPDATE temp.pp_fetch_gpus
+UPDATE main.pp_refresh_fetch_gpus
    SET parent_uuid = substr(uuid, 5, instr(uuid, '/') - 5),
        gpu_instance_id = CAST(substr(uuid, instr(uuid, '/') + 1) AS INTEGER)  -- CAST stops at the next '/'
  WHERE parent_uuid IS NULL AND uuid GLOB 'MIG-GPU-*/[0-9]*/[0-9]*';
@@ -67,7 +64,7 @@ UPDATE temp.pp_fetch_gpus
 -- has brought samples for yet in the range fetched, [:from_ms, :through_ms]: each one's UUID, and
 -- its UUID (:by_host = 0) or host name (:by_host = 1) as the pass asks for it.
 SELECT uuid, CASE WHEN :by_host THEN host_name ELSE uuid END
-  FROM temp.pp_fetch_gpus AS g
+  FROM main.pp_refresh_fetch_gpus AS g
  WHERE CASE WHEN :by_host THEN host_name ELSE uuid END IS NOT NULL
    AND g.uuid NOT GLOB 'MIG-*'
    AND needs_fetch
@@ -79,7 +76,7 @@ SELECT uuid, CASE WHEN :by_host THEN host_name ELSE uuid END
 -- The same for MIG devices whose GPU instance is known: the device's UUID, the parent GPU's and
 -- the GPU_I_ID.
 SELECT uuid, parent_uuid, gpu_instance_id
-  FROM temp.pp_fetch_gpus AS g
+  FROM main.pp_refresh_fetch_gpus AS g
  WHERE parent_uuid IS NOT NULL
    AND needs_fetch
    AND NOT EXISTS (SELECT 1 FROM main.pp_metrics AS m JOIN main.pp_samples AS s
@@ -90,7 +87,7 @@ SELECT uuid, parent_uuid, gpu_instance_id
 -- The GPUs this fetch asked for, through :end_ms, that have samples: one of which Prometheus
 -- has none yet (or prometheus_url named the wrong server) is asked again next time.
 INSERT INTO main.pp_fetch_state(uuid, fetched_through_ms)
-SELECT g.uuid, :end_ms FROM temp.pp_fetch_gpus AS g
+SELECT g.uuid, :end_ms FROM main.pp_refresh_fetch_gpus AS g
  WHERE g.needs_fetch AND EXISTS (SELECT 1 FROM main.pp_samples AS s WHERE s.uuid = g.uuid)
 ON CONFLICT (uuid) DO UPDATE SET fetched_through_ms = max(fetched_through_ms, excluded.fetched_through_ms);
 
@@ -119,7 +116,7 @@ SELECT g.uuid, p.metric, p.ts_ms, p.value, p.host, p.gpu FROM (
          coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname')) AS host,
          json_extract(labels, '$.gpu') AS gpu, json_extract(labels, '$.GPU_I_ID') AS instance
     FROM prom_samples(:selector, :start, :end)) AS p
- CROSS JOIN temp.pp_fetch_gpus AS g ON g.parent_uuid = p.parent AND g.gpu_instance_id = CAST(p.instance AS INTEGER)
+ CROSS JOIN main.pp_refresh_fetch_gpus AS g ON g.parent_uuid = p.parent AND g.gpu_instance_id = CAST(p.instance AS INTEGER)
  WHERE p.instance IS NOT NULL AND CAST(p.instance AS TEXT) GLOB '[0-9]*'
    AND p.metric NOT IN (SELECT metric FROM main.pp_metrics WHERE kind = 'driver_window');
 
@@ -150,9 +147,8 @@ SELECT (SELECT h.uuid FROM host_gpus AS h  -- (SQLite resolves no outer column i
    AND EXISTS (SELECT 1 FROM host_gpus AS h WHERE h.host = p.host AND h.gpu = CAST(p.gpu AS INTEGER));
 
 -- name: series_table
--- temp.pp_series: each series (uuid, metric) of pp_samples and its last ts_ms.
-CREATE TEMP TABLE IF NOT EXISTS pp_series(uuid TEXT, metric TEXT, last_ms INTEGER, PRIMARY KEY (uuid, metric));
-DELETE FROM temp.pp_series;
+-- main.pp_refresh_series: each series (uuid, metric) of pp_samples and its last ts_ms.
+DELETE FROM main.pp_refresh_series;
 
 -- name: first_series
 SELECT uuid, metric FROM main.pp_samples ORDER BY uuid, metric LIMIT 1;
@@ -166,17 +162,17 @@ SELECT uuid, metric FROM main.pp_samples WHERE uuid = :uuid AND metric > :metric
 SELECT uuid, metric FROM main.pp_samples WHERE uuid > :uuid ORDER BY uuid, metric LIMIT 1;
 
 -- name: add_series
-INSERT INTO temp.pp_series(uuid, metric, last_ms)
+INSERT INTO main.pp_refresh_series(uuid, metric, last_ms)
 VALUES (:uuid, :metric, (SELECT max(ts_ms) FROM main.pp_samples WHERE uuid = :uuid AND metric = :metric));
 
 -- name: intervals_from_setting
 INSERT INTO main.pp_intervals(uuid, metric, interval_ms, source)
-SELECT uuid, metric, :interval_ms, 'setting' FROM temp.pp_series WHERE true
+SELECT uuid, metric, :interval_ms, 'setting' FROM main.pp_refresh_series WHERE true
 ON CONFLICT (uuid, metric) DO UPDATE SET interval_ms = excluded.interval_ms, source = 'setting'
  WHERE source <> 'user';
 
 -- name: series_without_interval
-SELECT uuid, metric FROM temp.pp_series AS n
+SELECT uuid, metric FROM main.pp_refresh_series AS n
  WHERE NOT EXISTS (SELECT 1 FROM main.pp_intervals i WHERE i.uuid = n.uuid AND i.metric = n.metric);
 
 -- name: series_times
@@ -227,13 +223,12 @@ SELECT g.uuid, (SELECT count(*) FROM main.pp_events e WHERE e.gpu_uuid = g.uuid 
 -- event; and, but when final, not from the first stretch among the last :revisable whose
 -- window length (or GPU_UTIL's period) is not known yet on: a later stretch may tell it
 -- (align_samples.cpp; with a pinned offset, status 'setting', the window's is never told).
--- Each value is an index seek (temp.pp_series, max(t_start_ns) of pp_events_by_gpu_time; the
+-- Each value is an index seek (main.pp_refresh_series, max(t_start_ns) of pp_events_by_gpu_time; the
 -- last :revisable stretches of pp_alignment); the last event's end is read only when it decides (not :final), from the folded spans
 -- (pp_gpu_spans) and the unfolded events (their partial index), never the GPU's history. CPU
 -- events have no samples: their durations fold at once.
-CREATE TEMP TABLE IF NOT EXISTS pp_fold_window(uuid TEXT PRIMARY KEY, after_ms INTEGER, through_ms INTEGER);
-DELETE FROM temp.pp_fold_window;
-INSERT INTO temp.pp_fold_window(uuid, after_ms, through_ms)
+DELETE FROM main.pp_refresh_fold_window;
+INSERT INTO main.pp_refresh_fold_window(uuid, after_ms, through_ms)
 SELECT s.uuid, coalesce(f.folded_through_ms, 0),
        CASE WHEN :final OR :now - max(coalesce((SELECT max(last_ns) FROM main.pp_gpu_spans AS g WHERE g.uuid = s.uuid), 0),
                                       coalesce((SELECT max(b.last_end_ns) FROM main.pp_events_blocks AS b
@@ -250,41 +245,34 @@ SELECT s.uuid, coalesce(f.folded_through_ms, 0),
                                       WHERE a.uuid = p.uuid AND NOT :final ORDER BY from_ms DESC LIMIT :revisable)
                               WHERE (window_ms IS NOT NULL AND status <> 'setting') OR util_window_ms IS NOT NULL),
                             max(p.last_ms))) AS last_ms
-          FROM temp.pp_series AS p GROUP BY p.uuid) AS s
+          FROM main.pp_refresh_series AS p GROUP BY p.uuid) AS s
   LEFT JOIN main.pp_fold_state AS f ON f.uuid = s.uuid
  WHERE s.last_ms IS NOT NULL
    AND EXISTS (SELECT 1 FROM main.pp_events_blocks WHERE gpu_uuid = s.uuid)
    AND EXISTS (SELECT 1 FROM main.pp_intervals i WHERE i.uuid = s.uuid);
-INSERT INTO temp.pp_fold_window(uuid, after_ms, through_ms)
+INSERT INTO main.pp_refresh_fold_window(uuid, after_ms, through_ms)
 SELECT 'cpu', 0, 4102444800000
  WHERE EXISTS (SELECT 1 FROM main.pp_events_blocks AS b WHERE b.gpu_uuid = 'cpu' AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns));
-DELETE FROM temp.pp_fold_window WHERE through_ms <= after_ms;
+DELETE FROM main.pp_refresh_fold_window WHERE through_ms <= after_ms;
 
 -- name: fold_windows_list
-SELECT uuid, after_ms, through_ms FROM temp.pp_fold_window;
+SELECT uuid, after_ms, through_ms FROM main.pp_refresh_fold_window;
 
 -- name: fold_means_table
 -- Per GPU, the overlap means of its windows to fold (fold.cpp: what
---   SELECT w.uuid, m.* FROM temp.pp_fold_window AS w, pp_overlap_means(w.uuid, w.after_ms, w.through_ms) AS m
+--   SELECT w.uuid, m.* FROM main.pp_refresh_fold_window AS w, pp_overlap_means(w.uuid, w.after_ms, w.through_ms) AS m
 -- gives), for sql/fold.sql.
--- (Emptied, not dropped: a table cannot be dropped while the calling statement runs.)
-CREATE TEMP TABLE IF NOT EXISTS pp_fold_means(
-  uuid TEXT, job_id TEXT, layer TEXT, forward INTEGER, metric TEXT, state BLOB, first_id INTEGER,
-  windows INTEGER);
-DELETE FROM temp.pp_fold_means;
+DELETE FROM main.pp_refresh_fold_means;
 
 -- name: add_fold_means
-INSERT INTO temp.pp_fold_means(uuid, job_id, layer, forward, metric, state, first_id, windows)
+INSERT INTO main.pp_refresh_fold_means(uuid, job_id, layer, forward, metric, state, first_id, windows)
 VALUES (:uuid, :job_id, :layer, :forward, :metric, :state, :first_id, :windows);
 
 -- name: fold_spans_table
-CREATE TEMP TABLE IF NOT EXISTS pp_fold_spans(
-  job_id TEXT, uuid TEXT, first_ns INTEGER, last_ns INTEGER, events INTEGER, longest_ns INTEGER,
-  PRIMARY KEY (uuid, job_id));
-DELETE FROM temp.pp_fold_spans;
+DELETE FROM main.pp_refresh_fold_spans;
 
 -- name: add_fold_span
-INSERT INTO temp.pp_fold_spans(job_id, uuid, first_ns, last_ns, events, longest_ns)
+INSERT INTO main.pp_refresh_fold_spans(job_id, uuid, first_ns, last_ns, events, longest_ns)
 VALUES (:job_id, :uuid, :first_ns, :last_ns, :events, :longest_ns);
 
 -- name: impossible_events
@@ -308,21 +296,21 @@ UPDATE main.pp_events_blocks SET folded_through_ns = max(coalesce(folded_through
 
 -- name: windows_folded
 -- Distinct (GPU, ts_ms) windows folded: the overlap means count them for each GPU they gave
--- rows for (temp.pp_fold_means.windows); the others (no event in their windows) are counted here.
+-- rows for (main.pp_refresh_fold_means.windows); the others (no event in their windows) are counted here.
 SELECT coalesce(sum(coalesce(
-  (SELECT max(windows) FROM temp.pp_fold_means AS m WHERE m.uuid = w.uuid),
+  (SELECT max(windows) FROM main.pp_refresh_fold_means AS m WHERE m.uuid = w.uuid),
   (SELECT count(DISTINCT s.ts_ms) FROM main.pp_samples AS s
      JOIN main.pp_intervals AS i ON i.uuid = s.uuid AND i.metric = s.metric
     WHERE s.uuid = w.uuid AND s.ts_ms > w.after_ms AND s.ts_ms <= w.through_ms))), 0)
-  FROM temp.pp_fold_window AS w;
+  FROM main.pp_refresh_fold_window AS w;
 
 -- name: shared_gpus
 -- The jobs that shared a GPU, for the pairs where this fold added events of either job
--- (temp.pp_fold_spans), so that a pair is named when its data arrive, not on every refresh.
+-- (main.pp_refresh_fold_spans), so that a pair is named when its data arrive, not on every refresh.
 -- The pairs are found from those jobs' spans (pp_shared_jobs), not from every pair on the GPU.
 WITH pairs AS (
   SELECT DISTINCT f.uuid, min(f.job_id, p.other) AS job_a, max(f.job_id, p.other) AS job_b
-    FROM temp.pp_fold_spans AS f JOIN main.pp_shared_jobs AS p ON p.job_id = f.job_id AND p.uuid = f.uuid)
+    FROM main.pp_refresh_fold_spans AS f JOIN main.pp_shared_jobs AS p ON p.job_id = f.job_id AND p.uuid = f.uuid)
 SELECT c.uuid, c.job_a, c.job_b,
        strftime('%Y-%m-%d %H:%M:%f', c.t_from, 'unixepoch'), strftime('%Y-%m-%d %H:%M:%f', c.t_through, 'unixepoch'),
        printf('%.1f', c.seconds)
@@ -348,3 +336,12 @@ parts AS (
      AND e.block = b.id AND e.folded = 0
      AND e.t_start_ns >= 0 AND e.t_end_ns >= e.t_start_ns AND e.t_end_ns <= (1 << 62))
 SELECT coalesce(sum(events), 0), coalesce((max(last_ns) - min(first_ns)) / 1e9, 0) FROM parts;
+
+-- name: empty_work_tables
+-- The work tables are empty between refreshes (schema.sql).
+DELETE FROM main.pp_refresh_fetch_gpus;
+DELETE FROM main.pp_refresh_series;
+DELETE FROM main.pp_refresh_fold_window;
+DELETE FROM main.pp_refresh_fold_means;
+DELETE FROM main.pp_refresh_fold_spans;
+DELETE FROM main.pp_refresh_retention_cuts;

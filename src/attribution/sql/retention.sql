@@ -10,10 +10,8 @@
 -- lag earlier, so that no kept window, nor its copy moved by the estimator's timing shift,
 -- reaches an event that went; a kept window may have the length its stretch was aligned with).
 -- CPU events have no samples: they go M minutes before the last folded one.
-CREATE TEMP TABLE IF NOT EXISTS pp_retention_cuts(
-  uuid TEXT PRIMARY KEY, samples_through_ms INTEGER, events_before_ns INTEGER NOT NULL);
-DELETE FROM temp.pp_retention_cuts;
-INSERT INTO temp.pp_retention_cuts(uuid, samples_through_ms, events_before_ns)
+DELETE FROM main.pp_refresh_retention_cuts;
+INSERT INTO main.pp_refresh_retention_cuts(uuid, samples_through_ms, events_before_ns)
 SELECT uuid, through_ms, (through_ms - reach_ms) * 1000000
   FROM (SELECT f.uuid, f.folded_through_ms - :keep_ms AS through_ms,
                CAST(2 * max(coalesce((SELECT max(interval_ms) FROM main.pp_intervals AS i WHERE i.uuid = f.uuid), 0),
@@ -26,12 +24,12 @@ SELECT uuid, through_ms, (through_ms - reach_ms) * 1000000
                     + :lag_ms + 1 AS INTEGER) AS reach_ms
           FROM main.pp_fold_state AS f)
  WHERE through_ms - reach_ms > 0;
-INSERT INTO temp.pp_retention_cuts(uuid, samples_through_ms, events_before_ns)
+INSERT INTO main.pp_refresh_retention_cuts(uuid, samples_through_ms, events_before_ns)
 SELECT 'cpu', NULL, max(last_ns) - :keep_ms * 1000000 FROM main.pp_gpu_spans WHERE uuid = 'cpu'
 HAVING max(last_ns) - :keep_ms * 1000000 > 0;
 
 -- name: cuts_list
-SELECT uuid, samples_through_ms, events_before_ns FROM temp.pp_retention_cuts ORDER BY uuid;
+SELECT uuid, samples_through_ms, events_before_ns FROM main.pp_refresh_retention_cuts ORDER BY uuid;
 
 -- name: drop_events
 -- The blocks of the GPU all of whose events are folded and end before the cut (one index range;
@@ -50,7 +48,7 @@ DELETE FROM main.pp_events_blocks
 -- name: drop_samples
 -- One index range per series (the primary key of pp_samples), and the windows of those times.
 DELETE FROM main.pp_samples
- WHERE uuid = :uuid AND metric IN (SELECT metric FROM temp.pp_series WHERE uuid = :uuid) AND ts_ms <= :through_ms;
+ WHERE uuid = :uuid AND metric IN (SELECT metric FROM main.pp_refresh_series WHERE uuid = :uuid) AND ts_ms <= :through_ms;
 DELETE FROM main.pp_windows WHERE uuid = :uuid AND ts_ms <= :through_ms;
 
 -- name: stored_events

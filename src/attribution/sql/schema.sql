@@ -149,6 +149,30 @@ CREATE TABLE IF NOT EXISTS pp_fold_state(uuid TEXT PRIMARY KEY, folded_through_m
 -- refresh knows whether the samples its jobs need (to 60 s past their last event) were asked for.
 CREATE TABLE IF NOT EXISTS pp_fetch_state(uuid TEXT PRIMARY KEY, fetched_through_ms INTEGER NOT NULL);
 
+-- The work tables of one refresh (refresh.sql, fold.sql, retention.sql): each step fills the
+-- one it needs and the next steps read it; the refresh empties them before it ends, so they are
+-- empty between refreshes. They are in the database, not temporary: creating a temporary table
+-- makes SQLite abort every statement of the connection that is running, the SELECT that calls
+-- pp_refresh included (with 'abort due to ROLLBACK' once it reads another table).
+--   pp_refresh_fetch_gpus      per GPU with unfolded events: what the fetch step asks for;
+--   pp_refresh_series          each series (uuid, metric) of pp_samples and its last ts_ms;
+--   pp_refresh_fold_window     per GPU, the sample windows this refresh folds: (after_ms, through_ms];
+--   pp_refresh_fold_means      the overlap means of those windows, per GPU and layer;
+--   pp_refresh_fold_spans      what the fold adds to pp_gpu_spans;
+--   pp_refresh_retention_cuts  per GPU, what event_retention_minutes lets go.
+CREATE TABLE IF NOT EXISTS pp_refresh_fetch_gpus(
+  uuid TEXT PRIMARY KEY, host_name TEXT, last_end_ms INTEGER, last_sample_ms INTEGER, parent_uuid TEXT,
+  gpu_instance_id INTEGER, needs_fetch INTEGER);
+CREATE TABLE IF NOT EXISTS pp_refresh_series(uuid TEXT, metric TEXT, last_ms INTEGER, PRIMARY KEY (uuid, metric));
+CREATE TABLE IF NOT EXISTS pp_refresh_fold_window(uuid TEXT PRIMARY KEY, after_ms INTEGER, through_ms INTEGER);
+CREATE TABLE IF NOT EXISTS pp_refresh_fold_means(
+  uuid TEXT, job_id TEXT, layer TEXT, forward INTEGER, metric TEXT, state BLOB, first_id INTEGER, windows INTEGER);
+CREATE TABLE IF NOT EXISTS pp_refresh_fold_spans(
+  job_id TEXT, uuid TEXT, first_ns INTEGER, last_ns INTEGER, events INTEGER, longest_ns INTEGER,
+  PRIMARY KEY (uuid, job_id));
+CREATE TABLE IF NOT EXISTS pp_refresh_retention_cuts(
+  uuid TEXT PRIMARY KEY, samples_through_ms INTEGER, events_before_ns INTEGER NOT NULL);
+
 -- The metrics pp_refresh fetches and attributes: the six of the paper's Table I with their
 -- Table II column names, and what a sample of each describes:
 --   window         the average over the window that ends when DCGM takes the sample

@@ -22,16 +22,14 @@ ALTER TABLE main.pp_event_files ADD COLUMN real_path TEXT;
 -- from the folded events that can, in one pass. A span none of whose events is left keeps its
 -- bounds, with longest 0: deleted events reach into no window.
 ALTER TABLE main.pp_gpu_spans ADD COLUMN longest_ns INTEGER NOT NULL DEFAULT 0;
-CREATE TEMP TABLE pp_upgrade_spans AS
-SELECT e.gpu_uuid AS uuid, e.job_id, min(e.t_start_ns) AS first_ns, max(e.t_end_ns) AS last_ns, count(*) AS events,
-       max(e.t_end_ns - e.t_start_ns) AS longest_ns
-  FROM main.pp_events AS e
- WHERE e.folded = 1 AND e.t_start_ns >= 0 AND e.t_end_ns >= e.t_start_ns AND e.t_end_ns <= (1 << 62)
- GROUP BY e.gpu_uuid, e.job_id;
 UPDATE main.pp_gpu_spans AS g
    SET first_ns = u.first_ns, last_ns = u.last_ns, events = u.events, longest_ns = u.longest_ns
-  FROM temp.pp_upgrade_spans AS u WHERE u.uuid = g.uuid AND u.job_id = g.job_id;
-DROP TABLE temp.pp_upgrade_spans;
+  FROM (SELECT e.gpu_uuid AS uuid, e.job_id, min(e.t_start_ns) AS first_ns, max(e.t_end_ns) AS last_ns,
+               count(*) AS events, max(e.t_end_ns - e.t_start_ns) AS longest_ns
+          FROM main.pp_events AS e
+         WHERE e.folded = 1 AND e.t_start_ns >= 0 AND e.t_end_ns >= e.t_start_ns AND e.t_end_ns <= (1 << 62)
+         GROUP BY e.gpu_uuid, e.job_id) AS u
+ WHERE u.uuid = g.uuid AND u.job_id = g.job_id;
 
 -- name: stretch_window_lengths
 -- That version gave every window the length of pp_intervals. Where that is still the median
