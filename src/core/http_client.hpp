@@ -23,6 +23,9 @@ struct HttpResponse {
   std::vector<std::string> secrets;
 };
 
+// Whether a URL names this machine's loopback interface (localhost, 127.0.0.0/8, [::1]): where
+// http_compression 'auto' asks for no compression.
+bool names_loopback(const std::string& url);
 
 class HttpClient {
  public:

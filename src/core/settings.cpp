@@ -57,6 +57,9 @@ const std::vector<SettingDefinition>& setting_definitions() {
       {"dedup_rel_tol", SettingType::Real, "0.05", nullptr,
        "pp_refresh: a layer's new means are kept in layer_history only when they differ from "
        "the last kept ones by more than this relative tolerance", 0, 1000},
+      {"http_compression", SettingType::AutoBoolean, "auto", nullptr,
+       "Ask the server for gzip-compressed responses; auto = on, but off for a server on this machine "
+       "(localhost, 127.0.0.0/8, [::1]), where compressing costs the server more time than it saves"},
       {"tls_verify", SettingType::Boolean, "on", nullptr, "Verify the server's TLS certificate"},
       {"tls_ca_file", SettingType::Path, "", nullptr, "CA bundle used to verify the server"},
   };
@@ -70,6 +73,7 @@ const char* setting_type_name(SettingType type) {
     case SettingType::Integer: return "integer";
     case SettingType::Real: return "real";
     case SettingType::Boolean: return "boolean";
+    case SettingType::AutoBoolean: return "auto or boolean";
     case SettingType::Path: return "path";
     case SettingType::HeadersJson: return "json";
     case SettingType::OffsetMs: return "auto or ms";
@@ -202,11 +206,14 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
         throw Error(where + "needs 'auto' or a number of milliseconds between -60000 and 600000, got '" + value + "'");
       return std::string(trim(value));
     }
-    case SettingType::Boolean: {
+    case SettingType::Boolean:
+    case SettingType::AutoBoolean: {
       const std::string v = to_lower(value);
       if (v == "on" || v == "true" || v == "1" || v == "yes") return "on";
       if (v == "off" || v == "false" || v == "0" || v == "no") return "off";
-      throw Error(where + "needs on/off, true/false or 1/0, got '" + value + "'");
+      if (d.type == SettingType::AutoBoolean && v == "auto") return "auto";
+      throw Error(where + "needs " + (d.type == SettingType::AutoBoolean ? "auto, " : "") +
+                  "on/off, true/false or 1/0, got '" + value + "'");
     }
     case SettingType::Url:
       return normalize_url(where, value);

@@ -9,7 +9,7 @@
 
 namespace pp {
 
-enum class SettingType { Text, Url, Integer, Real, Boolean, Path, HeadersJson, OffsetMs };
+enum class SettingType { Text, Url, Integer, Real, Boolean, AutoBoolean, Path, HeadersJson, OffsetMs };
 
 struct SettingDefinition {
   const char* name;

@@ -22,6 +22,15 @@ SELECT pp_config('basic_auth_password_file', '') = '';
 SELECT pp_config('bearer_token_file', '${TOKEN_FILE}') IS NOT NULL;
 SELECT json_extract(labels, '$.authorization') = 'Bearer s3cret-token'
   FROM prom_range('x', 1700000000, 1700000001, 1) LIMIT 1;
+-- Compression: by default not asked of a server on this machine (it costs the server more time
+-- than it saves there), asked when on; off never.
+SELECT pp_config('http_compression') = 'auto';
+SELECT json_extract(labels, '$.encoding') = '' FROM prom_range('x', 1700000000, 1700000001, 1) LIMIT 1;
+SELECT pp_config('http_compression', 'on') = 'on';
+SELECT json_extract(labels, '$.encoding') LIKE '%gzip%' FROM prom_range('x', 1700000000, 1700000001, 1) LIMIT 1;
+SELECT pp_config('http_compression', 'false') = 'off';
+SELECT json_extract(labels, '$.encoding') = '' FROM prom_range('x', 1700000000, 1700000001, 1) LIMIT 1;
+SELECT pp_config('http_compression', 'auto') = 'auto';
 -- Secrets never come back through pp_config or pp_settings.
 SELECT pp_config('headers') = '{"X-Scope-OrgID":"***"}';
 SELECT (SELECT group_concat(value) FROM pp_settings) NOT LIKE '%s3cret%';

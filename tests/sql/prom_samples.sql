@@ -75,3 +75,12 @@ SELECT json_extract(labels, '$.quote') = 'say "hi"' AND json_extract(labels, '$.
 -- A range with no data is empty, not an error.
 SELECT count(*) = 0 FROM prom_samples('DCGM_FI_DEV_GPU_UTIL', ${T0} - 1000, ${T0} - 1);
 SELECT pp_last_warnings() = '[]';
+
+-- A gzip-compressed answer reads as the plain one (http_compression: by default a server on
+-- this machine is asked for none, on asks every server for it).
+CREATE TEMP TABLE plain AS SELECT * FROM prom_samples('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 59);
+SELECT pp_config('http_compression', 'on') = 'on';
+CREATE TEMP TABLE compressed AS SELECT * FROM prom_samples('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 59);
+SELECT pp_config('http_compression', 'auto') = 'auto';
+SELECT (SELECT count(*) FROM plain) > 1000 AND (SELECT count(*) FROM compressed) = (SELECT count(*) FROM plain)
+   AND NOT EXISTS (SELECT * FROM plain EXCEPT SELECT * FROM compressed);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/http_client.hpp"
 #include "core/settings.hpp"
 
 TEST(Settings, DefaultsAndValidation) {
@@ -85,4 +86,21 @@ TEST(Settings, NumbersHaveCheckedRanges) {
   settings.set("timeout_ms", "86400000");
   settings.set("dedup_rel_tol", "0");
   EXPECT_EQ(settings.get_int("timeout_ms"), 86400000);
+}
+
+// http_compression 'auto' asks no server on this machine for gzip (compressing costs it more
+// than sending the answer plain there), and every other one.
+TEST(Settings, CompressionIsAskedOfServersElsewhere) {
+  pp::Settings settings;
+  EXPECT_EQ(settings.get("http_compression"), "auto");
+  for (const char* url : {"http://127.0.0.1:9090/api/v1/query", "http://localhost:9090", "https://LOCALHOST./x",
+                          "http://reader:p%40ss@127.5.6.7:9090/", "http://[::1]:9090/api", "http://[::1]"})
+    EXPECT_TRUE(pp::names_loopback(url)) << url;
+  for (const char* url : {"http://prometheus:9090", "http://127.example.com:9090", "http://10.0.0.1:9090/x",
+                          "http://localhost.example:9090", "http://[::2]:9090", "http://user@localhost.evil/x",
+                          "http://host:9090/path@127.0.0.1"})
+    EXPECT_FALSE(pp::names_loopback(url)) << url;
+  settings.set("http_compression", "yes");
+  EXPECT_EQ(settings.get("http_compression"), "on");
+  EXPECT_THROW(settings.set("http_compression", "gzip"), pp::Error);
 }
