@@ -1,5 +1,6 @@
 #include "core/connection.hpp"
 
+#include <algorithm>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -38,8 +39,17 @@ std::vector<std::string> Connection::warnings() const {
 }
 
 void Connection::cursor_opened() {
+  std::vector<sqlite3_stmt*> running = running_statements();
   std::lock_guard<std::mutex> lock(mutex_);
-  if (open_cursors_++ == 0) warnings_.clear();  // a new statement begins
+  // A new statement begins: the first cursor, or one of a statement that was not running when
+  // the warnings were cleared (another statement holds a cursor open). The statements a refresh
+  // runs are its own: their warnings are the refresh's.
+  if (open_cursors_++ == 0 ||
+      (!engine_writing() && !std::includes(warned_statements_.begin(), warned_statements_.end(), running.begin(),
+                                           running.end()))) {
+    warnings_.clear();
+    warned_statements_ = std::move(running);
+  }
 }
 
 void Connection::cursor_closed() {
@@ -50,19 +60,37 @@ void Connection::cursor_closed() {
   }
 }
 
+std::vector<sqlite3_stmt*> Connection::running_statements() const {
+  std::vector<sqlite3_stmt*> running;
+  for (sqlite3_stmt* s = sqlite3_next_stmt(db_, nullptr); s; s = sqlite3_next_stmt(db_, s))
+    if (sqlite3_stmt_busy(s)) running.push_back(s);
+  std::sort(running.begin(), running.end());
+  return running;
+}
+
 std::shared_ptr<const void> Connection::cached(
     const std::string& key, size_t& bytes_hint,
     const std::function<std::shared_ptr<const void>(size_t&)>& compute) {
+  std::vector<sqlite3_stmt*> running = running_statements();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
+    // Only for a statement that was running when the answer came (every one running now was).
+    if (it != cache_.end() && std::includes(it->second.statements.begin(), it->second.statements.end(),
+                                            running.begin(), running.end()))
+      return it->second.value;
   }
   std::shared_ptr<const void> value = compute(bytes_hint);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (open_cursors_ > 0 && cache_bytes_ + bytes_hint <= kMaxCacheBytes) {
-    cache_.emplace(key, value);
-    cache_bytes_ += bytes_hint;
+  if (open_cursors_ > 0) {
+    if (auto old = cache_.find(key); old != cache_.end()) {
+      cache_bytes_ -= old->second.bytes;
+      cache_.erase(old);
+    }
+    if (cache_bytes_ + bytes_hint <= kMaxCacheBytes) {
+      cache_.emplace(key, CachedAnswer{value, bytes_hint, std::move(running)});
+      cache_bytes_ += bytes_hint;
+    }
   }
   return value;
 }

@@ -40,8 +40,8 @@ class Connection {
   HttpClient& http() { return http_; }
 
   // Warnings (Prometheus "warnings", skipped input lines, ...) of the current statement, read
-  // with pp_last_warnings(). They are cleared when a statement opens the first cursor on
-  // one of the extension's tables, so they describe the latest statement that read data.
+  // with pp_last_warnings(). They are cleared when a statement opens its first cursor on one
+  // of the extension's tables, so they describe the latest statement that read data.
   void add_warning(const std::string& warning);
   // A callback for code below the SQL boundary: adds "NAME: " + its warning.
   std::function<void(const std::string&)> warner(const char* name) {
@@ -51,7 +51,9 @@ class Connection {
 
   // Cursors of the extension's tables call these from xOpen/xClose. While at least one is open
   // a statement is running: its identical requests are answered from the cache. When the last
-  // closes, the cache is dropped, so the next statement sees fresh data.
+  // closes, the cache is dropped, so the next statement sees fresh data; while one is held open
+  // (a cursor not read to its end), an answer serves only the statements that were running
+  // when it came, so a later statement still asks again.
   void cursor_opened();
   void cursor_closed();
 
@@ -60,7 +62,8 @@ class Connection {
   bool refresh_left_open = false;
 
   // Returns the cached value for key, or computes, caches (if small enough) and returns it.
-  // Cached values are immutable and shared, so a nested-loop join reuses one response.
+  // Cached values are immutable and shared, so a nested-loop join reuses one response. The key
+  // names everything that shapes the answer (the URL, the request, headers and credentials).
   std::shared_ptr<const void> cached(const std::string& key, size_t& bytes_hint,
                                      const std::function<std::shared_ptr<const void>(size_t&)>& compute);
 
@@ -71,8 +74,15 @@ class Connection {
   HttpClient http_;
   mutable std::mutex mutex_;
   std::vector<std::string> warnings_;
+  std::vector<sqlite3_stmt*> warned_statements_;  // running when warnings_ was last cleared
   int open_cursors_ = 0;
-  std::map<std::string, std::shared_ptr<const void>> cache_;
+  struct CachedAnswer {
+    std::shared_ptr<const void> value;
+    size_t bytes = 0;
+    std::vector<sqlite3_stmt*> statements;  // those running when it came, by address
+  };
+  std::vector<sqlite3_stmt*> running_statements() const;
+  std::map<std::string, CachedAnswer> cache_;
   size_t cache_bytes_ = 0;
 };
 

@@ -11,7 +11,18 @@ namespace pp {
 // the name of the SQL function: the guard adds it.
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& message) : std::runtime_error(without_nul(message)) {}
+  explicit Error(const char* message) : std::runtime_error(message) {}
+
+ private:
+  // what() is a C string: a NUL quoted from a server's answer or a file would end the message
+  // there, losing what follows (the reason, the HTTP status). It shows as U+FFFD instead.
+  static std::string without_nul(const std::string& message) {
+    if (message.find('\0') == std::string::npos) return message;
+    std::string shown;
+    for (const char c : message) shown += c == '\0' ? std::string("\xEF\xBF\xBD") : std::string(1, c);
+    return shown;
+  }
 };
 
 // Another connection holds the write lock: the virtual-table guard returns SQLITE_BUSY, so

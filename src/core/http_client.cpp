@@ -198,6 +198,12 @@ std::vector<std::string> sent_secrets(const std::string& url, const nlohmann::js
     for (const std::string& form : {user_info.substr(colon + 1), sent_password, base64(user_info),
                                     base64(sent_user + ":" + sent_password)})
       secrets.push_back(form);
+  } else if (!user_info.empty()) {
+    // A user name alone (https://TOKEN@host: some services take a token so) is sent as
+    // "TOKEN:", and may be the secret itself (settings show it masked too).
+    const std::string sent_user = percent_decoded(user_info);
+    for (const std::string& form : {user_info, sent_user, base64(user_info + ":"), base64(sent_user + ":")})
+      secrets.push_back(form);
   }
   for (const auto& item : headers.items())
     if (secret_header(item.key())) {

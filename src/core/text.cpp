@@ -90,6 +90,18 @@ void hide_secrets(std::string& text, const std::vector<std::string>& secrets) {
   for (const std::string* secret : longest_first)
     for (size_t at = text.find(*secret); at != std::string::npos; at = text.find(*secret, at + 3))
       text.replace(at, secret->size(), "***");
+  // A copy cut short (a body that ends inside one, a quote of its first bytes): from its first
+  // kCutCopy characters on, as far as it matches.
+  constexpr size_t kCutCopy = 6;
+  for (const std::string* secret : longest_first) {
+    if (secret->size() <= kCutCopy) continue;
+    const std::string_view start(secret->data(), kCutCopy);
+    for (size_t at = text.find(start); at != std::string::npos; at = text.find(start, at + 3)) {
+      size_t length = kCutCopy;
+      while (at + length < text.size() && length < secret->size() && text[at + length] == (*secret)[length]) ++length;
+      text.replace(at, length, "***");
+    }
+  }
 }
 
 }  // namespace pp

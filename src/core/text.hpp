@@ -48,7 +48,8 @@ constexpr size_t kMaxErrorBytes = 4000;
 std::string error_message_text(std::string_view text);
 
 // Every occurrence of each secret (of 3 bytes or more: shorter ones would mangle any text) in
-// text replaced by "***", the longest first so that none is left in part.
+// text replaced by "***", the longest first so that none is left in part; so is a copy cut
+// short, from a secret's first 6 bytes on (a quote that ends inside one).
 void hide_secrets(std::string& text, const std::vector<std::string>& secrets);
 
 }  // namespace pp

@@ -1,5 +1,7 @@
 #include "prometheus/prom_client.hpp"
 
+#include "core/errors.hpp"
+#include "core/text.hpp"
 #include "prometheus/time_parse.hpp"
 
 namespace pp {
@@ -14,14 +16,31 @@ template <class T, class Parse>
 std::shared_ptr<const T> PromClient::cached_call(const std::string& path, const std::string& form, bool post,
                                                  Parse parse) {
   const std::string base = connection_.settings().get("prometheus_url");
-  // The key includes every setting that changes the answer's source.
-  const std::string key = base + path + "?" + form + "#" + connection_.settings().get("headers");
+  // The key includes every setting that changes the answer or its source: a request with other
+  // credentials may see other data.
+  const Settings& settings = connection_.settings();
+  const std::string separator(1, '\0');  // in none of the values
+  const std::string key = base + path + "?" + form + separator + settings.get("headers") + separator +
+                          settings.get("bearer_token_file") + separator + settings.get("basic_auth_user") +
+                          separator + settings.get("basic_auth_password_file");
   size_t bytes = 0;
   auto value = connection_.cached(key, bytes, [&](size_t& size) -> std::shared_ptr<const void> {
     HttpResponse response = get(path, form, post);
     std::vector<std::string> warnings;
-    auto parsed = std::make_shared<T>(parse(response, redact_url(base + path), warnings));
-    for (const auto& w : warnings) connection_.add_warning(w);
+    std::shared_ptr<T> parsed;
+    try {
+      parsed = std::make_shared<T>(parse(response, redact_url(base + path), warnings));
+    } catch (const Error& e) {
+      // Whatever a message quotes from the answer (a value, a label, a type) may be the
+      // request's credentials, echoed by a proxy or a hostile server.
+      std::string message = e.what();
+      hide_secrets(message, response.secrets);
+      throw Error(message);
+    }
+    for (std::string& w : warnings) {
+      hide_secrets(w, response.secrets);
+      connection_.add_warning(w);
+    }
     size = response.body.size();
     return parsed;
   });

@@ -1,5 +1,6 @@
 #include "prometheus/response_parser.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -15,7 +16,9 @@ using json = nlohmann::json;
 // The first 200 bytes of a body for an error message: on one line, valid UTF-8, without the
 // credentials the request sent.
 std::string body_start(const HttpResponse& response) {
-  std::string body = response.body.substr(0, 4096);
+  size_t longest_secret = 0;
+  for (const std::string& secret : response.secrets) longest_secret = std::max(longest_secret, secret.size());
+  std::string body = response.body.substr(0, 4096 + longest_secret);  // no secret cut at the end
   hide_secrets(body, response.secrets);
   std::string start = valid_utf8(body, 200);
   for (char& c : start)
@@ -76,6 +79,11 @@ json envelope_data(const HttpResponse& response, const std::string& shown_url, s
   if (response.status != 200)
     throw Error("HTTP " + std::to_string(response.status) + " from " + shown_url + ": " +
                 body_start(response));
+  // VictoriaMetrics' cluster (vmselect) answers success with "isPartial": true when storage nodes
+  // did not answer: the rows are then incomplete, which a user must not take for the whole.
+  if (const auto partial = doc.find("isPartial"); partial != doc.end() && *partial == true)
+    warnings.push_back("the answer from " + shown_url + " is partial (isPartial: true): some of the server's "
+                       "storage nodes did not answer, so series or samples may be missing; run the query again");
   auto data = doc.find("data");
   if (data == doc.end()) throw Error("response from " + shown_url + " has no 'data'");
   return std::move(*data);

@@ -307,6 +307,73 @@ def test_long_non_ascii_value_is_cut_at_a_character(hostile):
     assert 35 <= len(shown.group(1).encode()) <= 40
 
 
+@pytest.mark.parametrize("mode", ["echo-warning", "echo-value", "echo-cut"])
+@pytest.mark.parametrize("credential", ["bearer", "url-user"])
+def test_credentials_a_successful_answer_echoes_never_show(hostile, tmp_path, mode, credential):
+    """A proxy or server may put the request's credentials into a 200 answer: a warning, a value
+    the error quotes, a body cut short inside them. Each shows as ***, whole or cut."""
+    token = "s3cret-Token-4242"
+    if credential == "bearer":
+        (tmp_path / "token").write_text(token + "\n")
+        conn = connect(f"{hostile}/{mode}", bearer_token_file=str(tmp_path / "token"))
+    else:  # a token given as the URL's user name, which curl sends as basic auth "TOKEN:"
+        conn = connect(hostile.replace("http://", f"http://{token}@") + f"/{mode}")
+    try:
+        conn.execute("SELECT * FROM prom_range('x', 1700000000, 1700000001, 1)").fetchall()
+        shown = conn.execute("SELECT pp_last_warnings()").fetchone()[0]
+    except sqlite3.OperationalError as error:
+        shown = str(error)
+    assert "***" in shown, shown
+    encoded = [token, token[:6], "czNjcmV0LVRva2VuLTQyNDI6", "czNjcmV0LVRv"]  # the last two: base64 of "TOKEN:"
+    assert not any(secret in shown for secret in encoded), shown
+
+
+def test_a_partial_answer_says_so(hostile):
+    """VictoriaMetrics' cluster answers success with isPartial when storage nodes are missing: the
+    rows come, with a warning that they may be incomplete."""
+    conn = connect(f"{hostile}/partial")
+    assert conn.execute("SELECT count(*) FROM prom_range('x', 1700000000, 1700000001, 1)").fetchone() == (2,)
+    assert "is partial (isPartial: true)" in conn.execute("SELECT pp_last_warnings()").fetchone()[0]
+
+
+def test_a_nul_in_the_servers_error_keeps_the_rest_of_it(hostile):
+    conn = connect(f"{hostile}/nul-error")
+    with pytest.raises(sqlite3.OperationalError,
+                       match=r"^prom_range: Prometheus error bad\ufffddata \(HTTP 400\): the real reason$"):
+        conn.execute("SELECT * FROM prom_range('x', 1700000000, 1700000001, 1)").fetchall()
+
+
+def test_a_cursor_held_open_does_not_answer_later_statements(hostile, tmp_path):
+    """Identical requests of one statement share an answer; a statement that comes later, while an
+    earlier one still holds a cursor open, asks again: with the credentials now set, and with
+    its own warnings."""
+    (tmp_path / "token").write_text("first-token\n")
+    conn = connect(f"{hostile}/auth", bearer_token_file=str(tmp_path / "token"))
+    query = "SELECT json_extract(labels, '$.authorization') FROM prom_range('x', 1700000000, 1700000001, 1)"
+    held = conn.cursor()
+    assert held.execute(query).fetchone() == ("Bearer first-token",)  # one of two rows read: still open
+    conn.execute("SELECT pp_config('bearer_token_file', '')")
+    assert conn.execute(query).fetchall() == [("",), ("",)]
+    (tmp_path / "token").write_text("second-token\n")
+    conn.execute("SELECT pp_config('bearer_token_file', ?)", (str(tmp_path / "token"),))
+    assert conn.execute(query).fetchall() == [("Bearer second-token",)] * 2
+    # One statement's nested loop still shares one answer: 3 outer rows, one request.
+    before = http_stats(conn)["requests"]
+    assert conn.execute("WITH n(i) AS (VALUES (1), (2), (3)) SELECT count(*) FROM n, prom_range('x', "
+                        "1700000000, 1700000001, 1) AS p").fetchone() == (6,)
+    assert http_stats(conn)["requests"] == before + 1
+    # Warnings are those of the latest statement, not of the one held open.
+    conn.execute("SELECT pp_config('prometheus_url', ?)", (f"{hostile}/warn",))
+    warned = conn.cursor()
+    warned.execute("SELECT * FROM prom_range('x', 1700000000, 1700000001, 1)").fetchone()
+    assert "might not be a counter" in conn.execute("SELECT pp_last_warnings()").fetchone()[0]
+    conn.execute("SELECT pp_config('prometheus_url', ?)", (f"{hostile}/plain",))
+    assert conn.execute("SELECT count(*) FROM prom_range('x', 1700000000, 1700000001, 1)").fetchone() == (2,)
+    assert conn.execute("SELECT pp_last_warnings()").fetchone()[0] == "[]"
+    held.close()
+    warned.close()
+
+
 CARDINALITY_SCRIPT = """
 import json, sqlite3, sys
 def kib(field):
