@@ -1,6 +1,7 @@
 #include "prometheus/prom_client.hpp"
 
 #include "core/errors.hpp"
+#include "core/interrupt.hpp"
 #include "core/text.hpp"
 #include "prometheus/time_parse.hpp"
 
@@ -29,7 +30,10 @@ std::shared_ptr<const T> PromClient::cached_call(const std::string& path, const 
     std::vector<std::string> warnings;
     std::shared_ptr<T> parsed;
     try {
-      parsed = std::make_shared<T>(parse(response, redact_url(base + path), warnings));
+      InterruptCheck interrupted(connection_.db());
+      parsed = std::make_shared<T>(parse(response, redact_url(base + path), warnings, [&] { interrupted.check(); }));
+    } catch (const InterruptedError&) {
+      throw;
     } catch (const Error& e) {
       // Whatever a message quotes from the answer (a value, a label, a type) may be the
       // request's credentials, echoed by a proxy or a hostile server.

@@ -37,11 +37,16 @@ std::string text_member(const json& object, const char* key, const std::string& 
 // Checks the envelope and returns its "data" member. Collects "warnings" and "infos".
 // `keep`, when given, sees every value as it is parsed and may drop it from the document.
 json envelope_data(const HttpResponse& response, const std::string& shown_url, std::vector<std::string>& warnings,
-                   const json::parser_callback_t& keep = nullptr) {
+                   const ParsePoll& poll, const json::parser_callback_t& keep = nullptr) {
   json doc;
   std::string invalid;  // why a body that looks like JSON is not
+  uint32_t events = 0;
+  const json::parser_callback_t polled = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (++events % 4096 == 0) poll();
+    return keep ? keep(depth, event, parsed) : true;
+  };
   try {
-    doc = json::parse(response.body, keep);
+    doc = poll ? json::parse(response.body, polled) : json::parse(response.body, keep);
   } catch (const json::exception& e) {
     // "[json.exception.parse_error.101] parse error at line 1, column 95: ..." (or
     // out_of_range.406 for a number beyond a double); the text it quotes from the body may
@@ -155,7 +160,7 @@ bool parse_sample_value(std::string_view text, double& value, bool& is_null) {
 }
 
 PromMatrix parse_matrix_body(const HttpResponse& response, const std::string& shown_url,
-                             std::vector<std::string>& warnings) {
+                             std::vector<std::string>& warnings, const ParsePoll& poll) {
   // Each series is converted as soon as the parser has read it and then dropped from the
   // document, so that a response of 50,000 series never exists as a whole JSON tree: memory
   // stays near the body's size instead of several times it.
@@ -177,7 +182,7 @@ PromMatrix parse_matrix_body(const HttpResponse& response, const std::string& sh
     matrix.series.push_back(matrix_series(parsed, histograms));
     return false;
   };
-  json data = envelope_data(response, shown_url, warnings, convert);
+  json data = envelope_data(response, shown_url, warnings, poll, convert);
   const std::string type = text_member(data, "resultType", "");
   if (type != "matrix")
     throw Error("expected a matrix result from " + shown_url + ", got '" +
@@ -191,8 +196,8 @@ PromMatrix parse_matrix_body(const HttpResponse& response, const std::string& sh
 }
 
 std::vector<PromSeries> parse_series_body(const HttpResponse& response, const std::string& shown_url,
-                                          std::vector<std::string>& warnings) {
-  json data = envelope_data(response, shown_url, warnings);
+                                          std::vector<std::string>& warnings, const ParsePoll& poll) {
+  json data = envelope_data(response, shown_url, warnings, poll);
   if (!data.is_array())
     throw Error("series response from " + shown_url + " is not a list");
   std::vector<PromSeries> out;
@@ -207,8 +212,8 @@ std::vector<PromSeries> parse_series_body(const HttpResponse& response, const st
 }
 
 std::vector<std::string> parse_label_values_body(const HttpResponse& response, const std::string& shown_url,
-                                                 std::vector<std::string>& warnings) {
-  json data = envelope_data(response, shown_url, warnings);
+                                                 std::vector<std::string>& warnings, const ParsePoll& poll) {
+  json data = envelope_data(response, shown_url, warnings, poll);
   if (!data.is_array())
     throw Error("label values from " + shown_url + " are not a list");
   std::vector<std::string> out;

@@ -4,6 +4,7 @@
 // is prom_client.hpp. Every failure is a pp::Error that carries the server's own errorType and
 // error text.
 #pragma once
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,12 +38,15 @@ struct PromMatrix {
 bool parse_sample_value(std::string_view text, double& value, bool& is_null);
 
 // Parse a response body; `shown_url` (credentials removed) names the server in errors. The
-// server's "warnings" and "infos" are appended to `warnings`.
+// server's "warnings" and "infos" are appended to `warnings`. `poll`, when given, is called as
+// the parse goes (every few thousand JSON values), so that an interrupt can end the parse of a
+// large answer (it throws InterruptedError).
+using ParsePoll = std::function<void()>;
 PromMatrix parse_matrix_body(const HttpResponse& response, const std::string& shown_url,
-                             std::vector<std::string>& warnings);
+                             std::vector<std::string>& warnings, const ParsePoll& poll = {});
 std::vector<PromSeries> parse_series_body(const HttpResponse& response, const std::string& shown_url,
-                                          std::vector<std::string>& warnings);
+                                          std::vector<std::string>& warnings, const ParsePoll& poll = {});
 std::vector<std::string> parse_label_values_body(const HttpResponse& response, const std::string& shown_url,
-                                                 std::vector<std::string>& warnings);
+                                                 std::vector<std::string>& warnings, const ParsePoll& poll = {});
 
 }  // namespace pp

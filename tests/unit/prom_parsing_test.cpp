@@ -187,3 +187,31 @@ TEST(PromQL, QuotingCannotChangeASelector) {
   EXPECT_FALSE(pp::add_metric_matcher("rate(up[1m])", "=", "up", empty).has_value());
   EXPECT_FALSE(pp::add_metric_matcher("up", "=~", "u.*", empty).has_value());
 }
+
+// A large answer's parse takes seconds: it calls its poll as it goes, so that an interrupt (the
+// poll's InterruptedError) ends it there, for each kind of answer.
+TEST(PromParsing, TheParseOfALargeAnswerCanBeInterrupted) {
+  std::string values;
+  for (int i = 0; i < 100000; ++i) values += (i ? "," : "") + ("[" + std::to_string(1700000000 + i) + ",\"1\"]");
+  const std::string matrix =
+      R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"m"},"values":[)" + values +
+      "]}]}}";
+  std::string names;
+  for (int i = 0; i < 100000; ++i) names += (i ? "," : "") + ("\"gpu-" + std::to_string(i) + "\"");
+  const std::string list = R"({"status":"success","data":[)" + names + "]}";
+  for (int kind = 0; kind < 2; ++kind) {
+    int polls = 0;
+    const pp::ParsePoll poll = [&] {
+      if (++polls == 10) throw pp::InterruptedError();
+    };
+    std::vector<std::string> warnings;
+    EXPECT_THROW(kind == 0 ? (void)pp::parse_matrix_body(response(200, matrix), "u", warnings, poll)
+                           : (void)pp::parse_label_values_body(response(200, list), "u", warnings, poll),
+                 pp::InterruptedError);
+    EXPECT_EQ(polls, 10);
+  }
+  // Without an interrupt the same answers parse whole.
+  std::vector<std::string> warnings;
+  EXPECT_EQ(pp::parse_matrix_body(response(200, matrix), "u", warnings, [] {}).series.at(0).points.size(), 100000u);
+  EXPECT_EQ(pp::parse_label_values_body(response(200, list), "u", warnings, [] {}).size(), 100000u);
+}
