@@ -6,6 +6,8 @@
 #include <memory>
 #include <mutex>
 
+#include "core/text.hpp"
+
 namespace pp {
 
 namespace {
@@ -30,7 +32,8 @@ void Connection::add_warning(const std::string& warning) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& w : warnings_)
     if (w == warning) return;  // a chunked fetch repeats the same server warning per chunk
-  if (warnings_.size() < 100) warnings_.push_back(warning);
+  // At most 100, each of at most 2000 bytes: a server's warnings are the server's to size.
+  if (warnings_.size() < 100) warnings_.push_back(warning.size() <= 2000 ? warning : valid_utf8(warning, 2000));
 }
 
 std::vector<std::string> Connection::warnings() const {

@@ -40,6 +40,7 @@ struct Transfer {
   bool too_large = false;
   double retry_after_seconds = -1;
   std::string content_type;
+  std::string location;
 };
 
 size_t write_body(char* data, size_t size, size_t count, void* user) {
@@ -64,6 +65,7 @@ size_t read_header(char* data, size_t size, size_t count, void* user) {
     if (name == "retry-after" && parse_double(value, seconds) && seconds >= 0)
       transfer->retry_after_seconds = seconds;
     if (name == "content-type") transfer->content_type = std::string(value);
+    if (name == "location") transfer->location = std::string(value);
   }
   return size * count;
 }
@@ -316,8 +318,9 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
     // Prometheus compresses its JSON about tenfold, which pays over a network; on this machine
     // it only costs the server time (a 4.5 MB answer: 0.25 s to gzip, 0.05 s to send it plain).
     const std::string compression = settings.get("http_compression");
-    if (compression == "on" || (compression == "auto" && !names_loopback(url)))
-      curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");  // every encoding libcurl decodes
+    // Either way libcurl decodes what a server compresses unasked.
+    const bool compress = compression == "on" || (compression == "auto" && !names_loopback(url));
+    curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, compress ? "" : "identity");  // "": all libcurl decodes
     curl_easy_setopt(curl, CURLOPT_USERAGENT, "precisionprobe/" PP_VERSION);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, settings.get_bool("tls_verify") ? 1L : 0L);
@@ -349,6 +352,7 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
     response.status = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
     response.content_type = transfer.content_type;
+    response.location = transfer.location;
 
     // An error page is shown to the user (the caller quotes the server's message): without the
     // credentials this request sent.

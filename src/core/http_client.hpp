@@ -17,6 +17,7 @@ struct HttpResponse {
   long status = 0;
   std::string body;
   std::string content_type;
+  std::string location;  // of a redirect, which is not followed
   int attempts = 0;
   // The credentials the request carried, as sent and as encoded (hide_secrets): a server or
   // proxy may echo them in what an error message quotes.

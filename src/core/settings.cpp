@@ -151,7 +151,8 @@ std::string normalize_url(const std::string& where, const std::string& value) {
   }
   if (value.find('#', host_end) != std::string::npos || value.find('?', host_end) != std::string::npos)
     throw Error(where + scheme_hint + "; a base URL has no query or fragment ('?' or '#')");
-  return value.back() == '/' ? value.substr(0, value.size() - 1) : value;
+  // "http://host:9090//" too: Prometheus answers a path with "//" by a redirect, not followed.
+  return value.substr(0, value.find_last_not_of('/') + 1);
 }
 
 // Whether a setting names a file holding a secret (a token or password): its value must look

@@ -59,6 +59,14 @@ json envelope_data(const HttpResponse& response, const std::string& shown_url, s
     doc = json();
   }
   if (!doc.is_object() || !doc.contains("status")) {
+    if (response.status >= 300 && response.status < 400 && !response.location.empty()) {
+      std::string location = response.location;
+      hide_secrets(location, response.secrets);
+      throw Error("HTTP " + std::to_string(response.status) + " from " + shown_url + " redirects to " +
+                  valid_utf8(redact_url(location), 300) +
+                  "; redirects are not followed (they would take the credentials along): set prometheus_url to "
+                  "where it leads");
+    }
     if (response.body.empty())
       throw Error("HTTP " + std::to_string(response.status) + " with an empty body from " +
                   shown_url);

@@ -2,6 +2,10 @@ SELECT pp_config('retries', 1);
 -- error: prom_range: HTTP 502 from ${hostile_url}/html/api/v1/query_range is not a Prometheus API response: <html><body><h1>502 Bad Gateway
 SELECT pp_config('prometheus_url', '${hostile_url}/html');
 SELECT * FROM prom_range('up', 1700000000, 1700000010);
+-- A redirect is not followed (it would take the credentials along), and says where it leads.
+-- error: prom_range: HTTP 302 from ${hostile_url}/redirect/api/v1/query_range redirects to http://reader:***@127.0.0.1:1/elsewhere; redirects are not followed (they would take the credentials along): set prometheus_url to where it leads
+SELECT pp_config('prometheus_url', '${hostile_url}/redirect');
+SELECT * FROM prom_range('up', 1700000000, 1700000010);
 -- A proxy whose error page prints the request's Authorization header: the credentials this
 -- request sent are not shown (the bearer token; the basic auth password, as sent and encoded).
 -- error: prom_range: HTTP 401 from ${hostile_url}/echo-auth/api/v1/query_range is not a Prometheus API response: invalid credentials: Bearer ***

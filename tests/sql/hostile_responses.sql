@@ -25,12 +25,16 @@ SELECT json_extract(labels, '$.authorization') = 'Bearer s3cret-token'
 -- Compression: by default not asked of a server on this machine (it costs the server more time
 -- than it saves there), asked when on; off never.
 SELECT pp_config('http_compression') = 'auto';
-SELECT json_extract(labels, '$.encoding') = '' FROM prom_range('x', 1700000000, 1700000001, 1) LIMIT 1;
+SELECT json_extract(labels, '$.encoding') = 'identity' FROM prom_range('x', 1700000000, 1700000001, 1) LIMIT 1;
 SELECT pp_config('http_compression', 'on') = 'on';
 SELECT json_extract(labels, '$.encoding') LIKE '%gzip%' FROM prom_range('x', 1700000000, 1700000001, 1) LIMIT 1;
 SELECT pp_config('http_compression', 'false') = 'off';
-SELECT json_extract(labels, '$.encoding') = '' FROM prom_range('x', 1700000000, 1700000001, 1) LIMIT 1;
+SELECT json_extract(labels, '$.encoding') = 'identity' FROM prom_range('x', 1700000000, 1700000001, 1) LIMIT 1;
 SELECT pp_config('http_compression', 'auto') = 'auto';
+-- A server that compresses unasked is read all the same.
+SELECT pp_config('prometheus_url', '${hostile_url}/gzip-unasked') IS NOT NULL;
+SELECT count(*) = 2 FROM prom_range('x', 1700000000, 1700000001, 1);
+SELECT pp_config('prometheus_url', '${hostile_url}/auth') IS NOT NULL;
 -- Secrets never come back through pp_config or pp_settings.
 SELECT pp_config('headers') = '{"X-Scope-OrgID":"***"}';
 SELECT (SELECT group_concat(value) FROM pp_settings) NOT LIKE '%s3cret%';

@@ -18,6 +18,11 @@ TEST(Settings, DefaultsAndValidation) {
   EXPECT_THROW(settings.set("no_such_key", "1"), pp::Error);
   settings.set("tls_verify", "false");
   EXPECT_FALSE(settings.get_bool("tls_verify"));
+  // Trailing slashes go: Prometheus answers a path with "//" by a redirect.
+  settings.set("prometheus_url", "http://prom:9090/prometheus//");
+  EXPECT_EQ(settings.get("prometheus_url"), "http://prom:9090/prometheus");
+  settings.set("prometheus_url", "http://prom:9090//");
+  EXPECT_EQ(settings.get("prometheus_url"), "http://prom:9090");
 }
 
 TEST(Settings, SecretsAreMaskedWhenShown) {
