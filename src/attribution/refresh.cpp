@@ -1,6 +1,7 @@
 #include "attribution/refresh.hpp"
 
-#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <chrono>
 
@@ -40,22 +41,31 @@ void run_steps(RefreshRun& run, const std::optional<std::string>& path) {
 // In WAL mode, a refresh that commits on its own (no BEGIN around it) commits while its
 // SELECT still holds a read transaction, so SQLite's automatic checkpoint cannot run (it
 // fails with SQLITE_LOCKED and waits for the next commit, which is again a refresh's): a
-// loop of refreshes alone grows the -wal file without end. Say so once it is several times
-// what the automatic checkpoint would allow.
+// loop of refreshes alone grows the -wal file without end. Say so once the log holds several
+// times as many frames not yet copied into the database as the automatic checkpoint allows.
+// The count comes from the wal-index (the -shm file, SQLite's documented WAL-index format:
+// mxFrame at byte 16, nBackfill at byte 96, native byte order), since the -wal file keeps its
+// size after a checkpoint. Without a -shm file (locking_mode EXCLUSIVE) nothing is said.
 void warn_about_unchecked_wal(RefreshRun& run) {
   const double autocheckpoint_pages = query_double(run.db, "PRAGMA main.wal_autocheckpoint", {}, 0);
   const char* db_file = sqlite3_db_filename(run.db, "main");
   if (autocheckpoint_pages <= 0 || !db_file || !*db_file) return;
   const char* wal_file = sqlite3_filename_wal(db_file);
-  struct stat st;
-  if (!wal_file || ::stat(wal_file, &st) != 0) return;  // not in WAL mode
+  if (!wal_file) return;
+  const int shm = ::open((std::string(db_file) + "-shm").c_str(), O_RDONLY | O_CLOEXEC);
+  if (shm < 0) return;  // not in WAL mode, or no shared wal-index
+  uint32_t max_frame = 0, backfilled = 0;
+  const bool read = ::pread(shm, &max_frame, sizeof max_frame, 16) == sizeof max_frame &&
+                    ::pread(shm, &backfilled, sizeof backfilled, 96) == sizeof backfilled;
+  ::close(shm);
+  if (!read || max_frame <= backfilled) return;
+  const double unchecked = static_cast<double>(max_frame - backfilled);
+  if (unchecked <= 4 * autocheckpoint_pages) return;
   const double page_size = query_double(run.db, "PRAGMA main.page_size", {}, 4096);
-  const double limit = 4 * autocheckpoint_pages * page_size;  // 16 MiB by default
-  if (static_cast<double>(st.st_size) <= limit) return;
   run.warn(std::string("the write-ahead log ") + wal_file + " holds " +
-           std::to_string(static_cast<long long>(st.st_size >> 20)) +
-           " MiB: SQLite cannot checkpoint it from inside the SELECT that refreshes; run "
-           "PRAGMA wal_checkpoint after refreshing, or refresh inside BEGIN IMMEDIATE ... COMMIT");
+           std::to_string(static_cast<long long>(unchecked * page_size) >> 20) +
+           " MiB not yet copied into the database: SQLite cannot checkpoint it from inside the SELECT that "
+           "refreshes; run PRAGMA wal_checkpoint after refreshing, or refresh inside BEGIN IMMEDIATE ... COMMIT");
 }
 
 // Whether a statement of the connection that writes is running (an INSERT ... SELECT or a
@@ -85,19 +95,25 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
         "refuses the savepoint that undoes a failed refresh there; run SELECT * FROM pp_refresh(...) as a "
         "statement of its own and store its row afterwards");
   const Connection::WriteScope settings_fixed(connection);
+  bool committing = false;
   try {
     run_script(db, "SAVEPOINT pp_refresh");
     run_steps(run, path);
+    committing = true;
     run_script(db, "RELEASE pp_refresh");
   } catch (...) {
     // SQLITE_BUSY or SQLITE_BUSY_SNAPSHOT: another connection writes or has written since the
-    // calling SELECT began. SQLite cannot wait here (the SELECT holds a read transaction, so
-    // busy_timeout does not apply), and the code must survive the rollback below.
-    bool busy = (sqlite3_extended_errcode(db) & 0xFF) == SQLITE_BUSY;
+    // calling SELECT began, or (in rollback-journal mode) reads, so that the commit cannot
+    // happen. SQLite cannot wait here (the SELECT holds a read transaction, so busy_timeout
+    // does not apply), and the code must survive the rollback below.
+    const int code = sqlite3_extended_errcode(db);
+    bool busy = (code & 0xFF) == SQLITE_BUSY;
+    bool stale_snapshot = code == SQLITE_BUSY_SNAPSHOT;
     try {
       throw;
-    } catch (const BusyError&) {
+    } catch (const BusyError& e) {
       busy = true;  // a step met the lock, and later SQL (a statement's cleanup) reset the code
+      stale_snapshot = stale_snapshot || e.stale_snapshot;
     } catch (...) {
     }
     if (sqlite3_exec(db, "ROLLBACK TO pp_refresh; RELEASE pp_refresh", nullptr, nullptr, nullptr) == SQLITE_INTERRUPT) {
@@ -107,13 +123,34 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
           "interrupted; nothing was committed, but SQLite cannot roll back while the interrupt is in force: "
           "the next pp_refresh on this connection undoes this one's changes first (or run ROLLBACK)");
     }
+    // A refresh that began the transaction ends it, also where RELEASE could not commit even
+    // nothing (a reader still holds the database): left open, its lock would keep every other
+    // connection out, and the next refresh would run inside it and never commit.
+    if (commits_itself && sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (stale_snapshot)
+      throw BusyError(
+          "this connection's transaction reads the database as it was before another connection's last commit, "
+          "so it cannot write (SQLITE_BUSY_SNAPSHOT); nothing was changed: end the transaction (COMMIT or "
+          "ROLLBACK), then run pp_refresh again",
+          true);
+    if (busy && committing)
+      throw BusyError(
+          "could not commit: another connection is reading the database, and in rollback-journal mode a reader "
+          "blocks a commit (busy_timeout ran out); nothing was changed: run pp_refresh again once it is done, or "
+          "use WAL mode (PRAGMA journal_mode = WAL), where readers do not block a refresh");
     if (busy)
       throw BusyError(
           "database is locked by another connection's write; nothing was changed (run pp_refresh again, "
           "or inside BEGIN IMMEDIATE ... COMMIT, where busy_timeout applies)");
     throw;
   }
-  if (commits_itself) warn_about_unchecked_wal(run);
+  // The refresh has committed: an interrupt now (the calling statement may still report it)
+  // changes nothing, and the warnings say so.
+  try {
+    if (commits_itself) warn_about_unchecked_wal(run);
+  } catch (const InterruptedError&) {
+    run.warn("interrupted after the refresh committed: its changes are in the database");
+  }
   return run.summary;
 }
 

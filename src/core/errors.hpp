@@ -29,7 +29,11 @@ class Error : public std::runtime_error {
 // callers that retry on SQLITE_BUSY retry this call too.
 class BusyError : public Error {
  public:
-  using Error::Error;
+  explicit BusyError(const std::string& message, bool stale_snapshot = false)
+      : Error(message), stale_snapshot(stale_snapshot) {}
+  // SQLITE_BUSY_SNAPSHOT: the connection's read transaction began before another connection's
+  // last commit, so no wait can let it write: it has to end first.
+  bool stale_snapshot;
 };
 
 // The statement was interrupted (sqlite3_interrupt(), Ctrl-C in the shell): the guards return

@@ -84,8 +84,9 @@ void Statement::fail() const {
   if (sqlite3_errcode(db_) == SQLITE_INTERRUPT) throw InterruptedError();
   if ((sqlite3_extended_errcode(db_) & 0xFF) == SQLITE_BUSY)
     throw BusyError(std::string(sqlite3_errmsg(db_)) +
-                    ": another connection holds this database's write lock; nothing was written by this "
-                    "statement (run it again, or set PRAGMA busy_timeout so that SQLite waits for the lock)");
+                        ": another connection holds this database's write lock; nothing was written by this "
+                        "statement (run it again, or set PRAGMA busy_timeout so that SQLite waits for the lock)",
+                    sqlite3_extended_errcode(db_) == SQLITE_BUSY_SNAPSHOT);
   const std::string message = sqlite3_errmsg(db_);
   // The extension's own tables, read before anything made them (a fresh database).
   if (message.rfind("no such table: main.pp_", 0) == 0)

@@ -43,7 +43,12 @@ TEST_F(RefreshWal, RefreshesThatCommitThemselvesWarnThatTheLogGrows) {
   EXPECT_NE(warnings.find("pp_refresh: the write-ahead log " + database + "-wal holds"), std::string::npos)
       << warnings;
   EXPECT_NE(warnings.find("run PRAGMA wal_checkpoint after refreshing"), std::string::npos);
-  // Checkpointed as the warning says, the next refresh is quiet again.
+  // Checkpointed as the warning says, the next refresh is quiet again, also where the -wal
+  // file keeps its size (a checkpoint does not shrink it).
+  const long long before = wal_bytes();
+  db.exec("PRAGMA wal_checkpoint");
+  EXPECT_EQ(wal_bytes(), before);
+  EXPECT_EQ(write_and_refresh(round++, false), "[]");
   db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   EXPECT_EQ(write_and_refresh(round, false), "[]");
 }
@@ -72,6 +77,72 @@ TEST_F(RefreshWal, RefreshMeetingAnotherWriterSaysWhatWasBusy) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_events").integer, 0);
   writer.exec("COMMIT");
   EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1"}).integer, 50);
+}
+
+// The connection's transaction began before another connection committed (WAL): no wait lets
+// it write, and the error says what to do instead of "run it again".
+TEST_F(RefreshWal, RefreshInAStaleSnapshotSaysToEndTheTransaction) {
+  db.query("SELECT pp_install_views()");
+  dir.write("job1/rank0.jsonl", pp_test::cpu_lines(0, 50));
+  pp_test::TestDb reader{database};
+  reader.exec("BEGIN");
+  reader.query("SELECT count(*) FROM report_jobs");
+  EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1"}).integer, 50);
+  dir.write("job1/rank0.jsonl", pp_test::cpu_lines(50, 50), /*append=*/true);
+  const std::string error = reader.error("SELECT * FROM pp_refresh(?1)", {dir / "job1"});
+  EXPECT_NE(error.find("SQLITE_BUSY_SNAPSHOT); nothing was changed: end the transaction (COMMIT or ROLLBACK), "
+                       "then run pp_refresh again"),
+            std::string::npos)
+      << error;
+  reader.exec("ROLLBACK");
+  EXPECT_EQ(reader.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1"}).integer, 50);
+}
+
+// In rollback-journal mode a reader's transaction blocks the commit: the refresh says so, ends
+// the transaction it began (no lock is left to keep other connections out), and the next one,
+// once the reader is done, commits.
+TEST(RefreshJournal, AReaderThatBlocksTheCommitLeavesNoLockBehind) {
+  pp_test::TempDir dir;
+  const std::string database = dir / "runs.db";
+  pp_test::TestDb db{database};
+  db.query("SELECT pp_install_views()");
+  dir.write("job1/rank0.jsonl", pp_test::cpu_lines(0, 50));
+  pp_test::TestDb reader{database};
+  reader.exec("BEGIN");
+  reader.query("SELECT count(*) FROM report_jobs");
+  db.exec("PRAGMA busy_timeout = 50");
+  const std::string error = db.error("SELECT * FROM pp_refresh(?1)", {dir / "job1"});
+  EXPECT_NE(error.find("could not commit: another connection is reading the database"), std::string::npos) << error;
+  EXPECT_EQ(sqlite3_errcode(db.get()) & 0xFF, SQLITE_BUSY);
+  EXPECT_NE(sqlite3_get_autocommit(db.get()), 0);  // no transaction, no lock left
+  reader.exec("COMMIT");
+  pp_test::TestDb other{database};
+  EXPECT_EQ(other.scalar("SELECT count(*) FROM pp_events").integer, 0);
+  EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1"}).integer, 50);
+  EXPECT_EQ(other.scalar("SELECT count(*) FROM pp_events").integer, 50);  // committed
+}
+
+// An interrupt that comes after the refresh committed cannot undo it: the statement may still
+// end "interrupted", and the warnings say the changes are in.
+TEST_F(RefreshWal, AnInterruptAfterTheCommitSaysTheRefreshIsIn) {
+  db.query("SELECT pp_install_views()");
+  dir.write("job1/rank0.jsonl", pp_test::cpu_lines(0, 50));
+  // The first statement after the commit: interrupt there, as a Ctrl-C at that moment would.
+  sqlite3_trace_v2(
+      db.get(), SQLITE_TRACE_STMT,
+      [](unsigned, void* context, void*, void* sql) {
+        if (std::string(static_cast<const char*>(sql)).find("wal_autocheckpoint") != std::string::npos)
+          sqlite3_interrupt(static_cast<sqlite3*>(context));
+        return 0;
+      },
+      db.get());
+  db.error("SELECT * FROM pp_refresh(?1)", {dir / "job1"});
+  sqlite3_trace_v2(db.get(), 0, nullptr, nullptr);
+  EXPECT_NE(db.scalar("SELECT pp_last_warnings()").text.find("interrupted after the refresh committed: its changes "
+                                                             "are in the database"),
+            std::string::npos);
+  pp_test::TestDb other{database};
+  EXPECT_EQ(other.scalar("SELECT count(*) FROM pp_events").integer, 50);
 }
 
 }  // namespace
