@@ -73,12 +73,23 @@ struct RefreshCursor : RowsCursor {
   }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {
+    // A plan that runs the call once per row of another table (a LEFT JOIN after that table, a
+    // subquery evaluated per row): each run would commit a refresh while the statement reads
+    // tables it rewrites.
+    if (refreshed_)
+      throw Error("runs once per statement, but this plan runs it again for each row of another table (it is "
+                  "not the outermost loop: a LEFT JOIN after that table, or a subquery); the first refresh is "
+                  "committed. Run SELECT * FROM pp_refresh(...) as a statement of its own, then read the tables");
+    refreshed_ = true;
     const auto args = filter_arguments(idx_num, argc, argv, kRefreshArguments.size());
     keep_arguments(args);
     const bool final = final_argument(args[1]);
     const RefreshSummary s = refresh(*connection, optional_text(args[0], "path"), final);
     set_rows({{s.events_added, s.samples_added, s.windows_folded, s.history_kept, int64_t{s.http_requests}}});
   }
+
+ private:
+  bool refreshed_ = false;
 };
 
 }  // namespace
