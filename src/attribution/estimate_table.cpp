@@ -42,20 +42,21 @@
 #include "core/sql_values.hpp"
 #include "core/statement.hpp"
 #include "core/table_function.hpp"
+#include "attribution/schema.hpp"
 #include "stats/deconvolve.hpp"
 #include "stats/sample_key.hpp"
 
 namespace pp {
 namespace {
 
-const std::vector<ArgumentSpec> kEstimateArguments = {{"grouping", true}};
+const std::vector<ArgumentSpec> kEstimateArguments = {{"grouping", true}, {"database", false}};
 
 struct EstimatesCursor : RowsCursor {
   static constexpr const char* kName = "pp_estimates";
   static constexpr const char* kSchema =
       "CREATE TABLE x(job_id TEXT, layer TEXT, layer_type TEXT, forward INTEGER, metric TEXT, estimate REAL, "
       "stderr REAL, lower90 REAL, upper90 REAL, windows INTEGER, identified INTEGER, condition REAL, "
-      "shared_with TEXT, concurrent_windows INTEGER, reason TEXT, grouping HIDDEN)";
+      "shared_with TEXT, concurrent_windows INTEGER, reason TEXT, grouping HIDDEN, database HIDDEN)";
   static constexpr int kFirstArgument = 15;
   static constexpr bool kDoesIo = false;
   using RowsCursor::RowsCursor;
@@ -71,6 +72,7 @@ struct EstimatesCursor : RowsCursor {
   void filter(int idx_num, int argc, sqlite3_value** argv) {
     const auto args = filter_arguments(idx_num, argc, argv, kEstimateArguments.size());
     keep_arguments(args);
+    refuse_other_database(connection->db(), args[1]);
     const std::string grouping = required_text(args[0], "grouping");
     if (grouping != "layer" && grouping != "layer_type")
       throw argument_error("grouping", "must be 'layer' or 'layer_type', got '" + grouping + "'");

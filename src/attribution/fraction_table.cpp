@@ -24,19 +24,20 @@
 #include "attribution/attribution_tables.hpp"
 #include "attribution/gpu_timeline.hpp"
 #include "attribution/interval_sweep.hpp"
+#include "attribution/schema.hpp"
 #include "core/sql_values.hpp"
 #include "core/table_function.hpp"
 
 namespace pp {
 namespace {
 
-const std::vector<ArgumentSpec> kFractionArguments = {{"uuid", true}, {"timing_shift", false}};
+const std::vector<ArgumentSpec> kFractionArguments = {{"uuid", true}, {"timing_shift", false}, {"database", false}};
 
 struct FractionsCursor : RowsCursor {
   static constexpr const char* kName = "pp_fractions";
   static constexpr const char* kSchema =
       "CREATE TABLE x(job_id TEXT, metric TEXT, ts_ms INTEGER, layer TEXT, layer_type TEXT, forward INTEGER, "
-      "fraction REAL, value REAL, uuid HIDDEN, timing_shift HIDDEN)";
+      "fraction REAL, value REAL, uuid HIDDEN, timing_shift HIDDEN, database HIDDEN)";
   static constexpr int kFirstArgument = 8;
   static constexpr bool kDoesIo = false;
   using RowsCursor::RowsCursor;
@@ -52,6 +53,7 @@ struct FractionsCursor : RowsCursor {
   void filter(int idx_num, int argc, sqlite3_value** argv) {
     const auto args = filter_arguments(idx_num, argc, argv, kFractionArguments.size());
     keep_arguments(args);
+    refuse_other_database(connection->db(), args[2]);
     const std::string uuid = required_text(args[0], "uuid");
     int shift = 0;
     if (args[1] && sqlite3_value_type(args[1]) != SQLITE_NULL) {

@@ -54,6 +54,7 @@
 #include "attribution/attribution_tables.hpp"
 #include "attribution/gpu_timeline.hpp"
 #include "attribution/interval_sweep.hpp"
+#include "attribution/schema.hpp"
 #include "attribution/overlap_means.hpp"
 #include "core/interrupt.hpp"
 #include "core/sql_values.hpp"
@@ -62,7 +63,8 @@
 namespace pp {
 namespace {
 
-const std::vector<ArgumentSpec> kOverlapArguments = {{"uuid", true}, {"after_ms", false}, {"through_ms", false}};
+const std::vector<ArgumentSpec> kOverlapArguments = {{"uuid", true}, {"after_ms", false}, {"through_ms", false},
+                                                   {"database", false}};
 constexpr size_t kThreads = 2;  // pp_overlap_means sweeps a GPU's series on up to this many threads
 
 std::optional<int64_t> bound_argument(sqlite3_value* value, const char* argument) {
@@ -76,6 +78,7 @@ std::optional<int64_t> bound_argument(sqlite3_value* value, const char* argument
 
 // The GPU's timeline for the call's arguments.
 std::unique_ptr<GpuTimeline> read_arguments(sqlite3* db, const std::vector<sqlite3_value*>& args) {
+  refuse_other_database(db, args[3]);
   const std::string uuid = required_text(args[0], "uuid");
   const auto after = bound_argument(args[1], "after_ms");
   const auto through = bound_argument(args[2], "through_ms");
@@ -99,7 +102,7 @@ struct OverlapsCursor : TableCursor {
   static constexpr const char* kSchema =
       "CREATE TABLE x(event_id INTEGER, job_id TEXT, layer TEXT, forward INTEGER, metric TEXT, ts_ms INTEGER, "
       "value REAL, interval_ms REAL, weight_ns INTEGER, window_end_ns INTEGER, uuid HIDDEN, after_ms HIDDEN, "
-      "through_ms HIDDEN)";
+      "through_ms HIDDEN, database HIDDEN)";
   enum Column { kEventId, kJobId, kLayer, kForward, kMetric, kTsMs, kValue, kIntervalMs, kWeightNs, kWindowEndNs, kUuid };
   static constexpr int kFirstArgument = kUuid;
   static constexpr bool kDoesIo = false;
@@ -167,7 +170,7 @@ struct OverlapMeansCursor : TableCursor {
   static constexpr const char* kName = "pp_overlap_means";
   static constexpr const char* kSchema =
       "CREATE TABLE x(job_id TEXT, layer TEXT, forward INTEGER, metric TEXT, state BLOB, first_id INTEGER, "
-      "windows INTEGER, uuid HIDDEN, after_ms HIDDEN, through_ms HIDDEN)";
+      "windows INTEGER, uuid HIDDEN, after_ms HIDDEN, through_ms HIDDEN, database HIDDEN)";
   enum Column { kJobId, kLayer, kForward, kMetric, kState, kFirstId, kWindows, kUuid };
   static constexpr int kFirstArgument = kUuid;
   static constexpr bool kDoesIo = false;

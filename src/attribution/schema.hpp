@@ -20,5 +20,9 @@ std::string installed_objects();
 void verify_attribution_schema(sqlite3* db);
 // True when every attribution view is stored, exactly as this version creates it.
 bool attribution_views_current(sqlite3* db);
+// The table functions read the main database's tables. The views pass their own database's
+// database_id (pp_meta) as the argument `database`: one of another, ATTACHed, database is
+// refused with what to do instead. NULL or absent: a direct call, which reads main.
+void refuse_other_database(sqlite3* db, sqlite3_value* database_id);
 
 }  // namespace pp

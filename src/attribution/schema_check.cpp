@@ -284,4 +284,23 @@ bool attribution_views_current(sqlite3* db) {
   return matching == expected.views.size();
 }
 
+void refuse_other_database(sqlite3* db, sqlite3_value* database_id) {
+  if (!database_id || sqlite3_value_type(database_id) == SQLITE_NULL) return;
+  const unsigned char* text = sqlite3_value_text(database_id);
+  if (!text) throw std::bad_alloc();
+  std::string main_id;
+  {
+    sqlite3_stmt* read = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM main.pp_meta WHERE key = 'database_id'", -1, &read, nullptr) ==
+            SQLITE_OK &&
+        sqlite3_step(read) == SQLITE_ROW && sqlite3_column_text(read, 0))
+      main_id = reinterpret_cast<const char*>(sqlite3_column_text(read, 0));
+    sqlite3_finalize(read);
+  }
+  if (main_id != reinterpret_cast<const char*>(text))
+    throw Error("reads the main database's tables, and this call comes from a view of another, ATTACHed, "
+                "database (its pp_meta names another database_id): open that database on its own to read its "
+                "views, or merge it into this one (docs: Merging databases)");
+}
+
 }  // namespace pp

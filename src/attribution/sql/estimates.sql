@@ -17,7 +17,8 @@ INSERT OR IGNORE INTO pp_metric_bounds VALUES
 CREATE VIEW IF NOT EXISTS pp_window_fractions AS
 SELECT f.job_id, g.uuid, f.metric, f.ts_ms, f.layer, f.layer_type, f.forward, f.fraction, f.value
   FROM (SELECT DISTINCT uuid FROM pp_alignment) AS g
- CROSS JOIN pp_fractions(g.uuid) AS f;
+ CROSS JOIN pp_fractions(g.uuid) AS f
+ WHERE f.database = (SELECT value FROM pp_meta WHERE key = 'database_id');
 
 -- Per (job, layer, direction, metric): the overlap-weighted mean of layer_metrics beside the
 -- estimator's value, its standard error and 90% interval, and whether the data identify it
@@ -35,7 +36,7 @@ SELECT e.job_id, e.layer, e.forward, e.layer_type, e.metric,
             WHEN e.reason IS NOT NULL THEN 'not identified: ' || e.reason
             ELSE 'not identified: the interval is the honest answer' END AS confidence,
        e.condition, e.shared_with
-  FROM pp_estimates('layer') AS e
+  FROM pp_estimates('layer', (SELECT value FROM pp_meta WHERE key = 'database_id')) AS e
   JOIN pp_layers AS l ON l.job_id = e.job_id AND l.layer = e.layer AND l.forward = e.forward
   LEFT JOIN layer_state AS st ON st.job_id = e.job_id AND st.layer = e.layer AND st.forward = e.forward
                              AND st.metric = e.metric;
@@ -48,4 +49,4 @@ SELECT job_id, layer_type, forward, metric, estimate, stderr, lower90, upper90, 
             WHEN reason IS NOT NULL THEN 'not identified: ' || reason
             ELSE 'not identified: the interval is the honest answer' END AS confidence,
        shared_with
-  FROM pp_estimates('layer_type');
+  FROM pp_estimates('layer_type', (SELECT value FROM pp_meta WHERE key = 'database_id'));

@@ -3,6 +3,9 @@
 
 -- Facts about this database's attribution schema (the fingerprint of its views).
 CREATE TABLE IF NOT EXISTS pp_meta(key TEXT PRIMARY KEY, value TEXT);
+-- The database's identity, which the views pass to the table functions they call (which read
+-- the main database's tables): a view of an ATTACHed database is refused, not answered from main.
+INSERT OR IGNORE INTO main.pp_meta(key, value) VALUES ('database_id', lower(hex(randomblob(16))));
 
 -- Layer events imported from the hook client's event files (one row per line) and rows users
 -- insert, kept in blocks (the shadow tables pp_events_blocks and pp_events_layers;

@@ -23,6 +23,8 @@ SELECT a.uuid, a.job_id AS job_a, b.job_id AS job_b,
 -- Per event and metric: each sample whose aligned window overlaps the event (window_end: where
 -- it ends; sample_ts: when Prometheus stored it), with the overlap in seconds as weight. Events match only samples of their own GPU. The interval join is
 -- pp_overlaps (src/attribution/overlap_tables.cpp), a sweep per GPU; CROSS JOIN keeps that order.
+-- (Each view passes its database's database_id to the table functions, which read main: in an
+-- ATTACHed database the view is refused, not answered with main's rows.)
 CREATE VIEW IF NOT EXISTS layer_attribution AS
 SELECT o.event_id, o.job_id, o.layer, e.layer_type, o.forward, g.uuid AS gpu_uuid, o.metric,
        o.ts_ms / 1000.0 AS sample_ts, o.window_end_ns / 1e9 AS window_end, o.interval_ms / 1000.0 AS interval_s,
@@ -30,7 +32,7 @@ SELECT o.event_id, o.job_id, o.layer, e.layer_type, o.forward, g.uuid AS gpu_uui
   FROM (SELECT DISTINCT uuid FROM pp_intervals) AS g
  CROSS JOIN pp_overlaps(g.uuid) AS o
  CROSS JOIN pp_events AS e
- WHERE e.id = o.event_id;
+ WHERE e.id = o.event_id AND o.database = (SELECT value FROM pp_meta WHERE key = 'database_id');
 
 -- Per job, each other job that shared a GPU with it (not 'cpu'): their spans on the GPU
 -- (pp_gpu_spans) overlap. colocated_spans lists each pair once with the overlap; this lists it
