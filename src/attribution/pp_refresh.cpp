@@ -73,15 +73,21 @@ struct RefreshCursor : RowsCursor {
   }
 
   void filter(int idx_num, int argc, sqlite3_value** argv) {
-    // A plan that runs the call once per row of another table (a LEFT JOIN after that table, a
-    // subquery evaluated per row): each run would commit a refresh while the statement reads
-    // tables it rewrites.
-    if (refreshed_)
-      throw Error("runs once per statement, but this plan runs it again for each row of another table (it is "
-                  "not the outermost loop: a LEFT JOIN after that table, or a subquery); the first refresh is "
-                  "committed. Run SELECT * FROM pp_refresh(...) as a statement of its own, then read the tables");
-    refreshed_ = true;
     const auto args = filter_arguments(idx_num, argc, argv, kRefreshArguments.size());
+    // A plan that runs the same call again for each row of another table (the right side of a
+    // LEFT JOIN): each run would commit a refresh while the statement reads that table. A call
+    // per row with that row's arguments (FROM dirs AS d, pp_refresh(d.path)) is a refresh each.
+    std::vector<std::string> called;
+    for (sqlite3_value* arg : args)
+      called.push_back(!arg ? std::string("absent")
+                            : std::to_string(sqlite3_value_type(arg)) + ":" +
+                                  std::string(reinterpret_cast<const char*>(sqlite3_value_blob(arg)),
+                                              static_cast<size_t>(sqlite3_value_bytes(arg))));
+    if (!last_call_.empty() && called == last_call_)
+      throw Error("runs once per statement, but this plan runs the same call again for each row of another table "
+                  "(a LEFT JOIN after that table); the first refresh is committed. Run SELECT * FROM "
+                  "pp_refresh(...) as a statement of its own, then read the tables");
+    last_call_ = called;
     keep_arguments(args);
     const bool final = final_argument(args[1]);
     const RefreshSummary s = refresh(*connection, optional_text(args[0], "path"), final);
@@ -89,7 +95,7 @@ struct RefreshCursor : RowsCursor {
   }
 
  private:
-  bool refreshed_ = false;
+  std::vector<std::string> last_call_;  // the arguments of the cursor's last run
 };
 
 }  // namespace

@@ -138,3 +138,15 @@ SELECT (SELECT count(*) FROM before) = (SELECT count(*) FROM layer_state);
 SELECT count(*) = 0 FROM before AS b JOIN layer_state AS s USING (job_id, layer, forward, metric)
  WHERE pp_mean_count(b.state) <> pp_mean_count(s.state)
     OR abs(pp_mean_value(b.state) - pp_mean_value(s.state)) > 1e-9 * abs(pp_mean_value(b.state));
+
+-- A file refreshed after the windows its events overlap were folded: those events are late, and
+-- said so, but not "waiting" as well (no later refresh folds them, final or not).
+DELETE FROM pp_events; DELETE FROM pp_samples; DELETE FROM pp_intervals; DELETE FROM pp_fold_state;
+DELETE FROM pp_alignment; DELETE FROM pp_windows; DELETE FROM pp_gpu_spans; DELETE FROM pp_event_files;
+DELETE FROM pp_layers; DELETE FROM layer_state; DELETE FROM layer_history; DELETE FROM pp_jobs;
+SELECT pp_config('attribution_margin_seconds', 60) = '60';
+SELECT events_added = 3 FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part1.jsonl');
+SELECT events_added = 3 FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part2.jsonl');
+SELECT events_added = 0 FROM pp_refresh(NULL);
+SELECT pp_last_warnings() LIKE '%events arrived after their sample windows were folded and are not attributed%'
+   AND pp_last_warnings() NOT LIKE '%not folded yet%';

@@ -28,9 +28,9 @@ SELECT * FROM pp_refresh WHERE final = 1;
 SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/*.jsonl') WHERE final > 0;
 -- error: pp_refresh: argument 'path' is given with = (or IS)
 SELECT count(*) FROM pp_refresh(NULL) WHERE path LIKE 'x%';
--- A refresh runs once per statement: a plan that would run it again for each row of another
--- table (here the LEFT JOIN's right side) stops at the second run.
--- error: pp_refresh: runs once per statement, but this plan runs it again for each row of another table
+-- A refresh runs once per statement: a plan that would run the same call again for each row of
+-- another table (here the LEFT JOIN's right side) stops at the second run.
+-- error: pp_refresh: runs once per statement, but this plan runs the same call again for each row of another table
 SELECT count(*) FROM (SELECT 1 UNION ALL SELECT 2) AS two LEFT JOIN pp_refresh(NULL);
 -- A refresh writes under a savepoint, which SQLite refuses inside a statement that writes: it
 -- says so, and nothing is written (the row goes in by a statement of its own).

@@ -319,21 +319,26 @@ SELECT c.uuid, c.job_a, c.job_b,
 
 -- name: waiting_events
 -- After a fold that was not final: events of sampled GPUs still unfolded (their partial
--- index), and how many seconds of the newest GPU's events they cover. A block the fold has not
--- reached and whose times can all be calls is counted from its own columns; only the others
--- (the fold point inside them, or events that cannot be calls) are decoded.
+-- index), and how many seconds of the newest GPU's events they cover. An event that ends before
+-- its GPU's fold point is not waiting: its windows are folded, so it never will be (late_events
+-- counts it). A block the fold has not reached, that starts after the fold point and whose times
+-- can all be calls is counted from its own columns; only the others are decoded.
 WITH unfolded AS (
-  SELECT b.* FROM main.pp_events_blocks AS b
+  SELECT b.*, coalesce((SELECT f.folded_through_ms FROM main.pp_fold_state AS f WHERE f.uuid = b.gpu_uuid), 0)
+              * 1000000 AS fold_point_ns
+    FROM main.pp_events_blocks AS b
    WHERE (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns) AND b.gpu_uuid <> 'cpu'
      AND EXISTS (SELECT 1 FROM main.pp_samples AS s WHERE s.uuid = b.gpu_uuid)),
 parts AS (
   SELECT sum(events) AS events, min(first_start_ns) AS first_ns, max(last_end_ns) AS last_ns FROM unfolded
    WHERE impossible = 0 AND (folded_through_ns IS NULL OR folded_through_ns < first_start_ns)
+     AND first_start_ns >= fold_point_ns
   UNION ALL
   SELECT count(*), min(e.t_start_ns), max(e.t_end_ns)
     FROM unfolded AS b CROSS JOIN main.pp_events AS e
-   WHERE NOT (b.impossible = 0 AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.first_start_ns))
-     AND e.block = b.id AND e.folded = 0
+   WHERE NOT (b.impossible = 0 AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.first_start_ns)
+              AND b.first_start_ns >= b.fold_point_ns)
+     AND e.block = b.id AND e.folded = 0 AND e.t_end_ns > b.fold_point_ns
      AND e.t_start_ns >= 0 AND e.t_end_ns >= e.t_start_ns AND e.t_end_ns <= (1 << 62))
 SELECT coalesce(sum(events), 0), coalesce((max(last_ns) - min(first_ns)) / 1e9, 0) FROM parts;
 
