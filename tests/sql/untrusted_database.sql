@@ -39,6 +39,14 @@ SELECT events_added = 0 FROM pp_refresh(NULL);
 -- TEMP objects are the user's own: a TEMP trigger on an attribution table is not the file's.
 CREATE TEMP TRIGGER count_history AFTER INSERT ON main.layer_history BEGIN SELECT 1; END;
 SELECT events_added = 0 FROM pp_refresh(NULL);
+-- A TEMP table named like an attribution table is the user's too: the engine writes main's.
+CREATE TEMP TABLE pp_metrics(metric TEXT PRIMARY KEY, column_name TEXT, kind TEXT);
+CREATE TEMP TABLE pp_metric_bounds(metric TEXT PRIMARY KEY, lower REAL, upper REAL);
+DELETE FROM main.pp_metrics; DELETE FROM main.pp_metric_bounds;
+SELECT pp_install_views() LIKE 'tables: %';
+SELECT (SELECT count(*) FROM main.pp_metrics) = 6 AND (SELECT count(*) FROM temp.pp_metrics) = 0
+   AND (SELECT count(*) FROM main.pp_metric_bounds) = 6 AND (SELECT count(*) FROM temp.pp_metric_bounds) = 0;
+DROP TABLE temp.pp_metrics; DROP TABLE temp.pp_metric_bounds;
 
 -- The user's own SQL changes settings as before; a TEMP view may too.
 SELECT pp_config('timeout_ms', 1500) = '1500';

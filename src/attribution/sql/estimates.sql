@@ -5,7 +5,7 @@
 
 -- Where each metric's values can lie: the bounds of the estimator.
 CREATE TABLE IF NOT EXISTS pp_metric_bounds(metric TEXT PRIMARY KEY, lower REAL, upper REAL);
-INSERT OR IGNORE INTO pp_metric_bounds VALUES
+INSERT OR IGNORE INTO main.pp_metric_bounds VALUES
   ('DCGM_FI_DEV_GPU_UTIL', 0, 100), ('DCGM_FI_DEV_FB_USED', 0, NULL),
   ('DCGM_FI_PROF_DRAM_ACTIVE', 0, 1), ('DCGM_FI_PROF_PIPE_FP32_ACTIVE', 0, 1),
   ('DCGM_FI_PROF_SM_OCCUPANCY', 0, 1), ('DCGM_FI_PROF_SM_ACTIVE', 0, 1);

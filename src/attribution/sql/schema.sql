@@ -188,7 +188,7 @@ CREATE TABLE IF NOT EXISTS pp_metrics(
   metric TEXT PRIMARY KEY, column_name TEXT NOT NULL,
   kind TEXT NOT NULL DEFAULT 'window' CHECK (kind IN ('window', 'driver_window', 'instant')),
   window_ms REAL CHECK (window_ms IS NULL OR window_ms > 0));
-INSERT OR IGNORE INTO pp_metrics(metric, column_name, kind) VALUES
+INSERT OR IGNORE INTO main.pp_metrics(metric, column_name, kind) VALUES
   ('DCGM_FI_DEV_GPU_UTIL', 'gpu_util', 'driver_window'), ('DCGM_FI_DEV_FB_USED', 'gpu_mem', 'instant'),
   ('DCGM_FI_PROF_DRAM_ACTIVE', 'dram_active', 'window'), ('DCGM_FI_PROF_PIPE_FP32_ACTIVE', 'fp32_active', 'window'),
   ('DCGM_FI_PROF_SM_OCCUPANCY', 'sm_occupancy', 'window'), ('DCGM_FI_PROF_SM_ACTIVE', 'sm_active', 'window');
