@@ -33,7 +33,10 @@ class StoredEvents {
 
   // Adds e, line `line` of `file`, to the writer's blocks; returns its id.
   int64_t add(BlockWriter& blocks, const LayerEvent& e, const std::string& file, int64_t line) {
-    const bool same = has_key_ && same_key(e, file);
+    // The compact decoder's stamp says when the block columns are those of the last event.
+    const bool same = has_key_ && (e.context_stamp != 0 ? e.context_stamp == last_.context_stamp &&
+                                                              std::get<std::string>(key_[kKeySourceFile]) == file
+                                                        : same_key(e, file));
     if (!same) {
       key_ = {e.job_id, text_or_null(e.host_name), text_or_null(e.ip), text_or_null(e.pod),
               text_or_null(e.namespace_), e.gpu_uuid, integer_or_null(e.gpu), e.rank, e.pid, e.cpu_num, file};
@@ -44,15 +47,31 @@ class StoredEvents {
   }
 
  private:
-  BlockEvent event(const LayerEvent& e, int64_t line) {
+  int64_t layer_id(const LayerEvent& e) {
+    if (e.layer_stamp != 0) {
+      if (e.layer_stamp == last_layer_stamp_) return last_layer_id_;
+      if (const auto found = stamp_ids_.find(e.layer_stamp); found != stamp_ids_.end()) {
+        last_layer_stamp_ = e.layer_stamp;
+        return last_layer_id_ = found->second;
+      }
+    }
     const uint64_t length = e.layer.size();  // (a name may hold a NUL: its length keeps the key unambiguous)
     name_.assign(reinterpret_cast<const char*>(&length), sizeof length);
     name_.append(e.layer);
     name_.append(e.layer_type);
     auto found = layer_ids_.find(name_);
     if (found == layer_ids_.end()) found = layer_ids_.emplace(name_, layers_.id_of(e.layer, e.layer_type)).first;
+    if (e.layer_stamp != 0) {
+      stamp_ids_.emplace(e.layer_stamp, found->second);
+      last_layer_stamp_ = e.layer_stamp;
+      last_layer_id_ = found->second;
+    }
+    return found->second;
+  }
+
+  BlockEvent event(const LayerEvent& e, int64_t line) {
     BlockEvent out;
-    out.layer_id = found->second;
+    out.layer_id = layer_id(e);
     out.forward = e.forward;
     out.epoch = e.epoch;
     out.batch = e.batch;
@@ -80,6 +99,9 @@ class StoredEvents {
   bool has_key_ = false;
   std::string name_;  // the layer's length, layer, type: the key of layer_ids_ (reused)
   std::unordered_map<std::string, int64_t> layer_ids_;
+  std::unordered_map<uint64_t, int64_t> stamp_ids_;  // LayerEvent::layer_stamp -> id
+  uint64_t last_layer_stamp_ = 0;
+  int64_t last_layer_id_ = 0;
 };
 
 // The name under which the rows of a replaced file are kept: "F (replaced 1)", "F (replaced 2)"...

@@ -1,5 +1,7 @@
 #include "events/event_decoder.hpp"
 
+#include <atomic>
+
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
@@ -61,6 +63,12 @@ bool take_id(Table& table, std::vector<std::string>& lines, int64_t id, const ch
   return true;
 }
 
+// A stamp no definition of this process has had (LayerEvent::context_stamp, layer_stamp).
+uint64_t new_stamp() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
+}
+
 }  // namespace
 
 void EventDecoder::reset(const std::string& file) {
@@ -87,7 +95,10 @@ LineKind EventDecoder::decode(std::string_view line, int64_t line_number, bool c
     compact_ = true;
     return LineKind::Blank;
   }
-  if (!compact_) return parse_event_line(line, event, problem);
+  if (!compact_) {
+    event.context_stamp = event.layer_stamp = 0;  // the parse may change any field
+    return parse_event_line(line, event, problem);
+  }
   if (!complete) return problem = "incomplete line (no newline)", LineKind::Malformed;
   return decode_compact(line, event, problem);
 }
@@ -101,6 +112,7 @@ LineKind EventDecoder::decode_compact(std::string_view line, LayerEvent& event, 
   if (rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);
   while (!rest.empty() && (rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\r')) rest.remove_prefix(1);
   if (rest.empty() || rest[0] == '{') {
+    event.context_stamp = event.layer_stamp = 0;  // the parse may change any field
     const LineKind kind = parse_event_line(line, event, problem);
     if (kind == LineKind::JobHeader) take_job_header(line);
     return kind;
@@ -117,7 +129,7 @@ LineKind EventDecoder::decode_compact(std::string_view line, LayerEvent& event, 
         return problem = "layer id " + std::to_string(r.layer) + " is not defined", LineKind::Malformed;
       if (r.device >= static_cast<int64_t>(devices_.size()) || !devices_[static_cast<size_t>(r.device)].defined)
         return problem = "device id " + std::to_string(r.device) + " is not defined", LineKind::Malformed;
-      const Device& device = devices_[static_cast<size_t>(r.device)];
+      Device& device = devices_[static_cast<size_t>(r.device)];
       const Layer& layer = layers_[static_cast<size_t>(r.layer)];
       // A definition with an empty name keeps its id (later ids stay in order, a redefinition
       // replaces what it held), but its events would belong to no GPU or layer.
@@ -128,25 +140,37 @@ LineKind EventDecoder::decode_compact(std::string_view line, LayerEvent& event, 
       int64_t start = 0, end = 0;
       if (__builtin_add_overflow(base_ns_, r.start, &start) || __builtin_add_overflow(start, r.duration, &end))
         return problem = "field 't_start_ns' or 't_end_ns' is out of range", LineKind::Malformed;
-      event.job_id = job_.job_id;
-      event.host_name = job_.host_name;
-      event.ip = job_.ip;
-      event.pod = job_.pod;
-      event.namespace_ = job_.namespace_;
-      event.gpu_uuid = device.uuid;
-      event.gpu = device.gpu;
-      event.rank = job_.rank;
-      event.local_rank = job_.local_rank;
-      event.world_size = job_.world_size;
-      event.pid = job_.pid;
+      if (device.job_stamp != job_stamp_) {
+        device.stamp = new_stamp();
+        device.job_stamp = job_stamp_;
+      }
+      // The texts are copied only where they change: an event of the context (the layer) the
+      // last one decoded into `event` had keeps them.
+      if (event.context_stamp != device.stamp) {
+        event.job_id = job_.job_id;
+        event.host_name = job_.host_name;
+        event.ip = job_.ip;
+        event.pod = job_.pod;
+        event.namespace_ = job_.namespace_;
+        event.gpu_uuid = device.uuid;
+        event.gpu = device.gpu;
+        event.rank = job_.rank;
+        event.local_rank = job_.local_rank;
+        event.world_size = job_.world_size;
+        event.pid = job_.pid;
+        event.cpu_num = job_.cpu_num;
+        event.context_stamp = device.stamp;
+      }
+      if (event.layer_stamp != layer.stamp) {
+        event.layer = layer.name;
+        event.layer_type = layer.type;
+        event.layer_stamp = layer.stamp;
+      }
       event.epoch = epoch_;
       event.batch = batch_;
-      event.layer = layer.name;
-      event.layer_type = layer.type;
       event.forward = r.forward;
       event.t_start_ns = start;
       event.t_end_ns = end;
-      event.cpu_num = job_.cpu_num;
       return LineKind::Event;
     }
     case CompactKind::Block:
@@ -159,12 +183,12 @@ LineKind EventDecoder::decode_compact(std::string_view line, LayerEvent& event, 
       return LineKind::Blank;
     case CompactKind::Device:
       if (!take_id(devices_, device_lines_, record_.id, "device", problem)) return LineKind::Malformed;
-      devices_[static_cast<size_t>(record_.id)] = Device{record_.second, record_.gpu, true};
+      devices_[static_cast<size_t>(record_.id)] = Device{record_.second, record_.gpu, true, 0, 0};
       device_lines_[static_cast<size_t>(record_.id)].assign(line.data(), line.size());  // a redefinition replaces it
       return LineKind::Blank;
     case CompactKind::Layer:
       if (!take_id(layers_, layer_lines_, record_.id, "layer", problem)) return LineKind::Malformed;
-      layers_[static_cast<size_t>(record_.id)] = Layer{record_.first, record_.second, true};
+      layers_[static_cast<size_t>(record_.id)] = Layer{record_.first, record_.second, true, new_stamp()};
       layer_lines_[static_cast<size_t>(record_.id)].assign(line.data(), line.size());
       return LineKind::Blank;
     case CompactKind::Malformed:
@@ -183,6 +207,7 @@ void EventDecoder::take_job_header(std::string_view line) {
   header_line_.assign(line.data(), line.size());
   std::string why;
   has_job_ = job_fields(line, job_, why);
+  job_stamp_ = new_stamp();
   job_problem_ = has_job_ ? std::string() : "the job header cannot give the events their job fields (" + why + ")";
 }
 

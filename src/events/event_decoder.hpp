@@ -45,16 +45,20 @@ class EventDecoder {
     std::string uuid;
     Nullable<int64_t> gpu;
     bool defined = false;  // (false: an id skipped by a later definition)
+    uint64_t stamp = 0;    // LayerEvent::context_stamp of its events under the job header of job_stamp
+    uint64_t job_stamp = 0;
   };
   struct Layer {
     std::string name, type;
     bool defined = false;
+    uint64_t stamp = 0;  // LayerEvent::layer_stamp
   };
 
   std::string file_;
   bool compact_ = false;
   // From the job header: the fields of every event of the file, or why they cannot be had.
   LayerEvent job_;
+  uint64_t job_stamp_ = 0;  // a new one with each job header
   bool has_job_ = false;
   std::string job_problem_;
   std::vector<Device> devices_;

@@ -55,6 +55,12 @@ struct LayerEvent {
 #define PP_EVENT_MEMBER(member, key, kind) FieldStorage<FieldType::kind>::type member{};
   PP_EVENT_FIELDS(PP_EVENT_MEMBER)
 #undef PP_EVENT_MEMBER
+  // Set by the compact decoder: equal for two events whose job and device fields (context) or
+  // layer fields come from the same definitions, so that a reader of millions of events compares
+  // or looks up those texts once per definition (each definition takes a new stamp, process-wide).
+  // 0: not known (JSON Lines).
+  uint64_t context_stamp = 0;
+  uint64_t layer_stamp = 0;
 };
 
 // Field indexes: kEventField_job_id = 0, ... in the list's order.

@@ -127,6 +127,45 @@ TEST(CompactDecoder, StateRestoresTheContextAtAnyLine) {
   EXPECT_EQ(problem, "the saved state is not of a compact file");
 }
 
+// Readers decode millions of events into one LayerEvent, and the decoder copies the job, device
+// and layer texts only when their definitions change: a redefinition, a new job header, another
+// file, a JSON Lines event in between each show in the next event.
+TEST(CompactDecoder, OneEventObjectFollowsEveryDefinitionAcrossFilesAndFormats) {
+  pp::LayerEvent event;
+  std::string problem;
+  const auto header = [](const std::string& job) { return pp_test::compact_header_line(job); };
+  const auto decoded = [&](pp::EventDecoder& decoder, const std::vector<std::string>& lines) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < lines.size(); ++i)
+      if (decoder.decode(lines[i], static_cast<int64_t>(i + 1), true, event, problem) == LineKind::Event)
+        out.push_back(event.job_id + " " + event.gpu_uuid + " " + std::to_string(event.gpu.value) + " " + event.layer +
+                      " " + event.layer_type);
+    return out;
+  };
+  pp::EventDecoder compact;
+  compact.reset("a.jsonl");
+  EXPECT_EQ(decoded(compact, {"#precisionprobe-events compact 1", header("jobA"), "D 0 0 \"GPU-a\"",
+                              "L 0 \"l0\" \"Linear\"", "@ 1714000000000000000 0 0", "0 f0 0 100",
+                              "D 0 1 \"GPU-b\"", "0 f0 200 100", "L 0 \"l9\" \"ReLU\"", "0 f0 400 100", header("jobB"),
+                              "0 f0 600 100", pp_test::event_line(0, "jobJ"), "0 f0 800 100"}),
+            (std::vector<std::string>{"jobA GPU-a 0 l0 Linear", "jobA GPU-b 1 l0 Linear", "jobA GPU-b 1 l9 ReLU",
+                                      "jobB GPU-b 1 l9 ReLU", "jobJ " + pp_test::event_json(0)["gpu_uuid"].get<std::string>() +
+                                      " " + std::to_string(pp_test::event_json(0)["gpu"].get<int64_t>()) + " " +
+                                      pp_test::event_json(0)["layer"].get<std::string>() + " " +
+                                      pp_test::event_json(0)["layer_type"].get<std::string>(),
+                                      "jobB GPU-b 1 l9 ReLU"}));
+  pp::EventDecoder json;
+  json.reset("b.jsonl");
+  EXPECT_EQ(decoded(json, {pp_test::event_line(0)}).size(), 1u);
+  EXPECT_EQ(event.job_id, "job1");
+  // Another file with the same-looking definitions, read into the same object after JSON.
+  pp::EventDecoder again;
+  again.reset("c.jsonl");
+  EXPECT_EQ(decoded(again, {"#precisionprobe-events compact 1", header("jobC"), "D 0 0 \"GPU-a\"",
+                            "L 0 \"l0\" \"Linear\"", "@ 1714000000000000000 0 0", "0 f0 0 100"}),
+            (std::vector<std::string>{"jobC GPU-a 0 l0 Linear"}));
+}
+
 class CompactEvents : public ::testing::Test {
  protected:
   std::string warnings() { return db.scalar("SELECT pp_last_warnings()").text; }
