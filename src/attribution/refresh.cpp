@@ -1,7 +1,6 @@
 #include "attribution/refresh.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
 #include <chrono>
 
@@ -38,34 +37,35 @@ void run_steps(RefreshRun& run, const std::optional<std::string>& path) {
   run.summary.http_requests = run.connection.http().requests_sent() - requests_before;
 }
 
+// The size of the main database's -wal file, or -1 when there is none (not in WAL mode).
+// stat() only: opening and closing the file would drop the process's POSIX locks on it.
+long long wal_file_bytes(sqlite3* db) {
+  const char* db_file = sqlite3_db_filename(db, "main");
+  if (!db_file || !*db_file) return -1;
+  const char* wal_file = sqlite3_filename_wal(db_file);
+  struct stat st;
+  if (!wal_file || ::stat(wal_file, &st) != 0) return -1;
+  return static_cast<long long>(st.st_size);
+}
+
 // In WAL mode, a refresh that commits on its own (no BEGIN around it) commits while its
 // SELECT still holds a read transaction, so SQLite's automatic checkpoint cannot run (it
 // fails with SQLITE_LOCKED and waits for the next commit, which is again a refresh's): a
-// loop of refreshes alone grows the -wal file without end. Say so once the log holds several
-// times as many frames not yet copied into the database as the automatic checkpoint allows.
-// The count comes from the wal-index (the -shm file, SQLite's documented WAL-index format:
-// mxFrame at byte 16, nBackfill at byte 96, native byte order), since the -wal file keeps its
-// size after a checkpoint. Without a -shm file (locking_mode EXCLUSIVE) nothing is said.
-void warn_about_unchecked_wal(RefreshRun& run) {
+// loop of refreshes alone grows the -wal file without end. Say so once it is several times
+// what the automatic checkpoint would allow and this refresh made it longer: after a
+// checkpoint SQLite writes the log from its start again, so a file that keeps its size (a
+// checkpoint does not shrink it) is not growing.
+void warn_about_unchecked_wal(RefreshRun& run, long long bytes_before) {
   const double autocheckpoint_pages = query_double(run.db, "PRAGMA main.wal_autocheckpoint", {}, 0);
-  const char* db_file = sqlite3_db_filename(run.db, "main");
-  if (autocheckpoint_pages <= 0 || !db_file || !*db_file) return;
-  const char* wal_file = sqlite3_filename_wal(db_file);
-  if (!wal_file) return;
-  const int shm = ::open((std::string(db_file) + "-shm").c_str(), O_RDONLY | O_CLOEXEC);
-  if (shm < 0) return;  // not in WAL mode, or no shared wal-index
-  uint32_t max_frame = 0, backfilled = 0;
-  const bool read = ::pread(shm, &max_frame, sizeof max_frame, 16) == sizeof max_frame &&
-                    ::pread(shm, &backfilled, sizeof backfilled, 96) == sizeof backfilled;
-  ::close(shm);
-  if (!read || max_frame <= backfilled) return;
-  const double unchecked = static_cast<double>(max_frame - backfilled);
-  if (unchecked <= 4 * autocheckpoint_pages) return;
+  const long long bytes = wal_file_bytes(run.db);
+  if (autocheckpoint_pages <= 0 || bytes < 0 || bytes <= bytes_before) return;
   const double page_size = query_double(run.db, "PRAGMA main.page_size", {}, 4096);
-  run.warn(std::string("the write-ahead log ") + wal_file + " holds " +
-           std::to_string(static_cast<long long>(unchecked * page_size) >> 20) +
-           " MiB not yet copied into the database: SQLite cannot checkpoint it from inside the SELECT that "
-           "refreshes; run PRAGMA wal_checkpoint after refreshing, or refresh inside BEGIN IMMEDIATE ... COMMIT");
+  const double limit = 4 * autocheckpoint_pages * page_size;  // 16 MiB by default
+  if (static_cast<double>(bytes) <= limit) return;
+  run.warn(std::string("the write-ahead log ") + sqlite3_filename_wal(sqlite3_db_filename(run.db, "main")) +
+           " holds " + std::to_string(bytes >> 20) +
+           " MiB and grows with each refresh: SQLite cannot checkpoint it from inside the SELECT that refreshes; run "
+           "PRAGMA wal_checkpoint after refreshing, or refresh inside BEGIN IMMEDIATE ... COMMIT");
 }
 
 // Whether a statement of the connection that writes is running (an INSERT ... SELECT or a
@@ -95,6 +95,7 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
         "refuses the savepoint that undoes a failed refresh there; run SELECT * FROM pp_refresh(...) as a "
         "statement of its own and store its row afterwards");
   const Connection::WriteScope settings_fixed(connection);
+  const long long wal_bytes_before = commits_itself ? wal_file_bytes(db) : -1;
   bool committing = false;
   try {
     run_script(db, "SAVEPOINT pp_refresh");
@@ -116,17 +117,23 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
       stale_snapshot = stale_snapshot || e.stale_snapshot;
     } catch (...) {
     }
-    if (sqlite3_exec(db, "ROLLBACK TO pp_refresh; RELEASE pp_refresh", nullptr, nullptr, nullptr) == SQLITE_INTERRUPT) {
+    // A refresh that began the transaction ends it: ROLLBACK TO and RELEASE would commit an
+    // empty transaction, which a reader blocks in rollback-journal mode (the commit that failed
+    // may be just that), leaving the transaction and its lock open: every other connection
+    // would be kept out, and the next refresh would run inside it and never commit.
+    const char* undo = commits_itself ? "ROLLBACK" : "ROLLBACK TO pp_refresh; RELEASE pp_refresh";
+    if (sqlite3_exec(db, undo, nullptr, nullptr, nullptr) == SQLITE_INTERRUPT) {
       // sqlite3_interrupt() stops every statement of the connection until the calling one ends.
       connection.refresh_left_open = true;
       throw InterruptedError(
           "interrupted; nothing was committed, but SQLite cannot roll back while the interrupt is in force: "
           "the next pp_refresh on this connection undoes this one's changes first (or run ROLLBACK)");
     }
-    // A refresh that began the transaction ends it, also where RELEASE could not commit even
-    // nothing (a reader still holds the database): left open, its lock would keep every other
-    // connection out, and the next refresh would run inside it and never commit.
-    if (commits_itself && sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (stale_snapshot && commits_itself)
+      throw BusyError(
+          "another connection committed since this statement began reading the database, so it cannot write "
+          "(SQLITE_BUSY_SNAPSHOT); nothing was changed: run pp_refresh again, as a statement of its own",
+          true);
     if (stale_snapshot)
       throw BusyError(
           "this connection's transaction reads the database as it was before another connection's last commit, "
@@ -145,11 +152,12 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
     throw;
   }
   // The refresh has committed: an interrupt now (the calling statement may still report it)
-  // changes nothing, and the warnings say so.
+  // changes nothing, and the warnings say so; nor does a failure of the warning's own check.
   try {
-    if (commits_itself) warn_about_unchecked_wal(run);
+    if (commits_itself) warn_about_unchecked_wal(run, wal_bytes_before);
   } catch (const InterruptedError&) {
     run.warn("interrupted after the refresh committed: its changes are in the database");
+  } catch (const std::exception&) {
   }
   return run.summary;
 }

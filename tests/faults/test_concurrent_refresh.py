@@ -412,3 +412,32 @@ def test_retention_keeps_a_stalled_jobs_span(tmp_path):
     assert state == {"DCGM_FI_PROF_SM_ACTIVE": 269}
     windows = dict(conn.execute("SELECT layer_type, windows FROM layer_type_estimates WHERE job_id = 'stalled'"))
     assert windows == {"(untracked)": 269 + 60, "Linear": 60 + 30}
+
+
+def test_a_refresh_keeps_the_locks_of_the_processs_other_connections(tmp_path):
+    """The refresh's check of the -wal file must not touch SQLite's locks: closing a descriptor of
+    the -shm file would drop every POSIX lock the process holds on it, and another process could
+    then checkpoint over a snapshot a connection of this one still reads."""
+    database = str(tmp_path / "locks.db")
+    refreshing = connect(database=database)
+    refreshing.execute("PRAGMA journal_mode = WAL")
+    refreshing.execute("SELECT pp_install_views()")
+    refreshing.execute("CREATE TABLE t(x)")
+    refreshing.execute("INSERT INTO t VALUES (1), (2)")
+    reader = sqlite3.connect(database, isolation_level=None)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM t").fetchone() == (2,)  # its snapshot
+    refreshing.execute("SELECT * FROM pp_refresh(NULL)").fetchall()
+    other_process = (
+        "import sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('INSERT INTO t VALUES (3)')\n"
+        "print(c.execute('PRAGMA wal_checkpoint(TRUNCATE)').fetchone()[0])\n")
+    import subprocess
+    import sys
+    busy = subprocess.run([sys.executable, "-c", other_process, database], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert busy == "1", "the checkpoint ran over a snapshot that a reader of this process still holds"
+    assert reader.execute("SELECT count(*) FROM t").fetchone() == (2,)
+    reader.execute("COMMIT")
+    assert reader.execute("SELECT count(*) FROM t").fetchone() == (3,)
