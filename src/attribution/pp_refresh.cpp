@@ -26,6 +26,8 @@
 // holds a read transaction, so SQLite cannot wait for another connection's write (busy_timeout
 // does not apply): a refresh that meets one fails at once with SQLITE_BUSY, having changed
 // nothing, and can be run again. Inside BEGIN IMMEDIATE ... COMMIT it waits its turn instead.
+#include <set>
+
 #include "attribution/attribution_tables.hpp"
 #include "attribution/refresh.hpp"
 #include "core/errors.hpp"
@@ -76,18 +78,19 @@ struct RefreshCursor : RowsCursor {
     const auto args = filter_arguments(idx_num, argc, argv, kRefreshArguments.size());
     // A plan that runs the same call again for each row of another table (the right side of a
     // LEFT JOIN): each run would commit a refresh while the statement reads that table. A call
-    // per row with that row's arguments (FROM dirs AS d, pp_refresh(d.path)) is a refresh each.
+    // per row with that row's arguments (FROM dirs AS d, pp_refresh(d.path)) is a refresh each,
+    // once each.
     std::vector<std::string> called;
     for (sqlite3_value* arg : args)
       called.push_back(!arg ? std::string("absent")
                             : std::to_string(sqlite3_value_type(arg)) + ":" +
                                   std::string(reinterpret_cast<const char*>(sqlite3_value_blob(arg)),
                                               static_cast<size_t>(sqlite3_value_bytes(arg))));
-    if (!last_call_.empty() && called == last_call_)
-      throw Error("runs once per statement, but this plan runs the same call again for each row of another table "
-                  "(a LEFT JOIN after that table); the first refresh is committed. Run SELECT * FROM "
-                  "pp_refresh(...) as a statement of its own, then read the tables");
-    last_call_ = called;
+    if (!calls_.insert(called).second)
+      throw Error("runs each call once per statement, but this plan runs the same call again (for each row of "
+                  "another table: the right side of a LEFT JOIN, or a table that lists the call twice); the first "
+                  "refresh is committed. Run SELECT * FROM pp_refresh(...) as a statement of its own, then read "
+                  "the tables");
     keep_arguments(args);
     const bool final = final_argument(args[1]);
     const RefreshSummary s = refresh(*connection, optional_text(args[0], "path"), final);
@@ -95,7 +98,7 @@ struct RefreshCursor : RowsCursor {
   }
 
  private:
-  std::vector<std::string> last_call_;  // the arguments of the cursor's last run
+  std::set<std::vector<std::string>> calls_;  // the arguments of the cursor's runs so far
 };
 
 }  // namespace

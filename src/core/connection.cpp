@@ -41,57 +41,58 @@ std::vector<std::string> Connection::warnings() const {
   return warnings_;
 }
 
-void Connection::cursor_opened() {
-  std::vector<sqlite3_stmt*> running = running_statements();
+std::vector<Connection::StatementRun> Connection::running_statements() const {
+  std::vector<StatementRun> running;
+  for (sqlite3_stmt* s = sqlite3_next_stmt(db_, nullptr); s; s = sqlite3_next_stmt(db_, s))
+    if (sqlite3_stmt_busy(s)) running.emplace_back(s, sqlite3_stmt_status(s, SQLITE_STMTSTATUS_RUN, 0));
+  std::sort(running.begin(), running.end());
+  return running;
+}
+
+uint64_t Connection::cursor_opened() {
+  std::vector<StatementRun> running = running_statements();
   std::lock_guard<std::mutex> lock(mutex_);
-  // A new statement begins: the first cursor, or one of a statement that was not running when
-  // the warnings were cleared (another statement holds a cursor open). The statements a refresh
-  // runs are its own: their warnings are the refresh's.
-  if (open_cursors_++ == 0 ||
+  // A new statement begins: the first cursor, or one of a statement (or a statement's run)
+  // that was not running when the warnings were cleared (another statement holds a cursor
+  // open). The statements a refresh runs are its own: their warnings are the refresh's.
+  if (open_cursors_.empty() ||
       (!engine_writing() && !std::includes(warned_statements_.begin(), warned_statements_.end(), running.begin(),
                                            running.end()))) {
     warnings_.clear();
     warned_statements_ = std::move(running);
   }
+  open_cursors_.push_back(++last_cursor_);  // (ascending: serials only grow)
+  return last_cursor_;
 }
 
-void Connection::cursor_closed() {
+void Connection::cursor_closed(uint64_t cursor) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (open_cursors_ > 0 && --open_cursors_ == 0) {
+  const auto it = std::lower_bound(open_cursors_.begin(), open_cursors_.end(), cursor);
+  if (it != open_cursors_.end() && *it == cursor) open_cursors_.erase(it);
+  if (open_cursors_.empty()) {
     cache_.clear();
     cache_bytes_ = 0;
   }
 }
 
-std::vector<sqlite3_stmt*> Connection::running_statements() const {
-  std::vector<sqlite3_stmt*> running;
-  for (sqlite3_stmt* s = sqlite3_next_stmt(db_, nullptr); s; s = sqlite3_next_stmt(db_, s))
-    if (sqlite3_stmt_busy(s)) running.push_back(s);
-  std::sort(running.begin(), running.end());
-  return running;
-}
-
 std::shared_ptr<const void> Connection::cached(
-    const std::string& key, size_t& bytes_hint,
+    const std::string& key, uint64_t cursor, size_t& bytes_hint,
     const std::function<std::shared_ptr<const void>(size_t&)>& compute) {
-  std::vector<sqlite3_stmt*> running = running_statements();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(key);
-    // Only for a statement that was running when the answer came (every one running now was).
-    if (it != cache_.end() && std::includes(it->second.statements.begin(), it->second.statements.end(),
-                                            running.begin(), running.end()))
+    if (it != cache_.end() && std::binary_search(it->second.cursors.begin(), it->second.cursors.end(), cursor))
       return it->second.value;
   }
   std::shared_ptr<const void> value = compute(bytes_hint);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (open_cursors_ > 0) {
+  if (!open_cursors_.empty()) {
     if (auto old = cache_.find(key); old != cache_.end()) {
       cache_bytes_ -= old->second.bytes;
       cache_.erase(old);
     }
     if (cache_bytes_ + bytes_hint <= kMaxCacheBytes) {
-      cache_.emplace(key, CachedAnswer{value, bytes_hint, std::move(running)});
+      cache_.emplace(key, CachedAnswer{value, bytes_hint, open_cursors_});
       cache_bytes_ += bytes_hint;
     }
   }

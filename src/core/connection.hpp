@@ -49,13 +49,15 @@ class Connection {
   }
   std::vector<std::string> warnings() const;
 
-  // Cursors of the extension's tables call these from xOpen/xClose. While at least one is open
-  // a statement is running: its identical requests are answered from the cache. When the last
-  // closes, the cache is dropped, so the next statement sees fresh data; while one is held open
-  // (a cursor not read to its end), an answer serves only the statements that were running
-  // when it came, so a later statement still asks again.
-  void cursor_opened();
-  void cursor_closed();
+  // Cursors of the extension's tables call these from xOpen/xClose; cursor_opened returns the
+  // cursor's serial number (never reused). While at least one is open a statement is running:
+  // its identical requests are answered from the cache. When the last closes, the cache is
+  // dropped, so the next statement sees fresh data; while one is held open (a cursor not read to
+  // its end), an answer serves only the cursors that were open when it came (a statement opens
+  // its tables' cursors before it reads them; a statement run again opens new ones), so a later
+  // statement still asks again.
+  uint64_t cursor_opened();
+  void cursor_closed(uint64_t cursor);
 
   // Whether an interrupted pp_refresh left its savepoint open: SQLite runs no statement (not
   // even ROLLBACK TO) while the interrupt is in force, so the next pp_refresh rolls it back.
@@ -64,7 +66,7 @@ class Connection {
   // Returns the cached value for key, or computes, caches (if small enough) and returns it.
   // Cached values are immutable and shared, so a nested-loop join reuses one response. The key
   // names everything that shapes the answer (the URL, the request, headers and credentials).
-  std::shared_ptr<const void> cached(const std::string& key, size_t& bytes_hint,
+  std::shared_ptr<const void> cached(const std::string& key, uint64_t cursor, size_t& bytes_hint,
                                      const std::function<std::shared_ptr<const void>(size_t&)>& compute);
 
  private:
@@ -74,14 +76,17 @@ class Connection {
   HttpClient http_;
   mutable std::mutex mutex_;
   std::vector<std::string> warnings_;
-  std::vector<sqlite3_stmt*> warned_statements_;  // running when warnings_ was last cleared
-  int open_cursors_ = 0;
+  // A statement's run: its address and how often it had been run (reset) before.
+  using StatementRun = std::pair<sqlite3_stmt*, int>;
+  std::vector<StatementRun> running_statements() const;
+  std::vector<StatementRun> warned_statements_;  // running when warnings_ was last cleared
+  uint64_t last_cursor_ = 0;
+  std::vector<uint64_t> open_cursors_;  // serials, ascending
   struct CachedAnswer {
     std::shared_ptr<const void> value;
     size_t bytes = 0;
-    std::vector<sqlite3_stmt*> statements;  // those running when it came, by address
+    std::vector<uint64_t> cursors;  // open when it came: those it serves
   };
-  std::vector<sqlite3_stmt*> running_statements() const;
   std::map<std::string, CachedAnswer> cache_;
   size_t cache_bytes_ = 0;
 };

@@ -216,7 +216,7 @@ std::vector<sqlite3_value*> filter_arguments(int idx_num, int argc, sqlite3_valu
 
 TableCursor::~TableCursor() {
   for (sqlite3_value* v : arguments_) sqlite3_value_free(v);
-  connection->cursor_closed();
+  connection->cursor_closed(serial);
 }
 
 void TableCursor::keep_arguments(const std::vector<sqlite3_value*>& arguments) {

@@ -76,7 +76,7 @@ struct ConnectionTable : sqlite3_vtab {
 // Base of every cursor. While one is open a statement is running (Connection::cursor_opened).
 class TableCursor : public sqlite3_vtab_cursor {
  public:
-  explicit TableCursor(ConnectionTable* table) : connection(table->connection) { connection->cursor_opened(); }
+  explicit TableCursor(ConnectionTable* table) : connection(table->connection), serial(connection->cursor_opened()) {}
   virtual ~TableCursor();
   TableCursor(const TableCursor&) = delete;
   TableCursor& operator=(const TableCursor&) = delete;
@@ -86,6 +86,7 @@ class TableCursor : public sqlite3_vtab_cursor {
   void result_argument(sqlite3_context* ctx, size_t argument) const;
 
   ConnectionPtr connection;
+  const uint64_t serial;  // Connection::cursor_opened's: the answers of the cache it may use
   bool eof = true;
   sqlite3_int64 rowid = 0;
 

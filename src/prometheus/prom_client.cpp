@@ -25,7 +25,7 @@ std::shared_ptr<const T> PromClient::cached_call(const std::string& path, const 
                           settings.get("bearer_token_file") + separator + settings.get("basic_auth_user") +
                           separator + settings.get("basic_auth_password_file");
   size_t bytes = 0;
-  auto value = connection_.cached(key, bytes, [&](size_t& size) -> std::shared_ptr<const void> {
+  auto value = connection_.cached(key, cursor_, bytes, [&](size_t& size) -> std::shared_ptr<const void> {
     HttpResponse response = get(path, form, post);
     std::vector<std::string> warnings;
     std::shared_ptr<T> parsed;

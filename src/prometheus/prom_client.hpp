@@ -14,8 +14,10 @@ namespace pp {
 
 class PromClient {
  public:
-  // `table` names the SQL table in the warnings it adds to the connection.
-  PromClient(Connection& connection, const char* table) : connection_(connection), table_(table) {}
+  // `table` names the SQL table in the warnings it adds to the connection; `cursor` is the
+  // serial of the cursor it fetches for (the cache's answers it may use).
+  PromClient(Connection& connection, const char* table, uint64_t cursor)
+      : connection_(connection), table_(table), cursor_(cursor) {}
 
   // /api/v1/query_range: evaluation at start + k*step through end.
   std::shared_ptr<const PromMatrix> query_range(const std::string& query, int64_t start_ms, int64_t end_ms,
@@ -35,6 +37,7 @@ class PromClient {
 
   Connection& connection_;
   const char* table_;
+  uint64_t cursor_;
 };
 
 }  // namespace pp

@@ -37,7 +37,7 @@ struct LabelValuesCursor : RowsCursor {
     keep_arguments(args);
     const std::string label = required_nonblank_text(args[0], "label");
     const auto match = optional_text(args[1], "match");
-    PromClient client(*connection, kName);
+    PromClient client(*connection, kName, serial);
     std::vector<std::vector<SqlValue>> rows;
     for (const std::string& value : *client.label_values(label, match)) rows.push_back({value});
     set_rows(std::move(rows));

@@ -36,8 +36,8 @@ int64_t default_step_ms(int64_t span_ms) {
 }
 
 // Splits [start, end] into requests of at most max_points evaluation times each.
-std::vector<MatrixChunk> plan_range_chunks(Connection& connection, const std::string& query, int64_t start, int64_t end,
-                                     int64_t step) {
+std::vector<MatrixChunk> plan_range_chunks(Connection& connection, uint64_t cursor, const std::string& query,
+                                           int64_t start, int64_t end, int64_t step) {
   const Settings& settings = connection.settings();
   const int64_t max_points = std::max<int64_t>(1, settings.get_int("max_points_per_series"));
   const int64_t points = (end - start) / step + 1;
@@ -47,7 +47,7 @@ std::vector<MatrixChunk> plan_range_chunks(Connection& connection, const std::st
                 " points (limit max_requests_per_query = " + settings.get("max_requests_per_query") +
                 "); use a larger step or a shorter range");
   std::vector<MatrixChunk> chunks;
-  auto client = std::make_shared<PromClient>(connection, "prom_range");
+  auto client = std::make_shared<PromClient>(connection, "prom_range", cursor);
   for (int64_t k = 0; k < requests; ++k) {
     const int64_t chunk_start = start + k * max_points * step;
     // (max_points - 1) * step may pass int64 (steps up to 1e13 s): compare before multiplying.
@@ -82,7 +82,7 @@ struct RangeCursor : MatrixCursor {
     const std::string query = required_nonblank_text(args[0], "query");
     const TimeRange range = parse_time_range(args[1], args[2], clock.now_ms());  // (evaluation times: nearest ms)
     const int64_t step = args[3] ? parse_duration_ms(args[3], "step") : default_step_ms(range.end_ms - range.start_ms);
-    start(plan_range_chunks(*connection, query, range.start_ms, range.end_ms, step));
+    start(plan_range_chunks(*connection, serial, query, range.start_ms, range.end_ms, step));
   }
 };
 

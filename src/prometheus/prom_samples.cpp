@@ -31,8 +31,8 @@ const std::vector<ArgumentSpec> kSamplesArguments = {{"selector", true}, {"start
 
 // Windows (after, through] of samples_chunk_seconds covering [start, end]: the first begins
 // 1 ms before start because Prometheus stores milliseconds.
-std::vector<MatrixChunk> plan_sample_chunks(Connection& connection, const std::string& selector, int64_t start,
-                                     int64_t end) {
+std::vector<MatrixChunk> plan_sample_chunks(Connection& connection, uint64_t cursor, const std::string& selector,
+                                            int64_t start, int64_t end) {
   const Settings& settings = connection.settings();
   const int64_t chunk_ms = std::max<int64_t>(1000, settings.get_int("samples_chunk_seconds") * 1000);
   const int64_t span = end - start + 1;
@@ -41,7 +41,7 @@ std::vector<MatrixChunk> plan_sample_chunks(Connection& connection, const std::s
     throw Error("the range needs " + std::to_string(requests) + " requests of samples_chunk_seconds = " +
                 settings.get("samples_chunk_seconds") + " (limit max_requests_per_query = " +
                 settings.get("max_requests_per_query") + "); use a shorter range or larger chunks");
-  auto client = std::make_shared<PromClient>(connection, "prom_samples");
+  auto client = std::make_shared<PromClient>(connection, "prom_samples", cursor);
   std::vector<MatrixChunk> chunks;
   for (int64_t after = start - 1; after < end; after += chunk_ms) {
     const int64_t through = std::min(end, after + chunk_ms);
@@ -73,7 +73,7 @@ struct SamplesCursor : MatrixCursor {
     const std::string selector = required_nonblank_text(args[0], "selector");
     const TimeRange range = parse_time_range(args[1], args[2], clock.now_ms(), /*into_range=*/true);
     const auto pushed = apply_metric_pushdown(selector, idx_num, argc, argv);
-    start(pushed && !range.empty ? plan_sample_chunks(*connection, *pushed, range.start_ms, range.end_ms)
+    start(pushed && !range.empty ? plan_sample_chunks(*connection, serial, *pushed, range.start_ms, range.end_ms)
                                  : std::vector<MatrixChunk>{});
   }
 };

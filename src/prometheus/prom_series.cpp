@@ -52,7 +52,7 @@ struct SeriesCursor : RowsCursor {
       range.end_ms = parse_time_ms(args[2], "end", clock.now_ms());
     std::vector<std::vector<SqlValue>> rows;
     if (const auto pushed = apply_metric_pushdown(match, idx_num, argc, argv)) {
-      PromClient client(*connection, kName);
+      PromClient client(*connection, kName, serial);
       for (const PromSeries& s : *client.series(*pushed, range.start_ms, range.end_ms))
         rows.push_back({s.metric ? SqlValue(*s.metric) : SqlValue(), s.labels_json});
     }

@@ -30,8 +30,13 @@ SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/*.jsonl') 
 SELECT count(*) FROM pp_refresh(NULL) WHERE path LIKE 'x%';
 -- A refresh runs once per statement: a plan that would run the same call again for each row of
 -- another table (here the LEFT JOIN's right side) stops at the second run.
--- error: pp_refresh: runs once per statement, but this plan runs the same call again for each row of another table
+-- error: pp_refresh: runs each call once per statement, but this plan runs the same call again
 SELECT count(*) FROM (SELECT 1 UNION ALL SELECT 2) AS two LEFT JOIN pp_refresh(NULL);
+-- Also where calls with other arguments come between (each row's call, twice over).
+-- error: pp_refresh: runs each call once per statement, but this plan runs the same call again
+SELECT count(*) FROM (SELECT 1 UNION ALL SELECT 2) AS outer_rows
+ CROSS JOIN (SELECT '${SOURCE_DIR}/tests/data/events/cpu.jsonl' AS p UNION ALL SELECT '${SOURCE_DIR}/tests/data/events/job1') AS d
+ CROSS JOIN pp_refresh(d.p);
 -- A refresh writes under a savepoint, which SQLite refuses inside a statement that writes: it
 -- says so, and nothing is written (the row goes in by a statement of its own).
 -- error: pp_refresh: cannot run inside a statement that writes (INSERT ... SELECT

@@ -321,7 +321,8 @@ SELECT c.uuid, c.job_a, c.job_b,
 -- After a fold that was not final: events of sampled GPUs still unfolded (their partial
 -- index), and how many seconds of the newest GPU's events they cover. An event that ends before
 -- its GPU's fold point is not waiting: its windows are folded, so it never will be (late_events
--- counts it). A block the fold has not reached, that starts after the fold point and whose times
+-- counts it; one of no length at the fold point is waiting). A block the fold has not reached,
+-- that starts at or after the fold point and whose times
 -- can all be calls is counted from its own columns; only the others are decoded.
 WITH unfolded AS (
   SELECT b.*, coalesce((SELECT f.folded_through_ms FROM main.pp_fold_state AS f WHERE f.uuid = b.gpu_uuid), 0)
@@ -338,7 +339,7 @@ parts AS (
     FROM unfolded AS b CROSS JOIN main.pp_events AS e
    WHERE NOT (b.impossible = 0 AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.first_start_ns)
               AND b.first_start_ns >= b.fold_point_ns)
-     AND e.block = b.id AND e.folded = 0 AND e.t_end_ns > b.fold_point_ns
+     AND e.block = b.id AND e.folded = 0 AND (e.t_end_ns > b.fold_point_ns OR e.t_start_ns >= b.fold_point_ns)
      AND e.t_start_ns >= 0 AND e.t_end_ns >= e.t_start_ns AND e.t_end_ns <= (1 << 62))
 SELECT coalesce(sum(events), 0), coalesce((max(last_ns) - min(first_ns)) / 1e9, 0) FROM parts;
 
