@@ -382,3 +382,24 @@ def test_the_docs_show_this_report(runs, report_a):
     work, _, _ = runs
     check_doc_block("analyze", precisionprobe("analyze", work / "a" / "events", "--db", work / "a.db",
                                               "--no-refresh", "--no-layers").stdout)
+
+
+def test_reading_commands_leave_the_database_as_it_is(runs, report_a, tmp_path):
+    """compare, analyze --no-refresh and export --no-refresh read a results database without
+    changing a byte of it, also one whose saved estimates are missing (a database only pp_refresh
+    wrote): they are then computed for the command alone."""
+    work, _, _ = runs
+    database = tmp_path / "archived.db"
+    shutil.copy(work / "a.db", database)
+    with sqlite3.connect(database) as conn:
+        conn.execute("DELETE FROM report_estimates")
+    before = database.read_bytes()
+    rows = json.loads(precisionprobe("compare", database, database, "--format", "json").stdout)["rows"]
+    assert {"estimate", "interval"} & {r["a_kind"] for r in rows}
+    (job,) = json.loads(precisionprobe("analyze", work / "a" / "events", "--db", database, "--no-refresh",
+                                       "--format", "json").stdout)["jobs"]
+    assert any(m["kind"] == "estimate" for r in job["layer_types"] for m in r["metrics"].values())
+    exposition = precisionprobe("export", work / "a" / "events", "--db", database, "--no-refresh",
+                                "--openmetrics", "-").stdout
+    assert "precisionprobe_job_gpus" in exposition
+    assert database.read_bytes() == before

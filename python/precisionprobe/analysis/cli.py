@@ -127,6 +127,10 @@ def _database(run, db):
 
 def _saved_estimates_current(conn):
     if estimates_stale(conn):
+        if getattr(conn, "read_only", False):
+            # The file is not written: the estimates are saved in a TEMP table of the same name,
+            # which the connection's reads of report_estimates find first.
+            conn.execute("CREATE TEMP TABLE IF NOT EXISTS report_estimates AS SELECT * FROM main.report_estimates WHERE 0")
         save_estimates(conn)
 
 
@@ -210,7 +214,8 @@ def _open_refreshed(args):
                       f"{database} is made anew", file=sys.stderr)
                 for leftover in (database, Path(f"{database}-wal"), Path(f"{database}-shm")):
                     leftover.unlink(missing_ok=True)
-    conn = connect(database)
+    # --no-refresh reads the database as it is: opened read-only, the file is never changed.
+    conn = connect(database, read_only=bool(args.no_refresh and not args.emulate))
     try:
         if args.emulate:
             with _emulate().Served(samples) as url:
@@ -363,7 +368,7 @@ def _one_report(run, db, job, which):
     if not _is_results_database(database):
         raise CommandError(f"{which}: '{database}' is not a precisionprobe results database (it has no report_jobs "
                            "table; `precisionprobe analyze RUN_DIR` makes one); it was not changed")
-    conn = connect(database)
+    conn = connect(database, read_only=True)  # compare reads the databases as analyze left them
     try:
         reports = _reports(conn, job, f"'{database}'")
     finally:

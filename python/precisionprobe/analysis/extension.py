@@ -35,10 +35,20 @@ def extension_path():
                          "PRECISIONPROBE_EXTENSION to its path")
 
 
-def connect(database):
-    """A connection to database with the extension loaded and the views installed."""
+class ResultsConnection(sqlite3.Connection):
+    """A connection to a results database; read_only: opened so (it is never written)."""
+    read_only = False
+
+
+def connect(database, read_only=False):
+    """A connection to database with the extension loaded and the views installed; read_only:
+    the file opened read-only and left exactly as it is (its views as they are)."""
     try:
-        conn = sqlite3.connect(database)
+        if read_only:
+            conn = sqlite3.connect(f"{Path(database).resolve().as_uri()}?mode=ro", uri=True, factory=ResultsConnection)
+            conn.read_only = True
+        else:
+            conn = sqlite3.connect(database, factory=ResultsConnection)
         conn.execute("PRAGMA schema_version")  # (sqlite3 opens the file lazily; this reads it)
     except sqlite3.Error as e:
         raise ExtensionError(f"cannot open the results database {database}: {e}"
@@ -47,7 +57,11 @@ def connect(database):
     try:
         path = extension_path()
         load_file(conn, path)
-        conn.execute("SELECT pp_install_views()")
+        if not read_only:
+            conn.execute("SELECT pp_install_views()")
+        elif not conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'view' AND name = 'layer_metrics'"
+                              ).fetchone()[0]:
+            raise ExtensionError(f"{database} holds no results views (layer_metrics): analyze the run into it first")
     except sqlite3.Error as e:
         conn.close()
         raise ExtensionError(f"cannot install the views of the extension {path}: {e}") from None
