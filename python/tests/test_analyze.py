@@ -403,3 +403,31 @@ def test_reading_commands_leave_the_database_as_it_is(runs, report_a, tmp_path):
                                 "--openmetrics", "-").stdout
     assert "precisionprobe_job_gpus" in exposition
     assert database.read_bytes() == before
+
+
+def test_runs_replayed_into_one_database_keep_their_own_gpus(runs, tmp_path):
+    """Two CPU runs on one host at the same time (--emulate, one --db): each process's emulated
+    GPU is its own, so neither run reads as sharing a GPU with the other, and both keep their
+    estimates."""
+    work, paths, _ = runs
+    lines = Path(paths["a"]["events"]).read_text().splitlines()
+    for job in ("first", "second"):
+        (tmp_path / job).mkdir()
+        with open(tmp_path / job / "events-node-1.jsonl", "w") as f:
+            for line in lines:
+                record = dict(json.loads(line), job_id=job)
+                if "layer" in record:
+                    record["gpu_uuid"], record["gpu"] = "cpu", None
+                f.write(json.dumps(record) + "\n")
+    database = tmp_path / "shared.db"
+    for job in ("first", "second"):
+        result = precisionprobe("analyze", tmp_path / job, "--emulate", "dlrm", "--db", database, "--format", "json")
+        assert "was shared by jobs" not in result.stderr and "arrived after" not in result.stderr, result.stderr
+    reports = json.loads(precisionprobe("analyze", tmp_path / "first", "--db", database, "--no-refresh",
+                                        "--format", "json").stdout)["jobs"]
+    assert sorted(j["job_id"] for j in reports) == ["first", "second"]
+    for job in reports:
+        row = next(r for r in job["layer_types"] if r["name"] == "EmbeddingBag" and r["direction"] == "backward")
+        assert row["metrics"]["dram_active"]["kind"] == "estimate", job["job_id"]
+    with sqlite3.connect(database) as conn:
+        assert conn.execute("SELECT count(DISTINCT gpu_uuid) FROM pp_events_blocks").fetchone() == (2,)

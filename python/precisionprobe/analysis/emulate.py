@@ -88,7 +88,10 @@ def replay(run_dir, out, profile_name, stream=sys.stderr):
     gpus = {}
     for n, key in enumerate(sorted(streams, key=str)):
         host = key[1] if key[0] == "cpu" else streams[key][0].get("host_name") or "emulated-node"
-        uuid = emulated_uuid(host, n) if key[0] == "cpu" else key[1]
+        # A GPU of this run's process alone: another run analyzed into the same database (--db)
+        # gets other GPUs, as its processes would have had, not this one shared.
+        first = streams[key][0]
+        uuid = emulated_uuid(host, n, f"{first.get('job_id')}:{first.get('pid')}") if key[0] == "cpu" else key[1]
         gpus[key] = EmulatedGpu(n, uuid, host, profile.model_name)
     missing = sorted({e.get("layer_type") or e["layer"] for s in streams.values() for e in s}
                      - set(profile.types))

@@ -35,10 +35,11 @@ HELP_PREFIX = "EMULATED by precisionprobe, not a GPU counter (window average of 
 DRIVER_VERSION = "emulated"
 
 
-def emulated_uuid(host_name, index):
-    """A well-formed GPU UUID that is stable per host and index, and never a real one's."""
-    return "GPU-" + str(uuid_module.uuid5(uuid_module.NAMESPACE_URL,
-                                          f"precisionprobe-emulator://{host_name}/{index}"))
+def emulated_uuid(host_name, index, process=None):
+    """A well-formed GPU UUID that is stable per host and index (and per process, where one is
+    given: each replayed process's GPU its own, whichever run it is of), and never a real one's."""
+    where = f"{host_name}/{index}" if process is None else f"{host_name}/{process}/{index}"
+    return "GPU-" + str(uuid_module.uuid5(uuid_module.NAMESPACE_URL, f"precisionprobe-emulator://{where}"))
 
 
 @dataclass(frozen=True)
