@@ -323,6 +323,9 @@ def test_emulate_replays_a_cpu_run_on_an_emulated_gpu(runs, tmp_path):
     assert not (run / "emu").exists()
     hint = precisionprobe("compare", run, run, check=False)
     assert hint.returncode == 1 and "(analyze --emulate wrote '" in hint.stderr
+    # A folder that holds both the run and its emulated copy would count every call twice.
+    both = precisionprobe("analyze", tmp_path, check=False)
+    assert both.returncode == 1 and "and an emulator's copy of them" in both.stderr, both.stderr
 
 
 def test_names_from_event_files_are_shown_safely():

@@ -86,6 +86,10 @@ def test_emulator_followed_every_event(live):
     assert all(e["gpu_uuid"] == "cpu" for e in live["events"])  # a CPU run
     _, mirrored = read_records(live["mirror_dir"])
     assert {e["gpu_uuid"] for e in mirrored} == {live["uuid"]} and {e["gpu"] for e in mirrored} == {0}
+    # Marked as a copy: analyze refuses a folder holding it beside the events it copies.
+    from precisionprobe import _emulated_copy
+    assert (live["mirror_dir"] / _emulated_copy.MARK).is_file()
+    assert _emulated_copy.copies_inside(live["mirror_dir"].parent) == [live["mirror_dir"]]
 
 
 def test_pp_refresh_over_the_mirror_gives_layer_metrics_with_data(live, refreshed):

@@ -19,6 +19,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from .. import _emulated_copy as emulated_copy
 from . import findings, openmetrics, render, serve as endpoint
 from .compare import compare_jobs, render_comparison
 from .extension import ExtensionError, connect
@@ -165,6 +166,11 @@ def _run_database(args):
     if args.emulate and _emulated_dir(args).resolve().is_relative_to(run_dir.resolve()):
         raise CommandError(f"--emulate-out: '{_emulated_dir(args)}' is inside RUN_DIR '{run_dir}', whose events the "
                            "next analyze would read back with the emulated copies; choose a folder outside it")
+    copies = emulated_copy.copies_inside(run_dir)
+    if copies:
+        raise CommandError(f"'{run_dir}' holds event files and an emulator's copy of them ('{copies[0]}', their "
+                           "calls rewritten onto emulated GPUs), so every call would count twice: analyze the copy "
+                           "(the calls on the emulated GPUs) or the events' own folder")
     database = _database(_emulated_dir(args) if args.emulate else run_dir, args.db)
     if args.no_refresh and not database.is_file():
         raise CommandError(f"--no-refresh: no results database at '{database}'")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import _emulated_copy as emulated_copy
 from .._event_reader import read_event_file
 from ..harness import processes, prometheus
 from ..emulator import offline
@@ -99,6 +100,8 @@ def replay(run_dir, out, profile_name, stream=sys.stderr):
         print(f"precisionprobe: warning: profile {profile_name!r} has no values for layer types "
               f"{', '.join(missing)}: the emulator gives them its default values", file=stream)
     events_dir = out / "events"
+    events_dir.mkdir(parents=True, exist_ok=True)
+    emulated_copy.mark(events_dir, run_dir)
     for path, headers, events in files:
         target = events_dir / path.relative_to(run_dir)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -75,6 +75,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import _emulated_copy as emulated_copy
 from .._event_reader import EventDecoder
 from . import timing as timing_model
 from .exposition import EMULATOR_NAME, EmulatedGpu, emulated_uuid, format_value, metrics_text
@@ -465,6 +466,7 @@ def run(args, profile):
     emulator = Emulator(profile, gpus, args.interval_ms, args.noise, args.mux_zero, args.seed,
                         args.lag_ms, args.cpu_gpu, timing=args.timing)
     mirror_dir.mkdir(parents=True, exist_ok=True)
+    emulated_copy.mark(mirror_dir, events_dir)
     tail = EventTail(events_dir, exclude=mirror_dir)
     mirror = Mirror(events_dir, mirror_dir, gpus)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(emulator))
