@@ -43,8 +43,9 @@ void warn_about_unattributed(RefreshRun& run) {
     run.warn(std::to_string(devices - named_devices) + " more MIG devices have no row in pp_mig_devices");
   if (run.late_events > 0)
     run.warn(std::to_string(run.late_events) +
-             " events arrived after their sample windows were folded and are not attributed; refresh a job "
-             "with all of its event files before final = 1");
+             " events arrived after their sample windows were folded and are not attributed: refresh a job "
+             "with all of its event files before final = 1, and jobs that ran on one GPU in the order they ran "
+             "(or each into a database of its own)");
   // Not final: the newest events wait for windows the job may still write events into. Said,
   // so that a refresh right after a job ended is not taken for the whole job.
   if (!run.final) {
