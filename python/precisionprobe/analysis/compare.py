@@ -11,7 +11,7 @@ import io
 import json
 import math
 
-from .render import shown
+from .render import cell, shown
 from .report import METRICS
 
 
@@ -47,6 +47,9 @@ def compare_jobs(a, b):
             cb, hb = _center_half(rb.metrics[short]) if rb else (None, None)
             row = {"layer_type": key[0], "direction": key[1], "metric": short, "a": ca, "b": cb,
                    "a_kind": ra.metrics[short].kind if ra else None, "b_kind": rb.metrics[short].kind if rb else None,
+                   # As analyze shows them: v±h identified, lo..hi an interval, ~v a blend.
+                   "a_shown": cell(short, ra.metrics[short]) if ra else "-",
+                   "b_shown": cell(short, rb.metrics[short]) if rb else "-",
                    "difference": cb - ca if ca is not None and cb is not None else None, "combined90": None}
             if row["difference"] is None:
                 row["exceeds_uncertainty"] = "missing"
@@ -72,15 +75,17 @@ def render_comparison(a, b, rows, fmt):
         return json.dumps({"a": a.job_id, "b": b.job_id, "rows": rows}, indent=1)
     if fmt == "csv":
         buffer = io.StringIO()
-        names = ["layer_type", "direction", "metric", "a", "b", "difference", "combined90", "exceeds_uncertainty"]
+        names = ["layer_type", "direction", "metric", "a", "b", "a_kind", "b_kind", "difference", "combined90",
+                 "exceeds_uncertainty"]
         writer = csv.DictWriter(buffer, names, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
         return buffer.getvalue()
     header = ["layer type", "direction", "metric", f"A {shown(a.job_id)}", f"B {shown(b.job_id)}", "B - A",
               "beyond 90%"]
-    cells = [[shown(r["layer_type"]), r["direction"], r["metric"], _fmt(r["a"], r["metric"]), _fmt(r["b"], r["metric"]),
-              _fmt(r["difference"], r["metric"]), r["exceeds_uncertainty"]] for r in rows]
+    cells = [[shown(r["layer_type"]), r["direction"], r["metric"], r.get("a_shown") or _fmt(r["a"], r["metric"]),
+              r.get("b_shown") or _fmt(r["b"], r["metric"]), _fmt(r["difference"], r["metric"]),
+              r["exceeds_uncertainty"]] for r in rows]
     if fmt == "markdown":
         escaped = [[c.replace("|", "\\|") for c in line] for line in [header] + cells]
         return "\n".join(["| " + " | ".join(escaped[0]) + " |", "|" + "|".join("---" for _ in header) + "|"]
@@ -88,6 +93,8 @@ def render_comparison(a, b, rows, fmt):
     widths = [max(len(x) for x in col) for col in zip(header, *cells)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in [header] + cells]
     lines.append("")
+    lines.append("values as analyze shows them: v±h identified, lo..hi an interval (B - A takes its middle), "
+                 "~v a blend.")
     lines.append("beyond 90%: yes/no whether |B - A| exceeds the combined 90% half-widths; unknown where one "
                  "side is a blend (no uncertainty); measured: call durations, no estimate involved.")
     return "\n".join(lines) + "\n"

@@ -22,6 +22,8 @@ def _digits(short):
 
 def cell(short, value):
     d = _digits(short)
+    if value.kind in ("estimate", "blend") and value.value is None:
+        return "-"  # (a job on no GPU: nothing to show)
     if value.kind == "estimate":
         half = max(value.value - value.lower90, value.upper90 - value.value)
         return f"{value.value:.{d}f}±{half:.{d}f}"
