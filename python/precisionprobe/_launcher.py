@@ -5,6 +5,7 @@ The command inherits an environment that makes every Python process of the job a
 it, and returns the command's exit status (128+N when a signal N killed it, as shells do).
 """
 import glob
+import json
 import os
 import signal
 import subprocess
@@ -42,6 +43,11 @@ def run(command, out=None, job_id=None):
     if problem:
         print(f"precisionprobe: warning: layer events cannot be written to {out_dir}: {problem}; the command runs "
               "unrecorded (--out names the directory for the event files)", file=sys.stderr, flush=True)
+    earlier = _files_of_job(out_dir, job_id)
+    if earlier:
+        print(f"precisionprobe: warning: {out_dir} already holds {earlier} event file(s) of job {job_id} from an "
+              "earlier run: this run's events join them as one job (analyze reads them together); give another "
+              "--job-id or --out to keep the runs apart", file=sys.stderr, flush=True)
     started = time.time()
     # Signals are blocked from before the child exists (none can slip past the forwarding loop)
     # and unblocked again in the child before it runs the command.
@@ -73,6 +79,26 @@ def run(command, out=None, job_id=None):
               "with torch importable, that ran a model?), or the events could not be written (each process "
               "that tried warned why)", file=sys.stderr)
     return status if status >= 0 else 128 - status
+
+
+def _files_of_job(out_dir, job_id):
+    """How many event files in out_dir have a job header of job_id (read from their first lines)."""
+    count = 0
+    for path in glob.glob(os.path.join(glob.escape(out_dir), "*.jsonl")):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                head = [f.readline() for _ in range(2)]
+        except OSError:
+            continue
+        for line in head:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("record") == "job" and record.get("job_id") == job_id:
+                count += 1
+                break
+    return count
 
 
 def _unusable_out_dir(out_dir):

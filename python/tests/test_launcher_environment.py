@@ -98,3 +98,16 @@ def test_dataloader_workers_that_record_nothing_say_nothing(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("precisionprobe: wrote ") == 1, result.stderr
     assert "precisionprobe: wrote 8 events" in result.stderr
+
+
+def test_a_second_run_of_a_job_into_its_folder_is_told_so(tmp_path):
+    """The same --job-id into the same --out joins the earlier run's events as one job: said
+    before the command runs; another job id in that folder is not."""
+    first = run_launched(tmp_path, [sys.executable, "-c", TRAIN_ONE_STEP])
+    assert first.returncode == 0 and "already holds" not in first.stderr, first.stderr
+    again = run_launched(tmp_path, [sys.executable, "-c", TRAIN_ONE_STEP])
+    assert again.returncode == 0
+    assert (f"precisionprobe: warning: {tmp_path} already holds 1 event file(s) of job test-job from an earlier "
+            "run: this run's events join them as one job") in again.stderr, again.stderr
+    other = run_launched(tmp_path, [sys.executable, "-c", TRAIN_ONE_STEP], job_id="other-job")
+    assert "already holds" not in other.stderr
