@@ -7,15 +7,30 @@ MARK = ".precisionprobe-emulated"
 
 
 def mark(folder, source):
-    """Leaves the mark in folder: a copy of the events of source."""
-    Path(folder, MARK).write_text(f"event files of {source}, rewritten onto emulated GPUs\n")
+    """Leaves the mark in folder: a copy of the event files of source (its first line names it)."""
+    Path(folder, MARK).write_text(f"{Path(source).resolve()}\nevent files of that folder, rewritten onto emulated GPUs\n")
+
+
+def _source(mark_file):
+    try:
+        return Path(mark_file.read_text().splitlines()[0]).resolve()
+    except (OSError, IndexError, ValueError):
+        return None  # (an unreadable mark: taken as a copy of anything)
 
 
 def copies_inside(folder):
-    """The emulated copies below folder (not folder itself) that sit beside other event files."""
-    folder = Path(folder)
-    copies = [path.parent for path in folder.rglob(MARK) if path.parent != folder]
-    if not copies:
-        return []
-    others = any(not any(copy in event.parents for copy in copies) for event in folder.rglob("*.jsonl"))
-    return copies if others else []
+    """The emulated copies below folder (not folder itself) whose events are below it too, or
+    that sit beside other event files there where the mark does not say its source."""
+    folder = Path(folder).resolve()
+    copies = []
+    for mark_file in folder.rglob(MARK):
+        copy = mark_file.parent
+        if copy == folder:
+            continue
+        source = _source(mark_file)
+        if source is None:
+            if any(copy not in event.parents for event in folder.rglob("*.jsonl")):
+                copies.append(copy)
+        elif (source == folder or folder in source.parents) and any(source.rglob("*.jsonl")):
+            copies.append(copy)
+    return copies

@@ -434,3 +434,18 @@ def test_runs_replayed_into_one_database_keep_their_own_gpus(runs, tmp_path):
         assert row["metrics"]["dram_active"]["kind"] == "estimate", job["job_id"]
     with sqlite3.connect(database) as conn:
         assert conn.execute("SELECT count(DISTINCT gpu_uuid) FROM pp_events_blocks").fetchone() == (2,)
+
+
+def test_a_folder_is_refused_only_with_the_events_an_emulated_copy_copies(tmp_path):
+    """An emulated copy counts twice only beside its own events: a folder with run A and the copy
+    of run B made elsewhere is analyzed as it is; with A's own copy, it is refused."""
+    from precisionprobe import _emulated_copy
+    runs = tmp_path / "runs"
+    for folder in (runs / "a", runs / "a.emulated", runs / "b.emulated", tmp_path / "elsewhere" / "b"):
+        folder.mkdir(parents=True)
+        (folder / "events-node-1.jsonl").write_text("{}\n")
+    _emulated_copy.mark(runs / "b.emulated", tmp_path / "elsewhere" / "b")
+    assert _emulated_copy.copies_inside(runs) == []
+    _emulated_copy.mark(runs / "a.emulated", runs / "a")
+    assert _emulated_copy.copies_inside(runs) == [(runs / "a.emulated").resolve()]
+    assert _emulated_copy.copies_inside(runs / "a.emulated") == []  # the copy alone is what to analyze

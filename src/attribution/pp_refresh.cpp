@@ -26,8 +26,6 @@
 // holds a read transaction, so SQLite cannot wait for another connection's write (busy_timeout
 // does not apply): a refresh that meets one fails at once with SQLITE_BUSY, having changed
 // nothing, and can be run again. Inside BEGIN IMMEDIATE ... COMMIT it waits its turn instead.
-#include <set>
-
 #include "attribution/attribution_tables.hpp"
 #include "attribution/refresh.hpp"
 #include "core/errors.hpp"
@@ -86,7 +84,7 @@ struct RefreshCursor : RowsCursor {
                             : std::to_string(sqlite3_value_type(arg)) + ":" +
                                   std::string(reinterpret_cast<const char*>(sqlite3_value_blob(arg)),
                                               static_cast<size_t>(sqlite3_value_bytes(arg))));
-    if (!calls_.insert(called).second)
+    if (!connection->first_refresh_call(called))
       throw Error("runs each call once per statement, but this plan runs the same call again (for each row of "
                   "another table: the right side of a LEFT JOIN, or a table that lists the call twice); the first "
                   "refresh is committed. Run SELECT * FROM pp_refresh(...) as a statement of its own, then read "
@@ -96,9 +94,6 @@ struct RefreshCursor : RowsCursor {
     const RefreshSummary s = refresh(*connection, optional_text(args[0], "path"), final);
     set_rows({{s.events_added, s.samples_added, s.windows_folded, s.history_kept, int64_t{s.http_requests}}});
   }
-
- private:
-  std::set<std::vector<std::string>> calls_;  // the arguments of the cursor's runs so far
 };
 
 }  // namespace

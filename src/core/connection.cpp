@@ -69,19 +69,34 @@ void Connection::cursor_closed(uint64_t cursor) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto it = std::lower_bound(open_cursors_.begin(), open_cursors_.end(), cursor);
   if (it != open_cursors_.end() && *it == cursor) open_cursors_.erase(it);
-  if (open_cursors_.empty()) {
+  if (open_cursors_.empty()) {  // no statement runs: the next is a new one, whatever its address
     cache_.clear();
     cache_bytes_ = 0;
+    refresh_statements_.clear();
+    refresh_calls_.clear();
   }
+}
+
+bool Connection::first_refresh_call(const std::vector<std::string>& call) {
+  std::vector<StatementRun> running = running_statements();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (running != refresh_statements_) {
+    refresh_statements_ = std::move(running);
+    refresh_calls_.clear();
+  }
+  return refresh_calls_.insert(call).second;
 }
 
 std::shared_ptr<const void> Connection::cached(
     const std::string& key, uint64_t cursor, size_t& bytes_hint,
     const std::function<std::shared_ptr<const void>(size_t&)>& compute) {
+  std::vector<StatementRun> running = running_statements();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(key);
-    if (it != cache_.end() && std::binary_search(it->second.cursors.begin(), it->second.cursors.end(), cursor))
+    if (it != cache_.end() &&
+        (std::binary_search(it->second.cursors.begin(), it->second.cursors.end(), cursor) ||
+         std::includes(it->second.statements.begin(), it->second.statements.end(), running.begin(), running.end())))
       return it->second.value;
   }
   std::shared_ptr<const void> value = compute(bytes_hint);
@@ -92,7 +107,7 @@ std::shared_ptr<const void> Connection::cached(
       cache_.erase(old);
     }
     if (cache_bytes_ + bytes_hint <= kMaxCacheBytes) {
-      cache_.emplace(key, CachedAnswer{value, bytes_hint, open_cursors_});
+      cache_.emplace(key, CachedAnswer{value, bytes_hint, open_cursors_, std::move(running)});
       cache_bytes_ += bytes_hint;
     }
   }

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,17 +52,27 @@ class Connection {
 
   // Cursors of the extension's tables call these from xOpen/xClose; cursor_opened returns the
   // cursor's serial number (never reused). While at least one is open a statement is running:
-  // its identical requests are answered from the cache. When the last closes, the cache is
-  // dropped, so the next statement sees fresh data; while one is held open (a cursor not read to
-  // its end), an answer serves only the cursors that were open when it came (a statement opens
-  // its tables' cursors before it reads them; a statement run again opens new ones), so a later
-  // statement still asks again.
+  // its identical requests are answered from the cache (a nested loop, a subquery, a UNION of
+  // the same call). When the last closes, the cache is dropped, so the next statement sees fresh
+  // data; while one is held open (a cursor not read to its end), an answer serves only the
+  // cursors that were open when it came and the statements (and runs of them) that were
+  // running then, so a later statement, or the same one run again, still asks again.
   uint64_t cursor_opened();
   void cursor_closed(uint64_t cursor);
+
+  // Whether `call` (pp_refresh's arguments) is the first such call of the statement running now
+  // (of its run: a statement run again starts afresh), whichever cursor runs it: a subquery
+  // opens a cursor for each of its runs.
+  bool first_refresh_call(const std::vector<std::string>& call);
 
   // Whether an interrupted pp_refresh left its savepoint open: SQLite runs no statement (not
   // even ROLLBACK TO) while the interrupt is in force, so the next pp_refresh rolls it back.
   bool refresh_left_open = false;
+
+  // A statement's run: its address and how often it had been run (reset) before. The runs of
+  // the connection's statements that are running now, in order.
+  using StatementRun = std::pair<sqlite3_stmt*, int>;
+  std::vector<StatementRun> running_statements() const;
 
   // Returns the cached value for key, or computes, caches (if small enough) and returns it.
   // Cached values are immutable and shared, so a nested-loop join reuses one response. The key
@@ -76,9 +87,6 @@ class Connection {
   HttpClient http_;
   mutable std::mutex mutex_;
   std::vector<std::string> warnings_;
-  // A statement's run: its address and how often it had been run (reset) before.
-  using StatementRun = std::pair<sqlite3_stmt*, int>;
-  std::vector<StatementRun> running_statements() const;
   std::vector<StatementRun> warned_statements_;  // running when warnings_ was last cleared
   uint64_t last_cursor_ = 0;
   std::vector<uint64_t> open_cursors_;  // serials, ascending
@@ -86,8 +94,11 @@ class Connection {
     std::shared_ptr<const void> value;
     size_t bytes = 0;
     std::vector<uint64_t> cursors;  // open when it came: those it serves
+    std::vector<StatementRun> statements;  // running when it came: their later cursors too
   };
   std::map<std::string, CachedAnswer> cache_;
+  std::vector<StatementRun> refresh_statements_;  // running at the calls in refresh_calls_
+  std::set<std::vector<std::string>> refresh_calls_;
   size_t cache_bytes_ = 0;
 };
 

@@ -357,11 +357,15 @@ def test_a_cursor_held_open_does_not_answer_later_statements(hostile, tmp_path):
     (tmp_path / "token").write_text("second-token\n")
     conn.execute("SELECT pp_config('bearer_token_file', ?)", (str(tmp_path / "token"),))
     assert conn.execute(query).fetchall() == [("Bearer second-token",)] * 2
-    # One statement's nested loop still shares one answer: 3 outer rows, one request.
+    # One statement's nested loop still shares one answer (3 outer rows, one request), and so
+    # does a correlated subquery, whose every run opens a cursor of its own.
     before = http_stats(conn)["requests"]
     assert conn.execute("WITH n(i) AS (VALUES (1), (2), (3)) SELECT count(*) FROM n, prom_range('x', "
                         "1700000000, 1700000001, 1) AS p").fetchone() == (6,)
     assert http_stats(conn)["requests"] == before + 1
+    assert conn.execute("WITH n(i) AS (VALUES (1), (2), (3)) SELECT sum((SELECT count(*) FROM prom_range('x', "
+                        "1700000000, 1700000001, 1) WHERE n.i > 0)) FROM n").fetchone() == (6,)
+    assert http_stats(conn)["requests"] == before + 2
     # The same statement run again (Python reuses its prepared statement) asks again too.
     conn.execute("SELECT pp_config('prometheus_url', ?)", (f"{hostile}/count",))
     seen = [conn.execute("SELECT value FROM prom_range('requests_seen', 1700000000, 1700000000, 1)").fetchone()[0]

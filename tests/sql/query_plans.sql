@@ -261,3 +261,8 @@ SELECT count(*) = 0 FROM pp_events WHERE source_file LIKE '%cpu.jsonl';
 INSERT INTO finals VALUES (0);
 SELECT count(*) = 1 AND sum(events_added) > 0
   FROM finals AS t, pp_refresh('${SOURCE_DIR}/tests/data/events/cpu.jsonl', 0) AS r WHERE r.final = t.f;
+-- The same refresh as statements of their own, one after the other: each runs (the rule against a
+-- call run twice holds within one statement only, wherever the next statement is allocated).
+SELECT events_added >= 0 FROM pp_refresh(NULL);
+SELECT events_added >= 0 FROM pp_refresh(NULL);
+SELECT events_added >= 0 FROM pp_refresh(NULL);

@@ -32,6 +32,9 @@ SELECT count(*) FROM pp_refresh(NULL) WHERE path LIKE 'x%';
 -- another table (here the LEFT JOIN's right side) stops at the second run.
 -- error: pp_refresh: runs each call once per statement, but this plan runs the same call again
 SELECT count(*) FROM (SELECT 1 UNION ALL SELECT 2) AS two LEFT JOIN pp_refresh(NULL);
+-- Also in a correlated subquery, which opens a cursor for each of its runs.
+-- error: pp_refresh: runs each call once per statement, but this plan runs the same call again
+SELECT (SELECT count(*) FROM pp_refresh(NULL) WHERE two.x = two.x) FROM (SELECT 1 AS x UNION ALL SELECT 2) AS two;
 -- Also where calls with other arguments come between (each row's call, twice over).
 -- error: pp_refresh: runs each call once per statement, but this plan runs the same call again
 SELECT count(*) FROM (SELECT 1 UNION ALL SELECT 2) AS outer_rows

@@ -166,7 +166,7 @@ def _run_database(args):
     if args.emulate and _emulated_dir(args).resolve().is_relative_to(run_dir.resolve()):
         raise CommandError(f"--emulate-out: '{_emulated_dir(args)}' is inside RUN_DIR '{run_dir}', whose events the "
                            "next analyze would read back with the emulated copies; choose a folder outside it")
-    copies = emulated_copy.copies_inside(run_dir)
+    copies = [] if args.no_refresh else emulated_copy.copies_inside(run_dir)  # (--no-refresh reads no events)
     if copies:
         raise CommandError(f"'{run_dir}' holds event files and an emulator's copy of them ('{copies[0]}', their "
                            "calls rewritten onto emulated GPUs), so every call would count twice: analyze the copy "
@@ -292,12 +292,12 @@ def export(args):
     return 0
 
 
-def _exposition_reader(database, job):
+def _exposition_reader(database, job, read_only=False):
     """What serve answers a scrape with: the database read anew whenever it changed, every job
     (or --job's only; none yet is an empty exposition, not an error: the job may not have
     started)."""
     def read():
-        conn = connect(database)
+        conn = connect(database, read_only=read_only)
         try:
             _saved_estimates_current(conn)
             jobs = [j for j in jobs_in(conn) if job is None or j == job]
@@ -335,7 +335,8 @@ def serve(args):
     run_dir, database = _run_database(args)
     _open_refreshed(args).close()
     try:
-        server = endpoint.listen(args.listen, args.port, _exposition_reader(database, args.job), args.prog)
+        read_only = bool(args.no_refresh and not args.emulate)
+        server = endpoint.listen(args.listen, args.port, _exposition_reader(database, args.job, read_only), args.prog)
     except (OSError, OverflowError) as e:
         raise CommandError(f"--listen/--port: cannot listen on {args.listen}:{args.port}: "
                            f"{getattr(e, 'strerror', None) or e}") from None
@@ -352,16 +353,21 @@ def serve(args):
     return 0
 
 
-def _is_results_database(database):
-    """Whether database holds analyze's results, read without changing the file."""
+def _is_results_database(database, which):
+    """Whether database holds analyze's results, read without changing the file; a file SQLite
+    cannot read is an error saying why (not "no results")."""
     try:
         probe = sqlite3.connect(f"{Path(database).resolve().as_uri()}?mode=ro", uri=True)
         try:
             return probe.execute("SELECT count(*) FROM sqlite_master WHERE name = 'report_jobs'").fetchone()[0] > 0
         finally:
             probe.close()
-    except sqlite3.Error:
-        return False
+    except sqlite3.DatabaseError as e:
+        if "file is not a database" in str(e):
+            return False
+        raise CommandError(f"{which}: cannot read '{database}': {e}" + (
+            " (a database in WAL mode needs its -shm file, which SQLite could not make beside it: copy the "
+            "file to a folder you can write, or open it once where you can)" if "readonly" in str(e) else "")) from None
 
 
 def _one_report(run, db, job, which):
@@ -371,7 +377,7 @@ def _one_report(run, db, job, which):
         raise CommandError(f"{which}: no results database at '{database}' " + (
             f"(analyze --emulate wrote '{emulated}': compare that)" if not db and emulated.is_file()
             else "(run `precisionprobe analyze` first)"))
-    if not _is_results_database(database):
+    if not _is_results_database(database, which):
         raise CommandError(f"{which}: '{database}' is not a precisionprobe results database (it has no report_jobs "
                            "table; `precisionprobe analyze RUN_DIR` makes one); it was not changed")
     conn = connect(database, read_only=True)  # compare reads the databases as analyze left them

@@ -37,6 +37,8 @@ def compare_jobs(a, b):
         share = {"layer_type": key[0], "direction": key[1], "metric": "share",
                  "a": shared_a.share if shared_a else None, "b": shared_b.share if shared_b else None,
                  "a_kind": "measured" if shared_a else None, "b_kind": "measured" if shared_b else None,
+                 "a_shown": _fmt(shared_a.share, "share") if shared_a else "-",
+                 "b_shown": _fmt(shared_b.share, "share") if shared_b else "-",
                  "combined90": None}
         share["difference"] = share["b"] - share["a"] if shared_a and shared_b else None
         # Durations are measured, not estimated.
@@ -75,8 +77,8 @@ def render_comparison(a, b, rows, fmt):
         return json.dumps({"a": a.job_id, "b": b.job_id, "rows": rows}, indent=1)
     if fmt == "csv":
         buffer = io.StringIO()
-        names = ["layer_type", "direction", "metric", "a", "b", "a_kind", "b_kind", "difference", "combined90",
-                 "exceeds_uncertainty"]
+        names = ["layer_type", "direction", "metric", "a", "b", "difference", "combined90", "exceeds_uncertainty",
+                 "a_kind", "b_kind"]  # (the kinds last: the columns before keep their places)
         writer = csv.DictWriter(buffer, names, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)

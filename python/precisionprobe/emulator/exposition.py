@@ -36,9 +36,10 @@ DRIVER_VERSION = "emulated"
 
 
 def emulated_uuid(host_name, index, process=None):
-    """A well-formed GPU UUID that is stable per host and index (and per process, where one is
-    given: each replayed process's GPU its own, whichever run it is of), and never a real one's."""
-    where = f"{host_name}/{index}" if process is None else f"{host_name}/{process}/{index}"
+    """A well-formed GPU UUID that is stable per host and index, or per host and process where
+    one is given (each replayed process's GPU its own, whichever run it is of, and whatever other
+    processes sort before it), and never a real one's."""
+    where = f"{host_name}/{index}" if process is None else f"{host_name}/process/{process}"
     return "GPU-" + str(uuid_module.uuid5(uuid_module.NAMESPACE_URL, f"precisionprobe-emulator://{where}"))
 
 
