@@ -79,11 +79,14 @@ struct RefreshCursor : RowsCursor {
     // per row with that row's arguments (FROM dirs AS d, pp_refresh(d.path)) is a refresh each,
     // once each.
     std::vector<std::string> called;
-    for (sqlite3_value* arg : args)
+    for (sqlite3_value* arg : args) {
+      const void* bytes = arg ? sqlite3_value_blob(arg) : nullptr;  // (NULL for NULL and for empty values)
       called.push_back(!arg ? std::string("absent")
                             : std::to_string(sqlite3_value_type(arg)) + ":" +
-                                  std::string(reinterpret_cast<const char*>(sqlite3_value_blob(arg)),
-                                              static_cast<size_t>(sqlite3_value_bytes(arg))));
+                                  (bytes ? std::string(static_cast<const char*>(bytes),
+                                                       static_cast<size_t>(sqlite3_value_bytes(arg)))
+                                         : std::string()));
+    }
     if (!connection->first_refresh_call(called))
       throw Error("runs each call once per statement, but this plan runs the same call again (for each row of "
                   "another table: the right side of a LEFT JOIN, or a table that lists the call twice); the first "
