@@ -82,9 +82,10 @@ def run(command, out=None, job_id=None):
 
 
 def _files_of_job(out_dir, job_id):
-    """How many event files in out_dir have a job header of job_id (read from their first lines)."""
+    """How many event files below out_dir (subdirectories included, as layer_events reads a
+    directory) have a job header of job_id (read from their first lines)."""
     count = 0
-    for path in glob.glob(os.path.join(glob.escape(out_dir), "*.jsonl")):
+    for path in glob.glob(os.path.join(glob.escape(out_dir), "**", "*.jsonl"), recursive=True):
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
                 head = [f.readline() for _ in range(2)]

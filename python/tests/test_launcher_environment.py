@@ -111,3 +111,13 @@ def test_a_second_run_of_a_job_into_its_folder_is_told_so(tmp_path):
             "run: this run's events join them as one job") in again.stderr, again.stderr
     other = run_launched(tmp_path, [sys.executable, "-c", TRAIN_ONE_STEP], job_id="other-job")
     assert "already holds" not in other.stderr
+
+
+def test_a_run_of_the_job_in_a_subfolder_counts_too(tmp_path):
+    """layer_events reads a folder with its subfolders, so a run of the job kept in a subfolder
+    of --out joins this one too, and is counted."""
+    first = run_launched(tmp_path / "monday", [sys.executable, "-c", TRAIN_ONE_STEP])
+    assert first.returncode == 0, first.stderr
+    again = run_launched(tmp_path, [sys.executable, "-c", TRAIN_ONE_STEP])
+    assert (f"precisionprobe: warning: {tmp_path} already holds 1 event file(s) of job test-job from an earlier "
+            "run") in again.stderr, again.stderr
