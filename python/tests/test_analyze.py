@@ -408,6 +408,27 @@ def test_reading_commands_leave_the_database_as_it_is(runs, report_a, tmp_path):
     assert database.read_bytes() == before
 
 
+def test_a_database_of_an_earlier_version_is_read_through_an_upgraded_copy(runs, report_a, tmp_path):
+    """A read-only command on a database an earlier version wrote (here: views as an earlier
+    version stored them) reads an upgraded copy in memory, says so, and answers as this version
+    does; the file keeps every byte."""
+    work, _, _ = runs
+    database = tmp_path / "earlier.db"
+    shutil.copy(work / "a.db", database)
+    with sqlite3.connect(database) as conn:
+        (view,) = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'job_overview'").fetchone()
+        conn.execute("DROP VIEW job_overview")
+        conn.execute(view.replace(" AS SELECT ", " AS SELECT 'earlier' AS version, ", 1))
+        conn.execute("UPDATE pp_meta SET value = 'earlier' WHERE key = 'views'")
+    before = database.read_bytes()
+    result = precisionprobe("compare", database, work / "a.db", "--format", "json")
+    assert (f"precisionprobe: {database} was written by an earlier version of precisionprobe: reading an upgraded "
+            "copy in memory") in result.stderr, result.stderr
+    rows = json.loads(result.stdout)["rows"]
+    assert rows == json.loads(precisionprobe("compare", work / "a.db", work / "a.db", "--format", "json").stdout)["rows"]
+    assert database.read_bytes() == before
+
+
 def test_runs_replayed_into_one_database_keep_their_own_gpus(runs, tmp_path):
     """Two CPU runs on one host at the same time (--emulate, one --db): each process's emulated
     GPU is its own, so neither run reads as sharing a GPU with the other, and both keep their

@@ -8,6 +8,7 @@
 
 #include "attribution/event_store.hpp"
 #include "core/embedded_sql.hpp"
+#include "core/errors.hpp"
 #include "core/statement.hpp"
 
 namespace pp {
@@ -73,6 +74,15 @@ void upgrade_tables(sqlite3* db) {
   }
 }
 
+// Whether pp_meta holds what the schema script and install_attribution_schema put there: the
+// database's identity, the marks of the one-time fills, and the views' fingerprint.
+bool meta_complete(sqlite3* db, const std::string& fingerprint) {
+  return query_double(db,
+                      "SELECT count(*) FROM main.pp_meta WHERE key IN ('database_id', 'gpu_spans', 'report_pending') "
+                      "OR (key = 'views' AND value = :fingerprint)",
+                      {{":fingerprint", fingerprint}}, 0) == 4;
+}
+
 }  // namespace
 
 std::string installed_objects() {
@@ -85,10 +95,19 @@ std::string installed_objects() {
 
 void install_attribution_schema(sqlite3* db) {
   verify_attribution_schema(db);
-  upgrade_tables(db);
-  run_script(db, embedded_sql("schema"));
   const std::string views = view_sql();
   const std::string fingerprint = std::to_string(std::hash<std::string>{}(views));
+  if (sqlite3_db_readonly(db, "main") == 1) {
+    // Nothing to write where everything is this version's; else say so before any write fails
+    // with SQLite's bare "attempt to write a readonly database".
+    if (!attribution_schema_current(db) || !meta_complete(db, fingerprint))
+      throw Error("the database is read-only and its attribution tables or views are not this version's (made by "
+                  "an earlier version of precisionprobe, or never installed): installing them writes to it. Open "
+                  "it writable once, or work on a writable copy");
+    return;
+  }
+  upgrade_tables(db);
+  run_script(db, embedded_sql("schema"));
   const bool current =
       query_double(db, "SELECT count(*) FROM main.pp_meta WHERE key = 'views' AND value = :fingerprint",
                    {{":fingerprint", fingerprint}}, 0) > 0 &&

@@ -9,7 +9,8 @@ namespace pp {
 
 // Creates the attribution tables and views (idempotent). Views hold no data, so a database
 // made by another version of the extension gets this version's views: they are recreated
-// whenever the text that defines them changes.
+// whenever the text that defines them changes. A read-only database whose schema is this
+// version's is left as it is; one that would need writing is refused with what to do.
 void install_attribution_schema(sqlite3* db);
 // "tables: a, b, ...; views: c, ...": what install_attribution_schema creates, read from its SQL.
 std::string installed_objects();
@@ -20,6 +21,9 @@ std::string installed_objects();
 void verify_attribution_schema(sqlite3* db);
 // True when every attribution view is stored, exactly as this version creates it.
 bool attribution_views_current(sqlite3* db);
+// True when every table, index, trigger and view of the attribution schema is stored exactly as
+// this version creates it (nothing for install_attribution_schema to create or upgrade).
+bool attribution_schema_current(sqlite3* db);
 // The table functions read the main database's tables. The views pass their own database's
 // database_id (pp_meta) as the argument `database`: one of another, ATTACHed, database is
 // refused with what to do instead. NULL or absent: a direct call, which reads main.

@@ -13,6 +13,7 @@
 // schema.sql creates it and once as upgrade.sql leaves a table made by an earlier version.
 // Stored SQL is compared without comments and with whitespace collapsed, so a table made by a
 // version whose comments differed is still the same table.
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
@@ -47,6 +48,7 @@ struct References {
   std::map<std::string, TableReference> tables;
   std::map<std::string, std::string> views;  // name -> normalized SQL
   std::map<std::string, std::string> owners;  // an index's or trigger's name -> its table
+  std::set<StoredObject> current;  // every object this version's SQL stores
 };
 
 // SQL without comments, whitespace runs as one space, none around ( ) , ; literals unchanged.
@@ -148,6 +150,7 @@ References build_references() {
     run_script(current.db, embedded_sql("views"));  // views are stored unresolved: no functions needed
     run_script(current.db, embedded_sql("estimates"));
     collect(current.db);
+    for (auto& [table, object] : stored_objects(current.db, "main")) references.current.insert(std::move(object));
   }
   {
     // pp_metrics as versions before metric kinds made it, before and after upgrade.sql.
@@ -282,6 +285,13 @@ bool attribution_views_current(sqlite3* db) {
     }
   }
   return matching == expected.views.size();
+}
+
+bool attribution_schema_current(sqlite3* db) {
+  std::set<StoredObject> stored;
+  for (auto& [table, object] : stored_objects(db, "main")) stored.insert(std::move(object));
+  const std::set<StoredObject>& expected = references().current;
+  return std::includes(stored.begin(), stored.end(), expected.begin(), expected.end());
 }
 
 void refuse_other_database(sqlite3* db, sqlite3_value* database_id) {

@@ -13,7 +13,7 @@
 
 namespace {
 
-constexpr int64_t kNsPerMs = 1000000;
+using pp_test::kNsPerMs;
 constexpr int64_t kFoldT0 = 1700000000LL * 1000000000LL;
 constexpr const char* kFoldUuid = "GPU-f01d0000-0000-4000-8000-000000000000";
 

@@ -13,7 +13,7 @@
 
 namespace {
 
-constexpr int64_t kNsPerMs = 1000000;
+using pp_test::kNsPerMs;
 constexpr int64_t kReportT0 = 1700000000LL * 1000000000LL;
 constexpr const char* kReportUuid = "GPU-4e90a700-0000-4000-8000-000000000000";
 

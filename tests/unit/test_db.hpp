@@ -36,16 +36,18 @@ struct Value {
   bool is_null() const { return type == SQLITE_NULL; }
 };
 
+inline constexpr int64_t kNsPerMs = 1000000;
+
 using Row = std::vector<Value>;
 using Rows = std::vector<Row>;
 
 class TestDb {
  public:
-  explicit TestDb(const std::string& filename = ":memory:") {
+  explicit TestDb(const std::string& filename = ":memory:", int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) {
     static const int registered = sqlite3_auto_extension(
         reinterpret_cast<void (*)(void)>(sqlite3_precisionprobe_init));
     if (registered != SQLITE_OK) throw std::runtime_error("sqlite3_auto_extension failed");
-    if (sqlite3_open(filename.c_str(), &db_) != SQLITE_OK) {
+    if (sqlite3_open_v2(filename.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
       const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
       sqlite3_close(db_);
       throw std::runtime_error("cannot open " + filename + ": " + message);

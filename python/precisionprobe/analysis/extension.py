@@ -8,6 +8,7 @@ sqlite3 cannot load extensions, an SQLite too old, a library missing).
 """
 import os
 import sqlite3
+import sys
 from pathlib import Path
 
 from .._loadable import ExtensionLoadError, load_file, loadable_path
@@ -62,6 +63,8 @@ def connect(database, read_only=False):
         elif not conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'view' AND name = 'layer_metrics'"
                               ).fetchone()[0]:
             raise ExtensionError(f"{database} holds no results views (layer_metrics): analyze the run into it first")
+        elif not _schema_current(conn):
+            conn = _upgraded_copy(conn, database, path)
     except sqlite3.Error as e:
         conn.close()
         raise ExtensionError(f"cannot install the views of the extension {path}: {e}") from None
@@ -69,3 +72,35 @@ def connect(database, read_only=False):
         conn.close()
         raise
     return conn
+
+
+def _schema_current(conn):
+    """Whether a read-only database's tables and views are this version's: pp_install_views
+    then writes nothing and succeeds; it refuses what would need writing."""
+    try:
+        conn.execute("SELECT pp_install_views()")
+        return True
+    except sqlite3.Error as e:
+        if "not this version's" not in str(e):
+            raise
+        return False
+
+
+def _upgraded_copy(conn, database, path):
+    """An in-memory copy of a database made by an earlier version, upgraded to this version's
+    tables and views, in place of conn (closed): its results are read as this version gives
+    them, and the file is left as it is."""
+    print(f"precisionprobe: {database} was written by an earlier version of precisionprobe: reading an upgraded "
+          "copy in memory (the file is not changed; analyze it without --no-refresh to upgrade it once)",
+          file=sys.stderr, flush=True)
+    copy = sqlite3.connect(":memory:", factory=ResultsConnection)
+    try:
+        conn.backup(copy)
+        conn.close()
+        load_file(copy, path)
+        copy.execute("SELECT pp_install_views()")
+    except BaseException:
+        copy.close()
+        raise
+    copy.read_only = True  # the file is not written (estimates go to a TEMP table as for the file)
+    return copy
