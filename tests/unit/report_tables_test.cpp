@@ -241,3 +241,48 @@ TEST_F(ReportTables, ADatabaseFromBeforeTheListGetsEveryJobRewritten) {
 }
 
 }  // namespace
+
+namespace {
+
+// A job whose ranks ran the same layers on two hosts' GPUs: each layer's row names the host
+// and GPU of its first call only, so the job's hosts come from its processes' job headers and
+// its GPUs from its spans.
+TEST(JobOverview, AJobOnTwoHostsCountsBothHostsAndGpus) {
+  pp_test::TestDb db;
+  db.exec("SELECT pp_install_views()");
+  db.exec("SELECT pp_config('sample_offset_ms', 0)");
+  db.exec("UPDATE pp_metrics SET kind = 'window'");
+  std::ostringstream sql;
+  sql << "INSERT INTO pp_events(job_id, host_name, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, "
+         "t_end, source_file, line) VALUES ";
+  const std::pair<const char*, const char*> ranks[] = {{"node-a", "GPU-a0000000-0000-4000-8000-000000000000"},
+                                                       {"node-b", "GPU-b0000000-0000-4000-8000-000000000000"}};
+  int line = 0;
+  for (const auto& [host, uuid] : ranks)
+    for (int k = 0; k < 10; ++k) {
+      const int64_t start = kReportT0 + (k * 100 + 10) * kNsPerMs, end = start + 20 * kNsPerMs;
+      sql << (line > 0 ? "," : "") << "('ddp', '" << host << "', '" << uuid << "', 'fc', 'Linear', 1, " << start << ", "
+          << end << ", " << start / 1e9 << ", " << end / 1e9 << ", '" << host << "', " << line + 1 << ")";
+      ++line;
+    }
+  db.exec(sql.str());
+  db.exec("INSERT INTO pp_jobs(job_id, host_name, pid, source_file, line) VALUES ('ddp', 'node-b', 2, 'node-b', 0), "
+          "('ddp', 'node-a', 1, 'node-a', 0)");
+  std::ostringstream samples;
+  samples << "INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES ";
+  for (const auto& [host, uuid] : ranks)
+    for (int t = 100; t <= 1100; t += 100)
+      samples << (host == ranks[0].first && t == 100 ? "" : ",") << "('" << uuid << "', 'DCGM_FI_DEV_GPU_UTIL', "
+              << kReportT0 / kNsPerMs + t << ", 40)";
+  db.exec(samples.str());
+  db.query("SELECT * FROM pp_refresh(NULL)");
+  EXPECT_EQ(db.scalar("SELECT count(DISTINCT host_name) FROM layer_metrics WHERE job_id = 'ddp'").integer, 1);
+  for (const char* table : {"job_overview", "report_jobs"}) {
+    EXPECT_EQ(db.scalar(std::string("SELECT host_name FROM ") + table + " WHERE job_id = 'ddp'").text,
+              "node-a,node-b")
+        << table;
+    EXPECT_EQ(db.scalar(std::string("SELECT gpus FROM ") + table + " WHERE job_id = 'ddp'").integer, 2) << table;
+  }
+}
+
+}  // namespace

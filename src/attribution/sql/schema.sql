@@ -56,6 +56,8 @@ CREATE TABLE IF NOT EXISTS pp_jobs(
   start_time REAL,                        -- unix seconds
   source_file TEXT NOT NULL, line INTEGER NOT NULL,
   UNIQUE (source_file, line));
+-- A job's processes (job_overview's parameters and hosts).
+CREATE INDEX IF NOT EXISTS pp_jobs_by_job ON pp_jobs(job_id);
 
 -- Which GPU instance each MIG device is. A process on a MIG device sees a MIG UUID
 -- ("MIG-...", its events' gpu_uuid), while dcgm-exporter labels the instance's series with the

@@ -96,15 +96,19 @@ SELECT l.job_id, l.layer_type, l.forward, count(DISTINCT l.layer) AS layers,
 -- The paper's Table III per job: the model's parameter count (the largest a process of the job
 -- reported in its header), then every GPU second of the job's span (layers and untracked time
 -- together), so gpu_util is the job's time-weighted average utilization; shared_with: the jobs
--- that shared a GPU with it (colocated_spans), whose activity its numbers include. layers counts
+-- that shared a GPU with it (colocated_spans), whose activity its numbers include. Its hosts are
+-- those of its processes' job headers and of its layers (a layer's row names the host of its
+-- first call only), its GPUs those of its spans. layers counts
 -- layers (a layer run forward and backward is one); a job on the CPU only has no GPU seconds.
 -- The spans are pp_gpu_spans (the fold keeps them), so that each refresh's report tables never
 -- read the events' history.
 CREATE VIEW IF NOT EXISTS job_overview AS
 SELECT j.job_id,
        (SELECT max(params) FROM pp_jobs AS p WHERE p.job_id = j.job_id) AS parameters,
-       (SELECT group_concat(DISTINCT host_name) FROM pp_layers AS l WHERE l.job_id = j.job_id) AS host_name,
-       (SELECT count(DISTINCT gpu_uuid) FROM pp_layers AS l WHERE l.job_id = j.job_id AND gpu_uuid <> 'cpu') AS gpus,
+       (SELECT group_concat(h, ',') FROM (SELECT host_name AS h FROM pp_jobs AS p WHERE p.job_id = j.job_id
+                                          UNION SELECT host_name FROM pp_layers AS l WHERE l.job_id = j.job_id
+                                          ORDER BY 1)) AS host_name,
+       (SELECT count(DISTINCT uuid) FROM pp_gpu_spans AS g WHERE g.job_id = j.job_id AND g.uuid <> 'cpu') AS gpus,
        (SELECT count(DISTINCT layer) FROM pp_layers AS l WHERE l.job_id = j.job_id AND layer <> '(untracked)') AS layers,
        pp_mean_value((SELECT pp_mean_merge(state) FROM layer_state AS s WHERE s.job_id = j.job_id AND s.metric = 'DCGM_FI_DEV_GPU_UTIL')) AS gpu_util,
        pp_mean_value((SELECT pp_mean_merge(state) FROM layer_state AS s WHERE s.job_id = j.job_id AND s.metric = 'DCGM_FI_DEV_FB_USED')) / 1024.0 AS gpu_mem_gib,
