@@ -307,7 +307,15 @@ void refuse_other_database(sqlite3* db, sqlite3_value* database_id) {
       main_id = reinterpret_cast<const char*>(sqlite3_column_text(read, 0));
     sqlite3_finalize(read);
   }
-  if (main_id != reinterpret_cast<const char*>(text))
+  // A database_id is 32 hex digits (schema.sql): anything else is an argument given by position
+  // past the function's own, which the hidden column took.
+  const std::string given = reinterpret_cast<const char*>(text);
+  const bool an_id = given.size() == 32 && given.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (!an_id)
+    throw Error("argument 'database' ('" + (given.size() > 40 ? given.substr(0, 40) + "..." : given) +
+                "') is not a database's id (pp_meta's database_id, which the views pass); a direct call takes no "
+                "such argument (too many arguments?)");
+  if (main_id != given)
     throw Error("reads the main database's tables, and this call comes from a view of another, ATTACHed, "
                 "database (its pp_meta names another database_id): open that database on its own to read its "
                 "views, or merge it into this one (docs: Merging databases)");

@@ -73,3 +73,11 @@ SELECT * FROM prom_label_values(NULL);
 SELECT * FROM prom_samples(NULL, 1, 2);
 -- error: pp_estimates: argument 'grouping' must be 'layer' or 'layer_type', got '1'
 SELECT * FROM pp_estimates(1);
+-- One argument too many is taken by the hidden column 'database' (the views pass their
+-- database's id there): said as what it is, not as a call from an ATTACHed database's view.
+-- error: pp_overlaps: argument 'database' ('3') is not a database's id (pp_meta's database_id, which the views pass); a direct call takes no such argument (too many arguments?)
+SELECT count(*) FROM pp_overlaps('GPU-0', 1, 2, 3);
+-- error: pp_fractions: argument 'database' ('3') is not a database's id (pp_meta's database_id, which the views pass); a direct call takes no such argument (too many arguments?)
+SELECT * FROM pp_fractions('GPU-0', 0, 3);
+-- error: pp_estimates: argument 'database' ('1') is not a database's id (pp_meta's database_id, which the views pass); a direct call takes no such argument (too many arguments?)
+SELECT * FROM pp_estimates('layer', 1);
