@@ -56,6 +56,16 @@ double drift_ppm(const std::vector<SegmentRecord>& segments, double window_ns) {
   return std::clamp(sxx > 0 ? sxy / sxx * 1e6 : 0.0, -kMaxDriftPpm, kMaxDriftPpm);
 }
 
+// A stretch as pp_alignment keeps it (times in whole ns, write_segment): the next stretches of
+// this refresh read it so, as a later refresh reads it back (refreshes in parts align alike).
+SegmentRecord as_stored(SegmentRecord s) {
+  s.offset_ns = std::round(s.offset_ns);
+  s.timing_ns = std::round(s.timing_ns);
+  if (!std::isnan(s.util_phase_ns)) s.util_phase_ns = std::round(s.util_phase_ns);
+  if (!std::isnan(s.util_timing_ns)) s.util_timing_ns = std::round(s.util_timing_ns);
+  return s;
+}
+
 double median_gap_ns(const std::vector<int64_t>& times_ns) {
   std::vector<int64_t> gaps;
   for (size_t i = 1; i < times_ns.size(); ++i) gaps.push_back(times_ns[i] - times_ns[i - 1]);
@@ -256,7 +266,7 @@ class GpuAligner {
     if (!(window_ns_ > 0)) window_ns_ = spacing > 0 ? spacing : 1e9;  // nothing better known yet
     note_jump(seg);
     write(seg, first, last, kept, samples, shift, copy, timeline);
-    segments_.push_back(seg);
+    segments_.push_back(as_stored(seg));
   }
 
   void estimate(SegmentRecord& seg, const AlignmentTimeline& timeline, const AlignmentSamples& samples, double mid,

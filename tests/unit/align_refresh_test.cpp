@@ -56,6 +56,7 @@ class AlignRefresh : public ::testing::Test {
       }
     int k = 0;
     while (t < job_ns_) {
+      if (t >= pause_from_ns_ && t < pause_from_ns_ + pause_ns_) t = pause_from_ns_ + pause_ns_;
       const int layer = k % 3;
       const double d = kLayers[layer].ms * jitter(rng) * kMs;
       events_.push_back({kRefreshT0 + static_cast<int64_t>(t), kRefreshT0 + static_cast<int64_t>(t + d), layer});
@@ -202,6 +203,7 @@ class AlignRefresh : public ::testing::Test {
   // Calls before this time (ns after T0) repeat exactly every 100 ms, DCGM's window.
   double periodic_until_ns_ = 0;
   double job_ns_ = 70e9;  // the job's calls end then (ns after T0)
+  double pause_from_ns_ = 0, pause_ns_ = 0;  // no calls in this while (ns after T0)
 };
 
 // A job that starts with calls that repeat every 100 ms: every DCGM window holds the same mix
@@ -349,6 +351,25 @@ TEST_F(AlignRefreshLongPeriodicStart, RefreshesWithRetentionGiveWhatOneRefreshGi
     EXPECT_EQ(in_parts[i][6].text, at_once[i][6].text);
     EXPECT_EQ(in_parts[i][7].integer, at_once[i][7].integer);
   }
+}
+
+// A job that pauses for 80 s: eight stretches without layers lie between the stretches before
+// the pause, to which the drift is fitted, and those after it. A refresh after the pause reads
+// the stretches back to those (not only the last eight), as one refresh has them all.
+class AlignRefreshLongPause : public AlignRefresh {
+ protected:
+  AlignRefreshLongPause() {
+    job_ns_ = 150e9;
+    pause_from_ns_ = 40e9;
+    pause_ns_ = 80e9;
+  }
+};
+
+TEST_F(AlignRefreshLongPause, RefreshesInPartsGiveWhatOneRefreshGives) {
+  std::vector<int64_t> cuts;
+  for (int64_t cut = kRefreshT0 / kMs + 20000; cut < last_ms(); cut += 20000) cuts.push_back(cut);
+  expect_parts_give_what_one_gives(cuts);
+  EXPECT_GE(db_.scalar("SELECT count(*) FROM pp_alignment WHERE status = 'no layers'").integer, 7);
 }
 
 TEST_F(AlignRefresh, JobsTheGpuRanLongBeforeLeaveItsAlignmentAsItIs) {

@@ -37,8 +37,23 @@ SELECT job_id, first_ns, last_ns, longest_ns FROM main.pp_gpu_spans
 SELECT max(:after_ms, 2 * coalesce((SELECT max(interval_ms) FROM main.pp_intervals WHERE uuid = :uuid), 0) + :lag_ms);
 
 -- name: previous_segments
+-- The GPU's stretches that aligning the next ones reads, as if it went on from them in one
+-- refresh: the last 8, and back to the sixth newest 'estimated' one (the drift is fitted to the
+-- last six; a long pause of stretches without layers lies between) and to the newest with a
+-- driver phase.
 SELECT from_ms, through_ms, offset_ns, timing_ns, status, util_phase_ns, drift_ppm, window_ms, util_window_ms
-  FROM main.pp_alignment WHERE uuid = :uuid ORDER BY from_ms DESC LIMIT 8;
+  FROM main.pp_alignment
+ WHERE uuid = :uuid
+   AND from_ms >= min(
+         coalesce((SELECT from_ms FROM main.pp_alignment WHERE uuid = :uuid ORDER BY from_ms DESC LIMIT 1 OFFSET 7),
+                  -9223372036854775808),
+         coalesce((SELECT min(from_ms) FROM (SELECT from_ms FROM main.pp_alignment
+                                              WHERE uuid = :uuid AND status = 'estimated' ORDER BY from_ms DESC LIMIT 6)),
+                  9223372036854775807),
+         coalesce((SELECT from_ms FROM main.pp_alignment WHERE uuid = :uuid AND util_phase_ns IS NOT NULL
+                    ORDER BY from_ms DESC LIMIT 1),
+                  9223372036854775807))
+ ORDER BY from_ms DESC;
 
 -- name: folded_through
 SELECT folded_through_ms FROM main.pp_fold_state WHERE uuid = :uuid;
