@@ -72,6 +72,7 @@ class Probe:
         self._batches = BatchTracker()
         self._epochs = EpochTracker()
         self._handles = []
+        self._top_level_infos = set()  # of the modules called at top level so far
         self._installed = False
         self._broken = False
         self._signal_handlers = []  # signals this probe handles
@@ -111,6 +112,7 @@ class Probe:
                          module_hooks.register_module_forward_hook(self._post_hook)]
         self._epochs.install(torch.utils.data.DataLoader)
         self._execution_engine = torch.autograd.Variable._execution_engine
+        self._call_impl_code = torch.nn.Module._call_impl.__code__  # (calls the hooks)
         self._is_grad_enabled = torch.is_grad_enabled
         self._tensor_type = torch.Tensor
         self._time_ns = time.time_ns
@@ -220,6 +222,8 @@ class Probe:
                 stack = local.stack = []
                 local.chain_node = None
             info = self._get_info(id(module))
+            if stack and (info is None or info in self._top_level_infos) and self._stack_is_stale(module):
+                del stack[:]  # a model called at top level raised: this call starts anew
             if not stack:
                 info = self._on_top_level_call(module, info)
             elif info is None:
@@ -292,9 +296,30 @@ class Probe:
         stack.append(popped)
         return None
 
+    def _stack_is_stale(self, module):
+        """Whether the call at the bottom of this thread's stack has ended: a model called at top
+        level that raised (an out-of-memory retry, a bad batch skipped) runs no post-hook, and
+        would leave every later call nested in it, the batch never counted again. Asked only
+        where a model seen at top level, or a module not seen yet, is called inside another:
+        once per step at most, as a wrapped model is (and a model that calls itself)."""
+        top = getattr(self._local, "top_level_module", lambda: None)()
+        if top is None:
+            return True
+        frame, calls, current = sys._getframe(1), 0, False
+        while frame is not None:
+            if frame.f_code is self._call_impl_code:
+                current = True
+                if frame.f_locals.get("self") is top:
+                    calls += 1
+            frame = frame.f_back
+        # The hook's own call is the first _call_impl frame; without one, this PyTorch calls
+        # hooks elsewhere and nothing can be told: the stack stays as it is.
+        return current and calls == (1 if top is module else 0)
+
     def _on_top_level_call(self, module, info):
         if info is None:
             info = self._layers.describe(module, module)
+        self._top_level_infos.add(info)
         self._local.top_level_module = weakref.ref(module)
         self._local.chain_node = None  # do not keep last step's graph alive
         if not self._timeline.in_backward_pass():  # activation checkpointing re-runs forwards

@@ -124,3 +124,32 @@ def test_a_backward_pass_that_raises_does_not_stop_batch_counting(tmp_path, fres
     for batch in (1, 2):  # the steps after the failure are timed as usual
         assert [e["layer"] for e in events if e["batch"] == batch and not e["forward"]] == [
             "MSELoss", "Sequential.2", "Sequential.1", "Sequential.0"]
+
+
+def test_a_model_call_that_raises_at_top_level_does_not_stop_batch_counting(tmp_path, fresh_probe):
+    """The out-of-memory retry: a step's forward raises, the loop catches it and runs the step
+    again smaller. No post-hook ends the call that raised; the next call of the model starts a
+    step as before (not one nested in it), and so do the steps and evaluation after it."""
+    model = mlp()
+    fresh_probe.attach(out=tmp_path)
+    train(model, steps=1)
+
+    def out_of_memory(module, inputs, output):
+        raise RuntimeError("CUDA out of memory (simulated)")
+
+    handle = model[1].register_forward_hook(out_of_memory)
+    try:
+        model(torch.randn(64, 4))
+    except RuntimeError:
+        pass
+    handle.remove()
+    train(model, steps=2)
+    with torch.no_grad():
+        model(torch.randn(2, 4))
+    fresh_probe.detach()
+    events = read_records(tmp_path)[1]
+    assert sorted({e["batch"] for e in events}) == [0, 1, 2, 3]
+    for batch in (1, 2):  # the retried step (with the call that raised), and the next one
+        assert [e["layer"] for e in events if e["batch"] == batch and not e["forward"]] == [
+            "MSELoss", "Sequential.2", "Sequential.1", "Sequential.0"]
+    assert [e["layer"] for e in events if e["batch"] == 3] == ["Sequential.0", "Sequential.1", "Sequential.2"]
