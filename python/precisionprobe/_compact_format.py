@@ -38,6 +38,9 @@ class CompactFormatter:
         self._base = None   # the block's base time; None: the next event starts a block
         self._epoch = self._batch = None
 
+    def use_identity(self, identity):
+        """Nothing to do: an event's job fields are the header's."""
+
     def new_block(self):
         """The next event starts a block line (the writer calls this before each write)."""
         self._base = None

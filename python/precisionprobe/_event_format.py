@@ -79,6 +79,11 @@ class EventFormatter:
         self._prefixes = {None: self._prefix("cpu", None)}
         self._suffix = f',"cpu_num":{json.dumps(float(identity.cpu_num))}}}\n'
 
+    def use_identity(self, identity):
+        """The identity for the events to come (set before the first: the probe's header)."""
+        self._identity = identity
+        self._prefixes = {None: self._prefix("cpu", None)}
+
     def _prefix(self, gpu_uuid, gpu):
         i = self._identity
         head = json.dumps({"job_id": i.job_id, "host_name": i.host_name, "ip": i.ip, "pod": i.pod,

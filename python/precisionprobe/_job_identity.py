@@ -47,6 +47,24 @@ class JobIdentity:
         """The same identity after a fork: only pid changes."""
         return JobIdentity(**{**self.__dict__, "pid": os.getpid()})
 
+    def with_rank_now(self, torch=None, environ=None):
+        """The rank fields as they are at the process's first model call, which the job header
+        records: torch.distributed's rank and world size where its process group is initialized
+        (torch.multiprocessing.spawn sets no RANK), else RANK, LOCAL_RANK and WORLD_SIZE as the
+        environment has them then (a script may set them after importing torch, when the probe
+        attached)."""
+        env = os.environ if environ is None else environ
+        rank = _int_env(env, "RANK", self.rank)
+        local_rank = _int_env(env, "LOCAL_RANK", self.local_rank)
+        world_size = _int_env(env, "WORLD_SIZE", self.world_size)
+        try:
+            distributed = torch.distributed if torch is not None else None
+            if distributed is not None and distributed.is_available() and distributed.is_initialized():
+                rank, world_size = distributed.get_rank(), distributed.get_world_size()
+        except Exception:  # noqa: BLE001 - a process group being torn down: the environment's
+            pass
+        return JobIdentity(**{**self.__dict__, "rank": rank, "local_rank": local_rank, "world_size": world_size})
+
 
 def default_job_id(now=None):
     """A readable id that sorts by start time, unique per launching process."""

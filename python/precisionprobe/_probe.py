@@ -80,7 +80,7 @@ class Probe:
 
     def _new_process_state(self):
         """Everything that is per process: the writer, its file, and per-thread state."""
-        formatter = (CompactFormatter if self.event_format == "compact" else EventFormatter)(
+        self._formatter = formatter = (CompactFormatter if self.event_format == "compact" else EventFormatter)(
             self.identity, self._gpu_lookup, self._mig_lookup)
         self._writer = EventWriter(self.out_dir, event_file_name(self.identity), formatter,
                                    cuda_clock=self._cuda_clock,
@@ -333,6 +333,10 @@ class Probe:
         if not self._writer_started:
             self._writer.start()
             self._writer_started = True
+        identity = self.identity.with_rank_now(self._torch)
+        if identity != self.identity:  # no event is formatted before the header
+            self.identity = identity
+            self._formatter.use_identity(identity)
         parameters = sum(p.numel() for p in model.parameters())
         header = job_header(self.identity, command=self._command,
                             torch_version=self._torch.__version__,

@@ -121,3 +121,32 @@ def test_a_run_of_the_job_in_a_subfolder_counts_too(tmp_path):
     again = run_launched(tmp_path, [sys.executable, "-c", TRAIN_ONE_STEP])
     assert (f"precisionprobe: warning: {tmp_path} already holds 1 event file(s) of job test-job from an earlier "
             "run") in again.stderr, again.stderr
+
+
+SPAWNED_RANKS = """
+import sys, torch, torch.distributed as dist, torch.multiprocessing as mp
+def worker(rank, world, port):
+    # No RANK or WORLD_SIZE in the environment: the process group alone knows them.
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    model(torch.randn(2, 4)).sum().backward()
+    dist.destroy_process_group()
+if __name__ == "__main__":
+    mp.spawn(worker, args=(2, int(sys.argv[1])), nprocs=2)
+"""
+
+
+def test_ranks_that_torch_multiprocessing_spawns_are_recorded_as_the_process_group_has_them(tmp_path):
+    """torch.multiprocessing.spawn sets no RANK: each process's rank and world size are read
+    from its process group at its first model call, for its header and events."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "spawned.py").write_text(SPAWNED_RANKS)
+    result = run_launched(tmp_path / "out", [sys.executable, str(tmp_path / "spawned.py"), str(port)])
+    assert result.returncode == 0, result.stderr
+    headers, events = read_records(tmp_path / "out")
+    assert sorted((h["rank"], h["world_size"]) for h in headers) == [(0, 2), (1, 2)]
+    ranks = {h["pid"]: h["rank"] for h in headers}
+    assert events and all(e["rank"] == ranks[e["pid"]] and e["world_size"] == 2 for e in events)
