@@ -119,8 +119,23 @@ class Probe:
         self._get_info = self._layers.get_by_id
         self._installed = True
         atexit.register(self._close_at_exit)
+        self._write_at_exit_of_started_child()
         self._handle_terminating_signals()
         return self
+
+    def _write_at_exit_of_started_child(self):
+        """A child that multiprocessing started (spawn, forkserver) and that attaches itself
+        (imports torch, or its __main__ does while the child is prepared): one that the
+        forkserver forked ends with os._exit() after its finalizers, never running atexit. Its
+        bootstrap clears the finalizers after preparing it, then runs the after-fork callbacks."""
+        multiprocessing = sys.modules.get("multiprocessing")
+        if multiprocessing is None:
+            return
+        import multiprocessing.util  # noqa: F401 - (a started child has imported it)
+        if getattr(multiprocessing.process.current_process(), "_inheriting", False):
+            multiprocessing.util.register_after_fork(self, _write_at_multiprocessing_exit)
+        elif multiprocessing.parent_process() is not None:
+            _write_at_multiprocessing_exit(self)
 
     def close(self):
         """Removes the hooks, writes every queued event, prints the summary; returns the counts."""

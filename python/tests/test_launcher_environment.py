@@ -83,6 +83,26 @@ def test_children_that_multiprocessing_forks_write_every_event(tmp_path):
     assert sorted(per_pid.values()) == [1000, 1000], per_pid  # 500 steps, forward and backward
 
 
+def test_children_that_a_forkserver_starts_write_every_event(tmp_path):
+    """A forkserver's child imports the script again while it is prepared (attaching there) and
+    ends with os._exit(): its events are written by a multiprocessing finalizer all the same,
+    also those of a child that lives less than a write interval."""
+    script = ("import torch, multiprocessing as mp\n"
+              "def train(steps):\n"
+              "    m = torch.nn.Linear(2, 1)\n"
+              "    for _ in range(steps): m(torch.ones(4, 2))\n"
+              "if __name__ == '__main__':\n"
+              "    ctx = mp.get_context('forkserver')\n"
+              "    children = [ctx.Process(target=train, args=(5,)) for _ in range(2)]\n"
+              "    [c.start() for c in children]; [c.join() for c in children]\n"
+              "    assert all(c.exitcode == 0 for c in children)\n")
+    (tmp_path / "served.py").write_text(script)
+    result = run_launched(tmp_path / "out", [sys.executable, str(tmp_path / "served.py")])
+    assert result.returncode == 0, result.stderr
+    per_pid = collections.Counter(e["pid"] for e in read_records(tmp_path / "out")[1])
+    assert sorted(per_pid.values()) == [5, 5], (per_pid, result.stderr)
+
+
 def test_dataloader_workers_that_record_nothing_say_nothing(tmp_path):
     # DataLoader workers are forked children too: without layer calls of their own they print no
     # summary line, however many epochs start them again; the training process prints its own.
