@@ -149,8 +149,10 @@ long long fetch_range(RefreshRun& run, const FetchRange& r) {
                            Pass{"Hostname", "insert_samples_by_host", true}}) {
     const std::vector<std::string> missing = gpus_without_samples(run.db, pass.by_host, r);
     if (missing.empty()) break;
-    added += run_script(run.db, named_sql("refresh", pass.insert),
-                        {{":selector", selector_for(run.db, pass.label, missing)}, {":start", r.start}, {":end", r.end}});
+    SqlParameters parameters = {
+        {":selector", selector_for(run.db, pass.label, missing)}, {":start", r.start}, {":end", r.end}};
+    if (pass.by_host) parameters.insert(parameters.end(), {{":from_ms", r.from_ms()}, {":through_ms", r.through_ms()}});
+    added += run_script(run.db, named_sql("refresh", pass.insert), parameters);
   }
   // MIG GPU instances: parents x instance IDs in one selector; the insert keeps the pairs asked for.
   std::vector<std::string> parents, instances;

@@ -435,12 +435,18 @@ SELECTOR_SERIES = [
     ("UUID", "GPU-ü\n€", "node-a", "5"),                         # 10 newline, non-ASCII
     ("uuid", "GPU-lower.(case)", "node-b", "0"),                # 11 older exporters' label
     ("uuid", "GPU-lowerX(case)", "node-b", "0"),                # 12 decoy for 11
-    ("UUID", "GPU-other-id", 'node{"x"}.*\\', "0"),             # 13 found by Hostname + gpu
-    ("UUID", "GPU-decoy-host", 'node{"x"}abc\\', "0"),          # 14 decoy for 13
+    ("serial", "1", 'node{"x"}.*\\', "0"),                      # 13 no UUID: found by Hostname + gpu
+    ("serial", "2", 'node{"x"}abc\\', "0"),                     # 14 decoy for 13
+    ("UUID", "GPU-named-other", "node-c", "0"),                 # 15 another GPU: found by Hostname + gpu
+                                                                #    for 'cuda:0' only
 ]
 # Event GPU -> the series index its samples must come from.
 SELECTOR_EVENTS = {"GPU-plain": 0, "GPU-a.b": 1, "GPU-(x|y)": 3, 'GPU-"q"\\b{1}}': 5,
-                   "GPU-[0-9]+*?^$\\d": 7, "GPU-ü\n€": 10, "GPU-lower.(case)": 11, "GPU-host-only": 13}
+                   "GPU-[0-9]+*?^$\\d": 7, "GPU-ü\n€": 10, "GPU-lower.(case)": 11, "GPU-host-only": 13,
+                   "cuda:0": 15}
+# Events whose GPU UUID no series carries, at the host and index of a series that names another
+# GPU (the events' index may be CUDA's): they get no samples.
+UNMATCHED_GPU, UNMATCHED_INDEX = "GPU-not-scraped", 15
 # A GPU that replaced GPU-host-only at its host and index: its events start 35 s later, and the
 # samples of series 13 nearer its events than GPU-host-only's are its own.
 SWAPPED_GPU, SWAPPED_DELAY_S = "GPU-host-swapped", 35
@@ -472,7 +478,7 @@ def test_selectors_from_event_labels_match_exactly_their_series(tmp_path, server
         events = tmp_path / "events.jsonl"
         with open(events, "w") as f:
             f.write(json.dumps({"record": "job", "job_id": "sel", "parameters": 7}) + "\n")
-            for uuid, index in list(SELECTOR_EVENTS.items()) + [(SWAPPED_GPU, 13)]:
+            for uuid, index in list(SELECTOR_EVENTS.items()) + [(SWAPPED_GPU, 13), (UNMATCHED_GPU, UNMATCHED_INDEX)]:
                 host = SELECTOR_SERIES[index][2]
                 gpu = int(SELECTOR_SERIES[index][3])
                 for k in range(4):
@@ -485,7 +491,7 @@ def test_selectors_from_event_labels_match_exactly_their_series(tmp_path, server
         conn = connect(url)
         summary = conn.execute("SELECT events_added, http_requests FROM pp_refresh(?)", (str(events),)).fetchone()
         # One request per pass: UUID, then uuid, then Hostname + gpu; each a valid selector.
-        assert [int(x) for x in summary] == [4 * (len(SELECTOR_EVENTS) + 1), 3]
+        assert [int(x) for x in summary] == [4 * (len(SELECTOR_EVENTS) + 2), 3]
         got = {uuid: (count, low, high) for uuid, count, low, high in conn.execute(
             "SELECT uuid, count(*), min(CAST(value AS INTEGER) / 1000), max(CAST(value AS INTEGER) / 1000) "
             "FROM pp_samples GROUP BY uuid")}

@@ -122,29 +122,43 @@ SELECT g.uuid, p.metric, p.ts_ms, p.value, p.host, p.gpu FROM (
 
 -- name: insert_samples_by_host
 -- The samples of :selector matched to the unfolded events of whole GPUs by Hostname and gpu
--- index (a MIG device's events carry its parent's index: they are never matched this way). Where
--- the index named two GPUs over time (a GPU replaced, or its UUIDs read differently), each sample
--- goes to the one whose unfolded events are nearest its time.
+-- index, for the GPUs that the passes by UUID label found nothing for in the range fetched,
+-- [:from_ms, :through_ms] (gpus_without_samples; a MIG device's events carry its parent's index:
+-- they are never matched this way). A GPU UUID names one GPU: a series whose UUID (or uuid) label
+-- names another is not taken for events that name theirs (the index the events recorded may be
+-- CUDA's, not the host's); events whose GPU the hook client could not name ('cuda:N') take the
+-- index's series whatever they carry. Where the index named two GPUs over time (a GPU replaced),
+-- each sample goes to the one whose unfolded events are nearest its time.
 WITH host_gpus(uuid, host, gpu, first_ms, last_ms) AS MATERIALIZED (
   SELECT b.gpu_uuid, b.host_name, b.gpu, min(b.first_start_ns) / 1000000, max(b.last_end_ns) / 1000000
     FROM main.pp_events_blocks AS b
    WHERE (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns)
      AND b.gpu_uuid NOT GLOB 'MIG-*' AND b.gpu_uuid <> 'cpu' AND b.host_name IS NOT NULL
+     AND b.gpu_uuid IN (SELECT g.uuid FROM main.pp_refresh_fetch_gpus AS g
+                         WHERE g.needs_fetch
+                           AND NOT EXISTS (SELECT 1 FROM main.pp_metrics AS m JOIN main.pp_samples AS s
+                                            ON s.uuid = g.uuid AND s.metric = m.metric
+                                           AND s.ts_ms > coalesce(g.last_sample_ms, -1)
+                                           AND s.ts_ms BETWEEN :from_ms AND :through_ms))
    GROUP BY b.gpu_uuid, b.host_name, b.gpu)
 INSERT OR IGNORE INTO main.pp_samples(uuid, metric, ts_ms, value, host, gpu)
+SELECT * FROM (
 SELECT (SELECT h.uuid FROM host_gpus AS h  -- (SQLite resolves no outer column in a subquery's ORDER BY)
          WHERE h.host = p.host AND h.gpu = CAST(p.gpu AS INTEGER)
+           AND (p.named IS NULL OR h.uuid NOT GLOB 'GPU-*')
            AND max(h.first_ms - p.ts_ms, p.ts_ms - h.last_ms, 0)
                <= (SELECT min(max(n.first_ms - p.ts_ms, p.ts_ms - n.last_ms, 0)) FROM host_gpus AS n
-                    WHERE n.host = p.host AND n.gpu = CAST(p.gpu AS INTEGER))
-         ORDER BY h.uuid LIMIT 1),
+                    WHERE n.host = p.host AND n.gpu = CAST(p.gpu AS INTEGER)
+                      AND (p.named IS NULL OR n.uuid NOT GLOB 'GPU-*'))
+         ORDER BY h.uuid LIMIT 1) AS uuid,
        metric, ts_ms, value, host, gpu FROM (
   SELECT coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname')) AS host,
-         json_extract(labels, '$.gpu') AS gpu, json_extract(labels, '$.GPU_I_ID') AS instance, metric,
+         json_extract(labels, '$.gpu') AS gpu, json_extract(labels, '$.GPU_I_ID') AS instance,
+         coalesce(json_extract(labels, '$.UUID'), json_extract(labels, '$.uuid')) AS named, metric,
          CAST(round(ts * 1000) AS INTEGER) AS ts_ms, value
     FROM prom_samples(:selector, :start, :end)) AS p
- WHERE p.instance IS NULL
-   AND EXISTS (SELECT 1 FROM host_gpus AS h WHERE h.host = p.host AND h.gpu = CAST(p.gpu AS INTEGER));
+ WHERE p.instance IS NULL) AS matched
+ WHERE matched.uuid IS NOT NULL;
 
 -- name: series_table
 -- main.pp_refresh_series: each series (uuid, metric) of pp_samples and its last ts_ms.
