@@ -22,7 +22,13 @@ from setuptools.command.build_py import build_py
 try:
     from setuptools.command.bdist_wheel import bdist_wheel  # setuptools 70.1 and later
 except ImportError:
-    from wheel.bdist_wheel import bdist_wheel  # Debian 12: setuptools 66, wheel 0.38
+    try:
+        from wheel.bdist_wheel import bdist_wheel  # Debian 12: setuptools 66, wheel 0.38
+    except ImportError:
+        raise SystemExit("precisionprobe's setup.py needs the 'wheel' package (or setuptools 70.1 or later), "
+                         "which this Python does not have: on Debian, install from a venv made with "
+                         "'/usr/bin/python3 -m venv --system-site-packages' (it sees Debian's setuptools and "
+                         "wheel), or drop --no-build-isolation where pip may download them") from None
 
 HERE = Path(__file__).resolve().parent
 VARIABLE = "PRECISIONPROBE_WHEEL_EXTENSION"
