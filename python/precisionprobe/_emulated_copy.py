@@ -18,6 +18,11 @@ def _source(mark_file):
         return None  # (an unreadable mark: taken as a copy of anything)
 
 
+def is_copy(folder):
+    """Whether folder is an emulated copy, or holds one (a marked folder at or below it)."""
+    return Path(folder, MARK).is_file() or any(Path(folder).rglob(MARK))
+
+
 def copies_inside(folder):
     """The emulated copies below folder (not folder itself) whose events are below it too, or
     that sit beside other event files there where the mark does not say its source."""

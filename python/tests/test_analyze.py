@@ -204,7 +204,7 @@ def test_compare_finds_the_halved_activity_beyond_the_uncertainty(runs, report_a
     check_doc_block("compare", "\n".join(table[:13] + ["..."] + table[-2:]) + "\n")
 
 
-def test_errors_are_one_line(runs, tmp_path):
+def test_errors_are_one_line(runs, report_a, tmp_path):
     work, _, _ = runs
     missing = precisionprobe("analyze", tmp_path / "nowhere", check=False)
     assert missing.returncode == 1
@@ -221,6 +221,13 @@ def test_errors_are_one_line(runs, tmp_path):
     # The error is one line; a slow refresh (retries) may have said how long it ran before it.
     (line,) = [x for x in down.stderr.strip().splitlines() if not x.startswith("precisionprobe: refreshing")]
     assert line.startswith("python3 -m precisionprobe analyze: pp_refresh") and "Traceback" not in down.stderr
+    assert line.endswith("(--prometheus names the Prometheus that holds the run's DCGM samples; without one, "
+                         "--emulate PROFILE replays the run on emulated GPUs, and --no-refresh reports what the "
+                         "database holds)"), line
+    not_a_url = precisionprobe("analyze", work / "a" / "events", "--db", tmp_path / "url.db", "--prometheus",
+                               "notaurl", check=False)
+    assert not_a_url.stderr.startswith("python3 -m precisionprobe analyze: --prometheus: pp_config: setting "
+                                       "'prometheus_url' needs an http:// or https:// URL"), not_a_url.stderr
     several = precisionprobe("compare", work / "a.db", tmp_path / "none.db", check=False)
     assert several.returncode == 1 and "RUN_B: no results database at" in several.stderr
     # Events imported whose GPUs Prometheus has no samples of: said so, not "no layer events".
@@ -239,6 +246,20 @@ def test_errors_are_one_line(runs, tmp_path):
     foreign = precisionprobe("compare", other, work / "a.db", check=False)
     assert foreign.returncode == 1 and "RUN_A: '" in foreign.stderr and "is not a precisionprobe results database" in foreign.stderr
     assert other.read_bytes() == before
+    # Nor does analyze add its tables beside another application's (a mistyped --db).
+    mistyped = precisionprobe("analyze", work / "a" / "events", "--db", other, check=False)
+    assert mistyped.stderr.strip() == (f"python3 -m precisionprobe analyze: {other} holds tables of another application "
+                                       "(important) and none of precisionprobe's: it was not changed; give a results "
+                                       "database, or a new file, with --db"), mistyped.stderr
+    assert other.read_bytes() == before
+    (tmp_path / "garbage.db").write_bytes(bytes(range(256)) * 16)
+    (tmp_path / "empty.db").write_bytes(b"")
+    for name, why in [("garbage.db", "is not an SQLite database (SQLite: file is not a database)"),
+                      ("empty.db", "is not a precisionprobe results database (an empty file;")]:
+        unreadable = precisionprobe("compare", tmp_path / name, work / "a.db", check=False)
+        assert unreadable.returncode == 1 and f"RUN_A: '{tmp_path / name}' {why}" in unreadable.stderr, unreadable.stderr
+    no_such_job = precisionprobe("compare", work / "a.db", work / "a.db", "--job-b", "nope", check=False)
+    assert "compare: --job-b: no job 'nope' in" in no_such_job.stderr, no_such_job.stderr
     for db, why in [(tmp_path / "no-folder" / "r.db", "its folder does not exist"), (empty, "a directory")]:
         unusable = precisionprobe("analyze", work / "a" / "events", "--db", db, check=False)
         assert unusable.returncode == 1
@@ -326,6 +347,10 @@ def test_emulate_replays_a_cpu_run_on_an_emulated_gpu(runs, tmp_path):
     # A folder that holds both the run and its emulated copy would count every call twice.
     both = precisionprobe("analyze", tmp_path, check=False)
     assert both.returncode == 1 and "and an emulator's copy of them" in both.stderr, both.stderr
+    # The copy analyzed with --emulate again would be an emulation of the emulation.
+    again = precisionprobe("analyze", f"{run}.emulated", "--emulate", "dlrm", check=False)
+    assert again.returncode == 1 and "holds an emulator's copy of a run's events" in again.stderr, again.stderr
+    assert not Path(f"{run}.emulated.emulated").exists()
 
 
 def test_names_from_event_files_are_shown_safely():
@@ -470,3 +495,14 @@ def test_a_folder_is_refused_only_with_the_events_an_emulated_copy_copies(tmp_pa
     _emulated_copy.mark(runs / "a.emulated", runs / "a")
     assert _emulated_copy.copies_inside(runs) == [(runs / "a.emulated").resolve()]
     assert _emulated_copy.copies_inside(runs / "a.emulated") == []  # the copy alone is what to analyze
+
+
+def test_a_results_database_this_user_may_not_create_says_so(tmp_path, monkeypatch):
+    """SQLite says only "unable to open database file"; the reason is added where the file
+    system tells it (here a folder the user may not write in, as os.access reports it: the
+    tests run as root, whom permissions do not stop)."""
+    from precisionprobe.analysis import extension
+    monkeypatch.setattr(extension.os, "access", lambda path, mode: False)
+    assert extension._why_not_opened(tmp_path / "run" / "precisionprobe.db") == " (its folder does not exist)"
+    assert extension._why_not_opened(tmp_path / "precisionprobe.db") == (
+        f" (this user may not create files in {tmp_path}: give --db a file you can write)")

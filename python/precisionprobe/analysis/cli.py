@@ -135,7 +135,7 @@ def _saved_estimates_current(conn):
         save_estimates(conn)
 
 
-def _reports(conn, job, source, complete=True, layers=True):
+def _reports(conn, job, source, complete=True, layers=True, job_option="--job"):
     _saved_estimates_current(conn)
     jobs = jobs_in(conn)
     if not jobs:
@@ -149,7 +149,7 @@ def _reports(conn, job, source, complete=True, layers=True):
                            "there (run the job under `precisionprobe run --out DIR -- COMMAND`)")
     if job is not None:
         if job not in jobs:
-            raise CommandError(f"--job: no job {job!r} in {source} (jobs: {', '.join(jobs)})")
+            raise CommandError(f"{job_option}: no job {job!r} in {source} (jobs: {', '.join(jobs)})")
         jobs = [job]
     reports = [read_report(conn, j, layers=layers) for j in jobs]
     return [findings.complete(r) for r in reports] if complete else reports
@@ -166,6 +166,9 @@ def _run_database(args):
     if args.emulate and _emulated_dir(args).resolve().is_relative_to(run_dir.resolve()):
         raise CommandError(f"--emulate-out: '{_emulated_dir(args)}' is inside RUN_DIR '{run_dir}', whose events the "
                            "next analyze would read back with the emulated copies; choose a folder outside it")
+    if args.emulate and emulated_copy.is_copy(run_dir):
+        raise CommandError(f"--emulate: '{run_dir}' holds an emulator's copy of a run's events, whose calls are on "
+                           "emulated GPUs already: analyze it without --emulate, or --emulate the run it copies")
     copies = [] if args.no_refresh else emulated_copy.copies_inside(run_dir)  # (--no-refresh reads no events)
     if copies:
         raise CommandError(f"'{run_dir}' holds event files and an emulator's copy of them ('{copies[0]}', their "
@@ -207,6 +210,9 @@ def _open_refreshed(args):
         before = _emulated_events(_emulated_dir(args))
         try:
             events_dir, samples = _emulate().replay(run_dir, _emulated_dir(args), args.emulate)
+        except PermissionError as e:
+            raise CommandError(f"--emulate: {e} (the replay writes its copy there: give --emulate-out a folder "
+                               "you can write)") from None
         except (ValueError, OSError) as e:
             raise CommandError(f"--emulate: {e}") from None
         if before and before != _emulated_events(_emulated_dir(args)) and database.is_file():
@@ -364,7 +370,8 @@ def _is_results_database(database, which):
             probe.close()
     except sqlite3.DatabaseError as e:
         if "file is not a database" in str(e):
-            return False
+            raise CommandError(f"{which}: '{database}' is not an SQLite database (SQLite: {e}); it was not "
+                               "changed") from None
         raise CommandError(f"{which}: cannot read '{database}': {e}" + (
             " (a database in WAL mode needs its -shm file, which SQLite could not make beside it: copy the "
             "file to a folder you can write, or open it once where you can)" if "readonly" in str(e) else "")) from None
@@ -378,11 +385,12 @@ def _one_report(run, db, job, which):
             f"(analyze --emulate wrote '{emulated}': compare that)" if not db and emulated.is_file()
             else "(run `precisionprobe analyze` first)"))
     if not _is_results_database(database, which):
-        raise CommandError(f"{which}: '{database}' is not a precisionprobe results database (it has no report_jobs "
-                           "table; `precisionprobe analyze RUN_DIR` makes one); it was not changed")
+        raise CommandError(f"{which}: '{database}' is not a precisionprobe results database (" +
+                           ("an empty file" if database.stat().st_size == 0 else "it has no report_jobs table") +
+                           "; `precisionprobe analyze RUN_DIR` makes one); it was not changed")
     conn = connect(database, read_only=True)  # compare reads the databases as analyze left them
     try:
-        reports = _reports(conn, job, f"'{database}'")
+        reports = _reports(conn, job, f"'{database}'", job_option=f"--job-{which[-1].lower()}")
     finally:
         conn.close()
     if len(reports) > 1:

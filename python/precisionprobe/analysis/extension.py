@@ -52,13 +52,12 @@ def connect(database, read_only=False):
             conn = sqlite3.connect(database, factory=ResultsConnection)
         conn.execute("PRAGMA schema_version")  # (sqlite3 opens the file lazily; this reads it)
     except sqlite3.Error as e:
-        raise ExtensionError(f"cannot open the results database {database}: {e}"
-                             + (" (a directory)" if Path(database).is_dir() else
-                                " (its folder does not exist)" if not Path(database).parent.is_dir() else "")) from None
+        raise ExtensionError(f"cannot open the results database {database}: {e}" + _why_not_opened(database)) from None
     try:
         path = extension_path()
         load_file(conn, path)
         if not read_only:
+            _refuse_another_applications(conn, database)
             conn.execute("SELECT pp_install_views()")
         elif not conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'view' AND name = 'layer_metrics'"
                               ).fetchone()[0]:
@@ -104,3 +103,30 @@ def _upgraded_copy(conn, database, path):
         raise
     copy.read_only = True  # the file is not written (estimates go to a TEMP table as for the file)
     return copy
+
+
+def _refuse_another_applications(conn, database):
+    """A database that holds tables and none of precisionprobe's belongs to something else: the
+    CLI does not add its tables beside them (a mistyped --db)."""
+    tables = [name for (name,) in conn.execute(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+        "ORDER BY name")]
+    if tables and "pp_meta" not in tables:
+        shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+        raise ExtensionError(f"{database} holds tables of another application ({shown}) and none of "
+                             "precisionprobe's: it was not changed; give a results database, or a new file, "
+                             "with --db")
+
+
+def _why_not_opened(database):
+    """What SQLite's "unable to open database file" leaves out, where the file system tells."""
+    path = Path(database)
+    if path.is_dir():
+        return " (a directory)"
+    if not path.parent.is_dir():
+        return " (its folder does not exist)"
+    if not path.exists() and not os.access(path.parent, os.W_OK | os.X_OK):
+        return f" (this user may not create files in {path.parent}: give --db a file you can write)"
+    if path.exists() and not os.access(path, os.R_OK):
+        return " (this user may not read it)"
+    return ""

@@ -40,10 +40,13 @@ def refresh(conn, events, prometheus_url=None, final=False, stream=sys.stderr, r
     """Runs pp_refresh(events, final) in conn (committed) and returns its counts as a dict; the
     warnings it raised are printed to stream. retention_minutes, if given, is the
     event_retention_minutes setting of the refresh."""
-    if prometheus_url:
-        conn.execute("SELECT pp_config('prometheus_url', ?)", (prometheus_url,))
-    if retention_minutes is not None:
-        conn.execute("SELECT pp_config('event_retention_minutes', ?)", (retention_minutes,))
+    for option, setting, value in (("--prometheus", "prometheus_url", prometheus_url or None),
+                                   ("--retention-minutes", "event_retention_minutes", retention_minutes)):
+        if value is not None:
+            try:
+                conn.execute("SELECT pp_config(?, ?)", (setting, value))
+            except sqlite3.Error as e:
+                raise RefreshError(f"{option}: {e}") from None
     progress = _Progress(f"refreshing from {events}", stream)
     conn.set_progress_handler(progress, 200_000)
     try:
@@ -54,7 +57,11 @@ def refresh(conn, events, prometheus_url=None, final=False, stream=sys.stderr, r
         conn.commit()
     except sqlite3.Error as e:
         conn.rollback()
-        raise RefreshError(str(e)) from None
+        unreachable = "cannot reach" in str(e) or "could not connect" in str(e).lower()
+        raise RefreshError(str(e) + (
+            " (--prometheus names the Prometheus that holds the run's DCGM samples; without one, --emulate PROFILE "
+            "replays the run on emulated GPUs, and --no-refresh reports what the database holds)"
+            if unreachable else "")) from None
     finally:
         conn.set_progress_handler(None, 0)
     progress.done()
