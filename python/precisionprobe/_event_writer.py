@@ -170,7 +170,10 @@ class EventWriter:
             self._write_whole(data)
         except OSError as error:
             self.dropped += event_count
-            self._fail(f"cannot write layer events to {self.path}: {error.strerror or error}")
+            if isinstance(error, FileExistsError) and os.path.exists(self._out_dir) and not os.path.isdir(self._out_dir):
+                self._fail(f"cannot write layer events to {self.path}: {self._out_dir} is a file, not a directory")
+            else:
+                self._fail(f"cannot write layer events to {self.path}: {error.strerror or error}")
             return
         self.written += event_count
         self._in_file += event_count
