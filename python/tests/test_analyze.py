@@ -506,3 +506,13 @@ def test_a_results_database_this_user_may_not_create_says_so(tmp_path, monkeypat
     assert extension._why_not_opened(tmp_path / "run" / "precisionprobe.db") == " (its folder does not exist)"
     assert extension._why_not_opened(tmp_path / "precisionprobe.db") == (
         f" (this user may not create files in {tmp_path}: give --db a file you can write)")
+
+
+def test_a_python_that_cannot_load_extensions_is_named_with_the_fix(tmp_path, monkeypatch):
+    """pyenv's default build has no enable_load_extension: the CLI says which Python to run it
+    with (here every connection is made to look like such a build's)."""
+    from precisionprobe.analysis import extension
+    monkeypatch.setattr(extension, "hasattr", lambda obj, name: name != "enable_load_extension", raising=False)
+    with pytest.raises(extension.ExtensionError, match=r"built without loadable extension support: run the command "
+                                                       r"with one whose sqlite3 can load extensions, such as Debian's"):
+        extension.connect(tmp_path / "results.db")

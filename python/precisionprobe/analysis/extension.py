@@ -55,6 +55,11 @@ def connect(database, read_only=False):
         raise ExtensionError(f"cannot open the results database {database}: {e}" + _why_not_opened(database)) from None
     try:
         path = extension_path()
+        if not hasattr(conn, "enable_load_extension"):
+            raise ExtensionError(f"this Python ({sys.executable}) has an sqlite3 module built without loadable "
+                                 "extension support: run the command with one whose sqlite3 can load extensions, "
+                                 "such as Debian's (/usr/bin/python3 -m precisionprobe ...), or a Python built with "
+                                 "--enable-loadable-sqlite-extensions")
         load_file(conn, path)
         if not read_only:
             _refuse_another_applications(conn, database)
