@@ -30,7 +30,9 @@ def main(argv=None):
     analysis.add_compare(commands)
     analysis.add_export(commands)
     analysis.add_serve(commands)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said with the command's own usage, not the program's
+        commands.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command != "run":
         return analysis.run(args, PROG)
     command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv

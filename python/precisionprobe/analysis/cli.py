@@ -62,7 +62,8 @@ def add_analyze(commands):
                     "the best value of each metric; the job's busy and idle time; plain findings; what "
                     "could not be resolved and what would resolve it.")
     _add_run_options(p)
-    p.add_argument("--format", choices=render.FORMATS, default="table")
+    p.add_argument("--format", choices=render.FORMATS, default="table",
+                   help="table (default: aligned text), csv, json or markdown")
     p.add_argument("--no-layers", action="store_true", help="per layer type only")
     p.add_argument("--html", metavar="DIR", help="also write DIR/index.html, a self-contained report page with "
                    "its figures (PNG, also as files in DIR)")
@@ -115,7 +116,8 @@ def add_compare(commands):
     p.add_argument("--db-b", help=f"results database of RUN_B (default RUN_B/{DATABASE_NAME})")
     p.add_argument("--job-a", help="the job of RUN_A (needed when its database holds several)")
     p.add_argument("--job-b", help="the job of RUN_B (needed when its database holds several)")
-    p.add_argument("--format", choices=render.FORMATS, default="table")
+    p.add_argument("--format", choices=render.FORMATS, default="table",
+                   help="table (default: aligned text), csv, json or markdown")
     p.set_defaults(handler=compare)
 
 
