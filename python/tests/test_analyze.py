@@ -516,3 +516,10 @@ def test_a_python_that_cannot_load_extensions_is_named_with_the_fix(tmp_path, mo
     with pytest.raises(extension.ExtensionError, match=r"built without loadable extension support: run the command "
                                                        r"with one whose sqlite3 can load extensions, such as Debian's"):
         extension.connect(tmp_path / "results.db")
+
+
+def test_a_mistyped_option_is_told_with_its_commands_usage(tmp_path):
+    result = precisionprobe("analyze", tmp_path, "--formt", "csv", check=False)
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: python3 -m precisionprobe analyze ")
+    assert result.stderr.strip().endswith("python3 -m precisionprobe analyze: error: unrecognized arguments: --formt csv")
