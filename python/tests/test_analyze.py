@@ -447,10 +447,30 @@ def test_a_database_of_an_earlier_version_is_read_through_an_upgraded_copy(runs,
         conn.execute("UPDATE pp_meta SET value = 'earlier' WHERE key = 'views'")
     before = database.read_bytes()
     result = precisionprobe("compare", database, work / "a.db", "--format", "json")
-    assert (f"precisionprobe: {database} was written by an earlier version of precisionprobe: reading an upgraded "
-            "copy in memory") in result.stderr, result.stderr
+    assert (f"precisionprobe: {database} was written by another version of precisionprobe: reading a copy in "
+            "memory with this version's tables and views (the file is not changed") in result.stderr, result.stderr
     rows = json.loads(result.stdout)["rows"]
     assert rows == json.loads(precisionprobe("compare", work / "a.db", work / "a.db", "--format", "json").stdout)["rows"]
+    assert database.read_bytes() == before
+
+
+def test_a_database_with_tables_this_version_does_not_know_is_read_as_it_is(runs, report_a, tmp_path):
+    """A later version's database (a column this version does not know): read-only commands read
+    it as it is, with a warning, and write nothing; analyze, which would write, refuses it."""
+    work, _, _ = runs
+    database = tmp_path / "later.db"
+    shutil.copy(work / "a.db", database)
+    with sqlite3.connect(database) as conn:
+        conn.execute("ALTER TABLE pp_metrics ADD COLUMN unit TEXT")
+    before = database.read_bytes()
+    result = precisionprobe("compare", database, work / "a.db", "--format", "json")
+    assert (f"precisionprobe: warning: {database}: table 'pp_metrics' is not as precisionprobe creates it (its "
+            "columns or constraints differ) (made by another version of precisionprobe?): read as it is"
+            ) in result.stderr, result.stderr
+    assert json.loads(result.stdout)["rows"]
+    assert database.read_bytes() == before
+    refused = precisionprobe("analyze", work / "a" / "events", "--db", database, check=False)
+    assert refused.returncode == 1 and "table 'pp_metrics' is not as precisionprobe creates it" in refused.stderr
     assert database.read_bytes() == before
 
 
@@ -523,3 +543,20 @@ def test_a_mistyped_option_is_told_with_its_commands_usage(tmp_path):
     assert result.returncode == 2
     assert result.stderr.startswith("usage: python3 -m precisionprobe analyze ")
     assert result.stderr.strip().endswith("python3 -m precisionprobe analyze: error: unrecognized arguments: --formt csv")
+
+
+
+def test_a_database_of_a_version_before_pp_meta_is_not_taken_for_another_applications(tmp_path):
+    """analyze refuses to write beside another application's tables, not into a database an
+    early version of precisionprobe made (its tables, without pp_meta)."""
+    from precisionprobe.analysis import extension
+    database = tmp_path / "early.db"
+    with sqlite3.connect(database) as conn:
+        conn.execute("CREATE TABLE layer_state(job_id, layer, forward, metric, state)")
+        extension._refuse_another_applications(conn, database)
+        conn.execute("CREATE TABLE notes(x)")
+        extension._refuse_another_applications(conn, database)
+    with sqlite3.connect(tmp_path / "other.db") as conn:
+        conn.execute("CREATE TABLE notes(x)")
+        with pytest.raises(extension.ExtensionError, match="holds tables of another application"):
+            extension._refuse_another_applications(conn, tmp_path / "other.db")

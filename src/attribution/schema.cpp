@@ -48,26 +48,45 @@ bool lacks_column(sqlite3* db, const std::string& table, const std::string& colu
                       {{":table", table}, {":column", column}}, 0) == 0;
 }
 
-// A database made before pp_metrics said what each metric's samples describe gets the columns,
-// and the two Table I metrics that are not window averages get their kinds.
+// The columns later versions added to attribution tables, and the upgrade (upgrade.sql) that
+// adds each to a table an earlier version made.
+struct ColumnUpgrade {
+  const char* table;
+  const char* column;
+  const char* upgrade;
+};
+constexpr ColumnUpgrade kColumnUpgrades[] = {
+    // what each metric's samples describe (the two Table I metrics that are not window averages
+    // get their kinds)
+    {"pp_metrics", "kind", "metric_kinds"},
+    // each event file's head (0: unknown, so its files are checked as before until their next
+    // import records it), and its real path
+    {"pp_event_files", "head_hash", "event_file_heads"},
+    {"pp_event_files", "real_path", "event_file_real_paths"},
+    // each span's longest event
+    {"pp_gpu_spans", "longest_ns", "gpu_span_longest"},
+    // the window lengths a stretch was aligned with
+    {"pp_alignment", "util_window_ms", "stretch_window_lengths"},
+    {"pp_windows", "util_window_ms", "window_lengths"},
+};
+
+// Whether pp_events holds one row per event, as versions before blocks made it.
+bool has_row_events(sqlite3* db) {
+  return query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_events' "
+                          "AND sql NOT LIKE 'CREATE VIRTUAL%'", {}, 0) > 0;
+}
+
+bool tables_need_upgrade(sqlite3* db) {
+  for (const ColumnUpgrade& u : kColumnUpgrades)
+    if (lacks_column(db, u.table, u.column)) return true;
+  return has_row_events(db);
+}
+
 void upgrade_tables(sqlite3* db) {
-  if (lacks_column(db, "pp_metrics", "kind")) run_script(db, named_sql("upgrade", "metric_kinds"));
-  // ... and one made before pp_event_files recorded each file's head gets the columns (0:
-  // unknown, so its files are checked as before until their next import records it).
-  if (lacks_column(db, "pp_event_files", "head_hash")) run_script(db, named_sql("upgrade", "event_file_heads"));
-  // ... and one made before pp_event_files recorded each file's real path gets the column.
-  if (lacks_column(db, "pp_event_files", "real_path")) run_script(db, named_sql("upgrade", "event_file_real_paths"));
-  // ... and one made before pp_gpu_spans kept each span's longest event gets the column.
-  if (lacks_column(db, "pp_gpu_spans", "longest_ns")) run_script(db, named_sql("upgrade", "gpu_span_longest"));
-  // ... and one made before stretches kept the window lengths they were aligned with gets the
-  // columns.
-  if (lacks_column(db, "pp_alignment", "util_window_ms")) run_script(db, named_sql("upgrade", "stretch_window_lengths"));
-  if (lacks_column(db, "pp_windows", "util_window_ms")) run_script(db, named_sql("upgrade", "window_lengths"));
+  for (const ColumnUpgrade& u : kColumnUpgrades)
+    if (lacks_column(db, u.table, u.column)) run_script(db, named_sql("upgrade", u.upgrade));
   // ... and one made before events were kept in blocks has them moved there.
-  const bool row_events =
-      query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_events' "
-                       "AND sql NOT LIKE 'CREATE VIRTUAL%'", {}, 0) > 0;
-  if (row_events) {
+  if (has_row_events(db)) {
     run_script(db, "PRAGMA legacy_alter_table = ON; ALTER TABLE main.pp_events RENAME TO pp_events_before_blocks; "
                    "PRAGMA legacy_alter_table = OFF;");
     run_script(db, named_sql("upgrade", "event_blocks"));
@@ -100,7 +119,7 @@ void install_attribution_schema(sqlite3* db) {
   if (sqlite3_db_readonly(db, "main") == 1) {
     // Nothing to write where everything is this version's; else say so before any write fails
     // with SQLite's bare "attempt to write a readonly database".
-    if (!attribution_schema_current(db) || !meta_complete(db, fingerprint))
+    if (!attribution_schema_current(db) || tables_need_upgrade(db) || !meta_complete(db, fingerprint))
       throw Error("the database is read-only and its attribution tables or views are not this version's (made by "
                   "an earlier version of precisionprobe, or never installed): installing them writes to it. Open "
                   "it writable once, or work on a writable copy");

@@ -21,8 +21,9 @@ std::string installed_objects();
 void verify_attribution_schema(sqlite3* db);
 // True when every attribution view is stored, exactly as this version creates it.
 bool attribution_views_current(sqlite3* db);
-// True when every table, index, trigger and view of the attribution schema is stored exactly as
-// this version creates it (nothing for install_attribution_schema to create or upgrade).
+// True when every table, index and trigger of the attribution schema is stored, and every view
+// exactly as this version creates it (with verify_attribution_schema's check of the tables' forms
+// and no column upgrade pending: nothing for install_attribution_schema to write).
 bool attribution_schema_current(sqlite3* db);
 // The table functions read the main database's tables. The views pass their own database's
 // database_id (pp_meta) as the argument `database`: one of another, ATTACHed, database is

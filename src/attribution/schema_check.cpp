@@ -13,7 +13,6 @@
 // schema.sql creates it and once as upgrade.sql leaves a table made by an earlier version.
 // Stored SQL is compared without comments and with whitespace collapsed, so a table made by a
 // version whose comments differed is still the same table.
-#include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
@@ -288,10 +287,15 @@ bool attribution_views_current(sqlite3* db) {
 }
 
 bool attribution_schema_current(sqlite3* db) {
-  std::set<StoredObject> stored;
-  for (auto& [table, object] : stored_objects(db, "main")) stored.insert(std::move(object));
-  const std::set<StoredObject>& expected = references().current;
-  return std::includes(stored.begin(), stored.end(), expected.begin(), expected.end());
+  // Tables, indexes and triggers by name (verify_attribution_schema accepts their forms, those
+  // an upgrade leaves included), views by their SQL.
+  std::set<std::pair<std::string, std::string>> stored;
+  for (const auto& [table, object] : stored_objects(db, "main"))
+    stored.insert({object.type, object.type == "view" ? object.name + "\n" + object.sql : to_lower(object.name)});
+  for (const StoredObject& object : references().current)
+    if (!stored.count({object.type, object.type == "view" ? object.name + "\n" + object.sql : to_lower(object.name)}))
+      return false;
+  return true;
 }
 
 void refuse_other_database(sqlite3* db, sqlite3_value* database_id) {

@@ -59,6 +59,31 @@ TEST(ReadOnlyDatabase, MadeByAnEarlierVersionIsRefusedWithWhatToDo) {
   EXPECT_EQ(reader.error("SELECT job_id, gpus FROM job_overview"), "");
 }
 
+// A table an earlier version made without a column: refused until upgraded; once upgraded (its
+// CREATE TABLE then reads as the upgrade leaves it, not as a new database's), read as it is.
+TEST(ReadOnlyDatabase, ATableMadeBeforeAColumnIsReadAsItIsOnceUpgraded) {
+  pp_test::TempDir dir;
+  const std::string file = dir / "results.db";
+  {
+    pp_test::TestDb writer{file};
+    writer.query("SELECT pp_install_views()");
+    writer.exec("ALTER TABLE pp_gpu_spans DROP COLUMN longest_ns");
+  }
+  {
+    pp_test::TestDb reader{file, SQLITE_OPEN_READONLY};
+    EXPECT_NE(reader.error("SELECT pp_install_views()").find("installing them writes to it"), std::string::npos);
+  }
+  {
+    pp_test::TestDb writer{file};
+    writer.query("SELECT pp_install_views()");
+    EXPECT_NE(writer.scalar("SELECT sql FROM sqlite_schema WHERE name = 'pp_gpu_spans'").text.find(
+                  "longest_ns INTEGER NOT NULL DEFAULT 0"),
+              std::string::npos);
+  }
+  pp_test::TestDb reader{file, SQLITE_OPEN_READONLY};
+  EXPECT_EQ(reader.error("SELECT pp_install_views()"), "");
+}
+
 TEST(ReadOnlyDatabase, WithoutTheSchemaIsRefusedAlike) {
   pp_test::TempDir dir;
   const std::string file = dir / "empty.db";

@@ -67,7 +67,7 @@ def connect(database, read_only=False):
         elif not conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'view' AND name = 'layer_metrics'"
                               ).fetchone()[0]:
             raise ExtensionError(f"{database} holds no results views (layer_metrics): analyze the run into it first")
-        elif not _schema_current(conn):
+        elif not _schema_current(conn, database):
             conn = _upgraded_copy(conn, database, path)
     except sqlite3.Error as e:
         conn.close()
@@ -78,25 +78,32 @@ def connect(database, read_only=False):
     return conn
 
 
-def _schema_current(conn):
+def _schema_current(conn, database):
     """Whether a read-only database's tables and views are this version's: pp_install_views
-    then writes nothing and succeeds; it refuses what would need writing."""
+    then writes nothing and succeeds; it refuses what would need writing. Tables this version
+    does not know (a later version's, or altered) are read as they are: nothing is written to a
+    read-only file, which is what the check guards."""
     try:
         conn.execute("SELECT pp_install_views()")
         return True
     except sqlite3.Error as e:
-        if "not this version's" not in str(e):
+        if "not this version's" in str(e):
+            return False
+        if "is not as precisionprobe creates it" not in str(e):
             raise
-        return False
+        problem = str(e).split("; nothing was written")[0].removeprefix("pp_install_views: ")
+        print(f"precisionprobe: warning: {database}: {problem} (made by another "
+              "version of precisionprobe?): read as it is", file=sys.stderr, flush=True)
+        return True
 
 
 def _upgraded_copy(conn, database, path):
     """An in-memory copy of a database made by an earlier version, upgraded to this version's
     tables and views, in place of conn (closed): its results are read as this version gives
     them, and the file is left as it is."""
-    print(f"precisionprobe: {database} was written by an earlier version of precisionprobe: reading an upgraded "
-          "copy in memory (the file is not changed; analyze it without --no-refresh to upgrade it once)",
-          file=sys.stderr, flush=True)
+    print(f"precisionprobe: {database} was written by another version of precisionprobe: reading a copy in "
+          "memory with this version's tables and views (the file is not changed; a refresh by this version, "
+          "`precisionprobe analyze` of its run, upgrades it once)", file=sys.stderr, flush=True)
     copy = sqlite3.connect(":memory:", factory=ResultsConnection)
     try:
         conn.backup(copy)
@@ -116,7 +123,8 @@ def _refuse_another_applications(conn, database):
     tables = [name for (name,) in conn.execute(
         "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
         "ORDER BY name")]
-    if tables and "pp_meta" not in tables:
+    ours = {"layer_state", "layer_history", "report_jobs", "report_layers", "report_layer_types"}
+    if tables and not any(name.startswith("pp_") or name in ours for name in tables):
         shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
         raise ExtensionError(f"{database} holds tables of another application ({shown}) and none of "
                              "precisionprobe's: it was not changed; give a results database, or a new file, "
