@@ -13,13 +13,14 @@ import weakref
 
 class ModuleInfo:
     """What the writer needs about one module: its JSON fragment, ready to paste into a line."""
-    __slots__ = ("name", "type_name", "is_leaf", "provisional", "fragment")
+    __slots__ = ("name", "type_name", "is_leaf", "provisional", "fragment", "called_at_top_level")
 
     def __init__(self, name, type_name, is_leaf, provisional=False):
         self.name = name
         self.type_name = type_name
         self.is_leaf = is_leaf
         self.provisional = provisional  # named after its class until a model containing it is seen
+        self.called_at_top_level = False  # a model (the probe's stale-stack check)
         self.fragment = f'"layer":{json.dumps(name)},"layer_type":{json.dumps(type_name)},'
 
 

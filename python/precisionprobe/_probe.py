@@ -72,7 +72,6 @@ class Probe:
         self._batches = BatchTracker()
         self._epochs = EpochTracker()
         self._handles = []
-        self._top_level_infos = set()  # of the modules called at top level so far
         self._installed = False
         self._broken = False
         self._signal_handlers = []  # signals this probe handles
@@ -237,7 +236,7 @@ class Probe:
                 stack = local.stack = []
                 local.chain_node = None
             info = self._get_info(id(module))
-            if stack and (info is None or info in self._top_level_infos) and self._stack_is_stale(module):
+            if stack and (info is None or info.called_at_top_level) and self._stack_is_stale(module):
                 del stack[:]  # a model called at top level raised: this call starts anew
             if not stack:
                 info = self._on_top_level_call(module, info)
@@ -314,27 +313,34 @@ class Probe:
     def _stack_is_stale(self, module):
         """Whether the call at the bottom of this thread's stack has ended: a model called at top
         level that raised (an out-of-memory retry, a bad batch skipped) runs no post-hook, and
-        would leave every later call nested in it, the batch never counted again. Asked only
-        where a model seen at top level, or a module not seen yet, is called inside another:
-        once per step at most, as a wrapped model is (and a model that calls itself)."""
+        would leave every later call nested in it, the batch never counted again. Asked where a
+        model once called at top level is called inside another call (a wrapped model, a model
+        that calls itself, a block recomputed by activation checkpointing), or a module not seen
+        yet is: the Python stack is walked up to the bottom call's frame, a few frames away while
+        it runs; only a stale stack is walked to the end."""
         top = getattr(self._local, "top_level_module", lambda: None)()
         if top is None:
             return True
+        # The hook's own call is the first _call_impl frame: the bottom call's is another one
+        # where this call is of that module itself (a model that calls itself).
+        needed = 2 if top is module else 1
         frame, calls, current = sys._getframe(1), 0, False
         while frame is not None:
             if frame.f_code is self._call_impl_code:
                 current = True
                 if frame.f_locals.get("self") is top:
                     calls += 1
+                    if calls == needed:
+                        return False
             frame = frame.f_back
-        # The hook's own call is the first _call_impl frame; without one, this PyTorch calls
-        # hooks elsewhere and nothing can be told: the stack stays as it is.
-        return current and calls == (1 if top is module else 0)
+        # Without a _call_impl frame, this PyTorch calls hooks elsewhere and nothing can be told:
+        # the stack stays as it is.
+        return current
 
     def _on_top_level_call(self, module, info):
         if info is None:
             info = self._layers.describe(module, module)
-        self._top_level_infos.add(info)
+        info.called_at_top_level = True
         self._local.top_level_module = weakref.ref(module)
         self._local.chain_node = None  # do not keep last step's graph alive
         if not self._timeline.in_backward_pass():  # activation checkpointing re-runs forwards
