@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A GPU co-location scheduler prototype on precisionprobe's result tables, in SQL only.
 
-  /usr/bin/python3 examples/scheduler.py runs/notebook/precisionprobe.db
+  /usr/bin/python3 examples/scheduler.py runs/notebook/precisionprobe.db   # docs/notebook/run_workloads.py makes it
   /usr/bin/python3 examples/scheduler.py DB --gpu-memory-gib 32 --max-load 1.0
 
 1. Classify each job from its job-level means (job_overview): memory-bound when its DRAM
@@ -78,6 +78,11 @@ SELECT m.job_id AS memory_job, c.job_id AS compute_job,
 """
 
 
+def shown(job_id):
+    """A job id (from event files) as a terminal shows it safely: control characters escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in job_id)
+
+
 def fail(message):
     """A one-line error on stderr; exit status 1."""
     print(f"scheduler.py: {message}", file=sys.stderr)
@@ -98,7 +103,12 @@ def main():
         return fail(f"no results database at '{args.database}' (make one with `precisionprobe analyze RUN_DIR` "
                     "or pp_refresh)")
     try:
-        conn = sqlite3.connect(f"file:{args.database}?mode=ro", uri=True)
+        # (A path as a URI: '#', '?' and '%' in a file name are not read as a URI's parts.)
+        conn = sqlite3.connect(f"{Path(args.database).resolve().as_uri()}?mode=ro", uri=True)
+        conn.execute("PRAGMA schema_version")  # (sqlite3 opens the file lazily; this reads it)
+    except sqlite3.Error as e:
+        return fail(f"cannot open '{args.database}': {e}")
+    try:
         conn.enable_load_extension(True)
         conn.load_extension(args.extension)
     except (sqlite3.Error, AttributeError) as e:
@@ -121,7 +131,7 @@ def main():
           f"{'mem layers':>10} {'fp32 layers':>11}")
     for job, util, dram, fp32, sm, mem, cls, mshare, cshare in conn.execute(
             "SELECT job_id, util, dram, fp32, sm, mem_gib, class, memory_layers, compute_layers FROM temp.jobs"):
-        print(f"{job:<12} {cls:<14} {util:>5.2f} {dram:>5.2f} {fp32:>5.2f} {sm:>5.2f} {mem:>8.1f} "
+        print(f"{shown(job):<12} {cls:<14} {util:>5.2f} {dram:>5.2f} {fp32:>5.2f} {sm:>5.2f} {mem:>8.1f} "
               f"{mshare:>10.0%} {cshare:>11.0%}" + ("  (shared a GPU)" if job in shared else ""))
     if shared:
         print("(shared a GPU): its job-level means include the other job's activity (colocated_spans)")
@@ -129,7 +139,7 @@ def main():
         print("\nMeasured together: the GPU's own counters while two jobs shared it:")
         for pair, (seconds, util, dram, fp32, sm, mem) in sorted(measured.items(), key=lambda kv: sorted(kv[0])):
             a, b = sorted(pair)
-            print(f"  {a} + {b} ({seconds:.1f} s): util {util:.2f}, dram {dram:.2f}, fp32 {fp32:.2f}, "
+            print(f"  {shown(a)} + {shown(b)} ({seconds:.1f} s): util {util:.2f}, dram {dram:.2f}, fp32 {fp32:.2f}, "
                   f"sm {sm:.2f}, memory {mem:.1f} GiB")
 
     limits = f"each load <= {args.max_load:g}, memory <= {args.gpu_memory_gib:g} GiB"
@@ -151,7 +161,7 @@ def main():
         if mem > args.gpu_memory_gib:
             over.append(f"memory {mem:.1f} GiB")
         verdict = "fits" if not over else "over: " + ", ".join(over)
-        print(f"  {mjob} + {cjob}: util {util:.2f}, dram {dram:.2f}, fp32 {fp32:.2f}, sm {sm:.2f}, "
+        print(f"  {shown(mjob)} + {shown(cjob)}: util {util:.2f}, dram {dram:.2f}, fp32 {fp32:.2f}, sm {sm:.2f}, "
               f"memory {mem:.1f} GiB{source} -> {verdict}")
         if not over and mjob not in taken and cjob not in taken:
             taken.update((mjob, cjob))
@@ -159,10 +169,10 @@ def main():
 
     print("\nProposal:")
     for mjob, cjob in proposed:
-        print(f"  share one GPU: {mjob} (memory-bound) with {cjob} (compute-bound)")
+        print(f"  share one GPU: {shown(mjob)} (memory-bound) with {shown(cjob)} (compute-bound)")
     alone = [job for (job,) in conn.execute("SELECT job_id FROM temp.jobs") if job not in taken]
     for job in alone:
-        print(f"  own GPU: {job}")
+        print(f"  own GPU: {shown(job)}")
     if rows and not proposed:
         print(f"  (no pair fits {limits}: a larger GPU (--gpu-memory-gib), or --max-load above 1 to accept "
               "some slowdown, may change that)")

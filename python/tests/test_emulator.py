@@ -383,3 +383,13 @@ def test_layer_types_only_the_default_covers_are_named_once(capsys):
     err = capsys.readouterr().err
     assert err.count("has no values for layer type 'Conv2d': its calls get the profile's default values") == 1
     assert "'A'" not in err and emu.defaulted_types == {"Conv2d"}
+
+
+def test_an_emulated_gpus_uuid_is_made_from_any_job_id():
+    """A JSON escape in an event file can give a job id a lone surrogate, which UTF-8 cannot
+    encode: the replayed GPU still gets its UUID, stable and apart from the others."""
+    from precisionprobe.emulator.exposition import emulated_uuid
+    odd = emulated_uuid("node", 0, "a\udc80b:7")
+    assert odd.startswith("GPU-") and odd == emulated_uuid("node", 0, "a\udc80b:7")
+    assert odd != emulated_uuid("node", 0, "ab:7")
+    assert emulated_uuid("node", 0, "job:7") == emulated_uuid("node", 0, "job:7")  # plain ids unchanged by it

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import extension_path, run_cli as precisionprobe, wait_for
+from precisionprobe._version import __version__
 from precisionprobe.analysis import openmetrics, serve as endpoint
 from precisionprobe.analysis.report import JobReport, Row, Value
 from precisionprobe.emulator import offline
@@ -347,6 +348,16 @@ def test_errors_are_one_line(run, tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         busy = precisionprobe("serve", events, "--db", work / "a.db", "--no-refresh", "--port", port, check=False)
+        # A job not in the database yet is served (empty until it appears), and said at the start.
+        not_yet = precisionprobe("serve", events, "--db", work / "a.db", "--no-refresh", "--job", "nope", "--port",
+                                 port, check=False)
+    assert not_yet.stderr.startswith(f"python3 -m precisionprobe serve: warning: --job: no job 'nope' in "
+                                     f"'{work / 'a.db'}' yet (jobs: "), not_yet.stderr
+    assert "/metrics is empty until it appears\n" in not_yet.stderr
+    wrong_job = precisionprobe("export", events, "--db", work / "a.db", "--no-refresh", "--job", "nope",
+                               "--openmetrics", "-", check=False)
+    assert wrong_job.stderr.startswith(f"python3 -m precisionprobe export: --job: no job 'nope' in '{work / 'a.db'}' "
+                                       "(jobs: "), wrong_job.stderr
     assert busy.returncode == 1
     assert busy.stderr == (f"python3 -m precisionprobe serve: --listen/--port: cannot listen on 127.0.0.1:{port}: "
                            "Address already in use\n")
@@ -389,6 +400,10 @@ def test_serve_answers_failures_with_500_and_refreshes_on_its_own_thread():
             assert r.read() == b"# EOF\n" and r.headers["Content-Type"] == openmetrics.CONTENT_TYPE
         with urllib.request.urlopen(base + "/metrics", timeout=5) as r:
             assert r.headers["Content-Type"] == openmetrics.TEXT_CONTENT_TYPE
+            assert r.headers["Server"] == f"precisionprobe/{__version__}"
+        # HEAD (a load balancer's health check) answers as GET does, without the body.
+        with urllib.request.urlopen(urllib.request.Request(base + "/metrics", method="HEAD"), timeout=5) as r:
+            assert r.status == 200 and r.headers["Content-Length"] == "6" and r.read() == b""
         wait_for(lambda: state["refreshes"] >= 3, 10, "three refreshes")
     finally:
         server.shutdown()

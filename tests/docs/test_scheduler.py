@@ -14,6 +14,7 @@ metric a window average in pp_metrics):
 import hashlib
 import os
 import sqlite3
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -113,6 +114,16 @@ def test_reads_without_writing(database):
     before = hashlib.sha256(database.read_bytes()).hexdigest()
     run(database)
     assert hashlib.sha256(database.read_bytes()).hexdigest() == before
+
+
+def test_a_path_with_uri_characters_is_the_file_it_names(database, tmp_path):
+    """'#', '?' and '%' in a file name are part of the name, not of a URI: the file is read, and
+    nothing is created beside it."""
+    odd = tmp_path / "runs #1 ?50%.db"
+    shutil.copy(database, odd)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert "share one GPU: mem (memory-bound) with cmp (compute-bound)" in run(odd)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
 def test_the_doc_shows_the_sql_the_script_runs():

@@ -151,10 +151,16 @@ def _reports(conn, job, source, complete=True, layers=True, job_option="--job"):
                            "there (run the job under `precisionprobe run --out DIR -- COMMAND`)")
     if job is not None:
         if job not in jobs:
-            raise CommandError(f"{job_option}: no job {job!r} in {source} (jobs: {', '.join(jobs)})")
+            raise CommandError(f"{job_option}: no job {job!r} in {source} (jobs: "
+                               f"{', '.join(render.shown(j) for j in jobs)})")
         jobs = [job]
     reports = [read_report(conn, j, layers=layers) for j in jobs]
     return [findings.complete(r) for r in reports] if complete else reports
+
+
+def _source(args):
+    """Where a command's jobs are read from, as its messages name it: RUN_DIR, or --db's file."""
+    return f"'{args.db}'" if getattr(args, "db", None) else f"'{args.run_dir}'"
 
 
 def _run_database(args):
@@ -250,7 +256,7 @@ def analyze(args):
     conn = _open_refreshed(args)
     try:
         stored = conn.execute("SELECT count(*) FROM pp_events").fetchone()[0]
-        reports = _reports(conn, args.job, f"'{args.run_dir}'")
+        reports = _reports(conn, args.job, _source(args))
     except CommandError:
         conn.close()
         if made_here and not stored:  # (a folder without events leaves no empty database behind)
@@ -289,7 +295,7 @@ def write_atomically(path, text):
 def export(args):
     conn = _open_refreshed(args)
     try:
-        reports = _reports(conn, args.job, f"'{args.run_dir}'", complete=False, layers=False)
+        reports = _reports(conn, args.job, _source(args), complete=False, layers=False)
     finally:
         conn.close()
     text = openmetrics.exposition(reports)
@@ -341,7 +347,16 @@ def serve(args):
     if not 0 <= args.port <= 65535:
         raise CommandError(f"--port: must be 0 to 65535, got {args.port}")
     run_dir, database = _run_database(args)
-    _open_refreshed(args).close()
+    conn = _open_refreshed(args)
+    try:
+        jobs = jobs_in(conn)
+    finally:
+        conn.close()
+    if args.job is not None and args.job not in jobs:
+        # Served all the same (empty until it appears: the job may not have started), but said.
+        print(f"{args.prog}: warning: --job: no job {args.job!r} in {_source(args)} yet (jobs: "
+              f"{', '.join(render.shown(j) for j in jobs) or 'none'}): /metrics is empty until it appears",
+              file=sys.stderr, flush=True)
     try:
         read_only = bool(args.no_refresh and not args.emulate)
         server = endpoint.listen(args.listen, args.port, _exposition_reader(database, args.job, read_only), args.prog)

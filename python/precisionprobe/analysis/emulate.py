@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _emulated_copy as emulated_copy
+from . import render
 from .._event_reader import read_event_file
 from ..harness import processes, prometheus
 from ..emulator import offline
@@ -98,7 +99,7 @@ def replay(run_dir, out, profile_name, stream=sys.stderr):
                      - set(profile.types))
     if missing:
         print(f"precisionprobe: warning: profile {profile_name!r} has no values for layer types "
-              f"{', '.join(missing)}: the emulator gives them its default values", file=stream)
+              f"{', '.join(render.shown(m) for m in missing)}: the emulator gives them its default values", file=stream)
     events_dir = out / "events"
     events_dir.mkdir(parents=True, exist_ok=True)
     emulated_copy.mark(events_dir, run_dir)

@@ -22,6 +22,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from .._version import __version__
 from .openmetrics import content_type
 
 INDEX = b"precisionprobe: the per-layer-type profile is at /metrics\n"
@@ -73,8 +74,14 @@ def _handler(read, prog, stream):
     stream = stream or sys.stderr
 
     class Handler(BaseHTTPRequestHandler):
-        server_version = "precisionprobe"
-        sys_version = ""
+        head_only = False
+
+        def version_string(self):  # the Server header
+            return f"precisionprobe/{__version__}"
+
+        def do_HEAD(self):  # what GET answers, without the body
+            self.head_only = True
+            self.do_GET()
 
         def do_GET(self):
             path = self.path.split("?", 1)[0]
@@ -97,6 +104,8 @@ def _handler(read, prog, stream):
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
+            if self.head_only:
+                return
             try:
                 self.wfile.write(body)
             except ConnectionError:

@@ -40,7 +40,10 @@ def emulated_uuid(host_name, index, process=None):
     one is given (each replayed process's GPU its own, whichever run it is of, and whatever other
     processes sort before it), and never a real one's."""
     where = f"{host_name}/{index}" if process is None else f"{host_name}/process/{process}"
-    return "GPU-" + str(uuid_module.uuid5(uuid_module.NAMESPACE_URL, f"precisionprobe-emulator://{where}"))
+    # (A lone surrogate, which a JSON escape in an event file can give a job id, written as its
+    # escape: uuid5 encodes the name as UTF-8.)
+    name = f"precisionprobe-emulator://{where}".encode("utf-8", "backslashreplace").decode("utf-8")
+    return "GPU-" + str(uuid_module.uuid5(uuid_module.NAMESPACE_URL, name))
 
 
 @dataclass(frozen=True)
