@@ -392,4 +392,6 @@ def test_an_emulated_gpus_uuid_is_made_from_any_job_id():
     odd = emulated_uuid("node", 0, "a\udc80b:7")
     assert odd.startswith("GPU-") and odd == emulated_uuid("node", 0, "a\udc80b:7")
     assert odd != emulated_uuid("node", 0, "ab:7")
-    assert emulated_uuid("node", 0, "job:7") == emulated_uuid("node", 0, "job:7")  # plain ids unchanged by it
+    import uuid  # a plain id's UUID is what it was before such ids were taken
+    assert emulated_uuid("node", 0, "job:7") == "GPU-" + str(
+        uuid.uuid5(uuid.NAMESPACE_URL, "precisionprobe-emulator://node/process/job:7"))
