@@ -454,24 +454,24 @@ def test_a_database_of_an_earlier_version_is_read_through_an_upgraded_copy(runs,
     assert database.read_bytes() == before
 
 
-def test_a_database_with_tables_this_version_does_not_know_is_read_as_it_is(runs, report_a, tmp_path):
-    """A later version's database (a column this version does not know): read-only commands read
-    it as it is, with a warning, and write nothing; analyze, which would write, refuses it."""
+def test_a_database_with_tables_this_version_does_not_know_is_not_read(runs, report_a, tmp_path):
+    """A table that is not as precisionprobe creates it (a later version's column, or a view in
+    its place that would run when read): the reading commands refuse it, and nothing is written."""
     work, _, _ = runs
-    database = tmp_path / "later.db"
-    shutil.copy(work / "a.db", database)
-    with sqlite3.connect(database) as conn:
-        conn.execute("ALTER TABLE pp_metrics ADD COLUMN unit TEXT")
-    before = database.read_bytes()
-    result = precisionprobe("compare", database, work / "a.db", "--format", "json")
-    assert (f"precisionprobe: warning: {database}: table 'pp_metrics' is not as precisionprobe creates it (its "
-            "columns or constraints differ) (made by another version of precisionprobe?): read as it is"
-            ) in result.stderr, result.stderr
-    assert json.loads(result.stdout)["rows"]
-    assert database.read_bytes() == before
-    refused = precisionprobe("analyze", work / "a" / "events", "--db", database, check=False)
-    assert refused.returncode == 1 and "table 'pp_metrics' is not as precisionprobe creates it" in refused.stderr
-    assert database.read_bytes() == before
+    for name, change in [("later.db", "ALTER TABLE pp_metrics ADD COLUMN unit TEXT"),
+                         ("altered.db", "PRAGMA legacy_alter_table = ON; ALTER TABLE report_jobs RENAME TO "
+                                        "report_jobs_kept; CREATE VIEW report_jobs AS SELECT * FROM report_jobs_kept")]:
+        database = tmp_path / name
+        shutil.copy(work / "a.db", database)
+        with sqlite3.connect(database) as conn:
+            conn.executescript(change)
+        before = database.read_bytes()
+        for command in (["compare", database, work / "a.db"],
+                        ["analyze", work / "a" / "events", "--db", database, "--no-refresh"],
+                        ["analyze", work / "a" / "events", "--db", database]):
+            refused = precisionprobe(*command, check=False)
+            assert refused.returncode == 1 and "is not as precisionprobe creates it" in refused.stderr, refused.stderr
+        assert database.read_bytes() == before
 
 
 def test_runs_replayed_into_one_database_keep_their_own_gpus(runs, tmp_path):
@@ -560,3 +560,18 @@ def test_a_database_of_a_version_before_pp_meta_is_not_taken_for_another_applica
         conn.execute("CREATE TABLE notes(x)")
         with pytest.raises(extension.ExtensionError, match="holds tables of another application"):
             extension._refuse_another_applications(conn, tmp_path / "other.db")
+
+
+
+def test_a_value_of_another_type_in_the_report_tables_is_one_line(runs, report_a, tmp_path):
+    """SQLite keeps text in a REAL column: the reading commands name the table, column and job
+    instead of failing half-way with a traceback."""
+    work, _, _ = runs
+    database = tmp_path / "typed.db"
+    shutil.copy(work / "a.db", database)
+    with sqlite3.connect(database) as conn:
+        conn.execute("UPDATE report_jobs SET refreshed_at = 'x'")
+    for command in (["compare", database, database], ["analyze", work / "a" / "events", "--db", database, "--no-refresh"]):
+        result = precisionprobe(*command, check=False)
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        assert f"report_jobs.refreshed_at of job '{offline.JOB_ID}' holds 'x', not a number" in result.stderr, result.stderr

@@ -25,7 +25,7 @@ from .compare import compare_jobs, render_comparison
 from .extension import ExtensionError, connect
 from .html_report import write_html
 from .refresh import RefreshError, refresh
-from .report import jobs_in, read_report
+from .report import ReportError, check_report_types, jobs_in, read_report
 from .saved_estimates import estimates_stale, save_estimates
 
 DATABASE_NAME = "precisionprobe.db"
@@ -138,6 +138,7 @@ def _saved_estimates_current(conn):
 
 
 def _reports(conn, job, source, complete=True, layers=True, job_option="--job"):
+    check_report_types(conn)
     _saved_estimates_current(conn)
     jobs = jobs_in(conn)
     if not jobs:
@@ -313,6 +314,7 @@ def _exposition_reader(database, job, read_only=False):
     def read():
         conn = connect(database, read_only=read_only)
         try:
+            check_report_types(conn)
             _saved_estimates_current(conn)
             jobs = [j for j in jobs_in(conn) if job is None or j == job]
             return openmetrics.exposition([read_report(conn, j, layers=False) for j in jobs])
@@ -433,6 +435,6 @@ def run(args, prog):
     args.prog = f"{prog} {args.command}"
     try:
         return args.handler(args)
-    except (CommandError, ExtensionError, RefreshError, sqlite3.Error) as e:
+    except (CommandError, ExtensionError, RefreshError, ReportError, sqlite3.Error) as e:
         print(f"{prog} {args.command}: {e}", file=sys.stderr)
         return 1

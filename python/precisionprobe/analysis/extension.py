@@ -80,9 +80,9 @@ def connect(database, read_only=False):
 
 def _schema_current(conn, database):
     """Whether a read-only database's tables and views are this version's: pp_install_views
-    then writes nothing and succeeds; it refuses what would need writing. Tables this version
-    does not know (a later version's, or altered) are read as they are: nothing is written to a
-    read-only file, which is what the check guards."""
+    then writes nothing and succeeds; it refuses what would need writing (False here). A table
+    that is not as precisionprobe creates it (a view in its place, other columns) is refused, read
+    or not: its views and tables are the file's, and a view can run anything SQL can when read."""
     try:
         conn.execute("SELECT pp_install_views()")
         return True
@@ -92,9 +92,8 @@ def _schema_current(conn, database):
         if "is not as precisionprobe creates it" not in str(e):
             raise
         problem = str(e).split("; nothing was written")[0].removeprefix("pp_install_views: ")
-        print(f"precisionprobe: warning: {database}: {problem} (made by another "
-              "version of precisionprobe?): read as it is", file=sys.stderr, flush=True)
-        return True
+        raise ExtensionError(f"{database}: {problem}: not read (a database made by a later version of "
+                             "precisionprobe is read by that version; one altered may run code when read)") from None
 
 
 def _upgraded_copy(conn, database, path):

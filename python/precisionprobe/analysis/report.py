@@ -132,6 +132,28 @@ def _rows(metric_rows, estimate_rows, name_column, scales, job_seconds):
     return rows
 
 
+class ReportError(RuntimeError):
+    """The report tables hold what precisionprobe never writes there (a value of another type)."""
+
+
+REPORT_TABLES = ("report_jobs", "report_layer_types", "report_layers", "report_estimates")
+
+
+def check_report_types(conn):
+    """Raises ReportError naming the first value of a number column of the report tables that is
+    not a number: SQLite keeps whatever is written there, and the report would fail half-way on
+    it (the database was altered, or not written by precisionprobe)."""
+    for table in REPORT_TABLES:
+        columns = [name for _, name, declared, *_ in conn.execute(f"PRAGMA table_info({table})")
+                   if declared.upper() in ("INTEGER", "REAL")]
+        for column in columns:
+            found = conn.execute(f'SELECT job_id, "{column}" FROM {table} '
+                                 f"WHERE typeof(\"{column}\") NOT IN ('integer', 'real', 'null') LIMIT 1").fetchone()
+            if found:
+                raise ReportError(f"{table}.{column} of job {found[0]!r} holds {found[1]!r}, not a number: the "
+                                  "database was altered, or not written by precisionprobe")
+
+
 def jobs_in(conn):
     return [r[0] for r in conn.execute("SELECT job_id FROM report_jobs ORDER BY job_id")]
 
