@@ -58,7 +58,7 @@ struct EstimatesCursor : RowsCursor {
       "stderr REAL, lower90 REAL, upper90 REAL, windows INTEGER, identified INTEGER, condition REAL, "
       "shared_with TEXT, concurrent_windows INTEGER, reason TEXT, grouping HIDDEN, database HIDDEN)";
   static constexpr int kFirstArgument = 15;
-  static constexpr bool kDoesIo = false;
+  static constexpr bool kDirectOnly = false;
   using RowsCursor::RowsCursor;
 
   static int plan(sqlite3_index_info* info) {

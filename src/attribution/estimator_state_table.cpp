@@ -30,7 +30,7 @@ struct EstimatorStatesCursor : RowsCursor {
       "CREATE TABLE x(uuid TEXT, system TEXT, metric TEXT, grouping TEXT, shift INTEGER, windows INTEGER, "
       "concurrent_windows INTEGER, windows_unknown INTEGER, shared_gauge INTEGER, failed TEXT, state BLOB)";
   static constexpr int kFirstArgument = 11;
-  static constexpr bool kDoesIo = false;
+  static constexpr bool kDirectOnly = false;
   using RowsCursor::RowsCursor;
 
   static int plan(sqlite3_index_info* info) {

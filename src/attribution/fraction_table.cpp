@@ -39,7 +39,7 @@ struct FractionsCursor : RowsCursor {
       "CREATE TABLE x(job_id TEXT, metric TEXT, ts_ms INTEGER, layer TEXT, layer_type TEXT, forward INTEGER, "
       "fraction REAL, value REAL, uuid HIDDEN, timing_shift HIDDEN, database HIDDEN)";
   static constexpr int kFirstArgument = 8;
-  static constexpr bool kDoesIo = false;
+  static constexpr bool kDirectOnly = false;
   using RowsCursor::RowsCursor;
 
   static int plan(sqlite3_index_info* info) {

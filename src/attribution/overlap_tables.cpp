@@ -105,7 +105,7 @@ struct OverlapsCursor : TableCursor {
       "through_ms HIDDEN, database HIDDEN)";
   enum Column { kEventId, kJobId, kLayer, kForward, kMetric, kTsMs, kValue, kIntervalMs, kWeightNs, kWindowEndNs, kUuid };
   static constexpr int kFirstArgument = kUuid;
-  static constexpr bool kDoesIo = false;
+  static constexpr bool kDirectOnly = false;
   using TableCursor::TableCursor;
 
   struct Pair {
@@ -173,7 +173,7 @@ struct OverlapMeansCursor : TableCursor {
       "windows INTEGER, uuid HIDDEN, after_ms HIDDEN, through_ms HIDDEN, database HIDDEN)";
   enum Column { kJobId, kLayer, kForward, kMetric, kState, kFirstId, kWindows, kUuid };
   static constexpr int kFirstArgument = kUuid;
-  static constexpr bool kDoesIo = false;
+  static constexpr bool kDirectOnly = false;
   using TableCursor::TableCursor;
 
   std::unique_ptr<GpuTimeline> gpu;

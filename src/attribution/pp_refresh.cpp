@@ -61,7 +61,7 @@ struct RefreshCursor : RowsCursor {
       "CREATE TABLE x(events_added INTEGER, samples_added INTEGER, windows_folded INTEGER, history_kept INTEGER, "
       "http_requests INTEGER, path HIDDEN, final HIDDEN)";
   static constexpr int kFirstArgument = 5;
-  static constexpr bool kDoesIo = true;
+  static constexpr bool kDirectOnly = true;
   using RowsCursor::RowsCursor;
 
   static int plan(sqlite3_index_info* info) {

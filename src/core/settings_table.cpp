@@ -14,7 +14,9 @@ struct SettingsCursor : RowsCursor {
   static constexpr const char* kSchema =
       "CREATE TABLE x(name TEXT, value TEXT, type TEXT, default_value TEXT, description TEXT)";
   static constexpr int kFirstArgument = 5;
-  static constexpr bool kDoesIo = false;
+  // The connection's settings (the Prometheus URL's host and user, token file paths): never
+  // read by a database file's views or triggers into what a user is shown.
+  static constexpr bool kDirectOnly = true;
   using RowsCursor::RowsCursor;
 
   static int plan(sqlite3_index_info* info) {

@@ -250,16 +250,16 @@ void RowsCursor::column(sqlite3_context* ctx, int column) const {
     sqlite3_result_null(ctx);
 }
 
-int connect_table(sqlite3* db, void* client_data, const char* schema, bool does_io, sqlite3_vtab** out,
+int connect_table(sqlite3* db, void* client_data, const char* schema, bool direct_only, sqlite3_vtab** out,
                   char** error) {
   int rc = sqlite3_declare_vtab(db, schema);
   if (rc != SQLITE_OK) {
     *error = sqlite3_mprintf("%s", sqlite3_errmsg(db));
     return rc;
   }
-  // Tables that reach the network or files must not run from a database file's views or
-  // triggers; pure tables are innocuous.
-  sqlite3_vtab_config(db, does_io ? SQLITE_VTAB_DIRECTONLY : SQLITE_VTAB_INNOCUOUS);
+  // Tables that reach the network or files, or show the connection's state, must not run from
+  // a database file's views or triggers; pure tables are innocuous.
+  sqlite3_vtab_config(db, direct_only ? SQLITE_VTAB_DIRECTONLY : SQLITE_VTAB_INNOCUOUS);
   auto* table = new (std::nothrow) ConnectionTable();
   if (!table) return SQLITE_NOMEM;
   table->connection = *static_cast<ConnectionPtr*>(client_data);

@@ -6,7 +6,7 @@
 //     static constexpr const char* kSchema =                     // visible columns, then arguments
 //         "CREATE TABLE x(metric TEXT, labels TEXT, ts REAL, value REAL, query HIDDEN, ...)";
 //     static constexpr int kFirstArgument = 4;                   // first HIDDEN column
-//     static constexpr bool kDoesIo = true;                      // DIRECTONLY; else INNOCUOUS
+//     static constexpr bool kDirectOnly = true;                  // DIRECTONLY; else INNOCUOUS
 //     static int plan(sqlite3_index_info* info);                 // xBestIndex (plan_arguments...)
 //     using TableCursor::TableCursor;
 //     void filter(int idx_num, int argc, sqlite3_value** argv);  // starts; sets eof
@@ -108,7 +108,7 @@ class RowsCursor : public TableCursor {
 };
 
 // xConnect and xDisconnect of every table.
-int connect_table(sqlite3* db, void* client_data, const char* schema, bool does_io, sqlite3_vtab** out,
+int connect_table(sqlite3* db, void* client_data, const char* schema, bool direct_only, sqlite3_vtab** out,
                   char** error);
 int disconnect_table(sqlite3_vtab* vtab);
 
@@ -116,7 +116,7 @@ template <class Cursor>
 sqlite3_module table_function_module() {
   sqlite3_module m{};  // eponymous (no xCreate/xDestroy) and read-only (no xUpdate)
   m.xConnect = [](sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char** error) {
-    return connect_table(db, aux, Cursor::kSchema, Cursor::kDoesIo, out, error);
+    return connect_table(db, aux, Cursor::kSchema, Cursor::kDirectOnly, out, error);
   };
   m.xBestIndex = [](sqlite3_vtab* vtab, sqlite3_index_info* info) {
     return guard_vtab(vtab, Cursor::kName, [&] {

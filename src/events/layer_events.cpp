@@ -147,7 +147,7 @@ struct EventsCursor : TableCursor {
       "batch INTEGER, layer TEXT, layer_type TEXT, forward INTEGER, t_start_ns INTEGER, t_end_ns INTEGER, "
       "cpu_num REAL, t_start REAL, t_end REAL, source_file TEXT, line INTEGER, path HIDDEN)";
   static constexpr int kFirstArgument = kPath;
-  static constexpr bool kDoesIo = true;
+  static constexpr bool kDirectOnly = true;
 
   explicit EventsCursor(ConnectionTable* table) : TableCursor(table), scan(connection->warner(kName), connection->db()) {}
 

@@ -61,7 +61,7 @@ struct JobsCursor : TableCursor {
       "CREATE TABLE x(job_id TEXT, host_name TEXT, pid INTEGER, params INTEGER, command TEXT, "
       "torch_version TEXT, start_time REAL, source_file TEXT, line INTEGER, path HIDDEN)";
   static constexpr int kFirstArgument = kPath;
-  static constexpr bool kDoesIo = true;
+  static constexpr bool kDirectOnly = true;
 
   explicit JobsCursor(ConnectionTable* table) : TableCursor(table), scan(connection->warner(kName), connection->db()) {}
 

@@ -26,7 +26,7 @@ struct MatrixChunk {
 class MatrixCursor : public TableCursor {
  public:
   static constexpr int kFirstArgument = kMatrixFirstArgument;
-  static constexpr bool kDoesIo = true;
+  static constexpr bool kDirectOnly = true;
   using TableCursor::TableCursor;
 
   // Replaces the chunks and moves to the first row.

@@ -21,7 +21,7 @@ struct LabelValuesCursor : RowsCursor {
   static constexpr const char* kName = "prom_label_values";
   static constexpr const char* kSchema = "CREATE TABLE x(value TEXT, label HIDDEN, \"match\" HIDDEN)";
   static constexpr int kFirstArgument = 1;
-  static constexpr bool kDoesIo = true;
+  static constexpr bool kDirectOnly = true;
   using RowsCursor::RowsCursor;
 
   static int plan(sqlite3_index_info* info) {

@@ -25,7 +25,7 @@ struct SeriesCursor : RowsCursor {
   static constexpr const char* kSchema =
       "CREATE TABLE x(metric TEXT, labels TEXT, \"match\" HIDDEN, start HIDDEN, \"end\" HIDDEN)";
   static constexpr int kFirstArgument = 2;
-  static constexpr bool kDoesIo = true;
+  static constexpr bool kDirectOnly = true;
   using RowsCursor::RowsCursor;
   StatementClock clock;  // "now" in the time arguments, read once per cursor
 

@@ -26,6 +26,16 @@ CREATE TABLE t(x);
 CREATE TABLE log(x);
 CREATE TRIGGER t_insert AFTER INSERT ON t BEGIN INSERT INTO log VALUES (pp_config('timeout_ms', 1)); END;
 INSERT INTO t VALUES (1);
+-- Nor may a stored view copy the connection's settings or state into what a user is shown.
+-- error: unsafe use of virtual table "pp_settings"
+CREATE VIEW v AS SELECT group_concat(name || '=' || value) FROM pp_settings;
+SELECT * FROM v;
+-- error: unsafe use of pp_last_warnings()
+CREATE VIEW v AS SELECT pp_last_warnings();
+SELECT * FROM v;
+-- error: unsafe use of pp_http_stats()
+CREATE VIEW v AS SELECT pp_http_stats();
+SELECT * FROM v;
 -- error: unsafe use of virtual table "pp_refresh"
 CREATE VIEW v AS SELECT * FROM pp_refresh(NULL);
 SELECT * FROM v;
