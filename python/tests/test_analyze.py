@@ -460,7 +460,8 @@ def test_a_database_with_tables_this_version_does_not_know_is_not_read(runs, rep
     work, _, _ = runs
     for name, change in [("later.db", "ALTER TABLE pp_metrics ADD COLUMN unit TEXT"),
                          ("altered.db", "PRAGMA legacy_alter_table = ON; ALTER TABLE report_jobs RENAME TO "
-                                        "report_jobs_kept; CREATE VIEW report_jobs AS SELECT * FROM report_jobs_kept")]:
+                                        "report_jobs_kept; CREATE VIEW report_jobs AS SELECT * FROM report_jobs_kept"),
+                         ("indexed.db", 'CREATE INDEX "by\njob" ON report_jobs(job_id)')]:
         database = tmp_path / name
         shutil.copy(work / "a.db", database)
         with sqlite3.connect(database) as conn:
@@ -471,6 +472,7 @@ def test_a_database_with_tables_this_version_does_not_know_is_not_read(runs, rep
                         ["analyze", work / "a" / "events", "--db", database]):
             refused = precisionprobe(*command, check=False)
             assert refused.returncode == 1 and "is not as precisionprobe creates it" in refused.stderr, refused.stderr
+            assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr  # a name with a newline too
         assert database.read_bytes() == before
 
 
@@ -574,4 +576,12 @@ def test_a_value_of_another_type_in_the_report_tables_is_one_line(runs, report_a
     for command in (["compare", database, database], ["analyze", work / "a" / "events", "--db", database, "--no-refresh"]):
         result = precisionprobe(*command, check=False)
         assert result.returncode == 1 and "Traceback" not in result.stderr
-        assert f"report_jobs.refreshed_at of job '{offline.JOB_ID}' holds 'x', not a number" in result.stderr, result.stderr
+        assert (f"'{database}': report_jobs.refreshed_at of job '{offline.JOB_ID}' holds 'x', not a number"
+                in result.stderr), result.stderr
+    # A long value is cut short in the message.
+    with sqlite3.connect(database) as conn:
+        conn.execute("UPDATE report_jobs SET refreshed_at = 1")
+        conn.execute("UPDATE report_layers SET gpu_util_percent = zeroblob(3000)")
+    result = precisionprobe("compare", database, database, check=False)
+    assert result.returncode == 1 and "report_layers.gpu_util_percent of job" in result.stderr, result.stderr
+    assert "...'" in result.stderr and len(result.stderr) < 700, result.stderr  # not the 3,000 bytes

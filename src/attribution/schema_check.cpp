@@ -13,6 +13,7 @@
 // schema.sql creates it and once as upgrade.sql leaves a table made by an earlier version.
 // Stored SQL is compared without comments and with whitespace collapsed, so a table made by a
 // version whose comments differed is still the same table.
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <set>
@@ -231,6 +232,22 @@ const References& references() {
   return built;
 }
 
+// A name from the database file as a one-line message shows it: control characters escaped.
+std::string shown(const std::string& name) {
+  std::string out;
+  for (const char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+    } else {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", u);
+      out += escaped;
+    }
+  }
+  return out;
+}
+
 [[noreturn]] void refuse(const std::string& table, const std::string& problem) {
   throw Error("table '" + table + "' is not as precisionprobe creates it (" + problem +
               "); nothing was written. The database file may have been altered to run code when the "
@@ -256,7 +273,7 @@ void verify_attribution_schema(sqlite3* db) {
       // EXISTS would then leave the extension's own missing.
       const auto owner = expected.owners.find(name);
       if (owner != expected.owners.end() && object.type != "table" && object.type != "view")
-        refuse(owner->second, "the " + object.type + " '" + object.name + "' is on table '" + table +
+        refuse(owner->second, "the " + object.type + " '" + shown(object.name) + "' is on table '" + shown(table) +
                                   "', where the extension keeps one of that name on this table");
       continue;
     }
@@ -264,10 +281,10 @@ void verify_attribution_schema(sqlite3* db) {
     const TableReference& reference = it->second;
     if (name == owner) {
       if (object.type != "table") refuse(owner, "it is a " + object.type + ", not a table");
-      if (object.name != owner) refuse(owner, "it is named '" + object.name + "'");
+      if (object.name != owner) refuse(owner, "it is named '" + shown(object.name) + "'");
       if (!reference.table_sql.count(object.sql)) refuse(owner, "its columns or constraints differ");
     } else if (!reference.others.count(object)) {
-      refuse(owner, "the " + object.type + " '" + object.name + "' on it is not the extension's");
+      refuse(owner, "the " + object.type + " '" + shown(object.name) + "' on it is not the extension's");
     }
   }
 }

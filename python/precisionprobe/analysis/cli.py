@@ -138,8 +138,8 @@ def _saved_estimates_current(conn):
 
 
 def _reports(conn, job, source, complete=True, layers=True, job_option="--job"):
-    check_report_types(conn)
-    _saved_estimates_current(conn)
+    _saved_estimates_current(conn)  # (rewrites report_estimates where stale: before the check)
+    check_report_types(conn, source)
     jobs = jobs_in(conn)
     if not jobs:
         stored = conn.execute("SELECT count(*) FROM pp_events").fetchone()[0]
@@ -314,8 +314,8 @@ def _exposition_reader(database, job, read_only=False):
     def read():
         conn = connect(database, read_only=read_only)
         try:
-            check_report_types(conn)
             _saved_estimates_current(conn)
+            check_report_types(conn, f"'{database}'")
             jobs = [j for j in jobs_in(conn) if job is None or j == job]
             return openmetrics.exposition([read_report(conn, j, layers=False) for j in jobs])
         finally:

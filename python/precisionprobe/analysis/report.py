@@ -139,19 +139,24 @@ class ReportError(RuntimeError):
 REPORT_TABLES = ("report_jobs", "report_layer_types", "report_layers", "report_estimates")
 
 
-def check_report_types(conn):
+def check_report_types(conn, source):
     """Raises ReportError naming the first value of a number column of the report tables that is
     not a number: SQLite keeps whatever is written there, and the report would fail half-way on
-    it (the database was altered, or not written by precisionprobe)."""
+    it (the database, named by source, was altered, or not written by precisionprobe). One scan
+    per table."""
     for table in REPORT_TABLES:
         columns = [name for _, name, declared, *_ in conn.execute(f"PRAGMA table_info({table})")
                    if declared.upper() in ("INTEGER", "REAL")]
-        for column in columns:
-            found = conn.execute(f'SELECT job_id, "{column}" FROM {table} '
-                                 f"WHERE typeof(\"{column}\") NOT IN ('integer', 'real', 'null') LIMIT 1").fetchone()
-            if found:
-                raise ReportError(f"{table}.{column} of job {found[0]!r} holds {found[1]!r}, not a number: the "
-                                  "database was altered, or not written by precisionprobe")
+        if not columns:
+            continue
+        wrong = " OR ".join(f"typeof(\"{c}\") NOT IN ('integer', 'real', 'null')" for c in columns)
+        found = conn.execute(f"SELECT job_id, {', '.join(f'{chr(34)}{c}{chr(34)}' for c in columns)} FROM {table} "
+                             f"WHERE {wrong} LIMIT 1").fetchone()
+        if found:
+            column, value = next((c, v) for c, v in zip(columns, found[1:]) if not isinstance(v, (int, float, type(None))))
+            shown = repr(value[:40] + (b"..." if isinstance(value, bytes) else "...") if len(value) > 40 else value)
+            raise ReportError(f"{source}: {table}.{column} of job {found[0]!r} holds {shown}, not a number: the "
+                              "database was altered, or not written by precisionprobe")
 
 
 def jobs_in(conn):

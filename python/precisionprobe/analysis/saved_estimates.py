@@ -36,9 +36,12 @@ SELECT job_id, 'layer', layer, layer_type, {_direction('layer', 'forward')}, met
 
 
 def estimates_stale(conn):
-    saved, refreshed = conn.execute(
-        "SELECT (SELECT min(refreshed_at) FROM report_estimates), (SELECT max(refreshed_at) FROM report_jobs)").fetchone()
-    return refreshed is not None and (saved is None or saved < refreshed)
+    # (Compared in SQL: a value of another type, in an altered file, is then an answer, not an
+    # exception; check_report_types names it.)
+    return bool(conn.execute(
+        "SELECT refreshed IS NOT NULL AND (saved IS NULL OR saved < refreshed) FROM "
+        "(SELECT (SELECT min(refreshed_at) FROM report_estimates) AS saved, "
+        "(SELECT max(refreshed_at) FROM report_jobs) AS refreshed)").fetchone()[0])
 
 
 def save_estimates(conn):
