@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from .._loadable import ExtensionLoadError, load_file, loadable_path
+from .render import shown
 
 ExtensionError = ExtensionLoadError  # the extension cannot be found or loaded; the message says why
 
@@ -92,7 +93,7 @@ def _schema_current(conn, database):
         if "is not as precisionprobe creates it" not in str(e):
             raise
         problem = str(e).split("; nothing was written")[0].removeprefix("pp_install_views: ")
-        problem = "".join(c if c.isprintable() else repr(c)[1:-1] for c in problem)  # (names from the file)
+        problem = shown(problem)  # (names from the file)
         raise ExtensionError(f"{database}: {problem}: not read (a database made by a later version of "
                              "precisionprobe is read by that version; one altered may run code when read)") from None
 
