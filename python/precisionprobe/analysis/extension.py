@@ -99,9 +99,9 @@ def _schema_current(conn, database):
 
 
 def _upgraded_copy(conn, database, path):
-    """An in-memory copy of a database made by an earlier version, upgraded to this version's
-    tables and views, in place of conn (closed): its results are read as this version gives
-    them, and the file is left as it is."""
+    """An in-memory copy of a database whose tables or views are another version's, upgraded to
+    this version's, in place of conn (closed): its results are read as this version gives them,
+    and the file is left as it is."""
     print(f"precisionprobe: {database} was written by another version of precisionprobe: reading a copy in "
           "memory with this version's tables and views (the file is not changed; a refresh by this version, "
           "`precisionprobe analyze` of its run, upgrades it once)", file=sys.stderr, flush=True)
@@ -126,8 +126,8 @@ def _refuse_another_applications(conn, database):
         "ORDER BY name")]
     ours = {"layer_state", "layer_history", "report_jobs", "report_layers", "report_layer_types"}
     if tables and not any(name.startswith("pp_") or name in ours for name in tables):
-        shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
-        raise ExtensionError(f"{database} holds tables of another application ({shown}) and none of "
+        listed = ", ".join(shown(t) for t in tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+        raise ExtensionError(f"{database} holds tables of another application ({listed}) and none of "
                              "precisionprobe's: it was not changed; give a results database, or a new file, "
                              "with --db")
 
