@@ -306,12 +306,13 @@ bool attribution_views_current(sqlite3* db) {
 bool attribution_schema_current(sqlite3* db) {
   // Tables, indexes and triggers by name (verify_attribution_schema accepts their forms, those
   // an upgrade leaves included), views by their SQL.
+  const auto key = [](const StoredObject& o) {
+    return std::pair{o.type, o.type == "view" ? o.name + "\n" + o.sql : to_lower(o.name)};
+  };
   std::set<std::pair<std::string, std::string>> stored;
-  for (const auto& [table, object] : stored_objects(db, "main"))
-    stored.insert({object.type, object.type == "view" ? object.name + "\n" + object.sql : to_lower(object.name)});
+  for (const auto& [table, object] : stored_objects(db, "main")) stored.insert(key(object));
   for (const StoredObject& object : references().current)
-    if (!stored.count({object.type, object.type == "view" ? object.name + "\n" + object.sql : to_lower(object.name)}))
-      return false;
+    if (!stored.count(key(object))) return false;
   return true;
 }
 
