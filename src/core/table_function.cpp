@@ -93,10 +93,15 @@ int plan_arguments(sqlite3_index_info* info, int first_argument_column, const st
     const int argument = c.iColumn - first_argument_column;
     if (argument < 0 || argument >= n) continue;
     if (!is_argument_operator(c.op)) {
+      const std::string name = arguments[static_cast<size_t>(argument)].name;
+      // IS NULL reaches a table as a test without a value, so it cannot give the argument.
+      if (arguments_only && c.op == SQLITE_INDEX_CONSTRAINT_ISNULL)
+        return cannot_run(info, "argument '" + name + "' is tested with IS NULL, which gives the call no value: write " +
+                                    name + " = NULL, or pass NULL in its place between the parentheses");
       if (arguments_only)
-        return cannot_run(info, std::string("argument '") + arguments[static_cast<size_t>(argument)].name +
-                                    "' is given with = (or IS); a filter on it such as >, LIKE or != would drop the "
-                                    "row of a call that ran all the same");
+        return cannot_run(info, "argument '" + name +
+                                    "' must be given with = (or IS); a filter on it such as >, LIKE or != would drop "
+                                    "the row of a call that ran all the same");
       continue;
     }
     if (!c.usable) {

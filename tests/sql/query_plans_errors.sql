@@ -24,10 +24,14 @@ SELECT * FROM pp_refresh(NULL, 'yes');
 SELECT * FROM pp_refresh WHERE final = 1;
 -- A refresh's arguments come by = or IS: any other test of them would drop the row of a refresh
 -- that ran all the same, so none runs.
--- error: pp_refresh: argument 'final' is given with = (or IS); a filter on it such as >, LIKE or != would drop the row
+-- error: pp_refresh: argument 'final' must be given with = (or IS); a filter on it such as >, LIKE or != would drop the row
 SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/*.jsonl') WHERE final > 0;
--- error: pp_refresh: argument 'path' is given with = (or IS)
+-- error: pp_refresh: argument 'path' must be given with = (or IS)
 SELECT count(*) FROM pp_refresh(NULL) WHERE path LIKE 'x%';
+-- IS NULL tests a column without giving a value; = NULL gives the argument NULL.
+-- error: pp_refresh: argument 'path' is tested with IS NULL, which gives the call no value: write path = NULL, or pass NULL in its place
+SELECT count(*) FROM pp_refresh WHERE path IS NULL;
+SELECT count(*) = 1 FROM pp_refresh WHERE path = NULL;
 -- A refresh runs once per statement: a plan that would run the same call again for each row of
 -- another table (here the LEFT JOIN's right side) stops at the second run.
 -- error: pp_refresh: runs each call once per statement, but this plan runs the same call again
