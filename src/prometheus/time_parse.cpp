@@ -14,7 +14,6 @@
 namespace pp {
 namespace {
 
-// Seconds (finite, within a sane range) -> ms, rounding to the nearest millisecond.
 // A number as a user would write it back: 1e+14, 0.25, 1700000000 (not 100000000000000.000000).
 std::string shown_number(double value) {
   char text[32];
@@ -22,12 +21,19 @@ std::string shown_number(double value) {
   return text;
 }
 
+// Whether seconds are a whole number of ms, up to the product's rounding (1.001 s is).
+bool is_whole_ms(double seconds) {
+  const double ms = seconds * 1000.0;
+  return std::fabs(ms - std::round(ms)) <= 4 * std::numeric_limits<double>::epsilon() * std::fabs(ms);
+}
+
+// Seconds (finite, within a sane range) -> ms, rounding to the nearest millisecond.
 bool seconds_to_ms(double seconds, int64_t& out, MsRounding rounding = MsRounding::kNearest) {
   if (!std::isfinite(seconds) || std::fabs(seconds) > 1e13) return false;
   const double ms = seconds * 1000.0;
   // (A whole ms that the product misses by a rounding error is that ms: 1.001 s is 1001 ms.)
   const double nearest = std::round(ms);
-  const bool whole = std::fabs(ms - nearest) <= 4 * std::numeric_limits<double>::epsilon() * std::fabs(ms);
+  const bool whole = is_whole_ms(seconds);
   out = static_cast<int64_t>(rounding == MsRounding::kNearest || whole ? nearest
                              : rounding == MsRounding::kUp           ? std::ceil(ms)
                                                                      : std::floor(ms));
@@ -222,7 +228,8 @@ bool parse_prometheus_duration_ms(std::string_view text, int64_t& out_ms) {
 
 int64_t parse_duration_ms(sqlite3_value* value, const char* argument) {
   int64_t ms = 0;
-  bool ok = false;
+  bool ok = false, in_seconds = false;
+  double in_seconds_value = 0;
   std::string shown;
   switch (sqlite3_value_type(value)) {
     case SQLITE_NULL:
@@ -236,19 +243,24 @@ int64_t parse_duration_ms(sqlite3_value* value, const char* argument) {
       // Too long is said as such, not as "not a duration".
       if (std::isfinite(seconds) && seconds > 1e13)
         throw argument_error(argument, "must be at most 10000000000000 seconds (about 317000 years), got '" + shown + "'");
-      ok = seconds_to_ms(seconds, ms);
+      ok = in_seconds = seconds_to_ms(seconds, ms);
+      in_seconds_value = seconds;
       break;
     }
     default: {
       shown = required_text(value, argument);
       double seconds = 0;
-      ok = (parse_double(shown, seconds) && seconds_to_ms(seconds, ms)) ||
-           parse_prometheus_duration_ms(shown, ms);
+      in_seconds = parse_double(shown, seconds) && seconds_to_ms(seconds, ms);
+      in_seconds_value = seconds;
+      ok = in_seconds || parse_prometheus_duration_ms(shown, ms);
     }
   }
   if (!ok)
     throw argument_error(argument,
                          "is not a duration: '" + shown + "' (use seconds or e.g. '15s', '1m30s')");
+  // Prometheus evaluates a range at whole ms: 1.5 ms would be a step of 1 there, 2 here.
+  if (in_seconds && !is_whole_ms(in_seconds_value))
+    throw argument_error(argument, "must be a whole number of milliseconds, got '" + shown + "'");
   if (ms <= 0) throw argument_error(argument, "must be at least 1ms, got '" + shown + "'");
   if (ms > kMaxDurationMs)
     throw argument_error(argument, "must be at most 10000000000000 seconds (about 317000 years), got '" + shown + "'");

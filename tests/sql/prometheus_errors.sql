@@ -13,6 +13,13 @@ SELECT * FROM prom_range('up', 'yesterday', 1700000000);
 SELECT * FROM prom_range('up', 1700000000, 1700000010, '5 minutes');
 -- error: prom_range: argument 'step' must be at least 1ms
 SELECT * FROM prom_range('up', 1700000000, 1700000010, 0);
+-- Prometheus evaluates a range at whole ms: a step between them is refused, not rounded.
+-- error: prom_range: argument 'step' must be a whole number of milliseconds, got '0.0015'
+SELECT * FROM prom_range('vector(1)', 1700000000, 1700000001, 0.0015);
+-- error: prom_range: argument 'step' must be a whole number of milliseconds, got '0.0004'
+SELECT * FROM prom_range('vector(1)', 1700000000, 1700000001, '0.0004');
+SELECT count(*) = 11 FROM prom_range('vector(1)', 1700000000, 1700000001, 0.1);
+SELECT count(*) = 1001 FROM prom_range('vector(1)', 1700000000, 1700000001, '0.001');
 -- error: prom_range: the range needs 10000001 requests
 SELECT * FROM prom_range('up', 0, 110000000000, 1);
 -- error: prom_samples: the range needs
@@ -23,6 +30,9 @@ SELECT * FROM prom_range('sum(', 1700000000, 1700000010);
 SELECT * FROM prom_samples('rate(up[1m])', 1700000000, 1700000010);
 -- error: prom_label_values: missing required argument 'label'
 SELECT * FROM prom_label_values;
+-- error: prom_label_values: argument 'match' is empty
+SELECT * FROM prom_label_values('UUID', ' ');
+SELECT count(*) >= 0 FROM prom_label_values('UUID', NULL);
 -- error: prom_range: cannot reach http://127.0.0.1:1/api/v1/query_range: Failed to connect
 SELECT pp_config('retries', 0); SELECT pp_config('prometheus_url', 'http://127.0.0.1:1');
 SELECT * FROM prom_range('up', 1700000000, 1700000010);
