@@ -36,7 +36,10 @@ struct LabelValuesCursor : RowsCursor {
     const auto args = filter_arguments(idx_num, argc, argv, kLabelValuesArguments.size());
     keep_arguments(args);
     const std::string label = required_nonblank_text(args[0], "label");
-    const auto match = optional_text(args[1], "match");
+    // An empty match would reach Prometheus as a selector that does not parse; NULL means all.
+    const auto match = args[1] && sqlite3_value_type(args[1]) != SQLITE_NULL
+                           ? std::optional<std::string>(required_nonblank_text(args[1], "match"))
+                           : std::nullopt;
     PromClient client(*connection, kName, serial);
     std::vector<std::vector<SqlValue>> rows;
     for (const std::string& value : *client.label_values(label, match)) rows.push_back({value});
