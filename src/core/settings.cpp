@@ -198,7 +198,7 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
       double number = 0;
       if (!parse_double(value, number) || !std::isfinite(number) || number < d.minimum || number > d.maximum)
         throw Error(where + "needs a number " + range + ", got '" + value + "'");
-      return std::string(trim(value));
+      return number == 0 ? std::string("0") : std::string(trim(value));  // -0 and 0.000 as 0
     }
     case SettingType::OffsetMs: {
       if (to_lower(trim(value)) == "auto") return "auto";
@@ -214,7 +214,7 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
       if (v == "off" || v == "false" || v == "0" || v == "no") return "off";
       if (d.type == SettingType::AutoBoolean && v == "auto") return "auto";
       throw Error(where + "needs " + (d.type == SettingType::AutoBoolean ? "auto, " : "") +
-                  "on/off, true/false or 1/0, got '" + value + "'");
+                  "on/off, true/false, yes/no or 1/0, got '" + value + "'");
     }
     case SettingType::Url:
       return normalize_url(where, value);

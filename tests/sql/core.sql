@@ -16,6 +16,12 @@ SELECT pp_last_warnings() = '[]';
 -- Settings at the ends of their ranges, and flags of pp_refresh as documented.
 SELECT pp_config('timeout_ms', 86400000) = '86400000';
 SELECT pp_config('dedup_rel_tol', 0) = '0';
+SELECT pp_config('dedup_rel_tol', -0.0) = '0';
+SELECT pp_config('dedup_rel_tol', '0.000') = '0';
+-- A statement reads a setting once (pp_config is marked deterministic, see settings.md): set it
+-- in one statement and read it in the next.
+SELECT group_concat(pp_config('timeout_ms', x), ',') = '1100,1200' FROM (SELECT 1100 AS x UNION ALL SELECT 1200);
+SELECT pp_config('timeout_ms') = '1200';
 -- A REAL keeps every digit that tells it apart (SQLite's text of it would keep 15).
 SELECT pp_config('dedup_rel_tol', 0.30000000000000004) = '0.30000000000000004';
 SELECT pp_config('timeout_ms', 1500) = '1500';

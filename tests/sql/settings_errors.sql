@@ -16,9 +16,9 @@ SELECT pp_config('dedup_rel_tol', '1e999');
 SELECT pp_config('headers', '{"X-Scope-OrgID":"team-a","Bad Name":"x"}');
 -- error: pp_config: setting 'headers' header 'X(' needs a plain name
 SELECT pp_config('headers', '{"X(":"y"}');
--- error: pp_config: setting 'http_compression' needs auto, on/off, true/false or 1/0, got 'gzip'
+-- error: pp_config: setting 'http_compression' needs auto, on/off, true/false, yes/no or 1/0, got 'gzip'
 SELECT pp_config('http_compression', 'gzip');
--- error: pp_config: setting 'tls_verify' needs on/off, true/false or 1/0, got 'auto'
+-- error: pp_config: setting 'tls_verify' needs on/off, true/false, yes/no or 1/0, got 'auto'
 SELECT pp_config('tls_verify', 'auto');
 -- Basic auth sends user:password: a colon in the user name would move its tail into the password.
 -- error: pp_config: setting 'basic_auth_user' must not hold ':'
