@@ -331,6 +331,19 @@ def test_any_job_id_and_layer_type_is_a_valid_label_value():
                     'layer_type="Conv2d\\\\x",direction="forward"} 0.5')
 
 
+def test_a_job_on_no_gpu_has_no_gpu_time_series():
+    """A run recorded on the CPU has no GPU time: its GPU seconds and shares are left out (not 0,
+    which would read as a job that never ran), its calls are still exported."""
+    rows = [Row("Linear", "Linear", "forward", 84, 43.78, 0, 0.0,
+                {short: Value("blend", None, blend=None) for short in SHORTS})]
+    report = JobReport("quick", 0, 0, 0, None, 53699137, None, None, 0, None, None, {}, rows, [])
+    families = {line.split("{")[0] for line in openmetrics.exposition([report]).splitlines()
+                if line.startswith("precisionprobe_") and "{" in line}
+    assert "precisionprobe_layer_type_calls" in families and "precisionprobe_job_gpus" in families
+    assert not families & {"precisionprobe_job_gpu_seconds", "precisionprobe_layer_type_gpu_seconds",
+                           "precisionprobe_layer_type_share_ratio"}
+
+
 def test_errors_are_one_line(run, tmp_path):
     work, _, _ = run
     events = work / "a" / "events"

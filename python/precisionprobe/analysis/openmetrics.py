@@ -64,6 +64,11 @@ def _per_type(value_of):
     return lambda job: [((job.job_id, row.layer_type, row.direction), value_of(row)) for row in job.layer_types]
 
 
+def _on_gpu(value_of):
+    """A per-type value of GPU time: none for a job that ran on no GPU (it has no GPU time)."""
+    return lambda job: [(labels, x if job.gpus else None) for labels, x in _per_type(value_of)(job)]
+
+
 def _metric_name(short):
     return f"{LABEL[short]} ({FIELD[short]}{' / 100' if short in PERCENT else ''})"
 
@@ -73,7 +78,7 @@ def _job_families():
         Family(f"{PREFIX}_job_gpus", "", "GPUs the job ran on", JOB_LABELS, _job(lambda j: j.gpus)),
         Family(f"{PREFIX}_job_gpu_seconds", "seconds",
                "GPU time of the job: its span (first event to last) on each GPU, summed", JOB_LABELS,
-               _job(lambda j: j.gpu_seconds)),
+               _job(lambda j: j.gpu_seconds if j.gpus else None)),
         Family(f"{PREFIX}_job_busy_ratio", "ratio",
                "Share of the job's GPU time that a kernel ran (time-weighted mean DCGM_FI_DEV_GPU_UTIL / 100); "
                "the GPU was idle the rest", JOB_LABELS, _job(lambda j: j.busy_share)),
@@ -130,10 +135,10 @@ def _layer_type_families():
     families = [
         Family(f"{PREFIX}_layer_type_gpu_seconds", "seconds",
                f"GPU time of the layer type's calls in this direction; for layer_type {UNTRACKED}, the job's "
-               "GPU time that no layer event covered", TYPE_LABELS, _per_type(lambda r: r.seconds)),
+               "GPU time that no layer event covered", TYPE_LABELS, _on_gpu(lambda r: r.seconds)),
         Family(f"{PREFIX}_layer_type_share_ratio", "ratio",
                "Share of the job's GPU time spent in the layer type's calls in this direction (measured)",
-               TYPE_LABELS, _per_type(lambda r: r.share)),
+               TYPE_LABELS, _on_gpu(lambda r: r.share)),
         Family(f"{PREFIX}_layer_type_calls", "", "Calls of the layer type in this direction (absent for "
                f"{UNTRACKED})", TYPE_LABELS, _per_type(lambda r: r.calls)),
     ]
