@@ -68,6 +68,9 @@ constexpr ColumnUpgrade kColumnUpgrades[] = {
     // the window lengths a stretch was aligned with
     {"pp_alignment", "util_window_ms", "stretch_window_lengths"},
     {"pp_windows", "util_window_ms", "window_lengths"},
+    // the report tables' count of (call, window) pairs, named windows before
+    {"report_layers", "data_num", "report_layers_data_num"},
+    {"report_layer_types", "data_num", "report_layer_types_data_num"},
 };
 
 // Whether pp_events holds one row per event, as versions before blocks made it.

@@ -209,6 +209,28 @@ References build_references() {
     collect(earlier.db, "pp_windows");
   }
   {
+    // report_layers and report_layer_types as versions before data_num was named so, before and
+    // after upgrade.sql.
+    ReferenceDb earlier;
+    run_script(earlier.db,
+               "CREATE TABLE report_layers(job_id TEXT NOT NULL, layer TEXT NOT NULL, direction TEXT NOT NULL, "
+               "layer_type TEXT, host_name TEXT, windows INTEGER, calls INTEGER, mean_duration_ms REAL, "
+               "call_seconds REAL, gpu_util_percent REAL, gpu_mem_mib REAL, dram_active_ratio REAL, "
+               "fp32_active_ratio REAL, sm_occupancy_ratio REAL, sm_active_ratio REAL, resolution REAL, note TEXT, "
+               "refreshed_at REAL NOT NULL, PRIMARY KEY (job_id, layer, direction));"
+               "CREATE TABLE report_layer_types(job_id TEXT NOT NULL, layer_type TEXT NOT NULL, "
+               "direction TEXT NOT NULL, layers INTEGER, windows INTEGER, calls INTEGER, mean_duration_ms REAL, "
+               "call_seconds REAL, gpu_util_percent REAL, gpu_mem_mib REAL, dram_active_ratio REAL, "
+               "fp32_active_ratio REAL, sm_occupancy_ratio REAL, sm_active_ratio REAL, refreshed_at REAL NOT NULL, "
+               "PRIMARY KEY (job_id, layer_type, direction));");
+    collect(earlier.db, "report_layers");
+    collect(earlier.db, "report_layer_types");
+    run_script(earlier.db, named_sql("upgrade", "report_layers_data_num"));
+    run_script(earlier.db, named_sql("upgrade", "report_layer_types_data_num"));
+    collect(earlier.db, "report_layers");
+    collect(earlier.db, "report_layer_types");
+  }
+  {
     // pp_events as versions before blocks made it: one row per event (upgrade.sql moves them).
     ReferenceDb earlier;
     run_script(earlier.db,

@@ -86,7 +86,7 @@ SELECT abs(gpu_util - 10.5) < 1e-9 AND layers = 1 FROM layer_type_metrics
 SELECT count(*) = (SELECT count(*) FROM layer_metrics) FROM report_layers;
 SELECT direction = 'forward' AND abs(gpu_util_percent - 10.5) < 1e-9 AND abs(gpu_mem_mib - 1001.5) < 1e-9
    AND abs(dram_active_ratio - 0.0555) < 1e-9 AND calls = 1 AND abs(call_seconds - 1.0) < 1e-9
-   AND windows = 2 AND layer_type = 'Linear' AND typeof(gpu_util_percent) = 'real'
+   AND data_num = 2 AND layer_type = 'Linear' AND typeof(gpu_util_percent) = 'real'
   FROM report_layers WHERE job_id = 'jobA' AND layer = 'l1' AND direction = 'forward';
 SELECT count(*) = 1 AND min(direction) = 'backward' FROM report_layers WHERE job_id = 'jobA' AND layer = 'l1' AND direction <> 'forward';
 SELECT count(*) = 2 AND min(direction) = 'untracked' AND max(direction) = 'untracked'

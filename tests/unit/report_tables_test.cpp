@@ -24,8 +24,8 @@ constexpr const char* kViewRows[] = {
     "SELECT job_id, layer_type, forward, layers, data_num, calls, mean_duration_ms, gpu_util FROM layer_type_metrics",
     "SELECT job_id, parameters, gpus, layers, gpu_seconds, gpu_util, shared_with FROM job_overview"};
 constexpr const char* kReportRows[] = {
-    "SELECT job_id, layer, layer_type, windows, calls, mean_duration_ms, gpu_util_percent, resolution, note FROM report_layers",
-    "SELECT job_id, layer_type, direction = 'forward', layers, windows, calls, mean_duration_ms, gpu_util_percent "
+    "SELECT job_id, layer, layer_type, data_num, calls, mean_duration_ms, gpu_util_percent, resolution, note FROM report_layers",
+    "SELECT job_id, layer_type, direction = 'forward', layers, data_num, calls, mean_duration_ms, gpu_util_percent "
     "FROM report_layer_types",
     "SELECT job_id, parameters, gpus, layers, gpu_seconds, gpu_util_percent, shared_with FROM report_jobs"};
 
@@ -238,6 +238,23 @@ TEST_F(ReportTables, ADatabaseFromBeforeTheListGetsEveryJobRewritten) {
   refresh();
   EXPECT_EQ(rows_differing(), 0);
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM report_jobs").integer, 2);
+}
+
+// A database from before the report tables' count of (call, window) pairs was named data_num:
+// the column is renamed, its rows kept, and later refreshes write it.
+TEST_F(ReportTables, ADatabaseWhoseReportsCountedWindowsGetsDataNum) {
+  insert_samples(0, 15000);
+  refresh();
+  db_.exec("ALTER TABLE report_layers RENAME COLUMN data_num TO windows; "
+           "ALTER TABLE report_layer_types RENAME COLUMN data_num TO windows");
+  const int64_t before = db_.scalar("SELECT sum(windows) FROM report_layers").integer;
+  EXPECT_GT(before, 0);
+  db_.exec("SELECT pp_install_views()");
+  EXPECT_EQ(db_.scalar("SELECT sum(data_num) FROM report_layers").integer, before);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pragma_table_info('report_layer_types') WHERE name = 'data_num'").integer, 1);
+  insert_samples(15000, 35000);
+  refresh();
+  EXPECT_EQ(rows_differing(), 0);
 }
 
 }  // namespace

@@ -221,18 +221,19 @@ CREATE INDEX IF NOT EXISTS layer_history_by_layer ON layer_history(job_id, layer
 
 -- The results as plain tables, for any SQLite client without the extension (pandas, DBeaver,
 -- Grafana's SQLite data source): REAL columns with units in their names, directions as words
--- ('forward', 'backward', 'untracked'). Each refresh rewrites the first three from the views
+-- ('forward', 'backward', 'untracked'); data_num as in layer_metrics (the paper's name: (call,
+-- window) pairs, not windows). Each refresh rewrites the first three from the views
 -- (sql/report.sql) for the jobs whose data changed (pp_report_pending); report_estimates is written by `precisionprobe analyze`, since the
 -- estimator reads every event of a job (refreshed_at says when).
 CREATE TABLE IF NOT EXISTS report_layers(
   job_id TEXT NOT NULL, layer TEXT NOT NULL, direction TEXT NOT NULL, layer_type TEXT, host_name TEXT,
-  windows INTEGER, calls INTEGER, mean_duration_ms REAL, call_seconds REAL,
+  data_num INTEGER, calls INTEGER, mean_duration_ms REAL, call_seconds REAL,
   gpu_util_percent REAL, gpu_mem_mib REAL, dram_active_ratio REAL, fp32_active_ratio REAL,
   sm_occupancy_ratio REAL, sm_active_ratio REAL, resolution REAL, note TEXT, refreshed_at REAL NOT NULL,
   PRIMARY KEY (job_id, layer, direction));
 CREATE TABLE IF NOT EXISTS report_layer_types(
   job_id TEXT NOT NULL, layer_type TEXT NOT NULL, direction TEXT NOT NULL, layers INTEGER,
-  windows INTEGER, calls INTEGER, mean_duration_ms REAL, call_seconds REAL,
+  data_num INTEGER, calls INTEGER, mean_duration_ms REAL, call_seconds REAL,
   gpu_util_percent REAL, gpu_mem_mib REAL, dram_active_ratio REAL, fp32_active_ratio REAL,
   sm_occupancy_ratio REAL, sm_active_ratio REAL, refreshed_at REAL NOT NULL,
   PRIMARY KEY (job_id, layer_type, direction));

@@ -51,6 +51,14 @@ UPDATE main.pp_windows AS w
    SET (window_ms, util_window_ms) = (SELECT a.window_ms, a.util_window_ms FROM main.pp_alignment AS a
                                        WHERE a.uuid = w.uuid AND a.from_ms < w.ts_ms ORDER BY a.from_ms DESC LIMIT 1);
 
+-- name: report_layers_data_num
+-- report_layers as versions before it was named for what it counts: (call, window) pairs, as
+-- layer_metrics.data_num, which it is.
+ALTER TABLE main.report_layers RENAME COLUMN windows TO data_num;
+
+-- name: report_layer_types_data_num
+ALTER TABLE main.report_layer_types RENAME COLUMN windows TO data_num;
+
 -- name: event_blocks
 -- pp_events as a table of one row per event, as versions before blocks made it: its rows go into
 -- blocks, folded ones folded. (With legacy_alter_table on, schema.cpp's rename leaves views and
