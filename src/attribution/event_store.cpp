@@ -54,13 +54,20 @@ std::string event_store_ddl(const std::string& schema) {
          "CREATE INDEX IF NOT EXISTS " + s + ".pp_events_blocks_by_file ON pp_events_blocks(source_file, last_line);";
 }
 
+// Reads the rows added since the last read: ids only grow (nothing deletes a layer; a rolled
+// back insert is forgotten), so a model's thousands of new layers cost a lookup each, not a
+// read of every layer each.
 void LayerNames::load() {
-  Statement read(db_, "SELECT id, layer, layer_type FROM " + quoted_schema(schema_) + ".pp_events_layers");
+  Statement read(db_, "SELECT id, layer, layer_type FROM " + quoted_schema(schema_) +
+                          ".pp_events_layers WHERE id > :after ORDER BY id");
+  read.bind(":after", largest_id_);
   while (read.step()) {
     std::pair<std::string, std::optional<std::string>> name{
         read.column_text(1), read.column_null(2) ? std::nullopt : std::optional<std::string>(read.column_text(2))};
-    ids_[name] = read.column_int64(0);
-    names_[read.column_int64(0)] = std::move(name);
+    const int64_t id = read.column_int64(0);
+    ids_[name] = id;
+    names_[id] = std::move(name);
+    largest_id_ = std::max(largest_id_, id);
   }
   loaded_ = true;
 }
@@ -80,6 +87,7 @@ int64_t LayerNames::id_of(const std::string& layer, const std::optional<std::str
   }
   ids_[key] = id;
   names_[id] = key;
+  largest_id_ = std::max(largest_id_, id);
   return id;
 }
 

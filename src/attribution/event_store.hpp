@@ -71,6 +71,7 @@ class LayerNames {
   // must not be handed out again.
   void forget() {
     loaded_ = false;
+    largest_id_ = 0;
     ids_.clear();
     names_.clear();
   }
@@ -80,6 +81,7 @@ class LayerNames {
   sqlite3* db_;
   std::string schema_;
   bool loaded_ = false;
+  int64_t largest_id_ = 0;  // of the rows read so far
   std::map<std::pair<std::string, std::optional<std::string>>, int64_t> ids_;
   std::unordered_map<int64_t, std::pair<std::string, std::optional<std::string>>> names_;
 };
