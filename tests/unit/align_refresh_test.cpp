@@ -252,8 +252,9 @@ TEST_F(AlignRefresh, EstimatesTheOffsetAndAttributesTheAlignedWindows) {
     }
   }
   EXPECT_GE(identified, 6);
-  // 90% intervals: one in ten may miss the truth; of these 12, at most 2 (a binomial tail of 11%).
-  EXPECT_GE(covered, static_cast<int>(rows.size()) - 2) << covered << " of " << rows.size();
+  // 90% intervals: one in ten may miss the truth; of these 12, at most 3 (4 or more miss by
+  // chance 2.6% of the time; FB_USED's, an instant's, miss by a few hundredths of a percent).
+  EXPECT_GE(covered, static_cast<int>(rows.size()) - 3) << covered << " of " << rows.size();
 }
 
 TEST_F(AlignRefresh, RefreshesInPartsGiveWhatOneRefreshGives) { expect_parts_give_what_one_gives({last_ms() - 40000}); }
