@@ -81,10 +81,10 @@ bool write_in_progress(sqlite3* db) {
 RefreshSummary refresh(Connection& connection, const std::optional<std::string>& path, bool final) {
   sqlite3* db = connection.db();
   RefreshRun run{connection, db, final, now_seconds(), connection.warner("pp_refresh"), {}, 0};
-  if (connection.refresh_left_open) {
+  if (connection.refresh_left_open()) {
     // An interrupted refresh could not roll back its changes (see below); undo them now, unless
     // ROLLBACK did already.
-    connection.refresh_left_open = false;
+    connection.refresh_closed();
     if (sqlite3_exec(db, "ROLLBACK TO pp_refresh; RELEASE pp_refresh", nullptr, nullptr, nullptr) == SQLITE_OK)
       run.warn("the changes of the refresh interrupted before were rolled back");
   }
@@ -124,10 +124,11 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
     const char* undo = commits_itself ? "ROLLBACK" : "ROLLBACK TO pp_refresh; RELEASE pp_refresh";
     if (sqlite3_exec(db, undo, nullptr, nullptr, nullptr) == SQLITE_INTERRUPT) {
       // sqlite3_interrupt() stops every statement of the connection until the calling one ends.
-      connection.refresh_left_open = true;
+      connection.hold_refresh_open();
       throw InterruptedError(
           "interrupted; nothing was committed, but SQLite cannot roll back while the interrupt is in force: "
-          "the next pp_refresh on this connection undoes this one's changes first (or run ROLLBACK)");
+          "the next pp_refresh on this connection undoes this one's changes first (or run ROLLBACK); until "
+          "then a COMMIT on it rolls back instead of storing part of a refresh");
     }
     if (stale_snapshot && commits_itself)
       throw BusyError(

@@ -36,6 +36,30 @@ void Connection::add_warning(const std::string& warning) {
   if (warnings_.size() < 100) warnings_.push_back(warning.size() <= 2000 ? warning : valid_utf8(warning, 2000));
 }
 
+void Connection::hold_refresh_open() {
+  // Interrupted before its first write, it left nothing to store (and no commit hook would run).
+  if (sqlite3_txn_state(db_, nullptr) != SQLITE_TXN_WRITE) return;
+  refresh_left_open_ = true;
+  if (transaction_hooks_) return;
+  transaction_hooks_ = true;
+  // (Hooks run inside SQLite: no SQL, nothing thrown; each only reads and clears the flag.)
+  sqlite3_commit_hook(
+      db_,
+      [](void* self) -> int {
+        auto* connection = static_cast<Connection*>(self);
+        if (!connection->refresh_left_open_) return 0;
+        connection->refresh_left_open_ = false;
+        connection->add_warning(
+            "pp_refresh: COMMIT was turned into ROLLBACK: the transaction held part of a refresh that was "
+            "interrupted, which would have been stored as if whole; nothing of it (nor of what the "
+            "transaction did since) was stored. Run pp_refresh again");
+        return 1;
+      },
+      this);
+  sqlite3_rollback_hook(
+      db_, [](void* self) { static_cast<Connection*>(self)->refresh_left_open_ = false; }, this);
+}
+
 std::vector<std::string> Connection::warnings() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return warnings_;

@@ -65,9 +65,13 @@ class Connection {
   // opens a cursor for each of its runs.
   bool first_refresh_call(const std::vector<std::string>& call);
 
-  // Whether an interrupted pp_refresh left its savepoint open: SQLite runs no statement (not
-  // even ROLLBACK TO) while the interrupt is in force, so the next pp_refresh rolls it back.
-  bool refresh_left_open = false;
+  // An interrupted pp_refresh leaves its savepoint open: SQLite runs no statement (not even
+  // ROLLBACK TO) while the interrupt is in force, so the next pp_refresh rolls it back. Until
+  // then, or until a ROLLBACK, a COMMIT on the connection would store part of a refresh: the
+  // commit hook turns it into a rollback (and says so in pp_last_warnings).
+  void hold_refresh_open();
+  bool refresh_left_open() const { return refresh_left_open_; }
+  void refresh_closed() { refresh_left_open_ = false; }
 
   // A statement's run: its address and how often it had been run (reset) before. The runs of
   // the connection's statements that are running now, in order.
@@ -84,6 +88,8 @@ class Connection {
   sqlite3* db_;
   Settings settings_;
   int writing_ = 0;
+  bool refresh_left_open_ = false;
+  bool transaction_hooks_ = false;  // the commit and rollback hooks are this connection's
   HttpClient http_;
   mutable std::mutex mutex_;
   std::vector<std::string> warnings_;

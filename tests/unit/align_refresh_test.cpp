@@ -628,6 +628,62 @@ TEST_F(AlignRefresh, AnInterruptStopsTheThreadedStepsAndKeepsNothing) {
   EXPECT_EQ(results(), expected);
 }
 
+// A refresh run in autocommit mode and interrupted leaves its writes in an open transaction
+// (SQLite runs no ROLLBACK while the interrupt is in force): an application's COMMIT after it
+// (Python's conn.commit(), its own write) must not store that part of a refresh, which the next
+// refresh would then import again.
+TEST_F(AlignRefresh, ACommitAfterAnInterruptedRefreshStoresNothingOfIt) {
+  insert_samples(0, last_ms());
+  const auto stored = [&] {
+    return db_.scalar("SELECT (SELECT count(*) FROM pp_alignment) + (SELECT count(*) FROM pp_windows) + "
+                      "(SELECT count(*) FROM layer_state) + (SELECT count(*) FROM pp_gpu_spans)").integer;
+  };
+  ASSERT_EQ(stored(), 0);
+  int left_open = 0;
+  for (const int callbacks : {20, 200, 2000, 20000}) {
+    SCOPED_TRACE(callbacks);
+    int count = 0;
+    struct Stop {
+      int* count;
+      int at;
+      sqlite3* db;
+    } stop{&count, callbacks, db_.get()};
+    sqlite3_progress_handler(
+        db_.get(), 100,
+        [](void* arg) {
+          auto* s = static_cast<Stop*>(arg);
+          if (++*s->count == s->at) sqlite3_interrupt(s->db);
+          return 0;
+        },
+        &stop);
+    bool interrupted = false;
+    try {
+      db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+    } catch (const std::runtime_error& e) {
+      interrupted = true;
+      EXPECT_NE(std::string(e.what()).find("a COMMIT on it rolls back"), std::string::npos) << e.what();
+    }
+    sqlite3_progress_handler(db_.get(), 0, nullptr, nullptr);
+    if (!interrupted) break;  // the refresh ended before the interrupt: it committed
+    if (sqlite3_get_autocommit(db_.get())) continue;  // SQLite rolled the transaction back itself
+    if (sqlite3_txn_state(db_.get(), nullptr) != SQLITE_TXN_WRITE) {  // stopped before its first write
+      EXPECT_EQ(sqlite3_exec(db_.get(), "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+      EXPECT_EQ(stored(), 0);
+      continue;
+    }
+    ++left_open;
+    EXPECT_NE(sqlite3_exec(db_.get(), "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+    EXPECT_NE(db_.scalar("SELECT pp_last_warnings()").text.find("COMMIT was turned into ROLLBACK"), std::string::npos);
+    EXPECT_EQ(stored(), 0);
+  }
+  EXPECT_GE(left_open, 1);
+  // A COMMIT of the connection's own later transactions is not held back.
+  db_.exec("BEGIN; CREATE TABLE mine(x); INSERT INTO mine VALUES (1); COMMIT");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM mine").integer, 1);
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  EXPECT_GT(stored(), 0);
+}
+
 // A database made by a version without the estimator's state (no pp_estimator_state table) is
 // estimated from its windows as it was, and gets the table from pp_install_views.
 TEST_F(AlignRefresh, ADatabaseFromBeforeTheEstimatorStateIsEstimatedFromItsWindows) {
