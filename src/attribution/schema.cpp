@@ -105,6 +105,15 @@ bool meta_complete(sqlite3* db, const std::string& fingerprint) {
                       {{":fingerprint", fingerprint}}, 0) == 4;
 }
 
+// Whether pp_metrics holds the rows schema.sql gives it (a refresh puts a deleted one back).
+bool default_metrics_present(sqlite3* db) {
+  return query_double(db,
+                      "SELECT count(*) FROM main.pp_metrics WHERE metric IN ('DCGM_FI_DEV_GPU_UTIL', "
+                      "'DCGM_FI_DEV_FB_USED', 'DCGM_FI_PROF_DRAM_ACTIVE', 'DCGM_FI_PROF_PIPE_FP32_ACTIVE', "
+                      "'DCGM_FI_PROF_SM_OCCUPANCY', 'DCGM_FI_PROF_SM_ACTIVE')",
+                      {}, 0) == 6;
+}
+
 }  // namespace
 
 std::string installed_objects() {
@@ -128,6 +137,12 @@ void install_attribution_schema(sqlite3* db) {
                   "it writable once, or work on a writable copy");
     return;
   }
+  // Nor is there where everything is this version's and the default metrics are in place
+  // (schema.sql would only insert what is there): a reader that installs first (export,
+  // serve, analyze) then takes no write lock, so that in WAL mode it never waits for a refresh.
+  if (attribution_schema_current(db) && !tables_need_upgrade(db) && meta_complete(db, fingerprint) &&
+      default_metrics_present(db))
+    return;
   upgrade_tables(db);
   run_script(db, embedded_sql("schema"));
   const bool current =

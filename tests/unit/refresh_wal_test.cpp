@@ -79,6 +79,27 @@ TEST_F(RefreshWal, RefreshMeetingAnotherWriterSaysWhatWasBusy) {
   EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1"}).integer, 50);
 }
 
+// A reader (export, serve, analyze) installs the views before it reads: where they are this
+// version's, that writes nothing, so in WAL mode it does not wait for a refresh's write lock.
+TEST_F(RefreshWal, InstallingCurrentViewsDoesNotWaitForAWriter) {
+  db.query("SELECT pp_install_views()");
+  pp_test::TestDb writer{database};
+  writer.exec("BEGIN IMMEDIATE; INSERT INTO pp_meta(key, value) VALUES ('note', 'writing');");
+  pp_test::TestDb reader{database};
+  reader.exec("PRAGMA busy_timeout = 0");
+  reader.query("SELECT pp_install_views()");
+  EXPECT_EQ(reader.scalar("SELECT count(*) FROM layer_metrics").integer, 0);
+  // One that would write (a view that is not this version's) meets the lock, and says so.
+  writer.exec("COMMIT; DROP VIEW layer_metrics; BEGIN IMMEDIATE; INSERT INTO pp_meta(key, value) VALUES ('n2', 'w')");
+  EXPECT_NE(reader.error("SELECT pp_install_views()").find("locked"), std::string::npos);
+  writer.exec("COMMIT");
+  reader.query("SELECT pp_install_views()");
+  // A default metric deleted by hand is put back, as every install did.
+  reader.exec("DELETE FROM pp_metrics WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE'");
+  reader.query("SELECT pp_install_views()");
+  EXPECT_EQ(reader.scalar("SELECT count(*) FROM pp_metrics").integer, 6);
+}
+
 // The connection's transaction began before another connection committed (WAL): no wait lets
 // it write, and the error says what to do instead of "run it again".
 TEST_F(RefreshWal, RefreshInAStaleSnapshotSaysToEndTheTransaction) {
@@ -113,8 +134,12 @@ TEST(RefreshJournal, AReaderThatBlocksTheCommitLeavesNoLockBehind) {
   db.exec("PRAGMA busy_timeout = 50");
   const std::string error = db.error("SELECT * FROM pp_refresh(?1)", {dir / "job1"});
   EXPECT_NE(error.find("could not commit: another connection is reading the database"), std::string::npos) << error;
+  EXPECT_NE(error.find("(busy_timeout ran out)"), std::string::npos) << error;
   EXPECT_EQ(sqlite3_errcode(db.get()) & 0xFF, SQLITE_BUSY);
   EXPECT_NE(sqlite3_get_autocommit(db.get()), 0);  // no transaction, no lock left
+  // Without a busy_timeout the refresh did not wait at all, and says so.
+  db.exec("PRAGMA busy_timeout = 0");
+  EXPECT_NE(db.error("SELECT * FROM pp_refresh(?1)", {dir / "job1"}).find("no busy_timeout is set"), std::string::npos);
   reader.exec("COMMIT");
   pp_test::TestDb other{database};
   EXPECT_EQ(other.scalar("SELECT count(*) FROM pp_events").integer, 0);
