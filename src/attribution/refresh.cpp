@@ -141,11 +141,14 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
           "so it cannot write (SQLITE_BUSY_SNAPSHOT); nothing was changed: end the transaction (COMMIT or "
           "ROLLBACK), then run pp_refresh again",
           true);
-    if (busy && committing)
-      throw BusyError(
-          "could not commit: another connection is reading the database, and in rollback-journal mode a reader "
-          "blocks a commit (busy_timeout ran out); nothing was changed: run pp_refresh again once it is done, or "
-          "use WAL mode (PRAGMA journal_mode = WAL), where readers do not block a refresh");
+    if (busy && committing) {
+      const bool waited = query_double(db, "PRAGMA busy_timeout", {}, 0) > 0;
+      throw BusyError(std::string("could not commit: another connection is reading the database, and in "
+                                  "rollback-journal mode a reader blocks a commit (") +
+                      (waited ? "busy_timeout ran out" : "no busy_timeout is set, so the refresh did not wait") +
+                      "); nothing was changed: run pp_refresh again once it is done, or use WAL mode (PRAGMA "
+                      "journal_mode = WAL), where readers do not block a refresh");
+    }
     if (busy)
       throw BusyError(
           "database is locked by another connection's write; nothing was changed (run pp_refresh again, "
