@@ -585,3 +585,25 @@ def test_a_value_of_another_type_in_the_report_tables_is_one_line(runs, report_a
     result = precisionprobe("compare", database, database, check=False)
     assert result.returncode == 1 and "report_layers.gpu_util_percent of job" in result.stderr, result.stderr
     assert "...'" in result.stderr and len(result.stderr) < 700, result.stderr  # not the 3,000 bytes
+
+
+def test_a_wal_database_in_a_folder_it_cannot_write_says_why_it_cannot_be_opened(tmp_path, monkeypatch):
+    """SQLite reports a database in WAL mode whose -shm file it cannot make (a read-only file
+    system) only as "unable to open database file"; the commands add why, and what to do."""
+    from precisionprobe.analysis import extension
+
+    database = tmp_path / "runs.db"
+    conn = sqlite3.connect(database)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE t(x)")
+    conn.close()
+    assert not Path(f"{database}-shm").exists()
+    assert extension.wal_without_shm(database) == ""  # its folder is writable: SQLite makes the file
+    writable = os.access
+    monkeypatch.setattr(extension.os, "access",
+                        lambda path, mode: False if Path(path) == tmp_path else writable(path, mode))
+    assert "a database in WAL mode needs its -shm file" in extension.wal_without_shm(database)
+    conn = sqlite3.connect(database)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    assert extension.wal_without_shm(database) == ""  # not in WAL mode: nothing to make

@@ -143,4 +143,20 @@ def _why_not_opened(database):
         return f" (this user may not create files in {path.parent}: give --db a file you can write)"
     if path.exists() and not os.access(path, os.R_OK):
         return " (this user may not read it)"
-    return ""
+    return wal_without_shm(path)
+
+
+def wal_without_shm(path):
+    """Why SQLite cannot open a database in WAL mode whose -shm file it cannot make beside it (a
+    read-only folder or file system), which it reports only as "unable to open database file"."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            header = f.read(20)
+    except OSError:
+        return ""
+    in_wal = header.startswith(b"SQLite format 3\0") and header[18:20] == b"\x02\x02"
+    if not in_wal or Path(f"{path}-shm").exists() or os.access(path.parent, os.W_OK | os.X_OK):
+        return ""
+    return (" (a database in WAL mode needs its -shm file, which SQLite cannot make in this folder or file "
+            "system: copy the file to a folder you can write, or open it once where you can)")
