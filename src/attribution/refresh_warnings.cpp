@@ -47,16 +47,22 @@ void warn_about_unattributed(RefreshRun& run) {
              "with all of its event files before final = 1, and jobs that ran on one GPU in the order they ran "
              "(or each into a database of its own)");
   // Not final: the newest events wait for windows the job may still write events into. Said,
-  // so that a refresh right after a job ended is not taken for the whole job.
-  if (!run.final) {
-    Statement waiting(run.db, named_sql("refresh", "waiting_events"));
-    if (waiting.step() && waiting.column_int64(0) > 0)
-      run.warn(std::to_string(waiting.column_int64(0)) + " events (the last " +
-               std::to_string(static_cast<long long>(std::ceil(waiting.column_double(1)))) +
-               " s) are not folded yet: while a job may still write events, the fold waits " +
+  // so that a refresh right after a job ended is not taken for the whole job. Final: every
+  // window there is was folded, so what waits lies past its GPU's last sample.
+  Statement waiting(run.db, named_sql("refresh", "waiting_events"));
+  if (waiting.step() && waiting.column_int64(0) > 0) {
+    const std::string events = std::to_string(waiting.column_int64(0)) + " events (the last " +
+                               std::to_string(static_cast<long long>(std::ceil(waiting.column_double(1)))) + " s)";
+    if (!run.final)
+      run.warn(events + " are not folded yet: while a job may still write events, the fold waits " +
                run.connection.settings().get("attribution_margin_seconds") +
                " s (attribution_margin_seconds) after a GPU's last event; refresh again later, or with "
                "final = 1 once the job has ended");
+    else
+      run.warn(events + " lie past the last DCGM sample of their GPU at " +
+               redact_url(run.connection.settings().get("prometheus_url")) +
+               ", so they are not attributed yet (did dcgm-exporter or the scrape stop before the job ended, or "
+               "retention drop the samples?); a later refresh folds them once Prometheus has their samples");
   }
 }
 

@@ -240,6 +240,22 @@ TEST_F(ReportTables, ADatabaseFromBeforeTheListGetsEveryJobRewritten) {
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM report_jobs").integer, 2);
 }
 
+// Samples that stop before a job's last events (dcgm-exporter or the scrape stopped): a final
+// refresh folds every window there is and says how many events lie past them, instead of
+// dropping them silently; once their samples are in, a refresh folds them.
+TEST_F(ReportTables, EventsPastTheLastSampleAreSaidAndFoldedLater) {
+  insert_samples(0, 25000);
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const std::string warnings = text("SELECT pp_last_warnings()");
+  EXPECT_NE(warnings.find("50 events (the last 5 s) lie past the last DCGM sample of their GPU"), std::string::npos)
+      << warnings;
+  EXPECT_EQ(db_.scalar("SELECT sum(calls) FROM layer_metrics WHERE job_id = 'b'").integer, 50);
+  insert_samples(25000, 35000);
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  EXPECT_EQ(text("SELECT pp_last_warnings()"), "[]");
+  EXPECT_EQ(db_.scalar("SELECT sum(calls) FROM layer_metrics WHERE job_id = 'b'").integer, 100);
+}
+
 // A database from before the report tables' count of (call, window) pairs was named data_num:
 // the column is renamed, its rows kept, and later refreshes write it.
 TEST_F(ReportTables, ADatabaseWhoseReportsCountedWindowsGetsDataNum) {
