@@ -98,8 +98,10 @@ struct AlignmentReport {
                     " (see pp_alignment; the estimates' intervals are widened accordingly)");
     if (jumps)
       out.push_back("the offset of GPU " + uuid + "'s samples jumped " + std::to_string(jumps) + " time(s), first at ts_ms " +
-                    std::to_string(first_jump_ms) + " from " + ms_text(jump_from_ns) + " to " + ms_text(jump_to_ns) +
-                    " ms (an exporter or Prometheus restart, or clocks stepped?)");
+                    std::to_string(first_jump_ms) + " to " + ms_text(jump_to_ns) + " ms where the stretches before it predict " +
+                    ms_text(jump_from_ns) +
+                    " ms (an exporter or Prometheus restart, clocks stepped, or a scrape interval that is no multiple of "
+                    "DCGM's period?)");
     if (repeats || skipped)
       out.push_back("GPU " + uuid + ": the scrapes stored " + std::to_string(repeats) + " DCGM window(s) twice (counted once) and skipped " +
                     std::to_string(skipped) + " (scrape and DCGM phases drift; " + std::to_string(moved) +
@@ -349,7 +351,7 @@ class GpuAligner {
     if (off <= std::max(3e6, 3 * (seg.timing_ns + segments_.back().timing_ns))) return;
     if (report.jumps++ == 0) {
       report.first_jump_ms = seg.from_ms;
-      report.jump_from_ns = segments_.back().offset_ns;
+      report.jump_from_ns = predicted;  // (what the stretches before, with their drift, predict)
       report.jump_to_ns = seg.offset_ns;
     }
   }

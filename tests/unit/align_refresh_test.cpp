@@ -257,6 +257,17 @@ TEST_F(AlignRefresh, EstimatesTheOffsetAndAttributesTheAlignedWindows) {
   EXPECT_GE(covered, static_cast<int>(rows.size()) - 3) << covered << " of " << rows.size();
 }
 
+// An exporter restarted mid-job serves its windows 40 ms later from then on: the warning says
+// where the offset jumped to against what the stretches before predict.
+TEST_F(AlignRefresh, AnOffsetThatJumpsIsSaidWithWhatWasPredicted) {
+  insert_samples(0, last_ms());
+  db_.exec("UPDATE pp_samples SET ts_ms = ts_ms + 40 WHERE ts_ms > " + std::to_string(kRefreshT0 / kMs + 35000));
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const std::string warnings = db_.scalar("SELECT pp_last_warnings()").text;
+  EXPECT_NE(warnings.find("samples jumped"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("where the stretches before it predict 37."), std::string::npos) << warnings;
+}
+
 TEST_F(AlignRefresh, RefreshesInPartsGiveWhatOneRefreshGives) { expect_parts_give_what_one_gives({last_ms() - 40000}); }
 
 // The first four stretches (45 s) cannot be placed, nor GPU_UTIL's grid found in them; the fifth
