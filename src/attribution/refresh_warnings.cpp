@@ -43,9 +43,12 @@ void warn_about_unattributed(RefreshRun& run) {
     run.warn(std::to_string(devices - named_devices) + " more MIG devices have no row in pp_mig_devices");
   if (run.late_events > 0)
     run.warn(std::to_string(run.late_events) +
-             " events arrived after their sample windows were folded and are not attributed: refresh a job "
-             "with all of its event files before final = 1, and jobs that ran on one GPU in the order they ran "
-             "(or each into a database of its own)");
+             " events arrived after their sample windows were folded and are not attributed: a refresh folds a "
+             "GPU's windows up to " + run.connection.settings().get("attribution_margin_seconds") +
+             " s (attribution_margin_seconds) past the last event it has of that GPU once that event is older "
+             "than that, or all of them with final = 1, so events of that time read later (a job's other "
+             "files, another job's run on the GPU) come too late: refresh every event file of a GPU's time "
+             "together, in the order they were written (or each job into a database of its own)");
   // Not final: the newest events wait for windows the job may still write events into. Said,
   // so that a refresh right after a job ended is not taken for the whole job. Final: every
   // window there is was folded, so what waits lies past its GPU's last sample.
