@@ -116,6 +116,10 @@ std::string keep_replaced_rows(sqlite3* db, const std::string& file) {
   return kept;
 }
 
+// How many events of a file one import must read before whole-ms times are taken for its grain
+// (a few events on whole ms by chance are 1 in 10^6 each, on ns clocks).
+constexpr int64_t kTimeGrainEvents = 100;
+
 // An event whose times cannot be a layer's call: it ends before it starts (a wall-clock step
 // between the two readings), or lies outside 1970..2116 where ns arithmetic could overflow.
 const char* impossible_times(const LayerEvent& e) {
@@ -243,6 +247,7 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
                                                      db, named_sql("import", "last_line_stored"), {{":source_file", file}}, 0)));
     return line <= it->second;
   };
+  std::map<std::string, std::pair<int64_t, int64_t>> time_grain;  // per file: events, those in whole ms
   LayerEvent event;
   JobHeader header;
   MigDevice mig_device;
@@ -272,6 +277,11 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
         }
         stored.add(blocks, event, scan.source_file(), scan.line_number());
         ++events_added;
+        {
+          auto& [events, whole_ms] = time_grain[scan.source_file()];
+          ++events;
+          whole_ms += event.t_start_ns % 1000000 == 0 && event.t_end_ns % 1000000 == 0;
+        }
         break;
       case LineKind::JobHeader:
         if (!parse_job_header(text, header, problem)) {
@@ -297,6 +307,14 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
     }
   }
   blocks.flush();
+  // A writer that kept only whole ms (not the hook client, which writes ns): its calls of a
+  // fraction of a ms last 0 or 1 ms, which no estimate can undo. Said, not refused.
+  for (const auto& [file, counts] : time_grain)
+    if (counts.first >= kTimeGrainEvents && counts.second == counts.first)
+      warn(file + ": the times of its " + std::to_string(counts.first) +
+           " events read now are all whole milliseconds, where layer calls last fractions of one: their "
+           "durations and the estimates of short layers (layer_estimates) are off by up to a ms per call; "
+           "write t_start_ns and t_end_ns in ns, as the hook client does");
   Statement save(db, named_sql("import", "save_position"));
   Statement save_state(db, named_sql("import", "save_state"));
   for (const auto& [file, position] : scan.ended()) {

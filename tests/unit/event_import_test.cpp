@@ -58,6 +58,26 @@ TEST_F(EventImport, RefreshReadsOnlyWhatWasWrittenSince) {
   EXPECT_EQ(refresh(), 0);  // nothing new
 }
 
+// A writer that kept only whole milliseconds (a converted trace, not the hook client): its
+// short calls last 0 or 1 ms, which no estimate undoes, so the refresh says so; ns times
+// (the hook client's, here 0.25 ms calls) and a handful of events say nothing.
+TEST_F(EventImport, EventTimesInWholeMillisecondsAreSaid) {
+  std::string whole_ms;
+  for (int i = 0; i < 150; ++i) {
+    auto event = pp_test::cpu_event_json(i);
+    event["t_end_ns"] = event["t_start_ns"].get<int64_t>() + 1000000;
+    whole_ms += event.dump() + "\n";
+  }
+  dir.write("job1/rank0.jsonl", whole_ms);
+  EXPECT_EQ(refresh(), 150);
+  EXPECT_NE(warnings().find("rank0.jsonl: the times of its 150 events read now are all whole milliseconds"),
+            std::string::npos)
+      << warnings();
+  dir.write("job2/rank0.jsonl", cpu_lines(0, 150));
+  EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job2"}).integer, 150);
+  EXPECT_EQ(warnings(), "[]");
+}
+
 TEST_F(EventImport, LayersWhoseNameAndTypeRunTogetherAlikeStayApart) {
   // A NUL written as \u0000 is part of a name: ("a\0b", "c") and ("a", "b\0c") are two layers.
   const auto line = [](int i, const std::string& layer, const std::string& type) {
