@@ -15,6 +15,7 @@ constexpr double kFitReachNs = 3e6;
 // scrape that stored it (Prometheus' scrapes run late by several ms on a busy host).
 constexpr double kSnapReachPeriods = 0.45;
 constexpr double kSignificantSlopeSe = 3;
+constexpr size_t kBaseline = 16;
 
 }  // namespace
 
@@ -25,7 +26,21 @@ bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns) {
   for (size_t i = 0; i < n; ++i) {
     e[i] = static_cast<double>(ends_ns[i] - ends_ns[0]);
     k[i] = std::round(e[i] / window_ns);
-    if (i > 0 && k[i] <= k[i - 1]) return false;  // two ends in one grid step: not a grid
+  }
+  // The ends' own period, from spans of kBaseline steps (long against the scrapes' lateness,
+  // short against a period a per mille or two off window_ns), and each end's step by it:
+  // counted by window_ns, the steps of a period a few per mille off it would be one off past
+  // half a period of drift.
+  const size_t baseline = std::min(kBaseline, n - 1);
+  std::vector<double> periods;
+  for (size_t i = 0; i + baseline < n; ++i)
+    if (k[i + baseline] > k[i]) periods.push_back((e[i + baseline] - e[i]) / (k[i + baseline] - k[i]));
+  if (periods.empty()) return false;
+  std::nth_element(periods.begin(), periods.begin() + static_cast<std::ptrdiff_t>(periods.size() / 2), periods.end());
+  const double own_period = periods[periods.size() / 2];
+  for (size_t i = 1; i < n; ++i) {
+    k[i] = k[i - 1] + std::round((e[i] - e[i - 1]) / own_period);
+    if (k[i] <= k[i - 1]) return false;  // two ends in one grid step: not a grid
   }
   // Least squares e = phase + period * k over the windows near a first grid, twice: a window
   // placed a fraction of a period off must not bend it. The first grid has window_ns's period
@@ -33,7 +48,7 @@ bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns) {
   // scrapes' lateness; near it means within 3 ms, or as far as the nearer half of the ends where
   // they scatter more (scrapes late by tens of ms: the half is symmetric about the grid, so it
   // tilts no line, where a band around a line through all of them would keep its tilt).
-  double phase = 0, period = window_ns;
+  double phase = 0, period = std::fabs(own_period - window_ns) <= 0.01 * window_ns ? own_period : window_ns;
   std::vector<double> r(n);
   for (size_t i = 0; i < n; ++i) r[i] = e[i] - period * k[i];
   const auto middle = r.begin() + static_cast<std::ptrdiff_t>(n / 2);
@@ -68,6 +83,13 @@ bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns) {
     near_line();
   }
   if (std::fabs(period - window_ns) > 0.01 * window_ns) return false;
+  // Each end's grid point by the fitted period: counted by window_ns, the steps of a period a
+  // few per mille off it would be one off past half a period of drift, and those ends would be
+  // put a period from where they are.
+  for (size_t i = 0; i < n; ++i) {
+    k[i] = std::round((e[i] - phase) / period);
+    if (i > 0 && k[i] <= k[i - 1]) return false;
+  }
   const int64_t origin = ends_ns[0];
   for (size_t i = 0; i < n; ++i)
     if (std::fabs(e[i] - phase - period * k[i]) <= kSnapReachPeriods * period)
