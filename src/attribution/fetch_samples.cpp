@@ -53,6 +53,7 @@ struct FetchRange {
   std::set<std::string> uuids;  // the GPUs of its spans: a pass asks for these only
   std::string longest_job, longest_uuid;
   double longest_start = 0, longest_end = 0;
+  double longest_last_event = 0;  // its last event's end, which longest_end may cut at now
   int64_t from_ms() const { return static_cast<int64_t>(std::floor(start * 1000)) - 1; }
   int64_t through_ms() const { return static_cast<int64_t>(std::ceil(end * 1000)); }
 };
@@ -75,9 +76,17 @@ std::vector<FetchRange> fetch_ranges(RefreshRun& run, double margin) {
       r.longest_job = list.column_text(1);
       r.longest_start = first;
       r.longest_end = end;
+      r.longest_last_event = list.column_double(3);
     }
   }
   return ranges;
+}
+
+// A text as an SQL literal ('it''s').
+std::string sql_quoted(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
 }
 
 std::string utc_text(double seconds) {
@@ -98,9 +107,13 @@ void check_requests(const Settings& settings, const FetchRange& r) {
               std::to_string(static_cast<long long>(requests)) + " requests of samples_chunk_seconds = " +
               settings.get("samples_chunk_seconds") + " (limit max_requests_per_query = " +
               settings.get("max_requests_per_query") + "); the longest job span in that time is job '" +
-              r.longest_job + "' on GPU " + r.longest_uuid + ", from " + utc_text(r.longest_start) + " to " +
-              utc_text(r.longest_end) + " UTC, as its events' times say: if a clock was off, correct or remove "
-              "those events in their file, else raise the limit or the chunk");
+              r.longest_job + "' on GPU " + r.longest_uuid + ": its events run from " + utc_text(r.longest_start) +
+              " to " + utc_text(r.longest_last_event) + " UTC" +
+              (r.longest_last_event > r.longest_end ? " (samples are asked for up to now, " + utc_text(r.longest_end) + ")"
+                                                    : std::string()) +
+              ": if a clock was off, correct or remove those events in their file (SELECT source_file, line FROM "
+              "pp_events WHERE job_id = " + sql_quoted(r.longest_job) + " ORDER BY t_start_ns finds the first; ORDER BY "
+              "t_end_ns DESC the last), else raise the limit or the chunk");
 }
 
 // UUIDs (or host names) of r's GPUs that still need samples in it (refresh.sql

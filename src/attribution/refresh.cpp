@@ -97,6 +97,7 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
   const Connection::WriteScope settings_fixed(connection);
   const long long wal_bytes_before = commits_itself ? wal_file_bytes(db) : -1;
   bool committing = false;
+  const sqlite3_int64 changes_before = sqlite3_total_changes64(db);
   try {
     run_script(db, "SAVEPOINT pp_refresh");
     run_steps(run, path);
@@ -124,7 +125,8 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
     const char* undo = commits_itself ? "ROLLBACK" : "ROLLBACK TO pp_refresh; RELEASE pp_refresh";
     if (sqlite3_exec(db, undo, nullptr, nullptr, nullptr) == SQLITE_INTERRUPT) {
       // sqlite3_interrupt() stops every statement of the connection until the calling one ends.
-      connection.hold_refresh_open();
+      // (Stopped before its first row, it left nothing a COMMIT could store.)
+      if (sqlite3_total_changes64(db) != changes_before) connection.hold_refresh_open();
       throw InterruptedError(
           "interrupted; nothing was committed, but SQLite cannot roll back while the interrupt is in force: "
           "the next pp_refresh on this connection undoes this one's changes first (or run ROLLBACK); until "

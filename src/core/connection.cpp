@@ -37,8 +37,6 @@ void Connection::add_warning(const std::string& warning) {
 }
 
 void Connection::hold_refresh_open() {
-  // Interrupted before its first write, it left nothing to store (and no commit hook would run).
-  if (sqlite3_txn_state(db_, nullptr) != SQLITE_TXN_WRITE) return;
   refresh_left_open_ = true;
   if (transaction_hooks_) return;
   transaction_hooks_ = true;
@@ -51,8 +49,9 @@ void Connection::hold_refresh_open() {
         connection->refresh_left_open_ = false;
         connection->add_warning(
             "pp_refresh: COMMIT was turned into ROLLBACK: the transaction held part of a refresh that was "
-            "interrupted, which would have been stored as if whole; nothing of it (nor of what the "
-            "transaction did since) was stored. Run pp_refresh again");
+            "interrupted, which would have been stored as if whole; nothing of the transaction was stored, "
+            "neither that part nor what it did before or since. Run pp_refresh again (and what the "
+            "transaction did besides)");
         return 1;
       },
       this);

@@ -68,7 +68,8 @@ class Connection {
   // An interrupted pp_refresh leaves its savepoint open: SQLite runs no statement (not even
   // ROLLBACK TO) while the interrupt is in force, so the next pp_refresh rolls it back. Until
   // then, or until a ROLLBACK, a COMMIT on the connection would store part of a refresh: the
-  // commit hook turns it into a rollback (and says so in pp_last_warnings).
+  // commit hook turns it into a rollback (and says so in pp_last_warnings). Called only where
+  // the refresh had written a row.
   void hold_refresh_open();
   bool refresh_left_open() const { return refresh_left_open_; }
   void refresh_closed() { refresh_left_open_ = false; }

@@ -668,6 +668,7 @@ TEST_F(AlignRefresh, ACommitAfterAnInterruptedRefreshStoresNothingOfIt) {
         },
         &stop);
     bool interrupted = false;
+    const sqlite3_int64 changes = sqlite3_total_changes64(db_.get());
     try {
       db_.query("SELECT * FROM pp_refresh(NULL, 1)");
     } catch (const std::runtime_error& e) {
@@ -677,7 +678,7 @@ TEST_F(AlignRefresh, ACommitAfterAnInterruptedRefreshStoresNothingOfIt) {
     sqlite3_progress_handler(db_.get(), 0, nullptr, nullptr);
     if (!interrupted) break;  // the refresh ended before the interrupt: it committed
     if (sqlite3_get_autocommit(db_.get())) continue;  // SQLite rolled the transaction back itself
-    if (sqlite3_txn_state(db_.get(), nullptr) != SQLITE_TXN_WRITE) {  // stopped before its first write
+    if (sqlite3_total_changes64(db_.get()) == changes) {  // stopped before its first row
       EXPECT_EQ(sqlite3_exec(db_.get(), "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
       EXPECT_EQ(stored(), 0);
       continue;
@@ -688,6 +689,18 @@ TEST_F(AlignRefresh, ACommitAfterAnInterruptedRefreshStoresNothingOfIt) {
     EXPECT_EQ(stored(), 0);
   }
   EXPECT_GE(left_open, 1);
+  // Inside an application's own transaction, a refresh stopped before its first row leaves the
+  // application's writes to its COMMIT.
+  db_.exec("BEGIN; CREATE TABLE before_refresh(x); INSERT INTO before_refresh VALUES (1)");
+  {
+    sqlite3* db = db_.get();
+    sqlite3_progress_handler(db, 1, [](void* d) { sqlite3_interrupt(static_cast<sqlite3*>(d)); return 0; }, db);
+    EXPECT_THROW(db_.query("SELECT * FROM pp_refresh(NULL, 1)"), std::runtime_error);
+    sqlite3_progress_handler(db, 0, nullptr, nullptr);
+  }
+  ASSERT_EQ(sqlite3_get_autocommit(db_.get()), 0);  // the application's transaction is still open
+  EXPECT_EQ(sqlite3_exec(db_.get(), "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM before_refresh").integer, 1);
   // A COMMIT of the connection's own later transactions is not held back.
   db_.exec("BEGIN; CREATE TABLE mine(x); INSERT INTO mine VALUES (1); COMMIT");
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM mine").integer, 1);

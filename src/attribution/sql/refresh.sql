@@ -332,8 +332,9 @@ SELECT c.uuid, c.job_a, c.job_b,
  ORDER BY c.uuid, c.job_a, c.job_b;
 
 -- name: waiting_events
--- After a fold that was not final: events of sampled GPUs still unfolded (their partial
--- index), and how many seconds of the newest GPU's events they cover. An event that ends before
+-- After a fold: events of sampled GPUs still unfolded (their partial
+-- index), and how many seconds of the newest GPU's events they cover (not final: waiting for
+-- the margin; final: past the GPU's last sample). An event that ends before
 -- its GPU's fold point is not waiting: its windows are folded, so it never will be (late_events
 -- counts it; one of no length at the fold point is waiting). A block the fold has not reached,
 -- that starts at or after the fold point and whose times
