@@ -26,6 +26,7 @@ namespace {
 constexpr double kNsPerMs = 1e6;
 constexpr size_t kMinSegmentWindows = 100;
 constexpr double kDeterminedHalf90Ns = 2e6;  // a wider 90% interval is "poorly determined"
+constexpr double kNearWrapShare = 0.1;  // a jump this close to whole periods is a stretch fitted a period off
 constexpr double kFollowReachNs = 6e6;       // later segments search this far around the prediction
 constexpr double kStretchDriftPpm = 50;      // a stretch's own drift that is taken out before the drift is known
 constexpr double kMaxDriftPpm = 5000;
@@ -343,12 +344,24 @@ class GpuAligner {
   }
 
   // A change of offset that neither the drift nor a wrap by one window explains.
-  void note_jump(const SegmentRecord& seg) {
+  void note_jump(SegmentRecord& seg) {
     if (segments_.empty() || seg.status != "estimated" || segments_.back().status != "estimated") return;
     const double predicted = predicted_offset(mid_ns(seg));
-    double off = std::fabs(seg.offset_ns - predicted);
+    const double jump = std::fabs(seg.offset_ns - predicted);
+    double off = jump;
     if (window_ns_ > 0) off = std::min({off, std::fabs(off - window_ns_)});
     if (off <= std::max(3e6, 3 * (seg.timing_ns + segments_.back().timing_ns))) return;
+    // A jump of a whole number of periods and a few ms is no wrap (the drift moves the offset
+    // smoothly, a wrap by exactly a period) and seldom a restart (whose new latency lies
+    // anywhere in a period): it is a stretch a model of one offset with windows moved one by
+    // one fitted a period off, where the exporter's latency scatters by tens of ms. Its windows
+    // may be as far from their place as the jump: poorly determined, its timing as wide, so
+    // that the estimates' intervals take it in.
+    const double periods = window_ns_ > 0 ? std::round(jump / window_ns_) : 0;
+    if (periods >= 1 && std::fabs(jump - periods * window_ns_) <= kNearWrapShare * window_ns_) {
+      seg.status = "poorly determined";
+      seg.timing_ns = std::max(seg.timing_ns, jump);
+    }
     if (report.jumps++ == 0) {
       report.first_jump_ms = seg.from_ms;
       report.jump_from_ns = predicted;  // (what the stretches before, with their drift, predict)

@@ -268,6 +268,28 @@ TEST_F(AlignRefresh, AnOffsetThatJumpsIsSaidWithWhatWasPredicted) {
   EXPECT_NE(warnings.find("where the stretches before it predict 37."), std::string::npos) << warnings;
 }
 
+// A stretch whose samples fit one period and a few ms from where the stretches around it put
+// theirs (an exporter whose latency scatters by tens of ms can look so): no wrap, which is a
+// period exactly, and seldom a restart, whose latency lands anywhere: poorly determined, its
+// timing as wide as the jump, and the stretches after it estimated again.
+TEST_F(AlignRefresh, AStretchFittedAPeriodAndAFewMsOffIsPoorlyDetermined) {
+  insert_samples(0, last_ms());
+  const int64_t from = kRefreshT0 / kMs + 30000, to = kRefreshT0 / kMs + 42000;
+  db_.exec("UPDATE pp_samples SET ts_ms = ts_ms + 106 WHERE ts_ms > " + std::to_string(from) + " AND ts_ms <= " +
+           std::to_string(to));
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const auto rows = db_.query("SELECT from_ms, offset_ns / 1e6, timing_ns / 1e6, status FROM pp_alignment ORDER BY from_ms");
+  int flagged = 0;
+  for (const auto& row : rows) {
+    if (row[3].text != "poorly determined") continue;
+    ++flagged;
+    EXPECT_GT(row[2].real, 90.0) << row[0].real;
+  }
+  EXPECT_GE(flagged, 1);
+  EXPECT_EQ(rows.back()[3].text, "estimated");
+  EXPECT_NEAR(rows.back()[1].real, kOffsetMs, 1.0);
+}
+
 TEST_F(AlignRefresh, RefreshesInPartsGiveWhatOneRefreshGives) { expect_parts_give_what_one_gives({last_ms() - 40000}); }
 
 // The first four stretches (45 s) cannot be placed, nor GPU_UTIL's grid found in them; the fifth
