@@ -47,11 +47,14 @@ void Connection::hold_refresh_open() {
         auto* connection = static_cast<Connection*>(self);
         if (!connection->refresh_left_open_) return 0;
         connection->refresh_left_open_ = false;
-        connection->add_warning(
-            "pp_refresh: COMMIT was turned into ROLLBACK: the transaction held part of a refresh that was "
-            "interrupted, which would have been stored as if whole; nothing of the transaction was stored, "
-            "neither that part nor what it did before or since. Run pp_refresh again (and what the "
-            "transaction did besides)");
+        try {
+          connection->add_warning(
+              "pp_refresh: COMMIT was turned into ROLLBACK: the transaction held part of a refresh that was "
+              "interrupted, which would have been stored as if whole; nothing of the transaction was stored, "
+              "neither that part nor what it did before or since. Run pp_refresh again (and what the "
+              "transaction did besides)");
+        } catch (...) {  // out of memory: the rollback matters, the words do not
+        }
         return 1;
       },
       this);
