@@ -49,6 +49,22 @@
 namespace pp {
 namespace {
 
+// Jobs none of whose GPU stretches (pp_alignment, over the job's spans) had their timing
+// determined, though some were aligned: every one poorly or not determined. A stretch's timing
+// shift covers the uncertainty of one offset, not an offset that may be off by periods (a GPU
+// whose dcgm-exporter serves GPU_UTIL and FB_USED alone, no profiling field to align with):
+// their estimates give only what the bounds say.
+std::set<std::string> jobs_without_determined_timing(sqlite3* db) {
+  std::set<std::string> jobs;
+  Statement list(db,
+                 "SELECT g.job_id FROM main.pp_gpu_spans AS g JOIN main.pp_alignment AS a ON a.uuid = g.uuid "
+                 "AND a.from_ms <= g.last_ns / 1000000 AND a.through_ms >= g.first_ns / 1000000 "
+                 "WHERE g.uuid <> 'cpu' AND a.status <> 'no layers' GROUP BY g.job_id "
+                 "HAVING max(a.status IN ('estimated', 'setting')) = 0");
+  while (list.step()) jobs.insert(list.column_text(0));
+  return jobs;
+}
+
 const std::vector<ArgumentSpec> kEstimateArguments = {{"grouping", true}, {"database", false}};
 
 struct EstimatesCursor : RowsCursor {
@@ -85,6 +101,7 @@ struct EstimatesCursor : RowsCursor {
     }
     const auto bounds = metric_bounds(db);
     const JobSharing sharing = JobSharing::read(db);
+    const std::set<std::string> timing_unknown = jobs_without_determined_timing(db);
     const int64_t horizon_ms = timing_horizon_ms(connection->settings().get_int("event_retention_minutes"));
     SystemUnknowns unknowns;
     std::map<SystemKey, SystemNotes> notes;
@@ -130,8 +147,15 @@ struct EstimatesCursor : RowsCursor {
       // job's layers always appear with the other's idle level and only their sum is known; the
       // metric's lower bound then pins one part and the other looks identified, wrongly.)
       std::optional<std::string> reason;
+      const bool timing_known = members.empty() ? !timing_unknown.count(key.system)
+                                                : std::none_of(members.begin(), members.end(), [&](const std::string& m) {
+                                                    return timing_unknown.count(m) > 0;
+                                                  });
       if (!note.failed.empty())
         reason = note.failed;
+      else if (!timing_known)
+        reason = "the timing of its GPU's samples was determined in no stretch of the job (pp_alignment: "
+                 "poorly or not determined), so where its windows lie is not known";
       else if (note.windows_unknown)
         reason = "samples whose window is not known (a driver-period metric off its driver's grid)";
       else if (note.shared_gauge)

@@ -504,6 +504,30 @@ TEST_F(AlignRefresh, GpuUtilOffItsDriversGridIsNeverIdentified) {
             0);  // DCGM's own fields are not affected
 }
 
+// dcgm-exporter without profiling fields serves GPU_UTIL (the driver's 1/6 s windows) and
+// FB_USED (an instant) alone: nothing places DCGM's windows, no stretch's timing is
+// determined, and an offset off by periods would still fit FB_USED's levels closely. No row
+// is identified; each gives only what the bounds say.
+TEST_F(AlignRefresh, WithoutAFieldToAlignWithNothingIsIdentified) {
+  insert_samples(0, last_ms());
+  db_.exec("DELETE FROM pp_samples WHERE metric NOT IN ('DCGM_FI_DEV_GPU_UTIL', 'DCGM_FI_DEV_FB_USED')");
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment WHERE status IN ('estimated', 'setting')").integer, 0);
+  EXPECT_GT(db_.scalar("SELECT count(*) FROM layer_type_estimates").integer, 0);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM layer_type_estimates WHERE confidence = 'identified'").integer, 0);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM layer_type_estimates WHERE confidence NOT LIKE "
+                       "'not identified: the timing of its GPU''s samples was determined in no stretch%'").integer,
+            0);
+  // With the offset pinned (status 'setting'), the same data is estimated as usual.
+  db_.exec("SELECT pp_config('sample_offset_ms', " + std::to_string(kOffsetMs) + ")");
+  db_.exec("DELETE FROM pp_alignment; DELETE FROM pp_windows; DELETE FROM pp_fold_state; DELETE FROM layer_state");
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  EXPECT_GT(db_.scalar("SELECT count(*) FROM pp_alignment WHERE status = 'setting'").integer, 0);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM layer_type_estimates WHERE confidence LIKE '%determined in no stretch%'")
+                .integer,
+            0);
+}
+
 TEST_F(AlignRefresh, WithoutAnyLayerNearItATimingCannotBeDetermined) {
   // Samples from an hour later: no event near them, nothing to attribute, said so.
   db_.exec("DELETE FROM pp_events WHERE t_start_ns > " + std::to_string(kRefreshT0 + 2 * 1000000000LL));
