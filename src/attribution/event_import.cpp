@@ -248,6 +248,7 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
     return line <= it->second;
   };
   std::map<std::string, std::pair<int64_t, int64_t>> time_grain;  // per file: events, those in whole ms
+  std::pair<int64_t, int64_t>* grain = nullptr;                    // the file being written's
   LayerEvent event;
   JobHeader header;
   MigDevice mig_device;
@@ -271,17 +272,15 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
                std::to_string(scan.line_number()) + " on are read");
         }
         // Blocks never span files: each file's events are written before the next is read.
-        if (scan.source_file() != writing) {
+        if (scan.source_file() != writing || !grain) {
           blocks.flush();
           writing = scan.source_file();
+          grain = &time_grain[writing];
         }
         stored.add(blocks, event, scan.source_file(), scan.line_number());
         ++events_added;
-        {
-          auto& [events, whole_ms] = time_grain[scan.source_file()];
-          ++events;
-          whole_ms += event.t_start_ns % 1000000 == 0 && event.t_end_ns % 1000000 == 0;
-        }
+        ++grain->first;
+        grain->second += event.t_start_ns % 1000000 == 0 && event.t_end_ns % 1000000 == 0;
         break;
       case LineKind::JobHeader:
         if (!parse_job_header(text, header, problem)) {
