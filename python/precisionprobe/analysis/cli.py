@@ -22,7 +22,7 @@ from pathlib import Path
 from .. import _emulated_copy as emulated_copy
 from . import findings, openmetrics, render, serve as endpoint
 from .compare import compare_jobs, render_comparison
-from .extension import ExtensionError, connect, wal_without_shm
+from .extension import WAL_SHM_HINT, ExtensionError, connect, wal_without_shm
 from .html_report import write_html
 from .refresh import RefreshError, refresh
 from .report import ReportError, check_report_types, jobs_in, read_report
@@ -392,10 +392,7 @@ def _is_results_database(database, which):
             raise CommandError(f"{which}: '{database}' is not an SQLite database (SQLite: {e}); it was not "
                                "changed") from None
         raise CommandError(f"{which}: cannot read '{database}': {e}" + (
-            wal_without_shm(database) or (
-                " (a database in WAL mode needs its -shm file, which SQLite could not make beside it: copy the "
-                "file to a folder you can write, or open it once where you can)" if "readonly" in str(e) else ""))
-        ) from None
+            wal_without_shm(database) or (WAL_SHM_HINT if "readonly" in str(e) else ""))) from None
 
 
 def _one_report(run, db, job, which):

@@ -146,6 +146,10 @@ def _why_not_opened(database):
     return wal_without_shm(path)
 
 
+WAL_SHM_HINT = (" (a database in WAL mode needs its -shm file, which SQLite cannot make in this folder or "
+                "file system: copy the file to a folder you can write, or open it once where you can)")
+
+
 def wal_without_shm(path):
     """Why SQLite cannot open a database in WAL mode whose -shm file it cannot make beside it (a
     read-only folder or file system), which it reports only as "unable to open database file"."""
@@ -158,5 +162,4 @@ def wal_without_shm(path):
     in_wal = header.startswith(b"SQLite format 3\0") and header[18:20] == b"\x02\x02"
     if not in_wal or Path(f"{path}-shm").exists() or os.access(path.parent, os.W_OK | os.X_OK):
         return ""
-    return (" (a database in WAL mode needs its -shm file, which SQLite cannot make in this folder or file "
-            "system: copy the file to a folder you can write, or open it once where you can)")
+    return WAL_SHM_HINT
