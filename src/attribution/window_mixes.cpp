@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 namespace pp {
 namespace {
@@ -52,6 +53,11 @@ void sweep_overlaps_ns(const AlignmentTimeline& t, const std::vector<int64_t>& e
     }
     int64_t* busy = out.busy.data() + i * units;
     int64_t* covered = out.covered.data() + i * jobs;
+    if (i > 0 && end_ns == ends[i - 1]) {  // the same window again (a driver's, longer than DCGM's)
+      std::copy(busy - units, busy, busy);
+      std::copy(covered - jobs, covered, covered);
+      continue;
+    }
     const auto add = [&](const AlignmentTimeline::Event& ev) {
       const int64_t w = std::min(ev.end, end_ns) - std::max(ev.start, start_ns);
       if (w > 0) {
@@ -70,37 +76,48 @@ void sweep_overlaps_ns(const AlignmentTimeline& t, const std::vector<int64_t>& e
   }
 }
 
-// The rows of window_fractions from whole-nanosecond overlaps.
+// The rows of window_fractions from whole-nanosecond overlaps. Column by column, where the
+// divisions run several at a time; each row's sum adds its columns in order, as a sum over the
+// row does.
 Eigen::MatrixXd mixes_of(const AlignmentTimeline& t, const WindowOverlaps& o) {
   const size_t n = o.ends.size(), units = t.unknowns, jobs = t.jobs.size();
   const double window = static_cast<double>(o.window_ns);
-  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(n), t.unknowns + 1);
+  Eigen::MatrixXd A(static_cast<Eigen::Index>(n), t.unknowns + 1);
+  std::vector<double> sum(n, 0.0);
+  for (uint32_t u = 0; u < t.unknowns; ++u) {
+    double* column = A.col(u).data();
+    const int64_t* busy = o.busy.data() + u;
+    for (size_t r = 0; r < n; ++r) column[r] = static_cast<double>(busy[r * units]) / window;
+    if (u == 0)
+      std::copy(column, column + n, sum.begin());
+    else
+      for (size_t r = 0; r < n; ++r) sum[r] += column[r];
+  }
   for (size_t r = 0; r < n; ++r) {
     const auto i = static_cast<Eigen::Index>(r);
-    const int64_t* busy = o.busy.data() + r * units;
     const int64_t* covered = o.covered.data() + r * jobs;
     const double end = static_cast<double>(o.ends[r]), start = end - window;
-    for (uint32_t u = 0; u < t.unknowns; ++u) A(i, u) = busy[u] ? static_cast<double>(busy[u]) / window : 0.0;
-    double sum = A.row(i).head(t.unknowns).sum();
     for (size_t j = 0; j < jobs; ++j) {
       const auto& job = t.jobs[j];
       const double span = std::min(end, static_cast<double>(job.last)) - std::max(start, static_cast<double>(job.first));
       const double covered_j = static_cast<double>(covered[j]);
       if (span > covered_j) {
         A(i, job.untracked) += (span - covered_j) / window;
-        sum += (span - covered_j) / window;
+        sum[r] += (span - covered_j) / window;
       }
     }
-    A(i, t.unknowns) = std::max(0.0, 1 - sum);
+    A(i, t.unknowns) = std::max(0.0, 1 - sum[r]);
   }
   return A;
 }
 
-bool near(const WindowOverlaps& o, const std::vector<int64_t>& ends, int64_t window_ns) {
-  if (o.window_ns != window_ns || o.ends.size() != ends.size()) return false;
-  for (size_t i = 0; i < ends.size(); ++i)
-    if (std::llabs(ends[i] - o.ends[i]) > WindowMixes::kNearNs) return false;
-  return true;
+// How many of the windows moved at most kNearNs from those kept in o; 0 where o holds other
+// windows (another length or count).
+size_t windows_near(const WindowOverlaps& o, const std::vector<int64_t>& ends, int64_t window_ns) {
+  if (o.window_ns != window_ns || o.ends.size() != ends.size()) return 0;
+  size_t near = 0;
+  for (size_t i = 0; i < ends.size(); ++i) near += std::llabs(ends[i] - o.ends[i]) <= WindowMixes::kNearNs;
+  return near;
 }
 
 }  // namespace
@@ -175,12 +192,14 @@ Eigen::MatrixXd window_fractions(const AlignmentTimeline& t, const std::vector<i
 }
 
 WindowMixes::WindowMixes(const AlignmentTimeline& t) : t_(t) {
+  reach_.reserve(t.events.size());
+  int64_t reach = std::numeric_limits<int64_t>::min();
   for (size_t e = 0; e < t.events.size(); ++e) {
-    const int64_t length = t.events[e].end - t.events[e].start;
-    if (length > kLongCallNs)
+    if (t.events[e].end - t.events[e].start > kLongCallNs)
       long_calls_.push_back(e);
     else
-      longest_short_ns_ = std::max(longest_short_ns_, length);
+      reach = std::max(reach, t.events[e].end);
+    reach_.push_back(reach);
   }
 }
 
@@ -191,31 +210,31 @@ Eigen::MatrixXd WindowMixes::operator()(const std::vector<int64_t>& ends, double
   window = whole_ns(window);
   if (!is_window(window) || long_calls_.size() > kMaxLongCalls || !std::is_sorted(ends.begin(), ends.end()))
     return window_fractions(t_, ends, window);
+  // The kept set with the most windows near these (the first of equals); none near: a sweep.
   const auto window_ns = static_cast<int64_t>(window);
+  size_t best = 0, most_near = 0;
   for (size_t k = 0; k < kept_.size(); ++k)
-    if (near(kept_[k], ends, window_ns)) {
-      std::rotate(kept_.begin(), kept_.begin() + static_cast<std::ptrdiff_t>(k), kept_.begin() + static_cast<std::ptrdiff_t>(k) + 1);
-      move_edges(kept_.front(), ends);
-      return mixes_of(t_, kept_.front());
-    }
+    if (const size_t near = windows_near(kept_[k], ends, window_ns); near > most_near) best = k, most_near = near;
+  if (most_near > 0) {
+    std::rotate(kept_.begin(), kept_.begin() + static_cast<std::ptrdiff_t>(best), kept_.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+    move_edges(kept_.front(), ends);
+    return mixes_of(t_, kept_.front());
+  }
   std::rotate(kept_.rbegin(), kept_.rbegin() + 1, kept_.rend());  // the least recently used goes
   sweep_overlaps_ns(t_, ends, window_ns, kept_.front());
   return mixes_of(t_, kept_.front());
 }
 
-// The first event that may reach past `from`, of those up to kLongCallNs, found from `at` (where
-// the same edge's last scan began, a step or two away; SIZE_MAX: a binary search), and kept there.
+// The first event from which on a call up to kLongCallNs may reach past `from` (every one
+// before it ends by then), found from `at` (where the same edge's last scan began, a step or two
+// away; SIZE_MAX: a binary search), and kept there.
 size_t WindowMixes::first_reaching_from(size_t& at, int64_t from) const {
-  const int64_t skip_before = from - longest_short_ns_;
-  const auto before = [&](size_t e) { return t_.events[e].start < skip_before; };
-  if (at > t_.events.size()) {
-    at = static_cast<size_t>(std::partition_point(t_.events.begin(), t_.events.end(),
-                                                  [&](const AlignmentTimeline::Event& e) { return e.start < skip_before; }) -
-                             t_.events.begin());
+  if (at > reach_.size()) {
+    at = static_cast<size_t>(std::upper_bound(reach_.begin(), reach_.end(), from) - reach_.begin());
     return at;
   }
-  while (at > 0 && !before(at - 1)) --at;
-  while (at < t_.events.size() && before(at)) ++at;
+  while (at > 0 && reach_[at - 1] > from) --at;
+  while (at < reach_.size() && reach_[at] <= from) ++at;
   return at;
 }
 
@@ -237,17 +256,33 @@ void WindowMixes::add_edge(WindowOverlaps& o, size_t i, size_t first, int64_t fr
 }
 
 // Each window (end - w, end] becomes (end' - w, end']: it gains what ran between its old and
-// new ends and loses what ran between its old and new starts (or the other way round).
+// new ends and loses what ran between its old and new starts (or the other way round). One
+// moved further than kNearNs takes its events anew; one ending where the one before it ends
+// takes that one's overlaps. (The overlaps are whole ns, so each way gives the same sums.)
 void WindowMixes::move_edges(WindowOverlaps& o, const std::vector<int64_t>& ends) const {
+  const size_t units = t_.unknowns, jobs = t_.jobs.size();
   o.end_scan.resize(ends.size(), SIZE_MAX);
   o.start_scan.resize(ends.size(), SIZE_MAX);
   for (size_t i = 0; i < ends.size(); ++i) {
     const int64_t from = o.ends[i], to = ends[i];
+    o.ends[i] = to;
+    int64_t* busy = o.busy.data() + i * units;
+    int64_t* covered = o.covered.data() + i * jobs;
+    if (i > 0 && to == ends[i - 1]) {
+      std::copy(busy - units, busy, busy);
+      std::copy(covered - jobs, covered, covered);
+      continue;
+    }
     if (from == to) continue;
+    if (std::llabs(to - from) > kNearNs) {
+      std::fill(busy, busy + units, 0);
+      std::fill(covered, covered + jobs, 0);
+      add_edge(o, i, first_reaching_from(o.start_scan[i], to - o.window_ns), to - o.window_ns, to, 1);
+      continue;
+    }
     const int64_t sign = to > from ? 1 : -1, lo = std::min(from, to), hi = std::max(from, to);
     add_edge(o, i, first_reaching_from(o.end_scan[i], lo), lo, hi, sign);
     add_edge(o, i, first_reaching_from(o.start_scan[i], lo - o.window_ns), lo - o.window_ns, hi - o.window_ns, -sign);
-    o.ends[i] = to;
   }
 }
 

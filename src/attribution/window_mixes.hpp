@@ -38,9 +38,12 @@ struct WindowOverlaps {
 };
 
 // window_fractions for the fits of one timeline (which must outlive it), keeping the overlaps of
-// the last few sets of windows: a set whose windows each moved at most kNearNs takes only the
-// events between each window's old and new edges, where window_fractions reads every event of
-// every window. Ends out of order are passed to window_fractions.
+// the last few sets of windows: of a set of as many windows as one kept, each window moved at
+// most kNearNs takes only the events between its old and new edges, and one moved further
+// (a driver's window whose grid phase crossed its DCGM end) its own events, where
+// window_fractions reads every event of every window. A window ending where the one before it
+// ends (driver windows longer than DCGM's) takes that one's overlaps. Ends out of order are
+// passed to window_fractions.
 class WindowMixes {
  public:
   explicit WindowMixes(const AlignmentTimeline& t);
@@ -60,7 +63,9 @@ class WindowMixes {
   void move_edges(WindowOverlaps& o, const std::vector<int64_t>& ends) const;
 
   const AlignmentTimeline& t_;
-  int64_t longest_short_ns_ = 0;     // the longest call up to kLongCallNs
+  // Per event, the latest end of the calls up to kLongCallNs from the first to it (ascending):
+  // the calls before the first that reaches past a time all end by it.
+  std::vector<int64_t> reach_;
   std::vector<size_t> long_calls_;   // the longer ones
   std::array<WindowOverlaps, 3> kept_;  // the most recently used first
 };

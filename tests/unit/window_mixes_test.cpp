@@ -93,6 +93,30 @@ TEST(WindowMixes, WindowsMovedALittleGiveTheSweepsRowsToTheBit) {
   }
 }
 
+TEST(WindowMixes, DriverWindowsOnAPhaseGridGiveTheSweepsRowsToTheBit) {
+  // The driver grid's search: each DCGM end's driver window (a third of a second or a second,
+  // so several ends share one) at phases a few ms apart, where some windows jump a period as
+  // the phase passes their end and the rest move a little; then the ends of another stretch
+  // of as many windows, none of them near.
+  const pp::AlignmentTimeline t = two_jobs();
+  const std::vector<int64_t> dcgm = every_100ms(1100 * kMs + 300000, 2950 * kMs);
+  for (double period : {1e9 / 3, 1e9}) {
+    pp::WindowMixes mix(t);
+    for (int64_t phase = 0; phase < 40 * kMs; phase += 3 * kMs + 17) {
+      std::vector<int64_t> ends;
+      for (int64_t g : dcgm) {
+        const double k = std::floor((static_cast<double>(g) - static_cast<double>(phase)) / period);
+        ends.push_back(std::llround(static_cast<double>(phase) + k * period));
+      }
+      ASSERT_TRUE(std::adjacent_find(ends.begin(), ends.end()) != ends.end());
+      ASSERT_TRUE(mix(ends, period) == pp::window_fractions(t, ends, period)) << period << " " << phase;
+    }
+    std::vector<int64_t> later = dcgm;
+    for (int64_t& e : later) e -= 900 * kMs;
+    ASSERT_TRUE(mix(later, period) == pp::window_fractions(t, later, period)) << period;
+  }
+}
+
 TEST(WindowMixes, EndsOutOfOrderGiveTheSweepsRows) {
   // A stretch's tail moved back by a period, its first window now before the last one of the
   // head: the sweep's rows, whatever fits came before.
