@@ -12,7 +12,8 @@
 // each job's layers its own unknowns, and the time in which none ran one '(untracked)' for all.
 // A window in which two of them ran at once (MPS, several streams) does not fit that model and
 // is left out (concurrent_windows counts them); an instant gauge of a shared GPU (memory in use)
-// holds every job's part at once and is never identified.
+// holds every job's part at once and is never identified. A driver-period metric's (GPU_UTIL's)
+// window whose driver grid the align step did not place is left out too: its window is not known.
 // Windows that the retention step removed enter as the sums it kept (estimator_state.hpp), so a
 // system is the fit of every window its jobs had.
 // The system is solved three times: with each window where the alignment puts it, and moved by
@@ -140,8 +141,9 @@ struct EstimatesCursor : RowsCursor {
       const std::optional<double> highest = b != bounds.end() && std::isfinite(b->second.upper)
                                                 ? std::optional<double>(b->second.upper) : std::nullopt;
       // Why no row of the system is identified, whatever its fit says (NULL: nothing beyond it).
-      // GPU_UTIL samples off their driver's grid were fitted as DCGM windows, which they are not:
-      // the fit says nothing about how far that moves the estimate. An instant gauge of a shared
+      // A state an earlier version kept with GPU_UTIL samples off their driver's grid fitted as
+      // DCGM windows, which they are not: the fit says nothing about how far that moves the
+      // estimate (such windows are left out now, off_grid_windows). An instant gauge of a shared
       // GPU (memory in use) holds every job's part at once, which a time-slicing model does not.
       // (Solving it as a sum per job does not help: while one job runs, the other waits, so a
       // job's layers always appear with the other's idle level and only their sum is known; the
@@ -157,19 +159,30 @@ struct EstimatesCursor : RowsCursor {
         reason = "the timing of its GPU's samples was determined in no stretch of the job (pp_alignment: "
                  "poorly or not determined), so where its windows lie is not known";
       else if (note.windows_unknown)
-        reason = "samples whose window is not known (a driver-period metric off its driver's grid)";
+        reason = "samples whose window is not known (a driver-period metric off its driver's grid), in the "
+                 "estimator's state an earlier version kept";
       else if (note.shared_gauge)
         reason = "an instant gauge of a shared GPU holds every sharing job's part at once";
       const bool bounds_only = reason.has_value();
       const std::string concurrency = std::to_string(note.concurrent_windows) +
                                       " windows in which the sharing jobs ran at the same time were left out";
+      const std::string off_grid = std::to_string(note.off_grid_windows) +
+                                   " windows whose samples lie off their driver's grid (a driver-period metric: the "
+                                   "window they average is not known) were left out";
       auto emit = [&](const std::string& unknown, const DeconvolveUnknown* u, std::optional<double> condition) {
         const UnknownInfo& info = unknowns[key.system][unknown];
         std::optional<double> lower90 = u ? u->lower90 : lowest, upper90 = u ? u->upper90 : highest;
         if (bounds_only) lower90 = lowest, upper90 = highest;  // the interval is only what the bounds say
         const bool identified = u && u->identified && !bounds_only;
         std::optional<std::string> row_reason = reason;
-        if (!row_reason && !identified && note.concurrent_windows > 0) row_reason = concurrency;
+        // Windows left out, where they say why a row is not identified: a layer that ran only in
+        // them has no estimate. Windows off the driver's grid are said only where no window of the
+        // row was fitted; where some were, the interval is the answer, and a longer run narrows it.
+        if (!row_reason && !identified) {
+          std::string left_out = note.concurrent_windows > 0 ? concurrency : "";
+          if (!u && note.off_grid_windows > 0) left_out += (left_out.empty() ? "" : "; ") + off_grid;
+          if (!left_out.empty()) row_reason = left_out;
+        }
         // The shared untracked time belongs to every job of the system alike.
         const std::vector<std::string> jobs = info.job_id.empty() && !members.empty()
                                                   ? members
@@ -198,7 +211,7 @@ struct EstimatesCursor : RowsCursor {
       }
       // Unknowns the fit never saw because their windows were left out, or no fit at all: said
       // so, rather than left out.
-      if (note.concurrent_windows > 0 || !note.failed.empty())
+      if (note.concurrent_windows > 0 || note.off_grid_windows > 0 || !note.failed.empty())
         for (const auto& [unknown, info] : unknowns[key.system])
           if (!emitted.count(unknown)) emit(unknown, nullptr, std::nullopt);
     }

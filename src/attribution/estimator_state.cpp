@@ -83,7 +83,8 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
                           static_cast<int>(read.column_int64(3)), read.column_int64(4), read.column_int64(5),
                           read.column_int64(6) != 0, read.column_int64(7) != 0,
                           read.column_null(8) ? std::nullopt : std::optional<std::string>(read.column_text(8)),
-                          read.column_null(9) ? std::nullopt : std::optional<std::string>(read.column_blob(9))};
+                          read.column_null(9) ? std::nullopt : std::optional<std::string>(read.column_blob(9)),
+                          read.column_int64(10)};
     rows.emplace(std::make_tuple(row.system, row.metric, row.grouping, row.shift), std::move(row));
   };
   sql.run([&] {
@@ -150,10 +151,10 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
           });
         met.insert(std::make_tuple(key.system, key.metric, name, shift));
         auto [it, added] = rows.try_emplace(std::make_tuple(key.system, key.metric, name, shift),
-                                            EstimatorStateRow{uuid, key.system, key.metric, name, shift, 0, 0, false, false, std::nullopt, std::nullopt});
+                                            EstimatorStateRow{uuid, key.system, key.metric, name, shift, 0, 0, false, false, std::nullopt, std::nullopt, 0});
         EstimatorStateRow& row = it->second;
         row.concurrent_windows += note.concurrent_windows;
-        row.windows_unknown = row.windows_unknown || note.windows_unknown;
+        row.off_grid_windows += note.off_grid_windows;
         row.shared_gauge = row.shared_gauge || note.shared_gauge;
         if (!note.failed.empty() && !row.failed) row.failed = note.failed;
         const auto found = grouping->states.find(key);
@@ -189,6 +190,7 @@ void write_estimator_state(sqlite3* db, const std::vector<EstimatorStateRow>& ro
     write.bind(":windows", row.windows);
     write.bind(":concurrent_windows", row.concurrent_windows);
     write.bind(":windows_unknown", int64_t{row.windows_unknown ? 1 : 0});
+    write.bind(":off_grid_windows", row.off_grid_windows);
     write.bind(":shared_gauge", int64_t{row.shared_gauge ? 1 : 0});
     write.bind(":failed", row.failed);
     if (row.state)
@@ -214,6 +216,7 @@ void add_estimator_state(sqlite3* db, bool by_type, int shift, const std::map<st
     const SystemKey key{system, read.column_text(1)};
     SystemNotes& note = notes[key];
     if (shift == 0) note.concurrent_windows += read.column_int64(2);
+    if (shift == 0) note.off_grid_windows += read.column_int64(8);
     note.windows_unknown = note.windows_unknown || read.column_int64(3) != 0;
     note.shared_gauge = note.shared_gauge || read.column_int64(4) != 0;
     if (!read.column_null(5) && note.failed.empty()) note.failed = read.column_text(5);

@@ -29,6 +29,7 @@ struct EstimatorStateRow {
   int64_t windows = 0, concurrent_windows = 0;
   bool windows_unknown = false, shared_gauge = false;
   std::optional<std::string> failed, state;  // state: the encoded LeastSquaresState
+  int64_t off_grid_windows = 0;
 };
 
 // The GPU's rows of pp_estimator_state with its windows stored at or before through_ms (every

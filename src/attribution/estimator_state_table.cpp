@@ -28,8 +28,9 @@ struct EstimatorStatesCursor : RowsCursor {
   static constexpr const char* kName = "pp_estimator_states";
   static constexpr const char* kSchema =
       "CREATE TABLE x(uuid TEXT, system TEXT, metric TEXT, grouping TEXT, shift INTEGER, windows INTEGER, "
-      "concurrent_windows INTEGER, windows_unknown INTEGER, shared_gauge INTEGER, failed TEXT, state BLOB)";
-  static constexpr int kFirstArgument = 11;
+      "concurrent_windows INTEGER, windows_unknown INTEGER, shared_gauge INTEGER, failed TEXT, state BLOB, "
+      "off_grid_windows INTEGER)";
+  static constexpr int kFirstArgument = 12;
   static constexpr bool kDirectOnly = false;
   using RowsCursor::RowsCursor;
 
@@ -56,7 +57,7 @@ struct EstimatorStatesCursor : RowsCursor {
       for (EstimatorStateRow& r : estimator_state_rows(db, uuid, std::nullopt, true, horizon_ms, here))
         rows.push_back({r.uuid, r.system, r.metric, r.grouping, int64_t{r.shift}, r.windows, r.concurrent_windows,
                         int64_t{r.windows_unknown ? 1 : 0}, int64_t{r.shared_gauge ? 1 : 0}, optional_text(r.failed),
-                        r.state ? SqlValue(SqlBlob{std::move(*r.state)}) : SqlValue()});
+                        r.state ? SqlValue(SqlBlob{std::move(*r.state)}) : SqlValue(), r.off_grid_windows});
     set_rows(std::move(rows));
   }
 };

@@ -335,6 +335,10 @@ class TimelineRows {
       Found& at = found_for(o, h.system, si);
       SystemNotes& note = *at.note;
       if (!note.failed.empty()) continue;
+      if (!series.window_known(sample)) {  // no row: its window is not the one placed
+        if (shift_ == 0) ++note.off_grid_windows;
+        continue;
+      }
       if (h.joint) {
         if (span.instant) note.shared_gauge = true;
         if (!settle_joint(h, span)) {
@@ -371,7 +375,6 @@ class TimelineRows {
         at.data = nullptr;
         continue;
       }
-      if (series.off_own_grid > 0) note.windows_unknown = true;
     }
   }
 
@@ -388,11 +391,16 @@ class TimelineRows {
     const size_t in_use = gather(o, span.window);
     for (size_t i = 0; i < in_use; ++i) {
       SystemHere& h = here_[i];
-      // The series that take the window, each with its note (one that failed takes no more).
+      // The series that take the window, each with its note (one that failed takes no more; one
+      // whose window is not known there counts it left out, as add_rows does).
       takers_.clear();
       taker_notes_.clear();
       for (size_t si : present_)
         if (SystemNotes* note = found_for(o, h.system, si).note; note->failed.empty()) {
+          if (!gpu_.series[si].window_known(gpu_.series[si].samples[k])) {
+            if (shift_ == 0) ++note->off_grid_windows;
+            continue;
+          }
           takers_.push_back(si);
           taker_notes_.push_back(note);
         }
@@ -435,9 +443,6 @@ class TimelineRows {
         for (SystemNotes* note : taker_notes_) note->failed = failure_of(out, *h.system, e);
         continue;
       }
-      for (size_t t = 0; t < takers_.size(); ++t)
-        if (gpu_.series[takers_[t]].off_own_grid > 0 && taker_notes_[t]->failed.empty())
-          taker_notes_[t]->windows_unknown = true;
     }
   }
 

@@ -45,9 +45,14 @@ const std::string kSharedUntracked = "(untracked)|0";
 
 // Per system: why its rows cannot be identified whatever the fit says, and the windows left out.
 struct SystemNotes {
-  bool windows_unknown = false;    // GPU_UTIL samples off their driver's grid
+  // Its state holds rows of a driver-period metric's samples off their driver's grid, fitted on
+  // DCGM's windows (pp_estimator_state rows an earlier version kept; such windows are left out now).
+  bool windows_unknown = false;
   bool shared_gauge = false;       // an instant gauge of a GPU shared by its jobs
   int64_t concurrent_windows = 0;  // windows left out: two of its jobs ran at the same time
+  // Windows left out: a driver-period metric's (GPU_UTIL's) samples off their driver's grid,
+  // whose window is not known (TimelineSeries::window_known). Counted at timing shift 0.
+  int64_t off_grid_windows = 0;
   std::string failed;              // the solver refused the system: no fit at all
 };
 

@@ -160,7 +160,6 @@ class TimelineReader : public TimelineFetch {
         if (window == windows.end() || window->ts_ms != ts || window->copy) continue;
         const bool null = samples.column_null(1);
         const bool own_grid = driver && window->util_end_ns;
-        if (driver && !own_grid) ++s.off_own_grid;
         const int64_t end = own_grid ? *window->util_end_ns : window->end_ns;
         // A driver window read by two DCGM samples is one window: its second reading is left out.
         if (own_grid && window->util_copy) continue;

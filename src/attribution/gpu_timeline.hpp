@@ -36,12 +36,12 @@ struct TimelineSeries {
   Kind kind = kWindow;
   double window_ns = 0;
   std::vector<TimelineSample> samples;  // end_ns ascending; one per window (copies left out)
-  // A driver-window series' samples whose driver grid the align step did not find: they are
-  // placed on DCGM's windows, which is not what they average.
-  size_t off_own_grid = 0;
   std::vector<double> other_windows_ns{};  // see TimelineSample::window
 
   double window_of(const TimelineSample& s) const { return s.window == 0 ? window_ns : other_windows_ns[s.window - 1]; }
+  // Whether the sample's window is known: not for a driver-window series' sample whose driver
+  // grid the align step did not find, which is placed on DCGM's window, not the one it averages.
+  bool window_known(const TimelineSample& s) const { return kind != kDriverWindow || s.driver_grid; }
   // The longest window of its samples, in whole ns.
   int64_t longest_window_ns() const {
     double longest = window_ns;

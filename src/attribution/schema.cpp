@@ -71,6 +71,8 @@ constexpr ColumnUpgrade kColumnUpgrades[] = {
     // the report tables' count of (call, window) pairs, named windows before
     {"report_layers", "data_num", "report_layers_data_num"},
     {"report_layer_types", "data_num", "report_layer_types_data_num"},
+    // the estimator state's count of windows off the driver's grid, left out
+    {"pp_estimator_state", "off_grid_windows", "estimator_state_off_grid_windows"},
 };
 
 // Whether pp_events holds one row per event, as versions before blocks made it.

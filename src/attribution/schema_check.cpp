@@ -129,6 +129,15 @@ const char* const kWindowsBeforeWindowLengths =
     "CREATE TABLE pp_windows(uuid TEXT NOT NULL, ts_ms INTEGER NOT NULL, end_ns INTEGER NOT NULL, util_end_ns INTEGER, "
     "copy_of_ms INTEGER, util_copy INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (uuid, ts_ms)) WITHOUT ROWID";
 
+// pp_estimator_state as versions before windows off the driver's grid were left out made it.
+const char* const kEstimatorStateBeforeOffGridWindows =
+    "CREATE TABLE pp_estimator_state(uuid TEXT NOT NULL, system TEXT NOT NULL, metric TEXT NOT NULL, "
+    "grouping TEXT NOT NULL CHECK (grouping IN ('layer', 'layer_type')), "
+    "shift INTEGER NOT NULL CHECK (shift IN (-1, 0, 1)), windows INTEGER NOT NULL, "
+    "concurrent_windows INTEGER NOT NULL DEFAULT 0, windows_unknown INTEGER NOT NULL DEFAULT 0, "
+    "shared_gauge INTEGER NOT NULL DEFAULT 0, failed TEXT, state BLOB, "
+    "PRIMARY KEY (uuid, system, metric, grouping, shift)) WITHOUT ROWID";
+
 References build_references() {
   References references;
   auto collect = [&](sqlite3* db, const std::string& only_table = "") {
@@ -229,6 +238,15 @@ References build_references() {
     run_script(earlier.db, named_sql("upgrade", "report_layer_types_data_num"));
     collect(earlier.db, "report_layers");
     collect(earlier.db, "report_layer_types");
+  }
+  {
+    // pp_estimator_state as versions before its count of windows off the driver's grid made
+    // it, before and after upgrade.sql.
+    ReferenceDb earlier;
+    run_script(earlier.db, kEstimatorStateBeforeOffGridWindows);
+    collect(earlier.db);
+    run_script(earlier.db, named_sql("upgrade", "estimator_state_off_grid_windows"));
+    collect(earlier.db);
   }
   {
     // pp_events as versions before blocks made it: one row per event (upgrade.sql moves them).

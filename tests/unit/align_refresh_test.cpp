@@ -367,6 +367,14 @@ TEST_F(AlignRefreshLongPeriodicStart, RefreshesWithRetentionGiveWhatOneRefreshGi
   EXPECT_GT(db_.scalar("SELECT sum(windows) FROM pp_estimator_state WHERE grouping = 'layer_type' AND shift = 0 "
                        "AND metric = 'DCGM_FI_PROF_SM_ACTIVE'").integer,
             450);  // the four stretches' 45 s, and more
+  // Nor was GPU_UTIL's driver grid found there: its windows went into the state as a count,
+  // left out of its rows.
+  EXPECT_GT(db_.scalar("SELECT sum(off_grid_windows) FROM pp_estimator_state WHERE grouping = 'layer_type' "
+                       "AND shift = 0 AND metric = 'DCGM_FI_DEV_GPU_UTIL'").integer,
+            300);
+  EXPECT_GT(db_.scalar("SELECT count(*) FROM layer_type_estimates WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' "
+                       "AND confidence = 'identified'").integer,
+            0);
 
   pp_test::TestDb one;
   one.exec("SELECT pp_install_views()");
@@ -486,22 +494,71 @@ TEST_F(AlignRefresh, SettingErrorsSayWhatIsWanted) {
   EXPECT_EQ(db_.scalar("SELECT pp_config('sample_offset_ms', 'AUTO')").text, "auto");
 }
 
-TEST_F(AlignRefresh, GpuUtilOffItsDriversGridIsNeverIdentified) {
+TEST_F(AlignRefresh, GpuUtilWhollyOffItsDriversGridIsNeverIdentified) {
   insert_samples(0, last_ms());
   db_.query("SELECT * FROM pp_refresh(NULL, 1)");
   const char* identified_util =
       "SELECT count(*) FROM layer_type_estimates WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' AND confidence = 'identified'";
   ASSERT_GT(db_.scalar(identified_util).integer, 0);
   // As where the align step finds no driver grid (its stretches poorly determined): GPU_UTIL's
-  // samples are then placed on DCGM's 100 ms windows, not the driver's 1/6 s ones they average.
+  // samples are then placed on DCGM's 100 ms windows, not the driver's 1/6 s ones they average:
+  // every window is left out, and each row says so, without an estimate.
   db_.exec("UPDATE pp_windows SET util_end_ns = NULL");
   EXPECT_EQ(db_.scalar(identified_util).integer, 0);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM layer_type_estimates WHERE metric = 'DCGM_FI_DEV_GPU_UTIL'").integer, 4);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM layer_type_estimates WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' "
+                       "AND (estimate IS NOT NULL OR confidence NOT LIKE "
+                       "'not identified: % windows whose samples lie off their driver''s grid %')").integer,
+            0);
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM layer_type_estimates WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' "
                        "AND (lower90 <> 0 OR upper90 <> 100)").integer,
             0);  // its interval is what the bounds say
   EXPECT_GT(db_.scalar("SELECT count(*) FROM layer_type_estimates WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE' "
                        "AND confidence = 'identified'").integer,
             0);  // DCGM's own fields are not affected
+}
+
+// Where the align step placed no driver grid in one stretch (its first, say, before the data
+// told the driver's period), GPU_UTIL's windows there are not known: they are left out and
+// counted, and its rows are estimated from the others, as if those samples had not been stored.
+TEST_F(AlignRefresh, GpuUtilOffItsDriversGridInOneStretchLeavesOnlyThoseWindowsOut) {
+  insert_samples(0, last_ms());
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const std::string first_stretch = "ts_ms <= " + std::to_string(kRefreshT0 / kMs + 10000);
+  db_.exec("UPDATE pp_windows SET util_end_ns = NULL WHERE " + first_stretch);
+  const std::string util =
+      "SELECT layer_type, forward, estimate, lower90, upper90, windows, confidence FROM layer_type_estimates "
+      "WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' ORDER BY layer_type, forward";
+  const auto left_out = db_.query(util);
+  db_.exec("DELETE FROM pp_samples WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' AND " + first_stretch);
+  const auto not_stored = db_.query(util);
+  ASSERT_EQ(left_out.size(), not_stored.size());
+  ASSERT_EQ(left_out.size(), 4u);  // three layer types and the untracked time
+  size_t identified = 0;
+  for (size_t i = 0; i < left_out.size(); ++i) {
+    SCOPED_TRACE(left_out[i][0].text);
+    EXPECT_EQ(left_out[i][2].real, not_stored[i][2].real);
+    EXPECT_EQ(left_out[i][3].real, not_stored[i][3].real);
+    EXPECT_EQ(left_out[i][4].real, not_stored[i][4].real);
+    EXPECT_EQ(left_out[i][5].integer, not_stored[i][5].integer);
+    if (left_out[i][6].text == "identified") {
+      ++identified;
+      EXPECT_EQ(not_stored[i][6].text, "identified");
+    } else {  // (fitted from the other windows: a longer run narrows it)
+      EXPECT_EQ(left_out[i][6].text, not_stored[i][6].text);
+    }
+  }
+  EXPECT_GT(identified, 0u);
+  // Where no window of GPU_UTIL is placed, every row says how many were left out.
+  db_.exec("UPDATE pp_windows SET util_end_ns = NULL");
+  const int64_t stored = db_.scalar("SELECT count(*) FROM pp_windows AS w JOIN pp_samples AS s USING (uuid, ts_ms) "
+                                    "WHERE s.metric = 'DCGM_FI_DEV_GPU_UTIL' AND w.copy_of_ms IS NULL").integer;
+  EXPECT_GT(stored, 500);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM layer_type_estimates WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' AND "
+                       "estimate IS NULL AND confidence = 'not identified: " + std::to_string(stored) +
+                       " windows whose samples lie off their driver''s grid (a driver-period metric: the window they "
+                       "average is not known) were left out'").integer,
+            4);
 }
 
 // dcgm-exporter without profiling fields serves GPU_UTIL (the driver's 1/6 s windows) and
@@ -769,6 +826,47 @@ TEST_F(AlignRefresh, ADatabaseFromBeforeTheEstimatorStateIsEstimatedFromItsWindo
   EXPECT_GT(db_.scalar("SELECT count(*) FROM pp_estimator_states").integer, 0);
   db_.exec("SELECT pp_install_views()");
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_estimator_state").integer, 0);
+}
+
+// A database whose estimator state an earlier version kept, before windows off the driver's
+// grid were left out: upgraded, its rows keep their sums, and a row that says GPU_UTIL samples
+// off their grid were fitted on DCGM's windows still gives bounds only, saying why.
+TEST_F(AlignRefresh, AnEstimatorStateFromBeforeOffGridCountsKeepsItsNote) {
+  insert_samples(0, last_ms());
+  db_.exec("SELECT pp_config('event_retention_minutes', 1)");
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const std::string estimates = "SELECT metric, count(*), sum(confidence = 'identified'), sum(windows) "
+                                "FROM layer_type_estimates GROUP BY metric ORDER BY metric";
+  const auto before = db_.query(estimates);
+  db_.exec("CREATE TEMP TABLE kept AS SELECT * FROM pp_estimator_state; DROP TABLE pp_estimator_state");
+  // As the version before made it, GPU_UTIL's rows noting samples off their driver's grid.
+  db_.exec("CREATE TABLE pp_estimator_state(uuid TEXT NOT NULL, system TEXT NOT NULL, metric TEXT NOT NULL, "
+           "grouping TEXT NOT NULL CHECK (grouping IN ('layer', 'layer_type')), "
+           "shift INTEGER NOT NULL CHECK (shift IN (-1, 0, 1)), windows INTEGER NOT NULL, "
+           "concurrent_windows INTEGER NOT NULL DEFAULT 0, windows_unknown INTEGER NOT NULL DEFAULT 0, "
+           "shared_gauge INTEGER NOT NULL DEFAULT 0, failed TEXT, state BLOB, "
+           "PRIMARY KEY (uuid, system, metric, grouping, shift)) WITHOUT ROWID");
+  db_.exec("INSERT INTO pp_estimator_state SELECT uuid, system, metric, grouping, shift, windows, concurrent_windows, "
+           "metric = 'DCGM_FI_DEV_GPU_UTIL', shared_gauge, failed, state FROM temp.kept");
+  db_.query("SELECT pp_install_views()");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pragma_table_info('pp_estimator_state') WHERE name = 'off_grid_windows'")
+                .integer,
+            1);
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");  // (the upgraded table is written to)
+  const auto after = db_.query(estimates);
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < before.size(); ++i) {
+    SCOPED_TRACE(before[i][0].text);
+    EXPECT_EQ(after[i][1].integer, before[i][1].integer);
+    EXPECT_EQ(after[i][3].integer, before[i][3].integer);
+    if (before[i][0].text != "DCGM_FI_DEV_GPU_UTIL") {
+      EXPECT_EQ(after[i][2].integer, before[i][2].integer);
+    }
+  }
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM layer_type_estimates WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' AND "
+                       "confidence IS NOT 'not identified: samples whose window is not known (a driver-period metric "
+                       "off its driver''s grid), in the estimator''s state an earlier version kept'").integer,
+            0);
 }
 
 // A state blob that is not one (a damaged row) is an error naming the row, so that it can be

@@ -184,11 +184,14 @@ TEST(EstimatorSums, TooManyLayersFailAMetricOverAllItsWindows) {
   expect_same_sums(both.sums.states.at(key("metric1")), both.reference("metric1"), 1e-12);
 }
 
-// A metric that fails in its first window takes no other note of it: its GPU_UTIL-like series
-// off their driver's grid say so only where a system stands.
+// A metric that fails in its first window takes no other note of it: its GPU_UTIL-like series'
+// windows off their driver's grid later are counted only where a system stands.
 TEST(EstimatorSums, AMetricFailingInItsFirstWindowHasNoOtherNote) {
   GpuTimeline g = timeline(2, 2, 6);
-  for (auto& series : g.series) series.off_own_grid = 1;
+  for (auto& series : g.series) {
+    series.kind = pp::TimelineSeries::kDriverWindow;
+    series.samples[0].driver_grid = true;
+  }
   for (int k = 0; k < 1001; ++k) call(g, layer(g, "layer" + std::to_string(k)), k * 500000, k * 500000 + 400000);
   BothWays both(g);
   for (const std::string metric : {"metric0", "metric1"}) {
@@ -196,9 +199,42 @@ TEST(EstimatorSums, AMetricFailingInItsFirstWindowHasNoOtherNote) {
     const pp::SystemNotes &sums = both.sums.notes[key(metric)], &rows = both.rows.notes[key(metric)];
     EXPECT_NE(sums.failed, "");
     EXPECT_EQ(sums.failed, rows.failed);
-    EXPECT_EQ(sums.windows_unknown, rows.windows_unknown);
+    EXPECT_EQ(sums.off_grid_windows, 0);
+    EXPECT_EQ(rows.off_grid_windows, 0);
     EXPECT_EQ(both.sums.states.count(key(metric)), 0u);
   }
+}
+
+// A GPU_UTIL-like series (the driver's windows) some of whose samples lie off their driver's
+// grid, over the same windows as a DCGM metric: those windows are left out of its system alone
+// and counted, and its state is that of the series without them; the DCGM metric keeps all.
+TEST(EstimatorSums, WindowsOffTheDriversGridAreLeftOutAndCounted) {
+  GpuTimeline g = timeline(2, 40, 7);
+  const uint32_t a = layer(g, "a"), b = layer(g, "b");
+  for (int k = 0; k < 40; ++k) {
+    call(g, a, k * kSecond + kSecond / 10, k * kSecond + kSecond * 4 / 10 + k * 3000000);
+    call(g, b, k * kSecond + kSecond / 2, k * kSecond + kSecond * 9 / 10);
+  }
+  pp::TimelineSeries& util = g.series[1];
+  util.kind = pp::TimelineSeries::kDriverWindow;
+  for (size_t k = 0; k < util.samples.size(); ++k) util.samples[k].driver_grid = k >= 10;  // the first 10 off
+  GpuTimeline placed = g;
+  placed.series[1].samples.erase(placed.series[1].samples.begin(), placed.series[1].samples.begin() + 10);
+  BothWays both(g), only_placed(placed);
+  for (GroupingSystems* grouping : {&both.sums, &both.rows}) {
+    EXPECT_EQ(grouping->notes[key("metric1")].off_grid_windows, 10);
+    EXPECT_EQ(grouping->notes[key("metric0")].off_grid_windows, 0);
+  }
+  EXPECT_EQ(both.sums.states.at(key("metric0")).rows(), 40);
+  const LeastSquaresState kept = both.sums.states.at(key("metric1"));
+  EXPECT_EQ(kept.rows(), 30);
+  expect_same_sums(kept, both.reference("metric1"), 1e-12);
+  expect_same_sums(kept, only_placed.reference("metric1"), 1e-12);
+  // At a timing shift the windows are counted no more (pp_estimates counts shift 0's).
+  GroupingSystems shifted;
+  pp::add_timeline_systems(g, 0, 1, {}, pp::JobSharing{}, {&shifted});
+  EXPECT_EQ(shifted.notes[key("metric1")].off_grid_windows, 0);
+  EXPECT_EQ(shifted.systems.at(key("metric1")).rows(), both.rows.systems.at(key("metric1")).rows());
 }
 
 }  // namespace

@@ -5,25 +5,28 @@
 SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_estimator_state';
 
 -- name: read_gpu
-SELECT system, metric, grouping, shift, windows, concurrent_windows, windows_unknown, shared_gauge, failed, state
+SELECT system, metric, grouping, shift, windows, concurrent_windows, windows_unknown, shared_gauge, failed, state,
+       off_grid_windows
   FROM main.pp_estimator_state WHERE uuid = :uuid;
 
 -- name: read_system
-SELECT system, metric, grouping, shift, windows, concurrent_windows, windows_unknown, shared_gauge, failed, state
+SELECT system, metric, grouping, shift, windows, concurrent_windows, windows_unknown, shared_gauge, failed, state,
+       off_grid_windows
   FROM main.pp_estimator_state WHERE uuid = :uuid AND system = :system;
 
 -- name: read_one
-SELECT system, metric, grouping, shift, windows, concurrent_windows, windows_unknown, shared_gauge, failed, state
+SELECT system, metric, grouping, shift, windows, concurrent_windows, windows_unknown, shared_gauge, failed, state,
+       off_grid_windows
   FROM main.pp_estimator_state
  WHERE uuid = :uuid AND system = :system AND metric = :metric AND grouping = :grouping AND shift = :shift;
 
 -- name: write
 -- The row as estimator_state_rows() made it: the stored one with the new windows added.
 INSERT OR REPLACE INTO main.pp_estimator_state(uuid, system, metric, grouping, shift, windows, concurrent_windows,
-                                               windows_unknown, shared_gauge, failed, state)
+                                               windows_unknown, shared_gauge, failed, state, off_grid_windows)
 VALUES (:uuid, :system, :metric, :grouping, :shift, :windows, :concurrent_windows, :windows_unknown, :shared_gauge,
-        :failed, :state);
+        :failed, :state, :off_grid_windows);
 
 -- name: read_grouping
-SELECT system, metric, concurrent_windows, windows_unknown, shared_gauge, failed, state, uuid
+SELECT system, metric, concurrent_windows, windows_unknown, shared_gauge, failed, state, uuid, off_grid_windows
   FROM main.pp_estimator_state WHERE grouping = :grouping AND shift = :shift ORDER BY uuid, system, metric;

@@ -42,10 +42,15 @@ CREATE TABLE IF NOT EXISTS pp_estimator_state(
   shift INTEGER NOT NULL CHECK (shift IN (-1, 0, 1)),
   windows INTEGER NOT NULL,                    -- the windows in the state
   concurrent_windows INTEGER NOT NULL DEFAULT 0,  -- left out: jobs sharing the GPU ran at once
-  windows_unknown INTEGER NOT NULL DEFAULT 0,     -- 1: driver-period samples off their grid
+  -- 1: the state holds driver-period samples off their grid fitted on DCGM's windows (kept by
+  -- an earlier version; now such windows are left out, off_grid_windows)
+  windows_unknown INTEGER NOT NULL DEFAULT 0,
   shared_gauge INTEGER NOT NULL DEFAULT 0,        -- 1: an instant gauge of a shared GPU
   failed TEXT,                                    -- why the system could not be kept
   state BLOB,
+  -- left out: driver-period samples off their driver's grid (last, where upgrade.sql adds it to
+  -- an earlier version's table, so that rows copied with SELECT * line up in both)
+  off_grid_windows INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (uuid, system, metric, grouping, shift)) WITHOUT ROWID;
 
 -- The job header of each process (layer_jobs): what ran and how big the model is.

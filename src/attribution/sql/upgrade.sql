@@ -71,6 +71,11 @@ SELECT job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, pid, epoch, b
   FROM main.pp_events_before_blocks ORDER BY gpu_uuid, source_file, line;
 DROP TABLE main.pp_events_before_blocks;
 
+-- name: estimator_state_off_grid_windows
+-- pp_estimator_state as versions before windows off the driver's grid were left out made it:
+-- their rows keep windows_unknown (such windows fitted on DCGM's), and none was counted.
+ALTER TABLE main.pp_estimator_state ADD COLUMN off_grid_windows INTEGER NOT NULL DEFAULT 0;
+
 -- name: report_every_job
 -- Views of another version (or altered ones) were replaced: every job's report rows are written
 -- again from the new ones by the next refresh.
