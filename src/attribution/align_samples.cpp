@@ -15,6 +15,7 @@
 #include "attribution/alignment.hpp"
 #include "attribution/alignment_data.hpp"
 #include "attribution/refresh.hpp"
+#include "attribution/scrape_phases.hpp"
 #include "core/embedded_sql.hpp"
 #include "core/sql_relay.hpp"
 #include "core/statement.hpp"
@@ -34,6 +35,9 @@ constexpr double kMaxDriftPpm = 5000;
 constexpr double kCandidateWindowsMs[] = {100, 200, 250, 500, 1000, 2000, 5000, 10000, 15000, 30000, 60000};
 // NVML's utilization period is "between 1 second and 1/6 second, depending on the product".
 constexpr double kCandidateDriverWindowsMs[] = {1000.0 / 6, 200, 250, 1000.0 / 3, 500, 1000};
+
+constexpr double kPhasesAlikeMargin = 10;   // log-likelihood units: two lattices that fit alike (alignment.cpp's margin)
+constexpr double kSamePlaceNs = 3e6;        // two placements of a window this close are the same
 
 double mid_ns(const SegmentRecord& s) { return (static_cast<double>(s.from_ms) + static_cast<double>(s.through_ms)) * kNsPerMs / 2; }
 
@@ -73,6 +77,49 @@ double median_gap_ns(const std::vector<int64_t>& times_ns) {
   if (gaps.empty()) return 0;
   std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
   return static_cast<double>(gaps[gaps.size() / 2]);
+}
+
+// Where each stored time's window ends under an estimate, its stored times being ts_ns.
+std::vector<double> placed_ends(const OffsetEstimate& e, const std::vector<int64_t>& ts_ns, double period_ns) {
+  std::vector<double> ends(ts_ns.size());
+  for (size_t i = 0; i < ts_ns.size(); ++i)
+    ends[i] = static_cast<double>(ts_ns[i]) - e.offset_ns - (e.shift.empty() ? 0 : e.shift[i]) * period_ns;
+  return ends;
+}
+
+// estimate_offset over the stored times as they are, or, where they fall at several phases of
+// the window's period (a scrape interval that is no multiple of it: scrape_phases.hpp), over
+// them put on the lattice of each threshold: the best fit, with its stored times in `lattice`
+// (empty: as they are). Two lattices that fit alike and place the windows apart leave the
+// offset open: which phases' windows are a period later is not known.
+OffsetEstimate estimate_over_phases(const AlignmentTimeline& timeline, const AlignmentSamples& samples, double window_ns,
+                                    const std::vector<OffsetRange>& ranges, double step_ns,
+                                    std::vector<int64_t>& lattice) {
+  lattice.clear();
+  const std::vector<int64_t> thresholds = phase_thresholds(samples.ts_ns, window_ns);
+  if (thresholds.empty()) return estimate_offset(timeline, samples, window_ns, window_ns, ranges, step_ns);
+  std::vector<OffsetEstimate> fits;
+  std::vector<std::vector<int64_t>> times;
+  AlignmentSamples moved = samples;
+  for (int64_t threshold : thresholds) {
+    moved.ts_ns = onto_lattice(samples.ts_ns, window_ns, threshold);
+    fits.push_back(estimate_offset(timeline, moved, window_ns, window_ns, ranges, step_ns));
+    times.push_back(moved.ts_ns);
+  }
+  size_t best = 0;
+  for (size_t i = 1; i < fits.size(); ++i)
+    if (fits[i].found && (!fits[best].found || fits[i].log_likelihood > fits[best].log_likelihood)) best = i;
+  if (!fits[best].found) return std::move(fits[best]);
+  const std::vector<double> ends = placed_ends(fits[best], times[best], window_ns);
+  for (size_t i = 0; i < fits.size(); ++i) {
+    if (i == best || !fits[i].found || fits[best].log_likelihood - fits[i].log_likelihood >= kPhasesAlikeMargin) continue;
+    const std::vector<double> other = placed_ends(fits[i], times[i], window_ns);
+    size_t apart = 0;
+    for (size_t k = 0; k < ends.size(); ++k) apart += std::fabs(ends[k] - other[k]) > kSamePlaceNs;
+    if (apart > ends.size() / 20) fits[best].unique = false;
+  }
+  lattice = std::move(times[best]);
+  return std::move(fits[best]);
 }
 
 std::string ms_text(double ns) {
@@ -272,7 +319,9 @@ class GpuAligner {
     segments_.push_back(as_stored(seg));
   }
 
-  void estimate(SegmentRecord& seg, const AlignmentTimeline& timeline, const AlignmentSamples& samples, double mid,
+  // Where the stored times fall at several phases of the window's period, the estimate's windows
+  // are those of the times put on its lattice (estimate_over_phases): samples.ts_ns become them.
+  void estimate(SegmentRecord& seg, const AlignmentTimeline& timeline, AlignmentSamples& samples, double mid,
                 double spacing, std::vector<int>& shift, std::vector<char>& copy) {
     // What an earlier estimate of the stretch found (before its drift was taken out) does not
     // hold for this one: a stretch this one cannot determine keeps no window moved or copied.
@@ -281,10 +330,12 @@ class GpuAligner {
     seg.moved = 0;
     const bool follow = window_settled_ && !segments_.empty() && segments_.back().status == "estimated";
     OffsetEstimate best;
+    std::vector<int64_t> lattice;  // the best fit's stored times on a lattice (empty: as stored)
     if (follow) {
       // Near the offset the drift predicts, or one window off it (the scrape phase wrapped).
       const double c = predicted_offset(mid), w = window_ns_, r = kFollowReachNs;
-      best = estimate_offset(timeline, samples, w, w, {{c - r, c + r}, {c + w - r, c + w + r}, {c - w - r, c - w + r}}, 0.5e6);
+      best = estimate_over_phases(timeline, samples, w, {{c - r, c + r}, {c + w - r, c + w + r}, {c - w - r, c - w + r}},
+                                  0.5e6, lattice);
     } else {
       std::vector<double> windows;
       if (window_settled_) {
@@ -299,10 +350,12 @@ class GpuAligner {
       for (double w : windows) {
         const double lag = std::max(lag_ns_, 2 * w);
         // A millisecond moves a long window's mix by little: its peak is as wide as it is long.
-        OffsetEstimate e = estimate_offset(timeline, samples, w, w, {{-w, lag}}, std::max(1e6, w / 1000));
+        std::vector<int64_t> on_lattice;
+        OffsetEstimate e = estimate_over_phases(timeline, samples, w, {{-w, lag}}, std::max(1e6, w / 1000), on_lattice);
         if (e.found && (!best.found || e.log_likelihood > best.log_likelihood)) {
           best = std::move(e);
           best_window = w;
+          lattice = std::move(on_lattice);
         }
       }
       if (best.found && !window_settled_) {
@@ -321,6 +374,7 @@ class GpuAligner {
       seg.status = "not determined";
       return;
     }
+    if (!lattice.empty()) samples.ts_ns = std::move(lattice);
     seg.offset_ns = best.offset_ns;
     seg.moved = best.moved;
     shift = best.shift;
@@ -498,7 +552,9 @@ class GpuAligner {
         original_end = r.end_ns;
         if (previous_end && window_ns_ > 0) {
           const double gap = static_cast<double>(r.end_ns - *previous_end) / window_ns_;
-          const double expected = std::max(1.0, std::round(median_gap_ns(samples.ts_ns) / window_ns_));
+          // The most windows one scrape interval spans: at 1.5 periods, gaps of one and two
+          // windows alternate and neither skips one the scrapes would take.
+          const double expected = std::max(1.0, std::ceil(stretch_spacing_ns_ / window_ns_ - 0.1));
           if (gap > expected + 0.5) seg.skipped += std::llround(gap - expected);
         }
         previous_end = r.end_ns;

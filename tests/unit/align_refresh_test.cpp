@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -127,6 +128,36 @@ class AlignRefresh : public ::testing::Test {
       const char* metrics[] = {"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_DEV_GPU_UTIL",
                                "DCGM_FI_DEV_FB_USED"};
       for (int m = 0; m < 4; ++m) {
+        sql << (first ? "" : ",") << "('" << kUuid << "', '" << metrics[m] << "', " << ts << ", " << values[m] << ")";
+        first = false;
+      }
+    }
+    return sql.str();
+  }
+
+  // Scrapes every interval_ms (up to 1 ms late, stored truncated to the ms), each served the
+  // newest DCGM window (of 100 ms, ending 3 ms past each 100 ms) that ended latency_ms before it;
+  // the true window end of each stored time into ends.
+  std::string scraped_samples_sql(double interval_ms, double latency_ms, std::map<int64_t, int64_t>& ends) const {
+    std::mt19937_64 rng(5);
+    std::normal_distribution<double> noise(0, 0.005);
+    std::uniform_real_distribution<double> late(0, 1);
+    std::ostringstream sql;
+    sql << "INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES ";
+    bool first = true;
+    for (int64_t n = 1;; ++n) {
+      const double scrape = static_cast<double>(kRefreshT0) + (7 + static_cast<double>(n) * interval_ms + late(rng)) * kMs;
+      const auto ts = static_cast<int64_t>(std::floor(scrape / kMs));
+      if (ts > last_ms()) break;
+      const auto window = static_cast<int64_t>(std::floor((scrape - latency_ms * kMs - kRefreshT0 - 3 * kMs) / (100 * kMs)));
+      if (window < 1) continue;
+      const int64_t window_end = kRefreshT0 + window * 100 * kMs + 3 * kMs;
+      ends[ts] = window_end;
+      std::mt19937_64 window_rng(static_cast<uint64_t>(window_end));
+      const double values[] = {average(0, window_end, 100 * kMs) * (1 + noise(window_rng)),
+                               average(1, window_end, 100 * kMs) * (1 + noise(window_rng))};
+      const char* metrics[] = {"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"};
+      for (int m = 0; m < 2; ++m) {
         sql << (first ? "" : ",") << "('" << kUuid << "', '" << metrics[m] << "', " << ts << ", " << values[m] << ")";
         first = false;
       }
@@ -288,6 +319,44 @@ TEST_F(AlignRefresh, AStretchFittedAPeriodAndAFewMsOffIsPoorlyDetermined) {
   EXPECT_GE(flagged, 1);
   EXPECT_EQ(rows.back()[3].text, "estimated");
   EXPECT_NEAR(rows.back()[1].real, kOffsetMs, 1.0);
+}
+
+// Prometheus scraping every 150 ms, one and a half DCGM periods: successive scrapes fall 50 ms
+// apart in DCGM's grid, so the offset from a stored time to its window's end alternates between
+// two values 50 ms apart. Every window is placed on its own (the two phases' offsets found), the
+// stretches are estimated, and the estimates are right.
+TEST_F(AlignRefresh, ScrapesAtOneAndAHalfPeriodsPlaceEveryWindow) {
+  std::map<int64_t, int64_t> ends;
+  db_.exec(scraped_samples_sql(150, 30, ends));
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  int64_t placed = 0, windows = 0;
+  for (const auto& row : db_.query("SELECT w.ts_ms, w.end_ns FROM pp_windows AS w")) {
+    ++windows;
+    placed += std::llabs(row[1].integer - ends.at(row[0].integer)) <= 3 * kMs;
+  }
+  EXPECT_GT(windows, 400);
+  EXPECT_GE(placed, windows - windows / 50) << placed << " of " << windows << " windows placed within 3 ms";
+  for (const auto& row : db_.query("SELECT t_from, status, timing_ms, skipped FROM sample_alignment")) {
+    SCOPED_TRACE(row[0].real);
+    EXPECT_EQ(row[1].text, "estimated");
+    EXPECT_LT(row[2].real, 2.0);
+    EXPECT_EQ(row[3].integer, 0);  // a gap of two windows is what every other scrape leaves
+  }
+  int identified = 0;
+  for (const auto& r : db_.query("SELECT layer_type, metric, estimate, lower90, upper90, confidence FROM "
+                                 "layer_type_estimates WHERE layer_type <> '(untracked)'")) {
+    int layer = 0;
+    while (std::string(kLayers[layer].type) != r[0].text) ++layer;
+    const double truth = value(layer, r[1].text == "DCGM_FI_PROF_SM_ACTIVE" ? 0 : 1);
+    SCOPED_TRACE(r[0].text + " " + r[1].text);
+    EXPECT_LE(r[3].real, truth * 1.005);
+    EXPECT_GE(r[4].real, truth * 0.995);
+    if (r[5].text == "identified") {
+      ++identified;
+      EXPECT_NEAR(r[2].real, truth, 0.05 * truth);
+    }
+  }
+  EXPECT_GE(identified, 4);
 }
 
 TEST_F(AlignRefresh, RefreshesInPartsGiveWhatOneRefreshGives) { expect_parts_give_what_one_gives({last_ms() - 40000}); }
