@@ -306,6 +306,8 @@ TIMINGS = {
                    "three times in 10 minutes, storing windows twice and skipping others", dict(dcgm_drift_ppm=500)),
     "real-s1": ("realistic, Prometheus scraping every 1 s (keeps one window in ten at 100 ms)",
                 dict(scrape_interval_ms=1000)),
+    "real-s150": ("realistic, Prometheus scraping every 150 ms, no multiple of DCGM's period: stored times fall at "
+                  "two phases of its grid, a window or two apart", dict(scrape_interval_ms=150)),
     "real-cached": ("realistic, dcgm-exporter 3.x (collects on its own ticker, serves the cache)",
                     dict(exporter="cached")),
     "real-tol0": ("realistic, Prometheus before 2.51 (scrape times not snapped to the tick)",
