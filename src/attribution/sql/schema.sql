@@ -142,6 +142,15 @@ CREATE TABLE IF NOT EXISTS pp_gpu_spans(
 -- the jobs a span can overlap, found without reading every job the GPU has run.
 CREATE INDEX IF NOT EXISTS pp_gpu_spans_by_job ON pp_gpu_spans(job_id);
 CREATE INDEX IF NOT EXISTS pp_gpu_spans_by_end ON pp_gpu_spans(uuid, last_ns);
+-- The spans of a GPU by start, and its longest span (one seek): a span that overlaps another
+-- starts at most that long before it, so the views find the jobs one span overlaps by a range
+-- of starts (colocated_spans, pp_shared_jobs), where the spans that end after it are every
+-- later job of the GPU. Only GPUs' spans ('cpu' never pairs): the other queries, which do not
+-- say so, keep to pp_gpu_spans_by_end. A span whose times are not both integers counts as
+-- endless (9e999): the views then read the GPU's spans without that bound.
+CREATE INDEX IF NOT EXISTS pp_gpu_spans_by_start ON pp_gpu_spans(uuid, first_ns) WHERE uuid <> 'cpu';
+CREATE INDEX IF NOT EXISTS pp_gpu_spans_by_length ON pp_gpu_spans(
+  uuid, CASE WHEN typeof(first_ns) = 'integer' AND typeof(last_ns) = 'integer' THEN last_ns - first_ns ELSE 9e999 END);
 -- A database made before this table gets the spans of the events it has folded, once. (The
 -- one-row subquery first: as a WHERE term, the NOT EXISTS would be tested on every event.)
 INSERT OR IGNORE INTO main.pp_gpu_spans(job_id, uuid, first_ns, last_ns, events, longest_ns)

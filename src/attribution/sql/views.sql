@@ -11,14 +11,22 @@ SELECT job_id, gpu_uuid AS uuid, min(t_start_ns) AS first_ns, max(t_end_ns) AS l
 -- (pp_gpu_spans: first event start to last event end), with the overlap in unix seconds. The
 -- samples of such a span describe both jobs together: the overlap means blend them (the views
 -- say so in layer_metrics.note), the estimator solves the jobs jointly (layer_estimates
--- .shared_with), and pp_refresh warns.
+-- .shared_with), and pp_refresh warns. The last term follows from the overlap: b starts at
+-- most the GPU's longest span before a does (pp_gpu_spans_by_length, one seek; no bound where a
+-- span's times are not integers or the difference passes 64 bits), so that b is read by a
+-- range of its start (pp_gpu_spans_by_start, which b.uuid <> 'cpu' lets the plan use), not as
+-- every job the GPU ran after a, nor (the unary +) as every job named after a's.
 CREATE VIEW IF NOT EXISTS colocated_spans AS
 SELECT a.uuid, a.job_id AS job_a, b.job_id AS job_b,
        max(a.first_ns, b.first_ns) / 1e9 AS t_from, min(a.last_ns, b.last_ns) / 1e9 AS t_through,
        (min(a.last_ns, b.last_ns) - max(a.first_ns, b.first_ns)) / 1e9 AS seconds,
        a.events AS events_a, b.events AS events_b
-  FROM pp_gpu_spans AS a JOIN pp_gpu_spans AS b ON b.uuid = a.uuid AND b.job_id > a.job_id
- WHERE a.uuid <> 'cpu' AND a.first_ns < b.last_ns AND b.first_ns < a.last_ns;
+  FROM pp_gpu_spans AS a JOIN pp_gpu_spans AS b ON b.uuid = a.uuid AND +b.job_id > +a.job_id
+ WHERE a.uuid <> 'cpu' AND b.uuid <> 'cpu' AND a.first_ns < b.last_ns AND b.first_ns < a.last_ns
+   AND b.first_ns >= (SELECT CASE typeof(earliest) WHEN 'integer' THEN earliest ELSE -9e999 END
+                        FROM (SELECT a.first_ns - max(CASE WHEN typeof(g.first_ns) = 'integer' AND typeof(g.last_ns) = 'integer'
+                                                           THEN g.last_ns - g.first_ns ELSE 9e999 END) AS earliest
+                                FROM pp_gpu_spans AS g WHERE g.uuid = a.uuid));
 
 -- Per event and metric: each sample whose aligned window overlaps the event (window_end: where
 -- it ends; sample_ts: when Prometheus stored it), with the overlap in seconds as weight. Events match only samples of their own GPU. The interval join is
@@ -36,11 +44,16 @@ SELECT o.event_id, o.job_id, o.layer, e.layer_type, o.forward, g.uuid AS gpu_uui
 
 -- Per job, each other job that shared a GPU with it (not 'cpu'): their spans on the GPU
 -- (pp_gpu_spans) overlap. colocated_spans lists each pair once with the overlap; this lists it
--- from both sides, so that a view reading one job's rows finds its partners by index.
+-- from both sides, so that a view reading one job's rows finds its partners by index (a range
+-- of starts, as colocated_spans reads them).
 CREATE VIEW IF NOT EXISTS pp_shared_jobs AS
 SELECT a.job_id, b.job_id AS other, a.uuid
   FROM pp_gpu_spans AS a JOIN pp_gpu_spans AS b ON b.uuid = a.uuid AND b.job_id <> a.job_id
- WHERE a.uuid <> 'cpu' AND b.last_ns > a.first_ns AND b.first_ns < a.last_ns;
+ WHERE a.uuid <> 'cpu' AND b.uuid <> 'cpu' AND b.last_ns > a.first_ns AND b.first_ns < a.last_ns
+   AND b.first_ns >= (SELECT CASE typeof(earliest) WHEN 'integer' THEN earliest ELSE -9e999 END
+                        FROM (SELECT a.first_ns - max(CASE WHEN typeof(g.first_ns) = 'integer' AND typeof(g.last_ns) = 'integer'
+                                                           THEN g.last_ns - g.first_ns ELSE 9e999 END) AS earliest
+                                FROM pp_gpu_spans AS g WHERE g.uuid = a.uuid));
 
 -- The paper's Table II, one row per (job_id, layer, forward), followed by what a reader needs
 -- to judge it: the layer's type, calls, mean duration, and resolution = mean duration /
