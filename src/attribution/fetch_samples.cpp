@@ -82,13 +82,6 @@ std::vector<FetchRange> fetch_ranges(RefreshRun& run, double margin) {
   return ranges;
 }
 
-// A text as an SQL literal ('it''s').
-std::string sql_quoted(const std::string& text) {
-  std::string out = "'";
-  for (const char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string utc_text(double seconds) {
   const auto t = static_cast<time_t>(std::floor(seconds));
   struct tm parts {};
@@ -97,23 +90,31 @@ std::string utc_text(double seconds) {
   return text;
 }
 
+// " (F line N)" for the file and line of the job's first or last event on the GPU, where known.
+std::string where_in_files(const Statement& ends, int column) {
+  return ends.column_null(column) ? std::string() : " (" + ends.column_text(column) + ")";
+}
+
 // prom_samples refuses a range of more than max_requests_per_query chunks; the events behind
-// such a range (a clock set years off, say) are named before anything is asked.
-void check_requests(const Settings& settings, const FetchRange& r) {
+// such a range (a clock set years off, say) are named before anything is asked, by file and
+// line: the failed refresh takes back its imports, so pp_events no longer holds them.
+void check_requests(sqlite3* db, const Settings& settings, const FetchRange& r) {
   const double chunk = static_cast<double>(std::max<int64_t>(1, settings.get_int("samples_chunk_seconds")));
   const double requests = std::ceil((r.end - r.start + 0.001) / chunk);
   if (requests <= static_cast<double>(settings.get_int("max_requests_per_query"))) return;
+  Statement ends(db, named_sql("refresh", "span_end_lines"));
+  ends.bind(":job_id", r.longest_job);
+  ends.bind(":uuid", r.longest_uuid);
+  ends.step();
   throw Error("the samples to fetch from " + utc_text(r.start) + " to " + utc_text(r.end) + " UTC need " +
               std::to_string(static_cast<long long>(requests)) + " requests of samples_chunk_seconds = " +
               settings.get("samples_chunk_seconds") + " (limit max_requests_per_query = " +
               settings.get("max_requests_per_query") + "); the longest job span in that time is job '" +
               r.longest_job + "' on GPU " + r.longest_uuid + ": its events run from " + utc_text(r.longest_start) +
-              " to " + utc_text(r.longest_last_event) + " UTC" +
+              where_in_files(ends, 0) + " to " + utc_text(r.longest_last_event) + " UTC" + where_in_files(ends, 1) +
               (r.longest_last_event > r.longest_end ? " (samples are asked for up to now, " + utc_text(r.longest_end) + ")"
                                                     : std::string()) +
-              ": if a clock was off, correct or remove those events in their file (SELECT source_file, line FROM "
-              "pp_events WHERE job_id = " + sql_quoted(r.longest_job) + " ORDER BY t_start_ns finds the first; ORDER BY "
-              "t_end_ns DESC the last), else raise the limit or the chunk");
+              ": if a clock was off, correct or remove those lines in their file, else raise the limit or the chunk");
 }
 
 // UUIDs (or host names) of r's GPUs that still need samples in it (refresh.sql
@@ -187,7 +188,7 @@ void fetch_samples(RefreshRun& run) {
                                       {":lag_seconds", static_cast<double>(lag_ms) / 1e3}}, 60);
   const std::vector<FetchRange> ranges = fetch_ranges(run, margin);
   if (ranges.empty()) return;
-  for (const FetchRange& r : ranges) check_requests(run.connection.settings(), r);
+  for (const FetchRange& r : ranges) check_requests(run.db, run.connection.settings(), r);
   run_script(run.db, named_sql("refresh", "fetch_gpus"),
              {{":after_ms", kSamplesAfterLastEventSeconds * 1000}, {":lag_ms", lag_ms}});
   double end = ranges.front().end;

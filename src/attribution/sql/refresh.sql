@@ -30,6 +30,15 @@ SELECT u.uuid, u.job_id,
          GROUP BY b.gpu_uuid, b.job_id) AS u
  ORDER BY first_s, u.uuid, u.job_id;
 
+-- name: span_end_lines
+-- Where a job's span on a GPU begins and ends in its files: the file and line of its first
+-- event (by start) and of its last (by end), for the error that refuses a span too long to
+-- fetch (this refresh's own imports are rolled back with it, so the user cannot look them up).
+SELECT (SELECT source_file || ' line ' || line FROM main.pp_events
+         WHERE job_id = :job_id AND gpu_uuid = :uuid ORDER BY t_start_ns LIMIT 1),
+       (SELECT source_file || ' line ' || line FROM main.pp_events
+         WHERE job_id = :job_id AND gpu_uuid = :uuid ORDER BY t_end_ns DESC LIMIT 1);
+
 -- name: fetch_gpus
 -- Each GPU with unfolded events and its last sample before this refresh (of the metrics fetched:
 -- one index seek per metric, where max(ts_ms) over the GPU would read all of its samples); for a
