@@ -85,9 +85,9 @@ class Timeline:
         self.previous = (np.zeros(0, np.int64),) * 3  # the calls that reach windows not given yet
         self.next_end = (t0_ns // (WINDOW_MS * 10**6) + 1) * WINDOW_MS * 10**6  # the next window's end
 
-    def minute(self):
-        """The calls that start in the next minute: arrays start_ns, end_ns, call index."""
-        end_of_minute = self.t + MINUTE_NS
+    def minute(self, length_ns=MINUTE_NS):
+        """The calls that start in the next minute (or length_ns): arrays start_ns, end_ns, call index."""
+        end_of_minute = self.t + length_ns
         starts, ends, index = [], [], []
         n = len(self.durations_ns)
         while self.t < end_of_minute:
@@ -149,12 +149,12 @@ def connect(extension, path, retention_minutes):
     return conn
 
 
-def insert_minute(conn, timelines, line, job="bench"):
-    """One minute of every GPU's calls (of `job`, in its file) and the windows that end in it;
-    returns the next line number."""
+def insert_minute(conn, timelines, line, job="bench", length_ns=MINUTE_NS):
+    """One minute (or length_ns) of every GPU's calls (of `job`, in its file) and the windows
+    that end in it; returns the next line number."""
     conn.execute("BEGIN")
     for tl in timelines:
-        starts, ends, index = tl.minute()
+        starts, ends, index = tl.minute(length_ns)
         rows = [(job, "node", tl.uuid, tl.gpu, tl.names[i], tl.types[i], int(tl.forward[i]), int(s), int(e),
                  s / 1e9, e / 1e9, 4.0, job, line + k)
                 for k, (s, e, i) in enumerate(zip(starts.tolist(), ends.tolist(), index.tolist()))]
