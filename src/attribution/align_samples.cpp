@@ -28,6 +28,9 @@ constexpr double kNsPerMs = 1e6;
 constexpr size_t kMinSegmentWindows = 100;
 constexpr double kDeterminedHalf90Ns = 2e6;  // a wider 90% interval is "poorly determined"
 constexpr double kNearWrapShare = 0.1;  // a jump this close to whole periods is a stretch fitted a period off
+// A stretch more of whose stored times than this share read a window older than the one stored
+// just before them is poorly determined (GpuAligner::stored_out_of_order).
+constexpr double kOutOfOrderShare = 1.0 / 40;
 constexpr double kFollowReachNs = 6e6;       // later segments search this far around the prediction
 constexpr double kStretchDriftPpm = 50;      // a stretch's own drift that is taken out before the drift is known
 constexpr double kMaxDriftPpm = 5000;
@@ -277,6 +280,7 @@ class GpuAligner {
     }
     for (size_t i : kept) samples.copy_after.push_back(i + 1 < last && data_.is_copy[i + 1]);
     const double spacing = median_gap_ns(samples.ts_ns);
+    out_of_order_ = stored_out_of_order(first, last);
     // Until the data tell the window's length, a stretch takes its own samples' spacing (not the
     // series' median in pp_intervals, which the first refresh fixed from whatever it had).
     if (!window_settled_ && spacing > 0) window_ns_ = spacing;
@@ -379,8 +383,14 @@ class GpuAligner {
     seg.moved = best.moved;
     shift = best.shift;
     copy = best.copy;
-    seg.timing_ns = best.unique ? best.half90_ns : std::max(best.half90_ns, window_ns_ / 2);
-    seg.status = best.unique && best.half90_ns <= kDeterminedHalf90Ns ? "estimated" : "poorly determined";
+    // An exporter whose latency scatters by about a period or more reads each scrape's window
+    // from about three and serves some out of order. The windows stay in order here, and those
+    // the values cannot place stay where the offset puts them, a period or two from their own
+    // (10-40% of them at 100 ms of scatter), their mixes pulling the offset by ms as well: the
+    // offset's own uncertainty says nothing of that.
+    const bool in_order = static_cast<double>(out_of_order_) <= kOutOfOrderShare * static_cast<double>(seg.samples);
+    seg.timing_ns = best.unique && in_order ? best.half90_ns : std::max(best.half90_ns, window_ns_ / 2);
+    seg.status = best.unique && in_order && best.half90_ns <= kDeterminedHalf90Ns ? "estimated" : "poorly determined";
     if (seg.status == "estimated" && drift_established()) {
       std::vector<SegmentRecord> with = segments_;
       with.push_back(seg);
@@ -390,6 +400,26 @@ class GpuAligner {
       if (std::fabs(best.stretch_drift_ppm) > kStretchDriftPpm)
         seg.drift_ppm = std::clamp(seg.drift_ppm + best.stretch_drift_ppm, -kMaxDriftPpm, kMaxDriftPpm);
     }
+  }
+
+  // The stored times of [first, last) whose every metric reads as the stored time two or three
+  // before, not as the one just before: a window older than the one stored before it (the same
+  // window reads alike; an idle one reads like the next idle one, so those are not counted).
+  // Only the stretch's own stored times are compared, which any sequence of refreshes reads alike.
+  int64_t stored_out_of_order(size_t first, size_t last) const {
+    const auto same_row = [&](size_t a, size_t b) {
+      for (const auto& v : data_.values)
+        if (!((std::isnan(v[a]) && std::isnan(v[b])) || v[a] == v[b])) return false;
+      return true;
+    };
+    int64_t count = 0;
+    for (size_t i = first + 2; i < last; ++i) {
+      bool active = false;
+      for (size_t m : data_.primary) active = active || (std::isfinite(data_.values[m][i]) && data_.values[m][i] != 0);
+      if (!active || same_row(i, i - 1)) continue;
+      count += same_row(i, i - 2) || (i >= first + 3 && same_row(i, i - 3));
+    }
+    return count;
   }
 
   // Two estimated stretches before this one: with it, three points to fit the drift to.
@@ -581,6 +611,7 @@ class GpuAligner {
   SqlRelay& sql_;
   std::vector<SegmentRecord> segments_;
   GpuSampleData data_;
+  int64_t out_of_order_ = 0;  // of the stretch being aligned (stored_out_of_order)
   GpuEventExtent extent_;
   bool pinned_ = false;
   double pinned_ms_ = 0;
