@@ -60,6 +60,17 @@ LeastSquaresState decode_row(std::string_view blob, const std::string& uuid, con
   }
 }
 
+// A statement that reads the state: in a table an earlier version made, not upgraded yet (a
+// read-only file), off_grid_windows reads as 0, which is what the upgrade writes there.
+std::string read_statement(sqlite3* db, const char* name) {
+  std::string sql(named_sql("estimator_state", name));
+  if (query_double(db, named_sql("estimator_state", "has_off_grid_windows"), {}, 0) > 0) return sql;
+  const std::string column = "off_grid_windows";
+  const size_t at = sql.find(column);
+  if (at != std::string::npos) sql.replace(at, column.size(), "0 AS " + column);
+  return sql;
+}
+
 }  // namespace
 
 bool has_estimator_state_table(sqlite3* db) {
@@ -90,7 +101,7 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
   sql.run([&] {
     stored = has_estimator_state_table(db);
     if (stored && every_row) {
-      Statement read(db, named_sql("estimator_state", "read_gpu"));
+      Statement read(db, read_statement(db, "read_gpu"));
       read.bind(":uuid", uuid);
       while (read.step()) take_row(read);
     }
@@ -114,7 +125,7 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
     for (uint32_t job = 0; job < timeline.jobs.size(); ++job)
       if (has_calls[job]) systems.insert(sharing->system(timeline.jobs[job].job_id));
     sql.run([&] {
-      Statement read(db, named_sql("estimator_state", "read_system"));
+      Statement read(db, read_statement(db, "read_system"));
       for (const std::string& system : systems)
         if (read_systems.insert(system).second) {
           read.bind(":uuid", uuid);
@@ -141,7 +152,7 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
         if (stored && !every_row && !read_systems.count(key.system) &&
             !rows.count(std::make_tuple(key.system, key.metric, name, shift)))
           sql.run([&] {  // (statements live and die on the connection's thread)
-            Statement read_one(db, named_sql("estimator_state", "read_one"));
+            Statement read_one(db, read_statement(db, "read_one"));
             read_one.bind(":uuid", uuid);
             read_one.bind(":system", key.system);
             read_one.bind(":metric", key.metric);
@@ -205,7 +216,7 @@ void add_estimator_state(sqlite3* db, bool by_type, int shift, const std::map<st
                          const JobSharing& sharing, std::map<SystemKey, DeconvolveData>& systems,
                          SystemUnknowns& unknowns, std::map<SystemKey, SystemNotes>& notes) {
   if (!has_estimator_state_table(db)) return;
-  Statement read(db, named_sql("estimator_state", "read_grouping"));
+  Statement read(db, read_statement(db, "read_grouping"));
   const std::string grouping = grouping_name(by_type);
   read.bind(":grouping", grouping);
   read.bind(":shift", shift);

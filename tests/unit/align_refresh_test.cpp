@@ -959,7 +959,15 @@ TEST_F(AlignRefresh, AnEstimatorStateFromBeforeOffGridCountsKeepsItsNote) {
            "PRIMARY KEY (uuid, system, metric, grouping, shift)) WITHOUT ROWID");
   db_.exec("INSERT INTO pp_estimator_state SELECT uuid, system, metric, grouping, shift, windows, concurrent_windows, "
            "metric = 'DCGM_FI_DEV_GPU_UTIL', shared_gauge, failed, state FROM temp.kept");
+  // Not upgraded yet (a read-only file, say): the estimates read it as the upgraded table.
+  const std::string every_estimate =
+      "SELECT group_concat(job_id || layer_type || forward || metric || windows || ifnull(estimate, '-') || confidence, "
+      "';') FROM (SELECT * FROM layer_type_estimates ORDER BY job_id, layer_type, forward, metric)";
+  const std::string unupgraded = db_.scalar(every_estimate).text;
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_estimator_states").integer,
+            db_.scalar("SELECT count(*) FROM temp.kept").integer);
   db_.query("SELECT pp_install_views()");
+  EXPECT_EQ(db_.scalar(every_estimate).text, unupgraded);
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM pragma_table_info('pp_estimator_state') WHERE name = 'off_grid_windows'")
                 .integer,
             1);

@@ -4,6 +4,10 @@
 -- name: has_table
 SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_estimator_state';
 
+-- name: has_off_grid_windows
+-- 0 in a table an earlier version made that pp_install_views has not upgraded (a read-only file).
+SELECT count(*) FROM pragma_table_info('pp_estimator_state', 'main') WHERE name = 'off_grid_windows';
+
 -- name: read_gpu
 SELECT system, metric, grouping, shift, windows, concurrent_windows, windows_unknown, shared_gauge, failed, state,
        off_grid_windows
