@@ -29,7 +29,7 @@ constexpr size_t kMinSegmentWindows = 100;
 constexpr double kDeterminedHalf90Ns = 2e6;  // a wider 90% interval is "poorly determined"
 constexpr double kNearWrapShare = 0.1;  // a jump this close to whole periods is a stretch fitted a period off
 // A stretch more of whose stored times than this share read a window older than the one stored
-// just before them is poorly determined (GpuAligner::stored_out_of_order).
+// just before them is poorly determined (served_out_of_order, alignment_data.hpp).
 constexpr double kOutOfOrderShare = 1.0 / 40;
 constexpr double kFollowReachNs = 6e6;       // later segments search this far around the prediction
 constexpr double kStretchDriftPpm = 50;      // a stretch's own drift that is taken out before the drift is known
@@ -39,8 +39,6 @@ constexpr double kCandidateWindowsMs[] = {100, 200, 250, 500, 1000, 2000, 5000, 
 // NVML's utilization period is "between 1 second and 1/6 second, depending on the product".
 constexpr double kCandidateDriverWindowsMs[] = {1000.0 / 6, 200, 250, 1000.0 / 3, 500, 1000};
 
-constexpr double kPhasesAlikeMargin = 10;   // log-likelihood units: two lattices that fit alike (alignment.cpp's margin)
-constexpr double kSamePlaceNs = 3e6;        // two placements of a window this close are the same
 
 double mid_ns(const SegmentRecord& s) { return (static_cast<double>(s.from_ms) + static_cast<double>(s.through_ms)) * kNsPerMs / 2; }
 
@@ -80,49 +78,6 @@ double median_gap_ns(const std::vector<int64_t>& times_ns) {
   if (gaps.empty()) return 0;
   std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
   return static_cast<double>(gaps[gaps.size() / 2]);
-}
-
-// Where each stored time's window ends under an estimate, its stored times being ts_ns.
-std::vector<double> placed_ends(const OffsetEstimate& e, const std::vector<int64_t>& ts_ns, double period_ns) {
-  std::vector<double> ends(ts_ns.size());
-  for (size_t i = 0; i < ts_ns.size(); ++i)
-    ends[i] = static_cast<double>(ts_ns[i]) - e.offset_ns - (e.shift.empty() ? 0 : e.shift[i]) * period_ns;
-  return ends;
-}
-
-// estimate_offset over the stored times as they are, or, where they fall at several phases of
-// the window's period (a scrape interval that is no multiple of it: scrape_phases.hpp), over
-// them put on the lattice of each threshold: the best fit, with its stored times in `lattice`
-// (empty: as they are). Two lattices that fit alike and place the windows apart leave the
-// offset open: which phases' windows are a period later is not known.
-OffsetEstimate estimate_over_phases(const AlignmentTimeline& timeline, const AlignmentSamples& samples, double window_ns,
-                                    const std::vector<OffsetRange>& ranges, double step_ns,
-                                    std::vector<int64_t>& lattice) {
-  lattice.clear();
-  const std::vector<int64_t> thresholds = phase_thresholds(samples.ts_ns, window_ns);
-  if (thresholds.empty()) return estimate_offset(timeline, samples, window_ns, window_ns, ranges, step_ns);
-  std::vector<OffsetEstimate> fits;
-  std::vector<std::vector<int64_t>> times;
-  AlignmentSamples moved = samples;
-  for (int64_t threshold : thresholds) {
-    moved.ts_ns = onto_lattice(samples.ts_ns, window_ns, threshold);
-    fits.push_back(estimate_offset(timeline, moved, window_ns, window_ns, ranges, step_ns));
-    times.push_back(moved.ts_ns);
-  }
-  size_t best = 0;
-  for (size_t i = 1; i < fits.size(); ++i)
-    if (fits[i].found && (!fits[best].found || fits[i].log_likelihood > fits[best].log_likelihood)) best = i;
-  if (!fits[best].found) return std::move(fits[best]);
-  const std::vector<double> ends = placed_ends(fits[best], times[best], window_ns);
-  for (size_t i = 0; i < fits.size(); ++i) {
-    if (i == best || !fits[i].found || fits[best].log_likelihood - fits[i].log_likelihood >= kPhasesAlikeMargin) continue;
-    const std::vector<double> other = placed_ends(fits[i], times[i], window_ns);
-    size_t apart = 0;
-    for (size_t k = 0; k < ends.size(); ++k) apart += std::fabs(ends[k] - other[k]) > kSamePlaceNs;
-    if (apart > ends.size() / 20) fits[best].unique = false;
-  }
-  lattice = std::move(times[best]);
-  return std::move(fits[best]);
 }
 
 std::string ms_text(double ns) {
@@ -280,7 +235,7 @@ class GpuAligner {
     }
     for (size_t i : kept) samples.copy_after.push_back(i + 1 < last && data_.is_copy[i + 1]);
     const double spacing = median_gap_ns(samples.ts_ns);
-    out_of_order_ = stored_out_of_order(first, last);
+    out_of_order_ = served_out_of_order(data_, first, last);
     // Until the data tell the window's length, a stretch takes its own samples' spacing (not the
     // series' median in pp_intervals, which the first refresh fixed from whatever it had).
     if (!window_settled_ && spacing > 0) window_ns_ = spacing;
@@ -400,33 +355,6 @@ class GpuAligner {
       if (std::fabs(best.stretch_drift_ppm) > kStretchDriftPpm)
         seg.drift_ppm = std::clamp(seg.drift_ppm + best.stretch_drift_ppm, -kMaxDriftPpm, kMaxDriftPpm);
     }
-  }
-
-  // The stored times of [first, last) whose every metric reads as the stored time two or three
-  // before, not as the one just before: a window older than the one stored before it (the same
-  // window reads alike; an idle one reads like the next idle one, so those are not counted).
-  // Only the stretch's own stored times are compared, which any sequence of refreshes reads alike.
-  // A row of whole numbers only (GPU_UTIL's percent, a counter saturated at 1) can equal an older
-  // one by chance: not counted.
-  int64_t stored_out_of_order(size_t first, size_t last) const {
-    const auto same_row = [&](size_t a, size_t b) {
-      for (const auto& v : data_.values)
-        if (!((std::isnan(v[a]) && std::isnan(v[b])) || v[a] == v[b])) return false;
-      return true;
-    };
-    const auto fractional = [&](size_t i) {
-      for (const auto& v : data_.values)
-        if (std::isfinite(v[i]) && v[i] != std::floor(v[i])) return true;
-      return false;
-    };
-    int64_t count = 0;
-    for (size_t i = first + 2; i < last; ++i) {
-      bool active = false;
-      for (size_t m : data_.primary) active = active || (std::isfinite(data_.values[m][i]) && data_.values[m][i] != 0);
-      if (!active || !fractional(i) || same_row(i, i - 1)) continue;
-      count += same_row(i, i - 2) || (i >= first + 3 && same_row(i, i - 3));
-    }
-    return count;
   }
 
   // Two estimated stretches before this one: with it, three points to fit the drift to.
@@ -618,7 +546,7 @@ class GpuAligner {
   SqlRelay& sql_;
   std::vector<SegmentRecord> segments_;
   GpuSampleData data_;
-  int64_t out_of_order_ = 0;  // of the stretch being aligned (stored_out_of_order)
+  int64_t out_of_order_ = 0;  // of the stretch being aligned (served_out_of_order)
   GpuEventExtent extent_;
   bool pinned_ = false;
   double pinned_ms_ = 0;

@@ -1,6 +1,7 @@
 #include "attribution/alignment_data.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -332,6 +333,33 @@ void write_windows(sqlite3* db, const std::string& uuid, const SegmentRecord& se
     window.bind(":util_copy", int64_t{w.util_copy ? 1 : 0});
     window.run();
   }
+}
+
+// The stored times of [first, last) whose every metric reads as the stored time two or three
+// before, not as the one just before: a window older than the one stored before it (the same
+// window reads alike; an idle one reads like the next idle one, so those are not counted).
+// Only the stretch's own stored times are compared, which any sequence of refreshes reads alike.
+// A row of whole numbers only (GPU_UTIL's percent, a counter saturated at 1) can equal an older
+// one by chance: not counted.
+int64_t served_out_of_order(const GpuSampleData& data, size_t first, size_t last) {
+  const auto same_row = [&](size_t a, size_t b) {
+    for (const auto& v : data.values)
+      if (!((std::isnan(v[a]) && std::isnan(v[b])) || v[a] == v[b])) return false;
+    return true;
+  };
+  const auto fractional = [&](size_t i) {
+    for (const auto& v : data.values)
+      if (std::isfinite(v[i]) && v[i] != std::floor(v[i])) return true;
+    return false;
+  };
+  int64_t count = 0;
+  for (size_t i = first + 2; i < last; ++i) {
+    bool active = false;
+    for (size_t m : data.primary) active = active || (std::isfinite(data.values[m][i]) && data.values[m][i] != 0);
+    if (!active || !fractional(i) || same_row(i, i - 1)) continue;
+    count += same_row(i, i - 2) || (i >= first + 3 && same_row(i, i - 3));
+  }
+  return count;
 }
 
 }  // namespace pp

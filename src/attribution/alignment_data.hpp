@@ -49,6 +49,11 @@ struct GpuSampleData {
   size_t first_new = 0;
 };
 
+// How many stored times of [first, last) read a window older than the one stored before them:
+// every metric reads as the stored time two or three before, not as the one just before (an
+// exporter whose latency scatters by a period serves windows out of order).
+int64_t served_out_of_order(const GpuSampleData& data, size_t first, size_t last);
+
 // Each job's span over all of its events on the GPU, the longest event (how far back an event
 // overlapping a time may have started), and the newest event's start and end: read once per
 // GPU from the folded events' spans and the unfolded events, and an index seek.

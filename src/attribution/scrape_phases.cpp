@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <utility>
 
 namespace pp {
 namespace {
@@ -11,8 +12,18 @@ namespace {
 // to the ms) spreads its group by a few ms, while scrape intervals that are no multiple of the
 // period put the groups tens of ms apart.
 constexpr int64_t kSamePhaseNs = 5000000;
+constexpr double kPhasesAlikeMargin = 10;  // log-likelihood units: two lattices that fit alike (alignment.cpp's margin)
+constexpr double kSamePlaceNs = 3e6;       // two placements of a window this close are the same
 
 int64_t modulo(int64_t a, int64_t m) { return ((a % m) + m) % m; }
+
+// Where each stored time's window ends under an estimate, its stored times being ts_ns.
+std::vector<double> placed_ends(const OffsetEstimate& e, const std::vector<int64_t>& ts_ns, double period_ns) {
+  std::vector<double> ends(ts_ns.size());
+  for (size_t i = 0; i < ts_ns.size(); ++i)
+    ends[i] = static_cast<double>(ts_ns[i]) - e.offset_ns - (e.shift.empty() ? 0 : e.shift[i]) * period_ns;
+  return ends;
+}
 
 }  // namespace
 
@@ -59,6 +70,41 @@ std::vector<int64_t> onto_lattice(const std::vector<int64_t>& ts_ns, double peri
   std::vector<int64_t> out(ts_ns.size());
   for (size_t i = 0; i < ts_ns.size(); ++i) out[i] = ts_ns[i] - modulo(ts_ns[i] - threshold_ns, period);
   return out;
+}
+
+// estimate_offset over the stored times as they are, or, where they fall at several phases of
+// the window's period (a scrape interval that is no multiple of it: scrape_phases.hpp), over
+// them put on the lattice of each threshold: the best fit, with its stored times in `lattice`
+// (empty: as they are). Two lattices that fit alike and place the windows apart leave the
+// offset open: which phases' windows are a period later is not known.
+OffsetEstimate estimate_over_phases(const AlignmentTimeline& timeline, const AlignmentSamples& samples, double window_ns,
+                                    const std::vector<OffsetRange>& ranges, double step_ns,
+                                    std::vector<int64_t>& lattice) {
+  lattice.clear();
+  const std::vector<int64_t> thresholds = phase_thresholds(samples.ts_ns, window_ns);
+  if (thresholds.empty()) return estimate_offset(timeline, samples, window_ns, window_ns, ranges, step_ns);
+  std::vector<OffsetEstimate> fits;
+  std::vector<std::vector<int64_t>> times;
+  AlignmentSamples moved = samples;
+  for (int64_t threshold : thresholds) {
+    moved.ts_ns = onto_lattice(samples.ts_ns, window_ns, threshold);
+    fits.push_back(estimate_offset(timeline, moved, window_ns, window_ns, ranges, step_ns));
+    times.push_back(moved.ts_ns);
+  }
+  size_t best = 0;
+  for (size_t i = 1; i < fits.size(); ++i)
+    if (fits[i].found && (!fits[best].found || fits[i].log_likelihood > fits[best].log_likelihood)) best = i;
+  if (!fits[best].found) return std::move(fits[best]);
+  const std::vector<double> ends = placed_ends(fits[best], times[best], window_ns);
+  for (size_t i = 0; i < fits.size(); ++i) {
+    if (i == best || !fits[i].found || fits[best].log_likelihood - fits[i].log_likelihood >= kPhasesAlikeMargin) continue;
+    const std::vector<double> other = placed_ends(fits[i], times[i], window_ns);
+    size_t apart = 0;
+    for (size_t k = 0; k < ends.size(); ++k) apart += std::fabs(ends[k] - other[k]) > kSamePlaceNs;
+    if (apart > ends.size() / 20) fits[best].unique = false;
+  }
+  lattice = std::move(times[best]);
+  return std::move(fits[best]);
 }
 
 }  // namespace pp

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "attribution/alignment.hpp"
+
 namespace pp {
 
 // The thresholds worth trying, as phases modulo period_ns (absolute: the same phases give the
@@ -23,5 +25,12 @@ std::vector<int64_t> phase_thresholds(const std::vector<int64_t>& ts_ns, double 
 
 // Each time moved back to the newest point at or before it of threshold_ns + k * period_ns.
 std::vector<int64_t> onto_lattice(const std::vector<int64_t>& ts_ns, double period_ns, int64_t threshold_ns);
+
+// estimate_offset over the stored times as they are (one phase), or over them put on the lattice
+// of each threshold: the best fit, its stored times in `lattice` (empty: as stored). Two lattices
+// that fit alike and place the windows apart leave the offset open (not unique).
+OffsetEstimate estimate_over_phases(const AlignmentTimeline& timeline, const AlignmentSamples& samples, double window_ns,
+                                    const std::vector<OffsetRange>& ranges, double step_ns,
+                                    std::vector<int64_t>& lattice);
 
 }  // namespace pp
