@@ -10,7 +10,7 @@
 
 #include "attribution/window_grid.hpp"
 
-namespace {
+namespace window_grid_test {
 
 constexpr int64_t kMs = 1000000;
 constexpr int64_t kPeriod = 100 * kMs;
@@ -94,4 +94,4 @@ TEST(WindowGrid, EndsThatAreNoGridAreLeftAlone) {
   EXPECT_FALSE(pp::snap_to_grid(p.ends, kPeriod));
 }
 
-}  // namespace
+}  // namespace window_grid_test
