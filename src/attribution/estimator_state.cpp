@@ -98,8 +98,10 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
                           read.column_int64(10)};
     rows.emplace(std::make_tuple(row.system, row.metric, row.grouping, row.shift), std::move(row));
   };
+  std::string read_one_sql;  // (the table's form looked up once, not per system met below)
   sql.run([&] {
     stored = has_estimator_state_table(db);
+    if (stored) read_one_sql = read_statement(db, "read_one");
     if (stored && every_row) {
       Statement read(db, read_statement(db, "read_gpu"));
       read.bind(":uuid", uuid);
@@ -152,7 +154,7 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
         if (stored && !every_row && !read_systems.count(key.system) &&
             !rows.count(std::make_tuple(key.system, key.metric, name, shift)))
           sql.run([&] {  // (statements live and die on the connection's thread)
-            Statement read_one(db, read_statement(db, "read_one"));
+            Statement read_one(db, read_one_sql);
             read_one.bind(":uuid", uuid);
             read_one.bind(":system", key.system);
             read_one.bind(":metric", key.metric);
