@@ -90,14 +90,11 @@ std::string utc_text(double seconds) {
   return text;
 }
 
-// " (F line N)" for the file and line of the job's first or last event on the GPU, where known.
-std::string where_in_files(const Statement& ends, int column) {
-  return ends.column_null(column) ? std::string() : " (" + ends.column_text(column) + ")";
-}
-
 // prom_samples refuses a range of more than max_requests_per_query chunks; the events behind
-// such a range (a clock set years off, say) are named before anything is asked, by file and
-// line: the failed refresh takes back its imports, so pp_events no longer holds them.
+// such a range (a clock set years off, say) are named before anything is asked, by file, line
+// and their own times: the failed refresh takes back its imports, so pp_events no longer holds
+// them. The samples asked for may start later than the first event (an earlier refresh fetched
+// up to there) and end sooner than the last (never past now): the message says so.
 void check_requests(sqlite3* db, const Settings& settings, const FetchRange& r) {
   const double chunk = static_cast<double>(std::max<int64_t>(1, settings.get_int("samples_chunk_seconds")));
   const double requests = std::ceil((r.end - r.start + 0.001) / chunk);
@@ -105,16 +102,23 @@ void check_requests(sqlite3* db, const Settings& settings, const FetchRange& r) 
   Statement ends(db, named_sql("refresh", "span_end_lines"));
   ends.bind(":job_id", r.longest_job);
   ends.bind(":uuid", r.longest_uuid);
-  ends.step();
+  const bool found = ends.step();  // none where retention removed the job's events
+  const double first_s = found ? ends.column_double(1) : r.longest_start;
+  const double last_s = found ? ends.column_double(3) : r.longest_last_event;
+  const auto where = [&](int column) { return found ? " (" + ends.column_text(column) + ")" : std::string(); };
+  const bool clamped_to_now = last_s > r.longest_end;
+  const std::string asked = r.longest_start > first_s + 1 || clamped_to_now
+                                ? " (samples are asked for from " + utc_text(r.longest_start) + " to " +
+                                      (clamped_to_now ? "now, " : "") + utc_text(r.longest_end) + ")"
+                                : std::string();
   throw Error("the samples to fetch from " + utc_text(r.start) + " to " + utc_text(r.end) + " UTC need " +
               std::to_string(static_cast<long long>(requests)) + " requests of samples_chunk_seconds = " +
               settings.get("samples_chunk_seconds") + " (limit max_requests_per_query = " +
               settings.get("max_requests_per_query") + "); the longest job span in that time is job '" +
-              r.longest_job + "' on GPU " + r.longest_uuid + ": its events run from " + utc_text(r.longest_start) +
-              where_in_files(ends, 0) + " to " + utc_text(r.longest_last_event) + " UTC" + where_in_files(ends, 1) +
-              (r.longest_last_event > r.longest_end ? " (samples are asked for up to now, " + utc_text(r.longest_end) + ")"
-                                                    : std::string()) +
-              ": if a clock was off, correct or remove those lines in their file, else raise the limit or the chunk");
+              r.longest_job + "' on GPU " + r.longest_uuid + ": its events run from " + utc_text(first_s) + where(0) +
+              " to " + utc_text(last_s) + " UTC" + where(2) + asked +
+              ": if a clock was off, correct or remove the line whose time is off in its file (no setting skips "
+              "it); if the job did run that long, raise the limit or the chunk");
 }
 
 // UUIDs (or host names) of r's GPUs that still need samples in it (refresh.sql

@@ -15,6 +15,7 @@ import re
 import sqlite3
 import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -259,11 +260,29 @@ def test_jobs_far_apart_on_a_gpu_fetch_their_own_spans(env, tmp_path):
                        r"\d+ requests of samples_chunk_seconds = 3600 \(limit max_requests_per_query = 10000\); the "
                        r"longest job span in that time is job 'stray' on GPU " + dcgm_data.GPUS[0][2] +
                        r": its events run from 20\d\d-\S+ \S+ \(" + stray_file + r" line 1\) to 2\d\d\d-\S+ \S+ UTC \(" +
-                       stray_file + r" line 2\)( \(samples are asked for up to now, .*\))?: if a clock was off, "
-                       r"correct or remove those lines in their file, else raise the limit or the chunk"):
+                       stray_file + r" line 2\) \(samples are asked for from \S+ \S+ to now, \S+ \S+\): if a clock "
+                       r"was off, correct or remove the line whose time is off in its file \(no setting skips it\); if "
+                       r"the job did run that long, raise the limit or the chunk"):
         conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(tmp_path / "events"),)).fetchall()
     assert http_stats(conn)["requests"] == before
     assert conn.execute("SELECT count(*) FROM pp_events WHERE job_id = 'stray'").fetchone() == (0,)
+
+    # A job refreshed in parts: each line is named with its own event's time, though the
+    # samples are asked for from where the last refresh's ended.
+    (tmp_path / "events" / "c.jsonl").unlink()
+    grow = [dict(json.loads(line), job_id="grow") for line in lines[1:3]]
+    grow_file = tmp_path / "events" / "d.jsonl"
+    grow_file.write_text("".join(json.dumps(e) + "\n" for e in grow))
+    conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(tmp_path / "events"),)).fetchall()
+    with open(grow_file, "a") as f:
+        f.write(json.dumps(dict(grow[1], t_start_ns=grow[1]["t_start_ns"] + years,
+                                t_end_ns=grow[1]["t_end_ns"] + years)) + "\n")
+    first = datetime.fromtimestamp(grow[0]["t_start_ns"] // 10**9, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    with pytest.raises(sqlite3.OperationalError,
+                       match=r"job 'grow' on GPU \S+: its events run from " + first + r" \(" + re.escape(str(grow_file)) +
+                       r" line 1\) to 2\d\d\d-\S+ \S+ UTC \(" + re.escape(str(grow_file)) + r" line 3\) \(samples are "
+                       r"asked for from (?!" + first + r")\S+ \S+ to now, "):
+        conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(tmp_path / "events"),)).fetchall()
 
 
 # ---- Retention: refreshes in parts that keep only recent events --------------------------------

@@ -34,10 +34,13 @@ SELECT u.uuid, u.job_id,
 -- Where a job's span on a GPU begins and ends in its files: the file and line of its first
 -- event (by start) and of its last (by end), for the error that refuses a span too long to
 -- fetch (this refresh's own imports are rolled back with it, so the user cannot look them up).
-SELECT (SELECT source_file || ' line ' || line FROM main.pp_events
-         WHERE job_id = :job_id AND gpu_uuid = :uuid ORDER BY t_start_ns LIMIT 1),
-       (SELECT source_file || ' line ' || line FROM main.pp_events
-         WHERE job_id = :job_id AND gpu_uuid = :uuid ORDER BY t_end_ns DESC LIMIT 1);
+-- Each with its own time (seconds), which an earlier refresh may have put before the samples
+-- this one asks for.
+SELECT first.place, first.t_s, last.place, last.t_s
+  FROM (SELECT source_file || ' line ' || line AS place, t_start_ns / 1e9 AS t_s FROM main.pp_events
+         WHERE job_id = :job_id AND gpu_uuid = :uuid ORDER BY t_start_ns LIMIT 1) AS first,
+       (SELECT source_file || ' line ' || line AS place, t_end_ns / 1e9 AS t_s FROM main.pp_events
+         WHERE job_id = :job_id AND gpu_uuid = :uuid ORDER BY t_end_ns DESC LIMIT 1) AS last;
 
 -- name: fetch_gpus
 -- Each GPU with unfolded events and its last sample before this refresh (of the metrics fetched:
