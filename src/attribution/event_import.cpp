@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <string_view>
 #include <vector>
@@ -128,6 +129,35 @@ const char* impossible_times(const LayerEvent& e) {
   return nullptr;
 }
 
+// How far an event may end before the one written before it in its file: the hook client
+// writes each call as it ends, so ends go forward but for calls of other threads finishing
+// together. Further back is a clock step or a corrupt time, which stretches the job's span on
+// its GPU (and its GPU seconds) over the time between.
+constexpr int64_t kEndsBackNs = 60LL * 1000000000;
+
+// Per file, the first such step back: said, not refused (the line may be the right one).
+struct TimeStepBack {
+  int64_t previous_end_ns = 0, previous_line = 0;
+  int64_t first_line = 0, first_step_ns = 0, first_previous_line = 0, steps = 0;
+
+  void add(int64_t end_ns, int64_t line) {
+    if (previous_line > 0 && end_ns < previous_end_ns - kEndsBackNs) {
+      if (steps++ == 0) first_line = line, first_step_ns = previous_end_ns - end_ns, first_previous_line = previous_line;
+    }
+    previous_end_ns = end_ns;
+    previous_line = line;
+  }
+};
+
+std::string duration_text(int64_t ns) {
+  const double s = static_cast<double>(ns) / 1e9;
+  char text[48];
+  if (s >= 2 * 86400) std::snprintf(text, sizeof text, "%.1f days", s / 86400);
+  else if (s >= 2 * 3600) std::snprintf(text, sizeof text, "%.1f hours", s / 3600);
+  else std::snprintf(text, sizeof text, "%.1f minutes", s / 60);
+  return text;
+}
+
 void insert_job(Statement& insert, const JobHeader& h, const std::string& file, int64_t line) {
   insert.bind(":job_id", h.job_id);
   insert.bind(":host_name", h.host_name);
@@ -249,6 +279,8 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
   };
   std::map<std::string, std::pair<int64_t, int64_t>> time_grain;  // per file: events, those in whole ms
   std::pair<int64_t, int64_t>* grain = nullptr;                    // the file being written's
+  std::map<std::string, TimeStepBack> steps_back;
+  TimeStepBack* step_back = nullptr;  // the file being written's
   LayerEvent event;
   JobHeader header;
   MigDevice mig_device;
@@ -276,11 +308,13 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
           blocks.flush();
           writing = scan.source_file();
           grain = &time_grain[writing];
+          step_back = &steps_back[writing];
         }
         stored.add(blocks, event, scan.source_file(), scan.line_number());
         ++events_added;
         ++grain->first;
         grain->second += event.t_start_ns % 1000000 == 0 && event.t_end_ns % 1000000 == 0;
+        step_back->add(event.t_end_ns, scan.line_number());
         break;
       case LineKind::JobHeader:
         if (!parse_job_header(text, header, problem)) {
@@ -314,6 +348,15 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
            " events read now are all whole milliseconds, where layer calls last fractions of one: their "
            "durations and the estimates of short layers (layer_estimates) are off by up to a ms per call; "
            "write t_start_ns and t_end_ns in ns, as the hook client does");
+  for (const auto& [file, back] : steps_back)
+    if (back.steps > 0)
+      warn(file + " line " + std::to_string(back.first_line) + ": its event ends " + duration_text(back.first_step_ns) +
+           " before the one on line " + std::to_string(back.first_previous_line) +
+           (back.steps > 1 ? " (and " + std::to_string(back.steps - 1) + " more such steps back in the lines read now)"
+                           : std::string()) +
+           ": a clock step or a corrupt time, which stretches its job's span on the GPU, and its GPU seconds, "
+           "over the time between; if one of the two times is off, correct or remove its line and refresh into a "
+           "new database");
   Statement save(db, named_sql("import", "save_position"));
   Statement save_state(db, named_sql("import", "save_state"));
   for (const auto& [file, position] : scan.ended()) {

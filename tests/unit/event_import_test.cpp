@@ -78,6 +78,38 @@ TEST_F(EventImport, EventTimesInWholeMillisecondsAreSaid) {
   EXPECT_EQ(warnings(), "[]");
 }
 
+// One line whose clock was 30 days behind: the job's span would run over the month between,
+// so the refresh names the line (the step back is the line after an event far ahead, too).
+// Calls of two threads ending in another order, seconds apart, say nothing.
+TEST_F(EventImport, AnEventEndingLongBeforeTheLineBeforeIsSaid) {
+  constexpr int64_t kMonthNs = 30LL * 86400 * 1000000000;
+  std::string lines;
+  for (int i = 0; i < 6; ++i) {
+    auto event = pp_test::cpu_event_json(i);
+    if (i == 3) {
+      event["t_start_ns"] = event["t_start_ns"].get<int64_t>() - kMonthNs;
+      event["t_end_ns"] = event["t_end_ns"].get<int64_t>() - kMonthNs;
+    }
+    lines += event.dump() + "\n";
+  }
+  dir.write("job1/rank0.jsonl", lines);
+  EXPECT_EQ(refresh(), 6);
+  EXPECT_NE(warnings().find("rank0.jsonl line 4: its event ends 30.0 days before the one on line 3: a clock step or a "
+                            "corrupt time, which stretches its job's span on the GPU"),
+            std::string::npos)
+      << warnings();
+
+  std::string swapped;
+  for (int i : {0, 2, 1, 3}) {
+    auto event = pp_test::cpu_event_json(i);
+    event["t_end_ns"] = event["t_end_ns"].get<int64_t>() + (i == 2 ? 5000000000LL : 0);
+    swapped += event.dump() + "\n";
+  }
+  dir.write("job2/rank0.jsonl", swapped);
+  EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job2"}).integer, 4);
+  EXPECT_EQ(warnings(), "[]");
+}
+
 TEST_F(EventImport, LayersWhoseNameAndTypeRunTogetherAlikeStayApart) {
   // A NUL written as \u0000 is part of a name: ("a\0b", "c") and ("a", "b\0c") are two layers.
   const auto line = [](int i, const std::string& layer, const std::string& type) {
