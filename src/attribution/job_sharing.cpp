@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/embedded_sql.hpp"
 #include "core/statement.hpp"
 
 namespace pp {
@@ -24,10 +25,7 @@ JobSharing JobSharing::read(sqlite3* db) {
     while (parent[job] != job) job = parent[job];
     return job;
   };
-  Statement pairs(db,
-                  "SELECT a.job_id, b.job_id FROM main.pp_gpu_spans AS a "
-                  "JOIN main.pp_gpu_spans AS b ON b.uuid = a.uuid AND b.job_id > a.job_id "
-                  "WHERE a.uuid <> 'cpu' AND a.first_ns < b.last_ns AND b.first_ns < a.last_ns");
+  Statement pairs(db, named_sql("job_sharing", "overlapping_pairs"));
   while (pairs.step()) {
     const std::string a = pairs.column_text(0), b = pairs.column_text(1);
     parent.try_emplace(a, a);

@@ -1,6 +1,7 @@
 // Which jobs the estimator solves together: jobs whose spans on a GPU overlap (the pairs of
 // colocated_spans, 'cpu' aside), joined transitively, so that a job sharing GPU 1 with B and
-// GPU 2 with C is one system with both. Read from pp_gpu_spans.
+// GPU 2 with C is one system with both. Read from pp_gpu_spans, a span's partners by a range of
+// starts as colocated_spans finds them (sql/job_sharing.sql).
 #pragma once
 #include <map>
 #include <string>
