@@ -101,7 +101,7 @@ struct AlignmentReport {
     if (poorly)
       out.push_back("the timing of GPU " + uuid + "'s samples is poorly determined in " + std::to_string(poorly) +
                     " stretch(es) from ts_ms " + std::to_string(first_poorly_ms) +
-                    " (see pp_alignment; the estimates' intervals are widened accordingly)");
+                    " (pp_alignment.reason says why; the estimates' intervals are widened accordingly)");
     if (jumps)
       out.push_back("the offset of GPU " + uuid + "'s samples jumped " + std::to_string(jumps) + " time(s), first at ts_ms " +
                     std::to_string(first_jump_ms) + " to " + ms_text(jump_to_ns) + " ms where the stretches before it predict " +
@@ -331,6 +331,7 @@ class GpuAligner {
       seg.offset_ns = predicted_offset(mid);
       seg.timing_ns = std::max(window_ns_, spacing) / 2;
       seg.status = "not determined";
+      seg.reason = "no window at any offset searched holds a layer's call with a value to fit";
       return;
     }
     if (!lattice.empty()) samples.ts_ns = std::move(lattice);
@@ -346,6 +347,7 @@ class GpuAligner {
     const bool in_order = static_cast<double>(out_of_order_) <= kOutOfOrderShare * static_cast<double>(seg.samples);
     seg.timing_ns = best.unique && in_order ? best.half90_ns : std::max(best.half90_ns, window_ns_ / 2);
     seg.status = best.unique && in_order && best.half90_ns <= kDeterminedHalf90Ns ? "estimated" : "poorly determined";
+    seg.reason = poorly_determined_reason(best, in_order, seg.samples);
     if (seg.status == "estimated" && drift_established()) {
       std::vector<SegmentRecord> with = segments_;
       with.push_back(seg);
@@ -355,6 +357,25 @@ class GpuAligner {
       if (std::fabs(best.stretch_drift_ppm) > kStretchDriftPpm)
         seg.drift_ppm = std::clamp(seg.drift_ppm + best.stretch_drift_ppm, -kMaxDriftPpm, kMaxDriftPpm);
     }
+  }
+
+  // Why a stretch is poorly determined (empty where it is estimated): each cause, in words.
+  std::string poorly_determined_reason(const OffsetEstimate& best, bool in_order, int64_t samples) const {
+    std::vector<std::string> causes;
+    if (!best.unique)
+      causes.push_back("another placement of its windows fits almost as well (within 10 log-likelihood units: a "
+                       "second peak, two scrape phases alike, or an exporter latency that stepped)");
+    if (!in_order)
+      causes.push_back(std::to_string(out_of_order_) + " of its " + std::to_string(samples) +
+                       " stored times read an older window than the one before (more than 1 in 40: an exporter "
+                       "whose latency scatters by a period)");
+    if (best.half90_ns > kDeterminedHalf90Ns)
+      causes.push_back("its offset's 90% interval is +-" + ms_text(best.half90_ns) +
+                       " ms, wider than 2 ms (the layers' mixes change little with the offset, or its quarters "
+                       "disagree)");
+    std::string reason;
+    for (const std::string& cause : causes) reason += (reason.empty() ? "" : "; ") + cause;
+    return reason;
   }
 
   // Two estimated stretches before this one: with it, three points to fit the drift to.
@@ -380,6 +401,9 @@ class GpuAligner {
     if (periods >= 1 && std::fabs(jump - periods * window_ns_) <= kNearWrapShare * window_ns_) {
       seg.status = "poorly determined";
       seg.timing_ns = std::max(seg.timing_ns, jump);
+      seg.reason = "its offset lies " + ms_text(std::fabs(seg.offset_ns - predicted)) + " ms from where the stretches "
+                   "before predict, about " + std::to_string(static_cast<long long>(periods)) +
+                   " window(s) and a few ms: its windows were fitted a period off";
     }
     if (report.jumps++ == 0) {
       report.first_jump_ms = seg.from_ms;

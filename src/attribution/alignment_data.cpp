@@ -309,6 +309,7 @@ void write_segment(sqlite3* db, const std::string& uuid, const SegmentRecord& s)
   segment.bind(":status", s.status);
   segment.bind(":window_ms", s.window_ms);
   segment.bind(":util_window_ms", s.util_window_ms);
+  segment.bind(":reason", s.reason);
   segment.run();
 }
 

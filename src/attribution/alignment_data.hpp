@@ -21,6 +21,7 @@ struct SegmentRecord {
   double util_phase_ns = NAN, util_timing_ns = NAN;
   int64_t samples = 0, repeats = 0, skipped = 0, moved = 0;
   std::string status;
+  std::string reason;  // why it is not estimated, in words (empty where it is)
   // The lengths its windows keep where the data had not told them when it was aligned.
   std::optional<double> window_ms, util_window_ms;
 };

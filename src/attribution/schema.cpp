@@ -73,6 +73,8 @@ constexpr ColumnUpgrade kColumnUpgrades[] = {
     {"report_layer_types", "data_num", "report_layer_types_data_num"},
     // the estimator state's count of windows off the driver's grid, left out
     {"pp_estimator_state", "off_grid_windows", "estimator_state_off_grid_windows"},
+    // why a stretch is not estimated
+    {"pp_alignment", "reason", "alignment_reasons"},
 };
 
 // Whether pp_events holds one row per event, as versions before blocks made it.

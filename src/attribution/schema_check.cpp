@@ -129,6 +129,13 @@ const char* const kWindowsBeforeWindowLengths =
     "CREATE TABLE pp_windows(uuid TEXT NOT NULL, ts_ms INTEGER NOT NULL, end_ns INTEGER NOT NULL, util_end_ns INTEGER, "
     "copy_of_ms INTEGER, util_copy INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (uuid, ts_ms)) WITHOUT ROWID";
 
+// pp_alignment as versions before stretches said why they were not estimated made it.
+const char* const kAlignmentBeforeReasons =
+    "CREATE TABLE pp_alignment(uuid TEXT NOT NULL, from_ms INTEGER NOT NULL, through_ms INTEGER NOT NULL, "
+    "offset_ns INTEGER NOT NULL, timing_ns INTEGER NOT NULL, drift_ppm REAL NOT NULL, util_phase_ns INTEGER, "
+    "util_timing_ns INTEGER, samples INTEGER NOT NULL, repeats INTEGER NOT NULL, skipped INTEGER NOT NULL, "
+    "moved INTEGER NOT NULL, status TEXT NOT NULL, window_ms REAL, util_window_ms REAL, PRIMARY KEY (uuid, from_ms))";
+
 // pp_estimator_state as versions before windows off the driver's grid were left out made it.
 const char* const kEstimatorStateBeforeOffGridWindows =
     "CREATE TABLE pp_estimator_state(uuid TEXT NOT NULL, system TEXT NOT NULL, metric TEXT NOT NULL, "
@@ -216,6 +223,16 @@ References build_references() {
     run_script(earlier.db, named_sql("upgrade", "window_lengths"));
     collect(earlier.db, "pp_alignment");
     collect(earlier.db, "pp_windows");
+    run_script(earlier.db, named_sql("upgrade", "alignment_reasons"));
+    collect(earlier.db, "pp_alignment");
+  }
+  {
+    // pp_alignment as versions before its reasons made it, before and after upgrade.sql.
+    ReferenceDb earlier;
+    run_script(earlier.db, kAlignmentBeforeReasons);
+    collect(earlier.db, "pp_alignment");
+    run_script(earlier.db, named_sql("upgrade", "alignment_reasons"));
+    collect(earlier.db, "pp_alignment");
   }
   {
     // report_layers and report_layer_types as versions before data_num was named so, before and

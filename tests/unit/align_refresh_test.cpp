@@ -313,12 +313,16 @@ TEST_F(AlignRefresh, AStretchFittedAPeriodAndAFewMsOffIsPoorlyDetermined) {
   db_.exec("UPDATE pp_samples SET ts_ms = ts_ms + 106 WHERE ts_ms > " + std::to_string(from) + " AND ts_ms <= " +
            std::to_string(to));
   db_.query("SELECT * FROM pp_refresh(NULL, 1)");
-  const auto rows = db_.query("SELECT from_ms, offset_ns / 1e6, timing_ns / 1e6, status FROM pp_alignment ORDER BY from_ms");
+  const auto rows =
+      db_.query("SELECT from_ms, offset_ns / 1e6, timing_ns / 1e6, status, reason FROM pp_alignment ORDER BY from_ms");
   int flagged = 0;
   for (const auto& row : rows) {
     if (row[3].text != "poorly determined") continue;
     ++flagged;
     EXPECT_GT(row[2].real, 90.0) << row[0].real;
+    EXPECT_NE(row[4].text.find("from where the stretches before predict, about 1 window(s) and a few ms"),
+              std::string::npos)
+        << row[4].text;
   }
   EXPECT_GE(flagged, 1);
   EXPECT_EQ(rows.back()[3].text, "estimated");
@@ -375,7 +379,10 @@ TEST_F(AlignRefresh, AnExporterWhoseLatencyScattersByAPeriodLeavesTheTimingPoorl
   db_.query("SELECT * FROM pp_refresh(NULL, 1)");
   const auto windows = db_.query("SELECT ts_ms, end_ns FROM pp_windows ORDER BY ts_ms");
   int misplaced_stretches = 0;
-  for (const auto& row : db_.query("SELECT from_ms, through_ms, status, timing_ns / 1e6 FROM pp_alignment")) {
+  // Each stretch says why it is not estimated; an estimated one says nothing.
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment WHERE (status = 'estimated') = (reason IS NOT NULL)").integer,
+            0);
+  for (const auto& row : db_.query("SELECT from_ms, through_ms, status, timing_ns / 1e6, reason FROM pp_alignment")) {
     int64_t placed = 0, in_stretch = 0;
     for (const auto& w : windows)
       if (w[0].integer > row[0].integer && w[0].integer <= row[1].integer) {
@@ -388,7 +395,13 @@ TEST_F(AlignRefresh, AnExporterWhoseLatencyScattersByAPeriodLeavesTheTimingPoorl
                  " windows placed within 3 ms");
     EXPECT_NE(row[2].text, "estimated");
     EXPECT_GE(row[3].real, 50.0);
+    EXPECT_NE(row[4].text, "");
   }
+  const std::string out_of_order =
+      db_.scalar("SELECT reason FROM pp_alignment WHERE reason LIKE '%read an older window than the one before%' LIMIT 1").text;
+  EXPECT_NE(out_of_order.find("stored times read an older window than the one before (more than 1 in 40"),
+            std::string::npos)
+      << out_of_order;
   EXPECT_GE(misplaced_stretches, 3);  // what the case is about
   for (const auto& r : db_.query("SELECT layer_type, metric, lower90, upper90 FROM layer_type_estimates WHERE "
                                  "layer_type <> '(untracked)' AND confidence = 'identified'")) {

@@ -83,9 +83,10 @@ ON CONFLICT (uuid, metric) DO UPDATE SET interval_ms = excluded.interval_ms, sou
 
 -- name: insert_segment
 INSERT INTO main.pp_alignment(uuid, from_ms, through_ms, offset_ns, timing_ns, drift_ppm, util_phase_ns,
-                              util_timing_ns, samples, repeats, skipped, moved, status, window_ms, util_window_ms)
+                              util_timing_ns, samples, repeats, skipped, moved, status, window_ms, util_window_ms,
+                              reason)
 VALUES (:uuid, :from_ms, :through_ms, :offset_ns, :timing_ns, :drift_ppm, :util_phase_ns, :util_timing_ns,
-        :samples, :repeats, :skipped, :moved, :status, :window_ms, :util_window_ms);
+        :samples, :repeats, :skipped, :moved, :status, :window_ms, :util_window_ms, nullif(:reason, ''));
 
 -- name: insert_window
 INSERT OR REPLACE INTO main.pp_windows(uuid, ts_ms, end_ns, util_end_ns, copy_of_ms, util_copy, window_ms,

@@ -113,6 +113,8 @@ CREATE TABLE IF NOT EXISTS pp_alignment(
   -- on (but in a final refresh), so that no refresh folds a window whose length changes later.
   -- NULL: the length of pp_intervals.
   window_ms REAL, util_window_ms REAL,
+  -- Why a stretch is not estimated, in words (each cause, '; ' between); NULL where it is.
+  reason TEXT,
   PRIMARY KEY (uuid, from_ms));
 
 -- Each stored sample time of a GPU and the window it describes (the align step): window

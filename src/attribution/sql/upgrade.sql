@@ -76,6 +76,11 @@ DROP TABLE main.pp_events_before_blocks;
 -- their rows keep windows_unknown (such windows fitted on DCGM's), and none was counted.
 ALTER TABLE main.pp_estimator_state ADD COLUMN off_grid_windows INTEGER NOT NULL DEFAULT 0;
 
+-- name: alignment_reasons
+-- pp_alignment as versions before stretches said why they were not estimated made it: its
+-- stretches keep no reason (NULL, as an estimated one's).
+ALTER TABLE main.pp_alignment ADD COLUMN reason TEXT;
+
 -- name: report_every_job
 -- Views of another version (or altered ones) were replaced: every job's report rows are written
 -- again from the new ones by the next refresh.

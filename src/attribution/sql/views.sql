@@ -151,7 +151,7 @@ SELECT a.uuid, a.from_ms / 1000.0 AS t_from, a.through_ms / 1000.0 AS t_through,
        (SELECT CASE WHEN i.source IN ('median', 'estimated') THEN coalesce(a.util_window_ms, i.interval_ms) ELSE i.interval_ms END
           FROM pp_intervals AS i JOIN pp_metrics AS m USING (metric)
          WHERE i.uuid = a.uuid AND m.kind = 'driver_window' LIMIT 1) AS util_window_ms,
-       a.util_phase_ns / 1e6 AS util_phase_ms, a.samples, a.repeats, a.skipped, a.moved, a.status
+       a.util_phase_ns / 1e6 AS util_phase_ms, a.samples, a.repeats, a.skipped, a.moved, a.status, a.reason
   FROM pp_alignment AS a;
 
 -- Per training step (the hook client's epoch and batch) of each job on each GPU, from the
