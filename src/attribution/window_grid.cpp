@@ -7,15 +7,44 @@
 namespace pp {
 namespace {
 
-// The grid is fitted to the ends within this of it (at least), so that a window placed a
-// fraction of a period off does not bend it ...
-constexpr double kFitReachNs = 3e6;
-// ... and every end within this share of a period of it is put on it: DCGM's windows lie on
-// its grid, so an end off it by less than half a period is that grid point, however late the
-// scrape that stored it (Prometheus' scrapes run late by several ms on a busy host).
+// Every end within this share of a period of the grid is put on it: DCGM's windows lie on its
+// grid, so an end off it by less than half a period is that grid point, however late the scrape
+// that stored it (Prometheus' scrapes run late by several ms on a busy host).
 constexpr double kSnapReachPeriods = 0.45;
+// A period must stand this many standard errors from window_ns to be taken over it.
 constexpr double kSignificantSlopeSe = 3;
 constexpr size_t kBaseline = 16;
+// A pair's slope further than this many standard deviations (from their median absolute
+// deviation) from the others' median is a window placed off, not lateness.
+constexpr double kOutlierSpreads = 5;
+constexpr double kMadToSd = 1.4826;
+constexpr double kStoredResolutionNs = 1e6;
+
+double median_of(std::vector<double> v) {
+  const auto middle = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), middle, v.end());
+  return *middle;
+}
+
+// Each end's step on a grid `period` apart: the nearest to it from phase_at(i, k), which sees the
+// steps before i. Of two ends at one step the first is one late by over half a period (the
+// scrapes' lateness is one-sided) where the step before it is free; else false, or where
+// `strict` is not set the second is taken one step on (a count to be made again).
+template <class Phase>
+bool count_steps(const std::vector<double>& e, double period, Phase&& phase_at, bool strict, std::vector<double>& k) {
+  for (size_t i = 0; i < e.size(); ++i) {
+    k[i] = std::round((e[i] - phase_at(i, k)) / period);
+    if (i == 0 || k[i] > k[i - 1]) continue;
+    if (k[i] == k[i - 1] && (i == 1 || k[i - 2] < k[i] - 1)) {
+      k[i - 1] = k[i] - 1;
+    } else if (strict) {
+      return false;
+    } else {
+      k[i] = k[i - 1] + 1;
+    }
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -28,68 +57,57 @@ bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns) {
     k[i] = std::round(e[i] / window_ns);
   }
   // The ends' own period, from spans of kBaseline steps (long against the scrapes' lateness,
-  // short against a period a per mille or two off window_ns), and each end's step by it:
-  // counted by window_ns, the steps of a period a few per mille off it would be one off past
-  // half a period of drift.
+  // short against a period a per mille or two off window_ns), and each end's step by it, from
+  // the median phase of the kBaseline ends before it: counted by window_ns, the steps of a
+  // period a few per mille off it would be one off past half a period of drift, and counted
+  // from the end before alone, one end late by half a period would put every step after it
+  // one off. A step counted here only has to be near right: the grid's period below is robust
+  // to a few that are not, and every step is counted again by it.
   const size_t baseline = std::min(kBaseline, n - 1);
   std::vector<double> periods;
   for (size_t i = 0; i + baseline < n; ++i)
     if (k[i + baseline] > k[i]) periods.push_back((e[i + baseline] - e[i]) / (k[i + baseline] - k[i]));
   if (periods.empty()) return false;
-  std::nth_element(periods.begin(), periods.begin() + static_cast<std::ptrdiff_t>(periods.size() / 2), periods.end());
-  const double own_period = periods[periods.size() / 2];
-  for (size_t i = 1; i < n; ++i) {
-    k[i] = k[i - 1] + std::round((e[i] - e[i - 1]) / own_period);
-    if (k[i] <= k[i - 1]) return false;  // two ends in one grid step: not a grid
-  }
-  // Least squares e = phase + period * k over the windows near a first grid, twice: a window
-  // placed a fraction of a period off must not bend it. The first grid has window_ns's period
-  // through the median end (DCGM's and Prometheus' clocks differ by some ppm), robust to the
-  // scrapes' lateness; near it means within 3 ms, or as far as the nearer half of the ends where
-  // they scatter more (scrapes late by tens of ms: the half is symmetric about the grid, so it
-  // tilts no line, where a band around a line through all of them would keep its tilt).
-  double phase = 0, period = std::fabs(own_period - window_ns) <= 0.01 * window_ns ? own_period : window_ns;
+  const double own_period = median_of(periods);
+  const auto local_phase = [&](size_t i, const std::vector<double>& steps) {
+    if (i == 0) return 0.0;
+    std::vector<double> before;
+    for (size_t j = i > baseline ? i - baseline : 0; j < i; ++j) before.push_back(e[j] - own_period * steps[j]);
+    return median_of(std::move(before));
+  };
+  count_steps(e, own_period, local_phase, false, k);
+  // The grid's period: the mean slope of disjoint pairs half the stretch apart, but for pairs
+  // far out of the others' spread (a window placed a fraction of a period off). The scrapes'
+  // lateness is one-sided (never early), so a least-squares line through the ends nearest it
+  // follows its own tilt; the difference of two ends' independent lateness is symmetric, so the
+  // pairs' slopes are not pulled, and their spread says how well their mean is known. A period
+  // that does not stand out of that from window_ns is window_ns: the clocks' ppm apart move a
+  // stretch's ends by less than the slope of a few noisy ends would.
+  const size_t half = n / 2;
+  std::vector<double> slopes, spread;
+  for (size_t i = 0; i + half < n; ++i) slopes.push_back((e[i + half] - e[i]) / (k[i + half] - k[i]));
+  const double middle = median_of(slopes);
+  for (const double s : slopes) spread.push_back(std::fabs(s - middle));
+  // (Stored times in whole ms: the spread of ends late by less is that ms, not the lateness.)
+  const double reach = kOutlierSpreads * std::max(kMadToSd * median_of(spread), kStoredResolutionNs / static_cast<double>(half));
+  double sum = 0, sum2 = 0, m = 0;
+  for (const double s : slopes)
+    if (std::fabs(s - middle) <= reach) sum += s, sum2 += s * s, m += 1;
+  double period = sum / m;
+  const double slope_se = m > 1 ? std::sqrt(std::max(0.0, sum2 - m * period * period) / (m - 1) / m) : 0;
+  if (std::fabs(period - window_ns) <= kSignificantSlopeSe * slope_se) period = window_ns;
+  if (std::fabs(period - window_ns) > 0.01 * window_ns) return false;
+  // The grid through the ends' mean, but for ends a fraction of a period off (windows placed
+  // off, not late): the stored times keep the offset on average. Each end's grid point by it;
+  // two ends at one are no grid.
   std::vector<double> r(n);
   for (size_t i = 0; i < n; ++i) r[i] = e[i] - period * k[i];
-  const auto middle = r.begin() + static_cast<std::ptrdiff_t>(n / 2);
-  std::nth_element(r.begin(), middle, r.end());
-  phase = *middle;
-  for (size_t i = 0; i < n; ++i) r[i] = std::fabs(e[i] - phase - period * k[i]);
-  std::nth_element(r.begin(), middle, r.end());
-  const double reach = std::min(std::max(kFitReachNs, *middle), kSnapReachPeriods * window_ns);
-  std::vector<bool> use(n);
-  const auto near_line = [&] {
-    for (size_t i = 0; i < n; ++i) use[i] = std::fabs(e[i] - phase - period * k[i]) <= reach;
-  };
-  near_line();
-  for (int pass = 0; pass < 2; ++pass) {
-    double sk = 0, se = 0, skk = 0, ske = 0, m = 0;
-    for (size_t i = 0; i < n; ++i)
-      if (use[i]) sk += k[i], se += e[i], skk += k[i] * k[i], ske += k[i] * e[i], m += 1;
-    const double det = m * skk - sk * sk;
-    if (m < 8 || !(det > 0)) return false;
-    period = (m * ske - sk * se) / det;
-    phase = (se - period * sk) / m;
-    // A period that does not stand out of the scatter from window_ns is window_ns: the clocks'
-    // ppm apart move a stretch's ends by less than the slope of a few noisy ends would.
-    double rss = 0;
-    for (size_t i = 0; i < n; ++i)
-      if (use[i]) rss += (e[i] - phase - period * k[i]) * (e[i] - phase - period * k[i]);
-    const double slope_se = m > 2 ? std::sqrt(rss / (m - 2) * m / det) : 0;
-    if (std::fabs(period - window_ns) <= kSignificantSlopeSe * slope_se) {
-      period = window_ns;
-      phase = (se - period * sk) / m;
-    }
-    near_line();
-  }
-  if (std::fabs(period - window_ns) > 0.01 * window_ns) return false;
-  // Each end's grid point by the fitted period: counted by window_ns, the steps of a period a
-  // few per mille off it would be one off past half a period of drift, and those ends would be
-  // put a period from where they are.
-  for (size_t i = 0; i < n; ++i) {
-    k[i] = std::round((e[i] - phase) / period);
-    if (i > 0 && k[i] <= k[i - 1]) return false;
-  }
+  const double middle_end = median_of(r);
+  double phase = 0, near = 0;
+  for (const double x : r)
+    if (std::fabs(x - middle_end) <= kSnapReachPeriods * period) phase += x, near += 1;
+  phase /= near;
+  if (!count_steps(e, period, [&](size_t, const std::vector<double>&) { return phase; }, true, k)) return false;
   const int64_t origin = ends_ns[0];
   for (size_t i = 0; i < n; ++i)
     if (std::fabs(e[i] - phase - period * k[i]) <= kSnapReachPeriods * period)

@@ -9,8 +9,9 @@ namespace pp {
 
 // Puts ends (ascending, one per window, placed by an offset) on the straight grid fitted to
 // them; false, untouched, where they do not lie on one (two in one step, or a period more than
-// 1% off window_ns). The grid is fitted to the ends near it (within 3 ms, or the nearer half
-// where they scatter more); an end further than 0.45 of a period from it is left where it is.
+// 1% off window_ns). The grid's period is window_ns unless the slopes of pairs of ends half the
+// stretch apart (robust to the scrapes' one-sided lateness) put another three standard errors
+// from it; an end further than 0.45 of a period from the grid is left where it is.
 bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns);
 
 }  // namespace pp
