@@ -359,6 +359,23 @@ class GpuAligner {
     }
   }
 
+  // Windows never stored between a stretch's first and last own window (rows[first], rows[last])
+  // beyond those its scrape interval passes over: of the window steps between them and the
+  // scrape steps (each gap of stored times in spacings, a missed scrape two), the fewer, less
+  // the steps its own windows take. At the period that is every window not stored; scraping
+  // every 1.5 periods, gaps of one and two windows alternate and none is a skip, and each
+  // scrape that stored a window again or that Prometheus missed leaves one.
+  int64_t skipped_windows(const std::vector<WindowRecord>& rows, size_t first, size_t last, int64_t own) const {
+    if (!(window_ns_ > 0) || !(stretch_spacing_ns_ > 0)) return 0;
+    const int64_t window_steps =
+        std::llround(static_cast<double>(rows[last].end_ns - rows[first].end_ns) / window_ns_);
+    int64_t scrape_steps = 0;
+    for (size_t i = first + 1; i <= last; ++i)
+      scrape_steps += std::max<int64_t>(
+          1, std::llround(static_cast<double>(rows[i].ts_ms - rows[i - 1].ts_ms) * kNsPerMs / stretch_spacing_ns_));
+    return std::max<int64_t>(0, std::min(window_steps, scrape_steps) - (own - 1));
+  }
+
   // Why a stretch is poorly determined (empty where it is estimated): each cause, in words.
   std::string poorly_determined_reason(const OffsetEstimate& best, bool in_order, int64_t samples) const {
     std::vector<std::string> causes;
@@ -518,8 +535,11 @@ class GpuAligner {
     keep_unsettled_lengths(seg);
     std::vector<WindowRecord> rows;
     size_t k = 0, kept_index = 0;
-    std::optional<int64_t> previous_end, original_ms, previous_util_end;
+    std::optional<int64_t> original_ms, previous_util_end;
     int64_t original_end = 0;
+    // The stretch's own windows (not copies): the first and last, and how many.
+    std::optional<size_t> first_own, last_own;
+    int64_t own_windows = 0;
     if (first > 0) {  // the stored time before this segment: a copy at its start repeats it
       original_ms = data_.ts_ms[first - 1];
       std::optional<WindowRecord> before;
@@ -539,14 +559,9 @@ class GpuAligner {
         r.end_ns = ends[k++];
         original_ms = r.ts_ms;
         original_end = r.end_ns;
-        if (previous_end && window_ns_ > 0) {
-          const double gap = static_cast<double>(r.end_ns - *previous_end) / window_ns_;
-          // The most windows one scrape interval spans: at 1.5 periods, gaps of one and two
-          // windows alternate and neither skips one the scrapes would take.
-          const double expected = std::max(1.0, std::ceil(stretch_spacing_ns_ / window_ns_ - 0.1));
-          if (gap > expected + 0.5) seg.skipped += std::llround(gap - expected);
-        }
-        previous_end = r.end_ns;
+        if (!first_own) first_own = rows.size();
+        last_own = rows.size();
+        ++own_windows;
       }
       if (grid) {
         r.util_end_ns = driver_window_end(r.end_ns, period, phase);
@@ -555,6 +570,7 @@ class GpuAligner {
       }
       rows.push_back(r);
     }
+    if (first_own) seg.skipped = skipped_windows(rows, *first_own, *last_own, own_windows);
     sql_.run([&] { write_windows(run_.db, uuid_, seg, rows); });
     written.push_back(seg);
     ++report.segments;

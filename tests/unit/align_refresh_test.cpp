@@ -367,6 +367,34 @@ TEST_F(AlignRefresh, ScrapesAtOneAndAHalfPeriodsPlaceEveryWindow) {
   EXPECT_GE(identified, 4);
 }
 
+// Scraping every 110 or 120 ms, Prometheus passes over one DCGM window in 11 or in 6 (gaps of
+// two windows among gaps of one): none of them is a skip. A scrape that Prometheus missed leaves
+// one window unread, and is counted in the stretch that holds it.
+TEST_F(AlignRefresh, WindowsTheScrapeIntervalPassesOverAreNoSkips) {
+  for (double interval_ms : {110.0, 120.0}) {
+    SCOPED_TRACE(interval_ms);
+    db_.exec("DELETE FROM pp_samples; DELETE FROM pp_alignment; DELETE FROM pp_windows; DELETE FROM pp_fold_state; "
+             "DELETE FROM layer_state; DELETE FROM pp_estimator_state; DELETE FROM pp_intervals");
+    std::map<int64_t, int64_t> ends;
+    db_.exec(scraped_samples_sql(interval_ms, 30, ends));
+    // One scrape missed, in the middle of the job.
+    const int64_t missed = db_.scalar("SELECT min(ts_ms) FROM pp_samples WHERE ts_ms > " +
+                                      std::to_string(kRefreshT0 / kMs + 25000)).integer;
+    db_.exec("DELETE FROM pp_samples WHERE ts_ms = " + std::to_string(missed));
+    db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+    int64_t stretches = 0;
+    for (const auto& row : db_.query("SELECT from_ms, through_ms, skipped, repeats, status FROM pp_alignment")) {
+      SCOPED_TRACE(row[0].integer);
+      ++stretches;
+      EXPECT_EQ(row[4].text, "estimated");
+      EXPECT_EQ(row[3].integer, 0);
+      const bool holds_missed = row[0].integer < missed && missed < row[1].integer;
+      EXPECT_EQ(row[2].integer, holds_missed ? 1 : 0);
+    }
+    EXPECT_GE(stretches, 4);
+  }
+}
+
 // An exporter whose latency scatters by 100 ms (30 ms + 100 ms x N(0, 1), clipped at 0): each
 // scrape reads any of about three windows, some older than the one stored before them, and
 // many the values cannot place stay a period or two from their own, blending layers. No
