@@ -129,11 +129,11 @@ TEST(IntervalSweep, WindowsEndWhereTheAlignmentSaysNotAtTheStoredTime) {
 }
 
 TEST(IntervalSweep, AnInstantBelongsToWhatRunsThenWithTheWeightOfAWindow) {
-  // FB_USED read at 30 ms (A runs), 75 ms (between A and B: untracked), 90.5 ms (B began at 90:
-  // of the +-1 ms the instant may be, 0.5 ms before B is untracked) and 140 ms (after the span).
+  // FB_USED read at 30 ms (A runs), 75 ms (between A and B: untracked), 90.1 ms (B began at 90:
+  // of the +-0.2 ms the instant may be, 0.1 ms before B is untracked) and 140 ms (after the span).
   pp::GpuTimeline gpu = one_job();
   gpu.series[0] = {"DCGM_FI_DEV_FB_USED", pp::TimelineSeries::kInstant, 100 * kNsPerMs,
-                   {{31, 30 * kNsPerMs, 900, false}, {76, 75 * kNsPerMs, 880, false}, {91, 90 * kNsPerMs + kNsPerMs / 2, 890, false},
+                   {{31, 30 * kNsPerMs, 900, false}, {76, 75 * kNsPerMs, 880, false}, {91, 90 * kNsPerMs + kNsPerMs / 10, 890, false},
                     {141, 140 * kNsPerMs, 870, false}}};
   const Pairs expected = {{{1, 0, 31}, 100 * kNsPerMs}, {{-1, 2, 76}, 100 * kNsPerMs}, {{2, 1, 91}, 75 * kNsPerMs},
                           {{-1, 2, 91}, 25 * kNsPerMs}};

@@ -212,8 +212,8 @@ TEST(TimingShift, AJobAlignedBeforeItsEventsCameTakesTheGpusTiming) {
   EXPECT_LE(busy_share_moved_ms(gpu.db(), "late"), 6.2);
 }
 
-// A GPU with one instant metric (FB_USED, the memory in use when it is read: a sample is that
-// moment, spread over 2 ms since the stored time gives it only to about a millisecond).
+// A GPU with one instant metric (FB_USED, the memory in use when DCGM reads it: a sample is that
+// moment, spread over 0.4 ms, how far the align step knows it).
 class InstantGpu {
  public:
   static constexpr const char* kUuid = "GPU-7a11e000-0000-4000-8000-0000000000ff";
@@ -259,25 +259,25 @@ class InstantGpu {
   pp_test::TestDb db_;
 };
 
-// An instant's spread reaches a millisecond past its moment: an instant that a move takes to
-// within that of a job's first call moves as that job's windows do. Job A runs for the first
-// 10 s, placed to 0.05 ms; job B from 30.5 ms after the sample at 12 s, its stretch uncertain
-// by 30 ms: moved by B's 30 ms, that sample's spread covers 0.5 ms of B's call (a quarter).
+// An instant's spread reaches 0.2 ms past its moment: an instant that a move takes to within
+// that of a job's first call moves as that job's windows do. Job A runs for the first 10 s,
+// placed to 0.05 ms; job B from 30.1 ms after the sample at 12 s, its stretch uncertain by
+// 30 ms: moved by B's 30 ms, that sample's spread covers 0.1 ms of B's call (a quarter).
 TEST(TimingShift, AnInstantTakesTheTimingOfTheJobItsSpreadReaches) {
   InstantGpu gpu(200);
   gpu.add_stretch(0, 0.05);
   gpu.add_stretch(10, 30);
   gpu.add_call("A", 500 * kShiftMs, 9000 * kShiftMs);
-  gpu.add_call("B", 12000 * kShiftMs + 30500000, 19000 * kShiftMs);
+  gpu.add_call("B", 12000 * kShiftMs + 30100000, 19000 * kShiftMs);
   EXPECT_EQ(gpu.fraction("B", 12000, 0), 0);
   EXPECT_NEAR(gpu.fraction("B", 12000, 1), 0.25, 1e-9);
 }
 
-// The events an instant's spread reaches past the last sample are read: a call that starts half
-// a millisecond after the last sample's moment has a quarter of it.
+// The events an instant's spread reaches past the last sample are read: a call that starts 0.1 ms
+// after the last sample's moment has a quarter of it.
 TEST(TimingShift, AnInstantReadsTheCallsItsSpreadReaches) {
   InstantGpu gpu(20);
-  gpu.add_call("B", 2000 * kShiftMs + 500000, 3000 * kShiftMs);
+  gpu.add_call("B", 2000 * kShiftMs + 100000, 3000 * kShiftMs);
   EXPECT_NEAR(gpu.fraction("B", 2000, 0), 0.25, 1e-9);
 }
 
