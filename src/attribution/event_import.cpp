@@ -131,18 +131,29 @@ const char* impossible_times(const LayerEvent& e) {
 
 // How far an event may end before the one written before it in its file: the hook client
 // writes each call as it ends, so ends go forward but for calls of other threads finishing
-// together. Further back is a clock step or a corrupt time, which stretches the job's span on
-// its GPU (and its GPU seconds) over the time between.
+// together. Further back is a clock step or a corrupt time; so is an event that starts long
+// after the one before ended (or a job paused that long). Either stretches the job's span over
+// the time between, and its GPU seconds with it.
 constexpr int64_t kEndsBackNs = 60LL * 1000000000;
+constexpr int64_t kStartsAheadNs = 3600LL * 1000000000;
 
-// Per file, the first such step back: said, not refused (the line may be the right one).
-struct TimeStepBack {
-  int64_t previous_end_ns = 0, previous_line = 0;
-  int64_t first_line = 0, first_step_ns = 0, first_previous_line = 0, steps = 0;
+// Per file, its events' times against the line before (the first line read against the last
+// stored, so that a line that is the first of a refresh is checked too): the first jump is said,
+// with a count of the others, not refused (either line may be the right one).
+struct TimeJumps {
+  int64_t previous_end_ns = 0, previous_line = 0;  // previous_line 0: none known
+  int64_t jumps = 0, first_line = 0, first_previous_line = 0, first_ns = 0;
+  bool first_back = false;
 
-  void add(int64_t end_ns, int64_t line) {
-    if (previous_line > 0 && end_ns < previous_end_ns - kEndsBackNs) {
-      if (steps++ == 0) first_line = line, first_step_ns = previous_end_ns - end_ns, first_previous_line = previous_line;
+  void add(int64_t start_ns, int64_t end_ns, int64_t line) {
+    if (previous_line > 0) {
+      const bool back = end_ns < previous_end_ns - kEndsBackNs;
+      if ((back || start_ns > previous_end_ns + kStartsAheadNs) && jumps++ == 0) {
+        first_line = line;
+        first_previous_line = previous_line;
+        first_back = back;
+        first_ns = back ? previous_end_ns - end_ns : start_ns - previous_end_ns;
+      }
     }
     previous_end_ns = end_ns;
     previous_line = line;
@@ -279,8 +290,8 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
   };
   std::map<std::string, std::pair<int64_t, int64_t>> time_grain;  // per file: events, those in whole ms
   std::pair<int64_t, int64_t>* grain = nullptr;                    // the file being written's
-  std::map<std::string, TimeStepBack> steps_back;
-  TimeStepBack* step_back = nullptr;  // the file being written's
+  std::map<std::string, TimeJumps> time_jumps;
+  TimeJumps* jumps = nullptr;  // the file being written's
   LayerEvent event;
   JobHeader header;
   MigDevice mig_device;
@@ -308,13 +319,19 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
           blocks.flush();
           writing = scan.source_file();
           grain = &time_grain[writing];
-          step_back = &steps_back[writing];
+          const auto [it, first_read] = time_jumps.try_emplace(writing);
+          jumps = &it->second;
+          if (first_read) {
+            Statement last(db, named_sql("import", "last_block_of_file"));
+            last.bind(":source_file", writing);
+            if (last.step() && !last.column_null(0)) jumps->add(last.column_int64(0), last.column_int64(0), last.column_int64(1));
+          }
         }
         stored.add(blocks, event, scan.source_file(), scan.line_number());
         ++events_added;
         ++grain->first;
         grain->second += event.t_start_ns % 1000000 == 0 && event.t_end_ns % 1000000 == 0;
-        step_back->add(event.t_end_ns, scan.line_number());
+        jumps->add(event.t_start_ns, event.t_end_ns, scan.line_number());
         break;
       case LineKind::JobHeader:
         if (!parse_job_header(text, header, problem)) {
@@ -348,15 +365,16 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
            " events read now are all whole milliseconds, where layer calls last fractions of one: their "
            "durations and the estimates of short layers (layer_estimates) are off by up to a ms per call; "
            "write t_start_ns and t_end_ns in ns, as the hook client does");
-  for (const auto& [file, back] : steps_back)
-    if (back.steps > 0)
-      warn(file + " line " + std::to_string(back.first_line) + ": its event ends " + duration_text(back.first_step_ns) +
-           " before the one on line " + std::to_string(back.first_previous_line) +
-           (back.steps > 1 ? " (and " + std::to_string(back.steps - 1) + " more such steps back in the lines read now)"
-                           : std::string()) +
-           ": a clock step or a corrupt time, which stretches its job's span on the GPU, and its GPU seconds, "
-           "over the time between; if one of the two times is off, correct or remove its line and refresh into a "
-           "new database");
+  for (const auto& [file, j] : time_jumps)
+    if (j.jumps > 0)
+      warn(file + " line " + std::to_string(j.first_line) + ": its event " +
+           (j.first_back ? "ends " + duration_text(j.first_ns) + " before the one on line "
+                         : "starts " + duration_text(j.first_ns) + " after the one on line ") +
+           std::to_string(j.first_previous_line) + (j.first_back ? "" : " ended") +
+           (j.jumps > 1 ? " (and " + std::to_string(j.jumps - 1) + " more such jumps in the lines read now)" : std::string()) +
+           ": a clock step or a corrupt time" + (j.first_back ? "" : " (or a job paused that long)") +
+           ", which stretches its job's span, and its GPU seconds, over the time between; if one of the two times "
+           "is off, correct or remove its line and refresh into a new database");
   Statement save(db, named_sql("import", "save_position"));
   Statement save_state(db, named_sql("import", "save_state"));
   for (const auto& [file, position] : scan.ended()) {

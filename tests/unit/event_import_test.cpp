@@ -78,25 +78,54 @@ TEST_F(EventImport, EventTimesInWholeMillisecondsAreSaid) {
   EXPECT_EQ(warnings(), "[]");
 }
 
-// One line whose clock was 30 days behind: the job's span would run over the month between,
-// so the refresh names the line (the step back is the line after an event far ahead, too).
-// Calls of two threads ending in another order, seconds apart, say nothing.
-TEST_F(EventImport, AnEventEndingLongBeforeTheLineBeforeIsSaid) {
+// One line whose clock was 30 days off: the job's span would run over the month between, so the
+// refresh names the line, wherever it is: in the middle (a step back, then one ahead), first,
+// last, or the first line a later refresh reads. Calls of two threads ending in another order,
+// seconds apart, say nothing.
+TEST_F(EventImport, AnEventTimeFarFromTheLineBeforeIsSaid) {
   constexpr int64_t kMonthNs = 30LL * 86400 * 1000000000;
-  std::string lines;
-  for (int i = 0; i < 6; ++i) {
-    auto event = pp_test::cpu_event_json(i);
-    if (i == 3) {
-      event["t_start_ns"] = event["t_start_ns"].get<int64_t>() - kMonthNs;
-      event["t_end_ns"] = event["t_end_ns"].get<int64_t>() - kMonthNs;
+  const auto lines = [](int first, int count, int off, int64_t by_ns) {
+    std::string text;
+    for (int i = first; i < first + count; ++i) {
+      auto event = pp_test::cpu_event_json(i);
+      if (i == off) {
+        event["t_start_ns"] = event["t_start_ns"].get<int64_t>() + by_ns;
+        event["t_end_ns"] = event["t_end_ns"].get<int64_t>() + by_ns;
+      }
+      text += event.dump() + "\n";
     }
-    lines += event.dump() + "\n";
-  }
-  dir.write("job1/rank0.jsonl", lines);
-  EXPECT_EQ(refresh(), 6);
-  EXPECT_NE(warnings().find("rank0.jsonl line 4: its event ends 30.0 days before the one on line 3: a clock step or a "
-                            "corrupt time, which stretches its job's span on the GPU"),
+    return text;
+  };
+  const auto refresh_of = [&](const std::string& job) {
+    return db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / job}).integer;
+  };
+  dir.write("middle/rank0.jsonl", lines(0, 6, 3, -kMonthNs));
+  EXPECT_EQ(refresh_of("middle"), 6);
+  EXPECT_NE(warnings().find("rank0.jsonl line 4: its event ends 30.0 days before the one on line 3 (and 1 more such "
+                            "jumps in the lines read now): a clock step or a corrupt time, which stretches its job's "
+                            "span, and its GPU seconds, over the time between"),
             std::string::npos)
+      << warnings();
+
+  dir.write("first/rank0.jsonl", lines(0, 6, 0, -kMonthNs));
+  EXPECT_EQ(refresh_of("first"), 6);
+  EXPECT_NE(warnings().find("rank0.jsonl line 2: its event starts 30.0 days after the one on line 1 ended: a clock "
+                            "step or a corrupt time (or a job paused that long)"),
+            std::string::npos)
+      << warnings();
+
+  dir.write("last/rank0.jsonl", lines(0, 6, 5, kMonthNs));
+  EXPECT_EQ(refresh_of("last"), 6);
+  EXPECT_NE(warnings().find("rank0.jsonl line 6: its event starts 30.0 days after the one on line 5 ended"),
+            std::string::npos)
+      << warnings();
+
+  dir.write("later/rank0.jsonl", lines(0, 4, -1, 0));
+  EXPECT_EQ(refresh_of("later"), 4);
+  EXPECT_EQ(warnings(), "[]");
+  dir.write("later/rank0.jsonl", lines(4, 2, 4, -kMonthNs), /*append=*/true);
+  EXPECT_EQ(refresh_of("later"), 2);
+  EXPECT_NE(warnings().find("rank0.jsonl line 5: its event ends 30.0 days before the one on line 4"), std::string::npos)
       << warnings();
 
   std::string swapped;
@@ -105,8 +134,8 @@ TEST_F(EventImport, AnEventEndingLongBeforeTheLineBeforeIsSaid) {
     event["t_end_ns"] = event["t_end_ns"].get<int64_t>() + (i == 2 ? 5000000000LL : 0);
     swapped += event.dump() + "\n";
   }
-  dir.write("job2/rank0.jsonl", swapped);
-  EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job2"}).integer, 4);
+  dir.write("swapped/rank0.jsonl", swapped);
+  EXPECT_EQ(refresh_of("swapped"), 4);
   EXPECT_EQ(warnings(), "[]");
 }
 

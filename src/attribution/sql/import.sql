@@ -17,6 +17,12 @@ SELECT source_file, bytes, lines, head_bytes, head_hash,
 -- read again from the start adds no line twice.
 SELECT max(last_line) FROM main.pp_events_blocks WHERE source_file = :source_file;
 
+-- name: last_block_of_file
+-- The latest end of the last block stored of a file, and its last line (index
+-- pp_events_blocks_by_file): what the first line a refresh reads of it is checked against.
+SELECT last_end_ns, last_line FROM main.pp_events_blocks WHERE source_file = :source_file
+ ORDER BY last_line DESC LIMIT 1;
+
 -- name: stored_lines
 -- What pp_events holds of a file read again from the start, to tell the lines still as they
 -- were read from lines rewritten (the blocks of the file: index pp_events_blocks_by_file).
