@@ -108,10 +108,17 @@ bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns) {
     if (std::fabs(x - middle_end) <= kSnapReachPeriods * period) phase += x, near += 1;
   phase /= near;
   if (!count_steps(e, period, [&](size_t, const std::vector<double>&) { return phase; }, true, k)) return false;
+  // An end left where it is (over 0.45 of a period off its point, as one whose step was moved
+  // back above may be) must still lie between its neighbours' points: else the ends are no grid.
   const int64_t origin = ends_ns[0];
-  for (size_t i = 0; i < n; ++i)
-    if (std::fabs(e[i] - phase - period * k[i]) <= kSnapReachPeriods * period)
-      ends_ns[i] = origin + std::llround(phase + period * k[i]);
+  std::vector<int64_t> snapped(n);
+  for (size_t i = 0; i < n; ++i) {
+    snapped[i] = std::fabs(e[i] - phase - period * k[i]) <= kSnapReachPeriods * period
+                     ? origin + std::llround(phase + period * k[i])
+                     : ends_ns[i];
+    if (i > 0 && snapped[i] <= snapped[i - 1]) return false;
+  }
+  ends_ns = std::move(snapped);
   return true;
 }
 

@@ -172,6 +172,18 @@ TEST(WindowGrid, EndsThatAreNoGridAreLeftAlone) {
   EXPECT_EQ(p.ends, before);
   p.ends[10] = p.ends[9] + kMs;  // two ends in one grid step
   EXPECT_FALSE(pp::snap_to_grid(p.ends, kPeriod));
+  // Ends scattered by up to a period (an exporter whose latency scatters so): the second is
+  // taken for the first one late, but left where it is, and the grid point of the first would
+  // lie after it. The ends keep their order or are left alone.
+  std::vector<int64_t> scattered;
+  for (const int64_t ms : {0, 10, 188, 269, 367, 500, 697, 716, 923, 1185}) scattered.push_back(kPhase + ms * kMs);
+  const std::vector<int64_t> as_given = scattered;
+  if (pp::snap_to_grid(scattered, kPeriod)) {
+    EXPECT_TRUE(std::is_sorted(scattered.begin(), scattered.end()));
+    EXPECT_EQ(std::adjacent_find(scattered.begin(), scattered.end()), scattered.end());
+  } else {
+    EXPECT_EQ(scattered, as_given);
+  }
 }
 
 }  // namespace window_grid_test
