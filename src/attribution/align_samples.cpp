@@ -388,7 +388,7 @@ class GpuAligner {
                        "whose latency scatters by a period)");
     if (best.half90_ns > kDeterminedHalf90Ns)
       causes.push_back("its offset's 90% interval is +-" + ms_text(best.half90_ns) +
-                       " ms, wider than 2 ms (the layers' mixes change little with the offset, or its quarters "
+                       " ms, wider than +-2 ms (the layers' mixes change little with the offset, or its quarters "
                        "disagree)");
     std::string reason;
     for (const std::string& cause : causes) reason += (reason.empty() ? "" : "; ") + cause;

@@ -76,13 +76,14 @@ bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns) {
     return median_of(std::move(before));
   };
   count_steps(e, own_period, local_phase, false, k);
-  // The grid's period: the mean slope of disjoint pairs half the stretch apart, but for pairs
-  // far out of the others' spread (a window placed a fraction of a period off). The scrapes'
-  // lateness is one-sided (never early), so a least-squares line through the ends nearest it
-  // follows its own tilt; the difference of two ends' independent lateness is symmetric, so the
-  // pairs' slopes are not pulled, and their spread says how well their mean is known. A period
-  // that does not stand out of that from window_ns is window_ns: the clocks' ppm apart move a
-  // stretch's ends by less than the slope of a few noisy ends would.
+  // The grid's period: the mean slope of pairs half the stretch apart (disjoint but for the
+  // middle end of an odd count), but for pairs far out of the others' spread (a window placed a
+  // fraction of a period off). The scrapes' lateness is one-sided (never early), so a
+  // least-squares line through the ends nearest it follows its own tilt; the difference of two
+  // ends' independent lateness is symmetric, so the pairs' slopes are not pulled, and their
+  // spread says how well their mean is known. A period that does not stand out of that from
+  // window_ns is window_ns: the clocks' ppm apart move a stretch's ends by less than the slope
+  // of a few noisy ends would.
   const size_t half = n / 2;
   std::vector<double> slopes, spread;
   for (size_t i = 0; i + half < n; ++i) slopes.push_back((e[i + half] - e[i]) / (k[i + half] - k[i]));
@@ -90,11 +91,14 @@ bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns) {
   for (const double s : slopes) spread.push_back(std::fabs(s - middle));
   // (Stored times in whole ms: the spread of ends late by less is that ms, not the lateness.)
   const double reach = kOutlierSpreads * std::max(kMadToSd * median_of(spread), kStoredResolutionNs / static_cast<double>(half));
+  // (Sums of the slopes' differences from their median: squares of periods of a second, 1e17
+  // ns squared, would leave their variance to rounding.)
   double sum = 0, sum2 = 0, m = 0;
   for (const double s : slopes)
-    if (std::fabs(s - middle) <= reach) sum += s, sum2 += s * s, m += 1;
-  double period = sum / m;
-  const double slope_se = m > 1 ? std::sqrt(std::max(0.0, sum2 - m * period * period) / (m - 1) / m) : 0;
+    if (std::fabs(s - middle) <= reach) sum += s - middle, sum2 += (s - middle) * (s - middle), m += 1;
+  const double mean_off = sum / m;
+  double period = middle + mean_off;
+  const double slope_se = m > 1 ? std::sqrt(std::max(0.0, sum2 - m * mean_off * mean_off) / (m - 1) / m) : 0;
   if (std::fabs(period - window_ns) <= kSignificantSlopeSe * slope_se) period = window_ns;
   if (std::fabs(period - window_ns) > 0.01 * window_ns) return false;
   // The grid through the ends' mean, but for ends a fraction of a period off (windows placed
