@@ -14,8 +14,22 @@ namespace {
 constexpr int64_t kSamePhaseNs = 5000000;
 constexpr double kPhasesAlikeMargin = 10;  // log-likelihood units: two lattices that fit alike (alignment.cpp's margin)
 constexpr double kSamePlaceNs = 3e6;       // two placements of a window this close are the same
+// A scrape interval within this share of a period of a whole number of periods is one.
+constexpr double kWholePeriodsShare = 0.1;
 
 int64_t modulo(int64_t a, int64_t m) { return ((a % m) + m) % m; }
+
+// Whether the stored times' median spacing (the scrape interval: a scrape's lateness moves the
+// gaps both ways) is a whole number of periods. Every scrape then falls at one phase of DCGM's
+// grid, and phases apart are the lateness of scrapes late by tens of ms (half-normal: a tail
+// that thins out past the group of those on time, with gaps in it), not phases of their own.
+bool at_whole_periods(const std::vector<int64_t>& ts_ns, double period_ns) {
+  std::vector<int64_t> gaps;
+  for (size_t i = 1; i < ts_ns.size(); ++i) gaps.push_back(ts_ns[i] - ts_ns[i - 1]);
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
+  const double periods = static_cast<double>(gaps[gaps.size() / 2]) / period_ns;
+  return std::round(periods) >= 1 && std::fabs(periods - std::round(periods)) < kWholePeriodsShare;
+}
 
 // Where each stored time's window ends under an estimate, its stored times being ts_ns.
 std::vector<double> placed_ends(const OffsetEstimate& e, const std::vector<int64_t>& ts_ns, double period_ns) {
@@ -29,7 +43,7 @@ std::vector<double> placed_ends(const OffsetEstimate& e, const std::vector<int64
 
 std::vector<int64_t> phase_thresholds(const std::vector<int64_t>& ts_ns, double period_ns) {
   const auto period = static_cast<int64_t>(std::llround(period_ns));
-  if (period <= 2 * kSamePhaseNs || ts_ns.size() < 8) return {};
+  if (period <= 2 * kSamePhaseNs || ts_ns.size() < 8 || at_whole_periods(ts_ns, period_ns)) return {};
   std::vector<int64_t> phase;
   for (int64_t t : ts_ns) phase.push_back(modulo(t, period));
   std::sort(phase.begin(), phase.end());

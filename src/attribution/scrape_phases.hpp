@@ -20,7 +20,9 @@ namespace pp {
 // The thresholds worth trying, as phases modulo period_ns (absolute: the same phases give the
 // same thresholds in every stretch): the middle of each empty arc between the groups the stored
 // times' phases form, a group holding at least a twentieth of them (a scrape late by much is no
-// phase of its own). Empty where they form one group: one offset describes them as stored.
+// phase of its own). Empty where they form one group, or where their median spacing is a whole
+// number of periods (every scrape at one phase; groups apart are the tail of scrapes late by
+// tens of ms): one offset describes them as stored.
 std::vector<int64_t> phase_thresholds(const std::vector<int64_t>& ts_ns, double period_ns);
 
 // Each time moved back to the newest point at or before it of threshold_ns + k * period_ns.
