@@ -346,7 +346,11 @@ class GpuAligner {
     // offset's own uncertainty says nothing of that.
     const bool in_order = static_cast<double>(out_of_order_) <= kOutOfOrderShare * static_cast<double>(seg.samples);
     seg.timing_ns = best.unique && in_order ? best.half90_ns : std::max(best.half90_ns, window_ns_ / 2);
-    seg.status = best.unique && in_order && best.half90_ns <= kDeterminedHalf90Ns ? "estimated" : "poorly determined";
+    // Windows on no straight grid keep their scrapes' lateness: each may be off by as much as
+    // they spread, whatever the offset's own uncertainty.
+    if (!best.on_grid) seg.timing_ns = std::max(seg.timing_ns, best.off_grid_spread_ns);
+    seg.status = best.unique && in_order && best.on_grid && best.half90_ns <= kDeterminedHalf90Ns ? "estimated"
+                                                                                                  : "poorly determined";
     seg.reason = poorly_determined_reason(best, in_order, seg.samples);
     if (seg.status == "estimated" && drift_established()) {
       std::vector<SegmentRecord> with = segments_;
@@ -386,6 +390,10 @@ class GpuAligner {
       causes.push_back(std::to_string(out_of_order_) + " of its " + std::to_string(samples) +
                        " stored times read an older window than the one before (more than 1 in 40: an exporter "
                        "whose latency scatters by a period)");
+    if (!best.on_grid)
+      causes.push_back("its windows lie on no straight grid of the period (two in one step, or a period more than 1% "
+                       "off the window's), so each keeps its scrape's lateness: they spread over " +
+                       ms_text(best.off_grid_spread_ns) + " ms");
     if (best.half90_ns > kDeterminedHalf90Ns)
       causes.push_back("its offset's 90% interval is +-" + ms_text(best.half90_ns) +
                        " ms, wider than +-2 ms (the layers' mixes change little with the offset, or its quarters "
@@ -525,6 +533,7 @@ class GpuAligner {
       ends.push_back(static_cast<int64_t>(std::llround(static_cast<double>(samples.ts_ns[k]) - seg.offset_ns -
                                                        (shift.empty() ? 0 : shift[k]) * window_ns_)));
     }
+    // (On no grid, as the estimate found, the stretch is poorly determined and its timing says how far.)
     if (seg.status == "estimated" || seg.status == "poorly determined") snap_to_grid(ends, window_ns_);
     double period = 0, phase = 0, timing = 0;
     const bool grid = driver_grid(seg, timeline, own, ends, period, phase, timing);

@@ -381,7 +381,8 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
   const AlignmentSamples& kept = *fitted;
   const size_t n_kept = kept.ts_ns.size();
   std::vector<int64_t> grid = shifted_ends(kept.ts_ns, p.at, shift, period_ns);
-  snap_to_grid(grid, period_ns);
+  est.on_grid = snap_to_grid(grid, period_ns);
+  if (!est.on_grid) est.off_grid_spread_ns = spread_about_grid(grid, period_ns);
   const size_t quarter = n_kept / 4;
   if (quarter >= 20) {
     std::vector<double> q;

@@ -74,6 +74,11 @@ struct OffsetEstimate {
   double half90_ns = 0;    // 90% half-width: max(profile likelihood, scatter of quarters)
   double likelihood_half90_ns = 0;
   double quarters_half90_ns = 0;
+  // Whether the windows lie on a straight grid of the period (snap_to_grid); where not (two in
+  // one step, or a period over 1% off), each keeps its scrape's lateness, and off_grid_spread_ns
+  // says how far that spreads them (spread_about_grid).
+  bool on_grid = true;
+  double off_grid_spread_ns = 0;
   // The trend of stored time - window end over the stored times given (steps of one period,
   // repeats and skips, unwound): 0 unless it stands out of their scatter.
   double stretch_drift_ppm = 0;

@@ -126,4 +126,18 @@ bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns) {
   return true;
 }
 
+double spread_about_grid(const std::vector<int64_t>& ends_ns, double window_ns) {
+  if (ends_ns.empty() || !(window_ns > 0)) return 0;
+  std::vector<double> phase;
+  for (const int64_t end : ends_ns) {
+    const double from_first = static_cast<double>(end - ends_ns[0]);
+    phase.push_back(from_first - window_ns * std::floor(from_first / window_ns));
+  }
+  std::sort(phase.begin(), phase.end());
+  // The widest gap between neighbouring phases, round the circle too, is what the arc leaves out.
+  double widest = phase.front() + window_ns - phase.back();
+  for (size_t i = 1; i < phase.size(); ++i) widest = std::max(widest, phase[i] - phase[i - 1]);
+  return window_ns - widest;
+}
+
 }  // namespace pp

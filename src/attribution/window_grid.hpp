@@ -14,4 +14,8 @@ namespace pp {
 // from it; an end further than 0.45 of a period from the grid is left where it is.
 bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns);
 
+// How far ends that lie on no grid spread about one of period window_ns: the shortest arc of
+// the period that holds every end's phase (the ends' lateness, where they keep it).
+double spread_about_grid(const std::vector<int64_t>& ends_ns, double window_ns);
+
 }  // namespace pp

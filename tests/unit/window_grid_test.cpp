@@ -186,4 +186,18 @@ TEST(WindowGrid, EndsThatAreNoGridAreLeftAlone) {
   }
 }
 
+// Ends on no grid keep their lateness: they spread over the shortest arc of the period that
+// holds every end's phase, round the period's end too.
+TEST(WindowGrid, EndsOnNoGridSpreadOverTheShortestArcOfTheirPhases) {
+  const Placed p = late_scrapes(30, 5);  // late by up to 30 ms: an arc of nearly 30 ms
+  const double spread = pp::spread_about_grid(p.ends, kPeriod);
+  EXPECT_GT(spread, 28 * kMs);
+  EXPECT_LE(spread, 30 * kMs);
+  // Phases 95, 98, 3 and 10 ms of a 100 ms period: 15 ms apart round its end, not 93.
+  const int64_t t0 = kPhase - 37250000;  // a whole number of periods
+  const std::vector<int64_t> ends = {t0 + 95 * kMs, t0 + kPeriod + 98 * kMs, t0 + 3 * kPeriod + 3 * kMs,
+                                     t0 + 4 * kPeriod + 10 * kMs};
+  EXPECT_NEAR(pp::spread_about_grid(ends, kPeriod), 15 * kMs, 1);
+}
+
 }  // namespace window_grid_test
