@@ -408,14 +408,20 @@ class GpuAligner {
     return std::count_if(segments_.begin(), segments_.end(), [](const SegmentRecord& s) { return s.status == "estimated"; }) >= 2;
   }
 
-  // A change of offset that neither the drift nor a wrap by one window explains.
+  // A change of offset that neither the drift nor a wrap by one window explains, against the
+  // newest estimated stretch of the two before (a poorly determined one between, such as the
+  // stretch the change lies in, predicts nothing).
   void note_jump(SegmentRecord& seg) {
-    if (segments_.empty() || seg.status != "estimated" || segments_.back().status != "estimated") return;
-    const double predicted = predicted_offset(mid_ns(seg));
+    if (seg.status != "estimated") return;
+    const SegmentRecord* from = nullptr;
+    for (size_t back = 1; back <= std::min<size_t>(2, segments_.size()) && !from; ++back)
+      if (segments_[segments_.size() - back].status == "estimated") from = &segments_[segments_.size() - back];
+    if (!from) return;
+    const double predicted = from->offset_ns + from->drift_ppm * 1e-6 * (mid_ns(seg) - mid_ns(*from));
     const double jump = std::fabs(seg.offset_ns - predicted);
     double off = jump;
     if (window_ns_ > 0) off = std::min({off, std::fabs(off - window_ns_)});
-    if (off <= std::max(3e6, 3 * (seg.timing_ns + segments_.back().timing_ns))) return;
+    if (off <= std::max(3e6, 3 * (seg.timing_ns + from->timing_ns))) return;
     // A jump of a whole number of periods and a few ms is no wrap (the drift moves the offset
     // smoothly, a wrap by exactly a period) and seldom a restart (whose new latency lies
     // anywhere in a period): it is a stretch a model of one offset with windows moved one by

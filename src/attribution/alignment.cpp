@@ -15,6 +15,10 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kT95With3Dof = 2.353;  // Student t for the scatter of four quarters
+// How far each quarter's own offset is looked for around the stretch's, in steps of the search;
+// and, where it peaks at that edge decisively, how far again.
+constexpr double kQuarterReachSteps = 3;
+constexpr double kQuarterFarReachSteps = 20;
 constexpr double kSignificantDriftSe = 3;  // a stretch's own drift must exceed this many standard errors
 constexpr double kUniqueMargin = 10;    // log-likelihood units a second peak must stay below
 constexpr double kSameWindowNs = 3e6;   // two placements of a window this close are the same
@@ -386,6 +390,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
   const size_t quarter = n_kept / 4;
   if (quarter >= 20) {
     std::vector<double> q;
+    bool beyond_reach = false;
     for (int k = 0; k < 4; ++k) {
       const size_t from = k * quarter, to = k == 3 ? n_kept : (k + 1) * quarter;
       const std::vector<std::vector<double>> values = part(kept, from, to).values;
@@ -395,8 +400,22 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
         const WindowFit f = fit_windows(mix(ends, window_ns), values, mix.timeline().unknowns);
         return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
       };
-      const Peak pk = refine(loglik_of_quarter, 0, 3 * step_ns, step_ns / 10);
-      if (std::isfinite(pk.value)) q.push_back(pk.at);
+      Peak pk = refine(loglik_of_quarter, 0, kQuarterReachSteps * step_ns, step_ns / 10);
+      if (!std::isfinite(pk.value)) continue;
+      // A peak at the search's edge may lie beyond it, where it fits the quarter decisively
+      // better than the stretch's offset does (a flat quarter peaks at an edge by chance): the
+      // search is made again, wider, and its peak taken where it fits decisively better than the
+      // edge's (a broad quarter's likelihood, a 1 s window's, wanders a few steps on noise);
+      // still at the wider edge, the quarter's offset is that far at least.
+      const auto at_edge = [&](const Peak& peak, double reach) { return std::fabs(peak.at) >= reach - step_ns / 20; };
+      if (at_edge(pk, kQuarterReachSteps * step_ns) && 2 * (pk.value - loglik_of_quarter(0)) > kChi2Half90) {
+        const Peak far = refine(loglik_of_quarter, 0, kQuarterFarReachSteps * step_ns, step_ns / 10);
+        if (2 * (far.value - pk.value) > kChi2Half90) {
+          pk = far;
+          beyond_reach = beyond_reach || at_edge(pk, kQuarterFarReachSteps * step_ns);
+        }
+      }
+      q.push_back(pk.at);
     }
     if (q.size() >= 2) {
       double mean = 0;
@@ -407,6 +426,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
       const double sd = std::sqrt(ss / static_cast<double>(q.size() - 1));
       est.quarters_half90_ns = kT95With3Dof * sd / std::sqrt(static_cast<double>(q.size()));
     }
+    if (beyond_reach) est.quarters_half90_ns = std::max(est.quarters_half90_ns, kQuarterFarReachSteps * step_ns);
   }
   est.stretch_drift_ppm = stretch_drift_ppm(kept.ts_ns, grid, period_ns);
   est.half90_ns = std::max(est.likelihood_half90_ns, est.quarters_half90_ns);

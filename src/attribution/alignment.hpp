@@ -15,7 +15,10 @@
 // jitter, so the windows are put on the straight grid fitted to them (snap_to_grid) before each
 // fit. The estimate is the peak; its uncertainty is the larger of the profile-likelihood
 // interval and the scatter of four quarters' own offsets from the stretch's grid (which also
-// absorbs what the likelihood does not model: a grid that is not quite straight).
+// absorbs what the likelihood does not model: a grid that is not quite straight, an offset that
+// steps within the stretch). Each quarter's offset is looked for within 3 steps of the
+// stretch's, and where it peaks at that edge decisively (by the 90% chi-square level) within 20,
+// that peak taken where it is decisively better again.
 //
 // Samples near a grid boundary may describe the window one period earlier or later than the
 // constant offset says (jitter moves the exporter's read across DCGM's sample time): each

@@ -312,6 +312,24 @@ TEST_F(AlignRefresh, AnOffsetThatJumpsIsSaidWithWhatWasPredicted) {
   EXPECT_NE(warnings.find("where the stretches before it predict 37."), std::string::npos) << warnings;
 }
 
+// The exporter's latency steps by 5 ms part way through a stretch: its quarters' own offsets lie
+// on either side of the stretch's, some further from it than the quarters' first search reaches
+// (3 steps of 0.5 ms). Their peaks at that edge fit decisively better than the stretch's offset
+// does, so the search goes further and finds them: the stretch is poorly determined, its timing
+// at least half the step, whichever side its offset took.
+TEST_F(AlignRefresh, AnOffsetThatStepsByAFewMsWithinAStretchIsPoorlyDetermined) {
+  insert_samples(0, last_ms());
+  const int64_t step_at = kRefreshT0 / kMs + 35000;
+  db_.exec("UPDATE pp_samples SET ts_ms = ts_ms + 5 WHERE ts_ms > " + std::to_string(step_at));
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const auto rows = db_.query("SELECT status, timing_ns / 1e6, reason FROM pp_alignment WHERE from_ms < " +
+                              std::to_string(step_at) + " AND through_ms >= " + std::to_string(step_at));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0][0].text, "poorly determined");
+  EXPECT_GE(rows[0][1].real, 2.5);
+  EXPECT_NE(rows[0][2].text.find("or its quarters disagree"), std::string::npos) << rows[0][2].text;
+}
+
 // A stretch whose samples fit one period and a few ms from where the stretches around it put
 // theirs (an exporter whose latency scatters by tens of ms can look so): no wrap, which is a
 // period exactly, and seldom a restart, whose latency lands anywhere: poorly determined, its
