@@ -19,7 +19,10 @@ constexpr double kT95With3Dof = 2.353;  // Student t for the scatter of four qua
 // and, where it peaks at that edge decisively, how far again.
 constexpr double kQuarterReachSteps = 3;
 constexpr double kQuarterFarReachSteps = 20;
-constexpr double kSignificantDriftSe = 3;  // a stretch's own drift must exceed this many standard errors
+constexpr double kSignificantDriftSe = 3;
+// Student t (2 degrees of freedom, 99%) by which the quarters' trend must stand out of their
+// scatter about it.
+constexpr double kQuarterTrendT = 9.92;  // a stretch's own drift must exceed this many standard errors
 constexpr double kUniqueMargin = 10;    // log-likelihood units a second peak must stay below
 constexpr double kSameWindowNs = 3e6;   // two placements of a window this close are the same
 constexpr double kMoveMargin = 25;      // chi-square units by which a moved window must fit better
@@ -104,6 +107,31 @@ double stretch_drift_ppm(const std::vector<int64_t>& ts_ns, const std::vector<in
   }
   const double slope_se = std::sqrt(rss / static_cast<double>(n - 2) / sxx);
   return std::fabs(slope) > kSignificantDriftSe * slope_se ? slope * 1e6 : 0;
+}
+
+// The trend of the quarters' own offsets (each at the middle of its stored times, ns after the
+// first) in ppm: zero unless it stands out of their scatter about it by kQuarterTrendT. Where
+// DCGM's period runs a per mille or more long, the stored times (at the scrapes' period) put the
+// windows on a grid of the wrong period, and its tilt says nothing; the quarters' offsets from
+// it walk by a few ms each.
+double quarters_trend_ppm(const std::vector<double>& offsets, const std::vector<double>& at) {
+  const size_t n = offsets.size();
+  if (n < 3) return 0;
+  double mt = 0, mq = 0;
+  for (size_t i = 0; i < n; ++i) mt += at[i], mq += offsets[i];
+  mt /= static_cast<double>(n);
+  mq /= static_cast<double>(n);
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < n; ++i) sxy += (at[i] - mt) * (offsets[i] - mq), sxx += (at[i] - mt) * (at[i] - mt);
+  if (!(sxx > 0)) return 0;
+  const double slope = sxy / sxx;
+  double rss = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double r = offsets[i] - mq - slope * (at[i] - mt);
+    rss += r * r;
+  }
+  const double slope_se = std::sqrt(rss / static_cast<double>(n - 2) / sxx);
+  return std::fabs(slope) > kQuarterTrendT * slope_se ? slope * 1e6 : 0;
 }
 
 // The best point of a grid from lo to hi.
@@ -388,8 +416,9 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
   est.on_grid = snap_to_grid(grid, period_ns);
   if (!est.on_grid) est.off_grid_spread_ns = spread_about_grid(grid, period_ns);
   const size_t quarter = n_kept / 4;
+  double quarters_drift_ppm = 0;
   if (quarter >= 20) {
-    std::vector<double> q;
+    std::vector<double> q, q_at;  // each quarter's offset from the grid, and the middle of its stored times
     bool beyond_reach = false;
     for (int k = 0; k < 4; ++k) {
       const size_t from = k * quarter, to = k == 3 ? n_kept : (k + 1) * quarter;
@@ -416,6 +445,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
         }
       }
       q.push_back(pk.at);
+      q_at.push_back(static_cast<double>(kept.ts_ns[(from + to) / 2] - kept.ts_ns[0]));
     }
     if (q.size() >= 2) {
       double mean = 0;
@@ -426,9 +456,11 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
       const double sd = std::sqrt(ss / static_cast<double>(q.size() - 1));
       est.quarters_half90_ns = kT95With3Dof * sd / std::sqrt(static_cast<double>(q.size()));
     }
+    quarters_drift_ppm = quarters_trend_ppm(q, q_at);
     if (beyond_reach) est.quarters_half90_ns = std::max(est.quarters_half90_ns, kQuarterFarReachSteps * step_ns);
   }
   est.stretch_drift_ppm = stretch_drift_ppm(kept.ts_ns, grid, period_ns);
+  if (est.stretch_drift_ppm == 0) est.stretch_drift_ppm = quarters_drift_ppm;
   est.half90_ns = std::max(est.likelihood_half90_ns, est.quarters_half90_ns);
   return est;
 }

@@ -83,7 +83,9 @@ struct OffsetEstimate {
   bool on_grid = true;
   double off_grid_spread_ns = 0;
   // The trend of stored time - window end over the stored times given (steps of one period,
-  // repeats and skips, unwound): 0 unless it stands out of their scatter.
+  // repeats and skips, unwound): 0 unless it stands out of their scatter. Where the grid shows
+  // none (its period is the window's, as the stored times at the scrapes' period put it), the
+  // trend of the four quarters' own offsets, where that stands out of their scatter about it.
   double stretch_drift_ppm = 0;
   // No other peak within 10 log-likelihood units elsewhere in the ranges, and no other
   // placement of the windows (from the other starts, below) that fits within as much.
