@@ -14,8 +14,9 @@ namespace {
 constexpr int64_t kSamePhaseNs = 5000000;
 constexpr double kPhasesAlikeMargin = 10;  // log-likelihood units: two lattices that fit alike (alignment.cpp's margin)
 constexpr double kSamePlaceNs = 3e6;       // two placements of a window this close are the same
-// A scrape interval within this share of a period of a whole number of periods is one.
-constexpr double kWholePeriodsShare = 0.1;
+// A scrape interval within this share of a period of a whole number of periods is one: its
+// scrapes walk through DCGM's grid by at most 1 ms each (a 110 ms scrape walks by 10).
+constexpr double kWholePeriodsShare = 0.01;
 
 int64_t modulo(int64_t a, int64_t m) { return ((a % m) + m) % m; }
 
@@ -23,11 +24,18 @@ int64_t modulo(int64_t a, int64_t m) { return ((a % m) + m) % m; }
 // gaps both ways) is a whole number of periods. Every scrape then falls at one phase of DCGM's
 // grid, and phases apart are the lateness of scrapes late by tens of ms (half-normal: a tail
 // that thins out past the group of those on time, with gaps in it), not phases of their own.
+// The interval is the stretch's span over its steps (each gap counted in median gaps): the
+// median gap alone is whole ms, too coarse to tell 100 ms from 101 or 109 from 110.
 bool at_whole_periods(const std::vector<int64_t>& ts_ns, double period_ns) {
   std::vector<int64_t> gaps;
   for (size_t i = 1; i < ts_ns.size(); ++i) gaps.push_back(ts_ns[i] - ts_ns[i - 1]);
   std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
-  const double periods = static_cast<double>(gaps[gaps.size() / 2]) / period_ns;
+  const auto median_gap = static_cast<double>(gaps[gaps.size() / 2]);
+  if (!(median_gap > 0)) return false;
+  const auto span = static_cast<double>(ts_ns.back() - ts_ns.front());
+  double steps = 0;
+  for (const int64_t gap : gaps) steps += std::max(1.0, std::round(static_cast<double>(gap) / median_gap));
+  const double periods = span / steps / period_ns;
   return std::round(periods) >= 1 && std::fabs(periods - std::round(periods)) < kWholePeriodsShare;
 }
 

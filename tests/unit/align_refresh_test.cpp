@@ -422,7 +422,8 @@ TEST_F(AlignRefresh, WindowsTheScrapeIntervalPassesOverAreNoSkips) {
     for (const auto& row : db_.query("SELECT from_ms, through_ms, skipped, repeats, status FROM pp_alignment")) {
       SCOPED_TRACE(row[0].integer);
       ++stretches;
-      EXPECT_EQ(row[4].text, "estimated");
+      EXPECT_EQ(row[4].text, "estimated")
+          << db_.scalar("SELECT reason FROM pp_alignment WHERE from_ms = " + std::to_string(row[0].integer)).text;
       EXPECT_EQ(row[3].integer, 0);
       const bool holds_missed = row[0].integer < missed && missed < row[1].integer;
       EXPECT_EQ(row[2].integer, holds_missed ? 1 : 0);
