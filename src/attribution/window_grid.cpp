@@ -7,6 +7,13 @@
 namespace pp {
 namespace {
 
+// The median of v, which it reorders.
+double median_in_place(std::vector<double>& v) {
+  const auto middle = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), middle, v.end());
+  return *middle;
+}
+
 // Every end within this share of a period of the grid is put on it: DCGM's windows lie on its
 // grid, so an end off it by less than half a period is that grid point, however late the scrape
 // that stored it (Prometheus' scrapes run late by several ms on a busy host).
@@ -20,11 +27,7 @@ constexpr double kOutlierSpreads = 5;
 constexpr double kMadToSd = 1.4826;
 constexpr double kStoredResolutionNs = 1e6;
 
-double median_of(std::vector<double> v) {
-  const auto middle = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), middle, v.end());
-  return *middle;
-}
+double median_of(std::vector<double> v) { return median_in_place(v); }
 
 // Each end's step on a grid `period` apart: the nearest to it from phase_at(i, k), which sees the
 // steps before i. Of two ends at one step the first is one late by over half a period (the
@@ -69,11 +72,13 @@ bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns) {
     if (k[i + baseline] > k[i]) periods.push_back((e[i + baseline] - e[i]) / (k[i + baseline] - k[i]));
   if (periods.empty()) return false;
   const double own_period = median_of(periods);
+  std::vector<double> before;  // (one buffer for every end: the search snaps hundreds of times a stretch)
+  before.reserve(baseline);
   const auto local_phase = [&](size_t i, const std::vector<double>& steps) {
     if (i == 0) return 0.0;
-    std::vector<double> before;
+    before.clear();
     for (size_t j = i > baseline ? i - baseline : 0; j < i; ++j) before.push_back(e[j] - own_period * steps[j]);
-    return median_of(std::move(before));
+    return median_in_place(before);
   };
   count_steps(e, own_period, local_phase, false, k);
   // The grid's period: the mean slope of pairs half the stretch apart (disjoint but for the
