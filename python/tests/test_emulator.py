@@ -218,7 +218,8 @@ def test_openmetrics_output(profile):
 
 def test_offline_recording_is_consistent(tmp_path):
     rec = offline.record(3, 100, 0.0, 1, Profile.named("dlrm"), timing=Timing(mode="exact"))  # IDEALISED
-    assert len(rec.tick_ms) == 30 and rec.tick_ms[0] == offline.DEFAULT_START_S * 1000 + 100
+    # 3 s of windows, then the 5 s idle tail that dcgm-exporter and Prometheus store after a job.
+    assert rec.tail_seconds == 5 and len(rec.tick_ms) == 80 and rec.tick_ms[0] == offline.DEFAULT_START_S * 1000 + 100
     # Noise 0: published = truth rounded as dcgm-exporter prints.
     np.testing.assert_allclose(rec.samples[:, 2:], rec.truth_means[:, 2:])
     np.testing.assert_allclose(rec.samples[:, :2], np.rint(rec.truth_means[:, :2]))
@@ -226,7 +227,7 @@ def test_offline_recording_is_consistent(tmp_path):
     truth = json.loads(open(paths["truth"]).read())
     assert truth["layer_types"]["EmbeddingBag"]["forward"]["DCGM_FI_PROF_DRAM_ACTIVE"] == 0.78
     assert truth["layers"]["emb_l.3"]["layer_type"] == "EmbeddingBag"
-    assert truth["gpu_uuid"] == rec.gpu.uuid and truth["samples_per_metric"] == 30
+    assert truth["gpu_uuid"] == rec.gpu.uuid and truth["samples_per_metric"] == 80 and truth["tail_seconds"] == 5
     lines = open(paths["events"]).read().splitlines()
     assert json.loads(lines[0])["record"] == "job"
     first = json.loads(lines[1])

@@ -3,6 +3,7 @@ emulator's realistic timing (scrape times stored, windows some 120 ms older) and
 shift, against the recording's truth."""
 import shutil
 import sqlite3
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -120,8 +121,8 @@ def test_pp_refresh_over_prometheus_equals_the_same_samples_inserted_directly(se
     direct.executemany("INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES (?, ?, ?, ?)",
                        [(rec.gpu.uuid, metric, int(t), float(format_value(metric, v)))
                         for m, metric in enumerate(METRICS) for t, v in zip(rec.tick_ms, rec.samples[:, m])])
-    # The last events end after the last stored sample (the recording stops while the job runs),
-    # so this refresh asks Prometheus for newer samples too: there are none.
+    # Samples put in by other means that reach past the last events (the idle tail after the job)
+    # are taken as they are: this refresh adds none from Prometheus.
     direct.execute("SELECT pp_config('prometheus_url', ?)", (url,))
     assert direct.execute("SELECT CAST(samples_added AS INTEGER) FROM pp_refresh(?, 1)",
                           (str(Path(paths["events"]).parent),)).fetchone()[0] == 0
@@ -143,6 +144,26 @@ def test_pp_refresh_over_prometheus_equals_the_same_samples_inserted_directly(se
     true_emb = truth[("EmbeddingBag", True)][METRICS.index("DCGM_FI_PROF_DRAM_ACTIVE")]
     overall = rec.samples[:, METRICS.index("DCGM_FI_PROF_DRAM_ACTIVE")].mean()
     assert abs(emb - overall) < abs(emb - true_emb)
+
+
+def test_a_final_refresh_attributes_the_job_s_last_events(served):
+    """dcgm-exporter and Prometheus go on after a job, and so does the emulator (its idle tail): the
+    sample that describes the last events is stored, so a final refresh attributes every call, the
+    last ones too, and does not say that events lie past the GPU's last sample."""
+    rec, _, _ = served
+    conn = refreshed(served)
+    warnings = conn.execute("SELECT pp_last_warnings()").fetchone()[0] or ""
+    assert "past the last DCGM sample" not in warnings, warnings
+    names = [name for name, _ in rec.events.layers]
+    calls = Counter((names[lid], int(fwd))
+                    for lid, fwd in zip(rec.events.layer_id.tolist(), rec.events.forward.tolist()))
+    attributed = {(layer, forward): n for layer, forward, n in conn.execute(
+        "SELECT layer, forward, calls FROM layer_metrics WHERE layer <> '(untracked)'")}
+    assert attributed == calls
+    # The windows of the idle GPU after the job are stored too: some 5 s of them.
+    after = conn.execute("SELECT count(*) FROM pp_windows WHERE end_ns - 100 * 1e6 > ?",  # 100 ms windows
+                         (int(rec.events.t_end_ns.max()),)).fetchone()[0]
+    assert after >= 40
 
 
 def test_the_align_step_finds_where_each_stored_sample_s_window_ended(served):

@@ -194,21 +194,29 @@ def old_record(seconds, interval_ms, noise, seed, profile, mux_zero):
     return tick_ms, truth, measure(truth, 0, tick_ms // interval_ms, noise=noise, mux_zero=mux_zero, seed=seed)
 
 
+def within_recording(rec):
+    """Which stored samples lie within the recording (not in the idle tail after its end)."""
+    return rec.tick_ms * 10**6 <= rec.start_ns + int(rec.seconds * 1e9)
+
+
 def openmetrics_sha256(rec):
+    within = within_recording(rec)
     out = io.StringIO()
-    write_openmetrics(out, [rec.gpu], rec.tick_ms, [rec.samples])
+    write_openmetrics(out, [rec.gpu], rec.tick_ms[within], [rec.samples[within]])
     return hashlib.sha256(out.getvalue().encode()).hexdigest()
 
 
 def test_exact_mode_reproduces_the_old_output_bit_for_bit(profile):
+    """Within the recording; the old output stopped at its end, where the idle tail now begins."""
     rec = offline.record(5, 100, 0.005, 3, profile, 0.02, timing=Timing(mode="exact"))
     assert openmetrics_sha256(rec) == OLD_OPENMETRICS_SHA256
     for interval, seed in ((100, 3), (250, 7), (1000, 0)):
         rec = offline.record(20, interval, 0.01, seed, profile, 0.05, timing=Timing(mode="exact"))
         tick_ms, truth, samples = old_record(20, interval, 0.01, seed, profile, 0.05)
-        assert np.array_equal(rec.tick_ms, tick_ms)
-        assert np.array_equal(rec.truth_means, truth) and np.array_equal(rec.samples, samples)
-        assert rec.schedule.repeat.sum() == 0 and np.array_equal(rec.schedule.offset_ms, np.zeros(len(tick_ms)))
+        within = within_recording(rec)
+        assert np.array_equal(rec.tick_ms[within], tick_ms) and len(rec.tick_ms) > len(tick_ms)
+        assert np.array_equal(rec.truth_means[within], truth) and np.array_equal(rec.samples[within], samples)
+        assert rec.schedule.repeat.sum() == 0 and np.array_equal(rec.schedule.offset_ms, np.zeros(len(rec.tick_ms)))
 
 
 def test_offset_mode_shifts_the_exact_stamps_by_exactly_offset_ms(profile):
@@ -296,6 +304,29 @@ def test_write_puts_the_truth_per_stored_sample_and_the_timing_in_truth_json(tmp
     assert truth["samples_per_metric"] == len(rows)
     stamps = [line.rsplit(" ", 1)[1] for line in open(paths["openmetrics"]) if line.startswith(GPU_UTIL + "{")]
     assert [round(float(x) * 1000) for x in stamps] == realistic.tick_ms.tolist()
+
+
+@pytest.mark.parametrize("mode", timing.MODES)
+def test_samples_go_on_after_the_job_with_the_gpu_idle(profile, mode):
+    """dcgm-exporter and Prometheus do not stop with a job: every mode stores the window that
+    holds the last event's end, then TAIL_SECONDS of windows of the idle GPU (FB_USED keeps the
+    job's memory: the profile's idle value)."""
+    rec = offline.record(3, 100, 0.0, 5, profile, timing=Timing(mode=mode))
+    s, last_end = rec.schedule, int(rec.events.t_end_ns.max())
+    assert rec.tail_seconds == timing.TAIL_SECONDS == 5
+    assert np.any((s.window_begin_ns < last_end) & (s.window_end_ns >= last_end))
+    idle = (s.window_begin_ns >= last_end) & (s.util_begin_ns >= last_end)
+    assert idle.sum() >= 45 and rec.tick_ms[-1] >= (rec.start_ns + int((3 + 5) * 1e9)) // 10**6 - 100
+    np.testing.assert_allclose(rec.truth_means[idle], np.broadcast_to(profile.idle, (idle.sum(), len(METRICS))))
+    np.testing.assert_allclose(rec.samples[idle], rec.truth_means[idle])  # noise 0
+
+
+def test_the_tail_outlasts_the_data_path_s_own_delay():
+    """A tail that covers the exporter's latency, two DCGM periods and a scrape interval where
+    those add up to more than TAIL_SECONDS."""
+    assert timing.tail_seconds(timing.resolve(Timing(), 100, 1)) == 5
+    slow = timing.resolve(Timing(scrape_interval_ms=30_000, exporter_latency_ms=500), 1000, 1)
+    assert timing.tail_seconds(slow) >= 30 + 2 + 0.5
 
 
 # --- the live emulator's answers ---------------------------------------------------------------

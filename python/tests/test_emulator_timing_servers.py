@@ -50,9 +50,9 @@ def test_backfilled_realistic_recording_stores_the_times_and_values_of_samples_t
     assert sum(r["repeat"] == "1" for r in truth) > 0  # scraping faster than DCGM: repeats
     process, url = prometheus.start_backfilled(Path(paths["openmetrics"]), tmp_path)
     try:
-        end_s = rec.start_ns / 1e9 + 61
+        end_s = rec.start_ns / 1e9 + rec.seconds + rec.tail_seconds + 1  # the idle tail after the recording too
         for m, metric in enumerate(METRICS):
-            rows = raw_samples(url, metric, rec.gpu.uuid, end_s, 62)
+            rows = raw_samples(url, metric, rec.gpu.uuid, end_s, rec.seconds + rec.tail_seconds + 2)
             assert [t for t, _ in rows] == [int(r["ts_ms"]) for r in truth], metric
             printed = [float(format_value(metric, v)) for v in rec.samples[:, m]]
             np.testing.assert_allclose([v for _, v in rows], printed, rtol=0, atol=1e-12, err_msg=metric)

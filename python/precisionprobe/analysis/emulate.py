@@ -8,7 +8,9 @@ run and never inside it, so that a later refresh of RUN_DIR does not read the co
 
   OUT/events/...     the run's event files as JSON Lines, each GPU's events under that GPU's UUID
                      and each CPU process's on an emulated GPU of its own (what pp_refresh reads)
-  OUT/metrics-N.om   the samples of emulated GPU N, for `promtool tsdb create-blocks-from`
+  OUT/metrics-N.om   the samples of emulated GPU N, for `promtool tsdb create-blocks-from`,
+                     through a few seconds after its last event (the idle tail that dcgm-exporter
+                     and Prometheus store after a job: timing.tail_seconds)
 
 and then serves them from a Prometheus on loopback (harness/prometheus.py) while the refresh runs.
 The files are written the same way every time, so refreshing the same database again imports
@@ -117,7 +119,8 @@ def replay(run_dir, out, profile_name, stream=sys.stderr):
     for key, gpu in gpus.items():
         events = _events_of(streams[key])
         start_s = int(events.t_start_ns.min() // 10**9)
-        seconds = math.ceil((int(events.t_end_ns.max()) - start_s * 10**9) / 1e9) + 1
+        # Through the last event; the recording's idle tail (offline.py) holds its sample.
+        seconds = math.ceil((int(events.t_end_ns.max()) - start_s * 10**9) / 1e9)
         rec = offline.record(seconds, INTERVAL_MS, NOISE, SEED + gpu.index, profile, start_s=start_s, events=events)
         path = out / f"metrics-{gpu.index}.om"
         with open(path, "w") as f:

@@ -49,6 +49,10 @@ the window. Each parameter is a field of timing.Timing and a flag (dcgm_drift_pp
                                              | 200 ms intervals (2 ms) |                      | 0: never
   a window stored twice has the same values  | dcgm-exporter serving   | (noise keyed by the  | -
                                              | the same DCGM sample    | window index)        |
+  after a job: the GPU idles (the profile's  | dcgm-exporter and       | tail_seconds()       | 5 s, or the path's
+  idle values, FB_USED the job's memory),    | Prometheus: neither     | (TAIL_SECONDS)       | delay where longer
+  DCGM's windows go on and are stored; the   | stops with a job (DCGM  |                      | [c]
+  sample of the last events is among them    | polls the idle GPU)     |                      |
 
 The offline driver needs the scrape schedule (scrape_*); the live one leaves it to the real
 Prometheus that scrapes it. The behaviours come from DCGM's cache manager and GPM manager, NVML's
@@ -67,6 +71,14 @@ Consequences: a stored sample at T describes a window that ended 30 ms to about 
 the cache's age, with a cached exporter) before T, and that offset moves as DCGM's phase drifts;
 scraping at the DCGM period stores some windows twice and skips others; scraping at 1 s keeps one
 100 ms window in ten.
+
+After a job, in every mode: real dcgm-exporter and Prometheus do not stop when a
+job does, so the sample describing its last events is stored up to the exporter's latency, two
+DCGM periods and a scrape interval later, and idle windows follow. The offline recordings go on
+for timing.tail_seconds() after their end (5 s, or the path's own delay where longer: timing.py
+says why not the minute pp_refresh asks for). The idle GPU reads the profile's idle values,
+FB_USED the job's memory still allocated (offline.py says why), so a final pp_refresh finds the
+sample of every event.
 
 IDEALISED modes, for callers that need exact windows (Timing(mode=...), --timing):
   exact   every window once, stamped with its end: a sample at T is the average over

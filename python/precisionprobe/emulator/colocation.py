@@ -53,7 +53,8 @@ here, the sources leave it open):
   job's memory: its running layer's FB value,| processes adds up, also while|                    | memory between
   else its profile's idle FB (its baseline)  | one is descheduled           |                    | its layers
   the samples: DCGM windows, exporter,       | as for one job (timing.py)   | the timing flags   | realistic
-  Prometheus scrapes, noise                  |                              |                    |
+  Prometheus scrapes, noise; after the       |                              |                    |
+  recording's end, the idle tail (offline.py)|                              |                    |
 
 With one job running (or time-sliced, where at most one runs), every activity metric reads that
 job's own value, so the signal is exactly the single-job one; FB_USED adds the other jobs'
@@ -246,6 +247,7 @@ class ColocatedRecording:
     schedule: object          # timing.Schedule
     signal: Timeline          # the GPU's ground-truth signal (all jobs)
     context_switch_us: float = None  # time-sliced: the GPU's time to pass between jobs
+    tail_seconds: float = 0.0  # samples of the idle GPU stored after the recording's end (timing.py)
 
     def job_recording(self, j):
         """Job j as an offline.Recording sharing the GPU's samples: its events and its own truth
@@ -254,7 +256,7 @@ class ColocatedRecording:
         return offline.Recording(self.gpu, job.profile, job.events, job.call_values, self.interval_ms,
                                  self.tick_ms, self.truth_means, self.samples, self.noise, self.mux_zero,
                                  self.seed, self.start_ns, self.seconds, self.timing, self.schedule,
-                                 extra={"job_id": job.job_id, "pid": job.pid})
+                                 extra={"job_id": job.job_id, "pid": job.pid}, tail_seconds=self.tail_seconds)
 
 
 def _scales(values, jobs, name, default):
@@ -320,8 +322,9 @@ def record(seconds, interval_ms, noise, seed, profile, jobs=2, sharing=DEFAULT_S
         parts.append((ev.t_start_ns, ev.t_end_ns, call_values))
     signal = combined_signal(parts, profile.idle)
 
-    # Sampled as offline.record() samples one job's timeline.
-    sched = timing_model.schedule(resolved, start_ns, seconds, seed)
+    # Sampled as offline.record() samples one job's timeline, the idle tail after the end too.
+    tail = timing_model.tail_seconds(resolved)
+    sched = timing_model.schedule(resolved, start_ns, seconds + tail, seed)
     if resolved.idealised:
         truth_means = signal.window_means(sched.window_end_ns, interval_ms * 10**6)
         samples = measure(truth_means, 0, sched.window, noise=noise, mux_zero=mux_zero, seed=seed)
@@ -334,7 +337,7 @@ def record(seconds, interval_ms, noise, seed, profile, jobs=2, sharing=DEFAULT_S
     gpu = EmulatedGpu(0, emulated_uuid(offline.HOST, 0), offline.HOST, profile.model_name)
     return ColocatedRecording(gpu, profile, sharing, runs, interval_ms, sched.ts_ms, truth_means, samples,
                               noise, mux_zero, seed, start_ns, seconds, resolved, sched, signal,
-                              switch if sharing == "time-sliced" else None)
+                              switch if sharing == "time-sliced" else None, tail)
 
 
 def busy_share(rec, at_least=1):
@@ -385,7 +388,8 @@ def truth_document(rec):
         "gpu_uuid": rec.gpu.uuid, "hostname": rec.gpu.host_name,
         "interval_ms": rec.interval_ms, "noise": rec.noise, "mux_zero": rec.mux_zero, "seed": rec.seed,
         "start_ns": rec.start_ns, "end_ns": rec.start_ns + int(rec.seconds * 1e9),
-        "samples_per_metric": len(rec.tick_ms), "events": sum(len(job.events) for job in rec.jobs),
+        "tail_seconds": rec.tail_seconds, "samples_per_metric": len(rec.tick_ms),
+        "events": sum(len(job.events) for job in rec.jobs),
         "timing": timing_model.parameters(rec.timing),
         "median_offset_ms": float(np.median(rec.schedule.offset_ms)) if len(rec.schedule) else None,
         "repeats": int(rec.schedule.repeat.sum()), "skipped_windows": rec.schedule.skipped,

@@ -5,7 +5,8 @@ stores and which GPU time each describes (timing.py), their ground-truth values 
 published values with noise (noise.py). write() puts on disk:
 
   OUT/metrics.om           OpenMetrics for `promtool tsdb create-blocks-from openmetrics
-                           OUT/metrics.om DATA_DIR` (then `prometheus --storage.tsdb.path=DATA_DIR`)
+                           OUT/metrics.om DATA_DIR` (then `prometheus --storage.tsdb.path=DATA_DIR`):
+                           the recording's samples, then tail_seconds more of the idle GPU (below)
   OUT/events/events-emulated-node-1.jsonl
                            the matching layer events as JSON Lines, one of the hook client's two
                            formats (job header line first; gpu_uuid is the emulated GPU's), for
@@ -14,8 +15,9 @@ published values with noise (noise.py). write() puts on disk:
   OUT/truth.json           the ground truth: per layer and per (layer type, direction) the six
                            values, the idle values, how the recording was made, the timing
                            parameters (resolved: phases drawn from the seed are written out),
-                           the median offset of a stored time from its window's end, and how
-                           many stored samples repeat a window and how many windows none stores
+                           the median offset of a stored time from its window's end, how many
+                           stored samples repeat a window and how many windows none stores, and
+                           tail_seconds (end_ns is the recording's end, where the tail begins)
   OUT/samples_truth.csv    per stored sample, what it describes:
                              ts_ms               the stored time (unix ms), as in metrics.om
                              window_end_ns       end of the DCGM window (DCGM_FI_PROF_*), which
@@ -29,6 +31,15 @@ Timing (timing.py): by default ('realistic') a stored time is a Prometheus scrap
 values those of the newest DCGM window that the exporter could serve then, some 30 ms to one
 period earlier; with Timing(mode="exact") (IDEALISED) the sample at T is the average over
 (T - interval, T] for every window, as this module produced before the timing model.
+
+After the recording's end, in every mode: a job's end stops neither dcgm-exporter nor Prometheus,
+so the samples go on for timing.tail_seconds() (5 s at the usual periods) with the GPU idle, the
+profile's idle values: no activity, and FB_USED the job's memory still allocated (the profile's
+idle FB_USED, as between layers). A real GPU's FB_USED falls to the driver's baseline only when
+the process exits, which the events do not record (the last event is the last layer call; the
+script may still evaluate, save and tear down), and no tail sample is attributed to a layer, so
+the emulator does not invent an exit time. The sample that describes the last events is among
+them: a final pp_refresh attributes every event.
 """
 import json
 import os
@@ -73,6 +84,7 @@ class Recording:
     timing: Timing = None     # resolved (timing.resolve): every parameter as used
     schedule: object = None   # timing.Schedule: per sample its windows, instant and repeat flag
     extra: dict = field(default_factory=dict)
+    tail_seconds: float = 0.0  # samples of the idle GPU stored after the recording's end (timing.py)
 
     def layer_truth(self):
         """{(layer, forward): values} for every (layer, direction) that ran."""
@@ -99,7 +111,9 @@ def record(seconds, interval_ms, noise, seed, profile, mux_zero=0.0, start_s=DEF
     """The recording of `seconds` from start_s; events: a timeline made earlier with the same
     start and length (to sample one timeline at several intervals), else dlrm_timeline(seed);
     timing: the timing model (timing.Timing; default realistic, Timing(mode="exact") for the
-    IDEALISED exact windows), its phases and jitter drawn from seed."""
+    IDEALISED exact windows), its phases and jitter drawn from seed. The samples go on for
+    timing.tail_seconds() after the recording's end, of the idle GPU, as dcgm-exporter and
+    Prometheus go on after a job: the sample describing the last events is stored then."""
     interval_ms = int(interval_ms)
     if interval_ms < 100:
         raise ValueError("interval_ms: DCGM's floor for profiling fields is 100 ms")
@@ -112,7 +126,8 @@ def record(seconds, interval_ms, noise, seed, profile, mux_zero=0.0, start_s=DEF
     call_values = np.array([layer_values[(lid, fwd)]
                             for lid, fwd in zip(events.layer_id.tolist(), events.forward.tolist())])
     timeline = Timeline(events.t_start_ns, events.t_end_ns, call_values, profile.idle)
-    sched = timing_model.schedule(resolved, start_ns, seconds, seed)
+    tail = timing_model.tail_seconds(resolved)
+    sched = timing_model.schedule(resolved, start_ns, seconds + tail, seed)
     if resolved.idealised:  # every metric averaged over the DCGM window, as before the timing model
         truth_means = timeline.window_means(sched.window_end_ns, interval_ms * 10**6)
         samples = measure(truth_means, 0, sched.window, noise=noise, mux_zero=mux_zero, seed=seed)
@@ -126,7 +141,7 @@ def record(seconds, interval_ms, noise, seed, profile, mux_zero=0.0, start_s=DEF
     gpu = EmulatedGpu(0, emulated_uuid(HOST, 0), HOST, profile.model_name,
                       pod="dlrm-emulated-0", namespace="emulator", container="trainer")
     return Recording(gpu, profile, events, call_values, interval_ms, sched.ts_ms, truth_means, samples,
-                     noise, mux_zero, seed, start_ns, seconds, resolved, sched)
+                     noise, mux_zero, seed, start_ns, seconds, resolved, sched, tail_seconds=tail)
 
 
 def _values_dict(values):
@@ -148,7 +163,7 @@ def truth_document(rec):
         "gpu_uuid": rec.gpu.uuid, "hostname": rec.gpu.host_name, "job_id": JOB_ID,
         "interval_ms": rec.interval_ms, "noise": rec.noise, "mux_zero": rec.mux_zero, "seed": rec.seed,
         "start_ns": rec.start_ns, "end_ns": rec.start_ns + int(rec.seconds * 1e9),
-        "samples_per_metric": len(rec.tick_ms), "events": len(rec.events),
+        "tail_seconds": rec.tail_seconds, "samples_per_metric": len(rec.tick_ms), "events": len(rec.events),
         "timing": timing_model.parameters(rec.timing),
         "median_offset_ms": float(np.median(rec.schedule.offset_ms)) if len(rec.schedule) else None,
         "repeats": int(rec.schedule.repeat.sum()), "skipped_windows": rec.schedule.skipped,

@@ -270,6 +270,30 @@ def resolve(timing, interval_ms, seed, live=False):
     return replace(timing, **out)
 
 
+# --- after the job ------------------------------------------------------------------------------
+
+# A job's end stops neither dcgm-exporter nor Prometheus: the GPU idles, DCGM's windows go on and
+# every scrape stores one more sample. The sample that describes a job's last event is stored up
+# to the exporter's latency (and its jitter), two DCGM periods (the window holding the event's end
+# and the one the exporter may still be serving) and a scrape interval after the event; pp_refresh
+# asks for samples up to a minute past a job's last event (kSamplesAfterLastEventSeconds in
+# src/attribution/refresh.hpp). An offline recording stores samples for this long after its end.
+# Chosen: 5 s, many times the data path's own delay at the usual 100 ms to 1 s periods, and what
+# a refresh a few seconds after a job reads; the engine's full minute would double the samples of
+# the tests' one-minute recordings and add alignment stretches of the idle GPU alone
+# (sample_alignment status 'no layers'), which no test is about.
+TAIL_SECONDS = 5.0
+
+
+def tail_seconds(resolved):
+    """How long after a job's last event the emulated data path goes on storing samples of the
+    idle GPU (s): TAIL_SECONDS, or longer where the path's own delay is (long periods)."""
+    t = resolved
+    delay_ms = 2 * t.dcgm_period_ms + (t.exporter_latency_ms or 0.0) + 3 * (t.exporter_jitter_ms or 0.0) \
+        + (t.exporter_period_ms or 0.0) + (t.scrape_interval_ms or 0.0) + 3 * (t.scrape_jitter_ms or 0.0)
+    return max(TAIL_SECONDS, math.ceil(delay_ms) / 1000.0)
+
+
 def parameters(resolved):
     """The resolved parameters as a JSON-ready dict (truth.json, the live /served endpoint)."""
     return asdict(resolved)
