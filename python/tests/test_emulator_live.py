@@ -11,6 +11,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 import urllib.request
 
 import numpy as np
@@ -201,3 +202,19 @@ def test_a_restarted_emulator_writes_its_mirror_anew(tmp_path):
                        env=child_environment(), check=True, capture_output=True, timeout=60)
     assert (tmp_path / "mirror" / "rank0.jsonl").read_text().count("\n") == \
         (events / "rank0.jsonl").read_text().count("\n")
+
+
+def test_duration_serves_out_the_idle_tail_after_the_last_event(tmp_path):
+    """A job's end stops neither dcgm-exporter nor its Prometheus: once --duration has passed, the
+    emulator serves on until the idle tail (5 s) after the latest event it followed has passed."""
+    from precisionprobe.emulator.timing import TAIL_SECONDS
+    events = tmp_path / "events"
+    events.mkdir()
+    header, event = (ROOT / "tests" / "data" / "events" / "job1" / "rank0.jsonl").read_text().splitlines()[:2]
+    last_end_ns = time.time_ns() - 2 * 10**9  # a job that ended 2 s ago
+    event = json.loads(event) | {"gpu_uuid": "cpu", "t_start_ns": last_end_ns - 10**8, "t_end_ns": last_end_ns}
+    (events / "rank0.jsonl").write_text(header + "\n" + json.dumps(event) + "\n")
+    subprocess.run([sys.executable, "-m", "precisionprobe.emulator", "live", "--events", str(events),
+                    "--profile", "dlrm", "--port", "0", "--duration", "0.2"],
+                   env=child_environment(), check=True, capture_output=True, timeout=60)
+    assert time.time_ns() >= last_end_ns + TAIL_SECONDS * 1e9

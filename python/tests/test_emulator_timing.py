@@ -382,6 +382,23 @@ def test_live_realistic_serves_the_model_s_window_without_timestamps(profile):
     assert emu.served[-1]["window"] == k and np.array_equal(emu.windows[k]["values"], before)
 
 
+def test_live_serves_the_idle_tail_after_the_latest_event(profile):
+    """--duration waits for the idle tail after the latest event (in_tail), whose windows the
+    emulator serves as those of the idle GPU."""
+    now = [START_NS]
+    emu = live.Emulator(profile, live.build_gpus(1, [], "h", "m"), interval_ms=100, clock=lambda: now[0])
+    assert not emu.in_tail()  # no event yet: nothing to wait for
+    end = START_NS + 2 * 10**9
+    emu.add_event(make_event("Linear", end - 50 * 10**6, end))
+    now[0] = end + int(4.9e9)
+    assert emu.in_tail()
+    emu.collect()
+    assert emu.served[-1]["window_begin_ns"] > end
+    np.testing.assert_allclose(emu.served[-1]["values"][0], profile.idle)
+    now[0] = end + 5 * 10**9
+    assert not emu.in_tail()
+
+
 def test_live_cached_exporter_serves_its_last_collection(profile):
     now = [START_NS]
     emu = live.Emulator(profile, live.build_gpus(1, [], "h", "m"), interval_ms=100, clock=lambda: now[0],

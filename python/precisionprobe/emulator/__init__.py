@@ -72,13 +72,14 @@ the cache's age, with a cached exporter) before T, and that offset moves as DCGM
 scraping at the DCGM period stores some windows twice and skips others; scraping at 1 s keeps one
 100 ms window in ten.
 
-After a job, in every mode: real dcgm-exporter and Prometheus do not stop when a
+After a job, in every mode, offline and live: real dcgm-exporter and Prometheus do not stop when a
 job does, so the sample describing its last events is stored up to the exporter's latency, two
 DCGM periods and a scrape interval later, and idle windows follow. The offline recordings go on
 for timing.tail_seconds() after their end (5 s, or the path's own delay where longer: timing.py
-says why not the minute pp_refresh asks for). The idle GPU reads the profile's idle values,
-FB_USED the job's memory still allocated (offline.py says why), so a final pp_refresh finds the
-sample of every event.
+says why not the minute pp_refresh asks for), and the live emulator serves that long after the
+latest event before --duration stops it. The idle GPU reads the profile's idle values, FB_USED
+the job's memory still allocated (offline.py says why), so a final pp_refresh finds the sample
+of every event.
 
 IDEALISED modes, for callers that need exact windows (Timing(mode=...), --timing):
   exact   every window once, stamped with its end: a sample at T is the average over

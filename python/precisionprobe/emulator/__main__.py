@@ -138,7 +138,9 @@ def parser():
     live.add_argument("--pod", default="", help="pod label")
     live.add_argument("--namespace", default="", help="namespace label")
     live.add_argument("--container", default="", help="container label")
-    live.add_argument("--duration", type=positive_number, help="stop after this many seconds (default: until SIGINT/SIGTERM)")
+    live.add_argument("--duration", type=positive_number,
+                      help="stop after this many seconds, or once the idle tail after the latest event has been "
+                           "served (5 s), whichever is later (default: until SIGINT/SIGTERM)")
     common(live)
 
     offline = commands.add_parser(

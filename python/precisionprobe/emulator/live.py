@@ -17,6 +17,13 @@ Three parts, in one process:
   exporter  GET /metrics on 127.0.0.1:PORT in dcgm-exporter's format (exposition.py) for
             --gpus emulated GPUs; GET /served (test support, below) says what it served.
 
+It runs until SIGINT/SIGTERM or --duration, and serves the idle GPU between and after jobs, as
+dcgm-exporter does: a job's end stops neither the exporter nor the Prometheus that scrapes it, and
+the sample describing a job's last events is stored some time after them (timing.tail_seconds: 5 s
+by default). So --duration, once passed, waits until that long after the latest event followed
+(at most that long more); a signal stops it at once, so whoever sends one after a job waits for
+the last events' sample to be stored first (scripts/main_job.py waits 2 s).
+
 Which emulated GPU an event ran on: its gpu_uuid if that is one of --gpu-uuid; "cpu" (a CPU run:
 the hook client writes gpu_uuid "cpu") maps to GPU --cpu-gpu (default 0); any other UUID maps by
 the event's host GPU index when that is below --gpus. Events that map nowhere are counted and
@@ -232,6 +239,8 @@ class Emulator:
         self.windows = {}       # DCGM window index -> served entry (values fixed once served)
         self.util_truth = {}    # driver window index -> noiseless GPU_UTIL per GPU
         self.served_end_ns = None  # end of the newest window served: older events are late
+        self.last_end_ns = None    # end of the latest event followed: the idle tail runs from it
+        self.tail_ns = int(timing_model.tail_seconds(self.timing) * 1e9)
         self.served = deque(maxlen=SERVED_LOG)
         self.events = self.unmapped = self.late = self.bad_lines = 0
         self.unknown_types = set()
@@ -260,7 +269,13 @@ class Emulator:
                 self.late += 1
             self.signals[g].add(start, end, values)
             self.events += 1
+            self.last_end_ns = end if self.last_end_ns is None else max(self.last_end_ns, end)
         return g
+
+    def in_tail(self):
+        """Whether the idle tail after the latest event followed is still running (module doc)."""
+        with self.lock:
+            return self.last_end_ns is not None and self.clock() < self.last_end_ns + self.tail_ns
 
     def _window(self, k):
         """The entry of DCGM window k: computed once, then kept (a repeat serves it unchanged)."""
@@ -490,7 +505,10 @@ def run(args, profile):
     try:
         while not stop.wait(args.poll_ms / 1000.0):
             follow_once(tail, emulator, mirror)
-            if deadline is not None and time.monotonic() >= deadline:
+            # --duration: past it, serve out the idle tail of the latest event (a real exporter
+            # does not stop with the job), but never longer than one tail past it.
+            if deadline is not None and time.monotonic() >= deadline and (
+                    not emulator.in_tail() or time.monotonic() >= deadline + emulator.tail_ns / 1e9):
                 break
         follow_once(tail, emulator, mirror)
     finally:

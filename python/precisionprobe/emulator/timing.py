@@ -277,11 +277,12 @@ def resolve(timing, interval_ms, seed, live=False):
 # to the exporter's latency (and its jitter), two DCGM periods (the window holding the event's end
 # and the one the exporter may still be serving) and a scrape interval after the event; pp_refresh
 # asks for samples up to a minute past a job's last event (kSamplesAfterLastEventSeconds in
-# src/attribution/refresh.hpp). An offline recording stores samples for this long after its end.
-# Chosen: 5 s, many times the data path's own delay at the usual 100 ms to 1 s periods, and what
-# a refresh a few seconds after a job reads; the engine's full minute would double the samples of
-# the tests' one-minute recordings and add alignment stretches of the idle GPU alone
-# (sample_alignment status 'no layers'), which no test is about.
+# src/attribution/refresh.hpp). An offline recording stores samples for this long after its end,
+# and the live emulator serves at least this long after the latest event it followed before
+# --duration stops it. Chosen: 5 s, many times the data path's own delay at the usual 100 ms to
+# 1 s periods, and what a refresh a few seconds after a job reads; the engine's full minute would
+# double the samples of the tests' one-minute recordings and add alignment stretches of the idle
+# GPU alone (sample_alignment status 'no layers'), which no test is about.
 TAIL_SECONDS = 5.0
 
 
