@@ -133,6 +133,7 @@ int64_t BlockWriter::add(const BlockKey& key, const BlockEvent& event, bool fold
                 static_cast<uint64_t>(std::max(block->last_start, start)) - static_cast<uint64_t>(std::min(block->first_start, start)) >
                     static_cast<uint64_t>(kMaxBlockSpanNs))) {
     write(*block);
+    keep_room(std::move(block->events));
     open_.erase(open_.begin() + (block - open_.data()));
     block = nullptr;
   }
@@ -145,7 +146,8 @@ int64_t BlockWriter::add(const BlockKey& key, const BlockEvent& event, bool fold
     }
     if (next_id_ < 1 || next_id_ >= kMaxBlockId)
       throw Error("pp_events_blocks has no block id left (ids go up to 2^47; the largest is " + std::to_string(next_id_ - 1) + ")");
-    open_.push_back({next_id_++, key, folded, {}, start, start});
+    open_.push_back({next_id_++, key, folded, std::move(room_), start, start});
+    room_ = {};
     block = &open_.back();
   }
   const int64_t index = static_cast<int64_t>(block->events.size());
@@ -194,10 +196,17 @@ void BlockWriter::write(const OpenBlock& block) {
   insert.run();
 }
 
+void BlockWriter::keep_room(std::vector<BlockEvent>&& events) {
+  if (events.capacity() <= room_.capacity()) return;
+  room_ = std::move(events);
+  room_.clear();
+}
+
 void BlockWriter::flush() {
   // Each block leaves the list once written, so that a failed write is not written twice.
   while (!open_.empty()) {
     write(open_.front());
+    keep_room(std::move(open_.front().events));
     open_.erase(open_.begin());
   }
   insert_.reset();

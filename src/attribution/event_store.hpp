@@ -113,11 +113,15 @@ class BlockWriter {
     int64_t first_start, last_start;
   };
   void write(const OpenBlock& block);
+  // Written blocks hand their event vector to the next block that opens: grown again from empty,
+  // each block's vector would be reallocated and copied a dozen times (an import adds millions).
+  void keep_room(std::vector<BlockEvent>&& events);
   sqlite3* db_;
   std::string schema_;
   LayerNames& layers_;
   int64_t next_id_ = 0;  // 0: read max(id) + 1 when a block opens
   std::vector<OpenBlock> open_;
+  std::vector<BlockEvent> room_;  // empty, with the capacity of the last block written
   int64_t last_block_ = 0;  // the block the last add went into (0: none)
   // The INSERT of write(), prepared once for the blocks until the next flush() or discard()
   // (not kept beyond: a statement left prepared would keep sqlite3_close() from closing).
