@@ -11,15 +11,17 @@ uint64_t zigzag(uint64_t difference) {
 }
 uint64_t unzigzag(uint64_t z) { return (z >> 1) ^ (~(z & 1) + 1); }
 
-void put_varint(std::string& out, uint64_t v) {
+constexpr size_t kLongestVarint = 10;  // 64 bits, 7 a byte
+
+// Writes v at `at`, which has room for kLongestVarint bytes; returns the byte after it.
+char* put_varint(char* at, uint64_t v) {
   while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    *at++ = static_cast<char>((v & 0x7f) | 0x80);
     v >>= 7;
   }
-  out.push_back(static_cast<char>(v));
+  *at++ = static_cast<char>(v);
+  return at;
 }
-
-constexpr size_t kLongestVarint = 10;  // 64 bits, 7 a byte
 
 class Reader {
  public:
@@ -66,22 +68,25 @@ int64_t s(uint64_t v) { return static_cast<int64_t>(v); }
 }  // namespace
 
 std::string encode_block(const std::vector<BlockEvent>& events) {
-  std::string out;
-  out.reserve(2 + events.size() * 10);
-  out.push_back(static_cast<char>(kBlockVersion));
-  put_varint(out, events.size());
+  // Room for the longest encoding, written through a pointer and cut to what was written: no
+  // check of the string's capacity per byte (an import encodes every event it reads).
+  std::string out(1 + kLongestVarint * (1 + 7 * events.size()), '\0');
+  char* at = out.data();
+  *at++ = static_cast<char>(kBlockVersion);
+  at = put_varint(at, events.size());
   BlockEvent previous;
   previous.index = -1;
   for (const BlockEvent& e : events) {
-    put_varint(out, zigzag(u(e.index) - u(previous.index) - 1));
-    put_varint(out, (u(e.layer_id) << 3) | (e.batch_null ? 4 : 0) | (e.epoch_null ? 2 : 0) | (e.forward ? 1 : 0));
-    put_varint(out, zigzag(u(e.epoch) - u(previous.epoch)));
-    put_varint(out, zigzag(u(e.batch) - u(previous.batch)));
-    put_varint(out, zigzag(u(e.t_start_ns) - u(previous.t_start_ns)));
-    put_varint(out, zigzag(u(e.line) - u(previous.line)));
-    put_varint(out, zigzag(u(e.t_end_ns) - u(e.t_start_ns)));
+    at = put_varint(at, zigzag(u(e.index) - u(previous.index) - 1));
+    at = put_varint(at, (u(e.layer_id) << 3) | (e.batch_null ? 4 : 0) | (e.epoch_null ? 2 : 0) | (e.forward ? 1 : 0));
+    at = put_varint(at, zigzag(u(e.epoch) - u(previous.epoch)));
+    at = put_varint(at, zigzag(u(e.batch) - u(previous.batch)));
+    at = put_varint(at, zigzag(u(e.t_start_ns) - u(previous.t_start_ns)));
+    at = put_varint(at, zigzag(u(e.line) - u(previous.line)));
+    at = put_varint(at, zigzag(u(e.t_end_ns) - u(e.t_start_ns)));
     previous = e;
   }
+  out.resize(static_cast<size_t>(at - out.data()));
   return out;
 }
 
