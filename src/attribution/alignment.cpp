@@ -2,6 +2,7 @@
 #include "attribution/flicker_path.hpp"
 #include "attribution/profile_peak.hpp"
 #include "attribution/window_fit.hpp"
+#include "attribution/window_grid.hpp"
 #include "attribution/window_mixes.hpp"
 
 #include <Eigen/Core>
@@ -36,6 +37,14 @@ constexpr double kRepeakBeyondRangeNs = 4e6;
 constexpr size_t kLeastHalf = 20;  // samples each half of a stretch needs to be searched alone
 constexpr double kHalfGridPerWindow = 200;
 
+// What the fits of one offset search share, each keeping what it computed for the windows
+// before: the windows' mixes, and their ends' grids.
+struct SearchFits {
+  explicit SearchFits(const AlignmentTimeline& t) : mix(t) {}
+  WindowMixes mix;
+  GridSnaps snap;
+};
+
 std::vector<int64_t> shifted_ends(const std::vector<int64_t>& ts, double offset, const std::vector<int>& shift,
                                   double period) {
   std::vector<int64_t> ends(ts.size());
@@ -45,36 +54,36 @@ std::vector<int64_t> shifted_ends(const std::vector<int64_t>& ts, double offset,
   return ends;
 }
 
-double evaluate(WindowMixes& mix, const AlignmentSamples& s, double window, double offset,
+double evaluate(SearchFits& fits, const AlignmentSamples& s, double window, double offset,
                 const std::vector<int>& shift, double period) {
   std::vector<int64_t> ends = shifted_ends(s.ts_ns, offset, shift, period);
-  snap_to_grid(ends, period);  // the scrapes' jitter is not the windows'
-  const WindowFit f = fit_windows(mix(ends, window), s.values, mix.timeline().unknowns);
+  fits.snap(ends, period);  // the scrapes' jitter is not the windows'
+  const WindowFit f = fit_windows(fits.mix(ends, window), s.values, fits.mix.timeline().unknowns);
   return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
 }
 
 // The windows' ends of the stored times, those `drop` leaves on the straight grid fitted to
 // them (a copy and its original would share a grid step), the dropped ones where `shift` puts
 // them.
-std::vector<int64_t> snapped_ends(const std::vector<int64_t>& ts, double offset, const std::vector<int>& shift,
-                                  const std::vector<char>& drop, double period) {
+std::vector<int64_t> snapped_ends(GridSnaps& snap, const std::vector<int64_t>& ts, double offset,
+                                  const std::vector<int>& shift, const std::vector<char>& drop, double period) {
   std::vector<int64_t> ends = shifted_ends(ts, offset, shift, period);
   std::vector<int64_t> kept;
   for (size_t i = 0; i < ends.size(); ++i)
     if (!drop[i]) kept.push_back(ends[i]);
-  snap_to_grid(kept, period);
+  snap(kept, period);
   for (size_t i = 0, k = 0; i < ends.size(); ++i)
     if (!drop[i]) ends[i] = kept[k++];
   return ends;
 }
 
 // evaluate over every sample, each copy (copy[i]) in the window of the sample before it.
-double evaluate_with_copies(WindowMixes& mix, const AlignmentSamples& s, double window, double offset,
+double evaluate_with_copies(SearchFits& fits, const AlignmentSamples& s, double window, double offset,
                             const std::vector<int>& shift, const std::vector<char>& copy, double period) {
-  std::vector<int64_t> ends = snapped_ends(s.ts_ns, offset, shift, copy, period);
+  std::vector<int64_t> ends = snapped_ends(fits.snap, s.ts_ns, offset, shift, copy, period);
   for (size_t i = 1; i < ends.size(); ++i)
     if (copy[i]) ends[i] = ends[i - 1];
-  const WindowFit f = fit_windows(mix(ends, window), s.values, mix.timeline().unknowns);
+  const WindowFit f = fit_windows(fits.mix(ends, window), s.values, fits.mix.timeline().unknowns);
   return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
 }
 
@@ -153,20 +162,20 @@ struct Gains {
   size_t fit_earlier = 0, fit_later = 0;
 };
 
-Gains sample_gains(WindowMixes& mix, const AlignmentSamples& s, double window, double offset,
+Gains sample_gains(SearchFits& fits, const AlignmentSamples& s, double window, double offset,
                    const std::vector<int>& shift, double period) {
   const size_t n = s.ts_ns.size();
   std::vector<int64_t> ends = shifted_ends(s.ts_ns, offset, shift, period);
-  snap_to_grid(ends, period);
-  const Eigen::MatrixXd A0 = mix(ends, window);
-  const WindowFit at = fit_windows(A0, s.values, mix.timeline().unknowns);
+  fits.snap(ends, period);
+  const Eigen::MatrixXd A0 = fits.mix(ends, window);
+  const WindowFit at = fit_windows(A0, s.values, fits.mix.timeline().unknowns);
   const auto moved = [&](double by) {
     std::vector<int64_t> out(ends.size());
     for (size_t i = 0; i < ends.size(); ++i) out[i] = ends[i] + static_cast<int64_t>(std::llround(by));
     return out;
   };
-  const Eigen::MatrixXd Aearlier = mix(moved(-period), window);
-  const Eigen::MatrixXd Alater = mix(moved(period), window);
+  const Eigen::MatrixXd Aearlier = fits.mix(moved(-period), window);
+  const Eigen::MatrixXd Alater = fits.mix(moved(period), window);
   auto misfit = [&](const Eigen::MatrixXd& A, size_t i) {
     double sum = 0;
     for (size_t m = 0; m < s.values.size(); ++m) {
@@ -193,15 +202,15 @@ Gains sample_gains(WindowMixes& mix, const AlignmentSamples& s, double window, d
 // For windows that flicker at the exporter's latency (flicker_path.hpp): per sample, the misfit
 // of its values at shifts lo (near when lo is the offset's own, 0) and lo + 1 (far: one period
 // earlier), under the fit of the samples `drop` leaves, their windows as `shift` places them.
-std::array<std::vector<double>, 2> placement_misfits(WindowMixes& mix, const AlignmentSamples& s,
+std::array<std::vector<double>, 2> placement_misfits(SearchFits& fits, const AlignmentSamples& s,
                                                      double window, double offset, const std::vector<int>& shift,
                                                      const std::vector<char>& drop, double period, int lo) {
   const size_t n = s.ts_ns.size();
-  const std::vector<int64_t> ends = snapped_ends(s.ts_ns, offset, shift, drop, period);
+  const std::vector<int64_t> ends = snapped_ends(fits.snap, s.ts_ns, offset, shift, drop, period);
   std::vector<int64_t> fitted;
   for (size_t i = 0; i < n; ++i)
     if (!drop[i]) fitted.push_back(ends[i]);
-  const WindowFit at = fit_windows(mix(fitted, window), without(s, drop).values, mix.timeline().unknowns);
+  const WindowFit at = fit_windows(fits.mix(fitted, window), without(s, drop).values, fits.mix.timeline().unknowns);
   std::array<std::vector<double>, 2> misfit;
   for (int state = 0; state < 2; ++state) {
     std::vector<int64_t> moved(n);
@@ -209,7 +218,7 @@ std::array<std::vector<double>, 2> placement_misfits(WindowMixes& mix, const Ali
       moved[i] = ends[i] - static_cast<int64_t>(std::llround((lo + state - shift[i]) * period));
     // Moved ends stay in order, as window_fractions() needs; a sample dropped as a copy may not be.
     for (size_t i = 1; i < n; ++i) moved[i] = std::max(moved[i], moved[i - 1]);
-    const Eigen::MatrixXd A = mix(moved, window);
+    const Eigen::MatrixXd A = fits.mix(moved, window);
     misfit[static_cast<size_t>(state)].assign(n, 0);
     for (size_t i = 0; i < n; ++i)
       for (size_t m = 0; m < s.values.size(); ++m) {
@@ -234,7 +243,7 @@ struct Wrap {
 // The best wrap by the profile likelihood, refitted for each candidate: a coarse pass over
 // tenths of the stretch, then every sample near the best. A contaminated fit cannot be trusted
 // to judge single samples here, since up to half the stretch may be off.
-Wrap find_wrap(WindowMixes& mix, const AlignmentSamples& s, double window, double offset, double period,
+Wrap find_wrap(SearchFits& fits, const AlignmentSamples& s, double window, double offset, double period,
                const std::vector<int>& base, double base_loglik) {
   const size_t n = s.ts_ns.size();
   Wrap best;
@@ -242,7 +251,7 @@ Wrap find_wrap(WindowMixes& mix, const AlignmentSamples& s, double window, doubl
     if (at == 0 || at >= n) return;
     std::vector<int> shift = base;
     for (size_t i = head ? 0 : at; i < (head ? at : n); ++i) shift[i] += periods;
-    const double gain = 2 * (evaluate(mix, s, window, offset, shift, period) - base_loglik);
+    const double gain = 2 * (evaluate(fits, s, window, offset, shift, period) - base_loglik);
     if (gain > best.gain) best = {at, head, periods, gain};
   };
   const size_t step = std::max<size_t>(1, n / 10);
@@ -275,7 +284,7 @@ AlignmentSamples part(const AlignmentSamples& s, size_t from, size_t to) {
 }
 
 // estimate_offset, the windows first placed as start_shift says (empty: as stored).
-OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& samples, double window_ns,
+OffsetEstimate estimate_offset_from(SearchFits& fits, const AlignmentSamples& samples, double window_ns,
                                     double period_ns, const std::vector<OffsetRange>& ranges, double step_ns,
                                     const std::vector<int>& start_shift) {
   OffsetEstimate est;
@@ -283,7 +292,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
   std::vector<int> shift = start_shift;  // of the samples fitted (all but those found to be copies)
   AlignmentSamples reduced;
   const AlignmentSamples* fitted = &samples;
-  auto loglik = [&](double d) { return evaluate(mix, *fitted, window_ns, d, shift, period_ns); };
+  auto loglik = [&](double d) { return evaluate(fits, *fitted, window_ns, d, shift, period_ns); };
 
   // 1. The coarse grid over every range; the best point and the best one elsewhere.
   std::vector<std::pair<double, double>> coarse;
@@ -314,18 +323,18 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
   est.found = true;
   est.shift = start_shift.empty() ? std::vector<int>(n, 0) : start_shift;
   if (period_ns > 0 && window_ns > 0) {
-    Gains g = sample_gains(mix, samples, window_ns, p.at, est.shift, period_ns);
+    Gains g = sample_gains(fits, samples, window_ns, p.at, est.shift, period_ns);
     // 2a. Many windows that fit one period off: the offset may wrap within the stretch.
     const size_t suspicious = std::max<size_t>(5, n / 20);
     if (g.fit_earlier >= suspicious || g.fit_later >= suspicious) {
-      const Wrap wrap = find_wrap(mix, samples, window_ns, p.at, period_ns, est.shift, p.value);
+      const Wrap wrap = find_wrap(fits, samples, window_ns, p.at, period_ns, est.shift, p.value);
       if (wrap.gain > kWrapMargin) {
         for (size_t i = wrap.head ? 0 : wrap.at; i < (wrap.head ? wrap.at : n); ++i) est.shift[i] += wrap.periods;
         shift = est.shift;
         // The first peak settled between the two placements: it may lie further than the
         // refinement's reach from the one peak of the windows wrapped.
         p = refine(loglik, repeak(p.at), 1.5 * step_ns, step_ns / 20);
-        g = sample_gains(mix, samples, window_ns, p.at, est.shift, period_ns);
+        g = sample_gains(fits, samples, window_ns, p.at, est.shift, period_ns);
       }
     }
     // Near the wrap the exporter's jitter makes windows flicker between the two. Scraped at
@@ -347,10 +356,10 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
         Flicker best_path;
         double best_loglik = -std::numeric_limits<double>::infinity();
         for (int lo : {0, -1}) {
-          const auto misfit = placement_misfits(mix, samples, window_ns, p.at, est.shift, est.copy, period_ns, lo);
+          const auto misfit = placement_misfits(fits, samples, window_ns, p.at, est.shift, est.copy, period_ns, lo);
           Flicker path = flicker_path(samples, maybe_copy, misfit, lo, period_ns);
           if (path.shift.empty()) continue;
-          const double l = evaluate(mix, without(samples, path.copy), window_ns, p.at,
+          const double l = evaluate(fits, without(samples, path.copy), window_ns, p.at,
                                     without(path.shift, path.copy), period_ns);
           if (l > best_loglik) best_loglik = l, best_path = std::move(path);
         }
@@ -358,7 +367,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
         // The path must fit the samples it keeps better than their present windows by the
         // margin a single moved window needs: with few copies, noise alone can otherwise move
         // a window whose two candidates read alike.
-        const double present = evaluate(mix, without(samples, best_path.copy), window_ns, p.at,
+        const double present = evaluate(fits, without(samples, best_path.copy), window_ns, p.at,
                                         without(est.shift, best_path.copy), period_ns);
         if (!(2 * (best_loglik - present) > kMoveMargin)) break;
         taken = true;
@@ -376,7 +385,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
     // Elsewhere each window moves on its own, from where it is, judged by the fit of the others;
     // a few rounds, since every window put right makes that fit cleaner.
     for (int round = 0; est.copy.empty() && round < kMoveRounds; ++round) {
-      if (round > 0) g = sample_gains(mix, samples, window_ns, p.at, est.shift, period_ns);
+      if (round > 0) g = sample_gains(fits, samples, window_ns, p.at, est.shift, period_ns);
       const std::vector<int> before = est.shift;
       for (size_t i = 0; i < n; ++i) {
         const double ge = g.earlier[i], gl = g.later[i];
@@ -401,7 +410,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
   // Over every sample, a copy in its original's window, as the coarse grid's values and other
   // window lengths' estimates are: fewer samples alone would lower the likelihood.
   est.log_likelihood = fitted == &samples ? p.value
-                                           : evaluate_with_copies(mix, samples, window_ns, p.at, est.shift, est.copy, period_ns);
+                                           : evaluate_with_copies(fits, samples, window_ns, p.at, est.shift, est.copy, period_ns);
   est.likelihood_half90_ns = p.half90;
   est.unique = !(elsewhere > est.log_likelihood - kUniqueMargin);
   est.elsewhere_log_likelihood = elsewhere;
@@ -413,7 +422,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
   const AlignmentSamples& kept = *fitted;
   const size_t n_kept = kept.ts_ns.size();
   std::vector<int64_t> grid = shifted_ends(kept.ts_ns, p.at, shift, period_ns);
-  est.on_grid = snap_to_grid(grid, period_ns);
+  est.on_grid = fits.snap(grid, period_ns);
   if (!est.on_grid) est.off_grid_spread_ns = spread_about_grid(grid, period_ns);
   const size_t quarter = n_kept / 4;
   double quarters_drift_ppm = 0;
@@ -426,7 +435,7 @@ OffsetEstimate estimate_offset_from(WindowMixes& mix, const AlignmentSamples& sa
       const auto loglik_of_quarter = [&](double d) {
         std::vector<int64_t> ends(grid.begin() + static_cast<std::ptrdiff_t>(from), grid.begin() + static_cast<std::ptrdiff_t>(to));
         for (int64_t& e : ends) e -= static_cast<int64_t>(std::llround(d));
-        const WindowFit f = fit_windows(mix(ends, window_ns), values, mix.timeline().unknowns);
+        const WindowFit f = fit_windows(fits.mix(ends, window_ns), values, fits.mix.timeline().unknowns);
         return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
       };
       Peak pk = refine(loglik_of_quarter, 0, kQuarterReachSteps * step_ns, step_ns / 10);
@@ -500,8 +509,8 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
                                double period_ns, const std::vector<OffsetRange>& ranges, double step_ns) {
   const size_t n = samples.ts_ns.size();
   if (n < 8 || timeline.events.empty()) return {};
-  WindowMixes mix(timeline);
-  OffsetEstimate as_stored = estimate_offset_from(mix, samples, window_ns, period_ns, ranges, step_ns, {});
+  SearchFits fits(timeline);
+  OffsetEstimate as_stored = estimate_offset_from(fits, samples, window_ns, period_ns, ranges, step_ns, {});
   // Where no one offset fits the windows as stored, a search over a period or more can settle
   // between two placements and never recover; it is made again from where each would start,
   // the best fit kept, and two placements that fit alike leave it open. (A stretch that
@@ -517,7 +526,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
   if (copies >= std::max<size_t>(2, n / 20) && at_period(samples.ts_ns, period_ns)) {
     std::vector<int> late(n, 0);
     for (size_t i = 0; i < n; ++i) late[i] = samples.copy_after[i] ? -1 : 0;
-    others.push_back(estimate_offset_from(mix, samples, window_ns, period_ns, near, step_ns, late));
+    others.push_back(estimate_offset_from(fits, samples, window_ns, period_ns, near, step_ns, late));
   }
   // The exporter's latency can step by a period within the stretch: from there on each scrape
   // takes the window before (or after) the one it took. One half of the stretch then holds one
@@ -529,7 +538,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
     const double half_step = std::max(step_ns, window_ns / kHalfGridPerWindow);
     for (const auto& [from, to] : {std::pair<size_t, size_t>{0, n / 2}, {n / 2, n}}) {
       const AlignmentSamples half = part(samples, from, to);
-      const auto loglik = [&](double d) { return evaluate(mix, half, window_ns, d, {}, period_ns); };
+      const auto loglik = [&](double d) { return evaluate(fits, half, window_ns, d, {}, period_ns); };
       double peak = kNaN, peak_value = -std::numeric_limits<double>::infinity();
       for (const OffsetRange& r : near)
         for (double d = r.lo_ns; d <= r.hi_ns + half_step / 2; d += half_step)
@@ -544,7 +553,7 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
       for (const OffsetRange& r : near)
         if (std::max(r.lo_ns, peak - reach) <= std::min(r.hi_ns, peak + reach))
           around.push_back({std::max(r.lo_ns, peak - reach), std::min(r.hi_ns, peak + reach)});
-      others.push_back(estimate_offset_from(mix, samples, window_ns, period_ns, around, step_ns, {}));
+      others.push_back(estimate_offset_from(fits, samples, window_ns, period_ns, around, step_ns, {}));
     }
   }
   OffsetEstimate* better = &as_stored;

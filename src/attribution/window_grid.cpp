@@ -131,6 +131,37 @@ bool snap_to_grid(std::vector<int64_t>& ends_ns, double window_ns) {
   return true;
 }
 
+bool GridSnaps::snap_as(const Snapped& s, std::vector<int64_t>& ends_ns, double window_ns) {
+  const size_t n = ends_ns.size();
+  if (n == 0 || s.ends.size() != n || !(s.window_ns == window_ns)) return false;
+  int64_t by = 0, d = 0;
+  if (__builtin_sub_overflow(ends_ns[0], s.ends[0], &by)) return false;
+  for (size_t i = 1; i < n; ++i)
+    if (__builtin_sub_overflow(ends_ns[i], s.ends[i], &d) || d != by) return false;
+  if (!s.on_grid) return true;
+  std::vector<int64_t> moved(n);
+  for (size_t i = 0; i < n; ++i)
+    if (__builtin_add_overflow(s.snapped[i], by, &moved[i])) return false;
+  ends_ns = std::move(moved);
+  return true;
+}
+
+bool GridSnaps::operator()(std::vector<int64_t>& ends_ns, double window_ns) {
+  for (size_t k = 0; k < kept_.size(); ++k)
+    if (snap_as(kept_[k], ends_ns, window_ns)) {
+      std::rotate(kept_.begin(), kept_.begin() + static_cast<std::ptrdiff_t>(k),
+                  kept_.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+      return kept_.front().on_grid;
+    }
+  std::rotate(kept_.rbegin(), kept_.rbegin() + 1, kept_.rend());  // the least recently used goes
+  Snapped& s = kept_.front();
+  s.window_ns = window_ns;
+  s.ends = ends_ns;
+  s.on_grid = snap_to_grid(ends_ns, window_ns);
+  s.snapped = s.on_grid ? ends_ns : std::vector<int64_t>();
+  return s.on_grid;
+}
+
 double spread_about_grid(const std::vector<int64_t>& ends_ns, double window_ns) {
   if (ends_ns.empty() || !(window_ns > 0)) return 0;
   std::vector<double> phase;

@@ -186,6 +186,33 @@ TEST(WindowGrid, EndsThatAreNoGridAreLeftAlone) {
   }
 }
 
+// A search's snaps (GridSnaps) are snap_to_grid's: of ends moved as a whole from a set it snapped
+// before, of ends moved otherwise, and of ends that are no grid.
+TEST(WindowGrid, ASearchSnapsAsSnapToGridDoes) {
+  const Placed p = late_scrapes(3, 6);
+  pp::GridSnaps snaps;
+  const auto expect_as_snap_to_grid = [&](std::vector<int64_t> ends, double period, const char* what) {
+    std::vector<int64_t> own = ends;
+    const bool on_grid = pp::snap_to_grid(own, period);
+    EXPECT_EQ(snaps(ends, period), on_grid) << what;
+    EXPECT_EQ(ends, own) << what;
+  };
+  const auto moved = [&](int64_t by) {
+    std::vector<int64_t> ends = p.ends;
+    for (int64_t& e : ends) e += by;
+    return ends;
+  };
+  expect_as_snap_to_grid(p.ends, kPeriod, "as placed");
+  expect_as_snap_to_grid(moved(250000), kPeriod, "moved a quarter ms");
+  expect_as_snap_to_grid(moved(-3 * kMs - 17), kPeriod, "moved back 3 ms and 17 ns");
+  std::vector<int64_t> one_off = moved(250000);
+  one_off[150] += kPeriod / 2 - 2 * kMs;  // not moved with the others: left where it is
+  expect_as_snap_to_grid(one_off, kPeriod, "one end moved on its own");
+  expect_as_snap_to_grid(moved(5 * kMs), 1.5 * kPeriod, "a period 50% off the window's");
+  expect_as_snap_to_grid(moved(6 * kMs), 1.5 * kPeriod, "that again, moved");
+  expect_as_snap_to_grid(moved(7 * kMs), kPeriod, "the first, moved again");
+}
+
 // Ends on no grid keep their lateness: they spread over the shortest arc of the period that
 // holds every end's phase, round the period's end too.
 TEST(WindowGrid, EndsOnNoGridSpreadOverTheShortestArcOfTheirPhases) {
