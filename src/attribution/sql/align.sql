@@ -3,11 +3,14 @@
 
 -- name: gpus_to_align
 -- GPUs with events whose newest sample is past what is aligned (main.pp_refresh_series: the series of
--- pp_samples and their last stored time, listed by the intervals step).
+-- pp_samples and their last stored time, listed by the intervals step). What is aligned ends with
+-- the newest stretch (a GPU's stretches follow each other, as the align step reads them back):
+-- one seek, where max(through_ms) would read every stretch the GPU ever had, 8,640 a day.
 SELECT s.uuid
   FROM (SELECT uuid, max(last_ms) AS last_ms FROM main.pp_refresh_series GROUP BY uuid) AS s
  WHERE s.uuid <> 'cpu'
-   AND s.last_ms > coalesce((SELECT max(through_ms) FROM main.pp_alignment AS a WHERE a.uuid = s.uuid), -1)
+   AND s.last_ms > coalesce((SELECT through_ms FROM main.pp_alignment AS a WHERE a.uuid = s.uuid
+                              ORDER BY from_ms DESC LIMIT 1), -1)
    AND EXISTS (SELECT 1 FROM main.pp_events_blocks AS e WHERE e.gpu_uuid = s.uuid);
 
 -- name: metrics_of_gpu
