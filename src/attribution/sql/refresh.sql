@@ -250,7 +250,8 @@ SELECT g.uuid, (SELECT count(*) FROM main.pp_events e WHERE e.gpu_uuid = g.uuid 
 -- window length (or GPU_UTIL's period) is not known yet on: a later stretch may tell it
 -- (align_samples.cpp; with a pinned offset, status 'setting', the window's is never told).
 -- Each value is an index seek (main.pp_refresh_series, max(t_start_ns) of pp_events_by_gpu_time; the
--- last :revisable stretches of pp_alignment); the last event's end is read only when it decides (not :final), from the folded spans
+-- last :revisable stretches of pp_alignment, and the newest one's through_ms: a GPU's stretches
+-- follow each other, where max(through_ms) would read each it ever had); the last event's end is read only when it decides (not :final), from the folded spans
 -- (pp_gpu_spans) and the unfolded events (their partial index), never the GPU's history. CPU
 -- events have no samples: their durations fold at once.
 DELETE FROM main.pp_refresh_fold_window;
@@ -265,7 +266,8 @@ SELECT s.uuid, coalesce(f.folded_through_ms, 0),
                                     AND b.first_start_ns >= (SELECT max(first_start_ns) FROM main.pp_events_blocks
                                                               WHERE gpu_uuid = s.uuid) - 1000000000) / 1000000) END
   FROM (SELECT p.uuid,
-               min(max(p.last_ms), (SELECT max(through_ms) FROM main.pp_alignment AS a WHERE a.uuid = p.uuid),
+               min(max(p.last_ms), (SELECT through_ms FROM main.pp_alignment AS a WHERE a.uuid = p.uuid
+                                     ORDER BY from_ms DESC LIMIT 1),
                    coalesce((SELECT min(from_ms)
                                FROM (SELECT from_ms, window_ms, util_window_ms, status FROM main.pp_alignment AS a
                                       WHERE a.uuid = p.uuid AND NOT :final ORDER BY from_ms DESC LIMIT :revisable)
