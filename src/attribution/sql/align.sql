@@ -21,9 +21,6 @@ SELECT m.metric, m.kind FROM main.pp_metrics AS m
 -- name: samples_of_metric
 SELECT ts_ms, value FROM main.pp_samples WHERE uuid = :uuid AND metric = :metric AND ts_ms >= :from ORDER BY ts_ms;
 
--- name: last_aligned
-SELECT max(through_ms) FROM main.pp_alignment WHERE uuid = :uuid;
-
 -- name: job_spans
 -- Each job's span of folded events on the GPU, and its longest event (how far back an event
 -- overlapping a time may have started); alignment_data.cpp adds the spans of the unfolded
