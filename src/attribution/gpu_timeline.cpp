@@ -8,7 +8,9 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "attribution/event_store.hpp"
 #include "core/statement.hpp"
@@ -23,8 +25,9 @@ constexpr double kPollWanderNs = 100000;  // 0.1 ms
 // How far the estimator's timing shift moves windows: the uncertainty of the offset over a
 // job's stretches (those within the window's horizon, timing_horizon_ms). Each stretch's offset
 // is estimated from its own samples, so their errors are independent and their mean is known
-// sqrt(n) times better than one of them; a stretch whose timing is unknown (half a window) still
-// dominates. DCGM's grid and the driver's apart.
+// sqrt(n) times better than one of them (each weighing as much of the job's span as it covers);
+// a stretch whose timing is unknown (half a window) still dominates. DCGM's grid and the
+// driver's apart.
 struct TimingShift {
   double dcgm_ns = 0, driver_ns = 0;
 };
@@ -40,22 +43,39 @@ struct StretchTiming {
   int64_t reach_ns = 0;  // how far its longest window reaches back from its end (place_timing)
 };
 
+// How much of a job's span [span_first, span_last] (ns) a stretch's windows cover: the share of
+// the job's windows whose placement its offset decides.
+double overlap_ns(const StretchTiming& s, int64_t span_first, int64_t span_last) {
+  const double from = std::max(static_cast<double>(s.first_end_ns) - static_cast<double>(s.reach_ns),
+                               static_cast<double>(span_first));
+  const double to = std::min(static_cast<double>(s.last_end_ns), static_cast<double>(span_last));
+  return std::max(0.0, to - from);
+}
+
 // The stretches' timings combined as independent errors, never below the floor (read_stretches).
+// Each weighs as much of the job's span as its windows cover (span: the job's first and last ns;
+// none: every stretch alike): an offset error moves only its own stretch's windows, so a stretch
+// that holds a job's last seconds and then the idle GPU (its offset poorly known: most of its
+// windows have no layer to place them by) moves few of the job's windows.
 TimingShift combined_timing(std::vector<StretchTiming>::const_iterator first,
-                            std::vector<StretchTiming>::const_iterator last) {
-  double dcgm = 0, driver = 0;
+                            std::vector<StretchTiming>::const_iterator last,
+                            std::optional<std::pair<int64_t, int64_t>> span) {
+  double dcgm = 0, driver = 0, total = 0;
   for (auto it = first; it != last; ++it) {
-    dcgm += it->dcgm_ns * it->dcgm_ns;
-    driver += it->driver_ns * it->driver_ns;
+    const double w = span ? overlap_ns(*it, span->first, span->second) : 1.0;
+    dcgm += w * w * it->dcgm_ns * it->dcgm_ns;
+    driver += w * w * it->driver_ns * it->driver_ns;
+    total += w;
   }
-  const auto n = static_cast<double>(last - first);
-  if (n == 0) return {kPollWanderNs, kPollWanderNs};
+  // (A span that none of its stretches' windows reach, e.g. one of reversed ends: every stretch alike.)
+  if (span && !(total > 0)) return combined_timing(first, last, std::nullopt);
+  if (total == 0) return {kPollWanderNs, kPollWanderNs};
   // Never below a fraction of how far DCGM's own polls stray from the straight grid the windows
   // are put on (its scheduler's lateness, up to some 0.2 ms): no stored time shows that, and at
   // low noise a 0.1 ms layer's value moves with it (8% at zero noise). Nor does it shrink with
   // the stretches: shrinking as 0.1 ms x sqrt(3 / n), it let a 6-hour realistic recording mark a
   // 0.2 ms layer identified and 6% off after an hour.
-  return {std::max(std::sqrt(dcgm) / n, kPollWanderNs), std::max(std::sqrt(driver) / n, kPollWanderNs)};
+  return {std::max(std::sqrt(dcgm) / total, kPollWanderNs), std::max(std::sqrt(driver) / total, kPollWanderNs)};
 }
 
 // A stored sample time of the GPU and the window it describes (a row of pp_windows).
@@ -278,11 +298,16 @@ class TimelineReader : public TimelineFetch {
       farthest_before[i + 1] =
           std::max(farthest_before[i],
                    static_cast<int64_t>(std::llround(std::max(stretches_[i].dcgm_ns, stretches_[i].driver_ns))) + 1);
-    std::map<std::pair<size_t, size_t>, TimingShift> combined;  // by stretches [first, last)
-    const auto timing = [&](size_t first, size_t last) {
-      auto [it, added] = combined.try_emplace({first, last});
-      if (added) it->second = combined_timing(stretches_.begin() + static_cast<std::ptrdiff_t>(first),
-                                              stretches_.begin() + static_cast<std::ptrdiff_t>(last));
+    // By stretches [first, last) and job (kNoJob: every stretch alike).
+    constexpr uint32_t kNoJob = UINT32_MAX;
+    std::map<std::tuple<size_t, size_t, uint32_t>, TimingShift> combined;
+    const auto timing = [&](size_t first, size_t last, uint32_t job) {
+      auto [it, added] = combined.try_emplace({first, last, job});
+      if (added)
+        it->second = combined_timing(stretches_.begin() + static_cast<std::ptrdiff_t>(first),
+                                     stretches_.begin() + static_cast<std::ptrdiff_t>(last),
+                                     job == kNoJob ? std::nullopt
+                                                   : std::optional(std::pair(gpu_.jobs[job].first, gpu_.jobs[job].last)));
       return it->second;
     };
     for (TimelineSeries& s : gpu_.series) {
@@ -317,9 +342,9 @@ class TimelineReader : public TimelineFetch {
           if (gpu_.jobs[j].last > from && gpu_.jobs[j].first < sample.end_ns + covers.after + move) {
             in_a_span = true;
             const size_t first = job_stretches[j].first, last = std::min(job_stretches[j].second, known);
-            shift = std::max(shift, pick(first < last ? timing(first, last) : timing(0, known)));
+            shift = std::max(shift, pick(first < last ? timing(first, last, j) : timing(0, known, kNoJob)));
           }
-        sample.shift_ns = std::llround(in_a_span ? shift : pick(timing(0, known)));
+        sample.shift_ns = std::llround(in_a_span ? shift : pick(timing(0, known, kNoJob)));
       }
     }
     if (timing_shift) move_windows(gpu_, timing_shift);

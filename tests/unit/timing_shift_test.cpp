@@ -180,11 +180,12 @@ TEST(TimingShift, EachWindowMovesByItsOwnJobsTiming) {
 // With event_retention_minutes = M, a window moves by the timing of its job's stretches that
 // begin within M minutes of it, never later ones (retention keeps the window as the estimator's
 // state M minutes after it, and later stretches must not change what it kept). The late job's
-// calls reach 15 stretches placed to 30 ms: its first window moves by 30 ms / sqrt(15) = 7.7 ms
-// without retention, and by 30 ms / sqrt(7) = 11.3 ms with one minute kept (its own stretch
-// and the six that begin within a minute of it). Moved earlier, the window that begins where the
-// job begins has the rest of it in the job's span: its fractions, untracked included, sum to
-// 1 - move / 100 ms.
+// calls reach 15 stretches placed to 30 ms, the last by the job's last call alone: weighing as
+// much of the job's span as it covers (a tenth of a second), it counts for almost nothing, and
+// the job's first window moves by about 30 ms / sqrt(14) = 8.0 ms without retention, and by
+// 30 ms / sqrt(7) = 11.3 ms with one minute kept (its own stretch and the six that begin within
+// a minute of it). Moved earlier, the window that begins where the job begins has the rest of it
+// in the job's span: its fractions, untracked included, sum to 1 - move / 100 ms.
 TEST(TimingShift, AWindowIsTimedByTheStretchesWithinTheRetentionOfIt) {
   TimingShiftDb gpu;
   gpu.add_job("late", 260, 400, 7);
@@ -193,9 +194,10 @@ TEST(TimingShift, AWindowIsTimedByTheStretchesWithinTheRetentionOfIt) {
   const char* in_span = "SELECT sum(fraction) FROM pp_fractions(?1, ?2) WHERE job_id = 'late' AND ts_ms = ?3";
   EXPECT_NEAR(gpu.db().scalar(in_span, {kShiftUuid, "0", first_window_ms}).real, 1.0, 1e-9);
   const auto moved_earlier = [&] { return gpu.db().scalar(in_span, {kShiftUuid, "-1", first_window_ms}).real; };
-  EXPECT_NEAR(moved_earlier(), 1 - 30.0 / std::sqrt(15.0) / 100, 1e-8);
+  EXPECT_NEAR(moved_earlier(), 1 - 30.0 / std::sqrt(14.0) / 100, 1e-4);  // 15 alike: 0.9225
   gpu.db().exec("SELECT pp_config('event_retention_minutes', 1)");
-  EXPECT_NEAR(moved_earlier(), 1 - 30.0 / std::sqrt(7.0) / 100, 1e-8);
+  // (The first stretch weighs 10 s where the others, their windows reaching 0.1 s before them, weigh 10.1 s.)
+  EXPECT_NEAR(moved_earlier(), 1 - 30.0 / std::sqrt(7.0) / 100, 1e-5);
 }
 
 // A job whose windows were aligned before its events came (its stretches have no layers: their
@@ -279,6 +281,22 @@ TEST(TimingShift, AnInstantReadsTheCallsItsSpreadReaches) {
   InstantGpu gpu(20);
   gpu.add_call("B", 2000 * kShiftMs + 100000, 3000 * kShiftMs);
   EXPECT_NEAR(gpu.fraction("B", 2000, 0), 0.25, 1e-9);
+}
+
+// A job's last stretch, which holds its last 2 s and then the idle GPU, is poorly placed (30 ms:
+// idle windows have no layer to place them by); the four before it are placed to 0.05 ms. That
+// stretch moves only its own windows, a twentieth of the job's: weighted by the span each covers
+// the job's windows move by sqrt(4 x (10 s x 0.05)^2 + (2 s x 30)^2) / 42 s = 1.4 ms, where the
+// five stretches alike would move every window by 30 / 5 = 6 ms (and drop the job's rows from
+// identified when a real recording's job ends).
+TEST(TimingShift, AJobsLastStretchWeighsAsTheShareOfItsSpanItHolds) {
+  TimingShiftDb gpu;
+  gpu.add_job("ends", 260, 302, 7);
+  gpu.add_windows(250, 300, 0.05);
+  gpu.add_windows(300, 340, 30);
+  EXPECT_EQ(gpu.db().scalar("SELECT count(*) FROM pp_alignment WHERE status = 'poorly determined'").integer, 1);
+  EXPECT_GT(busy_share_moved_ms(gpu.db(), "ends"), 1.0);
+  EXPECT_LT(busy_share_moved_ms(gpu.db(), "ends"), 2.0);
 }
 
 }  // namespace
