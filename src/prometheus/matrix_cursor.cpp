@@ -5,6 +5,7 @@ namespace pp {
 void MatrixCursor::start(std::vector<MatrixChunk> chunks) {
   chunks_ = std::move(chunks);
   chunk_ = series_ = point_ = 0;
+  ++series_serial_;
   matrix_.reset();
   settle();
 }
@@ -14,6 +15,7 @@ void MatrixCursor::settle() {
     if (!matrix_) {
       matrix_ = chunks_[chunk_].fetch();
       series_ = point_ = 0;
+      ++series_serial_;
     }
     const MatrixChunk& chunk = chunks_[chunk_];
     while (series_ < matrix_->series.size()) {
@@ -27,6 +29,7 @@ void MatrixCursor::settle() {
         ++point_;
       }
       ++series_;
+      ++series_serial_;
       point_ = 0;
     }
     matrix_.reset();
@@ -41,8 +44,8 @@ void MatrixCursor::next() {
 }
 
 void MatrixCursor::column(sqlite3_context* ctx, int column) const {
-  const PromSeries& series = matrix_->series[series_];
-  const PromPoint& point = series.points[point_];
+  const PromSeries& series = this->series();
+  const PromPoint& point = this->point();
   switch (column) {
     case kMetricColumn:
       if (series.metric)

@@ -34,11 +34,18 @@ class MatrixCursor : public TableCursor {
   void next();
   void column(sqlite3_context* ctx, int column) const;
 
+  // The row's series and point (while not eof), and a number that changes whenever the row's
+  // series does (a new chunk's series may sit at the address of the last chunk's).
+  const PromSeries& series() const { return matrix_->series[series_]; }
+  const PromPoint& point() const { return series().points[point_]; }
+  uint64_t series_serial() const { return series_serial_; }
+
  private:
   void settle();  // moves forward to a point that passes the chunk's window, fetching as needed
 
   std::vector<MatrixChunk> chunks_;
   size_t chunk_ = 0, series_ = 0, point_ = 0;
+  uint64_t series_serial_ = 0;
   std::shared_ptr<const PromMatrix> matrix_;
 };
 

@@ -18,11 +18,10 @@
 #include <algorithm>
 
 #include "core/sql_values.hpp"
-#include "prometheus/matrix_cursor.hpp"
 #include "prometheus/metric_pushdown.hpp"
 #include "prometheus/prom_client.hpp"
 #include "prometheus/prometheus_tables.hpp"
-#include "prometheus/time_parse.hpp"
+#include "prometheus/samples_cursor.hpp"
 
 namespace pp {
 namespace {
@@ -51,35 +50,35 @@ std::vector<MatrixChunk> plan_sample_chunks(Connection& connection, uint64_t cur
   return chunks;
 }
 
-struct SamplesCursor : MatrixCursor {
-  static constexpr const char* kName = "prom_samples";
+// prom_samples' own columns: metric, labels, ts, value.
+struct PromSamplesCursor : SamplesCursor {
   static constexpr const char* kSchema =
       "CREATE TABLE x(" PP_MATRIX_COLUMNS ", selector HIDDEN, start HIDDEN, \"end\" HIDDEN)";
-  using MatrixCursor::MatrixCursor;
-  StatementClock clock;  // "now" in the time arguments, read once per cursor
-
-  static int plan(sqlite3_index_info* info) {
-    const int rc = plan_arguments(info, kFirstArgument, kSamplesArguments);
-    if (rc != SQLITE_OK) return rc;
-    info->estimatedRows = 100000;
-    info->estimatedCost = 1e6;
-    plan_metric_pushdown(info, kMetricColumn);
-    return SQLITE_OK;
-  }
-
-  void filter(int idx_num, int argc, sqlite3_value** argv) {
-    const auto args = filter_arguments(idx_num, argc, argv, kSamplesArguments.size());
-    keep_arguments(args);
-    const std::string selector = required_nonblank_text(args[0], "selector");
-    const TimeRange range = parse_time_range(args[1], args[2], clock.now_ms(), /*into_range=*/true);
-    const auto pushed = apply_metric_pushdown(selector, idx_num, argc, argv);
-    start(pushed && !range.empty ? plan_sample_chunks(*connection, serial, *pushed, range.start_ms, range.end_ms)
-                                 : std::vector<MatrixChunk>{});
-  }
+  using SamplesCursor::SamplesCursor;
+  static int plan(sqlite3_index_info* info) { return plan_samples(info, kFirstArgument); }
 };
 
 }  // namespace
 
-const sqlite3_module kPromSamplesModule = table_function_module<SamplesCursor>();
+int SamplesCursor::plan_samples(sqlite3_index_info* info, int first_argument) {
+  const int rc = plan_arguments(info, first_argument, kSamplesArguments);
+  if (rc != SQLITE_OK) return rc;
+  info->estimatedRows = 100000;
+  info->estimatedCost = 1e6;
+  plan_metric_pushdown(info, kMetricColumn);
+  return SQLITE_OK;
+}
+
+void SamplesCursor::filter(int idx_num, int argc, sqlite3_value** argv) {
+  const auto args = filter_arguments(idx_num, argc, argv, kSamplesArguments.size());
+  keep_arguments(args);
+  const std::string selector = required_nonblank_text(args[0], "selector");
+  const TimeRange range = parse_time_range(args[1], args[2], clock_.now_ms(), /*into_range=*/true);
+  const auto pushed = apply_metric_pushdown(selector, idx_num, argc, argv);
+  start(pushed && !range.empty ? plan_sample_chunks(*connection, serial, *pushed, range.start_ms, range.end_ms)
+                               : std::vector<MatrixChunk>{});
+}
+
+const sqlite3_module kPromSamplesModule = table_function_module<PromSamplesCursor>();
 
 }  // namespace pp
