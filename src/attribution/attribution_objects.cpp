@@ -15,7 +15,8 @@ SqlObjects attribution_objects() {
            {"pp_overlap_means", &kOverlapMeansModule},
            {"pp_fractions", &kFractionsModule},
            {"pp_estimates", &kEstimatesModule},
-           {"pp_estimator_states", &kEstimatorStatesModule}}};
+           {"pp_estimator_states", &kEstimatorStatesModule},
+           {"pp_gpu_samples", &kGpuSamplesModule}}};
 }
 
 }  // namespace pp

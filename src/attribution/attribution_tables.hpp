@@ -11,6 +11,7 @@ extern const sqlite3_module kFractionsModule;     // fraction_table.cpp: pp_frac
 extern const sqlite3_module kEstimatesModule;     // estimate_table.cpp: pp_estimates
 extern const sqlite3_module kEventStoreModule;      // events_table.cpp: pp_events
 extern const sqlite3_module kEstimatorStatesModule;  // estimator_state_table.cpp: pp_estimator_states
+extern const sqlite3_module kGpuSamplesModule;       // gpu_samples_table.cpp: pp_gpu_samples
 void pp_install_views_function(sqlite3_context* ctx, int argc, sqlite3_value** argv);  // install_views.cpp
 
 }  // namespace pp

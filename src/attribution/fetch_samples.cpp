@@ -1,6 +1,6 @@
 // Refresh step 2: raw samples of the metrics of pp_metrics (the six of Table I, and any a user
 // added) for the GPUs of unfolded events, over their jobs' spans, into pp_samples. One
-// prom_samples call covers all GPUs (one request per chunk, never one per event) for each
+// pp_gpu_samples (prom_samples) call covers all GPUs (one request per chunk, never one per event) for each
 // stretch of time the spans cover (spans more than a chunk apart are fetched apart). Series of whole GPUs are
 // matched by the UUID label, then `uuid` (older exporters), then Hostname + gpu index, and never
 // a series with a GPU_I_ID label (a MIG GPU instance's). Events on a MIG device ("MIG-..."

@@ -107,12 +107,7 @@ ON CONFLICT (uuid) DO UPDATE SET fetched_through_ms = max(fetched_through_ms, ex
 -- The samples of :selector whose UUID (or older exporters' uuid) label names a whole GPU of the
 -- unfolded events. A GPU instance's series (GPU_I_ID) never counts as its whole GPU's.
 INSERT OR IGNORE INTO main.pp_samples(uuid, metric, ts_ms, value, host, gpu)
-SELECT uuid, metric, ts_ms, value, host, gpu FROM (
-  SELECT coalesce(json_extract(labels, '$.UUID'), json_extract(labels, '$.uuid')) AS uuid, metric,
-         CAST(round(ts * 1000) AS INTEGER) AS ts_ms, value,
-         coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname')) AS host,
-         json_extract(labels, '$.gpu') AS gpu, json_extract(labels, '$.GPU_I_ID') AS instance
-    FROM prom_samples(:selector, :start, :end))
+SELECT uuid, metric, ts_ms, value, host, gpu FROM pp_gpu_samples(:selector, :start, :end)
  WHERE uuid IN (SELECT b.gpu_uuid FROM main.pp_events_blocks AS b WHERE (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns)) AND instance IS NULL;
 
 -- name: insert_samples_by_instance
@@ -120,15 +115,10 @@ SELECT uuid, metric, ts_ms, value, host, gpu FROM (
 -- under the MIG UUID of the events that ran on it: one row per MIG device of that instance.
 -- Driver-window metrics (GPU_UTIL) are left out: NVML has no per-instance utilization, and
 -- exporters that publish the series for an instance publish 0.
--- (CROSS JOIN: prom_samples is read once, first, never once per row of pp_fetch_gpus.)
+-- (CROSS JOIN: pp_gpu_samples is read once, first, never once per row of pp_fetch_gpus.)
 INSERT OR IGNORE INTO main.pp_samples(uuid, metric, ts_ms, value, host, gpu)
-SELECT g.uuid, p.metric, p.ts_ms, p.value, p.host, p.gpu FROM (
-  SELECT coalesce(json_extract(labels, '$.UUID'), json_extract(labels, '$.uuid')) AS parent, metric,
-         CAST(round(ts * 1000) AS INTEGER) AS ts_ms, value,
-         coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname')) AS host,
-         json_extract(labels, '$.gpu') AS gpu, json_extract(labels, '$.GPU_I_ID') AS instance
-    FROM prom_samples(:selector, :start, :end)) AS p
- CROSS JOIN main.pp_refresh_fetch_gpus AS g ON g.parent_uuid = p.parent AND g.gpu_instance_id = CAST(p.instance AS INTEGER)
+SELECT g.uuid, p.metric, p.ts_ms, p.value, p.host, p.gpu FROM pp_gpu_samples(:selector, :start, :end) AS p
+ CROSS JOIN main.pp_refresh_fetch_gpus AS g ON g.parent_uuid = p.uuid AND g.gpu_instance_id = CAST(p.instance AS INTEGER)
  WHERE p.instance IS NOT NULL AND CAST(p.instance AS TEXT) GLOB '[0-9]*'
    AND p.metric NOT IN (SELECT metric FROM main.pp_metrics WHERE kind = 'driver_window');
 
@@ -163,12 +153,8 @@ SELECT (SELECT h.uuid FROM host_gpus AS h  -- (SQLite resolves no outer column i
                     WHERE n.host = p.host AND n.gpu = CAST(p.gpu AS INTEGER)
                       AND (p.named IS NULL OR n.uuid NOT GLOB 'GPU-*'))
          ORDER BY h.uuid LIMIT 1) AS uuid,
-       metric, ts_ms, value, host, gpu FROM (
-  SELECT coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname')) AS host,
-         json_extract(labels, '$.gpu') AS gpu, json_extract(labels, '$.GPU_I_ID') AS instance,
-         coalesce(json_extract(labels, '$.UUID'), json_extract(labels, '$.uuid')) AS named, metric,
-         CAST(round(ts * 1000) AS INTEGER) AS ts_ms, value
-    FROM prom_samples(:selector, :start, :end)) AS p
+       metric, ts_ms, value, host, gpu
+  FROM (SELECT uuid AS named, metric, ts_ms, value, host, gpu, instance FROM pp_gpu_samples(:selector, :start, :end)) AS p
  WHERE p.instance IS NULL) AS matched
  WHERE matched.uuid IS NOT NULL;
 

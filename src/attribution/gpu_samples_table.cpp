@@ -1,0 +1,101 @@
+// pp_gpu_samples: the rows of prom_samples as pp_refresh's fetch stores them (refresh.sql
+// insert_samples_*), the labels that name a GPU read once per series instead of once per row.
+//
+//   SELECT metric, uuid, host, gpu, instance, ts_ms, value
+//     FROM pp_gpu_samples('{__name__="DCGM_FI_DEV_GPU_UTIL"}', 1714557600, 1714561200);
+//
+// Arguments, requests, rows and errors ("prom_samples: ...") are prom_samples' (same cursor);
+// the columns are what these expressions give on prom_samples' row, value for value:
+//   uuid      coalesce(json_extract(labels, '$.UUID'), json_extract(labels, '$.uuid'))
+//   host      coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname'))
+//   gpu       json_extract(labels, '$.gpu')
+//   instance  json_extract(labels, '$.GPU_I_ID')
+//   ts_ms     CAST(round(ts * 1000) AS INTEGER)
+// (The label expressions run as SQL, once per series, so that they stay exactly SQLite's.)
+#include <array>
+#include <cstdlib>
+#include <memory>
+
+#include "attribution/attribution_tables.hpp"
+#include "core/statement.hpp"
+#include "core/table_function.hpp"
+#include "prometheus/samples_cursor.hpp"
+
+namespace pp {
+namespace {
+
+enum GpuSamplesColumn { kMetric, kUuid, kHost, kGpu, kInstance, kTsMs, kValue, kFirstArgumentColumn };
+constexpr int kLabelColumns = 4;  // kUuid .. kInstance
+
+constexpr const char* kLabelsSql =
+    "SELECT coalesce(json_extract(:labels, '$.UUID'), json_extract(:labels, '$.uuid')), "
+    "coalesce(json_extract(:labels, '$.Hostname'), json_extract(:labels, '$.hostname')), "
+    "json_extract(:labels, '$.gpu'), json_extract(:labels, '$.GPU_I_ID')";
+constexpr const char* kTsMsSql = "SELECT CAST(round(:ts * 1000) AS INTEGER)";
+
+// Below 2^50 ms (the year 37,000), (ts_ms / 1000.0) * 1000 is within 1/4 of ts_ms (two
+// roundings of at most 2^-53 relative each), so SQLite's round() gives ts_ms back.
+constexpr int64_t kExactMs = int64_t{1} << 50;
+
+struct ValueFree {
+  void operator()(sqlite3_value* value) const { sqlite3_value_free(value); }
+};
+using HeldValue = std::unique_ptr<sqlite3_value, ValueFree>;
+
+struct GpuSamplesCursor : SamplesCursor {
+  static constexpr const char* kSchema =
+      "CREATE TABLE x(metric TEXT, uuid TEXT, host TEXT, gpu TEXT, instance TEXT, ts_ms INTEGER, value REAL, "
+      "selector HIDDEN, start HIDDEN, \"end\" HIDDEN)";
+  static constexpr int kFirstArgument = kFirstArgumentColumn;
+  using SamplesCursor::SamplesCursor;
+
+  static int plan(sqlite3_index_info* info) { return plan_samples(info, kFirstArgument); }
+
+  void column(sqlite3_context* ctx, int column) const {
+    switch (column) {
+      case kMetric: MatrixCursor::column(ctx, kMetricColumn); break;
+      case kValue: MatrixCursor::column(ctx, kValueColumn); break;
+      case kTsMs: sqlite3_result_int64(ctx, ts_ms()); break;
+      default: sqlite3_result_value(ctx, label(column - kUuid)); break;
+    }
+  }
+
+ private:
+  // The row's label value `index` (0: uuid .. 3: instance), read when its series is new.
+  sqlite3_value* label(int index) const {
+    if (labels_serial_ != series_serial() || !labels_statement_) {
+      if (!labels_statement_) labels_statement_ = std::make_unique<Statement>(connection->db(), kLabelsSql);
+      labels_statement_->bind(":labels", series().labels_json);
+      if (!labels_statement_->step()) throw Error("internal: the label expressions gave no row");
+      for (int i = 0; i < kLabelColumns; ++i) {
+        labels_[i].reset(sqlite3_value_dup(sqlite3_column_value(labels_statement_->handle(), i)));
+        if (!labels_[i]) throw std::bad_alloc();
+      }
+      sqlite3_reset(labels_statement_->handle());
+      labels_serial_ = series_serial();
+    }
+    return labels_[index].get();
+  }
+
+  int64_t ts_ms() const {
+    const int64_t ms = point().ts_ms;
+    if (ms > -kExactMs && ms < kExactMs) return ms;
+    // A timestamp so far off is rounded by SQLite itself, as the expression would be.
+    if (!ts_statement_) ts_statement_ = std::make_unique<Statement>(connection->db(), kTsMsSql);
+    ts_statement_->bind(":ts", static_cast<double>(ms) / 1000.0);
+    if (!ts_statement_->step()) throw Error("internal: the ts_ms expression gave no row");
+    const int64_t rounded = ts_statement_->column_int64(0);
+    sqlite3_reset(ts_statement_->handle());
+    return rounded;
+  }
+
+  mutable std::unique_ptr<Statement> labels_statement_, ts_statement_;
+  mutable std::array<HeldValue, kLabelColumns> labels_;
+  mutable uint64_t labels_serial_ = 0;
+};
+
+}  // namespace
+
+const sqlite3_module kGpuSamplesModule = table_function_module<GpuSamplesCursor>();
+
+}  // namespace pp
