@@ -50,6 +50,9 @@ SELECT * FROM stored;
 CREATE TABLE t(x); CREATE TRIGGER tr AFTER INSERT ON t BEGIN
   SELECT count(*) FROM prom_samples('up', 1700000000, 1700000010); END;
 INSERT INTO t VALUES (1);
+-- error: unsafe use of virtual table "pp_gpu_samples"
+CREATE VIEW stored AS SELECT * FROM pp_gpu_samples('up', 1700000000, 1700000010);
+SELECT * FROM stored;
 -- error: unsafe use of pp_config()
 CREATE VIEW settings_view AS SELECT pp_config('prometheus_url', 'http://attacker.invalid');
 SELECT * FROM settings_view;
