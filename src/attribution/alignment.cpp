@@ -87,6 +87,27 @@ double evaluate_with_copies(SearchFits& fits, const AlignmentSamples& s, double 
   return f.any_layer ? f.log_likelihood : -std::numeric_limits<double>::infinity();
 }
 
+// The least-squares slope of y over x, in ppm: zero unless it stands more than `t` standard
+// errors (from the points' scatter about the line) from zero. At least three points.
+double significant_slope_ppm(const std::vector<double>& x, const std::vector<double>& y, double t) {
+  const size_t n = x.size();
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < n; ++i) mx += x[i], my += y[i];
+  mx /= static_cast<double>(n);
+  my /= static_cast<double>(n);
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < n; ++i) sxy += (x[i] - mx) * (y[i] - my), sxx += (x[i] - mx) * (x[i] - mx);
+  if (!(sxx > 0)) return 0;
+  const double slope = sxy / sxx;
+  double rss = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double r = y[i] - my - slope * (x[i] - mx);
+    rss += r * r;
+  }
+  const double slope_se = std::sqrt(rss / static_cast<double>(n - 2) / sxx);
+  return std::fabs(slope) > t * slope_se ? slope * 1e6 : 0;
+}
+
 // The trend of stored time - window end over a stretch, in ppm: zero unless it stands out of
 // the stored times' own scatter (on a loaded machine Prometheus' scrapes jitter by tens of ms,
 // and a few seconds of them show any slope). A window a period off its neighbours (a copy, a
@@ -96,26 +117,12 @@ double stretch_drift_ppm(const std::vector<int64_t>& ts_ns, const std::vector<in
   const size_t n = ts_ns.size();
   if (n <= 2) return 0;
   std::vector<double> y(n), t(n);
-  double mt = 0, my = 0;
   for (size_t i = 0; i < n; ++i) {
     t[i] = static_cast<double>(ts_ns[i] - ts_ns[0]);
     y[i] = static_cast<double>(ts_ns[i] - ends_ns[i]);
     if (i > 0 && period_ns > 0) y[i] -= period_ns * std::round((y[i] - y[i - 1]) / period_ns);
-    mt += t[i], my += y[i];
   }
-  mt /= static_cast<double>(n);
-  my /= static_cast<double>(n);
-  double sxy = 0, sxx = 0;
-  for (size_t i = 0; i < n; ++i) sxy += (t[i] - mt) * (y[i] - my), sxx += (t[i] - mt) * (t[i] - mt);
-  if (!(sxx > 0)) return 0;
-  const double slope = sxy / sxx;
-  double rss = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double r = y[i] - my - slope * (t[i] - mt);
-    rss += r * r;
-  }
-  const double slope_se = std::sqrt(rss / static_cast<double>(n - 2) / sxx);
-  return std::fabs(slope) > kSignificantDriftSe * slope_se ? slope * 1e6 : 0;
+  return significant_slope_ppm(t, y, kSignificantDriftSe);
 }
 
 // The trend of the quarters' own offsets (each at the middle of its stored times, ns after the
@@ -124,23 +131,7 @@ double stretch_drift_ppm(const std::vector<int64_t>& ts_ns, const std::vector<in
 // windows on a grid of the wrong period, and its tilt says nothing; the quarters' offsets from
 // it walk by a few ms each.
 double quarters_trend_ppm(const std::vector<double>& offsets, const std::vector<double>& at) {
-  const size_t n = offsets.size();
-  if (n < 3) return 0;
-  double mt = 0, mq = 0;
-  for (size_t i = 0; i < n; ++i) mt += at[i], mq += offsets[i];
-  mt /= static_cast<double>(n);
-  mq /= static_cast<double>(n);
-  double sxy = 0, sxx = 0;
-  for (size_t i = 0; i < n; ++i) sxy += (at[i] - mt) * (offsets[i] - mq), sxx += (at[i] - mt) * (at[i] - mt);
-  if (!(sxx > 0)) return 0;
-  const double slope = sxy / sxx;
-  double rss = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double r = offsets[i] - mq - slope * (at[i] - mt);
-    rss += r * r;
-  }
-  const double slope_se = std::sqrt(rss / static_cast<double>(n - 2) / sxx);
-  return std::fabs(slope) > kQuarterTrendT * slope_se ? slope * 1e6 : 0;
+  return offsets.size() < 3 ? 0 : significant_slope_ppm(at, offsets, kQuarterTrendT);
 }
 
 // The best point of a grid from lo to hi.
