@@ -140,7 +140,8 @@ def parser():
     live.add_argument("--container", default="", help="container label")
     live.add_argument("--duration", type=positive_number,
                       help="stop after this many seconds, or once the idle tail after the latest event has been "
-                           "served (5 s), whichever is later (default: until SIGINT/SIGTERM)")
+                           "served (5 s, or the data path's delay where longer), whichever is later "
+                           "(default: until SIGINT/SIGTERM)")
     common(live)
 
     offline = commands.add_parser(
