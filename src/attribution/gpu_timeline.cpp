@@ -4,15 +4,14 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
-#include <tuple>
 #include <unordered_map>
 #include <utility>
 
 #include "attribution/event_store.hpp"
+#include "attribution/timing_shift.hpp"
 #include "core/statement.hpp"
 
 namespace pp {
@@ -20,63 +19,6 @@ namespace {
 
 constexpr int64_t kNsPerMsInt = 1000000;
 constexpr const char* kUntracked = "(untracked)";
-constexpr double kPollWanderNs = 100000;  // 0.1 ms
-
-// How far the estimator's timing shift moves windows: the uncertainty of the offset over a
-// job's stretches (those within the window's horizon, timing_horizon_ms). Each stretch's offset
-// is estimated from its own samples, so their errors are independent and their mean is known
-// sqrt(n) times better than one of them (each weighing as much of the job's span as it covers);
-// a stretch whose timing is unknown (half a window) still dominates. DCGM's grid and the
-// driver's apart.
-struct TimingShift {
-  double dcgm_ns = 0, driver_ns = 0;
-};
-
-// A stretch of pp_alignment that has layers in it: the window ends of its stored times and how
-// far its offset is known. (A stretch without layers has its offset from its neighbours and no
-// timing of its own: it says nothing about how well a job's windows are placed.)
-struct StretchTiming {
-  int64_t from_ms;  // its first stored time
-  int64_t first_end_ns, last_end_ns;
-  double dcgm_ns, driver_ns;
-  std::optional<double> window_ns, util_window_ns;  // the lengths its windows keep (pp_alignment)
-  int64_t reach_ns = 0;  // how far its longest window reaches back from its end (place_timing)
-};
-
-// How much of a job's span [span_first, span_last] (ns) a stretch's windows cover: the share of
-// the job's windows whose placement its offset decides.
-double overlap_ns(const StretchTiming& s, int64_t span_first, int64_t span_last) {
-  const double from = std::max(static_cast<double>(s.first_end_ns) - static_cast<double>(s.reach_ns),
-                               static_cast<double>(span_first));
-  const double to = std::min(static_cast<double>(s.last_end_ns), static_cast<double>(span_last));
-  return std::max(0.0, to - from);
-}
-
-// The stretches' timings combined as independent errors, never below the floor (read_stretches).
-// Each weighs as much of the job's span as its windows cover (span: the job's first and last ns;
-// none: every stretch alike): an offset error moves only its own stretch's windows, so a stretch
-// that holds a job's last seconds and then the idle GPU (its offset poorly known: most of its
-// windows have no layer to place them by) moves few of the job's windows.
-TimingShift combined_timing(std::vector<StretchTiming>::const_iterator first,
-                            std::vector<StretchTiming>::const_iterator last,
-                            std::optional<std::pair<int64_t, int64_t>> span) {
-  double dcgm = 0, driver = 0, total = 0;
-  for (auto it = first; it != last; ++it) {
-    const double w = span ? overlap_ns(*it, span->first, span->second) : 1.0;
-    dcgm += w * w * it->dcgm_ns * it->dcgm_ns;
-    driver += w * w * it->driver_ns * it->driver_ns;
-    total += w;
-  }
-  // (A span that none of its stretches' windows reach, e.g. one of reversed ends: every stretch alike.)
-  if (span && !(total > 0)) return combined_timing(first, last, std::nullopt);
-  if (total == 0) return {kPollWanderNs, kPollWanderNs};
-  // Never below a fraction of how far DCGM's own polls stray from the straight grid the windows
-  // are put on (its scheduler's lateness, up to some 0.2 ms): no stored time shows that, and at
-  // low noise a 0.1 ms layer's value moves with it (8% at zero noise). Nor does it shrink with
-  // the stretches: shrinking as 0.1 ms x sqrt(3 / n), it let a 6-hour realistic recording mark a
-  // 0.2 ms layer identified and 6% off after an hour.
-  return {std::max(std::sqrt(dcgm) / total, kPollWanderNs), std::max(std::sqrt(driver) / total, kPollWanderNs)};
-}
 
 // A stored sample time of the GPU and the window it describes (a row of pp_windows).
 struct StoredWindow {
@@ -86,17 +28,6 @@ struct StoredWindow {
   // The lengths its stretch was aligned with where the data had not told them yet (pp_windows).
   std::optional<double> window_ms, util_window_ms;
 };
-
-// How far a sample of the series covers time before and after its end_ns, as the sweep of
-// interval_sweep.hpp takes it: a window (end - window, end], an instant spread over
-// kInstantSpreadNs around it.
-struct SampleReach {
-  int64_t before, after;
-};
-SampleReach reach_of(const TimelineSeries& s) {
-  if (s.kind == TimelineSeries::kInstant) return {kInstantSpreadNs / 2, kInstantSpreadNs / 2};
-  return {s.longest_window_ns(), 0};
-}
 
 void sort_by_end(TimelineSeries& s) {
   const auto by_end = [](const TimelineSample& a, const TimelineSample& b) { return a.end_ns < b.end_ns; };
@@ -125,7 +56,7 @@ class TimelineReader : public TimelineFetch {
     if (built_) throw std::logic_error("a timeline is built once");
     built_ = true;
     build_events();
-    place_timing(timing_shift_, for_shifts_, horizon_ms_);
+    place_timing(gpu_, stretches_, from_data_, farthest_move_ns_, timing_shift_, for_shifts_, horizon_ms_);
     return std::move(gpu_);
   }
 
@@ -152,7 +83,7 @@ class TimelineReader : public TimelineFetch {
     // read are those that windows moved by the farthest any job's shift can take them reach.
     int64_t move = 0;
     if (timing_shift || for_shifts) {
-      read_stretches(uuid);
+      stretches_ = read_stretches(db_, uuid);
       double farthest = kPollWanderNs;
       for (const StretchTiming& s : stretches_) farthest = std::max({farthest, s.dcgm_ns, s.driver_ns});
       move = std::llround(farthest) + 1;  // no job's shift, rounded to the ns, goes further
@@ -259,95 +190,6 @@ class TimelineReader : public TimelineFetch {
       gpu_.jobs[j].untracked_group = group_for(key, j, kUntracked, 0, kUntracked);
     }
     sort_events();
-  }
-
-  // Gives every sample the size of its timing shift: that of the jobs whose span its window
-  // overlaps (the largest, where several), each job's from its stretches that begin within
-  // horizon_ms of the sample's stored time (timing_horizon_ms), so that one job's well placed
-  // history does not vouch for another's uncertain windows. A job none of whose stretches there
-  // has layers, and a window of no job's span, take the GPU's stretches within the horizon.
-  // Then moves every window by timing_shift times it.
-  void place_timing(int timing_shift, bool for_shifts, int64_t horizon_ms) {
-    if (!timing_shift && !for_shifts) return;
-    // Each stretch's reach: the longest of its windows, each series' as the sweep takes it (not
-    // which windows this read holds, so that every read gives a job the same stretches).
-    for (StretchTiming& stretch : stretches_) {
-      stretch.reach_ns = 0;
-      for (size_t si = 0; si < gpu_.series.size(); ++si) {
-        const TimelineSeries& s = gpu_.series[si];
-        const std::optional<double>& kept =
-            s.kind == TimelineSeries::kDriverWindow ? stretch.util_window_ns : stretch.window_ns;
-        const int64_t reach = s.kind == TimelineSeries::kInstant ? kInstantSpreadNs / 2
-                              : kept && from_data_[si]           ? std::llround(*kept)
-                                                                 : std::llround(s.window_ns);
-        stretch.reach_ns = std::max(stretch.reach_ns, reach);
-      }
-    }
-    // Per job, its stretches [first, last): those that hold a window of its span.
-    std::vector<std::pair<size_t, size_t>> job_stretches;
-    std::vector<uint32_t> by_first(gpu_.jobs.size());
-    for (uint32_t j = 0; j < gpu_.jobs.size(); ++j) {
-      job_stretches.push_back(stretches_of_span(gpu_.jobs[j].first, gpu_.jobs[j].last));
-      by_first[j] = j;
-    }
-    std::sort(by_first.begin(), by_first.end(),
-              [&](uint32_t a, uint32_t b) { return gpu_.jobs[a].first < gpu_.jobs[b].first; });
-    // The farthest a move can take a sample: the largest timing of the stretches in its horizon.
-    std::vector<int64_t> farthest_before(stretches_.size() + 1, static_cast<int64_t>(std::llround(kPollWanderNs)) + 1);
-    for (size_t i = 0; i < stretches_.size(); ++i)
-      farthest_before[i + 1] =
-          std::max(farthest_before[i],
-                   static_cast<int64_t>(std::llround(std::max(stretches_[i].dcgm_ns, stretches_[i].driver_ns))) + 1);
-    // By stretches [first, last) and job (kNoJob: every stretch alike).
-    constexpr uint32_t kNoJob = UINT32_MAX;
-    std::map<std::tuple<size_t, size_t, uint32_t>, TimingShift> combined;
-    const auto timing = [&](size_t first, size_t last, uint32_t job) {
-      auto [it, added] = combined.try_emplace({first, last, job});
-      if (added)
-        it->second = combined_timing(stretches_.begin() + static_cast<std::ptrdiff_t>(first),
-                                     stretches_.begin() + static_cast<std::ptrdiff_t>(last),
-                                     job == kNoJob ? std::nullopt
-                                                   : std::optional(std::pair(gpu_.jobs[job].first, gpu_.jobs[job].last)));
-      return it->second;
-    };
-    for (TimelineSeries& s : gpu_.series) {
-      const SampleReach covers = reach_of(s);
-      const bool instant = s.kind == TimelineSeries::kInstant;
-      // A sweep in end order: jobs enter as their span starts before what a sample covers ends
-      // and leave once it ends before what any later sample covers starts, each as far as a
-      // move can take the sample (one moved into a job's span moves as that job's windows do).
-      std::vector<uint32_t> active;
-      size_t next = 0;
-      for (TimelineSample& sample : s.samples) {
-        // The stretches within the horizon: those that begin before the sample's stored time plus it.
-        const size_t known = static_cast<size_t>(
-            std::partition_point(stretches_.begin(), stretches_.end(),
-                                 [&](const StretchTiming& t) {
-                                   return t.from_ms < sample.ts_ms || t.from_ms - sample.ts_ms < horizon_ms;
-                                 }) -
-            stretches_.begin());
-        const int64_t move = farthest_before[known];
-        const int64_t before = instant ? covers.before : std::llround(s.window_of(sample));
-        const int64_t from = sample.end_ns - before - move;
-        const int64_t to = sample.end_ns + covers.after + farthest_move_ns_;
-        const int64_t earliest = sample.end_ns - covers.before - farthest_move_ns_;
-        while (next < by_first.size() && gpu_.jobs[by_first[next]].first < to) active.push_back(by_first[next++]);
-        active.erase(
-            std::remove_if(active.begin(), active.end(), [&](uint32_t j) { return gpu_.jobs[j].last <= earliest; }),
-            active.end());
-        const auto pick = [&](const TimingShift& t) { return sample.driver_grid ? t.driver_ns : t.dcgm_ns; };
-        bool in_a_span = false;
-        double shift = 0;
-        for (uint32_t j : active)
-          if (gpu_.jobs[j].last > from && gpu_.jobs[j].first < sample.end_ns + covers.after + move) {
-            in_a_span = true;
-            const size_t first = job_stretches[j].first, last = std::min(job_stretches[j].second, known);
-            shift = std::max(shift, pick(first < last ? timing(first, last, j) : timing(0, known, kNoJob)));
-          }
-        sample.shift_ns = std::llround(in_a_span ? shift : pick(timing(0, known, kNoJob)));
-      }
-    }
-    if (timing_shift) move_windows(gpu_, timing_shift);
   }
 
  private:
@@ -509,33 +351,6 @@ class TimelineReader : public TimelineFetch {
     gpu_.durations.emplace_back();
     gpu_.first_id.push_back(INT64_MAX);
     return group;
-  }
-
-  // The GPU's stretches that have layers, in time order (pp_alignment), for place_timing.
-  void read_stretches(const std::string& uuid) {
-    Statement read(db_, "SELECT from_ms, through_ms, offset_ns, timing_ns, coalesce(util_timing_ns, 0), window_ms, "
-                        "util_window_ms FROM main.pp_alignment WHERE uuid = :uuid AND status <> 'no layers' ORDER BY from_ms");
-    read.bind(":uuid", uuid);
-    const auto length_ns = [&](int column) {
-      return read.column_null(column) ? std::nullopt
-                                      : std::optional<double>(read.column_double(column) * static_cast<double>(kNsPerMsInt));
-    };
-    while (read.step()) {
-      const int64_t offset = read.column_int64(2);
-      stretches_.push_back({read.column_int64(0), read.column_int64(0) * kNsPerMsInt - offset,
-                            read.column_int64(1) * kNsPerMsInt - offset, read.column_double(3), read.column_double(4),
-                            length_ns(5), length_ns(6)});
-    }
-  }
-
-  // The stretches that hold a window of the span [first, last] (a window reaching its stretch's
-  // reach_ns back from its end), as indices [from, to) into stretches_.
-  std::pair<size_t, size_t> stretches_of_span(int64_t first, int64_t last) const {
-    const auto from = std::partition_point(stretches_.begin(), stretches_.end(),
-                                           [&](const StretchTiming& s) { return s.last_end_ns <= first; });
-    auto to = from;
-    while (to != stretches_.end() && to->first_end_ns - to->reach_ns < last) ++to;
-    return {static_cast<size_t>(from - stretches_.begin()), static_cast<size_t>(to - stretches_.begin())};
   }
 
   sqlite3* db_;

@@ -61,6 +61,17 @@ struct TimelineSeries {
 // % (an identified ReLU 5.7% off, its 90% interval missing the truth).
 constexpr int64_t kInstantSpreadNs = 400000;
 
+// How far a sample of the series covers time before and after its end_ns, as the sweep of
+// interval_sweep.hpp takes it: a window (end - window, end], an instant spread over
+// kInstantSpreadNs around it.
+struct SampleReach {
+  int64_t before, after;
+};
+inline SampleReach reach_of(const TimelineSeries& s) {
+  if (s.kind == TimelineSeries::kInstant) return {kInstantSpreadNs / 2, kInstantSpreadNs / 2};
+  return {s.longest_window_ns(), 0};
+}
+
 struct TimelineEvent {
   int64_t start, end, id;  // ns; pp_events.id
   uint32_t group, job;
