@@ -11,6 +11,7 @@
 
 #include "attribution/gpu_timeline.hpp"
 #include "attribution/interval_sweep.hpp"
+#include "attribution/window_spans.hpp"
 #include "core/errors.hpp"
 #include "core/statement.hpp"
 #include "stats/sample_key.hpp"
@@ -30,12 +31,6 @@ std::map<std::string, Bounds> metric_bounds(sqlite3* db) {
 
 namespace {
 
-// Two jobs' events that overlap by at most this much hand the GPU over rather than run at once:
-// each process turns its CUDA event times into unix time with its own anchor, some tens of us
-// apart. (The overlap is then counted twice; the window's fractions are scaled back to 1.)
-constexpr int64_t kHandOverNs = 100000;
-
-
 // How one group of a GPU's timeline enters the systems (fixed for the timeline).
 struct GroupRole {
   const std::string* system = nullptr;
@@ -48,46 +43,6 @@ struct GroupRole {
 
 constexpr uint32_t kNoId = UINT32_MAX;
 constexpr size_t kRowsReserved = 64;  // per window, when a new system is sized
-
-// Whether events of two different jobs run at the same time (longer than a hand-over) within
-// [start, end).
-bool jobs_ran_at_once(const GpuTimeline& gpu, std::vector<size_t>& events, int64_t start, int64_t end) {
-  std::sort(events.begin(), events.end(), [&](size_t a, size_t b) { return gpu.events[a].start < gpu.events[b].start; });
-  std::vector<std::pair<uint32_t, int64_t>> last_end;  // per job, the latest end so far
-  for (size_t i : events) {
-    const TimelineEvent& e = gpu.events[i];
-    const int64_t from = std::max(e.start, start), to = std::min(e.end, end);
-    if (to <= from) continue;
-    bool mine = false;
-    for (auto& [job, until] : last_end) {
-      if (job == e.job) {
-        until = std::max(until, to);
-        mine = true;
-      } else if (std::min(until, to) - from > kHandOverNs) {
-        return true;
-      }
-    }
-    if (!mine) last_end.emplace_back(e.job, to);
-  }
-  return false;
-}
-
-// Length of [start, end) covered by the spans of the given jobs on this GPU.
-int64_t span_union(const GpuTimeline& gpu, const std::vector<uint32_t>& jobs, int64_t start, int64_t end) {
-  std::vector<std::pair<int64_t, int64_t>> parts;
-  for (uint32_t j : jobs) {
-    const int64_t from = std::max(start, gpu.jobs[j].first), to = std::min(end, gpu.jobs[j].last);
-    if (to > from) parts.emplace_back(from, to);
-  }
-  std::sort(parts.begin(), parts.end());
-  int64_t total = 0, reached = start;
-  for (const auto& [from, to] : parts) {
-    if (to <= reached) continue;
-    total += to - std::max(from, reached);
-    reached = to;
-  }
-  return total;
-}
 
 // One system's part of a window.
 struct SystemHere {
@@ -102,22 +57,6 @@ struct SystemHere {
   std::vector<uint32_t> jobs;  // a joint system's jobs in the window
   double event_time = 0;       // and the time their events cover (ns, as weighed)
 };
-
-// The span of time a sample stands for, as the sweep took it (interval_sweep.hpp).
-struct WindowSpan {
-  double window;  // ns, at least 1: what the fractions are of
-  bool instant;
-  int64_t start, end;
-  double scale;  // an instant's spread counts as one window
-};
-
-WindowSpan span_of(const TimelineSeries& series, const TimelineSample& sample) {
-  const bool instant = series.kind == TimelineSeries::kInstant;
-  const int64_t half = kInstantSpreadNs / 2, window_int = static_cast<int64_t>(std::llround(series.window_of(sample)));
-  return {std::max(series.window_of(sample), 1.0), instant,
-          instant ? sample.end_ns - half : sample.end_ns - window_int, instant ? sample.end_ns + half : sample.end_ns,
-          instant ? static_cast<double>(std::max<int64_t>(window_int, 1)) / kInstantSpreadNs : 1.0};
-}
 
 // A sums-only grouping's rows of one system in the windows of series whose windows are the same
 // to the bit, for the series that had a value there: one row's weights serve them all. A window
