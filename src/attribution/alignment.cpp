@@ -134,6 +134,14 @@ double quarters_trend_ppm(const std::vector<double>& offsets, const std::vector<
   return offsets.size() < 3 ? 0 : significant_slope_ppm(at, offsets, kQuarterTrendT);
 }
 
+// The rows of a stretch's mixes (windows) that hold some of the first layer_columns columns.
+std::vector<size_t> windows_with_layers(const Eigen::MatrixXd& mixes, Eigen::Index layer_columns) {
+  std::vector<size_t> rows;
+  for (Eigen::Index r = 0; r < mixes.rows(); ++r)
+    if ((mixes.row(r).head(layer_columns).array() > 0).any()) rows.push_back(static_cast<size_t>(r));
+  return rows;
+}
+
 // The best point of a grid from lo to hi.
 template <class F>
 double best_on_grid(F&& loglik, double lo, double hi, double step) {
@@ -415,13 +423,17 @@ OffsetEstimate estimate_offset_from(SearchFits& fits, const AlignmentSamples& sa
   std::vector<int64_t> grid = shifted_ends(kept.ts_ns, p.at, shift, period_ns);
   est.on_grid = fits.snap(grid, period_ns);
   if (!est.on_grid) est.off_grid_spread_ns = spread_about_grid(grid, period_ns);
-  const size_t quarter = n_kept / 4;
+  // The quarters are of the windows that hold layers, each with the windows without any among
+  // or before them: a job's end leaves the idle GPU's windows in its stretch, and a quarter of
+  // mostly those would have its likelihood from the few that hold layers, peaked anywhere.
+  const std::vector<size_t> with_layers = windows_with_layers(fits.mix(grid, window_ns), fits.mix.timeline().unknowns);
+  const size_t quarter = with_layers.size() / 4;
   double quarters_drift_ppm = 0;
   if (quarter >= 20) {
     std::vector<double> q, q_at;  // each quarter's offset from the grid, and the middle of its stored times
     bool beyond_reach = false;
     for (int k = 0; k < 4; ++k) {
-      const size_t from = k * quarter, to = k == 3 ? n_kept : (k + 1) * quarter;
+      const size_t from = k == 0 ? 0 : with_layers[k * quarter], to = k == 3 ? n_kept : with_layers[(k + 1) * quarter];
       const std::vector<std::vector<double>> values = part(kept, from, to).values;
       const auto loglik_of_quarter = [&](double d) {
         std::vector<int64_t> ends(grid.begin() + static_cast<std::ptrdiff_t>(from), grid.begin() + static_cast<std::ptrdiff_t>(to));

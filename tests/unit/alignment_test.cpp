@@ -292,6 +292,24 @@ TEST(Alignment, IdleWindowsStayWhereTheirStoredTimesPutThem) {
   }
 }
 
+// A stretch that holds a job's last 12.2 s and then 3.8 s of the idle GPU (every window reads
+// 0): its quarters are of the windows that hold layers. Four quarters of its stored times would
+// leave the last with 2 windows that hold layers among 38 idle ones, whose likelihood peaks
+// anywhere (an exact fit at every offset near the stretch's), and their scatter would call the
+// offset uncertain by ms where it is placed to a tenth of one.
+TEST(Alignment, TheQuartersAreOfTheWindowsThatHoldLayers) {
+  for (unsigned seed = 1; seed <= 4; ++seed) {
+    Gpu g = make_gpu(12.2, seed);
+    g.value_of_unknown[3] = 0;
+    const pp::AlignmentSamples s = sample(g, 16.1, 100 * kMs, 100 * kMs, 37.4 * kMs, 1.0, seed);
+    const pp::OffsetEstimate e = pp::estimate_offset(g.timeline, s, 100 * kMs, 100 * kMs, {{-100 * kMs, 1000 * kMs}}, kMs);
+    ASSERT_TRUE(e.found);
+    EXPECT_NEAR(e.offset_ns / kMs, 37.4, 0.3) << seed;
+    EXPECT_LT(e.quarters_half90_ns, 0.5 * kMs) << seed;
+    EXPECT_GT(e.quarters_half90_ns, 0) << seed;  // (the quarters were searched)
+  }
+}
+
 TEST(Alignment, ASingleCopyMovesNoWindow) {
   // One early scrape takes the window before (stored twice, the next one skipped) and every
   // other scrape the newest: nothing is placed a period off, whatever the noise.
