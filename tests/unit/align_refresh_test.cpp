@@ -1201,4 +1201,34 @@ TEST_F(AlignRefresh, ADamagedStateNamesItsRow) {
                 kUuid + "', system 'job', metric 'DCGM_FI_PROF_SM_ACTIVE', grouping 'layer_type', shift 0)");
 }
 
+
+// The job's calls end 62.5 s in, and dcgm-exporter goes on serving the idle GPU's windows for 7 s
+// more. The job's last stretch ends a few windows after its end (max_sample_lag_ms, then two
+// windows stored), so its last seconds are aligned with the windows before them; the idle
+// GPU's windows make a stretch without layers. (Before, a stretch of the job's last 60 ms and
+// the idle windows after them was placed 106 ms off, poorly determined, and warned about.)
+class AlignRefreshIdleAfterTheJob : public AlignRefresh {
+ protected:
+  AlignRefreshIdleAfterTheJob() { job_ns_ = 62.5e9; }
+};
+
+TEST_F(AlignRefreshIdleAfterTheJob, TheJobsEndEndsItsLastStretch) {
+  insert_samples(0, last_ms() + 7000);
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const std::string warnings = db_.scalar("SELECT pp_last_warnings()").text;
+  EXPECT_EQ(warnings.find("poorly determined"), std::string::npos) << warnings;
+  const std::string end = std::to_string(last_ms());
+  const auto last = db_.query("SELECT status, offset_ns / 1e6, timing_ns / 1e6, through_ms - " + end +
+                              " FROM pp_alignment WHERE from_ms < " + end + " AND through_ms >= " + end);
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0][0].text, "estimated");
+  EXPECT_NEAR(last[0][1].real, kOffsetMs, 1.0);
+  EXPECT_LT(last[0][2].real, 2.0);
+  EXPECT_GT(last[0][3].integer, 1000 + 100);
+  EXPECT_LT(last[0][3].integer, 1000 + 400);
+  for (const auto& row : db_.query("SELECT status FROM pp_alignment WHERE from_ms >= " + end))
+    EXPECT_EQ(row[0].text, "no layers");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment WHERE from_ms >= " + end).integer, 1);
+}
+
 }  // namespace
