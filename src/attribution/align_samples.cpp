@@ -159,9 +159,11 @@ class GpuAligner {
   // max_sample_lag_ms. A job's end is the end of a stretch (segment_end): its last seconds are
   // aligned with the windows before them, not with the idle GPU's after them, whose stretch has
   // no layers.
+  // (A pinned offset places every window alike, searched for or not: nothing to cut.)
   void mark_windows_with_layers() {
     const std::vector<int64_t>& ts = data_.ts_ms;
-    may_hold_layers_.assign(ts.size(), 0);
+    may_hold_layers_.assign(ts.size(), pinned_ ? 1 : 0);
+    if (pinned_) return;
     for (const auto& job : extent_.jobs) {
       const auto first_ms = static_cast<int64_t>(std::floor(static_cast<double>(job.second.first) / kNsPerMs));
       size_t i = static_cast<size_t>(std::lower_bound(ts.begin(), ts.end(), first_ms) - ts.begin());
