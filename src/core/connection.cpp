@@ -113,6 +113,16 @@ bool Connection::first_refresh_call(const std::vector<std::string>& call) {
   return refresh_calls_.insert(call).second;
 }
 
+uint64_t Connection::call_number(const std::string& key) {
+  std::vector<StatementRun> running = running_statements();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (running != call_statements_) {
+    call_statements_ = std::move(running);
+    call_numbers_.clear();
+  }
+  return call_numbers_.emplace(key, call_numbers_.size()).first->second;
+}
+
 std::shared_ptr<const void> Connection::cached(
     const std::string& key, uint64_t cursor, size_t& bytes_hint,
     const std::function<std::shared_ptr<const void>(size_t&)>& compute) {

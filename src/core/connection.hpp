@@ -65,6 +65,12 @@ class Connection {
   // opens a cursor for each of its runs.
   bool first_refresh_call(const std::vector<std::string>& call);
 
+  // The number of a table-valued call within the statement running now (of its run): 0 for its
+  // first, the same number for a call with the same key, the next for a new one. Kept across
+  // the statement's cursors, since a MULTI-INDEX OR closes a table's cursor and opens another
+  // for each branch (table_function.hpp, first_rowid).
+  uint64_t call_number(const std::string& key);
+
   // An interrupted pp_refresh leaves its savepoint open: SQLite runs no statement (not even
   // ROLLBACK TO) while the interrupt is in force, so the next pp_refresh rolls it back. Until
   // then, or until a ROLLBACK, a COMMIT on the connection would store part of a refresh: the
@@ -106,6 +112,8 @@ class Connection {
   std::map<std::string, CachedAnswer> cache_;
   std::vector<StatementRun> refresh_statements_;  // running at the calls in refresh_calls_
   std::set<std::vector<std::string>> refresh_calls_;
+  std::vector<StatementRun> call_statements_;  // running at the calls in call_numbers_
+  std::map<std::string, uint64_t> call_numbers_;
   size_t cache_bytes_ = 0;
 };
 

@@ -219,6 +219,47 @@ std::vector<sqlite3_value*> filter_arguments(int idx_num, int argc, sqlite3_valu
   return values;
 }
 
+namespace {
+
+// Appends a value to a call's key: its type, then its bytes (an IN list handed over whole, its
+// values in turn), so that two keys are equal only for values that are the same.
+void append_key_value(std::string& key, sqlite3_value* value) {
+  const int type = sqlite3_value_type(value);
+  key += static_cast<char>('0' + type);
+  if (type == SQLITE_INTEGER) {
+    key += std::to_string(sqlite3_value_int64(value));
+  } else if (type == SQLITE_FLOAT) {
+    const double number = sqlite3_value_double(value);
+    key.append(reinterpret_cast<const char*>(&number), sizeof number);
+  } else if (type == SQLITE_TEXT || type == SQLITE_BLOB) {
+    const void* bytes =
+        type == SQLITE_TEXT ? static_cast<const void*>(sqlite3_value_text(value)) : sqlite3_value_blob(value);
+    const int size = sqlite3_value_bytes(value);
+    key += std::to_string(size) + ":";
+    if (size > 0) key.append(static_cast<const char*>(bytes), static_cast<size_t>(size));
+  } else {
+    sqlite3_value* item = nullptr;
+    int rc = sqlite3_vtab_in_first(value, &item);  // an error code for a plain NULL
+    if (rc != SQLITE_OK && rc != SQLITE_DONE) return;
+    key += "(";
+    for (; rc == SQLITE_OK; rc = sqlite3_vtab_in_next(value, &item)) append_key_value(key, item);
+    if (rc == SQLITE_NOMEM) throw std::bad_alloc();
+    if (rc != SQLITE_DONE)
+      throw Error("cannot read the values of an IN list (SQLite error " + std::to_string(rc) + ")");
+    key += ")";
+  }
+  key += ";";
+}
+
+}  // namespace
+
+sqlite3_int64 TableCursor::first_rowid(const char* table, int idx_num, const char* idx_str, int argc,
+                                       sqlite3_value** argv) {
+  std::string key = std::string(table) + ";" + std::to_string(idx_num) + ";" + (idx_str ? idx_str : "") + ";";
+  for (int i = 0; i < argc; ++i) append_key_value(key, argv[i]);
+  return static_cast<sqlite3_int64>((connection->call_number(key) << 32) + 1);
+}
+
 TableCursor::~TableCursor() {
   for (sqlite3_value* v : arguments_) sqlite3_value_free(v);
   connection->cursor_closed(serial);

@@ -16,7 +16,7 @@
 //   const sqlite3_module kRangeModule = table_function_module<RangeCursor>();
 //
 // The kit does the rest: connecting (declaring kSchema, DIRECTONLY or INNOCUOUS), the cursor's
-// life and rowid (1, 2, ... in row order), and the hidden columns, which echo the arguments
+// life and rowid (1, 2, ... in row order; see first_rowid), and the hidden columns, which echo the arguments
 // that filter() passed to keep_arguments(). Every callback runs inside guard_vtab: nothing
 // thrown reaches SQLite, and messages get kName in front.
 #pragma once
@@ -85,6 +85,13 @@ class TableCursor : public sqlite3_vtab_cursor {
   void keep_arguments(const std::vector<sqlite3_value*>& arguments);
   void result_argument(sqlite3_context* ctx, size_t argument) const;
 
+  // The rowid of the first row of a call. SQLite's MULTI-INDEX OR runs one call per branch (a
+  // cursor each) and drops a row whose rowid an earlier branch gave: the rows of calls that
+  // differ (in arguments, pushed-down values or plan) are other rows, so each such call counts
+  // from its own 2^32 * k + 1 (k: how many differing calls the statement ran before it, so its
+  // first call's rows are 1, 2, ...), and a call repeated as it was counts as it did.
+  sqlite3_int64 first_rowid(const char* table, int idx_num, const char* idx_str, int argc, sqlite3_value** argv);
+
   ConnectionPtr connection;
   const uint64_t serial;  // Connection::cursor_opened's: the answers of the cache it may use
   bool eof = true;
@@ -144,7 +151,7 @@ sqlite3_module table_function_module() {
       check_plan_arguments(idx_str);
       auto* cursor = static_cast<Cursor*>(base);
       cursor->eof = true;
-      cursor->rowid = 1;
+      cursor->rowid = cursor->first_rowid(Cursor::kName, idx_num, idx_str, argc, argv);
       std::vector<sqlite3_value*> arguments(argv, argv + argc);
       if (extra_arguments_agree(idx_num, idx_str, arguments))
         cursor->filter(idx_num, static_cast<int>(arguments.size()), arguments.data());

@@ -22,6 +22,15 @@ SELECT count(*) = (SELECT count(*) FROM ev WHERE layer = 'top_l.0' OR forward = 
 -- OR of two arguments: one call per path.
 SELECT count(*) = 10 FROM layer_events
  WHERE path = '${SOURCE_DIR}/tests/data/events/job1/rank0.jsonl' OR path = '${SOURCE_DIR}/tests/data/events/job1/rank1.jsonl';
+-- Two calls as the branches of an OR that SQLite does not make an IN list (a MULTI-INDEX OR):
+-- it drops a row whose rowid an earlier branch gave, so each call's rows need their own rowids,
+-- and a call repeated with the same arguments the same ones (its rows are the same rows).
+SELECT count(*) = 6 + 3 FROM layer_events
+ WHERE path = '${SOURCE_DIR}/tests/data/events/job1/rank0.jsonl'
+    OR (path = '${SOURCE_DIR}/tests/data/events/job1/rank1.jsonl' AND forward = 1);
+SELECT count(*) = 4 FROM layer_events
+ WHERE (path = '${SOURCE_DIR}/tests/data/events/job1/rank1.jsonl' AND forward = 1)
+    OR (path = '${SOURCE_DIR}/tests/data/events/job1/rank1.jsonl' AND layer IS NOT NULL);
 -- The named-column form, with = and with IS.
 SELECT count(*) = 10 FROM layer_events WHERE path = '${SOURCE_DIR}/tests/data/events/job1';
 SELECT count(*) = 10 FROM layer_events WHERE path IS '${SOURCE_DIR}/tests/data/events/job1';
