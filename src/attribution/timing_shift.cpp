@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -13,6 +14,7 @@ namespace pp {
 namespace {
 
 constexpr int64_t kTimingNsPerMs = 1000000;
+constexpr double kMostTimingNs = 1e15;  // a timing or window length of pp_alignment, at most
 
 // How far the estimator's timing shift moves windows: the uncertainty of the offset over a
 // job's stretches (those within the window's horizon, timing_horizon_ms). Each stretch's offset
@@ -69,22 +71,43 @@ std::pair<size_t, size_t> stretches_of_span(const std::vector<StretchTiming>& st
   return {static_cast<size_t>(from - stretches.begin()), static_cast<size_t>(to - stretches.begin())};
 }
 
+// A number as an error shows it: Inf and -Inf as SQLite prints them.
+std::string shown(double value) {
+  if (std::isinf(value)) return value > 0 ? "Inf" : "-Inf";
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 }  // namespace
 
 std::vector<StretchTiming> read_stretches(sqlite3* db, const std::string& uuid) {
   Statement read(db, "SELECT from_ms, through_ms, offset_ns, timing_ns, coalesce(util_timing_ns, 0), window_ms, "
                      "util_window_ms FROM main.pp_alignment WHERE uuid = :uuid AND status <> 'no layers' ORDER BY from_ms");
   read.bind(":uuid", uuid);
-  const auto length_ns = [&](int column) {
-    return read.column_null(column) ? std::nullopt
-                                    : std::optional<double>(read.column_double(column) * static_cast<double>(kTimingNsPerMs));
+  // A length in ns (column in ms: scaled), refused where no alignment writes it (a table edited
+  // by hand): windows moved by an infinite or out-of-range shift (whose rounding is undefined)
+  // left every read without a row.
+  const auto checked_ns = [&](int column, const char* name, double ns_per_unit) {
+    const double value = read.column_double(column);
+    if (!(value >= 0 && value * ns_per_unit <= kMostTimingNs))
+      throw Error(std::string("pp_alignment's ") + name + " of GPU " + uuid + " at from_ms " +
+                  std::to_string(read.column_int64(0)) + " is " + shown(value) +
+                  " (a length of 0 to 1e15 ns, some 11 days)");
+    return value * ns_per_unit;
+  };
+  const auto length_ns = [&](int column, const char* name) {
+    return read.column_null(column)
+               ? std::nullopt
+               : std::optional<double>(checked_ns(column, name, static_cast<double>(kTimingNsPerMs)));
   };
   std::vector<StretchTiming> stretches;
   while (read.step()) {
     const int64_t offset = read.column_int64(2);
     stretches.push_back({read.column_int64(0), read.column_int64(0) * kTimingNsPerMs - offset,
-                         read.column_int64(1) * kTimingNsPerMs - offset, read.column_double(3), read.column_double(4),
-                         length_ns(5), length_ns(6)});
+                         read.column_int64(1) * kTimingNsPerMs - offset, checked_ns(3, "timing_ns", 1),
+                         checked_ns(4, "util_timing_ns", 1), length_ns(5, "window_ms"),
+                         length_ns(6, "util_window_ms")});
   }
   return stretches;
 }

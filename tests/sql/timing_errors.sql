@@ -1,0 +1,22 @@
+-- A timing that no alignment writes (pp_alignment edited by hand or by another program) is an
+-- error that names the stretch and the column, not windows moved by an undefined amount (the
+-- rounding of an infinite or out-of-range shift), which left every read without a row.
+SELECT pp_install_views() LIKE 'tables: %';
+SELECT pp_config('sample_offset_ms', 0) = '0';
+UPDATE pp_metrics SET kind = 'window';
+SELECT events_added = 6 FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/*.jsonl', 1);
+-- error: pp_fractions: pp_alignment's timing_ns of GPU ${UUID0} at from_ms 1700000000999 is Inf
+UPDATE pp_alignment SET timing_ns = 1e999 WHERE uuid = '${UUID0}';
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- error: pp_fractions: pp_alignment's timing_ns of GPU ${UUID0} at from_ms 1700000000999 is -Inf
+UPDATE pp_alignment SET timing_ns = -1e999 WHERE uuid = '${UUID0}';
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- error: pp_fractions: pp_alignment's timing_ns of GPU ${UUID0} at from_ms 1700000000999 is 1e+300
+UPDATE pp_alignment SET timing_ns = 1e300 WHERE uuid = '${UUID0}';
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- error: pp_fractions: pp_alignment's util_timing_ns of GPU ${UUID0} at from_ms 1700000000999 is -5
+UPDATE pp_alignment SET util_timing_ns = -5 WHERE uuid = '${UUID0}';
+SELECT count(*) FROM pp_fractions('${UUID0}', -1);
+-- error: pp_fractions: pp_alignment's window_ms of GPU ${UUID0} at from_ms 1700000000999 is Inf
+UPDATE pp_alignment SET window_ms = 1e999 WHERE uuid = '${UUID0}';
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
