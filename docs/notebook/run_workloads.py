@@ -115,8 +115,11 @@ def run(out, seconds=30.0, extension=ROOT / "build" / "precisionprobe", jobs=tup
         conn.load_extension(str(extension))
         conn.execute("SELECT pp_config('prometheus_url', ?)", (url,))
         refresh_started = time.perf_counter()
-        # (pp_refresh returns its counts as text; int() for the JSON summary.)
-        row = [int(v) for v in conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(out / "emulated"),)).fetchone()]
+        # (pp_refresh returns its counts as text; int() for the JSON summary. Named columns: its
+        # row has more, waiting_end_time NULL when no event waits.)
+        row = [int(v) for v in conn.execute(
+            "SELECT events_added, samples_added, windows_folded, history_kept, http_requests FROM pp_refresh(?, 1)",
+            (str(out / "emulated"),)).fetchone()]
         conn.commit()
         conn.close()
         summary["pp_refresh"] = {"events_added": row[0], "samples_added": row[1], "windows_folded": row[2],

@@ -94,7 +94,7 @@ def test_emulator_followed_every_event(live):
 
 
 def test_pp_refresh_over_the_mirror_gives_layer_metrics_with_data(live, refreshed):
-    conn, (events_added, samples_added, windows, _, requests) = refreshed
+    conn, (events_added, samples_added, windows, _, requests, _, _) = refreshed
     assert int(events_added) == len(live["events"]) and int(samples_added) > 0 and int(windows) > 5
     assert int(requests) >= 1
     rows = conn.execute("SELECT layer, forward, data_num, gpu_util, dram_active, calls, note "

@@ -113,7 +113,7 @@ def test_pp_refresh_over_prometheus_equals_the_same_samples_inserted_directly(se
     via_prometheus = connect()
     via_prometheus.execute("SELECT pp_config('prometheus_url', ?)", (url,))
     events, samples, _, _, requests = map(int, via_prometheus.execute(
-        "SELECT * FROM pp_refresh(?, 1)", (str(Path(paths["events"]).parent),)).fetchone())
+        "SELECT events_added, samples_added, windows_folded, history_kept, http_requests FROM pp_refresh(?, 1)", (str(Path(paths["events"]).parent),)).fetchone())
     assert events == len(rec.events) and samples == 6 * len(rec.tick_ms) and requests >= 1
 
     direct = connect()  # the same samples inserted straight into pp_samples

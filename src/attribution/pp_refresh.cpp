@@ -12,7 +12,9 @@
 //          one of a job that is still running. Without it (or NULL, or 0) a job is complete once
 //          its last event is older than attribution_margin_seconds. Text that is not a number
 //          is an error.
-// One row: events_added, samples_added, windows_folded, history_kept, http_requests.
+// One row: events_added, samples_added, windows_folded, history_kept, http_requests,
+// events_waiting (not folded yet: the count pp_refresh's warning gives) and waiting_end_time
+// (when the last of them ended, unix seconds; NULL when none wait).
 //
 // The steps are refresh.hpp's. Refreshing again after more events folds only what is new, and
 // gives the same layer_state as one refresh over everything; refreshing twice with nothing new
@@ -59,8 +61,8 @@ struct RefreshCursor : RowsCursor {
   static constexpr const char* kName = "pp_refresh";
   static constexpr const char* kSchema =
       "CREATE TABLE x(events_added INTEGER, samples_added INTEGER, windows_folded INTEGER, history_kept INTEGER, "
-      "http_requests INTEGER, path HIDDEN, final HIDDEN)";
-  static constexpr int kFirstArgument = 5;
+      "http_requests INTEGER, events_waiting INTEGER, waiting_end_time REAL, path HIDDEN, final HIDDEN)";
+  static constexpr int kFirstArgument = 7;
   static constexpr bool kDirectOnly = true;
   using RowsCursor::RowsCursor;
 
@@ -95,7 +97,9 @@ struct RefreshCursor : RowsCursor {
     keep_arguments(args);
     const bool final = final_argument(args[1]);
     const RefreshSummary s = refresh(*connection, optional_text(args[0], "path"), final);
-    set_rows({{s.events_added, s.samples_added, s.windows_folded, s.history_kept, int64_t{s.http_requests}}});
+    set_rows({{s.events_added, s.samples_added, s.windows_folded, s.history_kept, int64_t{s.http_requests},
+               s.events_waiting,
+               s.waiting_end_time ? SqlValue{*s.waiting_end_time} : SqlValue{std::monostate{}}}});
   }
 };
 

@@ -35,6 +35,10 @@ constexpr int64_t kRevisableStretches = 3;
 struct RefreshSummary {
   long long events_added = 0, samples_added = 0, windows_folded = 0, history_kept = 0;
   long http_requests = 0;
+  // The events the refresh left waiting (the warning's count; refresh_warnings.cpp) and when the
+  // last of them ended (unix seconds): a caller refreshes again while they may still fold.
+  long long events_waiting = 0;
+  std::optional<double> waiting_end_time;
 };
 
 // Runs every step inside a savepoint: all of it lands, or none of it. `path` names the event

@@ -52,8 +52,11 @@ void warn_about_unattributed(RefreshRun& run) {
   // Not final: the newest events wait for windows the job may still write events into. Said,
   // so that a refresh right after a job ended is not taken for the whole job. Final: every
   // window there is was folded, so what waits lies past its GPU's last sample.
+  // The same count is pp_refresh's events_waiting, so that a caller can refresh again.
   Statement waiting(run.db, named_sql("refresh", "waiting_events"));
   if (waiting.step() && waiting.column_int64(0) > 0) {
+    run.summary.events_waiting = waiting.column_int64(0);
+    run.summary.waiting_end_time = waiting.column_double(2);
     const std::string events = std::to_string(waiting.column_int64(0)) + " events (the last " +
                                std::to_string(static_cast<long long>(std::ceil(waiting.column_double(1)))) + " s)";
     if (!run.final)

@@ -47,7 +47,8 @@ SELECT count(*) FROM (SELECT 1 UNION ALL SELECT 2) AS outer_rows
 -- A refresh writes under a savepoint, which SQLite refuses inside a statement that writes: it
 -- says so, and nothing is written (the row goes in by a statement of its own).
 -- error: pp_refresh: cannot run inside a statement that writes (INSERT ... SELECT
-CREATE TEMP TABLE refreshes(events_added, samples_added, windows_folded, history_kept, http_requests);
+CREATE TEMP TABLE refreshes(events_added, samples_added, windows_folded, history_kept, http_requests,
+                             events_waiting, waiting_end_time);
 INSERT INTO refreshes SELECT * FROM pp_refresh(NULL);
 -- error: pp_refresh: cannot run inside a statement that writes (INSERT ... SELECT
 CREATE TEMP TABLE refreshed AS SELECT * FROM pp_refresh(NULL);

@@ -242,16 +242,23 @@ TEST_F(ReportTables, ADatabaseFromBeforeTheListGetsEveryJobRewritten) {
 
 // Samples that stop before a job's last events (dcgm-exporter or the scrape stopped): a final
 // refresh folds every window there is and says how many events lie past them, instead of
-// dropping them silently; once their samples are in, a refresh folds them.
+// dropping them silently; once their samples are in, a refresh folds them. Its row says how
+// many wait and when the last of them ended (job 'b''s last call, at 29.93 s), for a caller
+// that refreshes again while they may still fold.
 TEST_F(ReportTables, EventsPastTheLastSampleAreSaidAndFoldedLater) {
   insert_samples(0, 25000);
-  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  auto row = db_.query("SELECT events_waiting, waiting_end_time FROM pp_refresh(NULL, 1)");
   const std::string warnings = text("SELECT pp_last_warnings()");
   EXPECT_NE(warnings.find("50 events (the last 5 s) lie past the last DCGM sample of their GPU"), std::string::npos)
       << warnings;
+  ASSERT_EQ(row.size(), 1u);
+  EXPECT_EQ(row[0][0].integer, 50);
+  EXPECT_NEAR(row[0][1].real, static_cast<double>(kReportT0 + 29930 * kNsPerMs) / 1e9, 1e-6);
   EXPECT_EQ(db_.scalar("SELECT sum(calls) FROM layer_metrics WHERE job_id = 'b'").integer, 50);
   insert_samples(25000, 35000);
-  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  row = db_.query("SELECT events_waiting, waiting_end_time FROM pp_refresh(NULL, 1)");
+  EXPECT_EQ(row[0][0].integer, 0);
+  EXPECT_TRUE(row[0][1].is_null());
   EXPECT_EQ(text("SELECT pp_last_warnings()"), "[]");
   EXPECT_EQ(db_.scalar("SELECT sum(calls) FROM layer_metrics WHERE job_id = 'b'").integer, 100);
 }

@@ -333,8 +333,10 @@ SELECT c.uuid, c.job_a, c.job_b,
 
 -- name: waiting_events
 -- After a fold: events of sampled GPUs still unfolded (their partial
--- index), and how many seconds of the newest GPU's events they cover (not final: waiting for
--- the margin; final: past the GPU's last sample). An event that ends before
+-- index), how many seconds of the newest GPU's events they cover (not final: waiting for
+-- the margin; final: past the GPU's last sample), and when the last of them ended (unix
+-- seconds, NULL when none wait): pp_refresh's warning and its row's events_waiting and
+-- waiting_end_time. An event that ends before
 -- its GPU's fold point is not waiting: its windows are folded, so it never will be (late_events
 -- counts it; one of no length at the fold point is waiting). A block the fold has not reached,
 -- that starts at or after the fold point and whose times
@@ -356,7 +358,8 @@ parts AS (
               AND b.first_start_ns >= b.fold_point_ns)
      AND e.block = b.id AND e.folded = 0 AND (e.t_end_ns > b.fold_point_ns OR e.t_start_ns >= b.fold_point_ns)
      AND e.t_start_ns >= 0 AND e.t_end_ns >= e.t_start_ns AND e.t_end_ns <= (1 << 62))
-SELECT coalesce(sum(events), 0), coalesce((max(last_ns) - min(first_ns)) / 1e9, 0) FROM parts;
+SELECT coalesce(sum(events), 0), coalesce((max(last_ns) - min(first_ns)) / 1e9, 0),
+       CASE WHEN sum(events) > 0 THEN max(last_ns) / 1e9 END FROM parts;
 
 -- name: empty_work_tables
 -- The work tables are empty between refreshes (schema.sql).
