@@ -153,11 +153,12 @@ def main():
     parser.add_argument("--job-id", default="dlrm-main")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "main")
     parser.add_argument("--settle", type=float, default=None,
-                        help="seconds to wait after training for the last samples (default 2, or 65 "
-                             "with --prometheus: dcgm-exporter's default interval is 30 s)")
+                        help="seconds after training that analyze --final waits at most for the samples of "
+                             "the last calls (its --wait-seconds: default its own, 20, or 65 with --prometheus: "
+                             "dcgm-exporter's default interval is 30 s)")
     args = parser.parse_args()
     emulated = args.prometheus is None
-    settle = args.settle if args.settle is not None else (2 if emulated else 65)
+    settle = args.settle if args.settle is not None else (None if emulated else 65)
 
     shutil.rmtree(args.out, ignore_errors=True)
     (args.out / "events").mkdir(parents=True)
@@ -195,14 +196,15 @@ def main():
         print("\n".join(line for line in training.stderr.splitlines() if line.startswith("precisionprobe")))
         if training.returncode:
             raise SystemExit(f"training failed ({training.returncode}):\n{training.stderr[-2000:]}")
-        time.sleep(settle)
 
         # The answer comes from `precisionprobe analyze`, as a user runs it after a job: it refreshes
         # the database (pp_refresh) and writes the report; the SQL below it is the power path.
         database = args.out / "precisionprobe.db"
         started = time.perf_counter()
         analyze = [PYTHON, "-m", "precisionprobe", "analyze", str(events_for_refresh), "--db", str(database)]
-        report = subprocess.run([*analyze, "--prometheus", url, "--final", "--format", "markdown"], env=env,
+        # --final right after training: analyze waits for the samples of the last calls itself.
+        wait = [] if settle is None else ["--wait-seconds", f"{settle:g}"]
+        report = subprocess.run([*analyze, "--prometheus", url, "--final", *wait, "--format", "markdown"], env=env,
                                 text=True, capture_output=True)
         sys.stderr.write(report.stderr)
         if report.returncode:

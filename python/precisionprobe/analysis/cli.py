@@ -1,12 +1,12 @@
 """The subcommands `analyze`, `compare`, `export` and `serve` of `precisionprobe`
 (python3 -m precisionprobe).
 
-  precisionprobe analyze RUN_DIR [--db FILE] [--prometheus URL | --emulate PROFILE] [--final]
-                         [--no-refresh] [--job ID] [--format table|csv|json|markdown] [--no-layers]
-                         [--html DIR]
+  precisionprobe analyze RUN_DIR [--db FILE] [--prometheus URL | --emulate PROFILE]
+                         [--final [--wait-seconds S]] [--no-refresh] [--job ID]
+                         [--format table|csv|json|markdown] [--no-layers] [--html DIR]
   precisionprobe compare RUN_A RUN_B [--db-a FILE] [--db-b FILE] [--job-a ID] [--job-b ID]
                          [--format ...]
-  precisionprobe export RUN_DIR --openmetrics FILE [--db ... --job ID, as analyze]
+  precisionprobe export RUN_DIR --openmetrics FILE [--db ... --job ID, --wait-seconds S, as analyze]
   precisionprobe serve RUN_DIR --port N [--listen ADDR] [--refresh-seconds S]
                        [--db ... --job ID, as analyze]
 
@@ -24,7 +24,7 @@ from . import findings, openmetrics, render, serve as endpoint
 from .compare import compare_jobs, render_comparison
 from .extension import WAL_SHM_HINT, ExtensionError, connect, wal_without_shm
 from .html_report import write_html
-from .refresh import RefreshError, refresh
+from .refresh import WAIT_DEFAULT_S, RefreshError, refresh
 from .report import ReportError, check_report_types, jobs_in, read_report
 from .saved_estimates import estimates_stale, save_estimates
 
@@ -54,6 +54,28 @@ def _add_run_options(p):
     p.add_argument("--job", help="only this job (default: every job in the database)")
 
 
+def _add_wait_option(p):
+    """--wait-seconds, of the commands whose --final refresh runs once (analyze, export)."""
+    p.add_argument("--wait-seconds", metavar="S", type=float,
+                   help="with --final: while the job's last events lie past their GPU's last DCGM sample and "
+                        "ended less than S seconds ago, refresh again every second for Prometheus to store "
+                        f"their samples (default {WAIT_DEFAULT_S:g}: a 15 s scrape interval and dcgm-exporter's "
+                        "latency; 0: no wait)")
+
+
+def _wait_seconds(args):
+    """--wait-seconds checked; the seconds a final refresh may wait (0 without --final)."""
+    if args.wait_seconds is None:
+        return WAIT_DEFAULT_S if args.final and not args.emulate and not args.no_refresh else 0.0
+    if not 0 <= args.wait_seconds <= 3600:
+        raise CommandError(f"--wait-seconds: must be 0 or more and at most 3600 (an hour), got {args.wait_seconds:g}")
+    if args.emulate or args.no_refresh or not args.final:
+        raise CommandError("--wait-seconds: waits for the samples of a --final refresh, so it takes --final" +
+                           (" and not --emulate (the emulated samples are all there)" if args.emulate else
+                            " and not --no-refresh" if args.no_refresh else ""))
+    return args.wait_seconds
+
+
 def add_analyze(commands):
     p = commands.add_parser(
         "analyze", help="refresh a run's results and print where its GPU resources go, layer by layer",
@@ -62,6 +84,7 @@ def add_analyze(commands):
                     "the best value of each metric; the job's busy and idle time; plain findings; what "
                     "could not be resolved and what would resolve it.")
     _add_run_options(p)
+    _add_wait_option(p)
     p.add_argument("--format", choices=render.FORMATS, default="table",
                    help="table (default: aligned text), csv, json or markdown")
     p.add_argument("--no-layers", action="store_true", help="per layer type only")
@@ -77,6 +100,7 @@ def add_export(commands):
                     "(per job and per layer type and direction; docs/export.md lists them) as OpenMetrics "
                     "text to FILE, replacing it in one step so that a collector never reads half a file.")
     _add_run_options(p)
+    _add_wait_option(p)
     p.add_argument("--openmetrics", metavar="FILE", required=True,
                    help="where to write (e.g. /var/lib/node_exporter/textfile/precisionprobe.prom); - for stdout")
     p.set_defaults(handler=export)
@@ -242,7 +266,8 @@ def _open_refreshed(args):
             with _emulate().Served(samples) as url:
                 refresh(conn, events_dir, url, final=True)
         elif not args.no_refresh:
-            refresh(conn, run_dir, args.prometheus, args.final, retention_minutes=getattr(args, "retention_minutes", None))
+            refresh(conn, run_dir, args.prometheus, args.final, retention_minutes=getattr(args, "retention_minutes", None),
+                    wait_seconds=args.wait_seconds if hasattr(args, "wait_seconds") else 0.0)
     except BaseException:
         conn.close()
         raise
@@ -250,6 +275,7 @@ def _open_refreshed(args):
 
 
 def analyze(args):
+    args.wait_seconds = _wait_seconds(args)
     if args.html and Path(args.html).exists() and not Path(args.html).is_dir():
         raise CommandError(f"--html: '{args.html}' is a file; give a folder (its index.html and figures go there)")
     database = _run_database(args)[1]
@@ -294,6 +320,7 @@ def write_atomically(path, text):
 
 
 def export(args):
+    args.wait_seconds = _wait_seconds(args)
     conn = _open_refreshed(args)
     try:
         reports = _reports(conn, args.job, _source(args), complete=False, layers=False)

@@ -1,5 +1,7 @@
 """Bringing a run's results database up to date: pp_refresh over the run's event files, with the
-elapsed time on stderr while a long refresh runs."""
+elapsed time on stderr while a long refresh runs; a final refresh right after the job ended
+refreshes again while the samples of its last events are still on their way to Prometheus."""
+import math
 import sqlite3
 import sys
 import time
@@ -7,6 +9,14 @@ from pathlib import Path
 
 PROGRESS_AFTER_S = 2.0  # a refresh shorter than this prints nothing
 PROGRESS_EVERY_S = 5.0
+# dcgm-exporter serves a window some 100-300 ms after it ends and Prometheus stores it at its next
+# scrape (15 s is common): a final refresh right after the job ended finds its last events past
+# their GPU's last sample. The CLI's --final refreshes again this often until they fold.
+WAIT_DEFAULT_S = 20.0
+WAIT_EVERY_S = 1.0
+# The warning pp_refresh gives for those events (src/attribution/refresh_warnings.cpp): held back
+# while the wait may still fold them, printed as it is once the wait ends without their samples.
+PAST_LAST_SAMPLE = " lie past the last DCGM sample of their GPU"
 
 
 class RefreshError(RuntimeError):
@@ -36,10 +46,14 @@ class _Progress:
                   file=self.stream, flush=True)
 
 
-def refresh(conn, events, prometheus_url=None, final=False, stream=sys.stderr, retention_minutes=None):
+def refresh(conn, events, prometheus_url=None, final=False, stream=sys.stderr, retention_minutes=None,
+            wait_seconds=0.0):
     """Runs pp_refresh(events, final) in conn (committed) and returns its counts as a dict; the
     warnings it raised are printed to stream. retention_minutes, if given, is the
-    event_retention_minutes setting of the refresh."""
+    event_retention_minutes setting of the refresh. With final and wait_seconds > 0, while events
+    lie past their GPU's last sample and the last of them ended less than wait_seconds ago (their
+    samples may still be on their way: never for a run that ended long ago), refreshes again about
+    every second until they fold or that bound is reached; the counts are then the last refresh's."""
     for option, setting, value in (("--prometheus", "prometheus_url", prometheus_url or None),
                                    ("--retention-minutes", "event_retention_minutes", retention_minutes)):
         if value is not None:
@@ -47,13 +61,50 @@ def refresh(conn, events, prometheus_url=None, final=False, stream=sys.stderr, r
                 conn.execute("SELECT pp_config(?, ?)", (setting, value))
             except sqlite3.Error as e:
                 raise RefreshError(f"{option}: {e}") from None
+    counts, warnings = _refresh_once(conn, events, final, stream)
+    deadline = _wait_deadline(counts, wait_seconds) if final else None
+    said = set()  # each refresh of the wait repeats the warnings about what it cannot change
+    if deadline is not None and time.time() < deadline:
+        _print_warnings([w for w in warnings if PAST_LAST_SAMPLE not in w], said, stream)
+        print(f"precisionprobe: waiting up to {math.ceil(deadline - time.time())} s for Prometheus to store the "
+              f"samples of the job's last {int(counts['events_waiting'])} events (they ended "
+              f"{max(0.0, time.time() - float(counts['waiting_end_time'])):.1f} s ago; --wait-seconds sets the bound)",
+              file=stream, flush=True)
+        while True:
+            time.sleep(max(0.0, min(WAIT_EVERY_S, deadline - time.time())))
+            counts, warnings = _refresh_once(conn, events, final, stream)
+            if int(counts["events_waiting"]) == 0 or time.time() >= deadline:
+                break
+            _print_warnings([w for w in warnings if PAST_LAST_SAMPLE not in w], said, stream)
+    _print_warnings(warnings, said, stream)
+    return counts
+
+
+def _wait_deadline(counts, wait_seconds):
+    """When a wait for the samples of the events a final refresh left waiting ends (unix seconds):
+    wait_seconds after the last of them ended; None when none wait."""
+    if not wait_seconds or not int(counts.get("events_waiting") or 0) or counts.get("waiting_end_time") is None:
+        return None
+    return float(counts["waiting_end_time"]) + wait_seconds
+
+
+def _print_warnings(warnings, said, stream):
+    """Prints the warnings not in said, and adds them to it."""
+    for warning in warnings:
+        if warning not in said:
+            print(f"precisionprobe: warning: {warning}", file=stream)
+            said.add(warning)
+
+
+def _refresh_once(conn, events, final, stream):
+    """One committed pp_refresh(events, final): its counts as a dict, and its warnings."""
     progress = _Progress(f"refreshing from {events}", stream)
     conn.set_progress_handler(progress, 200_000)
     try:
         cursor = conn.execute("SELECT * FROM pp_refresh(?, ?)", (str(Path(events)), 1 if final else 0))
         names = [d[0] for d in cursor.description]
         counts = dict(zip(names, cursor.fetchone()))
-        warnings = conn.execute("SELECT value FROM json_each(pp_last_warnings())").fetchall()
+        warnings = [w for (w,) in conn.execute("SELECT value FROM json_each(pp_last_warnings())")]
         conn.commit()
     except sqlite3.Error as e:
         conn.rollback()
@@ -65,6 +116,4 @@ def refresh(conn, events, prometheus_url=None, final=False, stream=sys.stderr, r
     finally:
         conn.set_progress_handler(None, 0)
     progress.done()
-    for (warning,) in warnings:
-        print(f"precisionprobe: warning: {warning}", file=stream)
-    return counts
+    return counts, warnings
