@@ -37,9 +37,9 @@ double overlap_ns(const StretchTiming& s, int64_t span_first, int64_t span_last)
 
 // The stretches' timings combined as independent errors, never below the floor (read_stretches).
 // Each weighs as much of the job's span as its windows cover (span: the job's first and last ns;
-// none: every stretch alike): an offset error moves only its own stretch's windows, so a stretch
-// that holds a job's last seconds and then the idle GPU (its offset poorly known: most of its
-// windows have no layer to place them by) moves few of the job's windows.
+// none: every stretch alike): an offset error moves only its own stretch's windows, so a short
+// stretch (a job's last may hold half as many windows as the others) moves few of the job's
+// windows.
 TimingShift combined_timing(std::vector<StretchTiming>::const_iterator first,
                             std::vector<StretchTiming>::const_iterator last,
                             std::optional<std::pair<int64_t, int64_t>> span) {
