@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/statement.hpp"
+#include "events/event_fields.hpp"
 
 namespace pp {
 namespace {
@@ -26,13 +27,22 @@ struct TimingShift {
   double dcgm_ns = 0, driver_ns = 0;
 };
 
+// Where a stretch's windows begin: its first window's end less its reach (saturated: a reach
+// beyond any time reaches every span).
+int64_t windows_start_ns(const StretchTiming& s) {
+  int64_t start;
+  return __builtin_sub_overflow(s.first_end_ns, s.reach_ns, &start) ? INT64_MIN : start;
+}
+
 // How much of a job's span [span_first, span_last] (ns) a stretch's windows cover: the share of
-// the job's windows whose placement its offset decides.
+// the job's windows whose placement its offset decides. In integers: at epoch ns (some 1.7e18)
+// a double holds only multiples of 256 ns, which moved each weight by a few hundred ns and a
+// job's rounded shift by 1 ns in some 1 in 2,000 jobs.
 double overlap_ns(const StretchTiming& s, int64_t span_first, int64_t span_last) {
-  const double from = std::max(static_cast<double>(s.first_end_ns) - static_cast<double>(s.reach_ns),
-                               static_cast<double>(span_first));
-  const double to = std::min(static_cast<double>(s.last_end_ns), static_cast<double>(span_last));
-  return std::max(0.0, to - from);
+  const int64_t from = std::max(windows_start_ns(s), span_first);
+  const int64_t to = std::min(s.last_end_ns, span_last);
+  if (to <= from) return 0;
+  return static_cast<double>(static_cast<uint64_t>(to) - static_cast<uint64_t>(from));  // below 2^64: exact
 }
 
 // The stretches' timings combined as independent errors, never below the floor (read_stretches).
@@ -62,12 +72,16 @@ TimingShift combined_timing(std::vector<StretchTiming>::const_iterator first,
 }
 
 // The stretches that hold a window of the span [first, last] (a window reaching its stretch's
-// reach_ns back from its end), as indices [from, to) into stretches.
-std::pair<size_t, size_t> stretches_of_span(const std::vector<StretchTiming>& stretches, int64_t first, int64_t last) {
-  const auto from = std::partition_point(stretches.begin(), stretches.end(),
-                                         [&](const StretchTiming& s) { return s.last_end_ns <= first; });
+// reach_ns back from its end), as indices [from, to) into stretches. The first is found by
+// bisection where the stretches' last ends are in order, as the align step writes them; else
+// (pp_alignment edited by hand) by a scan, so that every read finds the same one.
+std::pair<size_t, size_t> stretches_of_span(const std::vector<StretchTiming>& stretches, bool ends_in_order,
+                                            int64_t first, int64_t last) {
+  const auto ends_before = [&](const StretchTiming& s) { return s.last_end_ns <= first; };
+  const auto from = ends_in_order ? std::partition_point(stretches.begin(), stretches.end(), ends_before)
+                                  : std::find_if_not(stretches.begin(), stretches.end(), ends_before);
   auto to = from;
-  while (to != stretches.end() && to->first_end_ns - to->reach_ns < last) ++to;
+  while (to != stretches.end() && windows_start_ns(*to) < last) ++to;
   return {static_cast<size_t>(from - stretches.begin()), static_cast<size_t>(to - stretches.begin())};
 }
 
@@ -101,11 +115,21 @@ std::vector<StretchTiming> read_stretches(sqlite3* db, const std::string& uuid) 
                ? std::nullopt
                : std::optional<double>(checked_ns(column, name, static_cast<double>(kTimingNsPerMs)));
   };
+  // A window end in ns (the column's stored time less the offset), refused outside the times a
+  // call can have (kMaxEventNs), where no alignment writes it.
+  const auto end_ns = [&](int column, const char* name) {
+    const int64_t ms = read.column_int64(column), offset = read.column_int64(2);
+    int64_t ns;
+    if (__builtin_mul_overflow(ms, kTimingNsPerMs, &ns) || __builtin_sub_overflow(ns, offset, &ns) || ns < 0 ||
+        ns > kMaxEventNs)
+      throw Error(std::string("pp_alignment's ") + name + " of GPU " + uuid + " at from_ms " +
+                  std::to_string(read.column_int64(0)) + " is " + std::to_string(ms) + " (with offset_ns " +
+                  std::to_string(offset) + ", a window end outside 1970-2116)");
+    return ns;
+  };
   std::vector<StretchTiming> stretches;
   while (read.step()) {
-    const int64_t offset = read.column_int64(2);
-    stretches.push_back({read.column_int64(0), read.column_int64(0) * kTimingNsPerMs - offset,
-                         read.column_int64(1) * kTimingNsPerMs - offset, checked_ns(3, "timing_ns", 1),
+    stretches.push_back({read.column_int64(0), end_ns(0, "from_ms"), end_ns(1, "through_ms"), checked_ns(3, "timing_ns", 1),
                          checked_ns(4, "util_timing_ns", 1), length_ns(5, "window_ms"),
                          length_ns(6, "util_window_ms")});
   }
@@ -132,8 +156,11 @@ void place_timing(GpuTimeline& gpu, std::vector<StretchTiming>& stretches, const
   // Per job, its stretches [first, last): those that hold a window of its span.
   std::vector<std::pair<size_t, size_t>> job_stretches;
   std::vector<uint32_t> by_first(gpu.jobs.size());
+  const bool ends_in_order = std::is_sorted(stretches.begin(), stretches.end(), [](const StretchTiming& a, const StretchTiming& b) {
+    return a.last_end_ns < b.last_end_ns;
+  });
   for (uint32_t j = 0; j < gpu.jobs.size(); ++j) {
-    job_stretches.push_back(stretches_of_span(stretches, gpu.jobs[j].first, gpu.jobs[j].last));
+    job_stretches.push_back(stretches_of_span(stretches, ends_in_order, gpu.jobs[j].first, gpu.jobs[j].last));
     by_first[j] = j;
   }
   std::sort(by_first.begin(), by_first.end(),

@@ -20,3 +20,14 @@ SELECT count(*) FROM pp_fractions('${UUID0}', -1);
 -- error: pp_fractions: pp_alignment's window_ms of GPU ${UUID0} at from_ms 1700000000999 is Inf
 UPDATE pp_alignment SET window_ms = 1e999 WHERE uuid = '${UUID0}';
 SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- A stored time whose window end in ns (less the offset) a call cannot have, beyond 64 bits
+-- here (from 9.2e12 ms on): an error, not an overflow.
+-- error: pp_fractions: pp_alignment's from_ms of GPU ${UUID0} at from_ms 9300000000000 is 9300000000000 (with offset_ns 0, a window end outside 1970-2116)
+UPDATE pp_alignment SET from_ms = 9300000000000 WHERE uuid = '${UUID0}' AND from_ms = 1700000000999;
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- error: pp_fractions: pp_alignment's through_ms of GPU ${UUID0} at from_ms 1700000000999 is -5 (with offset_ns 0, a window end outside 1970-2116)
+UPDATE pp_alignment SET through_ms = -5 WHERE uuid = '${UUID0}';
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- error: pp_fractions: pp_alignment's from_ms of GPU ${UUID0} at from_ms 1700000000999 is 1700000000999 (with offset_ns -9200000000000000000, a window end outside 1970-2116)
+UPDATE pp_alignment SET offset_ns = -9200000000000000000 WHERE uuid = '${UUID0}';
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
