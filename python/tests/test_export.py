@@ -9,6 +9,7 @@ import re
 import shutil
 import socket
 import sqlite3
+import stat
 import subprocess
 import sys
 import threading
@@ -379,6 +380,30 @@ def test_errors_are_one_line(run, tmp_path):
                                   check=False)
         assert interval.stderr == ("python3 -m precisionprobe serve: --refresh-seconds: must be more than 0 and at "
                                    f"most 86400 (a day), got {seconds}\n")
+
+
+def test_a_pipe_or_device_is_written_in_place_and_a_link_keeps_pointing_at_its_file(tmp_path):
+    # Renamed over, /dev/null or a named pipe would become a plain file (as root, /dev/null is
+    # then gone for every process of the machine); a link would become a file beside its target.
+    from precisionprobe.analysis.cli import write_atomically
+    pipe = tmp_path / "pipe.prom"
+    os.mkfifo(pipe)
+    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)  # (so that opening it to write does not block)
+    try:
+        write_atomically(pipe, "# EOF\n")
+        assert stat.S_ISFIFO(os.lstat(pipe).st_mode)
+        assert os.read(reader, 100) == b"# EOF\n"
+    finally:
+        os.close(reader)
+    target = tmp_path / "shared" / "pp.prom"
+    target.parent.mkdir()
+    target.write_text("old\n")
+    link = tmp_path / "pp.prom"
+    link.symlink_to(target)
+    write_atomically(link, "# EOF\n")
+    assert link.is_symlink() and target.read_text() == "# EOF\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe.prom", "pp.prom", "shared"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["pp.prom"]  # no temporary file left
 
 
 def test_serve_answers_failures_with_500_and_refreshes_on_its_own_thread():

@@ -16,6 +16,7 @@ import hashlib
 import os
 import signal
 import sqlite3
+import stat
 import sys
 from pathlib import Path
 
@@ -305,8 +306,23 @@ def write_atomically(path, text):
     """Writes text to path through a temporary file beside it, renamed over it: a reader (node-
     exporter's textfile collector) sees the old file or the new one, never a part. The temporary
     name does not end in .prom, which the collector would read. Permissions follow the umask,
-    so that a collector running as another user can read the file."""
-    path = Path(path)
+    so that a collector running as another user can read the file. A symbolic link is followed
+    (the file it names is replaced; the link stays), and what is neither a file nor a folder
+    (/dev/null, /dev/stdout, a named pipe) is written in place: renamed over, it would become a
+    plain file."""
+    given = path
+    try:
+        mode = os.stat(given).st_mode
+    except OSError:
+        mode = None  # (nothing there yet, or a link to nothing: made below)
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        try:
+            with open(given, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise CommandError(f"--openmetrics: cannot write '{given}': {e.strerror or e}") from None
+        return
+    path = Path(os.path.realpath(given))
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -316,7 +332,7 @@ def write_atomically(path, text):
     except OSError as e:
         if temporary.exists():
             temporary.unlink()
-        raise CommandError(f"--openmetrics: cannot write '{path}': {e.strerror or e}") from None
+        raise CommandError(f"--openmetrics: cannot write '{given}': {e.strerror or e}") from None
 
 
 def export(args):
