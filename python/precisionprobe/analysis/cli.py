@@ -28,6 +28,7 @@ from .html_report import write_html
 from .refresh import WAIT_DEFAULT_S, RefreshError, refresh
 from .report import ReportError, check_report_types, jobs_in, read_report
 from .saved_estimates import estimates_stale, save_estimates
+from .write_lock import WriteLockTimeout
 
 DATABASE_NAME = "precisionprobe.db"
 
@@ -477,6 +478,6 @@ def run(args, prog):
     args.prog = f"{prog} {args.command}"
     try:
         return args.handler(args)
-    except (CommandError, ExtensionError, RefreshError, ReportError, sqlite3.Error) as e:
+    except (CommandError, ExtensionError, RefreshError, ReportError, WriteLockTimeout, sqlite3.Error) as e:
         print(f"{prog} {args.command}: {e}", file=sys.stderr)
         return 1

@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+from .write_lock import WriteLockTimeout, begin_writing
+
 PROGRESS_AFTER_S = 2.0  # a refresh shorter than this prints nothing
 PROGRESS_EVERY_S = 5.0
 # dcgm-exporter serves a window some 100-300 ms after it ends and Prometheus stores it at its next
@@ -101,11 +103,14 @@ def _refresh_once(conn, events, final, stream):
     progress = _Progress(f"refreshing from {events}", stream)
     conn.set_progress_handler(progress, 200_000)
     try:
+        begin_writing(conn, stream)  # (waits for another process's refresh: a SELECT cannot)
         cursor = conn.execute("SELECT * FROM pp_refresh(?, ?)", (str(Path(events)), 1 if final else 0))
         names = [d[0] for d in cursor.description]
         counts = dict(zip(names, cursor.fetchone()))
         warnings = [w for (w,) in conn.execute("SELECT value FROM json_each(pp_last_warnings())")]
         conn.commit()
+    except WriteLockTimeout as e:
+        raise RefreshError(str(e)) from None
     except sqlite3.Error as e:
         conn.rollback()
         unreachable = "cannot reach" in str(e) or "could not connect" in str(e).lower()

@@ -3,6 +3,7 @@ src/attribution/sql/schema.sql), so that clients without the extension read them
 does not solve every system again. pp_refresh rewrites the other report_* tables itself; the
 estimates are saved here, when they are older than the last refresh, since the estimator reads
 every event of a job."""
+from .write_lock import begin_writing
 
 
 def _unit(metric):
@@ -45,9 +46,12 @@ def estimates_stale(conn):
 
 
 def save_estimates(conn):
-    """Rewrites report_estimates from the estimator's views (committed); returns the rows saved."""
-    now = conn.execute("SELECT max(refreshed_at) FROM report_jobs").fetchone()[0]
+    """Rewrites report_estimates from the estimator's views (committed); returns the rows saved.
+    Waits while another connection writes the file (a refresh of another process)."""
+    if not getattr(conn, "read_only", False):  # (a read-only file's estimates go to a TEMP table)
+        begin_writing(conn)
     with conn:
+        now = conn.execute("SELECT max(refreshed_at) FROM report_jobs").fetchone()[0]
         for statement in filter(str.strip, SAVE.split(";")):
             conn.execute(statement, {"now": now} if ":now" in statement else {})
     return conn.execute("SELECT count(*) FROM report_estimates").fetchone()[0]
