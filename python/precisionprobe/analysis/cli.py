@@ -481,3 +481,7 @@ def run(args, prog):
     except (CommandError, ExtensionError, RefreshError, ReportError, WriteLockTimeout, sqlite3.Error) as e:
         print(f"{prog} {args.command}: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"{prog} {args.command}: interrupted (Ctrl-C); the database keeps what its last complete refresh "
+              "wrote", file=sys.stderr)
+        return 130

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import ctrl_c
 from .write_lock import WriteLockTimeout, begin_writing
 
 PROGRESS_AFTER_S = 2.0  # a refresh shorter than this prints nothing
@@ -104,13 +105,17 @@ def _refresh_once(conn, events, final, stream):
     conn.set_progress_handler(progress, 200_000)
     try:
         begin_writing(conn, stream)  # (waits for another process's refresh: a SELECT cannot)
-        cursor = conn.execute("SELECT * FROM pp_refresh(?, ?)", (str(Path(events)), 1 if final else 0))
-        names = [d[0] for d in cursor.description]
-        counts = dict(zip(names, cursor.fetchone()))
-        warnings = [w for (w,) in conn.execute("SELECT value FROM json_each(pp_last_warnings())")]
+        with ctrl_c.interrupts(conn):  # (a request waiting for Prometheus ends within a second)
+            cursor = conn.execute("SELECT * FROM pp_refresh(?, ?)", (str(Path(events)), 1 if final else 0))
+            names = [d[0] for d in cursor.description]
+            counts = dict(zip(names, cursor.fetchone()))
+            warnings = [w for (w,) in conn.execute("SELECT value FROM json_each(pp_last_warnings())")]
         conn.commit()
     except WriteLockTimeout as e:
         raise RefreshError(str(e)) from None
+    except KeyboardInterrupt:
+        conn.rollback()  # (nothing of an interrupted refresh is kept)
+        raise
     except sqlite3.Error as e:
         conn.rollback()
         unreachable = "cannot reach" in str(e) or "could not connect" in str(e).lower()
