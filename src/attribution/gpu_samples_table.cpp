@@ -4,7 +4,7 @@
 //   SELECT metric, uuid, host, gpu, instance, ts_ms, value
 //     FROM pp_gpu_samples('{__name__="DCGM_FI_DEV_GPU_UTIL"}', 1714557600, 1714561200);
 //
-// Arguments, requests, rows and errors ("prom_samples: ...") are prom_samples' (same cursor);
+// Arguments, requests, rows and errors are prom_samples' (same cursor), named "pp_gpu_samples: ...";
 // the columns are what these expressions give on prom_samples' row, value for value:
 //   uuid      coalesce(json_extract(labels, '$.UUID'), json_extract(labels, '$.uuid'))
 //   host      coalesce(json_extract(labels, '$.Hostname'), json_extract(labels, '$.hostname'))
@@ -43,6 +43,7 @@ struct ValueFree {
 using HeldValue = std::unique_ptr<sqlite3_value, ValueFree>;
 
 struct GpuSamplesCursor : SamplesCursor {
+  static constexpr const char* kName = "pp_gpu_samples";
   static constexpr const char* kSchema =
       "CREATE TABLE x(metric TEXT, uuid TEXT, host TEXT, gpu TEXT, instance TEXT, ts_ms INTEGER, value REAL, "
       "selector HIDDEN, start HIDDEN, \"end\" HIDDEN)";
@@ -50,6 +51,7 @@ struct GpuSamplesCursor : SamplesCursor {
   using SamplesCursor::SamplesCursor;
 
   static int plan(sqlite3_index_info* info) { return plan_samples(info, kFirstArgument); }
+  void filter(int idx_num, int argc, sqlite3_value** argv) { filter_samples(kName, idx_num, argc, argv); }
 
   void column(sqlite3_context* ctx, int column) const {
     switch (column) {

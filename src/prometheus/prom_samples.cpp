@@ -30,8 +30,8 @@ const std::vector<ArgumentSpec> kSamplesArguments = {{"selector", true}, {"start
 
 // Windows (after, through] of samples_chunk_seconds covering [start, end]: the first begins
 // 1 ms before start because Prometheus stores milliseconds.
-std::vector<MatrixChunk> plan_sample_chunks(Connection& connection, uint64_t cursor, const std::string& selector,
-                                            int64_t start, int64_t end) {
+std::vector<MatrixChunk> plan_sample_chunks(Connection& connection, const char* table, uint64_t cursor,
+                                            const std::string& selector, int64_t start, int64_t end) {
   const Settings& settings = connection.settings();
   const int64_t chunk_ms = std::max<int64_t>(1000, settings.get_int("samples_chunk_seconds") * 1000);
   const int64_t span = end - start + 1;
@@ -40,7 +40,7 @@ std::vector<MatrixChunk> plan_sample_chunks(Connection& connection, uint64_t cur
     throw Error("the range needs " + std::to_string(requests) + " requests of samples_chunk_seconds = " +
                 settings.get("samples_chunk_seconds") + " (limit max_requests_per_query = " +
                 settings.get("max_requests_per_query") + "); use a shorter range or larger chunks");
-  auto client = std::make_shared<PromClient>(connection, "prom_samples", cursor);
+  auto client = std::make_shared<PromClient>(connection, table, cursor);
   std::vector<MatrixChunk> chunks;
   for (int64_t after = start - 1; after < end; after += chunk_ms) {
     const int64_t through = std::min(end, after + chunk_ms);
@@ -52,10 +52,12 @@ std::vector<MatrixChunk> plan_sample_chunks(Connection& connection, uint64_t cur
 
 // prom_samples' own columns: metric, labels, ts, value.
 struct PromSamplesCursor : SamplesCursor {
+  static constexpr const char* kName = "prom_samples";
   static constexpr const char* kSchema =
       "CREATE TABLE x(" PP_MATRIX_COLUMNS ", selector HIDDEN, start HIDDEN, \"end\" HIDDEN)";
   using SamplesCursor::SamplesCursor;
   static int plan(sqlite3_index_info* info) { return plan_samples(info, kFirstArgument); }
+  void filter(int idx_num, int argc, sqlite3_value** argv) { filter_samples(kName, idx_num, argc, argv); }
 };
 
 }  // namespace
@@ -69,13 +71,13 @@ int SamplesCursor::plan_samples(sqlite3_index_info* info, int first_argument) {
   return SQLITE_OK;
 }
 
-void SamplesCursor::filter(int idx_num, int argc, sqlite3_value** argv) {
+void SamplesCursor::filter_samples(const char* table, int idx_num, int argc, sqlite3_value** argv) {
   const auto args = filter_arguments(idx_num, argc, argv, kSamplesArguments.size());
   keep_arguments(args);
   const std::string selector = required_nonblank_text(args[0], "selector");
   const TimeRange range = parse_time_range(args[1], args[2], clock_.now_ms(), /*into_range=*/true);
   const auto pushed = apply_metric_pushdown(selector, idx_num, argc, argv);
-  start(pushed && !range.empty ? plan_sample_chunks(*connection, serial, *pushed, range.start_ms, range.end_ms)
+  start(pushed && !range.empty ? plan_sample_chunks(*connection, table, serial, *pushed, range.start_ms, range.end_ms)
                                : std::vector<MatrixChunk>{});
 }
 

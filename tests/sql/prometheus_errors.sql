@@ -28,6 +28,22 @@ SELECT * FROM prom_samples('up', 0, 1700000000);
 SELECT * FROM prom_range('sum(', 1700000000, 1700000010);
 -- error: prom_samples: Prometheus error bad_data (HTTP 400)
 SELECT * FROM prom_samples('rate(up[1m])', 1700000000, 1700000010);
+-- pp_gpu_samples shares prom_samples' cursor, but its errors name the function that was called.
+-- error: pp_gpu_samples: missing required argument 'end'
+SELECT * FROM pp_gpu_samples('up', 1700000000);
+-- error: pp_gpu_samples: argument 'selector' is NULL
+SELECT * FROM pp_gpu_samples(NULL, 1700000000, 1700000010);
+-- error: pp_gpu_samples: argument 'start' is not a time: 'yesterday'
+SELECT * FROM pp_gpu_samples('up', 'yesterday', 1700000000);
+-- error: pp_gpu_samples: argument 'end' (1700000000) is before 'start' (1700000010)
+SELECT * FROM pp_gpu_samples('up', 1700000010, 1700000000);
+-- error: pp_gpu_samples: the range needs
+SELECT * FROM pp_gpu_samples('up', 0, 1700000000);
+-- error: pp_gpu_samples: Prometheus error bad_data (HTTP 400)
+SELECT * FROM pp_gpu_samples('rate(up[1m])', 1700000000, 1700000010);
+-- error: pp_gpu_samples: cannot reach http://127.0.0.1:1/api/v1/query: Failed to connect
+SELECT pp_config('retries', 0); SELECT pp_config('prometheus_url', 'http://127.0.0.1:1');
+SELECT * FROM pp_gpu_samples('up', 1700000000, 1700000010);
 -- error: prom_label_values: missing required argument 'label'
 SELECT * FROM prom_label_values;
 -- error: prom_label_values: argument 'match' is empty
