@@ -13,6 +13,7 @@
 #include "attribution/refresh.hpp"
 #include "core/embedded_sql.hpp"
 #include "core/statement.hpp"
+#include "core/stored_numbers.hpp"
 
 namespace pp {
 namespace {
@@ -229,17 +230,21 @@ std::vector<SegmentRecord> read_segments(sqlite3* db, const std::string& uuid) {
   Statement read(db, named_sql("align", "previous_segments"));
   read.bind(":uuid", uuid);
   std::vector<SegmentRecord> out;
+  // A value no alignment writes (the table edited by hand: text, a BLOB) is refused, not read as 0.
+  StoredRow row(read, "pp_alignment");
   while (read.step()) {
     SegmentRecord r;
-    r.from_ms = read.column_int64(0);
-    r.through_ms = read.column_int64(1);
-    r.offset_ns = static_cast<double>(read.column_int64(2));
-    r.timing_ns = static_cast<double>(read.column_int64(3));
+    row.name_row("of GPU " + uuid);
+    r.from_ms = row.whole(0, "a time in unix ms");
+    row.name_row("of GPU " + uuid + " at from_ms " + std::to_string(r.from_ms));
+    r.through_ms = row.whole(1, "a time in unix ms");
+    r.offset_ns = static_cast<double>(row.whole(2, "a whole number of ns"));
+    r.timing_ns = static_cast<double>(row.whole(3, "a whole number of ns"));
     r.status = read.column_text(4);
-    r.util_phase_ns = read.column_null(5) ? NAN : static_cast<double>(read.column_int64(5));
-    r.drift_ppm = read.column_double(6);
-    if (!read.column_null(7)) r.window_ms = read.column_double(7);
-    if (!read.column_null(8)) r.util_window_ms = read.column_double(8);
+    r.util_phase_ns = read.column_null(5) ? NAN : static_cast<double>(row.whole(5, "a whole number of ns"));
+    r.drift_ppm = row.number(6, "a number of ppm");
+    if (!read.column_null(7)) r.window_ms = row.number(7, "a length in ms");
+    if (!read.column_null(8)) r.util_window_ms = row.number(8, "a length in ms");
     out.push_back(r);
   }
   std::reverse(out.begin(), out.end());  // oldest first
@@ -270,12 +275,18 @@ SeriesWindow series_window(sqlite3* db, const std::string& uuid, const std::stri
   read.bind(":metric", metric);
   SeriesWindow w;
   if (read.step()) {
-    w.window_ms = read.column_double(0);
     const std::string source = read.column_text(1);
+    w.window_ms = stored_interval_ms(read, 0, uuid, metric);
     w.settled = source != "median";
     sqlite3_reset(read.handle());
   }
   return w;
+}
+
+double stored_interval_ms(const Statement& read, int column, const std::string& uuid, const std::string& metric) {
+  StoredRow row(read, "pp_intervals");
+  row.name_row("of GPU " + uuid + " for metric " + metric);
+  return row.number(column, "a window length in ms; pp_metrics' window_ms, where set, is copied there");
 }
 
 void save_estimated_window(sqlite3* db, const std::string& uuid, const std::vector<std::string>& metrics,

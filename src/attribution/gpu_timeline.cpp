@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "attribution/alignment_data.hpp"
 #include "attribution/event_store.hpp"
 #include "attribution/timing_shift.hpp"
 #include "core/statement.hpp"
@@ -63,7 +64,7 @@ class TimelineReader : public TimelineFetch {
   void read_series(const std::string& uuid, std::optional<int64_t> after_ms, std::optional<int64_t> through_ms,
                    int timing_shift, bool for_shifts = false) {
     Statement series(db_,
-                     "SELECT i.metric, i.interval_ms, coalesce(m.kind, 'window'), i.source IN ('median', 'estimated') "
+                     "SELECT i.metric, i.interval_ms AS interval_ms, coalesce(m.kind, 'window'), i.source IN ('median', 'estimated') "
                      "FROM main.pp_intervals AS i LEFT JOIN main.pp_metrics AS m USING (metric) WHERE i.uuid = :uuid "
                      "ORDER BY i.metric");
     series.bind(":uuid", uuid);
@@ -71,7 +72,7 @@ class TimelineReader : public TimelineFetch {
       if (series.column_null(1)) continue;
       TimelineSeries s;
       s.metric = series.column_text(0);
-      s.window_ns = series.column_double(1) * static_cast<double>(kNsPerMsInt);
+      s.window_ns = stored_interval_ms(series, 1, uuid, s.metric) * static_cast<double>(kNsPerMsInt);
       const std::string kind = series.column_text(2);
       s.kind = kind == "instant" ? TimelineSeries::kInstant
                : kind == "driver_window" ? TimelineSeries::kDriverWindow

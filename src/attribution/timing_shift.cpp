@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/statement.hpp"
+#include "core/stored_numbers.hpp"
 #include "events/event_fields.hpp"
 
 namespace pp {
@@ -96,42 +97,46 @@ std::string shown(double value) {
 }  // namespace
 
 std::vector<StretchTiming> read_stretches(sqlite3* db, const std::string& uuid) {
-  Statement read(db, "SELECT from_ms, through_ms, offset_ns, timing_ns, coalesce(util_timing_ns, 0), window_ms, "
-                     "util_window_ms FROM main.pp_alignment WHERE uuid = :uuid AND status <> 'no layers' ORDER BY from_ms");
+  Statement read(db, "SELECT from_ms, through_ms, offset_ns, timing_ns, coalesce(util_timing_ns, 0) AS util_timing_ns, "
+                     "window_ms, util_window_ms FROM main.pp_alignment WHERE uuid = :uuid AND status <> 'no layers' "
+                     "ORDER BY from_ms");
   read.bind(":uuid", uuid);
-  // A length in ns (column in ms: scaled), refused where no alignment writes it (a table edited
-  // by hand): windows moved by an infinite or out-of-range shift (whose rounding is undefined)
-  // left every read without a row.
-  const auto checked_ns = [&](int column, const char* name, double ns_per_unit) {
-    const double value = read.column_double(column);
-    if (!(value >= 0 && value * ns_per_unit <= kMostTimingNs))
-      throw Error(std::string("pp_alignment's ") + name + " of GPU " + uuid + " at from_ms " +
-                  std::to_string(read.column_int64(0)) + " is " + shown(value) +
-                  " (a length of 0 to 1e15 ns, some 11 days)");
-    return value * ns_per_unit;
+  // Every value is refused where no alignment writes it (a table edited by hand): text or a
+  // BLOB read as 0, and windows moved by an infinite or out-of-range shift (whose rounding is
+  // undefined) left every read without a row.
+  StoredRow row(read, "pp_alignment");
+  // A length in ns (column in ms: scaled).
+  const auto checked_ns = [&](int column, double ns_per_unit) {
+    constexpr const char* kWanted = "a length of 0 to 1e15 ns, some 11 days";
+    const std::optional<double> value = stored_double(read, column);
+    if (!value || !(*value >= 0 && *value * ns_per_unit <= kMostTimingNs))
+      throw row.refused(column, value ? shown(*value) : row.shown(column), kWanted);
+    return *value * ns_per_unit;
   };
-  const auto length_ns = [&](int column, const char* name) {
-    return read.column_null(column)
-               ? std::nullopt
-               : std::optional<double>(checked_ns(column, name, static_cast<double>(kTimingNsPerMs)));
+  const auto length_ns = [&](int column) {
+    return read.column_null(column) ? std::nullopt
+                                    : std::optional<double>(checked_ns(column, static_cast<double>(kTimingNsPerMs)));
   };
   // A window end in ns (the column's stored time less the offset), refused outside the times a
   // call can have (kMaxEventNs), where no alignment writes it.
-  const auto end_ns = [&](int column, const char* name) {
-    const int64_t ms = read.column_int64(column), offset = read.column_int64(2);
+  const auto end_ns = [&](int64_t ms, const char* name, int64_t from, int64_t offset) {
     int64_t ns;
     if (__builtin_mul_overflow(ms, kTimingNsPerMs, &ns) || __builtin_sub_overflow(ns, offset, &ns) || ns < 0 ||
         ns > kMaxEventNs)
       throw Error(std::string("pp_alignment's ") + name + " of GPU " + uuid + " at from_ms " +
-                  std::to_string(read.column_int64(0)) + " is " + std::to_string(ms) + " (with offset_ns " +
+                  std::to_string(from) + " is " + std::to_string(ms) + " (with offset_ns " +
                   std::to_string(offset) + ", a window end outside 1970-2116)");
     return ns;
   };
   std::vector<StretchTiming> stretches;
   while (read.step()) {
-    stretches.push_back({read.column_int64(0), end_ns(0, "from_ms"), end_ns(1, "through_ms"), checked_ns(3, "timing_ns", 1),
-                         checked_ns(4, "util_timing_ns", 1), length_ns(5, "window_ms"),
-                         length_ns(6, "util_window_ms")});
+    row.name_row("of GPU " + uuid);
+    const int64_t from = row.whole(0, "a time in unix ms");
+    row.name_row("of GPU " + uuid + " at from_ms " + std::to_string(from));
+    const int64_t through = row.whole(1, "a time in unix ms");
+    const int64_t offset = row.whole(2, "a whole number of ns");
+    stretches.push_back({from, end_ns(from, "from_ms", from, offset), end_ns(through, "through_ms", from, offset),
+                         checked_ns(3, 1), checked_ns(4, 1), length_ns(5), length_ns(6)});
   }
   return stretches;
 }

@@ -31,3 +31,35 @@ SELECT count(*) FROM pp_fractions('${UUID0}', 1);
 -- error: pp_fractions: pp_alignment's from_ms of GPU ${UUID0} at from_ms 1700000000999 is 1700000000999 (with offset_ns -9200000000000000000, a window end outside 1970-2116)
 UPDATE pp_alignment SET offset_ns = -9200000000000000000 WHERE uuid = '${UUID0}';
 SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- A value that is not a number at all (text a hand edit left, a BLOB) is refused the same way,
+-- in every column read: SQLite keeps 'abc' as text in an INTEGER or REAL column, and reading it
+-- as a number gave a silent 0.
+-- error: pp_fractions: pp_alignment's timing_ns of GPU ${UUID0} at from_ms 1700000000999 is 'abc' (a length of 0 to 1e15 ns, some 11 days)
+UPDATE pp_alignment SET timing_ns = 'abc' WHERE uuid = '${UUID0}';
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- error: pp_fractions: pp_alignment's timing_ns of GPU ${UUID0} at from_ms 1700000000999 is a BLOB of 2 bytes
+UPDATE pp_alignment SET timing_ns = x'0102' WHERE uuid = '${UUID0}';
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- error: pp_fractions: pp_alignment's util_timing_ns of GPU ${UUID0} at from_ms 1700000000999 is ''
+UPDATE pp_alignment SET util_timing_ns = '' WHERE uuid = '${UUID0}';
+SELECT count(*) FROM pp_fractions('${UUID0}', -1);
+-- error: pp_fractions: pp_alignment's window_ms of GPU ${UUID0} at from_ms 1700000000999 is '5 ms'
+UPDATE pp_alignment SET window_ms = '5 ms' WHERE uuid = '${UUID0}';
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- error: pp_fractions: pp_alignment's offset_ns of GPU ${UUID0} at from_ms 1700000000999 is 'abc' (a whole number of ns)
+UPDATE pp_alignment SET offset_ns = 'abc' WHERE uuid = '${UUID0}';
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- error: pp_fractions: pp_alignment's through_ms of GPU ${UUID0} at from_ms 1700000000999 is 1.5 (a time in unix ms)
+UPDATE pp_alignment SET through_ms = 1.5 WHERE uuid = '${UUID0}';
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- error: pp_fractions: pp_alignment's from_ms of GPU ${UUID0} is 'abc' (a time in unix ms)
+UPDATE pp_alignment SET from_ms = 'abc' WHERE uuid = '${UUID0}';
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- pp_intervals' window lengths, read by every timeline, are refused the same way (its CHECK
+-- (interval_ms > 0) lets text through: text sorts above every number).
+-- error: pp_fractions: pp_intervals' interval_ms of GPU ${UUID0} for metric DCGM_FI_PROF_SM_ACTIVE is 'abc' (a window length in ms
+UPDATE pp_intervals SET interval_ms = 'abc' WHERE uuid = '${UUID0}' AND metric = 'DCGM_FI_PROF_SM_ACTIVE';
+SELECT count(*) FROM pp_fractions('${UUID0}', 0);
+-- error: pp_fractions: pp_intervals' interval_ms of GPU ${UUID0} for metric DCGM_FI_PROF_SM_ACTIVE is a BLOB of 1 byte
+UPDATE pp_intervals SET interval_ms = x'01' WHERE uuid = '${UUID0}' AND metric = 'DCGM_FI_PROF_SM_ACTIVE';
+SELECT count(*) FROM pp_fractions('${UUID0}', 0);

@@ -1,0 +1,18 @@
+-- pp_refresh's own reads of the tables a user may edit by hand refuse a value that is not a
+-- number (text SQLite kept as text in an INTEGER or REAL column, a BLOB) with an error naming
+-- table, column and row: each read as 0 before, and the refresh went on with it.
+-- (tests/sql/timing_errors.sql: the reads of pp_fractions and the other timelines.)
+SELECT pp_install_views() LIKE 'tables: %';
+-- A window length declared in pp_metrics is copied to pp_intervals, and read from there.
+-- error: pp_refresh: pp_intervals' interval_ms of GPU ${UUID0} for metric DCGM_FI_PROF_DRAM_ACTIVE is 'abc' (a window length in ms; pp_metrics' window_ms, where set, is copied there)
+UPDATE pp_metrics SET window_ms = 'abc';
+SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part1.jsonl', 0);
+-- The stretches aligned before, which aligning the next ones goes on from.
+-- error: pp_refresh: pp_alignment's timing_ns of GPU ${UUID0} at from_ms 1700000008000 is 'abc' (a whole number of ns)
+SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part1.jsonl', 0);
+UPDATE pp_alignment SET timing_ns = 'abc';
+SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part2.jsonl', 1);
+-- error: pp_refresh: pp_alignment's drift_ppm of GPU ${UUID0} at from_ms 1700000008000 is a BLOB of 1 byte (a number of ppm)
+SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part1.jsonl', 0);
+UPDATE pp_alignment SET drift_ppm = x'00';
+SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part2.jsonl', 1);
