@@ -253,11 +253,23 @@ void append_key_value(std::string& key, sqlite3_value* value) {
 
 }  // namespace
 
-sqlite3_int64 TableCursor::first_rowid(const char* table, int idx_num, const char* idx_str, int argc,
-                                       sqlite3_value** argv) {
-  std::string key = std::string(table) + ";" + std::to_string(idx_num) + ";" + (idx_str ? idx_str : "") + ";";
-  for (int i = 0; i < argc; ++i) append_key_value(key, argv[i]);
+sqlite3_int64 TableCursor::first_rowid(const char* table, int idx_num, const std::vector<sqlite3_value*>& argv) {
+  std::string key = std::string(table) + ";" + std::to_string(idx_num) + ";";
+  for (sqlite3_value* value : argv) append_key_value(key, value);
   return static_cast<sqlite3_int64>((connection->call_number(key) << 32) + 1);
+}
+
+sqlite3_int64 TableCursor::part_rowid_base(const char* table, std::string_view part) {
+  // (";part;" keeps these keys apart from first_rowid's, whose second field is a number.)
+  std::string key = std::string(table) + ";part;";
+  for (sqlite3_value* value : arguments_) {
+    if (value)
+      append_key_value(key, value);
+    else
+      key += "absent;";
+  }
+  key.append(part.data(), part.size());
+  return static_cast<sqlite3_int64>(connection->call_number(key) << 32);
 }
 
 TableCursor::~TableCursor() {

@@ -16,11 +16,13 @@
 //   const sqlite3_module kRangeModule = table_function_module<RangeCursor>();
 //
 // The kit does the rest: connecting (declaring kSchema, DIRECTONLY or INNOCUOUS), the cursor's
-// life and rowid (1, 2, ... in row order; see first_rowid), and the hidden columns, which echo the arguments
+// life and rowid (1, 2, ... in row order; see first_rowid, and part_rowid_base for a table whose
+// push-downs skip rows), and the hidden columns, which echo the arguments
 // that filter() passed to keep_arguments(). Every callback runs inside guard_vtab: nothing
 // thrown reaches SQLite, and messages get kName in front.
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/connection.hpp"
@@ -87,10 +89,20 @@ class TableCursor : public sqlite3_vtab_cursor {
 
   // The rowid of the first row of a call. SQLite's MULTI-INDEX OR runs one call per branch (a
   // cursor each) and drops a row whose rowid an earlier branch gave: the rows of calls that
-  // differ (in arguments, pushed-down values or plan) are other rows, so each such call counts
-  // from its own 2^32 * k + 1 (k: how many differing calls the statement ran before it, so its
-  // first call's rows are 1, 2, ...), and a call repeated as it was counts as it did.
-  sqlite3_int64 first_rowid(const char* table, int idx_num, const char* idx_str, int argc, sqlite3_value** argv);
+  // differ (in arguments or pushed-down values) are other rows, so each such call counts from
+  // its own 2^32 * k + 1 (k: how many differing calls the statement ran before it, so its
+  // first call's rows are 1, 2, ...), and a call repeated as it was counts as it did. argv
+  // holds the call's values without the extra arguments (a second `=` that agrees with an
+  // argument gives the call it agrees with).
+  sqlite3_int64 first_rowid(const char* table, int idx_num, const std::vector<sqlite3_value*>& argv);
+  // A table whose pushed-down filters skip rows of its source would give a row that two
+  // branches both keep two rowids under first_rowid (their pushed-down values differ). It
+  // numbers its rows by where they lie in the source instead: each part of the source (a file)
+  // counts from its own 2^32 * k (k as above, for this table, these arguments and this part),
+  // and a row's rowid is that plus its place in the part (a file's line number), whatever the
+  // filters skipped: the same row has one rowid in every branch, and two rows never share one.
+  // The arguments are those given to keep_arguments().
+  sqlite3_int64 part_rowid_base(const char* table, std::string_view part);
 
   ConnectionPtr connection;
   const uint64_t serial;  // Connection::cursor_opened's: the answers of the cache it may use
@@ -151,10 +163,10 @@ sqlite3_module table_function_module() {
       check_plan_arguments(idx_str);
       auto* cursor = static_cast<Cursor*>(base);
       cursor->eof = true;
-      cursor->rowid = cursor->first_rowid(Cursor::kName, idx_num, idx_str, argc, argv);
       std::vector<sqlite3_value*> arguments(argv, argv + argc);
-      if (extra_arguments_agree(idx_num, idx_str, arguments))
-        cursor->filter(idx_num, static_cast<int>(arguments.size()), arguments.data());
+      const bool agree = extra_arguments_agree(idx_num, idx_str, arguments);
+      cursor->rowid = cursor->first_rowid(Cursor::kName, idx_num, arguments);
+      if (agree) cursor->filter(idx_num, static_cast<int>(arguments.size()), arguments.data());
       return SQLITE_OK;
     });
   };

@@ -44,6 +44,10 @@
 // fail them are never handed to SQLite (which still checks them: omit = 0). An IN list is
 // taken whole (sqlite3_vtab_in): the files are read once, not once per value.
 //
+// ROWID: the row's line in its file, counted from a number of the file's own (table_function.hpp,
+// part_rowid_base), so that the branches of a MULTI-INDEX OR, whose push-downs differ, give an
+// event they both keep one rowid.
+//
 // DIRECTONLY: it reads files, so a view or trigger stored in a database file cannot use it
 // ("unsafe use of virtual table"); TEMP views and triggers can.
 #include <algorithm>
@@ -159,6 +163,10 @@ struct EventsCursor : TableCursor {
   std::vector<std::set<std::string, std::less<>>> job_ids;
   std::vector<RangeFilter> ranges;
 
+  // The file whose rowids file_rowid_base begins (part_rowid_base).
+  std::string based_file;
+  sqlite3_int64 file_rowid_base = 0;
+
   static int plan(sqlite3_index_info* info) {
     const int rc = plan_arguments(info, kPath, {{"path", true}});
     if (rc != SQLITE_OK) return rc;
@@ -205,6 +213,7 @@ struct EventsCursor : TableCursor {
     ranges.clear();
     const auto args = filter_arguments(idx_num, argc, argv, 1);
     keep_arguments(args);
+    based_file.clear();
     const std::string path = required_text(args[0], "path");
     int next_value = idx_num & 1;
     bool impossible = false;  // a comparison with NULL: no row can match
@@ -250,6 +259,11 @@ struct EventsCursor : TableCursor {
     while (scan.next_record(event, kind, text, complete))
       if (kind == LineKind::Event && wanted()) {
         line = scan.line_number();
+        if (based_file.empty() || based_file != scan.source_file()) {
+          based_file = scan.source_file();
+          file_rowid_base = part_rowid_base(kName, based_file);
+        }
+        rowid = file_rowid_base + line;
         eof = false;
         return;
       }

@@ -77,8 +77,30 @@ void SamplesCursor::filter_samples(const char* table, int idx_num, int argc, sql
   const std::string selector = required_nonblank_text(args[0], "selector");
   const TimeRange range = parse_time_range(args[1], args[2], clock_.now_ms(), /*into_range=*/true);
   const auto pushed = apply_metric_pushdown(selector, idx_num, argc, argv);
+  table_ = table;
+  series_numbering_.clear();
+  numbering_ = nullptr;
   start(pushed && !range.empty ? plan_sample_chunks(*connection, table, serial, *pushed, range.start_ms, range.end_ms)
                                : std::vector<MatrixChunk>{});
+  number_row();
+}
+
+void SamplesCursor::next() {
+  MatrixCursor::next();
+  number_row();
+}
+
+void SamplesCursor::number_row() {
+  if (eof) return;
+  if (!numbering_ || numbered_serial_ != series_serial()) {
+    const PromSeries& s = series();
+    const std::string part = (s.metric ? "1" + *s.metric : "0") + '\n' + s.labels_json;
+    auto [it, added] = series_numbering_.try_emplace(part);
+    if (added) it->second.base = part_rowid_base(table_, part);
+    numbering_ = &it->second;
+    numbered_serial_ = series_serial();
+  }
+  rowid = numbering_->base + ++numbering_->points;
 }
 
 const sqlite3_module kPromSamplesModule = table_function_module<PromSamplesCursor>();

@@ -7,7 +7,11 @@
 //   match  a series selector (required)
 //   start, end  optional time bounds (unix seconds or RFC3339); the server's defaults otherwise
 // Columns: metric (the __name__), labels (the other labels, JSON with sorted keys).
-// `metric = '...'` and `metric REGEXP '...'` are pushed into the selector.
+// `metric = '...'` and `metric REGEXP '...'` are pushed into the selector. A series' rowid is
+// its own (TableCursor::part_rowid_base, the series the part), so that the branches of a
+// MULTI-INDEX OR that push down different metrics (or none) give a series one rowid.
+#include <map>
+
 #include "core/sql_values.hpp"
 #include "core/table_function.hpp"
 #include "prometheus/metric_pushdown.hpp"
@@ -51,13 +55,29 @@ struct SeriesCursor : RowsCursor {
     else if (args[2])
       range.end_ms = parse_time_ms(args[2], "end", clock.now_ms());
     std::vector<std::vector<SqlValue>> rows;
+    rowids_.clear();
     if (const auto pushed = apply_metric_pushdown(match, idx_num, argc, argv)) {
       PromClient client(*connection, kName, serial);
-      for (const PromSeries& s : *client.series(*pushed, range.start_ms, range.end_ms))
+      std::map<std::string, sqlite3_int64> seen;  // a series named twice: its second row is 2 on
+      for (const PromSeries& s : *client.series(*pushed, range.start_ms, range.end_ms)) {
         rows.push_back({s.metric ? SqlValue(*s.metric) : SqlValue(), s.labels_json});
+        const std::string part = (s.metric ? "1" + *s.metric : "0") + '\n' + s.labels_json;
+        rowids_.push_back(part_rowid_base(kName, part) + ++seen[part]);
+      }
     }
     set_rows(std::move(rows));
+    at_ = 0;
+    if (!eof) rowid = rowids_[at_];
   }
+
+  void next() {
+    RowsCursor::next();
+    if (!eof) rowid = rowids_[++at_];
+  }
+
+ private:
+  std::vector<sqlite3_int64> rowids_;  // of the rows, in order
+  size_t at_ = 0;  // the row's index
 };
 
 }  // namespace

@@ -70,6 +70,35 @@ SELECT count(*) = 3 FROM prom_series('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 
 SELECT count(*) = 6 FROM prom_series('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 600) WHERE metric REGEXP '(?i)gpu_util|fb_USED';
 SELECT count(*) = 3 * 60 FROM prom_samples('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 59) WHERE metric REGEXP '^DCGM_FI_DEV_G';
 
+-- One call in both branches of a MULTI-INDEX OR (the subquery keeps SQLite from seeing one
+-- selector), one branch pushing a metric down and the other not, or another: a sample or series
+-- both keep is one row, kept once, and none is lost.
+CREATE TEMP TABLE selectors(selector TEXT);
+INSERT INTO selectors VALUES ('{__name__=~"DCGM_FI_.*"}');
+SELECT (SELECT group_concat(metric || labels || ts || value) FROM (SELECT * FROM prom_samples
+         WHERE (selector = '{__name__=~"DCGM_FI_.*"}' AND start = ${T0} AND "end" = ${T0} + 59 AND metric = 'DCGM_FI_DEV_GPU_UTIL')
+            OR (selector = (SELECT selector FROM selectors) AND start = ${T0} AND "end" = ${T0} + 59 AND value > 0.5)
+         ORDER BY metric, labels, ts))
+     = (SELECT group_concat(metric || labels || ts || value) FROM (SELECT * FROM samples
+         WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' OR value > 0.5 ORDER BY metric, labels, ts));
+SELECT (SELECT count(*) FROM prom_samples
+         WHERE (selector = '{__name__=~"DCGM_FI_.*"}' AND start = ${T0} AND "end" = ${T0} + 59 AND metric = 'DCGM_FI_DEV_GPU_UTIL')
+            OR (selector = (SELECT selector FROM selectors) AND start = ${T0} AND "end" = ${T0} + 59
+                AND metric IN ('DCGM_FI_DEV_GPU_UTIL', 'DCGM_FI_DEV_FB_USED')))
+     = (SELECT count(*) FROM samples WHERE metric IN ('DCGM_FI_DEV_GPU_UTIL', 'DCGM_FI_DEV_FB_USED'));
+SELECT (SELECT group_concat(uuid || metric || ts_ms || value) FROM (SELECT * FROM pp_gpu_samples
+         WHERE (selector = '{__name__=~"DCGM_FI_.*"}' AND start = ${T0} AND "end" = ${T0} + 59 AND metric = 'DCGM_FI_DEV_GPU_UTIL')
+            OR (selector = (SELECT selector FROM selectors) AND start = ${T0} AND "end" = ${T0} + 59 AND value > 0.5)
+         ORDER BY metric, uuid, ts_ms))
+     = (SELECT group_concat(json_extract(labels, '$.UUID') || metric || CAST(round(ts * 1000) AS INTEGER) || value)
+          FROM (SELECT * FROM samples WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' OR value > 0.5
+                 ORDER BY metric, json_extract(labels, '$.UUID'), ts));
+SELECT (SELECT group_concat(metric || labels) FROM (SELECT * FROM prom_series
+         WHERE (match = '{__name__=~"DCGM_FI_.*"}' AND start = ${T0} AND "end" = ${T0} + 600 AND metric = 'DCGM_FI_DEV_GPU_UTIL')
+            OR (match = (SELECT selector FROM selectors) AND start = ${T0} AND "end" = ${T0} + 600 AND labels LIKE '%"gpu":"0"%')
+         ORDER BY metric, labels))
+     = (SELECT group_concat(metric || labels) FROM (SELECT * FROM series
+         WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' OR labels LIKE '%"gpu":"0"%' ORDER BY metric, labels));
 -- OR, NOT, BETWEEN, LIMIT/OFFSET, ORDER BY, DISTINCT, GROUP BY over prom_samples.
 SELECT (SELECT group_concat(labels || ts || value) FROM (SELECT * FROM prom_samples('{__name__=~"DCGM_FI_.*"}', ${T0}, ${T0} + 59)
          WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' OR value > 0.99 ORDER BY metric, labels, ts))

@@ -31,6 +31,33 @@ SELECT count(*) = 6 + 3 FROM layer_events
 SELECT count(*) = 4 FROM layer_events
  WHERE (path = '${SOURCE_DIR}/tests/data/events/job1/rank1.jsonl' AND forward = 1)
     OR (path = '${SOURCE_DIR}/tests/data/events/job1/rank1.jsonl' AND layer IS NOT NULL);
+-- The same call in both branches, with different push-downs (job_id in one, t_start or nothing
+-- in the other): an event both keep is one row, kept once, and none is lost. (The subquery and
+-- the || '' keep SQLite from seeing one path: it runs the call once per branch.)
+CREATE TEMP TABLE events_dir(path TEXT);
+INSERT INTO events_dir VALUES ('${SOURCE_DIR}/tests/data/events');
+SELECT (SELECT group_concat(row) FROM (SELECT source_file || ':' || line AS row FROM layer_events
+         WHERE (path = '${SOURCE_DIR}/tests/data/events' AND job_id = 'dlrm-a1b2')
+            OR (path = (SELECT path FROM events_dir) AND t_start > 1714000000.05) ORDER BY row))
+     = (SELECT group_concat(row) FROM (SELECT source_file || ':' || line AS row FROM ev
+         WHERE job_id = 'dlrm-a1b2' OR t_start > 1714000000.05 ORDER BY row));
+SELECT (SELECT group_concat(row) FROM (SELECT source_file || ':' || line AS row FROM layer_events
+         WHERE (path = '${SOURCE_DIR}/tests/data/events' AND job_id = 'dlrm-cpu-7')
+            OR (path = '${SOURCE_DIR}/tests/data/events' || '' AND layer LIKE '%l.0') ORDER BY row))
+     = (SELECT group_concat(row) FROM (SELECT source_file || ':' || line AS row FROM ev
+         WHERE job_id = 'dlrm-cpu-7' OR layer LIKE '%l.0' ORDER BY row));
+SELECT (SELECT count(*) FROM layer_events
+         WHERE (path = '${SOURCE_DIR}/tests/data/events' AND t_end < 1714000000.15)
+            OR (path = (SELECT path FROM events_dir) AND t_start > 1714000000.1))
+     = (SELECT count(*) FROM ev WHERE t_end < 1714000000.15 OR t_start > 1714000000.1);
+-- Calls with different paths are different calls even where they read the same file: each
+-- keeps its rows (their hidden path differs), as UNION ALL of the two has them.
+SELECT (SELECT count(*) FROM layer_events
+         WHERE (path = '${SOURCE_DIR}/tests/data/events' AND job_id = 'dlrm-a1b2')
+            OR (path = '${SOURCE_DIR}/tests/data/events/job1' AND t_start > 1714000000.05))
+     = (SELECT count(*) FROM (SELECT * FROM layer_events('${SOURCE_DIR}/tests/data/events') WHERE job_id = 'dlrm-a1b2'
+                              UNION ALL
+                              SELECT * FROM layer_events('${SOURCE_DIR}/tests/data/events/job1') WHERE t_start > 1714000000.05));
 -- The named-column form, with = and with IS.
 SELECT count(*) = 10 FROM layer_events WHERE path = '${SOURCE_DIR}/tests/data/events/job1';
 SELECT count(*) = 10 FROM layer_events WHERE path IS '${SOURCE_DIR}/tests/data/events/job1';
