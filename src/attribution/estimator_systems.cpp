@@ -13,6 +13,7 @@
 #include "attribution/interval_sweep.hpp"
 #include "attribution/window_spans.hpp"
 #include "core/errors.hpp"
+#include "core/number_text.hpp"
 #include "core/statement.hpp"
 #include "stats/sample_key.hpp"
 #include "stats/shared_weights_sums.hpp"
@@ -418,7 +419,7 @@ class TimelineRows {
       if (entry.second > 0) {
         weight_sum += entry.second;
         if (weight_sum > 1 + DeconvolveLimits::kSumSlack)
-          throw argument_error("weight", "sums to " + format_number(weight_sum) + " over the rows of sample " +
+          throw argument_error("weight", "sums to " + number_text(weight_sum) + " over the rows of sample " +
                                              sample_key_label(sample_key_integer((static_cast<int64_t>(g_) << 44) + ts_ms)) +
                                              ": the weights of a sample are fractions of its window, at most 1 in all");
         sums_row_[kept++] = entry;

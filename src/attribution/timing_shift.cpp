@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <optional>
 #include <tuple>
 #include <utility>
 
+#include "core/number_text.hpp"
 #include "core/statement.hpp"
 #include "core/stored_numbers.hpp"
 #include "events/event_fields.hpp"
@@ -86,14 +86,6 @@ std::pair<size_t, size_t> stretches_of_span(const std::vector<StretchTiming>& st
   return {static_cast<size_t>(from - stretches.begin()), static_cast<size_t>(to - stretches.begin())};
 }
 
-// A number as an error shows it: Inf and -Inf as SQLite prints them.
-std::string shown(double value) {
-  if (std::isinf(value)) return value > 0 ? "Inf" : "-Inf";
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
-  return text;
-}
-
 }  // namespace
 
 std::vector<StretchTiming> read_stretches(sqlite3* db, const std::string& uuid) {
@@ -110,7 +102,7 @@ std::vector<StretchTiming> read_stretches(sqlite3* db, const std::string& uuid) 
     constexpr const char* kWanted = "a length of 0 to 1e15 ns, some 11 days";
     const std::optional<double> value = stored_double(read, column);
     if (!value || !(*value >= 0 && *value * ns_per_unit <= kMostTimingNs))
-      throw row.refused(column, value ? shown(*value) : row.shown(column), kWanted);
+      throw row.refused(column, value ? number_text(*value) : row.shown(column), kWanted);
     return *value * ns_per_unit;
   };
   const auto length_ns = [&](int column) {

@@ -2,14 +2,13 @@
 // (docs/reference/settings.md).
 #include "core/core_functions.hpp"
 
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "core/connection.hpp"
 #include "core/guard.hpp"
+#include "core/number_text.hpp"
 #include "core/sql_values.hpp"
 
 namespace pp {
@@ -21,17 +20,6 @@ void pp_version_function(sqlite3_context* ctx, int, sqlite3_value**) {
 // pp_config(key) returns the setting as it may be shown (secrets masked);
 // pp_config(key, value) validates and sets it for this connection and returns the new value.
 namespace {
-
-// A REAL as text that reads back as the same double (SQLite's own text keeps 15 digits, so
-// 1000.0000000000002 would pass a check of 'at most 1000' as 1000.0).
-std::string round_trip_text(double x) {
-  char text[32];
-  for (int digits = 15; digits <= 17; ++digits) {
-    std::snprintf(text, sizeof text, "%.*g", digits, x);
-    if (std::strtod(text, nullptr) == x) break;
-  }
-  return text;
-}
 
 }  // namespace
 
@@ -48,7 +36,7 @@ void pp_config_function(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
         throw Error("settings cannot change while pp_refresh writes the attribution tables (was pp_config "
                     "called by a constraint or trigger stored in the database?)");
       connection.settings().set(key, sqlite3_value_type(argv[1]) == SQLITE_FLOAT
-                                         ? round_trip_text(sqlite3_value_double(argv[1]))
+                                         ? number_text(sqlite3_value_double(argv[1]))
                                          : required_text(argv[1], "value"));
     }
     connection.settings().get(key);  // a value refused from the environment is an error here too

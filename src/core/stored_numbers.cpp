@@ -1,8 +1,7 @@
 #include "core/stored_numbers.hpp"
 
 #include <cmath>
-#include <cstdio>
-
+#include "core/number_text.hpp"
 #include "core/text.hpp"
 
 namespace pp {
@@ -65,11 +64,8 @@ std::string StoredRow::shown(int column) const {
       const std::string_view text = read_.column_view(column);
       return "'" + std::string(text.substr(0, kShownChars)) + (text.size() > kShownChars ? "...'" : "'");
     }
-    default: {
-      char text[32];
-      std::snprintf(text, sizeof text, "%g", read_.column_double(column));
-      return text;
-    }
+    default:
+      return number_text(read_.column_double(column));
   }
 }
 

@@ -8,18 +8,12 @@
 #include <limits>
 
 #include "core/errors.hpp"
+#include "core/number_text.hpp"
 #include "core/sql_values.hpp"
 #include "core/text.hpp"
 
 namespace pp {
 namespace {
-
-// A number as a user would write it back: 1e+14, 0.25, 1700000000 (not 100000000000000.000000).
-std::string shown_number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.15g", value);
-  return text;
-}
 
 // Whether seconds are a whole number of ms, up to the product's rounding (1.001 s is).
 bool is_whole_ms(double seconds) {
@@ -154,7 +148,7 @@ int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms
     case SQLITE_INTEGER:
     case SQLITE_FLOAT:
       if (!seconds_to_ms(sqlite3_value_double(value), ms, rounding))
-        throw argument_error(argument, "is not a usable unix time: " + shown_number(sqlite3_value_double(value)) +
+        throw argument_error(argument, "is not a usable unix time: " + number_text(sqlite3_value_double(value)) +
                                            " (unix seconds lie between -1e13 and 1e13)");
       return ms;
     default: {
@@ -239,7 +233,7 @@ int64_t parse_duration_ms(sqlite3_value* value, const char* argument) {
     case SQLITE_INTEGER:
     case SQLITE_FLOAT: {
       const double seconds = sqlite3_value_double(value);
-      shown = shown_number(seconds);
+      shown = number_text(seconds);
       // Too long is said as such, not as "not a duration".
       if (std::isfinite(seconds) && seconds > 1e13)
         throw argument_error(argument, "must be at most 10000000000000 seconds (about 317000 years), got '" + shown + "'");

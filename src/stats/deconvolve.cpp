@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "core/errors.hpp"
+#include "core/number_text.hpp"
 #include "stats/bvls.hpp"
 #include "stats/dense_factorizations.hpp"
 #include "stats/sample_key.hpp"
@@ -89,7 +90,7 @@ void DeconvolveData::add_row(std::optional<uint32_t>& sample_index, const std::s
   if (value) {
     if (sample.has_value && !same_value(sample.value, *value))
       throw argument_error("value", "differs within sample " + sample_key_label(sample_key) + ": " +
-                                              format_number(sample.value) + " and " + format_number(*value) +
+                                              number_text(sample.value) + " and " + number_text(*value) +
                                               " (a sample has one value, the same on all its rows)");
     sample.value = *value;
     sample.has_value = true;
@@ -98,7 +99,7 @@ void DeconvolveData::add_row(std::optional<uint32_t>& sample_index, const std::s
   if (weight > 0) {
     sample.weight_sum += weight;
     if (sample.weight_sum > 1 + DeconvolveLimits::kSumSlack)
-      throw argument_error("weight", "sums to " + format_number(sample.weight_sum) + " over the rows of sample " +
+      throw argument_error("weight", "sums to " + number_text(sample.weight_sum) + " over the rows of sample " +
                                                sample_key_label(sample_key) +
                                                ": the weights of a sample are fractions of its window, at most 1 in all");
     entries_.push_back({*sample_index, layer_id, weight});

@@ -10,11 +10,11 @@
 // the aggregate context); xFinal solves, returns the JSON and frees the state, also when the
 // statement fails or is interrupted (SQLite calls xFinal to release every aggregate context).
 #include <cmath>
-#include <cstdio>
 #include <memory>
 
 #include "core/errors.hpp"
 #include "core/guard.hpp"
+#include "core/number_text.hpp"
 #include "core/sql_values.hpp"
 #include "stats/deconvolve.hpp"
 #include "stats/sample_key.hpp"
@@ -58,9 +58,7 @@ constexpr double kLargestInput = 1e150;
 double fit_number(sqlite3_value* value, const char* argument) {
   const double x = required_double(value, argument);
   if (std::isfinite(x) && std::fabs(x) > kLargestInput) {  // (not finite: refused by name later)
-    char text[32];
-    std::snprintf(text, sizeof text, "%g", x);
-    throw Error(std::string("argument '") + argument + "' is " + text +
+    throw Error(std::string("argument '") + argument + "' is " + number_text(x) +
                 ": beyond 1e150 in magnitude the squares the fit sums overflow; scale the values (and bounds) first");
   }
   return x;

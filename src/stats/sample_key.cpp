@@ -1,22 +1,11 @@
 #include "stats/sample_key.hpp"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
-namespace pp {
+#include "core/number_text.hpp"
 
-std::string format_number(double v) {
-  char buffer[40];
-  std::snprintf(buffer, sizeof buffer, "%.17g", v);
-  for (int precision = 15; precision <= 17; ++precision) {
-    char shorter[40];
-    std::snprintf(shorter, sizeof shorter, "%.*g", precision, v);
-    if (std::strtod(shorter, nullptr) == v) return shorter;
-  }
-  return buffer;
-}
+namespace pp {
 
 std::string sample_key_integer(int64_t id) {
   std::string key(1 + sizeof id, 'i');
@@ -49,7 +38,7 @@ std::string sample_key_label(const std::string& key) {
     case 'r': {
       double id = 0;
       std::memcpy(&id, key.data() + 1, sizeof id);
-      return format_number(id);
+      return number_text(id);
     }
     case 't': {
       std::string quoted = "'";

@@ -16,7 +16,4 @@ std::string sample_key_blob(const void* data, size_t bytes);
 // The id as a reader of an error message would write it: 17, 1.5, 'w-3', x'00ff'.
 std::string sample_key_label(const std::string& key);
 
-// The shortest of %.15g..%.17g that reads back exactly, so 0.5 prints as 0.5.
-std::string format_number(double v);
-
 }  // namespace pp

@@ -41,3 +41,6 @@ SELECT pp_deconvolve(sample, layer, weight, value, 0) FROM t;
 SELECT pp_deconvolve(s, 'a', 1, 1e155, 0, 1e300) FROM (SELECT 1 AS s UNION ALL SELECT 2);
 -- error: pp_deconvolve: argument 'upper' is 1.7e+308: beyond 1e150 in magnitude
 SELECT pp_deconvolve(1, 'a', 1, 1, 0, 1.7e308);
+-- Numbers in errors show every digit needed to read back as the value (not %g's six).
+-- error: pp_deconvolve: argument 'value' is 1.23456789e+155: beyond 1e150 in magnitude
+SELECT pp_deconvolve(1, 'a', 1, 1.23456789e155, 0, 1);

@@ -29,6 +29,8 @@ SELECT * FROM prom_range('up', 0, 10, '9223372036854775807ms');
 SELECT * FROM prom_range('up', 0, 10, 1e14);
 -- error: prom_samples: argument 'start' is not a usable unix time: 1e+300 (unix seconds lie between -1e13 and 1e13)
 SELECT * FROM prom_samples('up', 1e300, 1e301);
+-- error: prom_samples: argument 'start' is not a usable unix time: Inf (unix seconds lie between -1e13 and 1e13)
+SELECT * FROM prom_samples('up', 9e999, 1);
 -- Times relative to now are held to the same range (far past it, now plus the offset would
 -- overflow, and the range's request count with it).
 -- error: prom_samples: argument 'start' is not a usable unix time: 'now-9000000000000000000ms' lies beyond 1e13 unix seconds

@@ -14,6 +14,9 @@ SELECT count(*) FROM pp_fractions('${UUID0}', 1);
 -- error: pp_fractions: pp_alignment's timing_ns of GPU ${UUID0} at from_ms 1700000000999 is 1e+300
 UPDATE pp_alignment SET timing_ns = 1e300 WHERE uuid = '${UUID0}';
 SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- error: pp_fractions: pp_alignment's timing_ns of GPU ${UUID0} at from_ms 1700000000999 is 1.234567e+21 (a length
+UPDATE pp_alignment SET timing_ns = 1.234567e21 WHERE uuid = '${UUID0}';
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
 -- error: pp_fractions: pp_alignment's util_timing_ns of GPU ${UUID0} at from_ms 1700000000999 is -5
 UPDATE pp_alignment SET util_timing_ns = -5 WHERE uuid = '${UUID0}';
 SELECT count(*) FROM pp_fractions('${UUID0}', -1);
