@@ -15,6 +15,7 @@
 #include "attribution/alignment.hpp"
 #include "attribution/alignment_data.hpp"
 #include "attribution/alignment_report.hpp"
+#include "attribution/offset_drift.hpp"
 #include "attribution/refresh.hpp"
 #include "attribution/scrape_phases.hpp"
 #include "core/embedded_sql.hpp"
@@ -38,34 +39,11 @@ constexpr double kNearWrapShare = 0.1;  // a jump this close to whole periods is
 constexpr double kOutOfOrderShare = 1.0 / 40;
 constexpr double kFollowReachNs = 6e6;       // later segments search this far around the prediction
 constexpr double kStretchDriftPpm = 50;      // a stretch's own drift that is taken out before the drift is known
-constexpr double kMaxDriftPpm = 5000;
 // Window lengths dcgm-exporter's -c is usually set to, tried when the data must tell which.
 constexpr double kCandidateWindowsMs[] = {100, 200, 250, 500, 1000, 2000, 5000, 10000, 15000, 30000, 60000};
 // NVML's utilization period is "between 1 second and 1/6 second, depending on the product".
 constexpr double kCandidateDriverWindowsMs[] = {1000.0 / 6, 200, 250, 1000.0 / 3, 500, 1000};
 
-
-double mid_ns(const SegmentRecord& s) { return (static_cast<double>(s.from_ms) + static_cast<double>(s.through_ms)) * kNsPerMs / 2; }
-
-// The drift of the offset in ppm, from the last estimated segments (wraps by a window unwound).
-double drift_ppm(const std::vector<SegmentRecord>& segments, double window_ns) {
-  std::vector<std::pair<double, double>> points;  // (mid ns, offset ns), newest first
-  for (auto it = segments.rbegin(); it != segments.rend() && points.size() < 6; ++it)
-    if (it->status == "estimated") points.emplace_back(mid_ns(*it), it->offset_ns);
-  if (points.size() < 3) return segments.empty() ? 0 : segments.back().drift_ppm;
-  std::reverse(points.begin(), points.end());
-  for (size_t i = 1; i < points.size(); ++i) {
-    while (points[i].second - points[i - 1].second > window_ns / 2) points[i].second -= window_ns;
-    while (points[i - 1].second - points[i].second > window_ns / 2) points[i].second += window_ns;
-  }
-  double mx = 0, my = 0;
-  for (const auto& [x, y] : points) mx += x, my += y;
-  mx /= static_cast<double>(points.size());
-  my /= static_cast<double>(points.size());
-  double sxy = 0, sxx = 0;
-  for (const auto& [x, y] : points) sxy += (x - mx) * (y - my), sxx += (x - mx) * (x - mx);
-  return std::clamp(sxx > 0 ? sxy / sxx * 1e6 : 0.0, -kMaxDriftPpm, kMaxDriftPpm);
-}
 
 // A stretch as pp_alignment keeps it (times in whole ns, write_segment): the next stretches of
 // this refresh read it so, as a later refresh reads it back (refreshes in parts align alike).
@@ -204,8 +182,7 @@ class GpuAligner {
 
   double predicted_offset(double at_ns) const {
     if (segments_.empty()) return pinned_ ? pinned_ms_ * kNsPerMs : 0;
-    const SegmentRecord& p = segments_.back();
-    return p.offset_ns + p.drift_ppm * 1e-6 * (at_ns - mid_ns(p));
+    return offset_at(segments_.back(), at_ns);
   }
 
   void align_segment(size_t first, size_t last) {
@@ -406,9 +383,7 @@ class GpuAligner {
   }
 
   // Two estimated stretches before this one: with it, three points to fit the drift to.
-  bool drift_established() const {
-    return std::count_if(segments_.begin(), segments_.end(), [](const SegmentRecord& s) { return s.status == "estimated"; }) >= 2;
-  }
+  bool drift_established() const { return pp::drift_established(segments_); }
 
   // A change of offset that neither the drift nor a wrap by one window explains, against the
   // newest estimated stretch of the two before (a poorly determined one between, such as the
@@ -419,7 +394,7 @@ class GpuAligner {
     for (size_t back = 1; back <= std::min<size_t>(2, segments_.size()) && !from; ++back)
       if (segments_[segments_.size() - back].status == "estimated") from = &segments_[segments_.size() - back];
     if (!from) return;
-    const double predicted = from->offset_ns + from->drift_ppm * 1e-6 * (mid_ns(seg) - mid_ns(*from));
+    const double predicted = offset_at(*from, mid_ns(seg));
     const double jump = std::fabs(seg.offset_ns - predicted);
     double off = jump;
     if (window_ns_ > 0) off = std::min({off, std::fabs(off - window_ns_)});
