@@ -32,7 +32,6 @@ constexpr size_t kMinSegmentWindows = 100;
 // is stored by then; these are the idle GPU's) that its last stretch keeps: against them the
 // job's end shows where its windows lie.
 constexpr int kIdleWindowsAfterJob = 2;
-constexpr double kDeterminedHalf90Ns = 2e6;  // a wider 90% interval is "poorly determined"
 constexpr double kNearWrapShare = 0.1;  // a jump this close to whole periods is a stretch fitted a period off
 // A stretch more of whose stored times than this share read a window older than the one stored
 // just before them is poorly determined (served_out_of_order, alignment_data.hpp).
@@ -330,7 +329,7 @@ class GpuAligner {
     if (!best.on_grid) seg.timing_ns = std::max(seg.timing_ns, best.off_grid_spread_ns);
     seg.status = best.unique && in_order && best.on_grid && best.half90_ns <= kDeterminedHalf90Ns ? "estimated"
                                                                                                   : "poorly determined";
-    seg.reason = poorly_determined_reason(best, in_order, seg.samples);
+    seg.reason = poorly_determined_reason(best, in_order, out_of_order_, seg.samples);
     if (seg.status == "estimated" && drift_established()) {
       std::vector<SegmentRecord> with = segments_;
       with.push_back(seg);
@@ -357,29 +356,6 @@ class GpuAligner {
       scrape_steps += std::max<int64_t>(
           1, std::llround(static_cast<double>(rows[i].ts_ms - rows[i - 1].ts_ms) * kNsPerMs / stretch_spacing_ns_));
     return std::max<int64_t>(0, std::min(window_steps, scrape_steps) - (own - 1));
-  }
-
-  // Why a stretch is poorly determined (empty where it is estimated): each cause, in words.
-  std::string poorly_determined_reason(const OffsetEstimate& best, bool in_order, int64_t samples) const {
-    std::vector<std::string> causes;
-    if (!best.unique)
-      causes.push_back("another placement of its windows fits almost as well (within 10 log-likelihood units: a "
-                       "second peak, two scrape phases alike, or an exporter latency that stepped)");
-    if (!in_order)
-      causes.push_back(std::to_string(out_of_order_) + " of its " + std::to_string(samples) +
-                       " stored times read an older window than the one before (more than 1 in 40: an exporter "
-                       "whose latency scatters by a period)");
-    if (!best.on_grid)
-      causes.push_back("its windows lie on no straight grid of the period (two in one step, or a period more than 1% "
-                       "off the window's), so each keeps its scrape's lateness: they spread over " +
-                       ms_text(best.off_grid_spread_ns) + " ms");
-    if (best.half90_ns > kDeterminedHalf90Ns)
-      causes.push_back("its offset's 90% interval is +-" + ms_text(best.half90_ns) +
-                       " ms, wider than +-2 ms (the layers' mixes change little with the offset, or its quarters "
-                       "disagree)");
-    std::string reason;
-    for (const std::string& cause : causes) reason += (reason.empty() ? "" : "; ") + cause;
-    return reason;
   }
 
   // Two estimated stretches before this one: with it, three points to fit the drift to.

@@ -33,4 +33,26 @@ std::vector<std::string> AlignmentReport::warnings(const std::string& uuid) cons
   return out;
 }
 
+std::string poorly_determined_reason(const OffsetEstimate& best, bool in_order, int64_t out_of_order, int64_t samples) {
+  std::vector<std::string> causes;
+  if (!best.unique)
+    causes.push_back("another placement of its windows fits almost as well (within 10 log-likelihood units: a "
+                     "second peak, two scrape phases alike, or an exporter latency that stepped)");
+  if (!in_order)
+    causes.push_back(std::to_string(out_of_order) + " of its " + std::to_string(samples) +
+                     " stored times read an older window than the one before (more than 1 in 40: an exporter "
+                     "whose latency scatters by a period)");
+  if (!best.on_grid)
+    causes.push_back("its windows lie on no straight grid of the period (two in one step, or a period more than 1% "
+                     "off the window's), so each keeps its scrape's lateness: they spread over " +
+                     ms_text(best.off_grid_spread_ns) + " ms");
+  if (best.half90_ns > kDeterminedHalf90Ns)
+    causes.push_back("its offset's 90% interval is +-" + ms_text(best.half90_ns) +
+                     " ms, wider than +-2 ms (the layers' mixes change little with the offset, or its quarters "
+                     "disagree)");
+  std::string reason;
+  for (const std::string& cause : causes) reason += (reason.empty() ? "" : "; ") + cause;
+  return reason;
+}
+
 }  // namespace pp

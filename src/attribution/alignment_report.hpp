@@ -1,14 +1,25 @@
-// What the align step tells a user about one GPU's alignment in a refresh: the counts it keeps
-// as it writes the stretches (align_samples.cpp) and the pp_last_warnings() lines they make.
+// What the align step tells a user about one GPU's alignment in a refresh: why a stretch is
+// poorly determined (pp_alignment.reason), the counts it keeps as it writes the stretches
+// (align_samples.cpp) and the pp_last_warnings() lines they make.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "attribution/alignment.hpp"
+
 namespace pp {
 
 // ns as ms with one decimal ("18.8"), as the warnings and pp_alignment.reason print them.
 std::string ms_text(double ns);
+
+// A stretch whose offset's 90% interval is wider than this is poorly determined.
+constexpr double kDeterminedHalf90Ns = 2e6;
+
+// Why a stretch of `samples` stored times is poorly determined (empty where it is estimated):
+// each cause, in words. out_of_order of them read an older window than the one stored before
+// them, too many where !in_order.
+std::string poorly_determined_reason(const OffsetEstimate& best, bool in_order, int64_t out_of_order, int64_t samples);
 
 // What one GPU's alignment in this refresh says in pp_last_warnings().
 struct AlignmentReport {
