@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/errors.hpp"
 #include "core/number_text.hpp"
 #include "core/statement.hpp"
 #include "core/stored_numbers.hpp"
