@@ -15,6 +15,7 @@
 #include "attribution/alignment.hpp"
 #include "attribution/alignment_data.hpp"
 #include "attribution/alignment_report.hpp"
+#include "attribution/idle_windows.hpp"
 #include "attribution/offset_drift.hpp"
 #include "attribution/refresh.hpp"
 #include "attribution/scrape_phases.hpp"
@@ -32,6 +33,8 @@ constexpr size_t kMinSegmentWindows = 100;
 // is stored by then; these are the idle GPU's) that its last stretch keeps: against them the
 // job's end shows where its windows lie.
 constexpr int kIdleWindowsAfterJob = 2;
+// The windows before a stretch without layers that place its own: each scrape phase's many times.
+constexpr int64_t kWindowsBeforeIdle = 64;
 constexpr double kNearWrapShare = 0.1;  // a jump this close to whole periods is a stretch fitted a period off
 // A stretch more of whose stored times than this share read a window older than the one stored
 // just before them is poorly determined (served_out_of_order, alignment_data.hpp).
@@ -494,6 +497,15 @@ class GpuAligner {
     }
     // (On no grid, as the estimate found, the stretch is poorly determined and its timing says how far.)
     if (seg.status == "estimated" || seg.status == "poorly determined") snap_to_grid(ends, window_ns_);
+    if (seg.status == "no layers" && !own.empty()) {
+      // The idle GPU's windows, as those before them at their phases were (idle_window_ends).
+      std::vector<WindowRecord> before;
+      sql_.run([&] { before = own_windows_before(run_.db, uuid_, seg.from_ms, kWindowsBeforeIdle); });
+      std::vector<int64_t> stored;
+      for (size_t i : own) stored.push_back(data_.ts_ms[i]);
+      std::vector<int64_t> placed = idle_window_ends(before, stored, window_ns_, seg.drift_ppm);
+      if (!placed.empty()) ends = std::move(placed);
+    }
     double period = 0, phase = 0, timing = 0;
     const bool grid = driver_grid(seg, timeline, own, ends, period, phase, timing);
     if (grid) {

@@ -264,6 +264,22 @@ std::optional<WindowRecord> window_of(sqlite3* db, const std::string& uuid, int6
   return w;
 }
 
+std::vector<WindowRecord> own_windows_before(sqlite3* db, const std::string& uuid, int64_t through_ms, int64_t count) {
+  Statement read(db, named_sql("align", "own_windows_before"));
+  read.bind(":uuid", uuid);
+  read.bind(":through_ms", through_ms);
+  read.bind(":count", count);
+  std::vector<WindowRecord> out;
+  while (read.step()) {
+    WindowRecord w;
+    w.ts_ms = read.column_int64(0);
+    w.end_ns = read.column_int64(1);
+    out.push_back(w);
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
 SeriesWindow series_window(sqlite3* db, const std::string& uuid, const std::string& metric) {
   std::string_view script = named_sql("align", "series_window");
   Statement declared(db, &script);

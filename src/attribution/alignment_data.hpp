@@ -87,6 +87,8 @@ AlignmentTimeline alignment_timeline(const AlignmentEventBlocks& fetched, const 
 std::vector<SegmentRecord> read_segments(sqlite3* db, const std::string& uuid);
 // The window of a stored time aligned before (pp_windows), if any.
 std::optional<WindowRecord> window_of(sqlite3* db, const std::string& uuid, int64_t ts_ms);
+// The newest `count` windows aligned at or before through_ms, but stored copies, oldest first.
+std::vector<WindowRecord> own_windows_before(sqlite3* db, const std::string& uuid, int64_t through_ms, int64_t count);
 
 // The window of a series in pp_intervals, and whether it is settled (set, or estimated before)
 // rather than a first guess from the spacing.

@@ -135,14 +135,15 @@ class AlignRefresh : public ::testing::Test {
     return sql.str();
   }
 
-  // Scrapes every interval_ms (up to 1 ms late, stored truncated to the ms; or, where
-  // scrape_late_ms is given, late by a half-normal amount of that scale, stored at the ideal tick
-  // where that is 1 ms or less, as Prometheus' timestamp tolerance does), each served the newest
-  // DCGM window (of 100 ms, ending 3 ms past each 100 ms; or dcgm_ppm longer, ending 3 ms past
-  // each such period from T0) that ended latency_ms before it (plus latency_jitter_ms times a
-  // standard normal draw, clipped at 0); the true window end of each stored time into ends. With
-  // fb, FB_USED too: the memory in use at the window's end (DCGM reads it at the poll that ends
-  // the window), with 0.5% noise, printed as an integer.
+  // Scrapes every interval_ms until idle_after_job_ms_ after the job's calls end (up to 1 ms
+  // late, stored truncated to the ms; or, where scrape_late_ms is given, late by a half-normal
+  // amount of that scale, stored at the ideal tick where that is 1 ms or less, as Prometheus'
+  // timestamp tolerance does), each served the newest DCGM window (of 100 ms, ending 3 ms past
+  // each 100 ms; or dcgm_ppm longer, ending 3 ms past each such period from T0) that ended
+  // latency_ms before it (plus latency_jitter_ms times a standard normal draw, clipped at 0); the
+  // true window end of each stored time into ends. With fb, FB_USED too: the memory in use at the
+  // window's end (DCGM reads it at the poll that ends the window), with 0.5% noise, printed as an
+  // integer.
   std::string scraped_samples_sql(double interval_ms, double latency_ms, std::map<int64_t, int64_t>& ends,
                                   double latency_jitter_ms = 0, double scrape_late_ms = 0, double dcgm_ppm = 0,
                                   bool fb = false) const {
@@ -162,7 +163,7 @@ class AlignRefresh : public ::testing::Test {
     for (int64_t n = 1;; ++n) {
       const double scrape = static_cast<double>(kRefreshT0) + (7 + static_cast<double>(n) * interval_ms + lateness()) * kMs;
       const auto ts = static_cast<int64_t>(std::floor(scrape / kMs));
-      if (ts > last_ms()) break;
+      if (ts > last_ms() + idle_after_job_ms_) break;
       const double latency = std::max(0.0, latency_ms + (latency_jitter_ms > 0 ? latency_jitter_ms * z(latency_rng) : 0));
       const auto window = static_cast<int64_t>(std::floor((scrape - latency * kMs - kRefreshT0 - 3 * kMs) / period));
       if (window < 1) continue;
@@ -251,6 +252,7 @@ class AlignRefresh : public ::testing::Test {
   double periodic_until_ns_ = 0;
   double job_ns_ = 70e9;  // the job's calls end then (ns after T0)
   double pause_from_ns_ = 0, pause_ns_ = 0;  // no calls in this while (ns after T0)
+  int64_t idle_after_job_ms_ = 0;  // scraped_samples_sql goes on storing the idle GPU's windows this long
 };
 
 // A job that starts with calls that repeat every 100 ms: every DCGM window holds the same mix
@@ -1229,6 +1231,57 @@ TEST_F(AlignRefreshIdleAfterTheJob, TheJobsEndEndsItsLastStretch) {
   for (const auto& row : db_.query("SELECT status FROM pp_alignment WHERE from_ms >= " + end))
     EXPECT_EQ(row[0].text, "no layers");
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment WHERE from_ms >= " + end).integer, 1);
+}
+
+// Scraped every 150 ms, the idle GPU's windows after the job fall at two phases of DCGM's grid,
+// 50 ms apart, as the job's did. Their stretch has no layers to place them by: each is placed
+// as the windows before it at its phase were, on DCGM's grid, within 3 ms of its own. (Before,
+// they took the offset the job's last stretch fitted to its stored times put on a lattice of
+// the period, to stored times as they are: every one 24-76 ms off.)
+TEST_F(AlignRefreshIdleAfterTheJob, IdleWindowsScrapedAtTwoPhasesLieOnDcgmsGrid) {
+  std::map<int64_t, int64_t> ends;
+  idle_after_job_ms_ = 7000;
+  db_.exec(scraped_samples_sql(150, 30, ends));
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const auto idle = db_.query("SELECT w.ts_ms, w.end_ns FROM pp_windows AS w JOIN pp_alignment AS a "
+                              "ON w.uuid = a.uuid AND w.ts_ms > a.from_ms AND w.ts_ms <= a.through_ms "
+                              "WHERE a.status = 'no layers'");
+  EXPECT_GT(idle.size(), 30u);
+  for (const auto& w : idle)
+    EXPECT_LE(std::llabs(w[1].integer - ends.at(w[0].integer)), 3 * kMs)
+        << "stored at " << w[0].integer << ": " << (w[1].integer - ends.at(w[0].integer)) / 1e6 << " ms off";
+}
+
+// Two jobs on the GPU, the second starting 10 s after the first's calls end, scraped every 150
+// ms: the idle GPU's windows between them are placed on DCGM's grid as those after a job are,
+// and so is every window of the second job.
+class AlignRefreshTwoJobs : public AlignRefresh {
+ protected:
+  AlignRefreshTwoJobs() {
+    pause_from_ns_ = 30e9;
+    pause_ns_ = 10e9;
+  }
+};
+
+TEST_F(AlignRefreshTwoJobs, IdleWindowsBetweenJobsScrapedAtTwoPhasesLieOnDcgmsGrid) {
+  db_.exec("UPDATE pp_events SET job_id = 'second' WHERE t_start_ns >= " + std::to_string(kRefreshT0 + 35 * 1000 * kMs));
+  std::map<int64_t, int64_t> ends;
+  db_.exec(scraped_samples_sql(150, 30, ends));
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const std::string between = "w.ts_ms > " + std::to_string(kRefreshT0 / kMs + 31000) + " AND w.ts_ms < " +
+                              std::to_string(kRefreshT0 / kMs + 39000);
+  EXPECT_EQ(db_.scalar("SELECT count(DISTINCT a.from_ms) FROM pp_windows AS w JOIN pp_alignment AS a "
+                       "ON w.uuid = a.uuid AND w.ts_ms > a.from_ms AND w.ts_ms <= a.through_ms "
+                       "WHERE a.status = 'no layers' AND " + between).integer,
+            1);
+  int64_t windows = 0;
+  for (const auto& w : db_.query("SELECT w.ts_ms, w.end_ns FROM pp_windows AS w WHERE w.ts_ms > " +
+                                 std::to_string(kRefreshT0 / kMs + 31000))) {
+    ++windows;
+    EXPECT_LE(std::llabs(w[1].integer - ends.at(w[0].integer)), 3 * kMs)
+        << "stored at " << w[0].integer << ": " << (w[1].integer - ends.at(w[0].integer)) / 1e6 << " ms off";
+  }
+  EXPECT_GT(windows, 200);
 }
 
 }  // namespace

@@ -69,6 +69,13 @@ UPDATE main.pp_windows SET window_ms = iif(:window, NULL, window_ms), util_windo
 -- name: window_of
 SELECT end_ns, util_end_ns FROM main.pp_windows WHERE uuid = :uuid AND ts_ms = :ts_ms;
 
+-- name: own_windows_before
+-- The newest :count windows placed at or before :through_ms, but stored copies, newest first: a
+-- stretch without layers places its own as these were (idle_windows.hpp).
+SELECT ts_ms, end_ns FROM main.pp_windows
+ WHERE uuid = :uuid AND ts_ms <= :through_ms AND copy_of_ms IS NULL
+ ORDER BY ts_ms DESC LIMIT :count;
+
 -- name: series_window
 -- A window declared in pp_metrics wins over everything and is copied to pp_intervals.
 INSERT INTO main.pp_intervals(uuid, metric, interval_ms, source)
