@@ -233,11 +233,19 @@ def alignment_errors(conn, rec):
     half_period_ms = rec.timing.dcgm_period_ms / 2
     seg, judged = [], []
     # A stretch the align step calls 'not determined' claims no placement (its estimates are not
-    # identified): it is left out, and a cell with nothing else shows n/d. So is one of the idle
-    # GPU's windows ('no layers': between jobs and after the last), placed by the offset the
-    # stretches before predict and on no grid of its own: no layer's value depends on it.
-    for from_ms, through_ms in conn.execute("SELECT from_ms, through_ms FROM pp_alignment "
-                                            "WHERE status NOT IN ('not determined', 'no layers')"):
+    # identified): it is left out, and a cell with nothing else shows n/d. The idle GPU's windows
+    # ('no layers': between jobs and after the last), which users read in pp_windows too, are
+    # placed as the windows before them at their scrape phases were: they are scored where those
+    # claim a placement.
+    placed_before = {}  # per GPU: whether its newest stretch with layers claims a placement
+    scored = []
+    for uuid, from_ms, through_ms, status in conn.execute("SELECT uuid, from_ms, through_ms, status FROM pp_alignment "
+                                                          "ORDER BY uuid, from_ms"):
+        if status != "no layers":
+            placed_before[uuid] = status != "not determined"
+        if placed_before.get(uuid, False):
+            scored.append((from_ms, through_ms))
+    for from_ms, through_ms in scored:
         errs = [e for ts, e in error_ms.items() if from_ms < ts <= through_ms and abs(e) < half_period_ms]
         if errs:
             seg.append(abs(float(np.mean(errs))))
@@ -438,7 +446,7 @@ def main():
     say("EB/Lin: identified pairs of EmbeddingBag and Linear, both directions (of 20); est id: error of the identified;")
     say("cover90: share of pairs whose 90% interval holds the truth. Alignment (pp_alignment, pp_windows vs the")
     say("recording's truth): seg: worst stretch's |mean error| of its windows' ends in ms; placed: stored samples whose window")
-    say("is placed within max(3 ms, 1% of the period) of the true one (n/d: the align step said 'not determined'; the idle GPU's 'no layers' stretches are not scored); rep: stored copies of a window found / true. s: seconds for the cell.")
+    say("is placed within max(3 ms, 1% of the period) of the true one (n/d: the align step said 'not determined'; the idle GPU's windows, 'no layers', count where those before them do); rep: stored copies of a window found / true. s: seconds for the cell.")
     say()
     header = (f"{'timing':<11} {'int':>6} {'noise':>5} {'min':>3} {'stored':>6} | {'paper':^11} | {'overlap':^11} | "
               f"{'estimator est':^13} {'id':>3} {'wrong':>3} {'EB/Lin':>5} {'est id':^11} {'cover90':>6} | "
