@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/keyed_digest.hpp"
 #include "core/text.hpp"
 
 namespace pp {
@@ -259,9 +260,8 @@ sqlite3_int64 TableCursor::first_rowid(const char* table, int idx_num, const std
   return static_cast<sqlite3_int64>((connection->call_number(key) << 32) + 1);
 }
 
-sqlite3_int64 TableCursor::part_rowid_base(const char* table, std::string_view part) {
-  // (";part;" keeps these keys apart from first_rowid's, whose second field is a number.)
-  std::string key = std::string(table) + ";part;";
+std::string TableCursor::part_key(const char* table, std::string_view part) const {
+  std::string key = std::string(table) + ";";
   for (sqlite3_value* value : arguments_) {
     if (value)
       append_key_value(key, value);
@@ -269,7 +269,12 @@ sqlite3_int64 TableCursor::part_rowid_base(const char* table, std::string_view p
       key += "absent;";
   }
   key.append(part.data(), part.size());
-  return static_cast<sqlite3_int64>(connection->call_number(key) << 32);
+  // (A digest begins with a NUL, a first_rowid key with the table's name: they never meet.)
+  return keyed_digest(key);
+}
+
+sqlite3_int64 TableCursor::part_rowid_base(const std::string& part_key) {
+  return static_cast<sqlite3_int64>(connection->call_number(part_key) << 32);
 }
 
 TableCursor::~TableCursor() {

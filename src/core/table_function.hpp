@@ -101,8 +101,12 @@ class TableCursor : public sqlite3_vtab_cursor {
   // counts from its own 2^32 * k (k as above, for this table, these arguments and this part),
   // and a row's rowid is that plus its place in the part (a file's line number), whatever the
   // filters skipped: the same row has one rowid in every branch, and two rows never share one.
-  // The arguments are those given to keep_arguments().
-  sqlite3_int64 part_rowid_base(const char* table, std::string_view part);
+  // The part is named by part_key, whose digest keeps it short: a response of 50,000 series,
+  // named by their labels, took two thirds more memory where the names themselves were kept.
+  sqlite3_int64 part_rowid_base(const std::string& part_key);
+  // The key of a part of table's source for these arguments (those given to keep_arguments()):
+  // a keyed digest (core/keyed_digest.hpp) of the three.
+  std::string part_key(const char* table, std::string_view part) const;
 
   ConnectionPtr connection;
   const uint64_t serial;  // Connection::cursor_opened's: the answers of the cache it may use

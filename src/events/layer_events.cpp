@@ -261,7 +261,7 @@ struct EventsCursor : TableCursor {
         line = scan.line_number();
         if (based_file.empty() || based_file != scan.source_file()) {
           based_file = scan.source_file();
-          file_rowid_base = part_rowid_base(kName, based_file);
+          file_rowid_base = part_rowid_base(part_key(kName, based_file));
         }
         rowid = file_rowid_base + line;
         eof = false;

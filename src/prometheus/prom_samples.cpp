@@ -94,9 +94,9 @@ void SamplesCursor::number_row() {
   if (eof) return;
   if (!numbering_ || numbered_serial_ != series_serial()) {
     const PromSeries& s = series();
-    const std::string part = (s.metric ? "1" + *s.metric : "0") + '\n' + s.labels_json;
-    auto [it, added] = series_numbering_.try_emplace(part);
-    if (added) it->second.base = part_rowid_base(table_, part);
+    std::string key = part_key(table_, (s.metric ? "1" + *s.metric : "0") + '\n' + s.labels_json);
+    auto [it, added] = series_numbering_.try_emplace(key);
+    if (added) it->second.base = part_rowid_base(key);
     numbering_ = &it->second;
     numbered_serial_ = series_serial();
   }

@@ -61,8 +61,8 @@ struct SeriesCursor : RowsCursor {
       std::map<std::string, sqlite3_int64> seen;  // a series named twice: its second row is 2 on
       for (const PromSeries& s : *client.series(*pushed, range.start_ms, range.end_ms)) {
         rows.push_back({s.metric ? SqlValue(*s.metric) : SqlValue(), s.labels_json});
-        const std::string part = (s.metric ? "1" + *s.metric : "0") + '\n' + s.labels_json;
-        rowids_.push_back(part_rowid_base(kName, part) + ++seen[part]);
+        const std::string key = part_key(kName, (s.metric ? "1" + *s.metric : "0") + '\n' + s.labels_json);
+        rowids_.push_back(part_rowid_base(key) + ++seen[key]);
       }
     }
     set_rows(std::move(rows));

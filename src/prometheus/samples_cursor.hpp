@@ -34,7 +34,7 @@ struct SamplesCursor : MatrixCursor {
     sqlite3_int64 base;
     sqlite3_int64 points = 0;  // of the series so far
   };
-  std::unordered_map<std::string, SeriesNumbering> series_numbering_;
+  std::unordered_map<std::string, SeriesNumbering> series_numbering_;  // by part_key
   SeriesNumbering* numbering_ = nullptr;  // the row's series'
   uint64_t numbered_serial_ = 0;          // the series_serial() it is for
 };
