@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -260,11 +261,56 @@ def test_errors_are_one_line(runs, report_a, tmp_path):
         assert unreadable.returncode == 1 and f"RUN_A: '{tmp_path / name}' {why}" in unreadable.stderr, unreadable.stderr
     no_such_job = precisionprobe("compare", work / "a.db", work / "a.db", "--job-b", "nope", check=False)
     assert "compare: --job-b: no job 'nope' in" in no_such_job.stderr, no_such_job.stderr
-    for db, why in [(tmp_path / "no-folder" / "r.db", "its folder does not exist"), (empty, "a directory")]:
-        unusable = precisionprobe("analyze", work / "a" / "events", "--db", db, check=False)
-        assert unusable.returncode == 1
-        assert unusable.stderr.strip() == (f"python3 -m precisionprobe analyze: cannot open the results database {db}: "
-                                           f"unable to open database file ({why})"), unusable.stderr
+    db = tmp_path / "no-folder" / "r.db"
+    unusable = precisionprobe("analyze", work / "a" / "events", "--db", db, check=False)
+    assert unusable.returncode == 1
+    assert unusable.stderr.strip() == (f"python3 -m precisionprobe analyze: cannot open the results database {db}: "
+                                       "unable to open database file (its folder does not exist)"), unusable.stderr
+
+
+def test_a_database_path_that_is_not_a_file_is_refused_before_sqlite_opens_it(tmp_path):
+    """SQLite opened on a device fails with "disk I/O error" after making DEVICE-journal beside
+    it (in /dev for /dev/null), and on a named pipe waits for a writer for ever: --db (and the
+    others naming a database) must be a regular file or a new path, and nothing is made beside
+    what is refused. The device is a private null device made here, never /dev/null."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "events-node-1.jsonl").write_text("{}\n")
+    places = tmp_path / "places"
+    places.mkdir()
+    kinds = {"folder": "a directory", "pipe": "a named pipe", "device": "a character device"}
+    (places / "folder").mkdir()
+    os.mkfifo(places / "pipe")
+    try:
+        os.mknod(places / "device", 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        del kinds["device"]  # (not root: the folder and the pipe are refused all the same)
+    (places / "link").symlink_to("pipe")
+    kinds["link"] = "a named pipe"
+    before = sorted(os.listdir(places))
+    fix = "give --db a results database file, or the path of a new one; nothing was written"
+    for name, kind in kinds.items():
+        db = places / name
+        for command in (["analyze", run, "--prometheus", "http://127.0.0.1:1"], ["analyze", run, "--no-refresh"],
+                        ["export", run, "--openmetrics", "-"], ["serve", run, "--port", "0"]):
+            refused = precisionprobe(*command, "--db", db, check=False, timeout=30)
+            assert refused.returncode == 1 and refused.stdout == "", refused.stderr
+            assert refused.stderr.strip() == (f"python3 -m precisionprobe {command[0]}: --db: '{db}' is {kind}, not a "
+                                              f"file: {fix}"), refused.stderr
+        compared = precisionprobe("compare", db, run, check=False, timeout=30)
+        assert name == "folder" or compared.stderr.strip() == (f"python3 -m precisionprobe compare: RUN_A: '{db}' is {kind}, not a file: "
+                                           "give RUN_A a run directory or a results database file; nothing was "
+                                           "written"), compared.stderr
+        emulated = precisionprobe("analyze", run, "--emulate", "dlrm", "--emulate-out", db, check=False, timeout=30)
+        assert name == "folder" or emulated.stderr.strip() == (
+            f"python3 -m precisionprobe analyze: --emulate-out: '{db}' is {kind}, not a directory: give a folder (the "
+            "emulated copy of the run is written there)"), emulated.stderr
+        compared = precisionprobe("compare", run, run, "--db-a", db, check=False, timeout=30)
+        assert f"compare: --db-a: '{db}' is {kind}, not a file: give --db-a a results database file" in compared.stderr
+    (run / "precisionprobe.db").symlink_to(places / "pipe")
+    default = precisionprobe("analyze", run, "--prometheus", "http://127.0.0.1:1", check=False, timeout=30)
+    assert f"analyze: the default --db: '{run / 'precisionprobe.db'}' is a named pipe, not a file" in default.stderr
+    assert sorted(os.listdir(places)) == before  # no DEVICE-journal, nothing made beside them
 
 
 

@@ -151,7 +151,28 @@ def _database(run, db):
     if db:
         return Path(db)
     run = Path(run)
-    return run if run.is_file() else run / DATABASE_NAME
+    return run if run.exists() and not run.is_dir() else run / DATABASE_NAME
+
+
+_KINDS = ((stat.S_ISREG, "a file"), (stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode):
+    """What a path is, as a message names it, from its os.stat mode."""
+    return next((name for test, name in _KINDS if test(mode)), "neither a file nor a directory")
+
+
+def _refuse_what_is_not_a_file(database, option, fix):
+    """A results database that exists must be a regular file (or a link to one), refused before
+    SQLite opens it: on a device SQLite fails with "disk I/O error" after making DEVICE-journal
+    beside it (in /dev for /dev/null), and on a named pipe it waits for a writer for ever."""
+    try:
+        mode = os.stat(database).st_mode
+    except OSError:
+        return  # (nothing there yet: SQLite makes it, or says why it cannot)
+    if not stat.S_ISREG(mode):
+        raise CommandError(f"{option}: '{database}' is {_kind(mode)}, not a file: {fix}; nothing was written")
 
 
 def _saved_estimates_current(conn):
@@ -198,6 +219,9 @@ def _run_database(args):
                            else f"'{run_dir}' is not a directory (RUN_DIR is where the events are)")
     if args.emulate and (args.prometheus or args.no_refresh):
         raise CommandError("--emulate: serves its own Prometheus, so it takes neither --prometheus nor --no-refresh")
+    if args.emulate and _emulated_dir(args).exists() and not _emulated_dir(args).is_dir():
+        raise CommandError(f"--emulate-out: '{_emulated_dir(args)}' is {_kind(_emulated_dir(args).stat().st_mode)}, "
+                           "not a directory: give a folder (the emulated copy of the run is written there)")
     if args.emulate and _emulated_dir(args).resolve().is_relative_to(run_dir.resolve()):
         raise CommandError(f"--emulate-out: '{_emulated_dir(args)}' is inside RUN_DIR '{run_dir}', whose events the "
                            "next analyze would read back with the emulated copies; choose a folder outside it")
@@ -210,6 +234,8 @@ def _run_database(args):
                            "calls rewritten onto emulated GPUs), so every call would count twice: analyze the copy "
                            "(the calls on the emulated GPUs) or the events' own folder")
     database = _database(_emulated_dir(args) if args.emulate else run_dir, args.db)
+    _refuse_what_is_not_a_file(database, "--db" if args.db else "the default --db",
+                               "give --db a results database file, or the path of a new one")
     if args.no_refresh and not database.is_file():
         raise CommandError(f"--no-refresh: no results database at '{database}'")
     return run_dir, database
@@ -441,6 +467,9 @@ def _is_results_database(database, which):
 
 def _one_report(run, db, job, which):
     database = _database(run, db)
+    option = f"--db-{which[-1].lower()}"
+    _refuse_what_is_not_a_file(database, option if db else which, f"give {option} a results database file" if db
+                               else f"give {which} a run directory or a results database file")
     if not database.is_file():
         emulated = _database(f"{Path(run).resolve()}.emulated", None)
         raise CommandError(f"{which}: no results database at '{database}' " + (
