@@ -11,6 +11,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -419,7 +420,7 @@ def test_names_from_event_files_are_shown_safely():
     assert _file_name("a b") != _file_name("a_b") and _file_name("a_b") == "a_b"
 
 
-def test_html_writes_a_self_contained_page(runs, tmp_path):
+def test_html_writes_a_self_contained_page(runs, report_a, tmp_path):
     pytest.importorskip("matplotlib", reason="--html draws with matplotlib (scripts/setup.sh installs it)")
     work, _, _ = runs
     result = precisionprobe("analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh", "--no-layers",
@@ -434,6 +435,36 @@ def test_html_writes_a_self_contained_page(runs, tmp_path):
                                  "--html", tmp_path / "report" / "index.html", check=False)
     assert onto_a_file.returncode == 1 and onto_a_file.stdout == ""
     assert "--html: '" in onto_a_file.stderr and "is a file; give a folder" in onto_a_file.stderr
+
+
+def test_html_onto_a_device_or_named_pipe_writes_the_page_there(runs, report_a, tmp_path):
+    """As export's --openmetrics: /dev/stdout, a named pipe or a null device gets the page alone
+    (its figures embedded), written in place, nothing made beside it. The device is a private
+    null device made here, never /dev/null."""
+    pytest.importorskip("matplotlib", reason="--html draws with matplotlib (scripts/setup.sh installs it)")
+    work, _, _ = runs
+    analyze = ("analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh", "--no-layers", "--html")
+    to_stdout = precisionprobe(*analyze, "/dev/stdout")
+    table, page = to_stdout.stdout.split("<!DOCTYPE html>")  # the report, then the page, in that order
+    assert "EmbeddingBag" in table and page.count('src="data:image/png;base64,') == 2 and page.endswith("</html>\n")
+    places = tmp_path / "places"
+    places.mkdir()
+    os.mkfifo(places / "pipe")
+    read = {}
+    reader = threading.Thread(target=lambda: read.update(page=(places / "pipe").read_text()))
+    reader.start()
+    to_pipe = precisionprobe(*analyze, places / "pipe", check=False, timeout=120)
+    reader.join(timeout=10)
+    assert to_pipe.returncode == 0, to_pipe.stderr
+    assert read["page"].startswith("<!DOCTYPE html>") and read["page"].count('src="data:image/png;base64,') == 2
+    assert f"report page {places / 'pipe'}" in to_pipe.stderr
+    try:
+        os.mknod(places / "device", 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        return  # (not root)
+    to_device = precisionprobe(*analyze, places / "device", check=False)
+    assert to_device.returncode == 0, to_device.stderr
+    assert sorted(os.listdir(places)) == ["device", "pipe"] and stat.S_ISCHR(os.stat(places / "device").st_mode)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "analyze.md"
 

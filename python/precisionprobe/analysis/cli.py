@@ -304,7 +304,7 @@ def _open_refreshed(args):
 
 def analyze(args):
     args.wait_seconds = _wait_seconds(args)
-    if args.html and Path(args.html).exists() and not Path(args.html).is_dir():
+    if args.html and Path(args.html).is_file():  # (a device or named pipe gets the page alone)
         raise CommandError(f"--html: '{args.html}' is a file; give a folder (its index.html and figures go there)")
     database = _run_database(args)[1]
     made_here = not database.exists()
@@ -320,6 +320,7 @@ def analyze(args):
         raise
     conn.close()
     sys.stdout.write(render.render(reports, args.format, layers=not args.no_layers))
+    sys.stdout.flush()  # (before a page --html writes to /dev/stdout)
     if args.html:
         try:
             page = write_html(reports, args.html, layers=not args.no_layers)

@@ -1,10 +1,13 @@
 """`analyze --html DIR`: the report as one self-contained page, DIR/index.html (its figures
 embedded as data URIs, so the file alone can be mailed or attached), with the figures also as
-DIR/<job>-share.png and DIR/<job>-metrics.png."""
+DIR/<job>-share.png and DIR/<job>-metrics.png; a device or named pipe as DIR gets the page alone."""
 import base64
 import hashlib
 import html
+import os
 import re
+import stat
+import tempfile
 from pathlib import Path
 
 from . import figures
@@ -39,9 +42,28 @@ def _image(path):
 
 
 def write_html(jobs, directory, layers=True):
-    """Writes DIR/index.html and the PNGs; returns the page's path."""
+    """Writes DIR/index.html and the PNGs; returns the page's path. What is neither a file nor a
+    folder (/dev/null, /dev/stdout, a named pipe) gets the page alone, written in place as
+    export's --openmetrics writes it: its figures are embedded, drawn in a temporary folder."""
+    try:
+        mode = os.stat(directory).st_mode
+    except OSError:
+        mode = None  # (nothing there yet: made below)
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        with tempfile.TemporaryDirectory(prefix="precisionprobe-html-") as figures_dir:
+            text = _page(jobs, Path(figures_dir), layers)
+        with open(directory, "w", encoding="utf-8") as f:
+            f.write(text)
+        return Path(directory)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    page = directory / "index.html"
+    page.write_text(_page(jobs, directory, layers))
+    return page
+
+
+def _page(jobs, directory, layers):
+    """The page, its figures drawn as PNG files in directory."""
     parts = []
     for job in jobs:
         name = _file_name(job.job_id)
@@ -57,8 +79,5 @@ def write_html(jobs, directory, layers=True):
                          + "".join(f"<li>{html.escape(s)}</li>" for s in job.unresolved) + "</ul>")
         if layers:
             parts += ["<h3>Per layer</h3>", _table(job.layers)]
-    page = directory / "index.html"
-    page.write_text("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>precisionprobe report</title>"
-                    f"<style>{STYLE}</style></head><body><h1>precisionprobe report</h1>\n"
-                    + "\n".join(parts) + "\n</body></html>\n")
-    return page
+    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>precisionprobe report</title>"
+            f"<style>{STYLE}</style></head><body><h1>precisionprobe report</h1>\n" + "\n".join(parts) + "\n</body></html>\n")
