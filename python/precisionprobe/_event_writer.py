@@ -22,6 +22,8 @@ import sys
 import threading
 import time
 
+from ._path_kind import kind_of
+
 HEADER = object()  # first element of a header item
 REANCHOR_INTERVAL_S = 10.0
 
@@ -171,7 +173,8 @@ class EventWriter:
         except OSError as error:
             self.dropped += event_count
             if isinstance(error, FileExistsError) and os.path.exists(self._out_dir) and not os.path.isdir(self._out_dir):
-                self._fail(f"cannot write layer events to {self.path}: {self._out_dir} is a file, not a directory")
+                self._fail(f"cannot write layer events to {self.path}: {self._out_dir} is {kind_of(self._out_dir)}, "
+                           "not a directory")
             else:
                 self._fail(f"cannot write layer events to {self.path}: {error.strerror or error}")
             return

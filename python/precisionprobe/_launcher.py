@@ -14,6 +14,7 @@ import time
 
 from . import _autoattach as autoattach
 from ._job_identity import default_job_id
+from ._path_kind import kind_of
 from ._probe import default_out_dir
 
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
@@ -109,7 +110,7 @@ def _unusable_out_dir(out_dir):
     while not os.path.lexists(existing):
         existing = os.path.dirname(existing)
     if not os.path.isdir(existing):
-        return f"{existing} is a file, not a directory"
+        return f"{existing} is {kind_of(existing)}, not a directory"
     if not os.access(existing, os.W_OK | os.X_OK):
         return f"this user may not write in {existing}"
     return None

@@ -53,6 +53,16 @@ def test_unwritable_output_directory_warns_once_and_counts_every_dropped_event(t
     assert f"precisionprobe: wrote 0 events, dropped {dropped}" in result.stderr
 
 
+def test_an_output_directory_that_is_a_named_pipe_is_called_one(tmp_path):
+    """--out naming a named pipe (or /dev/null) is not "a file": the warning says what it is."""
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    result = run_launched(pipe, [sys.executable, "-c", "pass"])
+    assert result.returncode == 0, result.stderr
+    assert (f"precisionprobe: warning: layer events cannot be written to {pipe}: {pipe} is a named pipe, not a "
+            "directory; the command runs unrecorded") in result.stderr, result.stderr
+
+
 class _DiskThatFills:
     """Stands in for the os module inside event_writer: writes go through until `full` is set,
     then one write stores only a few bytes and the next fails with ENOSPC, as a full disk does."""

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from .. import _emulated_copy as emulated_copy
+from .._path_kind import kind, kind_of
 from . import findings, openmetrics, render, serve as endpoint
 from .compare import compare_jobs, render_comparison
 from .extension import WAL_SHM_HINT, ExtensionError, connect, wal_without_shm
@@ -154,15 +155,6 @@ def _database(run, db):
     return run if run.exists() and not run.is_dir() else run / DATABASE_NAME
 
 
-_KINDS = ((stat.S_ISREG, "a file"), (stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
-
-
-def _kind(mode):
-    """What a path is, as a message names it, from its os.stat mode."""
-    return next((name for test, name in _KINDS if test(mode)), "neither a file nor a directory")
-
-
 def _refuse_what_is_not_a_file(database, option, fix):
     """A results database that exists must be a regular file (or a link to one), refused before
     SQLite opens it: on a device SQLite fails with "disk I/O error" after making DEVICE-journal
@@ -172,7 +164,7 @@ def _refuse_what_is_not_a_file(database, option, fix):
     except OSError:
         return  # (nothing there yet: SQLite makes it, or says why it cannot)
     if not stat.S_ISREG(mode):
-        raise CommandError(f"{option}: '{database}' is {_kind(mode)}, not a file: {fix}; nothing was written")
+        raise CommandError(f"{option}: '{database}' is {kind(mode)}, not a file: {fix}; nothing was written")
 
 
 def _saved_estimates_current(conn):
@@ -220,7 +212,7 @@ def _run_database(args):
     if args.emulate and (args.prometheus or args.no_refresh):
         raise CommandError("--emulate: serves its own Prometheus, so it takes neither --prometheus nor --no-refresh")
     if args.emulate and _emulated_dir(args).exists() and not _emulated_dir(args).is_dir():
-        raise CommandError(f"--emulate-out: '{_emulated_dir(args)}' is {_kind(_emulated_dir(args).stat().st_mode)}, "
+        raise CommandError(f"--emulate-out: '{_emulated_dir(args)}' is {kind_of(_emulated_dir(args))}, "
                            "not a directory: give a folder (the emulated copy of the run is written there)")
     if args.emulate and _emulated_dir(args).resolve().is_relative_to(run_dir.resolve()):
         raise CommandError(f"--emulate-out: '{_emulated_dir(args)}' is inside RUN_DIR '{run_dir}', whose events the "
