@@ -155,6 +155,20 @@ std::string normalize_url(const std::string& where, const std::string& value) {
   return value.substr(0, value.find_last_not_of('/') + 1);
 }
 
+// Lengths past what servers and the system take, refused when set rather than at the first
+// request, and never echoed (the value may be a credential): nginx and Apache refuse a request
+// or header line over 8 KiB by default, and basic auth sends the user name base64-encoded (a
+// third longer) beside the password in one header; the system opens no path over PATH_MAX.
+constexpr size_t kMaxUserBytes = 4096;
+constexpr size_t kMaxHeaderLineBytes = 8192;
+constexpr size_t kMaxUrlBytes = 4096;
+constexpr size_t kMaxPathBytes = 4096;
+
+std::string too_long(const std::string& where, size_t bytes, size_t limit, const char* why, bool secret = true) {
+  return where + "is " + std::to_string(bytes) + " bytes long, more than " + std::to_string(limit) + " (" + why +
+         "); not shown" + (secret ? ", since it may be a credential" : "");
+}
+
 // Whether a setting names a file holding a secret (a token or password): its value must look
 // like a path, since a secret pasted in its place must not be kept or echoed.
 bool names_secret_file(std::string_view setting) {
@@ -217,6 +231,8 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
                   "on/off, true/false, yes/no or 1/0, got '" + value + "'");
     }
     case SettingType::Url:
+      if (value.size() > kMaxUrlBytes)
+        throw Error(too_long(where, value.size(), kMaxUrlBytes, "4 KiB: a base URL with its user and password"));
       return normalize_url(where, value);
     case SettingType::HeadersJson: {
       nlohmann::json j = nlohmann::json::parse(value, nullptr, false);
@@ -228,9 +244,19 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
           throw Error(where + "header '" + item.key() +
                       "' needs a plain name (letters, digits and !#$%&'*+-.^_`|~) and a string value without line "
                       "breaks or control characters");
+      for (const auto& item : j.items()) {
+        const size_t line = item.key().size() + 2 + item.value().get<std::string>().size();  // "name: value"
+        if (line > kMaxHeaderLineBytes)
+          throw Error(too_long(where + "header '" + item.key() + "' with its value ", line, kMaxHeaderLineBytes,
+                               "8 KiB, the longest header line nginx and Apache accept by default"));
+      }
       return j.dump();
     }
     case SettingType::Text:
+      if (d.name == std::string_view("basic_auth_user") && value.size() > kMaxUserBytes)
+        throw Error(too_long(where, value.size(), kMaxUserBytes,
+                             "4 KiB: basic auth sends it with the password in one header line, which servers "
+                             "refuse past 8 KiB"));
       if (has_control_character(value)) throw Error(where + "must not hold control characters");
       // Basic auth sends "user:password": a user name with a colon would move its tail into
       // the password the server reads.
@@ -239,6 +265,9 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
                             "rest as part of the password)");
       return value;
     case SettingType::Path:
+      if (value.size() > kMaxPathBytes)
+        throw Error(too_long(where, value.size(), kMaxPathBytes, "4 KiB, the longest path the system opens",
+                             names_secret_file(d.name)));
       if (value.find('\0') != std::string::npos) throw Error(where + "must not hold a NUL byte");
       // A token or password pasted where its file's path belongs would otherwise be kept,
       // shown by pp_settings and echoed by the errors that name the file.

@@ -22,3 +22,10 @@ SELECT * FROM prom_label_values('job');
 SELECT pp_config('prometheus_url', 'http://127.0.0.1:1');
 SELECT pp_config('bearer_token_file', '${SOURCE_DIR}/tests/sql/secrets_errors.sql');
 SELECT * FROM prom_label_values('job');
+-- Credentials longer than servers take are refused when set, their length said, never what they hold.
+-- error: pp_config: setting 'basic_auth_user' is 1000000 bytes long, more than 4096 (4 KiB: basic auth sends it with the password in one header line, which servers refuse past 8 KiB); not shown, since it may be a credential
+SELECT pp_config('basic_auth_user', printf('%.*c', 1000000, 'u'));
+-- error: pp_config: setting 'headers' header 'Authorization' with its value is 9022 bytes long, more than 8192 (8 KiB, the longest header line nginx and Apache accept by default); not shown, since it may be a credential
+SELECT pp_config('headers', json_object('Authorization', 'Bearer ' || printf('%.*c', 9000, 't')));
+-- error: pp_config: setting 'prometheus_url' is 5026 bytes long, more than 4096 (4 KiB: a base URL with its user and password); not shown, since it may be a credential
+SELECT pp_config('prometheus_url', 'http://reader:' || printf('%.*c', 5000, 'p') || '@127.0.0.1:1');

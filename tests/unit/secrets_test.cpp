@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "test_db.hpp"
 
@@ -206,4 +207,40 @@ TEST(Secrets, ErrorsEchoArgumentsAsShortValidText) {
   const std::string in_a_table = db.error("SELECT * FROM layer_events(printf('%.*c', 100000, 'y'))");
   EXPECT_LE(in_a_table.size(), 4040u);
   EXPECT_EQ(in_a_table.rfind("layer_events: ", 0), 0u) << in_a_table.substr(0, 80);
+}
+
+// A credential longer than servers take is refused when set, saying how long it is and never
+// what it holds; one at the limit is kept.
+TEST(Secrets, CredentialsLongerThanServersTakeAreRefusedUnshown) {
+  pp_test::TestDb db;
+  const std::string secret(1000000, 'k');
+  struct Case {
+    std::string setting, value, expected;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"basic_auth_user", secret, "setting 'basic_auth_user' is 1000000 bytes long, more than 4096 (4 KiB"},
+           {"headers", R"({"Authorization":"Bearer )" + secret + "\"}",
+            "setting 'headers' header 'Authorization' with its value is 1000022 bytes long, more than 8192 (8 KiB"},
+           {"headers", R"({"X-Scope-OrgID":")" + secret + "\"}",
+            "setting 'headers' header 'X-Scope-OrgID' with its value is 1000015 bytes long, more than 8192"},
+           {"prometheus_url", "http://reader:" + secret + "@127.0.0.1:1",
+            "setting 'prometheus_url' is 1000026 bytes long, more than 4096 (4 KiB"},
+           {"basic_auth_password_file", secret, "setting 'basic_auth_password_file' is 1000000 bytes long, more than 4096"},
+           {"bearer_token_file", "/" + secret, "setting 'bearer_token_file' is 1000001 bytes long, more than 4096"},
+       }) {
+    const std::string error = db.error("SELECT pp_config(?, ?)", {c.setting, c.value});
+    EXPECT_EQ(error.rfind("pp_config: " + c.expected, 0), 0u) << error.substr(0, 300);
+    EXPECT_NE(error.find("; not shown, since it may be a credential"), std::string::npos) << error.substr(0, 300);
+    EXPECT_EQ(error.find("kkkkkk"), std::string::npos) << c.setting;
+    EXPECT_FALSE(shown_anywhere(db, "kkkkkk")) << c.setting;
+  }
+  const std::string ca = db.error("SELECT pp_config('tls_ca_file', '/' || printf('%.*c', 5000, 'c'))");
+  EXPECT_EQ(ca, "pp_config: setting 'tls_ca_file' is 5001 bytes long, more than 4096 (4 KiB, the longest path the "
+                "system opens); not shown");
+  // At the limits: kept.
+  EXPECT_EQ(db.scalar("SELECT length(pp_config('basic_auth_user', printf('%.*c', 4096, 'u')))").integer, 4096);
+  EXPECT_EQ(db.scalar("SELECT pp_config('headers', json_object('X-Scope-OrgID', printf('%.*c', 8192 - 15, 'v')))").text,
+            R"({"X-Scope-OrgID":"***"})");
+  EXPECT_EQ(db.scalar("SELECT length(pp_config('prometheus_url', 'http://h:1/' || printf('%.*c', 4096 - 11, 'p')))")
+                .integer, 4096);
 }
