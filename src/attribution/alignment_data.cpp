@@ -11,6 +11,7 @@
 
 #include "attribution/event_store.hpp"
 #include "attribution/refresh.hpp"
+#include "attribution/window_lengths.hpp"
 #include "core/embedded_sql.hpp"
 #include "core/statement.hpp"
 #include "core/stored_numbers.hpp"
@@ -292,17 +293,11 @@ SeriesWindow series_window(sqlite3* db, const std::string& uuid, const std::stri
   SeriesWindow w;
   if (read.step()) {
     const std::string source = read.column_text(1);
-    w.window_ms = stored_interval_ms(read, 0, uuid, metric);
+    w.window_ms = checked_interval_ms(read, 0, uuid, metric);
     w.settled = source != "median";
     sqlite3_reset(read.handle());
   }
   return w;
-}
-
-double stored_interval_ms(const Statement& read, int column, const std::string& uuid, const std::string& metric) {
-  StoredRow row(read, "pp_intervals");
-  row.name_row("of GPU " + uuid + " for metric " + metric);
-  return row.number(column, "a window length in ms; pp_metrics' window_ms, where set, is copied there");
 }
 
 void save_estimated_window(sqlite3* db, const std::string& uuid, const std::vector<std::string>& metrics,

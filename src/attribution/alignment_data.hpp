@@ -97,10 +97,6 @@ struct SeriesWindow {
   bool settled = false;
 };
 SeriesWindow series_window(sqlite3* db, const std::string& uuid, const std::string& metric);
-// pp_intervals' interval_ms of a series, in the column `column` of a statement that read it:
-// a value no refresh writes (text or a BLOB, edited by hand there or in pp_metrics' window_ms,
-// which is copied there) is an error naming GPU and metric, not a window of 0 ms.
-double stored_interval_ms(const Statement& read, int column, const std::string& uuid, const std::string& metric);
 // Records an estimated window for the given metrics of the GPU (a set or user value stays).
 void save_estimated_window(sqlite3* db, const std::string& uuid, const std::vector<std::string>& metrics,
                            double window_ms);

@@ -13,6 +13,7 @@
 #include "attribution/alignment_data.hpp"
 #include "attribution/event_store.hpp"
 #include "attribution/timing_shift.hpp"
+#include "attribution/window_lengths.hpp"
 #include "core/statement.hpp"
 
 namespace pp {
@@ -72,7 +73,7 @@ class TimelineReader : public TimelineFetch {
       if (series.column_null(1)) continue;
       TimelineSeries s;
       s.metric = series.column_text(0);
-      s.window_ns = stored_interval_ms(series, 1, uuid, s.metric) * static_cast<double>(kNsPerMsInt);
+      s.window_ns = checked_interval_ms(series, 1, uuid, s.metric) * static_cast<double>(kNsPerMsInt);
       const std::string kind = series.column_text(2);
       s.kind = kind == "instant" ? TimelineSeries::kInstant
                : kind == "driver_window" ? TimelineSeries::kDriverWindow

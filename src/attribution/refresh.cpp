@@ -6,6 +6,7 @@
 
 #include "attribution/event_import.hpp"
 #include "attribution/schema.hpp"
+#include "attribution/window_lengths.hpp"
 #include "core/embedded_sql.hpp"
 #include "core/errors.hpp"
 #include "core/statement.hpp"
@@ -20,6 +21,7 @@ double now_seconds() {
 void run_steps(RefreshRun& run, const std::optional<std::string>& path) {
   const long requests_before = run.connection.http().requests_sent();
   install_attribution_schema(run.db);
+  check_window_lengths(run.db);  // (the fetch's margin reads them first)
   if (path) {
     run.summary.events_added = import_event_files(run.db, *path, run.final, run.warn);
     fetch_samples(run);

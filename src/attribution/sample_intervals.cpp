@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "attribution/refresh.hpp"
+#include "attribution/window_lengths.hpp"
 #include "core/embedded_sql.hpp"
 #include "core/statement.hpp"
 
@@ -84,7 +85,9 @@ void set_intervals(RefreshRun& run) {
   std::vector<int64_t> gaps;
   for (const auto& [uuid, metric] : missing) {
     const auto interval = median_spacing(times, uuid, metric, gaps);
-    if (!interval) continue;
+    // Samples more than a day apart tell no window (one that long is refused where read): the
+    // series waits, as one with too few samples does.
+    if (!interval || static_cast<double>(*interval) > kMostWindowMs) continue;
     add.bind(":uuid", uuid);
     add.bind(":metric", metric);
     add.bind(":interval_ms", *interval);

@@ -60,9 +60,31 @@ UPDATE pp_alignment SET from_ms = 'abc' WHERE uuid = '${UUID0}';
 SELECT count(*) FROM pp_fractions('${UUID0}', 1);
 -- pp_intervals' window lengths, read by every timeline, are refused the same way (its CHECK
 -- (interval_ms > 0) lets text through: text sorts above every number).
--- error: pp_fractions: pp_intervals' interval_ms of GPU ${UUID0} for metric DCGM_FI_PROF_SM_ACTIVE is 'abc' (a window length in ms
+-- error: pp_fractions: pp_intervals' interval_ms of GPU ${UUID0} for metric DCGM_FI_PROF_SM_ACTIVE is 'abc' (a window length of more than 0 ms
 UPDATE pp_intervals SET interval_ms = 'abc' WHERE uuid = '${UUID0}' AND metric = 'DCGM_FI_PROF_SM_ACTIVE';
 SELECT count(*) FROM pp_fractions('${UUID0}', 0);
 -- error: pp_fractions: pp_intervals' interval_ms of GPU ${UUID0} for metric DCGM_FI_PROF_SM_ACTIVE is a BLOB of 1 byte
 UPDATE pp_intervals SET interval_ms = x'01' WHERE uuid = '${UUID0}' AND metric = 'DCGM_FI_PROF_SM_ACTIVE';
 SELECT count(*) FROM pp_fractions('${UUID0}', 0);
+-- A window length edited by hand past what a sample can average over (a day), or no number, is
+-- refused the same way, naming the table, column, GPU and metric: its windows in ns were the
+-- rounding of an infinite or out-of-range length.
+-- error: pp_fractions: pp_intervals' interval_ms of GPU ${UUID0} for metric DCGM_FI_PROF_SM_ACTIVE is Inf (a window length of more than 0 ms and at most 86400000, a day
+UPDATE pp_intervals SET interval_ms = 1e999, source = 'user' WHERE uuid = '${UUID0}' AND metric = 'DCGM_FI_PROF_SM_ACTIVE';
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- error: pp_fractions: pp_intervals' interval_ms of GPU ${UUID0} for metric DCGM_FI_PROF_SM_ACTIVE is 1e+300 (a window
+UPDATE pp_intervals SET interval_ms = 1e300 WHERE uuid = '${UUID0}' AND metric = 'DCGM_FI_PROF_SM_ACTIVE';
+SELECT count(*) FROM pp_fractions('${UUID0}', 0);
+-- error: pp_estimates: pp_intervals' interval_ms of GPU ${UUID0} for metric DCGM_FI_PROF_SM_ACTIVE is 86400000.5 (a window
+UPDATE pp_intervals SET interval_ms = 86400000.5 WHERE uuid = '${UUID0}' AND metric = 'DCGM_FI_PROF_SM_ACTIVE';
+SELECT count(*) FROM pp_estimates('layer_type');
+-- error: pp_fractions: pp_intervals' interval_ms of GPU ${UUID0} for metric DCGM_FI_PROF_SM_ACTIVE is 'soon' (a window
+UPDATE pp_intervals SET interval_ms = 'soon' WHERE uuid = '${UUID0}' AND metric = 'DCGM_FI_PROF_SM_ACTIVE';
+SELECT count(*) FROM pp_fractions('${UUID0}', 1);
+-- A refresh refuses them before its first step reads one (the fetch's margin, the alignment).
+-- error: pp_refresh: pp_intervals' interval_ms of GPU ${UUID0} for metric DCGM_FI_PROF_SM_ACTIVE is 1e+300 (a window
+UPDATE pp_intervals SET interval_ms = 1e300 WHERE uuid = '${UUID0}' AND metric = 'DCGM_FI_PROF_SM_ACTIVE';
+SELECT count(*) FROM pp_refresh(NULL, 1);
+-- error: pp_refresh: pp_metrics' window_ms of metric DCGM_FI_PROF_DRAM_ACTIVE is Inf (a window length of more than 0 ms and at most 86400000, a day)
+UPDATE pp_metrics SET window_ms = 1e999 WHERE metric = 'DCGM_FI_PROF_DRAM_ACTIVE';
+SELECT count(*) FROM pp_refresh(NULL, 1);
