@@ -3,8 +3,9 @@
 -- table, column and row: each read as 0 before, and the refresh went on with it.
 -- (tests/sql/timing_errors.sql: the reads of pp_fractions and the other timelines.)
 SELECT pp_install_views() LIKE 'tables: %';
--- A window length declared in pp_metrics is copied to pp_intervals, and read from there.
--- error: pp_refresh: pp_intervals' interval_ms of GPU ${UUID0} for metric DCGM_FI_PROF_DRAM_ACTIVE is 'abc' (a window length of more than 0 ms and at most 86400000, a day; pp_metrics' window_ms, where set, is copied there)
+-- A window length declared in pp_metrics (copied to pp_intervals, and read from there) is
+-- checked before the refresh's first step.
+-- error: pp_refresh: pp_metrics' window_ms of metric DCGM_FI_DEV_FB_USED is 'abc' (a window length of more than 0 ms and at most 86400000, a day)
 UPDATE pp_metrics SET window_ms = 'abc';
 SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part1.jsonl', 0);
 -- The stretches aligned before, which aligning the next ones goes on from.
