@@ -75,3 +75,30 @@ def test_saving_the_estimates_waits_too(database):
     assert save_estimates(conn) == 0
     other.close()
     conn.close()
+
+
+def test_a_scrape_of_serve_does_not_wait_for_a_refresh_that_writes(database, monkeypatch):
+    """serve's scrape saves estimates a refresh made stale; while serve's own next refresh (or
+    another process's) holds the write lock, which a refresh waiting for Prometheus may hold for
+    minutes, the scrape answers within its one attempt, from estimates kept for this answer."""
+    import time
+    from precisionprobe.analysis import cli
+    from precisionprobe.analysis.saved_estimates import estimates_stale
+
+    monkeypatch.setattr(write_lock, "WAIT_S", 5.0)  # (the bound of analyze's waits, shortened)
+    conn = connect(database)
+    refresh(conn, EVENTS, stream=io.StringIO())
+    assert estimates_stale(conn)
+    conn.close()
+    other = writer_holding_the_lock(database)
+    try:
+        started = time.monotonic()
+        text = cli._exposition_reader(database, None)()
+        assert time.monotonic() - started < 4  # (one attempt of 1 s, where 600 s before)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    conn = connect(database)
+    assert estimates_stale(conn)  # (nothing written to the file: a later read saves them)
+    conn.close()
+    assert cli._exposition_reader(database, None)() == text  # (the same answer, saved this time)

@@ -167,13 +167,22 @@ def _refuse_what_is_not_a_file(database, option, fix):
         raise CommandError(f"{option}: '{database}' is {kind(mode)}, not a file: {fix}; nothing was written")
 
 
-def _saved_estimates_current(conn):
-    if estimates_stale(conn):
-        if getattr(conn, "read_only", False):
-            # The file is not written: the estimates are saved in a TEMP table of the same name,
-            # which the connection's reads of report_estimates find first.
-            conn.execute("CREATE TEMP TABLE IF NOT EXISTS report_estimates AS SELECT * FROM main.report_estimates WHERE 0")
-        save_estimates(conn)
+def _saved_estimates_current(conn, wait_s=None):
+    """Saves the estimates where a refresh made them stale, waiting up to wait_s seconds for the
+    file's write lock (write_lock's bound where None); where that wait ends without it, or the
+    file is read-only, they go to a TEMP table of the same name instead, which the connection's
+    reads of report_estimates find first (a later read saves them in the file)."""
+    if not estimates_stale(conn):
+        return
+    if not getattr(conn, "read_only", False):
+        try:
+            save_estimates(conn, wait_s=wait_s)
+            return
+        except WriteLockTimeout:
+            if wait_s is None:
+                raise
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS report_estimates AS SELECT * FROM main.report_estimates WHERE 0")
+    save_estimates(conn, in_temp=True)
 
 
 def _reports(conn, job, source, complete=True, layers=True, job_option="--job"):
@@ -377,7 +386,9 @@ def _exposition_reader(database, job, read_only=False):
     def read():
         conn = connect(database, read_only=read_only)
         try:
-            _saved_estimates_current(conn)
+            # (A scrape does not wait for a refresh of serve's own, which may wait minutes for
+            # Prometheus: the scraper's timeout is seconds.)
+            _saved_estimates_current(conn, wait_s=0)
             check_report_types(conn, f"'{database}'")
             jobs = [j for j in jobs_in(conn) if job is None or j == job]
             return openmetrics.exposition([read_report(conn, j, layers=False) for j in jobs])

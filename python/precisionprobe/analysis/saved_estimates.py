@@ -45,11 +45,13 @@ def estimates_stale(conn):
         "(SELECT max(refreshed_at) FROM report_jobs) AS refreshed)").fetchone()[0])
 
 
-def save_estimates(conn):
+def save_estimates(conn, wait_s=None, in_temp=False):
     """Rewrites report_estimates from the estimator's views (committed); returns the rows saved.
-    Waits while another connection writes the file (a refresh of another process)."""
-    if not getattr(conn, "read_only", False):  # (a read-only file's estimates go to a TEMP table)
-        begin_writing(conn)
+    Waits while another connection writes the file (a refresh of another process), up to wait_s
+    seconds (write_lock's bound where None). in_temp: the connection has a TEMP report_estimates,
+    which takes the rows and needs no lock on the file."""
+    if not in_temp and not getattr(conn, "read_only", False):  # (a read-only file's: a TEMP table)
+        begin_writing(conn, wait_s=wait_s)
     with conn:
         now = conn.execute("SELECT max(refreshed_at) FROM report_jobs").fetchone()[0]
         for statement in filter(str.strip, SAVE.split(";")):

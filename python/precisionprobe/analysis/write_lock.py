@@ -16,16 +16,16 @@ class WriteLockTimeout(RuntimeError):
     """Another connection held the database's write lock for longer than the wait."""
 
 
-def begin_writing(conn, stream=sys.stderr):
-    """Begins a write transaction on conn (BEGIN IMMEDIATE), waiting up to WAIT_S seconds while
-    another connection writes the database, and saying so on stream once it waits. Raises
-    WriteLockTimeout when the wait ends without the lock. A transaction conn has open already is
-    used as it is."""
+def begin_writing(conn, stream=sys.stderr, wait_s=None):
+    """Begins a write transaction on conn (BEGIN IMMEDIATE), waiting up to wait_s seconds (WAIT_S
+    where None) while another connection writes the database, and saying so on stream once it
+    waits. Raises WriteLockTimeout when the wait ends without the lock (wait_s 0: after one
+    attempt, said nowhere). A transaction conn has open already is used as it is."""
     if conn.in_transaction:
         return
     previous_ms = conn.execute("PRAGMA busy_timeout").fetchone()[0]
     conn.execute(f"PRAGMA busy_timeout = {ATTEMPT_MS}")
-    started, wait_s = time.monotonic(), WAIT_S
+    started, wait_s = time.monotonic(), WAIT_S if wait_s is None else wait_s
     said = False
     try:
         while True:
