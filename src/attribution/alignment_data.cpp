@@ -10,9 +10,11 @@
 #include <unordered_map>
 
 #include "attribution/event_store.hpp"
+#include "attribution/offset_drift.hpp"
 #include "attribution/refresh.hpp"
 #include "attribution/window_lengths.hpp"
 #include "core/embedded_sql.hpp"
+#include "core/number_text.hpp"
 #include "core/statement.hpp"
 #include "core/stored_numbers.hpp"
 
@@ -243,7 +245,10 @@ std::vector<SegmentRecord> read_segments(sqlite3* db, const std::string& uuid) {
     r.timing_ns = static_cast<double>(row.whole(3, "a whole number of ns"));
     r.status = read.column_text(4);
     r.util_phase_ns = read.column_null(5) ? NAN : static_cast<double>(row.whole(5, "a whole number of ns"));
+    // (Its range too: a drift past what the align step writes made ends whose rounding is undefined.)
     r.drift_ppm = row.number(6, "a number of ppm");
+    if (!(std::fabs(r.drift_ppm) <= kMaxDriftPpm))
+      throw row.refused(6, number_text(r.drift_ppm), "a drift of -5000 to 5000 ppm");
     if (!read.column_null(7)) r.window_ms = row.number(7, "a length in ms");
     if (!read.column_null(8)) r.util_window_ms = row.number(8, "a length in ms");
     out.push_back(r);

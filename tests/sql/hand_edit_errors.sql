@@ -17,3 +17,7 @@ SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part2.json
 SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part1.jsonl', 0);
 UPDATE pp_alignment SET drift_ppm = x'00';
 SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part2.jsonl', 1);
+-- error: pp_refresh: pp_alignment's drift_ppm of GPU ${UUID0} at from_ms 1700000008000 is Inf (a drift of -5000 to 5000 ppm)
+SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part1.jsonl', 0);
+UPDATE pp_alignment SET drift_ppm = 1e999;
+SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part2.jsonl', 1);
