@@ -1,6 +1,7 @@
 #include "core/stored_numbers.hpp"
 
 #include <cmath>
+
 #include "core/number_text.hpp"
 #include "core/text.hpp"
 
@@ -62,7 +63,8 @@ std::string StoredRow::shown(int column) const {
     case SQLITE_TEXT: {
       constexpr size_t kShownChars = 40;
       const std::string_view text = read_.column_view(column);
-      return "'" + std::string(text.substr(0, kShownChars)) + (text.size() > kShownChars ? "...'" : "'");
+      // (Cut whole characters: a byte of one cut in two would show as U+FFFD.)
+      return "'" + valid_utf8(text, kShownChars) + "'";  // ("..." where cut)
     }
     default:
       return number_text(read_.column_double(column));
