@@ -23,6 +23,8 @@ def interrupts(conn):
     def take_sigint():
         while not done.is_set():
             signal.sigwait({signal.SIGINT})
+            # (A press as the block ends, once done is set, is dropped: the statement has
+            # returned by then, and what it did stands, as it would a moment later.)
             if not done.is_set():
                 pressed.set()
                 conn.interrupt()
