@@ -116,11 +116,12 @@ bool Connection::first_refresh_call(const std::vector<std::string>& call) {
 uint64_t Connection::call_number(const std::string& key) {
   std::vector<StatementRun> running = running_statements();
   std::lock_guard<std::mutex> lock(mutex_);
-  if (running != call_statements_) {
-    call_statements_ = std::move(running);
-    call_numbers_.clear();
-  }
-  return call_numbers_.emplace(key, call_numbers_.size()).first->second;
+  // (Those of statements that ended, or ran again, go: a run of a statement starts afresh.)
+  for (auto it = call_numbers_.begin(); it != call_numbers_.end();)
+    it = std::includes(running.begin(), running.end(), it->first.begin(), it->first.end()) ? std::next(it)
+                                                                                           : call_numbers_.erase(it);
+  std::map<std::string, uint64_t>& numbers = call_numbers_[std::move(running)];
+  return numbers.emplace(key, numbers.size()).first->second;
 }
 
 std::shared_ptr<const void> Connection::cached(

@@ -112,8 +112,10 @@ class Connection {
   std::map<std::string, CachedAnswer> cache_;
   std::vector<StatementRun> refresh_statements_;  // running at the calls in refresh_calls_
   std::set<std::vector<std::string>> refresh_calls_;
-  std::vector<StatementRun> call_statements_;  // running at the calls in call_numbers_
-  std::map<std::string, uint64_t> call_numbers_;
+  // The calls' numbers by the statements running at each call: a statement run between the
+  // rows of another (a loop that queries as it reads) numbers its own calls, and leaves the
+  // other's as they were for its later branches.
+  std::map<std::vector<StatementRun>, std::map<std::string, uint64_t>> call_numbers_;
   size_t cache_bytes_ = 0;
 };
 

@@ -111,4 +111,30 @@ TEST(QueryPlans, RegexpIsPushedDownOnlyWhereGoReadsItTheSame) {
   EXPECT_FALSE(regex_means_the_same_in_go(std::string("(?i\0)", 5)));
 }
 
+// A statement run between the rows of another (a loop that queries as it reads) does not
+// renumber the other's calls: the branches of its MULTI-INDEX OR, two calls reading different
+// files whose rows lie on the same lines, each keep their rows.
+TEST(QueryPlans, AStatementRunBetweenTheRowsOfAnOrLosesNone) {
+  TempDir dir;
+  const std::string a = dir.write("a/rank0.jsonl", pp_test::header_line("a") + "\n" + pp_test::lines(0, 4, "a"));
+  const std::string b = dir.write("b/rank0.jsonl", pp_test::header_line("b") + "\n" + pp_test::lines(0, 4, "b"));
+  pp_test::TestDb db;
+  db.exec("CREATE TEMP TABLE other(path TEXT); INSERT INTO other VALUES ('" + b + "')");
+  const std::string query =
+      "SELECT job_id FROM layer_events WHERE (path = ?1 AND t_start > 0) OR (path = (SELECT path FROM other) AND "
+      "forward IS NOT NULL)";
+  EXPECT_EQ(db.query(query, {a}).size(), 8u);  // (alone: the 4 events of each file)
+  sqlite3_stmt* reading = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db.get(), query.c_str(), -1, &reading, nullptr), SQLITE_OK);
+  sqlite3_bind_text(reading, 1, a.c_str(), -1, SQLITE_TRANSIENT);
+  int rows = 0;
+  while (sqlite3_step(reading) == SQLITE_ROW) {
+    if (++rows == 2) {
+      EXPECT_EQ(db.scalar("SELECT count(*) FROM layer_events(?1)", {b}).integer, 4);
+    }
+  }
+  sqlite3_finalize(reading);
+  EXPECT_EQ(rows, 8);
+}
+
 }  // namespace
