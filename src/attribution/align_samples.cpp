@@ -15,6 +15,7 @@
 #include "attribution/alignment.hpp"
 #include "attribution/alignment_data.hpp"
 #include "attribution/alignment_report.hpp"
+#include "attribution/driver_grid.hpp"
 #include "attribution/idle_windows.hpp"
 #include "attribution/offset_drift.hpp"
 #include "attribution/refresh.hpp"

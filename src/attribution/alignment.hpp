@@ -26,9 +26,9 @@
 // the drift carries the offset across the exporter's latency within a stretch, every window
 // past that point is one period off: the best such point is found from the same per-sample
 // fits, and its windows moved together when that fits decisively better.
-//
-// GPU_UTIL is NVML's average over the driver's own period on the driver's own grid: given the
-// DCGM window ends, its window length and grid phase are estimated the same way.
+
+// GPU_UTIL, averaged over the driver's own period on its own grid, is placed on the DCGM window
+// ends by driver_grid.hpp.
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -118,20 +118,5 @@ OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const Alignmen
 // or of instants at them when window_ns is 0.
 double window_log_likelihood(const AlignmentTimeline& timeline, const std::vector<int64_t>& ends_ns, double window_ns,
                              const std::vector<std::vector<double>>& values);
-
-// The driver's grid for a metric averaged over its own period: for each candidate period, the
-// phase (grid points at phase + k * period) whose windows (u - period, u], u the newest grid
-// point at or before each DCGM window end, fit best.
-struct GridEstimate {
-  bool found = false;
-  double period_ns = 0, phase_ns = 0, half90_ns = 0;
-  double log_likelihood = 0;
-};
-GridEstimate estimate_driver_grid(const AlignmentTimeline& timeline, const std::vector<int64_t>& dcgm_ends_ns,
-                                  const std::vector<double>& values, const std::vector<double>& periods_ns,
-                                  double step_ns);
-
-// The end of the driver window that holds DCGM window end g: the newest grid point <= g.
-int64_t driver_window_end(int64_t g_ns, double period_ns, double phase_ns);
 
 }  // namespace pp

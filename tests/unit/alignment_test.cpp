@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attribution/alignment.hpp"
+#include "attribution/driver_grid.hpp"
 
 namespace {
 
