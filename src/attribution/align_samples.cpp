@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "attribution/align_stretches.hpp"
 #include "attribution/alignment.hpp"
 #include "attribution/alignment_data.hpp"
 #include "attribution/alignment_report.hpp"
@@ -29,11 +30,6 @@ namespace pp {
 namespace {
 
 constexpr double kNsPerMs = 1e6;
-constexpr size_t kMinSegmentWindows = 100;
-// Windows stored after a job's last call and max_sample_lag_ms (the window that holds that call
-// is stored by then; these are the idle GPU's) that its last stretch keeps: against them the
-// job's end shows where its windows lie.
-constexpr int kIdleWindowsAfterJob = 2;
 // The windows before a stretch without layers that place its own: each scrape phase's many times.
 constexpr int64_t kWindowsBeforeIdle = 64;
 constexpr double kNearWrapShare = 0.1;  // a jump this close to whole periods is a stretch fitted a period off
@@ -89,13 +85,15 @@ class GpuAligner {
     });
     if (data_.ts_ms.size() <= data_.first_new || data_.primary.empty()) return;
     settings();
-    mark_windows_with_layers();
+    // Stretches end where the windows start or stop holding layers (align_stretches.hpp); a
+    // pinned offset places every window alike, searched for or not: nothing to cut there.
+    may_hold_layers_ = pinned_ ? std::vector<char>(data_.ts_ms.size(), 1) : may_hold_layers(data_, extent_, lag_ns_);
     // A pinned offset says what the stored times mean: each is its own window, never a repeat.
     if (pinned_) std::fill(data_.is_copy.begin(), data_.is_copy.end(), 0);
     const int64_t limit = complete_through();
     size_t first = data_.first_new;
     while (first < data_.ts_ms.size() && data_.ts_ms[first] <= limit) {
-      const size_t last = segment_end(first, limit);
+      const size_t last = segment_end(data_, may_hold_layers_, first, limit, segment_ms_);
       if (last == first) break;
       align_segment(first, last);
       first = last;
@@ -133,54 +131,6 @@ class GpuAligner {
     const int64_t before_last = data_.ts_ms.size() > 1 ? data_.ts_ms[data_.ts_ms.size() - 2] : last_sample - 1;
     const double lag = std::max(lag_ns_, 2 * window_ns_);
     return std::min<int64_t>(before_last, static_cast<int64_t>((static_cast<double>(last_event_start_ns_) - lag) / kNsPerMs));
-  }
-
-  // Which stored times' windows may hold a layer's call: from the last one stored before a job's
-  // first call through the kIdleWindowsAfterJob-th window stored after its last call and
-  // max_sample_lag_ms. A job's end is the end of a stretch (segment_end): its last seconds are
-  // aligned with the windows before them, not with the idle GPU's after them, whose stretch has
-  // no layers.
-  // (A pinned offset places every window alike, searched for or not: nothing to cut.)
-  void mark_windows_with_layers() {
-    const std::vector<int64_t>& ts = data_.ts_ms;
-    may_hold_layers_.assign(ts.size(), pinned_ ? 1 : 0);
-    if (pinned_) return;
-    for (const auto& job : extent_.jobs) {
-      const auto first_ms = static_cast<int64_t>(std::floor(static_cast<double>(job.second.first) / kNsPerMs));
-      size_t i = static_cast<size_t>(std::lower_bound(ts.begin(), ts.end(), first_ms) - ts.begin());
-      if (i > 0) --i;
-      const double idle_after_ms = (static_cast<double>(job.second.last) + lag_ns_) / kNsPerMs;
-      if (i < ts.size() && static_cast<double>(ts[i]) > idle_after_ms) continue;  // it ended before these
-      int idle_windows = 0;
-      for (; i < ts.size(); ++i) {
-        if (static_cast<double>(ts[i]) > idle_after_ms && !data_.is_copy[i] && ++idle_windows > kIdleWindowsAfterJob)
-          break;
-        may_hold_layers_[i] = 1;
-      }
-    }
-  }
-
-  // One past the last sample of the segment that starts at `first`: at least
-  // alignment_segment_seconds and kMinSegmentWindows windows; the rest up to where the GPU's
-  // windows stop or start holding layers (mark_windows_with_layers) makes a segment of its own
-  // once it is all in, and joins this one where shorter than half that.
-  size_t segment_end(size_t first, int64_t limit) const {
-    const size_t n = data_.ts_ms.size();
-    size_t stop = first;
-    while (stop < n && may_hold_layers_[stop] == may_hold_layers_[first]) ++stop;
-    const bool all_in = stop < n ? data_.ts_ms[stop] <= limit : limit >= data_.ts_ms.back();
-    size_t windows = 0, i = first;
-    for (; i < stop && data_.ts_ms[i] <= limit; ++i) {
-      if (!data_.is_copy[i]) ++windows;
-      if (windows >= kMinSegmentWindows && data_.ts_ms[i] - data_.ts_ms[first] >= segment_ms_) {
-        // Leave no stub behind: a short rest joins this segment when it is all in.
-        size_t rest = 0;
-        for (size_t j = i + 1; j < stop && data_.ts_ms[j] <= limit; ++j) rest += !data_.is_copy[j];
-        if (all_in && rest < kMinSegmentWindows / 2) return stop;
-        return i + 1;
-      }
-    }
-    return all_in ? stop : first;
   }
 
   double predicted_offset(double at_ns) const {
@@ -222,7 +172,7 @@ class GpuAligner {
     stretch_spacing_ns_ = spacing;
     const double lag = std::max(lag_ns_, 2 * std::max(window_ns_, spacing));
     // A pinned offset needs the events only for the driver's grid (GPU_UTIL's own window).
-    // A stretch of the idle GPU's windows (mark_windows_with_layers) has none: the events at its
+    // A stretch of the idle GPU's windows (may_hold_layers) has none: the events at its
     // edge would let a search place its windows by the one or two a far offset reaches them with.
     const bool needs_events = may_hold_layers_[first] && (!pinned_ || (!data_.driver.empty() && data_.primary != data_.driver));
     AlignmentTimeline timeline;
@@ -567,7 +517,7 @@ class GpuAligner {
   SqlRelay& sql_;
   std::vector<SegmentRecord> segments_;
   GpuSampleData data_;
-  std::vector<char> may_hold_layers_;  // per stored time of data_ (mark_windows_with_layers)
+  std::vector<char> may_hold_layers_;  // per stored time of data_ (may_hold_layers)
   int64_t out_of_order_ = 0;  // of the stretch being aligned (served_out_of_order)
   GpuEventExtent extent_;
   bool pinned_ = false;
