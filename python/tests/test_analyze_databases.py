@@ -1,0 +1,123 @@
+"""`precisionprobe analyze` and its sibling commands on results databases that cannot be used as
+given: a path that is a device, pipe or folder, a folder the user may not write, a Python that
+cannot load extensions, a database of another application or of an earlier version. Each is one
+clear line before anything is opened or written."""
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli as precisionprobe
+
+
+def test_a_database_path_that_is_not_a_file_is_refused_before_sqlite_opens_it(tmp_path):
+    """SQLite opened on a device fails with "disk I/O error" after making DEVICE-journal beside
+    it (in /dev for /dev/null), and on a named pipe waits for a writer for ever: --db (and the
+    others naming a database) must be a regular file or a new path, and nothing is made beside
+    what is refused. The device is a private null device made here, never /dev/null."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "events-node-1.jsonl").write_text("{}\n")
+    places = tmp_path / "places"
+    places.mkdir()
+    kinds = {"folder": "a directory", "pipe": "a named pipe", "device": "a character device"}
+    (places / "folder").mkdir()
+    os.mkfifo(places / "pipe")
+    try:
+        os.mknod(places / "device", 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        del kinds["device"]  # (not root: the folder and the pipe are refused all the same)
+    (places / "link").symlink_to("pipe")
+    kinds["link"] = "a named pipe"
+    before = sorted(os.listdir(places))
+    fix = "give --db a results database file, or the path of a new one; nothing was written"
+    for name, kind in kinds.items():
+        db = places / name
+        for command in (["analyze", run, "--prometheus", "http://127.0.0.1:1"], ["analyze", run, "--no-refresh"],
+                        ["export", run, "--openmetrics", "-"], ["serve", run, "--port", "0"]):
+            refused = precisionprobe(*command, "--db", db, check=False, timeout=30)
+            assert refused.returncode == 1 and refused.stdout == "", refused.stderr
+            assert refused.stderr.strip() == (f"python3 -m precisionprobe {command[0]}: --db: '{db}' is {kind}, not a "
+                                              f"file: {fix}"), refused.stderr
+        compared = precisionprobe("compare", db, run, check=False, timeout=30)
+        assert name == "folder" or compared.stderr.strip() == (f"python3 -m precisionprobe compare: RUN_A: '{db}' is {kind}, not a file: "
+                                           "give RUN_A a run directory or a results database file; nothing was "
+                                           "written"), compared.stderr
+        emulated = precisionprobe("analyze", run, "--emulate", "dlrm", "--emulate-out", db, check=False, timeout=30)
+        assert name == "folder" or emulated.stderr.strip() == (
+            f"python3 -m precisionprobe analyze: --emulate-out: '{db}' is {kind}, not a directory: give a folder (the "
+            "emulated copy of the run is written there)"), emulated.stderr
+        compared = precisionprobe("compare", run, run, "--db-a", db, check=False, timeout=30)
+        assert f"compare: --db-a: '{db}' is {kind}, not a file: give --db-a a results database file" in compared.stderr
+    (run / "precisionprobe.db").symlink_to(places / "pipe")
+    default = precisionprobe("analyze", run, "--prometheus", "http://127.0.0.1:1", check=False, timeout=30)
+    assert f"analyze: the default --db: '{run / 'precisionprobe.db'}' is a named pipe, not a file" in default.stderr
+    assert sorted(os.listdir(places)) == before  # no DEVICE-journal, nothing made beside them
+
+
+def test_a_results_database_this_user_may_not_create_says_so(tmp_path, monkeypatch):
+    """SQLite says only "unable to open database file"; the reason is added where the file
+    system tells it (here a folder the user may not write in, as os.access reports it: the
+    tests run as root, whom permissions do not stop)."""
+    from precisionprobe.analysis import extension
+    monkeypatch.setattr(extension.os, "access", lambda path, mode: False)
+    assert extension._why_not_opened(tmp_path / "run" / "precisionprobe.db") == " (its folder does not exist)"
+    assert extension._why_not_opened(tmp_path / "precisionprobe.db") == (
+        f" (this user may not create files in {tmp_path}: give --db a file you can write)")
+
+
+def test_a_python_that_cannot_load_extensions_is_named_with_the_fix(tmp_path, monkeypatch):
+    """pyenv's default build has no enable_load_extension: the CLI says which Python to run it
+    with (here every connection is made to look like such a build's)."""
+    from precisionprobe.analysis import extension
+    monkeypatch.setattr(extension, "hasattr", lambda obj, name: name != "enable_load_extension", raising=False)
+    with pytest.raises(extension.ExtensionError, match=r"built without loadable extension support: run the command "
+                                                       r"with one whose sqlite3 can load extensions, such as Debian's"):
+        extension.connect(tmp_path / "results.db")
+
+
+def test_a_mistyped_option_is_told_with_its_commands_usage(tmp_path):
+    result = precisionprobe("analyze", tmp_path, "--formt", "csv", check=False)
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: python3 -m precisionprobe analyze ")
+    assert result.stderr.strip().endswith("python3 -m precisionprobe analyze: error: unrecognized arguments: --formt csv")
+
+
+def test_a_database_of_a_version_before_pp_meta_is_not_taken_for_another_applications(tmp_path):
+    """analyze refuses to write beside another application's tables, not into a database an
+    early version of precisionprobe made (its tables, without pp_meta)."""
+    from precisionprobe.analysis import extension
+    database = tmp_path / "early.db"
+    with sqlite3.connect(database) as conn:
+        conn.execute("CREATE TABLE layer_state(job_id, layer, forward, metric, state)")
+        extension._refuse_another_applications(conn, database)
+        conn.execute("CREATE TABLE notes(x)")
+        extension._refuse_another_applications(conn, database)
+    with sqlite3.connect(tmp_path / "other.db") as conn:
+        conn.execute("CREATE TABLE notes(x)")
+        with pytest.raises(extension.ExtensionError, match="holds tables of another application"):
+            extension._refuse_another_applications(conn, tmp_path / "other.db")
+
+
+def test_a_wal_database_in_a_folder_it_cannot_write_says_why_it_cannot_be_opened(tmp_path, monkeypatch):
+    """SQLite reports a database in WAL mode whose -shm file it cannot make (a read-only file
+    system) only as "unable to open database file"; the commands add why, and what to do."""
+    from precisionprobe.analysis import extension
+
+    database = tmp_path / "runs.db"
+    conn = sqlite3.connect(database)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE t(x)")
+    conn.close()
+    assert not Path(f"{database}-shm").exists()
+    assert extension.wal_without_shm(database) == ""  # its folder is writable: SQLite makes the file
+    writable = os.access
+    monkeypatch.setattr(extension.os, "access",
+                        lambda path, mode: False if Path(path) == tmp_path else writable(path, mode))
+    assert "a database in WAL mode needs its -shm file" in extension.wal_without_shm(database)
+    conn = sqlite3.connect(database)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    assert extension.wal_without_shm(database) == ""  # not in WAL mode: nothing to make
