@@ -98,6 +98,7 @@ std::vector<StretchTiming> read_stretches(sqlite3* db, const std::string& uuid) 
   // BLOB read as 0, and windows moved by an infinite or out-of-range shift (whose rounding is
   // undefined) left every read without a row.
   StoredRow row(read, "pp_alignment");
+  const std::string of_gpu = "of GPU " + uuid;  // (how an error names a row: row_name)
   // A length in ns (column in ms: scaled).
   const auto checked_ns = [&](int column, double ns_per_unit) {
     constexpr const char* kWanted = "a length of 0 to 1e15 ns, some 11 days";
@@ -123,9 +124,9 @@ std::vector<StretchTiming> read_stretches(sqlite3* db, const std::string& uuid) 
   };
   std::vector<StretchTiming> stretches;
   while (read.step()) {
-    row.name_row("of GPU " + uuid);
+    row.name_row(of_gpu);
     const int64_t from = row.whole(0, "a time in unix ms");
-    row.name_row("of GPU " + uuid + " at from_ms " + std::to_string(from));
+    row.name_row(of_gpu, "from_ms", from);
     const int64_t through = row.whole(1, "a time in unix ms");
     const int64_t offset = row.whole(2, "a whole number of ns");
     stretches.push_back({from, end_ns(from, "from_ms", from, offset), end_ns(through, "through_ms", from, offset),

@@ -46,10 +46,16 @@ int64_t StoredRow::whole(int column, const char* wanted) const {
   return *value;
 }
 
+std::string StoredRow::row_name() const {
+  if (!of_) return "";
+  return key_ ? *of_ + " at " + key_ + " " + std::to_string(key_value_) : *of_;
+}
+
 Error StoredRow::refused(int column, const std::string& shown, const char* wanted) const {
   const char* name = sqlite3_column_name(read_.handle(), column);
   const std::string possessive = !table_.empty() && table_.back() == 's' ? "'" : "'s";
-  return Error(table_ + possessive + " " + (name ? name : "?") + (row_.empty() ? "" : " " + row_) + " is " + shown +
+  const std::string row = row_name();
+  return Error(table_ + possessive + " " + (name ? name : "?") + (row.empty() ? "" : " " + row) + " is " + shown +
                " (" + wanted + ")");
 }
 

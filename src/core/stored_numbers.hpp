@@ -4,9 +4,11 @@
 // give a silent 0. A reader refuses it instead, with an error that names table, column and row:
 //
 //   StoredRow row(read, "pp_alignment");
+//   const std::string of_gpu = "of GPU " + uuid;
 //   while (read.step()) {
-//     const int64_t from = row.whole(0, "a time in unix ms");  // before the row has a name
-//     row.name_row("of GPU " + uuid + " at from_ms " + std::to_string(from));
+//     row.name_row(of_gpu);
+//     const int64_t from = row.whole(0, "a time in unix ms");
+//     row.name_row(of_gpu, "from_ms", from);
 //     const double timing = row.number(3, "a length in ns");
 //   }
 //   -> "pp_alignment's timing_ns of GPU GPU-0 at from_ms 1700000000999 is 'abc' (a length in ns)"
@@ -33,8 +35,15 @@ class StoredRow {
  public:
   StoredRow(const Statement& read, std::string table) : read_(read), table_(std::move(table)) {}
 
-  // How errors name the current row from now on ("of GPU X at from_ms N"); "" until set.
-  void name_row(std::string row) { row_ = std::move(row); }
+  // How errors name the current row from now on: `of`, and a key column's value where given
+  // ("of GPU X" and "from_ms", N: "of GPU X at from_ms N"); nothing until set. Put together
+  // only for an error, so that a reader of many rows builds no string per row; `of` is kept by
+  // reference: it must outlive the row's reads.
+  void name_row(const std::string& of, const char* key = nullptr, int64_t value = 0) {
+    of_ = &of;
+    key_ = key;
+    key_value_ = value;
+  }
   // The column's number, or the error "TABLE's COLUMN ROW is VALUE (WANTED)".
   double number(int column, const char* wanted) const;
   int64_t whole(int column, const char* wanted) const;
@@ -45,8 +54,13 @@ class StoredRow {
   std::string shown(int column) const;
 
  private:
+  std::string row_name() const;
+
   const Statement& read_;
-  std::string table_, row_;
+  std::string table_;
+  const std::string* of_ = nullptr;
+  const char* key_ = nullptr;
+  int64_t key_value_ = 0;
 };
 
 }  // namespace pp
