@@ -22,6 +22,7 @@ import os
 import sys
 import threading
 
+from ._attach_arguments import check_attach_arguments
 from ._loadable import ExtensionLoadError, load, loadable_path
 from ._version import __version__
 
@@ -43,9 +44,11 @@ def attach(job_id=None, out=None, *, clock="auto", flush_interval=0.2, summary="
     "never" (the counts are still returned by detach()).
     event_format: "compact" (the default: job, device and layer written once per file) or "json"
     (JSON Lines, one self-contained object per event); defaults to $PRECISIONPROBE_EVENT_FORMAT.
-    Calling attach() again while attached returns the probe already installed.
+    Calling attach() again while attached returns the probe already installed. An argument it
+    cannot use raises TypeError or ValueError naming it, before anything is installed.
     """
     global _active
+    check_attach_arguments(job_id, clock, flush_interval, summary)
     with _lock:
         if _active is not None:
             print("precisionprobe: already attached; keeping the probe writing to "

@@ -1,4 +1,5 @@
 """precisionprobe.attach()/detach() in a running process, as in a notebook."""
+import pytest
 import torch
 from torch import nn
 
@@ -153,3 +154,27 @@ def test_a_model_call_that_raises_at_top_level_does_not_stop_batch_counting(tmp_
         assert [e["layer"] for e in events if e["batch"] == batch and not e["forward"]] == [
             "MSELoss", "Sequential.2", "Sequential.1", "Sequential.0"]
     assert [e["layer"] for e in events if e["batch"] == 3] == ["Sequential.0", "Sequential.1", "Sequential.2"]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"job_id": 5}, "attach: argument 'job_id' must be text, got int 5"),
+    ({"clock": "gpu"}, "attach: argument 'clock' must be one of auto, cpu, cuda, got 'gpu'"),
+    ({"clock": "CUDA"}, "argument 'clock'"),
+    ({"summary": "quiet"}, "attach: argument 'summary' must be one of always, auto, never, got 'quiet'"),
+    ({"flush_interval": 0}, "attach: argument 'flush_interval' must be a number of seconds above 0"),
+    ({"flush_interval": -1}, "argument 'flush_interval'"),
+    ({"flush_interval": float("nan")}, "argument 'flush_interval'"),
+    ({"flush_interval": "0.2"}, "argument 'flush_interval'"),
+    ({"flush_interval": 1e20}, "argument 'flush_interval'"),
+])
+def test_an_argument_attach_cannot_use_is_refused_before_anything_is_installed(tmp_path, fresh_probe, arguments,
+                                                                                message):
+    # Before, each of these attached: a numeric job id wrote a header whose events every reader
+    # skips, a clock or summary outside the choices fell to another silently, and a flush
+    # interval of 0 or less kept the writer thread spinning on a core.
+    with pytest.raises((TypeError, ValueError)) as raised:
+        fresh_probe.attach(out=tmp_path, **arguments)
+    assert message in str(raised.value)
+    assert fresh_probe.active_probe() is None
+    train(mlp(), steps=1)
+    assert not list(tmp_path.iterdir())

@@ -1,0 +1,27 @@
+"""attach()'s arguments, checked before any hook is installed.
+
+A value the probe cannot use must fail at attach, naming the argument, rather than record a job
+no reader can use: a job id that is not text gives a header whose events layer_events skips
+(all of them), a clock or summary outside their choices fell silently to another, and a flush
+interval of 0 or less made the writer thread spin on a whole core for the job's life.
+"""
+import math
+import numbers
+
+CLOCKS = ("auto", "cpu", "cuda")
+SUMMARIES = ("always", "auto", "never")
+MAX_FLUSH_INTERVAL_S = 3600.0
+
+
+def check_attach_arguments(job_id, clock, flush_interval, summary):
+    """Raises TypeError or ValueError naming the first argument attach() cannot use."""
+    if job_id is not None and not isinstance(job_id, str):
+        raise TypeError(f"attach: argument 'job_id' must be text, got {type(job_id).__name__} {job_id!r}")
+    if clock not in CLOCKS:
+        raise ValueError(f"attach: argument 'clock' must be one of {', '.join(CLOCKS)}, got {clock!r}")
+    if summary not in SUMMARIES:
+        raise ValueError(f"attach: argument 'summary' must be one of {', '.join(SUMMARIES)}, got {summary!r}")
+    if (isinstance(flush_interval, bool) or not isinstance(flush_interval, numbers.Real)
+            or not math.isfinite(flush_interval) or not 0 < flush_interval <= MAX_FLUSH_INTERVAL_S):
+        raise ValueError("attach: argument 'flush_interval' must be a number of seconds above 0 and at most "
+                         f"{MAX_FLUSH_INTERVAL_S:g}, got {flush_interval!r}")
