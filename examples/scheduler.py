@@ -21,6 +21,7 @@ Reads the database only (the views call the extension's functions, so it is load
 changes nothing. Exit status 0, also when no pair fits.
 """
 import argparse
+import math
 import os
 import sqlite3
 import sys
@@ -83,6 +84,18 @@ def shown(job_id):
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in job_id)
 
 
+def positive_number(text):
+    """An argparse type: a finite number above 0 (a limit of 0, below it or NaN pairs nothing, and
+    printed "each load <= nan" as if it were a limit)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"needs a number above 0, got '{text}'") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"needs a finite number above 0, got '{text}'")
+    return value
+
+
 def fail(message):
     """A one-line error on stderr; exit status 1."""
     print(f"scheduler.py: {message}", file=sys.stderr)
@@ -93,9 +106,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("database")
     parser.add_argument("--extension", default=os.environ.get("PP_EXTENSION", str(ROOT / "build" / "precisionprobe")))
-    parser.add_argument("--gpu-memory-gib", type=float, default=32.0,
+    parser.add_argument("--gpu-memory-gib", type=positive_number, default=32.0,
                         help="memory of the GPU the pair would share (default 32: the paper's V100)")
-    parser.add_argument("--max-load", type=float, default=1.0,
+    parser.add_argument("--max-load", type=positive_number, default=1.0,
                         help="largest combined load per resource, as a fraction (default 1.0)")
     args = parser.parse_args()
 

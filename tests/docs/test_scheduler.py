@@ -218,3 +218,13 @@ def test_errors_are_one_line_not_tracebacks(tmp_path):
         assert result.returncode == 1 and "Traceback" not in result.stderr
         (line,) = result.stderr.strip().splitlines()
         assert line.startswith("scheduler.py: ") and message in line
+
+
+@pytest.mark.parametrize("flags", [["--max-load", "-1"], ["--max-load", "0"], ["--gpu-memory-gib", "nan"],
+                                   ["--gpu-memory-gib", "inf"], ["--max-load", "one"]])
+def test_a_limit_that_is_not_a_number_above_0_is_refused(database, flags):
+    # Before, these ran and printed "fit: each load <= -1" or "memory <= nan GiB", pairing nothing.
+    result = subprocess.run([sys.executable, str(SCHEDULER), str(database), "--extension", EXTENSION, *flags],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "Traceback" not in result.stderr and not result.stdout
+    assert f"argument {flags[0]}: needs a" in result.stderr and "above 0" in result.stderr
