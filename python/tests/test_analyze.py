@@ -358,7 +358,8 @@ def test_names_from_event_files_are_shown_safely():
     of their own."""
     from precisionprobe.analysis.compare import compare_jobs, render_comparison
     from precisionprobe.analysis.html_report import _file_name
-    from precisionprobe.analysis.render import as_table
+    from precisionprobe.analysis.findings import complete
+    from precisionprobe.analysis.render import as_markdown, as_table
     from precisionprobe.analysis.report import JobReport, METRICS, Row, Value
 
     metrics = {short: Value("blend", 0.5) for _, short, _ in METRICS}
@@ -366,6 +367,12 @@ def test_names_from_event_files_are_shown_safely():
     job = JobReport("job|\x1b[2J", 1, 10, 1, 100, 1, None, None, 0, None, None, {}, rows, rows)
     text = as_table([job])
     assert "\x1b" not in text and "\\x1b]0;owned\\x07layer|x" in text
+    # The findings name the layer too (the largest share, what is not resolved).
+    complete(job)
+    assert any("owned" in s for s in job.findings) and any("owned" in s for s in job.unresolved)
+    for shown_text in (as_table([job]), as_markdown([job])):
+        assert "\x1b" not in shown_text and "\x07" not in shown_text
+        assert "The largest share of GPU time is \\x1b]0;owned\\x07layer|x forward" in shown_text
     markdown = render_comparison(job, job, compare_jobs(job, job), "markdown")
     assert "\x1b" not in markdown and "A job\\|\\x1b[2J" in markdown
     assert all(line.count("|") - line.count("\\|") == 8 for line in markdown.splitlines())

@@ -73,9 +73,10 @@ def as_table(jobs, layers=True):
         if layers:
             out += ["", "Per layer:"]
             out += _text_table(header_cells(), [row_cells(r) for r in job.layers])
-        out += ["", LEGEND, "", "What this says:"] + [f"  - {s}" for s in job.findings]
+        # (Findings name layers and jobs too: shown as the tables show them.)
+        out += ["", LEGEND, "", "What this says:"] + [f"  - {shown(s)}" for s in job.findings]
         if job.unresolved:
-            out += ["", "Not resolved, and what would resolve it:"] + [f"  - {s}" for s in job.unresolved]
+            out += ["", "Not resolved, and what would resolve it:"] + [f"  - {shown(s)}" for s in job.unresolved]
         out.append("")
     return "\n".join(out)
 
@@ -92,9 +93,9 @@ def as_markdown(jobs, layers=True):
         out += table(job.layer_types)
         if layers:
             out += ["", "### Per layer", ""] + table(job.layers)
-        out += ["", f"*{LEGEND}*", "", "### What this says", ""] + [f"- {s}" for s in job.findings]
+        out += ["", f"*{LEGEND}*", "", "### What this says", ""] + [f"- {shown(s)}" for s in job.findings]
         if job.unresolved:
-            out += ["", "### Not resolved, and what would resolve it", ""] + [f"- {s}" for s in job.unresolved]
+            out += ["", "### Not resolved, and what would resolve it", ""] + [f"- {shown(s)}" for s in job.unresolved]
         out.append("")
     return "\n".join(out)
 
