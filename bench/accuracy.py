@@ -232,17 +232,17 @@ def alignment_errors(conn, rec):
     error_ms = {ts: (placed_ns[ts] - true_end[ts]) / 1e6 for ts in placed_ns if ts in true_end}
     half_period_ms = rec.timing.dcgm_period_ms / 2
     seg, judged = [], []
-    # A stretch the align step calls 'not determined' claims no placement (its estimates are not
-    # identified): it is left out, and a cell with nothing else shows n/d. The idle GPU's windows
-    # ('no layers': between jobs and after the last), which users read in pp_windows too, are
-    # placed as the windows before them at their scrape phases were: they are scored where those
-    # claim a placement.
-    placed_before = {}  # per GPU: whether its newest stretch with layers claims a placement
+    # The windows of a stretch no fit placed ('no layers': the idle GPU's, between jobs and after
+    # the last; 'not determined': too few windows to fit), which users read in pp_windows too, are
+    # placed as the windows before them at their scrape phases were: they are scored where a
+    # fitted stretch before them claims a placement. Without one they claim none (a cell with
+    # nothing else shows n/d).
+    placed_before = {}  # per GPU: whether it has a fitted stretch (placed by its own data) yet
     scored = []
     for uuid, from_ms, through_ms, status in conn.execute("SELECT uuid, from_ms, through_ms, status FROM pp_alignment "
                                                           "ORDER BY uuid, from_ms"):
-        if status != "no layers":
-            placed_before[uuid] = status != "not determined"
+        if status not in ("no layers", "not determined"):
+            placed_before[uuid] = True
         if placed_before.get(uuid, False):
             scored.append((from_ms, through_ms))
     for from_ms, through_ms in scored:
@@ -446,7 +446,7 @@ def main():
     say("EB/Lin: identified pairs of EmbeddingBag and Linear, both directions (of 20); est id: error of the identified;")
     say("cover90: share of pairs whose 90% interval holds the truth. Alignment (pp_alignment, pp_windows vs the")
     say("recording's truth): seg: worst stretch's |mean error| of its windows' ends in ms; placed: stored samples whose window")
-    say("is placed within max(3 ms, 1% of the period) of the true one (n/d: the align step said 'not determined'; the idle GPU's windows, 'no layers', count where those before them do); rep: stored copies of a window found / true. s: seconds for the cell.")
+    say("is placed within max(3 ms, 1% of the period) of the true one (n/d: nothing placed; the stretches no fit placed, 'no layers' and 'not determined', count where a fitted one before them does); rep: stored copies of a window found / true. s: seconds for the cell.")
     say()
     header = (f"{'timing':<11} {'int':>6} {'noise':>5} {'min':>3} {'stored':>6} | {'paper':^11} | {'overlap':^11} | "
               f"{'estimator est':^13} {'id':>3} {'wrong':>3} {'EB/Lin':>5} {'est id':^11} {'cover90':>6} | "

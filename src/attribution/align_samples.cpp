@@ -448,8 +448,10 @@ class GpuAligner {
     }
     // (On no grid, as the estimate found, the stretch is poorly determined and its timing says how far.)
     if (seg.status == "estimated" || seg.status == "poorly determined") snap_to_grid(ends, window_ns_);
-    if (seg.status == "no layers" && !own.empty()) {
-      // The idle GPU's windows, as those before them at their phases were (idle_window_ends).
+    // A stretch no fit placed (the idle GPU's, or one the data cannot determine): its windows
+    // as those before them at their phases were (idle_window_ends). The offset the stretches
+    // before predict holds for stored times put on their lattice, not for these as stored.
+    if ((seg.status == "no layers" || seg.status == "not determined") && !own.empty()) {
       std::vector<WindowRecord> before;
       sql_.run([&] { before = own_windows_before(run_.db, uuid_, seg.from_ms, kWindowsBeforeIdle); });
       std::vector<int64_t> stored;

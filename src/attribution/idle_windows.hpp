@@ -1,5 +1,6 @@
 // The windows of a stretch without layers (align_samples.cpp): the idle GPU's, after a job and
-// between jobs. No search places them (there is no mix of layers to fit), and the offset the
+// between jobs; and those of a stretch too short to fit (not determined), placed alike. No search
+// places them (there is no mix of layers to fit), and the offset the
 // stretches before predict holds only for stored times as those stretches took them: where
 // Prometheus scrapes at an interval that is no multiple of DCGM's period, put on a lattice of
 // the period first (scrape_phases.hpp), so that for stored times as they are it places every
