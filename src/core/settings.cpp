@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -235,7 +236,18 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
         throw Error(too_long(where, value.size(), kMaxUrlBytes, "4 KiB: a base URL with its user and password"));
       return normalize_url(where, value);
     case SettingType::HeadersJson: {
-      nlohmann::json j = nlohmann::json::parse(value, nullptr, false);
+      // The parser keeps one value of a name given twice, and servers read "A" and "a" as one
+      // header: a duplicate is refused rather than one of its values sent unseen.
+      std::set<std::string> seen_names;
+      std::string duplicate_name;
+      const nlohmann::json::parser_callback_t note_duplicates = [&](int depth, nlohmann::json::parse_event_t event,
+                                                                    nlohmann::json& parsed) {
+        if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed.is_string() &&
+            !seen_names.insert(to_lower(parsed.get<std::string>())).second && duplicate_name.empty())
+          duplicate_name = parsed.get<std::string>();
+        return true;
+      };
+      nlohmann::json j = nlohmann::json::parse(value, note_duplicates, false);
       if (j.is_discarded() || !j.is_object())
         throw Error(where + "needs a JSON object of header names to string values");
       for (const auto& item : j.items())
@@ -244,6 +256,10 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
           throw Error(where + "header '" + item.key() +
                       "' needs a plain name (letters, digits and !#$%&'*+-.^_`|~) and a string value without line "
                       "breaks or control characters");
+      // Shown only once every name is known to be a plain token; never a value, which may be a secret.
+      if (!duplicate_name.empty())
+        throw Error(where + "names header '" + duplicate_name +
+                    "' more than once (header names ignore case); give each header once");
       for (const auto& item : j.items()) {
         const size_t line = item.key().size() + 2 + item.value().get<std::string>().size();  // "name: value"
         if (line > kMaxHeaderLineBytes)

@@ -16,6 +16,13 @@ SELECT pp_config('dedup_rel_tol', '1e999');
 SELECT pp_config('headers', '{"X-Scope-OrgID":"team-a","Bad Name":"x"}');
 -- error: pp_config: setting 'headers' header 'X(' needs a plain name
 SELECT pp_config('headers', '{"X(":"y"}');
+-- A header named twice would send one of its values unseen; names ignore case, and the error names
+-- the header, never a value (it may be a secret).
+-- error: pp_config: setting 'headers' names header 'a' more than once (header names ignore case); give each header once
+SELECT pp_config('headers', '{"a":"b","a":"c"}');
+-- error: pp_config: setting 'headers' names header 'x-scope-orgid' more than once (header names ignore case); give each header once
+SELECT pp_config('headers', '{"X-Scope-OrgID":"team-a","x-scope-orgid":"team-b"}');
+SELECT pp_config('headers') = '{}';
 -- error: pp_config: setting 'http_compression' needs auto, on/off, true/false, yes/no or 1/0, got 'gzip'
 SELECT pp_config('http_compression', 'gzip');
 -- error: pp_config: setting 'tls_verify' needs on/off, true/false, yes/no or 1/0, got 'auto'
