@@ -38,8 +38,14 @@ def main(argv=None):
     command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if not command:
         parser.error("run: missing COMMAND (put it after --)")
-    if args.job_id is not None and not args.job_id.strip():
-        parser.error("run: --job-id: must not be empty (leave it out for the default)")
+    from ._job_identity import is_blank_job_id, job_id_from_environment
+    if args.job_id is not None and is_blank_job_id(args.job_id):
+        parser.error("run: --job-id: must not be empty or only white space (leave it out for the default)")
+    if args.job_id is None:
+        try:
+            job_id_from_environment()
+        except ValueError as error:
+            parser.error(f"run: {error}")
     from ._launcher import run as run_command
     return run_command(command, out=args.out, job_id=args.job_id)
 

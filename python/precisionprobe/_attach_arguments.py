@@ -2,11 +2,14 @@
 
 A value the probe cannot use must fail at attach, naming the argument, rather than record a job
 no reader can use: a job id that is not text gives a header whose events layer_events skips
-(all of them), a clock or summary outside their choices fell silently to another, and a flush
+(all of them), one of only white space (given, or from $PRECISIONPROBE_JOB_ID) a job every table
+shows as a blank row, a clock or summary outside their choices fell silently to another, and a flush
 interval of 0 or less made the writer thread spin on a whole core for the job's life.
 """
 import math
 import numbers
+
+from ._job_identity import is_blank_job_id, job_id_from_environment
 
 CLOCKS = ("auto", "cpu", "cuda")
 SUMMARIES = ("always", "auto", "never")
@@ -17,6 +20,14 @@ def check_attach_arguments(job_id, clock, flush_interval, summary):
     """Raises TypeError or ValueError naming the first argument attach() cannot use."""
     if job_id is not None and not isinstance(job_id, str):
         raise TypeError(f"attach: argument 'job_id' must be text, got {type(job_id).__name__} {job_id!r}")
+    if job_id is not None and is_blank_job_id(job_id):
+        raise ValueError(f"attach: argument 'job_id' must not be empty or only white space (leave it out for the "
+                         f"default), got {job_id!r}")
+    if job_id is None:
+        try:
+            job_id_from_environment()
+        except ValueError as error:
+            raise ValueError(f"attach: {error}") from None
     if clock not in CLOCKS:
         raise ValueError(f"attach: argument 'clock' must be one of {', '.join(CLOCKS)}, got {clock!r}")
     if summary not in SUMMARIES:

@@ -22,7 +22,8 @@ def attach_from_env():
     # The launcher's own child always prints its summary line; other processes of the job
     # (torchrun workers, DataLoader workers) only when they recorded something.
     direct_child = str(os.getppid()) == os.environ.get(ENV_LAUNCHER_PID)
-    precisionprobe.attach(job_id=os.environ.get(ENV_JOB_ID), out=os.environ.get(ENV_OUT),
+    # attach() reads the job id from ENV_JOB_ID itself, naming the variable if it cannot use it.
+    precisionprobe.attach(out=os.environ.get(ENV_OUT),
                           summary="always" if direct_child else "auto")
 
 

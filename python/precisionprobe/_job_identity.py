@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from ._cpu_quota import usable_cpu_count
 
+JOB_ID_VARIABLE = "PRECISIONPROBE_JOB_ID"
+
 
 @dataclass(frozen=True)
 class JobIdentity:
@@ -31,7 +33,7 @@ class JobIdentity:
         env = os.environ if environ is None else environ
         host_name = socket.gethostname()
         return cls(
-            job_id=job_id or env.get("PRECISIONPROBE_JOB_ID") or default_job_id(),
+            job_id=job_id or job_id_from_environment(env) or default_job_id(),
             host_name=host_name,
             ip=env.get("POD_IP") or local_ipv4(),
             pod=env.get("POD_NAME") or host_name,
@@ -64,6 +66,22 @@ class JobIdentity:
         except Exception:  # noqa: BLE001 - a process group being torn down: the environment's
             pass
         return JobIdentity(**{**self.__dict__, "rank": rank, "local_rank": local_rank, "world_size": world_size})
+
+
+def is_blank_job_id(job_id):
+    """A job id of nothing but white space names no job anyone can see: tables show it as a blank
+    row and every job so named reads as one. The launcher, attach() and the environment refuse it."""
+    return not job_id.strip()
+
+
+def job_id_from_environment(environ=None):
+    """$PRECISIONPROBE_JOB_ID, or None where it is unset or empty (the default then applies);
+    ValueError where it holds only white space."""
+    job_id = (os.environ if environ is None else environ).get(JOB_ID_VARIABLE) or None
+    if job_id is not None and is_blank_job_id(job_id):
+        raise ValueError(f"environment variable {JOB_ID_VARIABLE} holds only white space ({job_id!r}); give it a job "
+                         "id, or unset it for the default")
+    return job_id
 
 
 def default_job_id(now=None):

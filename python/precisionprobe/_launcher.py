@@ -13,7 +13,7 @@ import sys
 import time
 
 from . import _autoattach as autoattach
-from ._job_identity import default_job_id
+from ._job_identity import default_job_id, job_id_from_environment
 from ._path_kind import kind_of
 from ._probe import default_out_dir
 
@@ -35,7 +35,7 @@ def job_environment(job_id, out_dir, environ=None):
 
 def run(command, out=None, job_id=None):
     """Runs command (a list) with the probe attached; returns its exit status."""
-    job_id = job_id or os.environ.get(autoattach.ENV_JOB_ID) or default_job_id()
+    job_id = job_id or job_id_from_environment() or default_job_id()
     out_dir = os.path.abspath(out or default_out_dir(job_id))
     print(f"precisionprobe: job {job_id}, events in {out_dir}", file=sys.stderr, flush=True)
     # Said before the job runs, which goes on unrecorded all the same (training is never held up

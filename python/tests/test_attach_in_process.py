@@ -158,6 +158,9 @@ def test_a_model_call_that_raises_at_top_level_does_not_stop_batch_counting(tmp_
 
 @pytest.mark.parametrize("arguments, message", [
     ({"job_id": 5}, "attach: argument 'job_id' must be text, got int 5"),
+    ({"job_id": "  "}, "attach: argument 'job_id' must not be empty or only white space (leave it out for the "
+                       "default), got '  '"),
+    ({"job_id": ""}, "attach: argument 'job_id' must not be empty or only white space"),
     ({"clock": "gpu"}, "attach: argument 'clock' must be one of auto, cpu, cuda, got 'gpu'"),
     ({"clock": "CUDA"}, "argument 'clock'"),
     ({"summary": "quiet"}, "attach: argument 'summary' must be one of always, auto, never, got 'quiet'"),
@@ -178,3 +181,17 @@ def test_an_argument_attach_cannot_use_is_refused_before_anything_is_installed(t
     assert fresh_probe.active_probe() is None
     train(mlp(), steps=1)
     assert not list(tmp_path.iterdir())
+
+
+def test_a_job_id_of_white_space_from_the_environment_is_refused_naming_the_variable(tmp_path, fresh_probe,
+                                                                                       monkeypatch):
+    # Before, it recorded a job every table showed as a blank row, which --job-id '  ' refuses.
+    monkeypatch.setenv("PRECISIONPROBE_JOB_ID", " \t")
+    with pytest.raises(ValueError) as raised:
+        fresh_probe.attach(out=tmp_path)
+    assert ("attach: environment variable PRECISIONPROBE_JOB_ID holds only white space (' \\t'); give it a job id, "
+            "or unset it for the default") in str(raised.value)
+    assert fresh_probe.active_probe() is None
+    monkeypatch.setenv("PRECISIONPROBE_JOB_ID", "")  # empty is unset: the default id
+    assert fresh_probe.attach(out=tmp_path).identity.job_id.startswith("job-")
+    fresh_probe.detach()

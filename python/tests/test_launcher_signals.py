@@ -81,4 +81,12 @@ def test_run_needs_a_command():
     assert "missing COMMAND" in result.stderr
     empty_id = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--job-id", " ", "--", "true"],
                               env=child_environment(), capture_output=True, text=True, timeout=60)
-    assert empty_id.returncode == 2 and "--job-id: must not be empty" in empty_id.stderr
+    assert empty_id.returncode == 2 and "--job-id: must not be empty or only white space" in empty_id.stderr
+    # The same rule for the environment variable the launcher falls back on: before, a job
+    # named '  ' ran and every table showed it as a blank row.
+    blank_env = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--", "true"],
+                               env={**child_environment(), "PRECISIONPROBE_JOB_ID": "  "},
+                               capture_output=True, text=True, timeout=60)
+    assert blank_env.returncode == 2
+    assert ("run: environment variable PRECISIONPROBE_JOB_ID holds only white space ('  '); give it a job id, or "
+            "unset it for the default") in blank_env.stderr
