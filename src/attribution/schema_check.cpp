@@ -306,10 +306,13 @@ std::string shown(const std::string& name) {
 }
 
 [[noreturn]] void refuse(const std::string& table, const std::string& problem) {
+  // Both causes are named: a database an unreleased intermediate version made (pp_mig_devices
+  // before its MIG- check, say) differs as an altered one does, and needs no alarm alone.
   throw Error("table '" + table + "' is not as precisionprobe creates it (" + problem +
-              "); nothing was written. The database file may have been altered to run code when the "
-              "engine writes to it: inspect SELECT type, name, sql FROM sqlite_schema WHERE tbl_name = '" +
-              table + "', or use a fresh database");
+              "); nothing was written. The database file was made by a version of precisionprobe this one "
+              "cannot upgrade, or altered to run code when the engine writes to it: inspect SELECT type, name, "
+              "sql FROM sqlite_schema WHERE tbl_name = '" + table +
+              "', or refresh the run's event files into a fresh database");
 }
 
 }  // namespace

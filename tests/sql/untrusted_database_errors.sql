@@ -89,6 +89,12 @@ SELECT * FROM pp_refresh(NULL);
 CREATE TABLE pp_mig_devices(mig_uuid TEXT PRIMARY KEY, gpu_uuid TEXT NOT NULL,
                             gpu_instance_id INTEGER NOT NULL CHECK (gpu_instance_id >= -1), profile TEXT);
 SELECT * FROM pp_refresh(NULL);
+-- pp_mig_devices as versions made it for the hour before its MIG- check: refused as no version
+-- this one upgrades, saying so rather than only that the file may have been altered.
+-- error: pp_install_views: table 'pp_mig_devices' is not as precisionprobe creates it (its columns or constraints differ); nothing was written. The database file was made by a version of precisionprobe this one cannot upgrade, or altered to run code when the engine writes to it: inspect SELECT type, name, sql FROM sqlite_schema WHERE tbl_name = 'pp_mig_devices', or refresh the run's event files into a fresh database
+CREATE TABLE pp_mig_devices(mig_uuid TEXT PRIMARY KEY, gpu_uuid TEXT NOT NULL, gpu_instance_id INTEGER NOT NULL,
+                            profile TEXT);
+SELECT pp_install_views();
 -- error: pp_refresh: table 'pp_samples' is not as precisionprobe creates it (the index 'pp_samples_by_value' on it is not the extension's)
 SELECT pp_install_views();
 CREATE INDEX pp_samples_by_value ON pp_samples(value);
