@@ -15,6 +15,7 @@
 #include "attribution/align_stretches.hpp"
 #include "attribution/alignment.hpp"
 #include "attribution/alignment_data.hpp"
+#include "attribution/stretch_sums.hpp"
 #include "attribution/alignment_report.hpp"
 #include "attribution/driver_grid.hpp"
 #include "attribution/idle_windows.hpp"
@@ -551,6 +552,7 @@ void align_samples(RefreshRun& run) {
   });
   for (size_t g = 0; g < gpus.size(); ++g) {
     for (const SegmentRecord& segment : written[g]) write_segment(run.db, gpus[g], segment);
+    extend_alignment_sums(run.db, gpus[g]);
     for (const std::string& warning : reports[g].warnings(gpus[g])) run.warn(warning);
   }
 }

@@ -112,6 +112,8 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
     // decoded on this thread, below).
     fetched = fetch_gpu_timeline_for_shifts(db, uuid, std::nullopt, through_ms, horizon_ms);
   });
+  fetched->decode();
+  sql.run([&] { fetched->read_timing(); });
   timeline = fetched->build();
   fetched.reset();
   // The stored rows of the systems of the jobs whose calls the timeline holds, in one query

@@ -12,6 +12,7 @@
 
 #include "attribution/alignment_data.hpp"
 #include "attribution/event_store.hpp"
+#include "attribution/stretch_read.hpp"
 #include "attribution/timing_shift.hpp"
 #include "attribution/window_lengths.hpp"
 #include "core/statement.hpp"
@@ -54,10 +55,26 @@ class TimelineReader : public TimelineFetch {
   TimelineReader(sqlite3* db, int timing_shift, bool for_shifts, int64_t horizon_ms)
       : db_(db), layers_(db, "main"), timing_shift_(timing_shift), for_shifts_(for_shifts), horizon_ms_(horizon_ms) {}
 
+  void decode() override {
+    if (decoded_events_) return;
+    decoded_events_ = true;
+    build_events();
+  }
+
+  void read_timing() override {
+    decode();
+    if (stretch_reader_) {
+      stretch_reader_->read_job_starts(gpu_, from_data_);
+      stretches_ = stretch_reader_->take();
+      stretch_reader_.reset();
+    }
+  }
+
   GpuTimeline build() override {
     if (built_) throw std::logic_error("a timeline is built once");
     built_ = true;
-    build_events();
+    decode();
+    if (stretch_reader_) throw std::logic_error("a timeline with a timing shift is built after read_timing");
     place_timing(gpu_, stretches_, from_data_, farthest_move_ns_, timing_shift_, for_shifts_, horizon_ms_);
     return std::move(gpu_);
   }
@@ -85,10 +102,9 @@ class TimelineReader : public TimelineFetch {
     // read are those that windows moved by the farthest any job's shift can take them reach.
     int64_t move = 0;
     if (timing_shift || for_shifts) {
-      stretches_ = read_stretches(db_, uuid);
-      double farthest = kPollWanderNs;
-      for (const StretchTiming& s : stretches_) farthest = std::max({farthest, s.dcgm_ns, s.driver_ns});
-      move = std::llround(farthest) + 1;  // no job's shift, rounded to the ns, goes further
+      stretch_reader_.emplace(db_, uuid);
+      // (No job's shift, rounded to the ns, goes further.)
+      move = std::llround(std::max(kPollWanderNs, stretch_reader_->largest_timing_ns())) + 1;
     }
     farthest_move_ns_ = move;
     // The GPU's windows once, then each metric's samples merged with them by stored time (both
@@ -101,6 +117,7 @@ class TimelineReader : public TimelineFetch {
     samples.bind(":uuid", uuid);
     samples.bind(":after", after_ms.value_or(INT64_MIN));
     samples.bind(":through", through_ms.value_or(INT64_MAX));
+    std::optional<int64_t> earliest_ts_ms;
     for (size_t si = 0; si < gpu_.series.size(); ++si) {
       TimelineSeries& s = gpu_.series[si];
       samples.bind(":metric", s.metric);
@@ -123,11 +140,15 @@ class TimelineReader : public TimelineFetch {
       }
       sort_by_end(s);
       if (!s.samples.empty()) {
+        for (const TimelineSample& sample : s.samples)
+          earliest_ts_ms = std::min(earliest_ts_ms.value_or(INT64_MAX), sample.ts_ms);
         const SampleReach reach = reach_of(s);
         lo_ns_ = std::min(lo_ns_, s.samples.front().end_ns - reach.before - move);
         hi_ns_ = std::max(hi_ns_, s.samples.back().end_ns + reach.after + 1 + move);
       }
     }
+    // The stretches those windows can be moved by (a job's first ones once its span is known).
+    if (stretch_reader_) stretch_reader_->read_newest(lo_ns_, earliest_ts_ms, horizon_ms_);
   }
 
   // The GPU's events in t_start_ns order (but those whose times cannot be a call, which an
@@ -374,7 +395,9 @@ class TimelineReader : public TimelineFetch {
   uint32_t last_job_ = UINT32_MAX;  // the job of the previous row (rows come in runs of one job)
   std::string last_job_id_, key_;
   int64_t lo_ns_ = INT64_MAX, hi_ns_ = INT64_MIN;
-  std::vector<StretchTiming> stretches_;
+  std::optional<StretchReader> stretch_reader_;  // until read_timing
+  KnownStretches stretches_;
+  bool decoded_events_ = false;
   int64_t farthest_move_ns_ = 0;  // the farthest any window can be moved (read_series)
   std::vector<bool> from_data_;   // per series: its length is the data's (a user's or setting's wins)
 };
@@ -430,6 +453,7 @@ GpuTimeline read_gpu_timeline(sqlite3* db, const std::string& uuid, std::optiona
   TimelineReader reader(db, timing_shift, false, horizon_ms);
   reader.read_series(uuid, after_ms, through_ms, timing_shift);
   reader.read_events(uuid, after_ms, through_ms, false);
+  reader.read_timing();
   return reader.build();
 }
 
@@ -438,6 +462,7 @@ GpuTimeline read_gpu_timeline_for_shifts(sqlite3* db, const std::string& uuid, s
   TimelineReader reader(db, 0, true, horizon_ms);
   reader.read_series(uuid, after_ms, through_ms, 0, true);
   reader.read_events(uuid, after_ms, through_ms, false);
+  reader.read_timing();
   return reader.build();
 }
 

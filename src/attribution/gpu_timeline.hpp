@@ -139,10 +139,17 @@ GpuTimeline read_gpu_timeline_for_shifts(sqlite3* db, const std::string& uuid, s
                                          std::optional<int64_t> through_ms, int64_t horizon_ms);
 // The same in two parts, so that most of a read can run off the connection's thread
 // (sql_relay.hpp): fetch_gpu_timeline* query the database (the connection's thread) and copy
-// the event blocks they need; build() decodes them and places the windows (any thread, once).
+// the event blocks they need; decode() decodes them (any thread), read_timing() reads the
+// stretches a timing shift needs (the connection's thread) and build() places the windows (any
+// thread, once).
 class TimelineFetch {
  public:
   virtual ~TimelineFetch() = default;
+  // Decodes the events, which gives the jobs' spans (any thread; build() does where not called).
+  virtual void decode() = 0;
+  // With a timing shift: reads what it needs of pp_alignment at those spans (the connection's
+  // thread, before build()).
+  virtual void read_timing() = 0;
   virtual GpuTimeline build() = 0;
 };
 std::unique_ptr<TimelineFetch> fetch_gpu_timeline(sqlite3* db, const std::string& uuid, std::optional<int64_t> after_ms,

@@ -4,20 +4,34 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <tuple>
 #include <utility>
 
-#include "core/errors.hpp"
-#include "core/number_text.hpp"
-#include "core/statement.hpp"
-#include "core/stored_numbers.hpp"
-#include "events/event_fields.hpp"
-
 namespace pp {
+
+int64_t windows_start_ns(const StretchTiming& s) {
+  int64_t start;
+  return __builtin_sub_overflow(s.first_end_ns, s.reach_ns, &start) ? INT64_MIN : start;
+}
+
+int64_t stretch_reach_ns(const GpuTimeline& gpu, const std::vector<bool>& from_data, const StretchTiming& stretch) {
+  int64_t reach = 0;
+  for (size_t si = 0; si < gpu.series.size(); ++si) {
+    const TimelineSeries& s = gpu.series[si];
+    const std::optional<double>& kept =
+        s.kind == TimelineSeries::kDriverWindow ? stretch.util_window_ns : stretch.window_ns;
+    const int64_t series_reach = s.kind == TimelineSeries::kInstant ? kInstantSpreadNs / 2
+                                 : kept && from_data[si]            ? std::llround(*kept)
+                                                                    : std::llround(s.window_ns);
+    reach = std::max(reach, series_reach);
+  }
+  return reach;
+}
+
 namespace {
 
 constexpr int64_t kTimingNsPerMs = 1000000;
-constexpr double kMostTimingNs = 1e15;  // a timing or window length of pp_alignment, at most
 
 // How far the estimator's timing shift moves windows: the uncertainty of the offset over a
 // job's stretches (those within the window's horizon, timing_horizon_ms). Each stretch's offset
@@ -29,157 +43,212 @@ struct TimingShift {
   double dcgm_ns = 0, driver_ns = 0;
 };
 
-// Where a stretch's windows begin: its first window's end less its reach (saturated: a reach
-// beyond any time reaches every span).
-int64_t windows_start_ns(const StretchTiming& s) {
-  int64_t start;
-  return __builtin_sub_overflow(s.first_end_ns, s.reach_ns, &start) ? INT64_MIN : start;
-}
-
 // How much of a job's span [span_first, span_last] (ns) a stretch's windows cover: the share of
 // the job's windows whose placement its offset decides. In integers: at epoch ns (some 1.7e18)
 // a double holds only multiples of 256 ns, which moved each weight by a few hundred ns and a
 // job's rounded shift by 1 ns in some 1 in 2,000 jobs.
-double overlap_ns(const StretchTiming& s, int64_t span_first, int64_t span_last) {
+uint64_t overlap_ns(const StretchTiming& s, int64_t span_first, int64_t span_last) {
   const int64_t from = std::max(windows_start_ns(s), span_first);
   const int64_t to = std::min(s.last_end_ns, span_last);
   if (to <= from) return 0;
-  return static_cast<double>(static_cast<uint64_t>(to) - static_cast<uint64_t>(from));  // below 2^64: exact
+  return static_cast<uint64_t>(to) - static_cast<uint64_t>(from);
 }
 
-// The stretches' timings combined as independent errors, never below the floor (read_stretches).
-// Each weighs as much of the job's span as its windows cover (span: the job's first and last ns;
-// none: every stretch alike): an offset error moves only its own stretch's windows, so a short
-// stretch (a job's last may hold half as many windows as the others) moves few of the job's
-// windows.
-TimingShift combined_timing(std::vector<StretchTiming>::const_iterator first,
-                            std::vector<StretchTiming>::const_iterator last,
-                            std::optional<std::pair<int64_t, int64_t>> span) {
-  double dcgm = 0, driver = 0, total = 0;
-  for (auto it = first; it != last; ++it) {
-    const double w = span ? overlap_ns(*it, span->first, span->second) : 1.0;
-    dcgm += w * w * it->dcgm_ns * it->dcgm_ns;
-    driver += w * w * it->driver_ns * it->driver_ns;
-    total += w;
+// The stretches' timings combined as independent errors, each weighing as much of the job's span
+// as its windows cover (none: every stretch alike): an offset error moves only its own
+// stretch's windows, so a short stretch (a job's last may hold half as many windows as the
+// others) moves few of the job's windows. Summed exactly where every timing is whole, as the
+// align step writes them, so that a job's stretches summed one by one (read_stretches) and from
+// the running sums of pp_alignment_sums (StretchReader) give the same shift to the bit; in
+// doubles where a timing edited by hand is not (every stretch is read one by one then).
+struct TimingSums {
+  bool whole = true;
+  Uint256 weighted[2];  // per grid (DCGM's, the driver's): sum (w t)^2
+  Uint128 weight = 0;   // sum w
+  Uint256 alike[2];     // sum t^2
+  int64_t count = 0;
+  double weighted_double[2] = {0, 0}, weight_double = 0, alike_double[2] = {0, 0};
+
+  void add(const StretchTiming& s, std::optional<std::pair<int64_t, int64_t>> span) {
+    const uint64_t w = span ? overlap_ns(s, span->first, span->second) : 1;
+    const double t[2] = {s.dcgm_ns, s.driver_ns};
+    for (int grid = 0; grid < 2; ++grid) {
+      if (const std::optional<int64_t> whole_t = whole_ns(t[grid])) {
+        const auto wt = static_cast<Uint128>(w) * static_cast<Uint128>(*whole_t);
+        weighted[grid].add_product(wt, wt);
+        alike[grid].add_product(static_cast<Uint128>(*whole_t), static_cast<Uint128>(*whole_t));
+      } else {
+        whole = false;
+      }
+      const auto wd = static_cast<double>(w);
+      weighted_double[grid] += wd * wd * t[grid] * t[grid];
+      alike_double[grid] += t[grid] * t[grid];
+    }
+    weight += w;
+    weight_double += static_cast<double>(w);
+    ++count;
   }
-  // (A span that none of its stretches' windows reach, e.g. one of reversed ends: every stretch alike.)
-  if (span && !(total > 0)) return combined_timing(first, last, std::nullopt);
-  if (total == 0) return {kPollWanderNs, kPollWanderNs};
+
+  // Stretches wholly inside the span, each of weight A ms + reach_ns (A: its length): from
+  // their sums, (A 1e6 + R)^2 t^2 = 1e12 A^2 t^2 + 2e6 R A t^2 + R^2 t^2.
+  void add_inside(const StretchSums& inside, int64_t reach_ns) {
+    const auto r = static_cast<Uint128>(reach_ns);
+    const GridSums* grids[2] = {&inside.dcgm, &inside.driver};
+    for (int grid = 0; grid < 2; ++grid) {
+      weighted[grid].add_product(grids[grid]->a2t2, static_cast<Uint128>(kTimingNsPerMs) * kTimingNsPerMs);
+      weighted[grid].add_product(grids[grid]->at2, 2 * kTimingNsPerMs * r);
+      weighted[grid].add_product(grids[grid]->t2, r * r);
+      alike[grid].add(grids[grid]->t2);
+    }
+    weight += static_cast<Uint128>(inside.length_ms) * kTimingNsPerMs + static_cast<Uint128>(inside.stretches) * r;
+    count += inside.stretches;
+  }
+
   // Never below a fraction of how far DCGM's own polls stray from the straight grid the windows
   // are put on (its scheduler's lateness, up to some 0.2 ms): no stored time shows that, and at
   // low noise a 0.1 ms layer's value moves with it (8% at zero noise). Nor does it shrink with
   // the stretches: shrinking as 0.1 ms x sqrt(3 / n), it let a 6-hour realistic recording mark a
   // 0.2 ms layer identified and 6% off after an hour.
-  return {std::max(std::sqrt(dcgm) / total, kPollWanderNs), std::max(std::sqrt(driver) / total, kPollWanderNs)};
+  TimingShift combined(bool by_span) const {
+    // (A span that none of its stretches' windows reach, e.g. one of reversed ends: every
+    // stretch alike.)
+    const bool weighted_by_span = by_span && (whole ? weight > 0 : weight_double > 0);
+    if (!weighted_by_span && count == 0) return {kPollWanderNs, kPollWanderNs};
+    double t[2];
+    for (int grid = 0; grid < 2; ++grid) {
+      if (weighted_by_span)
+        t[grid] = whole ? std::sqrt(weighted[grid].to_double()) / to_double(weight)
+                        : std::sqrt(weighted_double[grid]) / weight_double;
+      else
+        t[grid] = whole ? std::sqrt(alike[grid].to_double()) / static_cast<double>(count)
+                        : std::sqrt(alike_double[grid]) / static_cast<double>(count);
+    }
+    return {std::max(t[0], kPollWanderNs), std::max(t[1], kPollWanderNs)};
+  }
+};
+
+// The reach of a stretch that keeps no window of its own.
+int64_t default_reach_ns(const GpuTimeline& gpu) {
+  return stretch_reach_ns(gpu, std::vector<bool>(gpu.series.size(), false), StretchTiming{});
 }
 
-// The stretches that hold a window of the span [first, last] (a window reaching its stretch's
-// reach_ns back from its end), as indices [from, to) into stretches. The first is found by
-// bisection where the stretches' last ends are in order, as the align step writes them; else
-// (pp_alignment edited by hand) by a scan, so that every read finds the same one.
-std::pair<size_t, size_t> stretches_of_span(const std::vector<StretchTiming>& stretches, bool ends_in_order,
-                                            int64_t first, int64_t last) {
-  const auto ends_before = [&](const StretchTiming& s) { return s.last_end_ns <= first; };
-  const auto from = ends_in_order ? std::partition_point(stretches.begin(), stretches.end(), ends_before)
-                                  : std::find_if_not(stretches.begin(), stretches.end(), ends_before);
-  auto to = from;
-  while (to != stretches.end() && windows_start_ns(*to) < last) ++to;
-  return {static_cast<size_t>(from - stretches.begin()), static_cast<size_t>(to - stretches.begin())};
-}
+// The GPU's stretches as place_timing takes them, by number, from what is known of them.
+class StretchIndex {
+ public:
+  StretchIndex(const KnownStretches& known, const GpuTimeline& gpu) : known_(known), gpu_(gpu) {
+    const auto by_last_end = [](const StretchTiming& a, const StretchTiming& b) { return a.last_end_ns < b.last_end_ns; };
+    ends_in_order_ = std::is_sorted(known.stretches.begin(), known.stretches.end(), by_last_end);
+  }
+  size_t size() const { return known_.first + known_.stretches.size(); }
+  const StretchTiming& at(size_t i) const { return known_.stretches[i - known_.first]; }
+
+  // The stretches that hold a window of the job's span [first, last] (a window reaching its
+  // stretch's reach_ns back from its end), as numbers [from, to). The first is found by
+  // bisection where the stretches' last ends are in order, as the align step writes them; else
+  // (pp_alignment edited by hand) by a scan, so that every read finds the same one.
+  std::pair<size_t, size_t> of_job(uint32_t job) const {
+    const int64_t first = gpu_.jobs[job].first, last = gpu_.jobs[job].last;
+    const KnownStretches::JobStart* start = job_start(job);
+    size_t from, to;
+    if (start) {
+      from = start->first;
+      // Its edge; the stretches inside the span up to `first` end before it ends (StretchReader).
+      to = from;
+      for (const StretchTiming& s : start->edge) {
+        if (windows_start_ns(s) >= last) return {from, to};
+        ++to;
+      }
+      // (The first inside begins in the span: past the span's end where its ends are reversed.)
+      if (to < known_.first && first >= last) return {from, to};
+      to = known_.first;
+    } else {
+      const auto ends_before = [&](const StretchTiming& s) { return s.last_end_ns <= first; };
+      const auto& s = known_.stretches;
+      from = known_.first + static_cast<size_t>((ends_in_order_ ? std::partition_point(s.begin(), s.end(), ends_before)
+                                                                : std::find_if_not(s.begin(), s.end(), ends_before)) -
+                                                s.begin());
+      to = from;
+    }
+    while (to < size() && windows_start_ns(at(to)) < last) ++to;
+    return {from, to};
+  }
+
+  // The sums of the stretches [from, to) (from: of_job's for the job; 0 for none).
+  TimingSums sums(size_t from, size_t to, std::optional<uint32_t> job) const {
+    TimingSums sums;
+    std::optional<std::pair<int64_t, int64_t>> span;
+    if (job) span = std::pair(gpu_.jobs[*job].first, gpu_.jobs[*job].last);
+    size_t next = from;
+    if (const KnownStretches::JobStart* start = job ? job_start(*job) : nullptr) {
+      for (const StretchTiming& s : start->edge) {
+        if (next == to) return sums;
+        sums.add(s, span);
+        ++next;
+      }
+      if (next < known_.first && to >= known_.first) {
+        sums.add_inside(sums_between(start->before_inside, known_.before), default_reach_ns(gpu_));
+        next = known_.first;
+      }
+    } else if (next == 0 && to >= known_.first && known_.first > 0) {
+      // (Every stretch alike from the first: the GPU's, for a window of no job's span.)
+      sums.add_inside(known_.before, 0);
+      next = known_.first;
+    }
+    if (next < known_.first && next < to) throw std::logic_error("place_timing: stretches not read");
+    for (; next < to; ++next) sums.add(at(next), span);
+    return sums;
+  }
+
+ private:
+  const KnownStretches::JobStart* job_start(uint32_t job) const {
+    if (known_.job_starts.empty()) return nullptr;
+    const KnownStretches::JobStart& start = known_.job_starts[job];
+    if (start.kind == KnownStretches::JobStart::kNotRead)
+      throw std::logic_error("place_timing: a job's stretches not read");
+    return start.kind == KnownStretches::JobStart::kBefore ? &start : nullptr;
+  }
+
+  const KnownStretches& known_;
+  const GpuTimeline& gpu_;
+  bool ends_in_order_;
+};
 
 }  // namespace
 
-std::vector<StretchTiming> read_stretches(sqlite3* db, const std::string& uuid) {
-  Statement read(db, "SELECT from_ms, through_ms, offset_ns, timing_ns, coalesce(util_timing_ns, 0) AS util_timing_ns, "
-                     "window_ms, util_window_ms FROM main.pp_alignment WHERE uuid = :uuid AND status <> 'no layers' "
-                     "ORDER BY from_ms");
-  read.bind(":uuid", uuid);
-  // Every value is refused where no alignment writes it (a table edited by hand): text or a
-  // BLOB read as 0, and windows moved by an infinite or out-of-range shift (whose rounding is
-  // undefined) left every read without a row.
-  StoredRow row(read, "pp_alignment");
-  const std::string of_gpu = "of GPU " + uuid;  // (how an error names a row: row_name)
-  // A length in ns (column in ms: scaled).
-  const auto checked_ns = [&](int column, double ns_per_unit) {
-    constexpr const char* kWanted = "a length of 0 to 1e15 ns, some 11 days";
-    const std::optional<double> value = stored_double(read, column);
-    if (!value || !(*value >= 0 && *value * ns_per_unit <= kMostTimingNs))
-      throw row.refused(column, value ? number_text(*value) : row.shown(column), kWanted);
-    return *value * ns_per_unit;
-  };
-  const auto length_ns = [&](int column) {
-    return read.column_null(column) ? std::nullopt
-                                    : std::optional<double>(checked_ns(column, static_cast<double>(kTimingNsPerMs)));
-  };
-  // A window end in ns (the column's stored time less the offset), refused outside the times a
-  // call can have (kMaxEventNs), where no alignment writes it.
-  const auto end_ns = [&](int64_t ms, const char* name, int64_t from, int64_t offset) {
-    int64_t ns;
-    if (__builtin_mul_overflow(ms, kTimingNsPerMs, &ns) || __builtin_sub_overflow(ns, offset, &ns) || ns < 0 ||
-        ns > kMaxEventNs)
-      throw Error(std::string("pp_alignment's ") + name + " of GPU " + uuid + " at from_ms " +
-                  std::to_string(from) + " is " + std::to_string(ms) + " (with offset_ns " +
-                  std::to_string(offset) + ", a window end outside 1970-2116)");
-    return ns;
-  };
-  std::vector<StretchTiming> stretches;
-  while (read.step()) {
-    row.name_row(of_gpu);
-    const int64_t from = row.whole(0, "a time in unix ms");
-    row.name_row(of_gpu, "from_ms", from);
-    const int64_t through = row.whole(1, "a time in unix ms");
-    const int64_t offset = row.whole(2, "a whole number of ns");
-    stretches.push_back({from, end_ns(from, "from_ms", from, offset), end_ns(through, "through_ms", from, offset),
-                         checked_ns(3, 1), checked_ns(4, 1), length_ns(5), length_ns(6)});
-  }
-  return stretches;
-}
-
-void place_timing(GpuTimeline& gpu, std::vector<StretchTiming>& stretches, const std::vector<bool>& from_data,
+void place_timing(GpuTimeline& gpu, KnownStretches& known, const std::vector<bool>& from_data,
                   int64_t farthest_move_ns, int timing_shift, bool for_shifts, int64_t horizon_ms) {
   if (!timing_shift && !for_shifts) return;
-  // Each stretch's reach: the longest of its windows, each series' as the sweep takes it (not
-  // which windows this read holds, so that every read gives a job the same stretches).
-  for (StretchTiming& stretch : stretches) {
-    stretch.reach_ns = 0;
-    for (size_t si = 0; si < gpu.series.size(); ++si) {
-      const TimelineSeries& s = gpu.series[si];
-      const std::optional<double>& kept =
-          s.kind == TimelineSeries::kDriverWindow ? stretch.util_window_ns : stretch.window_ns;
-      const int64_t reach = s.kind == TimelineSeries::kInstant ? kInstantSpreadNs / 2
-                            : kept && from_data[si]            ? std::llround(*kept)
-                                                               : std::llround(s.window_ns);
-      stretch.reach_ns = std::max(stretch.reach_ns, reach);
-    }
-  }
-  // Per job, its stretches [first, last): those that hold a window of its span.
-  std::vector<std::pair<size_t, size_t>> job_stretches;
+  // Each stretch's reach (not which windows this read holds, so that every read gives a job the
+  // same stretches).
+  for (StretchTiming& stretch : known.stretches) stretch.reach_ns = stretch_reach_ns(gpu, from_data, stretch);
+  for (KnownStretches::JobStart& start : known.job_starts)
+    for (StretchTiming& stretch : start.edge) stretch.reach_ns = stretch_reach_ns(gpu, from_data, stretch);
+  const StretchIndex stretches(known, gpu);
+  // Per job, its stretches [first, last): those that hold a window of its span (read as the
+  // sweep first meets the job: a read of the newest windows knows only the jobs they reach).
+  std::vector<std::optional<std::pair<size_t, size_t>>> job_stretches(gpu.jobs.size());
   std::vector<uint32_t> by_first(gpu.jobs.size());
-  const bool ends_in_order = std::is_sorted(stretches.begin(), stretches.end(), [](const StretchTiming& a, const StretchTiming& b) {
-    return a.last_end_ns < b.last_end_ns;
-  });
-  for (uint32_t j = 0; j < gpu.jobs.size(); ++j) {
-    job_stretches.push_back(stretches_of_span(stretches, ends_in_order, gpu.jobs[j].first, gpu.jobs[j].last));
-    by_first[j] = j;
-  }
+  for (uint32_t j = 0; j < gpu.jobs.size(); ++j) by_first[j] = j;
   std::sort(by_first.begin(), by_first.end(),
             [&](uint32_t a, uint32_t b) { return gpu.jobs[a].first < gpu.jobs[b].first; });
-  // The farthest a move can take a sample: the largest timing of the stretches in its horizon.
-  std::vector<int64_t> farthest_before(stretches.size() + 1, static_cast<int64_t>(std::llround(kPollWanderNs)) + 1);
-  for (size_t i = 0; i < stretches.size(); ++i)
-    farthest_before[i + 1] =
-        std::max(farthest_before[i],
-                 static_cast<int64_t>(std::llround(std::max(stretches[i].dcgm_ns, stretches[i].driver_ns))) + 1);
+  // The farthest a move can take a sample: the largest timing of the stretches in its horizon
+  // (by the number of stretches there, from known.first on).
+  std::vector<int64_t> farthest_before(
+      known.stretches.size() + 1,
+      std::max(static_cast<int64_t>(std::llround(kPollWanderNs)), known.before.longest_ns) + 1);
+  for (size_t i = 0; i < known.stretches.size(); ++i)
+    farthest_before[i + 1] = std::max(
+        farthest_before[i],
+        static_cast<int64_t>(std::llround(std::max(known.stretches[i].dcgm_ns, known.stretches[i].driver_ns))) + 1);
   // By stretches [first, last) and job (kNoJob: every stretch alike).
   constexpr uint32_t kNoJob = UINT32_MAX;
   std::map<std::tuple<size_t, size_t, uint32_t>, TimingShift> combined;
   const auto timing = [&](size_t first, size_t last, uint32_t job) {
     auto [it, added] = combined.try_emplace({first, last, job});
-    if (added)
-      it->second = combined_timing(stretches.begin() + static_cast<std::ptrdiff_t>(first),
-                                   stretches.begin() + static_cast<std::ptrdiff_t>(last),
-                                   job == kNoJob ? std::nullopt
-                                                 : std::optional(std::pair(gpu.jobs[job].first, gpu.jobs[job].last)));
+    if (added) {
+      const std::optional<uint32_t> of_job = job == kNoJob ? std::nullopt : std::optional(job);
+      it->second = stretches.sums(first, last, of_job).combined(job != kNoJob);
+    }
     return it->second;
   };
   for (TimelineSeries& s : gpu.series) {
@@ -191,14 +260,16 @@ void place_timing(GpuTimeline& gpu, std::vector<StretchTiming>& stretches, const
     std::vector<uint32_t> active;
     size_t next = 0;
     for (TimelineSample& sample : s.samples) {
-      // The stretches within the horizon: those that begin before the sample's stored time plus it.
-      const size_t known = static_cast<size_t>(
-          std::partition_point(stretches.begin(), stretches.end(),
-                               [&](const StretchTiming& t) {
-                                 return t.from_ms < sample.ts_ms || t.from_ms - sample.ts_ms < horizon_ms;
-                               }) -
-          stretches.begin());
-      const int64_t move = farthest_before[known];
+      // The stretches within the horizon: those that begin before the sample's stored time plus
+      // it (every one before known.first does).
+      const size_t known_count =
+          known.first + static_cast<size_t>(std::partition_point(known.stretches.begin(), known.stretches.end(),
+                                                                 [&](const StretchTiming& t) {
+                                                                   return t.from_ms < sample.ts_ms ||
+                                                                          t.from_ms - sample.ts_ms < horizon_ms;
+                                                                 }) -
+                                            known.stretches.begin());
+      const int64_t move = farthest_before[known_count - known.first];
       const int64_t before = instant ? covers.before : std::llround(s.window_of(sample));
       const int64_t from = sample.end_ns - before - move;
       const int64_t to = sample.end_ns + covers.after + farthest_move_ns;
@@ -213,10 +284,11 @@ void place_timing(GpuTimeline& gpu, std::vector<StretchTiming>& stretches, const
       for (uint32_t j : active)
         if (gpu.jobs[j].last > from && gpu.jobs[j].first < sample.end_ns + covers.after + move) {
           in_a_span = true;
-          const size_t first = job_stretches[j].first, last = std::min(job_stretches[j].second, known);
-          shift = std::max(shift, pick(first < last ? timing(first, last, j) : timing(0, known, kNoJob)));
+          if (!job_stretches[j]) job_stretches[j] = stretches.of_job(j);
+          const size_t first = job_stretches[j]->first, last = std::min(job_stretches[j]->second, known_count);
+          shift = std::max(shift, pick(first < last ? timing(first, last, j) : timing(0, known_count, kNoJob)));
         }
-      sample.shift_ns = std::llround(in_a_span ? shift : pick(timing(0, known, kNoJob)));
+      sample.shift_ns = std::llround(in_a_span ? shift : pick(timing(0, known_count, kNoJob)));
     }
   }
   if (timing_shift) move_windows(gpu, timing_shift);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attribution/gpu_timeline.hpp"
+#include "attribution/stretch_sums.hpp"
 #include "core/sqlite_api.hpp"
 
 namespace pp {
@@ -26,8 +27,36 @@ struct StretchTiming {
   int64_t reach_ns = 0;  // how far its longest window reaches back from its end (place_timing)
 };
 
-// The GPU's stretches that have layers, in time order (pp_alignment), for place_timing.
-std::vector<StretchTiming> read_stretches(sqlite3* db, const std::string& uuid);
+// What place_timing knows of a GPU's stretches that have layers, numbered in from_ms order:
+// every one (read_stretches, stretch_read.hpp), or what a read of its newest windows needs
+// (StretchReader): the sums of the stretches before `first` (pp_alignment_sums), each one from
+// there on, and the first stretches of each job whose span begins before those.
+struct KnownStretches {
+  size_t first = 0;  // the number of stretches[0]
+  StretchSums before;  // of the stretches before it
+  std::vector<StretchTiming> stretches;
+  // Where a job's stretches begin among the GPU's.
+  struct JobStart {
+    enum Kind { kAmongKnown, kBefore, kNotRead } kind = kAmongKnown;
+    // kBefore: its first stretch's number, and from there the stretches whose windows begin
+    // before its span (the edge); those after them up to `first` lie wholly inside the span,
+    // their windows the reach of no kept window (window_ms and util_window_ms NULL), and
+    // before_inside holds the sums of the stretches before them.
+    size_t first = 0;
+    std::vector<StretchTiming> edge;
+    StretchSums before_inside;
+  };
+  // Per job of the timeline; empty: every job's stretches are among `stretches`. (kNotRead: a
+  // job no window's move reaches, whose timing place_timing never takes.)
+  std::vector<JobStart> job_starts;
+};
+
+// How far a stretch's longest window reaches back from its end, each series' as the sweep takes
+// it (from_data: per series, whether its window length is the data's, where the stretch's kept
+// length wins), and where its windows begin then (saturated: a reach beyond any time reaches
+// every span).
+int64_t stretch_reach_ns(const GpuTimeline& gpu, const std::vector<bool>& from_data, const StretchTiming& stretch);
+int64_t windows_start_ns(const StretchTiming& s);
 
 // Gives every sample the size of its timing shift: that of the jobs whose span its window
 // overlaps (the largest, where several), each job's from its stretches that begin within
@@ -35,9 +64,9 @@ std::vector<StretchTiming> read_stretches(sqlite3* db, const std::string& uuid);
 // history does not vouch for another's uncertain windows. A job none of whose stretches there
 // has layers, and a window of no job's span, take the GPU's stretches within the horizon.
 // Then moves every window by timing_shift times it.
-// (stretches: read_stretches'; from_data: per series, whether its window length is the data's;
+// (known: the GPU's stretches; from_data: per series, whether its window length is the data's;
 // farthest_move_ns: the farthest any window can be moved, as the events were read.)
-void place_timing(GpuTimeline& gpu, std::vector<StretchTiming>& stretches, const std::vector<bool>& from_data,
+void place_timing(GpuTimeline& gpu, KnownStretches& known, const std::vector<bool>& from_data,
                   int64_t farthest_move_ns, int timing_shift, bool for_shifts, int64_t horizon_ms);
 
 }  // namespace pp

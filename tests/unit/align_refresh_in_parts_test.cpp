@@ -44,6 +44,11 @@ TEST_F(AlignRefreshPeriodicStart, RefreshesInPartsGiveWhatOneRefreshGives) {
   EXPECT_NEAR(db_.scalar("SELECT interval_ms FROM pp_intervals WHERE metric = 'DCGM_FI_DEV_GPU_UTIL'").real, 1000.0 / 6,
               1e-6);
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM sample_alignment WHERE util_window_ms = 100").integer, 1);
+  // The align step kept the running sums of every stretch, as its later refreshes forgot the
+  // lengths the stretches after the first kept (those updates dropped their sums, summed again).
+  EXPECT_EQ(db_.scalar("SELECT group_concat(stretches || ':' || kept_windows, ' ') FROM "
+                       "(SELECT stretches, kept_windows FROM pp_alignment_sums ORDER BY from_ms)").text,
+            "1:1 2:1 3:1 4:1 5:1 6:1 7:1");
 }
 
 // A database from before stretches kept the lengths they were aligned with: upgraded, its
@@ -143,6 +148,11 @@ TEST_F(AlignRefreshLongPause, RefreshesInPartsGiveWhatOneRefreshGives) {
   for (int64_t cut = kRefreshT0 / kMs + 20000; cut < last_ms(); cut += 20000) cuts.push_back(cut);
   expect_parts_give_what_one_gives(cuts);
   EXPECT_GE(db_.scalar("SELECT count(*) FROM pp_alignment WHERE status = 'no layers'").integer, 7);
+  // The running sums hold every stretch with layers, none without.
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment_sums").integer,
+            db_.scalar("SELECT count(*) FROM pp_alignment WHERE status <> 'no layers'").integer);
+  EXPECT_EQ(db_.scalar("SELECT max(stretches) FROM pp_alignment_sums").integer,
+            db_.scalar("SELECT count(*) FROM pp_alignment_sums").integer);
 }
 
 TEST_F(AlignRefresh, JobsTheGpuRanLongBeforeLeaveItsAlignmentAsItIs) {

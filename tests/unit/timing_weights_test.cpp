@@ -3,6 +3,7 @@
 // however the table's rows are ordered.
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 #include "attribution/timing_shift.hpp"
@@ -29,7 +30,9 @@ pp::GpuTimeline one_sample_in_job(int64_t end_ns, int64_t first, int64_t last) {
 
 // The shift place_timing gives the sample.
 int64_t shift_ns(pp::GpuTimeline gpu, std::vector<pp::StretchTiming> stretches) {
-  pp::place_timing(gpu, stretches, {false}, 2 * kNsPerMs, 0, true, pp::kEveryStretch);
+  pp::KnownStretches known;
+  known.stretches = std::move(stretches);
+  pp::place_timing(gpu, known, {false}, 2 * kNsPerMs, 0, true, pp::kEveryStretch);
   return gpu.series[0].samples[0].shift_ns;
 }
 

@@ -117,6 +117,39 @@ CREATE TABLE IF NOT EXISTS pp_alignment(
   reason TEXT,
   PRIMARY KEY (uuid, from_ms));
 
+-- Running sums over each GPU's stretches that have layers (status <> 'no layers'), in from_ms
+-- order, up to and including the stretch at from_ms: so that the estimator's timing shift takes
+-- a job's stretches wholly inside its span from the difference of two rows, reading only those
+-- at the span's edges, and a refresh does not read the GPU's whole history (stretch_read.hpp).
+-- With A = through_ms - from_ms and t = timing_ns (util_: util_timing_ns, 0 where NULL):
+-- stretches, their sum of A (length_ms), of t^2, A t^2 and A^2 t^2 (each a 128-bit unsigned
+-- integer as a 16-byte BLOB, most significant byte first: exact, so that a difference of two
+-- rows is too), the largest t of either grid, how many keep a window length of their own
+-- (window_ms or util_window_ms not NULL), and this stretch's first and last window ends in ns
+-- (from_ms and through_ms less offset_ns). The align step appends rows; the triggers below
+-- delete a GPU's rows from any stretch written otherwise on, and the next align step sums them
+-- again. A stretch they cannot hold exactly (a timing not whole, ends out of order: edited by
+-- hand) has no row, nor has any after it: the estimator reads those one by one.
+CREATE TABLE IF NOT EXISTS pp_alignment_sums(
+  uuid TEXT NOT NULL, from_ms INTEGER NOT NULL,
+  stretches INTEGER NOT NULL, length_ms INTEGER NOT NULL,
+  t2 BLOB NOT NULL, at2 BLOB NOT NULL, a2t2 BLOB NOT NULL,
+  util_t2 BLOB NOT NULL, util_at2 BLOB NOT NULL, util_a2t2 BLOB NOT NULL,
+  longest_ns INTEGER NOT NULL, kept_windows INTEGER NOT NULL,
+  first_end_ns INTEGER NOT NULL, last_end_ns INTEGER NOT NULL,
+  PRIMARY KEY (uuid, from_ms)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS pp_alignment_sums_by_end ON pp_alignment_sums(uuid, last_end_ns);
+CREATE TRIGGER IF NOT EXISTS pp_alignment_sums_insert AFTER INSERT ON pp_alignment BEGIN
+  DELETE FROM pp_alignment_sums WHERE uuid = new.uuid AND from_ms >= new.from_ms;
+END;
+CREATE TRIGGER IF NOT EXISTS pp_alignment_sums_update AFTER UPDATE ON pp_alignment BEGIN
+  DELETE FROM pp_alignment_sums WHERE uuid = old.uuid AND from_ms >= old.from_ms;
+  DELETE FROM pp_alignment_sums WHERE uuid = new.uuid AND from_ms >= new.from_ms;
+END;
+CREATE TRIGGER IF NOT EXISTS pp_alignment_sums_delete AFTER DELETE ON pp_alignment BEGIN
+  DELETE FROM pp_alignment_sums WHERE uuid = old.uuid AND from_ms >= old.from_ms;
+END;
+
 -- Each stored sample time of a GPU and the window it describes (the align step): window
 -- metrics average over (end_ns - window, end_ns], instant metrics are read at end_ns, driver
 -- windows end at util_end_ns. copy_of_ms: an earlier stored time of the same DCGM window (a
