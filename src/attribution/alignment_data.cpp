@@ -235,12 +235,11 @@ std::vector<SegmentRecord> read_segments(sqlite3* db, const std::string& uuid) {
   std::vector<SegmentRecord> out;
   // A value no alignment writes (the table edited by hand: text, a BLOB) is refused, not read as 0.
   StoredRow row(read, "pp_alignment");
-  const std::string of_gpu = "of GPU " + uuid;  // (how an error names a row: row_name)
   while (read.step()) {
     SegmentRecord r;
-    row.name_row(of_gpu);
+    row.name_row("of GPU ", uuid);
     r.from_ms = row.whole(0, "a time in unix ms");
-    row.name_row(of_gpu, "from_ms", r.from_ms);
+    row.name_row("of GPU ", uuid, "from_ms", r.from_ms);
     r.through_ms = row.whole(1, "a time in unix ms");
     r.offset_ns = static_cast<double>(row.whole(2, "a whole number of ns"));
     r.timing_ns = static_cast<double>(row.whole(3, "a whole number of ns"));

@@ -45,9 +45,9 @@ StretchTiming stretch_of_row(const Statement& read, const std::string& uuid) {
                   std::to_string(offset) + ", a window end outside 1970-2116)");
     return ns;
   };
-  row.name_row("of GPU " + uuid);
+  row.name_row("of GPU ", uuid);
   const int64_t from = row.whole(0, "a time in unix ms");
-  row.name_row("of GPU " + uuid + " at from_ms " + std::to_string(from));
+  row.name_row("of GPU ", uuid, "from_ms", from);
   const int64_t through = row.whole(1, "a time in unix ms");
   const int64_t offset = row.whole(2, "a whole number of ns");
   return {from,

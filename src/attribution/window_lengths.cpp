@@ -14,7 +14,7 @@ constexpr const char* kWanted = "a window length of more than 0 ms and at most 8
 double checked_length_ms(const Statement& read, int column, const std::string& table, const std::string& row_name,
                          const char* wanted) {
   StoredRow row(read, table);
-  row.name_row(row_name);
+  row.name_row("", row_name);
   const std::optional<double> value = stored_double(read, column);
   if (!value || !(*value > 0 && *value <= kMostWindowMs))
     throw row.refused(column, value ? number_text(*value) : row.shown(column), wanted);

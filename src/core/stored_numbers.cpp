@@ -47,8 +47,9 @@ int64_t StoredRow::whole(int column, const char* wanted) const {
 }
 
 std::string StoredRow::row_name() const {
-  if (!of_) return "";
-  return key_ ? *of_ + " at " + key_ + " " + std::to_string(key_value_) : *of_;
+  if (!who_) return "";
+  const std::string named = what_ + *who_;
+  return key_ ? named + " at " + key_ + " " + std::to_string(key_value_) : named;
 }
 
 Error StoredRow::refused(int column, const std::string& shown, const char* wanted) const {

@@ -4,11 +4,10 @@
 // give a silent 0. A reader refuses it instead, with an error that names table, column and row:
 //
 //   StoredRow row(read, "pp_alignment");
-//   const std::string of_gpu = "of GPU " + uuid;
 //   while (read.step()) {
-//     row.name_row(of_gpu);
+//     row.name_row("of GPU ", uuid);
 //     const int64_t from = row.whole(0, "a time in unix ms");
-//     row.name_row(of_gpu, "from_ms", from);
+//     row.name_row("of GPU ", uuid, "from_ms", from);
 //     const double timing = row.number(3, "a length in ns");
 //   }
 //   -> "pp_alignment's timing_ns of GPU GPU-0 at from_ms 1700000000999 is 'abc' (a length in ns)"
@@ -35,12 +34,13 @@ class StoredRow {
  public:
   StoredRow(const Statement& read, std::string table) : read_(read), table_(std::move(table)) {}
 
-  // How errors name the current row from now on: `of`, and a key column's value where given
-  // ("of GPU X" and "from_ms", N: "of GPU X at from_ms N"); nothing until set. Put together
-  // only for an error, so that a reader of many rows builds no string per row; `of` is kept by
-  // reference: it must outlive the row's reads.
-  void name_row(const std::string& of, const char* key = nullptr, int64_t value = 0) {
-    of_ = &of;
+  // How errors name the current row from now on: `what` and `who`, and a key column's value
+  // where given ("of GPU ", X, "from_ms", N: "of GPU X at from_ms N"); nothing until set. Put
+  // together only for an error, so that a reader of many rows builds no string per row; `what`,
+  // `who` and `key` are kept by reference: they must outlive the row's reads.
+  void name_row(const char* what, const std::string& who, const char* key = nullptr, int64_t value = 0) {
+    what_ = what;
+    who_ = &who;
     key_ = key;
     key_value_ = value;
   }
@@ -58,7 +58,8 @@ class StoredRow {
 
   const Statement& read_;
   std::string table_;
-  const std::string* of_ = nullptr;
+  const char* what_ = "";
+  const std::string* who_ = nullptr;
   const char* key_ = nullptr;
   int64_t key_value_ = 0;
 };
