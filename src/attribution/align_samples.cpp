@@ -264,7 +264,7 @@ class GpuAligner {
       seg.offset_ns = predicted_offset(mid);
       seg.timing_ns = std::max(window_ns_, spacing) / 2;
       seg.status = "not determined";
-      seg.reason = "no window at any offset searched holds a layer's call with a value to fit";
+      seg.reason = not_determined_reason(timeline, samples);
       return;
     }
     if (!lattice.empty()) samples.ts_ns = std::move(lattice);

@@ -508,10 +508,21 @@ std::vector<OffsetRange> within_a_period(const std::vector<OffsetRange>& ranges,
 
 }  // namespace
 
+size_t windows_to_fit(const AlignmentTimeline& timeline) {
+  return kLeastWindowsToFit + timeline.unknowns + 1;  // (+1: the rest of each window)
+}
+
+size_t windows_with_values(const AlignmentSamples& samples) {
+  size_t most = 0;
+  for (const auto& v : samples.values)
+    most = std::max<size_t>(most, static_cast<size_t>(std::count_if(v.begin(), v.end(), [](double x) { return std::isfinite(x); })));
+  return most;
+}
+
 OffsetEstimate estimate_offset(const AlignmentTimeline& timeline, const AlignmentSamples& samples, double window_ns,
                                double period_ns, const std::vector<OffsetRange>& ranges, double step_ns) {
   const size_t n = samples.ts_ns.size();
-  if (n < 8 || timeline.events.empty()) return {};
+  if (timeline.events.empty() || windows_with_values(samples) < windows_to_fit(timeline)) return {};
   SearchFits fits(timeline);
   OffsetEstimate as_stored = estimate_offset_from(fits, samples, window_ns, period_ns, ranges, step_ns, {});
   // Where no one offset fits the windows as stored, a search over a period or more can settle

@@ -33,6 +33,14 @@ std::vector<std::string> AlignmentReport::warnings(const std::string& uuid) cons
   return out;
 }
 
+std::string not_determined_reason(const AlignmentTimeline& timeline, const AlignmentSamples& samples) {
+  const size_t have = windows_with_values(samples), needed = windows_to_fit(timeline);
+  if (have >= needed) return "no window at any offset searched holds a layer's call with a value to fit";
+  return "too few windows to fit: " + std::to_string(have) + ", " + std::to_string(needed) + " needed (" +
+         std::to_string(kLeastWindowsToFit) + " more than the " + std::to_string(timeline.unknowns + 1) +
+         " unknowns of its fit: its layer groups, each job's untracked time and the rest of each window)";
+}
+
 std::string poorly_determined_reason(const OffsetEstimate& best, bool in_order, int64_t out_of_order, int64_t samples) {
   std::vector<std::string> causes;
   if (!best.unique)

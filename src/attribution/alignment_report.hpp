@@ -21,6 +21,10 @@ constexpr double kDeterminedHalf90Ns = 2e6;
 // them, too many where !in_order.
 std::string poorly_determined_reason(const OffsetEstimate& best, bool in_order, int64_t out_of_order, int64_t samples);
 
+// Why a stretch whose offset no search found is not determined: too few windows to fit
+// (windows_to_fit), or none at any offset searched holding a layer's call with a value.
+std::string not_determined_reason(const AlignmentTimeline& timeline, const AlignmentSamples& samples);
+
 // What one GPU's alignment in this refresh says in pp_last_warnings().
 struct AlignmentReport {
   int64_t poorly = 0, not_determined = 0, repeats = 0, skipped = 0, jumps = 0, moved = 0, segments = 0;

@@ -58,6 +58,7 @@ WindowFit fit_windows(const Eigen::MatrixXd& A, const std::vector<std::vector<do
       b(sparse->column[k]) += sparse->value[k] * v;
   };
   double total = 0;
+  bool fitted = false;  // some metric had more windows with a value than unknowns
   // The metrics of a GPU usually have values in the same windows: their normal equations then
   // share one matrix, and it is built and factorised once (the search fits hundreds of offsets).
   std::vector<Eigen::Index> factored_rows;
@@ -119,8 +120,9 @@ WindowFit fit_windows(const Eigen::MatrixXd& A, const std::vector<std::vector<do
     total += -0.5 * static_cast<double>(n) * std::log(rss / static_cast<double>(n));
     f.x.push_back(x);
     f.variance.push_back(rss / static_cast<double>(n - p));
+    fitted = true;
   }
-  f.log_likelihood = total;
+  if (fitted) f.log_likelihood = total;
   return f;
 }
 

@@ -13,6 +13,8 @@
 namespace pp {
 
 struct WindowFit {
+  // -infinity where no metric has more windows with a value than A has columns: such a fit is
+  // exact at every offset alike, and tells none from another.
   double log_likelihood = -std::numeric_limits<double>::infinity();
   std::vector<Eigen::VectorXd> x;
   std::vector<double> variance;

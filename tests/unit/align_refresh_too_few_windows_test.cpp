@@ -1,0 +1,96 @@
+// A short second job's stretch with too few windows to fit (align_refresh_fixture.hpp): not
+// determined, with a reason that says how many it has and how many a fit needs, and its windows
+// placed as the idle GPU's are, on DCGM's grid.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "unit/align_refresh_fixture.hpp"
+#include "unit/test_db.hpp"
+
+namespace pp_test::align_refresh {
+namespace {
+
+// A 30 s job, then 10 s of the idle GPU, then a second job of second_job_ms, max_sample_lag_ms
+// at 300.
+class AlignRefreshTooFewWindows : public AlignRefresh {
+ protected:
+  explicit AlignRefreshTooFewWindows(double second_job_ms) {
+    pause_from_ns_ = 30e9;
+    pause_ns_ = 10e9;
+    job_ns_ = 40e9 + second_job_ms * 1e6;
+    idle_after_job_ms_ = 5000;
+  }
+  void refresh(double interval_ms, std::map<int64_t, int64_t>& ends) {
+    db_.exec("UPDATE pp_events SET job_id = 'second' WHERE t_start_ns >= " + std::to_string(kRefreshT0 + 35 * 1000 * kMs));
+    db_.exec("SELECT pp_config('max_sample_lag_ms', 300)");
+    db_.exec(scraped_samples_sql(interval_ms, 30, ends));
+    db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  }
+  void expect_placed_on_dcgms_grid(const std::map<int64_t, int64_t>& ends) {
+    const auto windows = db_.query("SELECT w.ts_ms, w.end_ns FROM pp_windows AS w JOIN pp_alignment AS a "
+                                   "ON w.uuid = a.uuid AND w.ts_ms > a.from_ms AND w.ts_ms <= a.through_ms "
+                                   "WHERE a.status = 'not determined'");
+    EXPECT_GE(windows.size(), 5u);
+    for (const auto& w : windows)
+      EXPECT_LE(std::llabs(w[1].integer - ends.at(w[0].integer)), 3 * kMs)
+          << "stored at " << w[0].integer << ": " << (w[1].integer - ends.at(w[0].integer)) / 1e6 << " ms off";
+  }
+};
+
+class AlignRefreshSecondJobOf200Ms : public AlignRefreshTooFewWindows {
+ protected:
+  AlignRefreshSecondJobOf200Ms() : AlignRefreshTooFewWindows(200) {}
+};
+
+class AlignRefreshSecondJobOf500Ms : public AlignRefreshTooFewWindows {
+ protected:
+  AlignRefreshSecondJobOf500Ms() : AlignRefreshTooFewWindows(500) {}
+};
+
+// Scraped every 150 ms, a job of 0.2 s leaves six or seven windows, of the 14 a fit of its six
+// unknowns needs (three groups, each job's untracked time, the rest; and eight more). (The
+// reason said before that no window at any offset held a layer's call.)
+TEST_F(AlignRefreshSecondJobOf200Ms, ItsReasonSaysHowManyWindowsItHasAndNeeds) {
+  std::map<int64_t, int64_t> ends;
+  refresh(150, ends);
+  const auto rows = db_.query("SELECT samples, reason FROM pp_alignment WHERE status = 'not determined'");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_LT(rows[0][0].integer, 8);
+  EXPECT_EQ(rows[0][1].text, "too few windows to fit: " + std::to_string(rows[0][0].integer) +
+                                 ", 14 needed (8 more than the 6 unknowns of its fit: its layer groups, each job's "
+                                 "untracked time and the rest of each window)");
+}
+
+// Scraped every 100 ms, a job of 0.5 s of twelve layer types leaves eleven windows: eight or
+// more, but no more than the fit's 15 unknowns (12 groups, each job's untracked time, the
+// rest), so that every offset fits them exactly. Before, the search took that for a fit:
+// poorly determined, at the first offset it tried (101.5 ms before the stored times, 150 ms
+// off the truth), its timing half a window, and the idle GPU's windows after it as far off.
+TEST_F(AlignRefreshSecondJobOf500Ms, NoMoreThanItsUnknownsIsNoFit) {
+  db_.exec("UPDATE pp_events SET layer_type = 'type' || (line % 12) WHERE t_start_ns >= " +
+           std::to_string(kRefreshT0 + 35 * 1000 * kMs));
+  std::map<int64_t, int64_t> ends;
+  refresh(100, ends);
+  const auto rows = db_.query("SELECT samples, reason FROM pp_alignment WHERE status = 'not determined'");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_GE(rows[0][0].integer, 8);
+  EXPECT_EQ(rows[0][1].text, "too few windows to fit: " + std::to_string(rows[0][0].integer) +
+                                 ", 23 needed (8 more than the 15 unknowns of its fit: its layer groups, "
+                                 "each job's untracked time and the rest of each window)");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment WHERE status = 'poorly determined'").integer, 0);
+  expect_placed_on_dcgms_grid(ends);
+  // The idle GPU's windows after it, placed from its own.
+  const auto after = db_.query("SELECT w.ts_ms, w.end_ns FROM pp_windows AS w WHERE w.ts_ms > (SELECT max(through_ms) "
+                               "FROM pp_alignment WHERE status = 'not determined')");
+  EXPECT_GE(after.size(), 40u);
+  for (const auto& w : after)
+    EXPECT_LE(std::llabs(w[1].integer - ends.at(w[0].integer)), 3 * kMs)
+        << "idle, stored at " << w[0].integer << ": " << (w[1].integer - ends.at(w[0].integer)) / 1e6 << " ms off";
+}
+
+}  // namespace
+}  // namespace pp_test::align_refresh
