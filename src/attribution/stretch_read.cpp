@@ -157,6 +157,8 @@ void StretchReader::read_job_starts(const GpuTimeline& gpu, const std::vector<bo
     const std::optional<StoredSums> first = first_stored_sums_ending_after(db_, uuid_, job.first);
     if (!first) return read_every_stretch();  // (not where the sums are as the align step writes them)
     const std::optional<StoredSums> before = stored_sums_before(db_, uuid_, first->from_ms);
+    // (A row deleted by hand between them: the stretches of the gap would count as inside.)
+    if ((before ? before->sums.stretches : 0) + 1 != first->sums.stretches) return read_every_stretch();
     start.kind = KnownStretches::JobStart::kBefore;
     start.first = static_cast<size_t>(first->sums.stretches - 1);
     start.before_inside = before ? before->sums : StretchSums{};

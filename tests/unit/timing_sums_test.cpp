@@ -208,6 +208,27 @@ TEST(TimingSums, AHandEditDropsTheSumsFromItOn) {
   EXPECT_EQ(gpu.sums_rows(), 389);
 }
 
+// A row of pp_alignment_sums deleted by hand (the sums before and after it stay): where it is a
+// job's first stretch (570: "recent" begins in it, 5: "long"), the rows around it must not
+// place the job's stretches, and the shifts stay those of every stretch.
+TEST(TimingSums, ASumsRowDeletedByHandLeavesTheShifts) {
+  SumsDb gpu;
+  const auto stretch = [](int k) { return std::to_string(kSumsT0 / kSumsMs + k * 10000 + 40); };
+  for (int minutes : {0, 3}) {
+    gpu.retain_minutes(minutes);
+    gpu.drop_sums();
+    const pp_test::Rows every = gpu.moved();
+    for (int k : {570, 5, 581}) {
+      SCOPED_TRACE("event_retention_minutes " + std::to_string(minutes) + ", stretch " + std::to_string(k));
+      gpu.sum();
+      gpu.db().exec("DELETE FROM pp_alignment_sums WHERE from_ms = " + stretch(k));
+      ASSERT_EQ(gpu.sums_rows(), 583);
+      EXPECT_TRUE(same_rows(gpu.moved(), every));
+      gpu.drop_sums();
+    }
+  }
+}
+
 // A database an earlier version made has no pp_alignment_sums: installing creates it (empty,
 // with its triggers), the estimator reads every stretch until the align step sums them, and
 // the shifts are the same.
