@@ -6,6 +6,8 @@
 #include "attribution/stretch_read.hpp"
 #include "core/errors.hpp"
 #include "core/statement.hpp"
+#include "core/stored_numbers.hpp"
+#include "events/event_fields.hpp"
 
 namespace pp {
 
@@ -86,24 +88,40 @@ constexpr const char* kSumsColumns =
     "from_ms, stretches, length_ms, t2, at2, a2t2, util_t2, util_at2, util_a2t2, longest_ns, kept_windows, "
     "first_end_ns, last_end_ns";
 
-std::optional<StoredSums> sums_of_row(const Statement& read) {
-  StoredSums row;
-  row.from_ms = read.column_int64(0);
-  StretchSums& s = row.sums;
-  s.stretches = read.column_int64(1);
-  s.length_ms = read.column_int64(2);
+// A row of pp_alignment_sums, refused where it holds what the align step never writes (edited
+// by hand): its counts number the GPU's stretches and its ends find a job's, so a count below
+// one, a text read as 0 or an end past 2116 would index stretches that were not read.
+StoredSums sums_of_row(const Statement& read, const std::string& uuid) {
+  StoredRow row(read, "pp_alignment_sums");
+  row.name_row("of GPU ", uuid);
+  const auto refused = [&](int column, const char* wanted) {
+    return Error(std::string(row.refused(column, row.shown(column), wanted).what()) +
+                 ": edited by hand? Delete the GPU's rows of pp_alignment_sums; the estimator reads its stretches "
+                 "one by one until its next align step sums them again");
+  };
+  const auto whole = [&](int column, int64_t least, int64_t most, const char* wanted) {
+    const std::optional<int64_t> value = stored_int64(read, column);
+    if (!value || *value < least || *value > most) throw refused(column, wanted);
+    return *value;
+  };
+  StoredSums out;
+  out.from_ms = whole(0, INT64_MIN, INT64_MAX, "a time in unix ms");
+  row.name_row("of GPU ", uuid, "from_ms", out.from_ms);
+  StretchSums& s = out.sums;
+  s.stretches = whole(1, 1, INT64_MAX, "a count of stretches, 1 or more");
+  s.length_ms = whole(2, 0, INT64_MAX, "a sum of lengths in ms, 0 or more");
   Uint128* sums[] = {&s.dcgm.t2, &s.dcgm.at2, &s.dcgm.a2t2, &s.driver.t2, &s.driver.at2, &s.driver.a2t2};
   for (int i = 0; i < 6; ++i) {
-    if (read.column_type(3 + i) != SQLITE_BLOB) return std::nullopt;
-    const std::optional<Uint128> value = sum_of_blob(read.column_blob(3 + i));
-    if (!value) return std::nullopt;
+    const std::optional<Uint128> value =
+        read.column_type(3 + i) == SQLITE_BLOB ? sum_of_blob(read.column_blob(3 + i)) : std::nullopt;
+    if (!value) throw refused(3 + i, "a 128-bit sum: a 16-byte BLOB");
     *sums[i] = *value;
   }
-  s.longest_ns = read.column_int64(9);
-  s.kept_windows = read.column_int64(10);
-  s.first_end_ns = read.column_int64(11);
-  s.last_end_ns = read.column_int64(12);
-  return row;
+  s.longest_ns = whole(9, 0, kMostSummedTimingNs, "a timing of 0 to 1e15 ns");
+  s.kept_windows = whole(10, 0, s.stretches, "a count of 0 to its stretches");
+  s.first_end_ns = whole(11, 0, kMaxEventNs, "a window end in ns in 1970-2116");
+  s.last_end_ns = whole(12, s.first_end_ns, kMaxEventNs, "a window end in ns in 1970-2116, first_end_ns or later");
+  return out;
 }
 
 // The first row of the GPU's that `condition` (on :value) and `order` give.
@@ -114,12 +132,7 @@ std::optional<StoredSums> one_row(sqlite3* db, const std::string& uuid, const ch
   read.bind(":uuid", uuid);
   if (value) read.bind(":value", *value);
   if (!read.step()) return std::nullopt;
-  std::optional<StoredSums> row = sums_of_row(read);
-  if (!row)
-    throw Error("pp_alignment_sums of GPU " + uuid + " at from_ms " + std::to_string(read.column_int64(0)) +
-                " holds a sum that is not a 16-byte BLOB (edited by hand: delete the GPU's rows, and its next align "
-                "step sums its stretches again)");
-  return row;
+  return sums_of_row(read, uuid);
 }
 
 }  // namespace

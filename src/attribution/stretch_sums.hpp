@@ -36,8 +36,11 @@ double to_double(Uint128 value);
 
 // A timing as a whole number of ns, as the align step writes it; nullopt where it is not (a
 // row edited by hand).
+constexpr int64_t kMostSummedTimingNs = 1000000000000000;  // 1e15, as pp_alignment's timings are bounded
 inline std::optional<int64_t> whole_ns(double ns) {
-  if (!(ns >= 0 && ns <= 1e15) || ns != static_cast<double>(static_cast<int64_t>(ns))) return std::nullopt;
+  if (!(ns >= 0 && ns <= static_cast<double>(kMostSummedTimingNs)) ||
+      ns != static_cast<double>(static_cast<int64_t>(ns)))
+    return std::nullopt;
   return static_cast<int64_t>(ns);
 }
 
@@ -65,8 +68,9 @@ std::optional<StretchSums> with_stretch(const StretchSums& sums, int64_t length_
 StretchSums sums_between(const StretchSums& earlier, const StretchSums& later);
 
 // The row of pp_alignment_sums of the GPU's last stretch with sums, or of the stretch before
-// from_ms (nullopt: none; zero sums are the sums before the first stretch). A row whose BLOBs
-// are not 16 bytes (edited by hand) is an error that names it.
+// from_ms (nullopt: none; zero sums are the sums before the first stretch). A row the align
+// step cannot have written (edited by hand: a BLOB not of 16 bytes, a count below one, text) is
+// an error that names it and its column.
 struct StoredSums {
   int64_t from_ms;
   StretchSums sums;

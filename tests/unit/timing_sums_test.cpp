@@ -229,6 +229,41 @@ TEST(TimingSums, ASumsRowDeletedByHandLeavesTheShifts) {
   }
 }
 
+// A row of pp_alignment_sums edited to what the align step never writes is an error that names
+// the GPU, the row and the column: its count numbers the stretches and its ends find a job's,
+// so a negative count or a text read as 0 gave an internal error or other shifts.
+TEST(TimingSums, AHandEditedSumsRowIsAnErrorThatNamesIt) {
+  SumsDb gpu;
+  gpu.retain_minutes(1);
+  gpu.sum();
+  const std::string last = gpu.db().scalar("SELECT max(from_ms) FROM pp_alignment_sums").text;
+  const std::string row = "pp_alignment_sums' %s of GPU " + std::string(kSumsUuid) + " at from_ms " + last + " is ";
+  const auto error_of = [&](const std::string& set) {
+    gpu.db().exec("SAVEPOINT edit; UPDATE pp_alignment_sums SET " + set + " WHERE from_ms = " + last);
+    const std::string error = gpu.db().error("SELECT count(*) FROM pp_fractions(?1, 1)", {kSumsUuid});
+    gpu.db().exec("ROLLBACK TO edit; RELEASE edit");
+    return error;
+  };
+  const auto named = [&](const char* column, const std::string& shown, const char* wanted) {
+    char prefix[512];
+    std::snprintf(prefix, sizeof prefix, row.c_str(), column);
+    return "pp_fractions: " + std::string(prefix) + shown + " (" + wanted + "): edited by hand?";
+  };
+  const auto starts_with = [](const std::string& text, const std::string& prefix) {
+    return text.compare(0, prefix.size(), prefix) == 0 ? ::testing::AssertionSuccess()
+                                                       : ::testing::AssertionFailure() << text;
+  };
+  EXPECT_TRUE(starts_with(error_of("stretches = -5"), named("stretches", "-5", "a count of stretches, 1 or more")));
+  EXPECT_TRUE(starts_with(error_of("stretches = 'abc'"), named("stretches", "'abc'", "a count of stretches, 1 or more")));
+  EXPECT_TRUE(starts_with(error_of("at2 = x'0102'"), named("at2", "a BLOB of 2 bytes", "a 128-bit sum: a 16-byte BLOB")));
+  EXPECT_TRUE(starts_with(error_of("longest_ns = -1"), named("longest_ns", "-1", "a timing of 0 to 1e15 ns")));
+  EXPECT_TRUE(starts_with(error_of("kept_windows = stretches + 1"),
+                          named("kept_windows", "585", "a count of 0 to its stretches")));
+  EXPECT_TRUE(starts_with(error_of("last_end_ns = 5"),
+                          named("last_end_ns", "5", "a window end in ns in 1970-2116, first_end_ns or later")));
+  EXPECT_EQ(error_of("kept_windows = kept_windows"), "");
+}
+
 // A database an earlier version made has no pp_alignment_sums: installing creates it (empty,
 // with its triggers), the estimator reads every stretch until the align step sums them, and
 // the shifts are the same.
