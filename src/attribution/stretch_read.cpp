@@ -69,6 +69,12 @@ KnownStretches read_stretches(sqlite3* db, const std::string& uuid) {
 }
 
 StretchReader::StretchReader(sqlite3* db, std::string uuid) : db_(db), uuid_(std::move(uuid)) {
+  if (!has_alignment_sums(db_)) {
+    read_every_stretch();
+    for (const StretchTiming& s : known_.stretches)
+      largest_timing_ns_ = std::max({largest_timing_ns_, s.dcgm_ns, s.driver_ns});
+    return;
+  }
   last_ = last_stored_sums(db_, uuid_);
   unsummed_ = stretches_after(last_ ? std::optional(last_->from_ms) : std::nullopt);
   largest_timing_ns_ = last_ ? static_cast<double>(last_->sums.longest_ns) : 0;
@@ -109,6 +115,7 @@ void StretchReader::read_every_stretch() {
 
 void StretchReader::read_newest(int64_t lowest_ns, std::optional<int64_t> earliest_ts_ms, int64_t horizon_ms) {
   lowest_ns_ = lowest_ns;
+  if (every_stretch_) return;
   const StretchSums summed = last_ ? last_->sums : StretchSums{};
   if (!in_order(unsummed_, summed)) return read_every_stretch();
   // The first stretch to read: the first whose windows end after the lowest any window reaches

@@ -33,7 +33,8 @@ KnownStretches read_stretches(sqlite3* db, const std::string& uuid);
 // inside a job's span) reads every stretch.
 class StretchReader {
  public:
-  // Before the windows are read: the sums of the GPU's stretches and the stretches after them.
+  // Before the windows are read: the sums of the GPU's stretches and the stretches after them
+  // (every stretch where the database has no pp_alignment_sums yet).
   StretchReader(sqlite3* db, std::string uuid);
   // The largest timing of any stretch (ns).
   double largest_timing_ns() const { return largest_timing_ns_; }

@@ -166,6 +166,11 @@ StretchSums sums_between(const StretchSums& earlier, const StretchSums& later) {
   return out;
 }
 
+bool has_alignment_sums(sqlite3* db) {
+  return query_double(db, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = 'pp_alignment_sums'",
+                      {}, 0) > 0;
+}
+
 std::optional<StoredSums> last_stored_sums(sqlite3* db, const std::string& uuid) {
   return one_row(db, uuid, "", "from_ms DESC");
 }

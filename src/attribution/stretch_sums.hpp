@@ -67,6 +67,10 @@ std::optional<StretchSums> with_stretch(const StretchSums& sums, int64_t length_
 // later less earlier: the sums over the stretches after earlier's through later's.
 StretchSums sums_between(const StretchSums& earlier, const StretchSums& later);
 
+// Whether the main database has pp_alignment_sums: one an earlier version made has not until
+// pp_install_views or pp_refresh runs on it (never, opened read-only).
+bool has_alignment_sums(sqlite3* db);
+
 // The row of pp_alignment_sums of the GPU's last stretch with sums, or of the stretch before
 // from_ms (nullopt: none; zero sums are the sums before the first stretch). A row the align
 // step cannot have written (edited by hand: a BLOB not of 16 bytes, a count below one, text) is
