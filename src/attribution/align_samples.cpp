@@ -134,6 +134,13 @@ class GpuAligner {
     return std::min<int64_t>(before_last, static_cast<int64_t>((static_cast<double>(last_event_start_ns_) - lag) / kNsPerMs));
   }
 
+  // Whether a stretch before this one was placed by a fit (or a setting), not only predicted.
+  bool offset_placed_before() const {
+    return pinned_ || std::any_of(segments_.begin(), segments_.end(), [](const SegmentRecord& s) {
+             return s.status == "estimated" || s.status == "poorly determined" || s.status == "setting";
+           });
+  }
+
   double predicted_offset(double at_ns) const {
     if (segments_.empty()) return pinned_ ? pinned_ms_ * kNsPerMs : 0;
     return offset_at(segments_.back(), at_ns);
@@ -262,7 +269,13 @@ class GpuAligner {
     }
     if (!best.found) {
       seg.offset_ns = predicted_offset(mid);
-      seg.timing_ns = std::max(window_ns_, spacing) / 2;
+      const double window = std::max(window_ns_, spacing);
+      // After a stretch a fit placed, the offset it predicts holds to within half a window (its
+      // windows then go where those before them at their scrape phases were: idle_window_ends).
+      // With none before, the offset is a guess of 0 anywhere in the range searched, [-window,
+      // the lag], and the timing says so: half a window left a GPU's first stretch 1.5 s off at
+      // 1 s windows served from dcgm-exporter's cache with a timing of 0.5 s.
+      seg.timing_ns = offset_placed_before() ? window / 2 : std::max(lag_ns_, 2 * window);
       seg.status = "not determined";
       seg.reason = not_determined_reason(timeline, samples);
       return;

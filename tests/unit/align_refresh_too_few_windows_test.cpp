@@ -121,5 +121,36 @@ TEST_F(AlignRefreshSecondJobOf1200Ms, AFewMoreWindowsThanItsUnknownsIsNoFit) {
   expect_placed_on_dcgms_grid(ends);
 }
 
+// A GPU's only job, of 0.5 s, scraped every 150 ms: its one stretch is too short to fit and no
+// stretch before it was placed, so its offset is a guess of 0 and its timing covers the range
+// searched (the lag, at least two windows), not half a window: every window lies within it.
+// (Half a window, 75 ms, held none of those 100-130 ms off.)
+class AlignRefreshOnlyJobOf500Ms : public AlignRefresh {
+ protected:
+  AlignRefreshOnlyJobOf500Ms() {
+    job_ns_ = 0.5e9;
+    idle_after_job_ms_ = 3000;
+  }
+};
+
+TEST_F(AlignRefreshOnlyJobOf500Ms, ItsGuessedOffsetsTimingHoldsEveryWindow) {
+  std::map<int64_t, int64_t> ends;
+  db_.exec("SELECT pp_config('max_sample_lag_ms', 300)");
+  db_.exec(scraped_samples_sql(150, 30, ends));
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const auto stretch = db_.query("SELECT from_ms, through_ms, offset_ns, timing_ns FROM pp_alignment "
+                                 "WHERE status = 'not determined'");
+  ASSERT_EQ(stretch.size(), 1u);
+  EXPECT_EQ(stretch[0][2].integer, 0);
+  EXPECT_GE(stretch[0][3].integer, 300 * kMs);  // (two windows of the stored times' median spacing)
+  const auto windows = db_.query("SELECT ts_ms, end_ns FROM pp_windows WHERE ts_ms > " +
+                                 std::to_string(stretch[0][0].integer) + " AND ts_ms <= " +
+                                 std::to_string(stretch[0][1].integer));
+  EXPECT_GE(windows.size(), 3u);
+  for (const auto& w : windows)
+    EXPECT_LE(std::llabs(w[1].integer - ends.at(w[0].integer)), stretch[0][3].integer)
+        << "stored at " << w[0].integer << ": " << (w[1].integer - ends.at(w[0].integer)) / 1e6 << " ms off";
+}
+
 }  // namespace
 }  // namespace pp_test::align_refresh
