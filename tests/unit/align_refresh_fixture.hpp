@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <random>
@@ -47,6 +48,15 @@ struct Event {
   int64_t start, end;
   int layer;
 };
+
+// Expects each window (rows of ts_ms, end_ns from pp_windows) within within_ns of the end of
+// the window its stored time read (ends: scraped_samples_sql's).
+inline void expect_windows_near_their_own(const Rows& windows, const std::map<int64_t, int64_t>& ends,
+                                          int64_t within_ns) {
+  for (const auto& w : windows)
+    EXPECT_LE(std::llabs(w[1].integer - ends.at(w[0].integer)), within_ns)
+        << "stored at " << w[0].integer << ": " << (w[1].integer - ends.at(w[0].integer)) / 1e6 << " ms off";
+}
 
 class AlignRefresh : public ::testing::Test {
  protected:

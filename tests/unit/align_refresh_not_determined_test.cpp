@@ -40,9 +40,7 @@ TEST_F(AlignRefreshShortSecondJob, ItsWindowsScrapedAtTwoPhasesLieOnDcgmsGrid) {
                                  "ON w.uuid = a.uuid AND w.ts_ms > a.from_ms AND w.ts_ms <= a.through_ms "
                                  "WHERE a.status = 'not determined'");
   EXPECT_GE(windows.size(), 5u);
-  for (const auto& w : windows)
-    EXPECT_LE(std::llabs(w[1].integer - ends.at(w[0].integer)), 3 * kMs)
-        << "stored at " << w[0].integer << ": " << (w[1].integer - ends.at(w[0].integer)) / 1e6 << " ms off";
+  expect_windows_near_their_own(windows, ends, 3 * kMs);
 }
 
 }  // namespace

@@ -35,9 +35,7 @@ class AlignRefreshTooFewWindows : public AlignRefresh {
                                    "ON w.uuid = a.uuid AND w.ts_ms > a.from_ms AND w.ts_ms <= a.through_ms "
                                    "WHERE a.status = 'not determined'");
     EXPECT_GE(windows.size(), 5u);
-    for (const auto& w : windows)
-      EXPECT_LE(std::llabs(w[1].integer - ends.at(w[0].integer)), 3 * kMs)
-          << "stored at " << w[0].integer << ": " << (w[1].integer - ends.at(w[0].integer)) / 1e6 << " ms off";
+    expect_windows_near_their_own(windows, ends, 3 * kMs);
   }
 };
 
@@ -87,9 +85,7 @@ TEST_F(AlignRefreshSecondJobOf500Ms, NoMoreThanItsUnknownsIsNoFit) {
   const auto after = db_.query("SELECT w.ts_ms, w.end_ns FROM pp_windows AS w WHERE w.ts_ms > (SELECT max(through_ms) "
                                "FROM pp_alignment WHERE status = 'not determined')");
   EXPECT_GE(after.size(), 40u);
-  for (const auto& w : after)
-    EXPECT_LE(std::llabs(w[1].integer - ends.at(w[0].integer)), 3 * kMs)
-        << "idle, stored at " << w[0].integer << ": " << (w[1].integer - ends.at(w[0].integer)) / 1e6 << " ms off";
+  expect_windows_near_their_own(after, ends, 3 * kMs);
 }
 
 class AlignRefreshSecondJobOf1200Ms : public AlignRefreshTooFewWindows {
@@ -147,9 +143,7 @@ TEST_F(AlignRefreshOnlyJobOf500Ms, ItsGuessedOffsetsTimingHoldsEveryWindow) {
                                  std::to_string(stretch[0][0].integer) + " AND ts_ms <= " +
                                  std::to_string(stretch[0][1].integer));
   EXPECT_GE(windows.size(), 3u);
-  for (const auto& w : windows)
-    EXPECT_LE(std::llabs(w[1].integer - ends.at(w[0].integer)), stretch[0][3].integer)
-        << "stored at " << w[0].integer << ": " << (w[1].integer - ends.at(w[0].integer)) / 1e6 << " ms off";
+  expect_windows_near_their_own(windows, ends, stretch[0][3].integer);
 }
 
 }  // namespace
