@@ -28,9 +28,10 @@ inline int64_t length_ms(const StretchTiming& s) { return (s.last_end_ns - s.fir
 KnownStretches read_stretches(sqlite3* db, const std::string& uuid);
 
 // What a read of a GPU's windows needs of its stretches, in three steps on the connection's
-// thread, each as much as the read knows by then; anything the sums do not cover exactly (a
-// row edited by hand after the align step: a timing not whole, ends out of order, windows kept
-// inside a job's span) reads every stretch.
+// thread, each as much as the read knows by then; anything the sums do not cover exactly reads
+// every stretch: a row edited by hand after the align step (a timing not whole, ends out of
+// order), or a window length kept inside a job's span (as the align step keeps one where the
+// data had not told it, in every stretch with sample_offset_ms set and no length given).
 class StretchReader {
  public:
   // Before the windows are read: the sums of the GPU's stretches and the stretches after them
