@@ -37,9 +37,11 @@ def attach(job_id=None, out=None, *, clock="auto", flush_interval=0.2, summary="
            event_format=None):
     """Installs the global hooks in this process and returns the Probe.
 
-    job_id: defaults to $PRECISIONPROBE_JOB_ID, else "job-<date>-<time>-<pid>".
+    job_id: defaults to $PRECISIONPROBE_JOB_ID (empty counts as unset), else
+    "job-<date>-<time>-<pid>"; not empty or only white space.
     out: directory of the events file, defaults to runs/<job_id>/ (created on first write).
     clock: "auto" (CUDA events when CUDA is available), "cpu" or "cuda".
+    flush_interval: seconds between the writer thread's writes, above 0 and at most 3600.
     summary: "always" prints the summary line at detach; "auto" only if something was recorded;
     "never" (the counts are still returned by detach()).
     event_format: "compact" (the default: job, device and layer written once per file) or "json"
