@@ -1,5 +1,6 @@
 #include "attribution/driver_grid.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -18,7 +19,10 @@ GridEstimate estimate_driver_grid(const AlignmentTimeline& timeline, const std::
                                   const std::vector<double>& values, const std::vector<double>& periods_ns,
                                   double step_ns) {
   GridEstimate best;
-  if (dcgm_ends_ns.size() < 8 || timeline.events.empty()) return best;
+  // As for the offset (windows_to_fit): with too few windows every phase fits alike, and the
+  // search read every point of its grid (a fifth where the fits differ) to find none.
+  const auto with_value = static_cast<size_t>(std::count_if(values.begin(), values.end(), [](double v) { return std::isfinite(v); }));
+  if (timeline.events.empty() || with_value < windows_to_fit(timeline)) return best;
   const std::vector<std::vector<double>> y = {values};
   WindowMixes mix(timeline);
   for (double period : periods_ns) {

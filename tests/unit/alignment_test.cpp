@@ -403,6 +403,20 @@ TEST(Alignment, DriverGridPeriodAndPhase) {
   EXPECT_NEAR(e.phase_ns / kMs, 41, 0.2);
 }
 
+TEST(Alignment, ADriverGridOfTooFewWindowsIsNotFound) {
+  // As for the offset: with fewer windows than eight more than the fit's unknowns, some phase
+  // fits by chance (and with no more than the unknowns every phase fits exactly, alike).
+  const Gpu g = make_gpu(30, 7);
+  const double period = 1000.0 / 6 * kMs, phase = 41 * kMs;
+  std::vector<int64_t> dcgm_ends;
+  std::vector<double> values;
+  for (double end = 200 * kMs; dcgm_ends.size() + 1 < pp::windows_to_fit(g.timeline); end += 100 * kMs) {
+    dcgm_ends.push_back(static_cast<int64_t>(end));
+    values.push_back(truth(g, static_cast<double>(pp::driver_window_end(static_cast<int64_t>(end), period, phase)), period));
+  }
+  EXPECT_FALSE(pp::estimate_driver_grid(g.timeline, dcgm_ends, values, {1000.0 / 6 * kMs}, kMs).found);
+}
+
 TEST(Alignment, InstantsAreTheValueOfWhatRunsThen) {
   // FB_USED read at the window ends: the likelihood peaks where the instants are.
   const Gpu g = make_gpu(12, 9);
