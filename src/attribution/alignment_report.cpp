@@ -15,7 +15,8 @@ std::vector<std::string> AlignmentReport::warnings(const std::string& uuid) cons
   if (not_determined)
     out.push_back("the timing of GPU " + uuid + "'s samples cannot be determined from the data in " +
                   std::to_string(not_determined) +
-                  " stretch(es) (their layers' estimates are not identified; pin it with sample_offset_ms if known)");
+                  " stretch(es) (their windows' timing is half a window or more, which widens the estimates' "
+                  "intervals; pin it with sample_offset_ms if known)");
   if (poorly)
     out.push_back("the timing of GPU " + uuid + "'s samples is poorly determined in " + std::to_string(poorly) +
                   " stretch(es) from ts_ms " + std::to_string(first_poorly_ms) +

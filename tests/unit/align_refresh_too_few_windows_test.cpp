@@ -61,6 +61,13 @@ TEST_F(AlignRefreshSecondJobOf200Ms, ItsReasonSaysHowManyWindowsItHasAndNeeds) {
   EXPECT_EQ(rows[0][1].text, "too few windows to fit: " + std::to_string(rows[0][0].integer) +
                                  ", 14 needed (8 more than the 6 unknowns of its fit: its layer groups, each job's "
                                  "untracked time and the rest of each window)");
+  // The warning says what that costs: a wide timing for its windows, not every estimate of
+  // the layers in it (the first job's stretches were fitted).
+  const std::string warnings = db_.scalar("SELECT pp_last_warnings()").text;
+  EXPECT_NE(warnings.find("cannot be determined from the data in 1 stretch(es) (their windows' timing is half a "
+                          "window or more, which widens the estimates' intervals; pin it with sample_offset_ms"),
+            std::string::npos)
+      << warnings;
 }
 
 // Scraped every 100 ms, a job of 0.5 s of twelve layer types leaves eleven windows: eight or
