@@ -73,6 +73,8 @@ std::string StoredRow::shown(int column) const {
       // (Cut whole characters: a byte of one cut in two would show as U+FFFD.)
       return "'" + valid_utf8(text, kShownChars) + "'";  // ("..." where cut)
     }
+    case SQLITE_INTEGER:  // (every digit: a double shows 2^53 + 1 as 2^53)
+      return std::to_string(read_.column_int64(column));
     default:
       return number_text(read_.column_double(column));
   }

@@ -257,6 +257,8 @@ TEST(TimingSums, AHandEditedSumsRowIsAnErrorThatNamesIt) {
   EXPECT_TRUE(starts_with(error_of("stretches = 'abc'"), named("stretches", "'abc'", "a count of stretches, 1 or more")));
   EXPECT_TRUE(starts_with(error_of("at2 = x'0102'"), named("at2", "a BLOB of 2 bytes", "a 128-bit sum: a 16-byte BLOB")));
   EXPECT_TRUE(starts_with(error_of("longest_ns = -1"), named("longest_ns", "-1", "a timing of 0 to 1e15 ns")));
+  EXPECT_TRUE(starts_with(error_of("longest_ns = 9007199254740993"),  // (2^53 + 1, as stored)
+                          named("longest_ns", "9007199254740993", "a timing of 0 to 1e15 ns")));
   EXPECT_TRUE(starts_with(error_of("kept_windows = stretches + 1"),
                           named("kept_windows", "585", "a count of 0 to its stretches")));
   EXPECT_TRUE(starts_with(error_of("last_end_ns = 5"),
