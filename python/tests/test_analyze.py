@@ -508,6 +508,9 @@ def test_a_database_with_tables_this_version_does_not_know_is_not_read(runs, rep
                         ["analyze", work / "a" / "events", "--db", database]):
             refused = precisionprobe(*command, check=False)
             assert refused.returncode == 1 and "is not as precisionprobe creates it" in refused.stderr, refused.stderr
+            assert ("is made again from its run's event files: precisionprobe analyze RUN_DIR --db NEW_FILE" in
+                    refused.stderr or "refresh the run's event files into a fresh database" in refused.stderr), \
+                refused.stderr  # the fix, for a file this version cannot read
             assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr  # a name with a newline too
         assert database.read_bytes() == before
 

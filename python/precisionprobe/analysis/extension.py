@@ -82,8 +82,9 @@ def connect(database, read_only=False):
 def _schema_current(conn, database):
     """Whether a read-only database's tables and views are this version's: pp_install_views
     then writes nothing and succeeds; it refuses what would need writing (False here). A table
-    that is not as precisionprobe creates it (a view in its place, other columns) is refused, read
-    or not: its views and tables are the file's, and a view can run anything SQL can when read."""
+    that is not as precisionprobe creates it (a view in its place, other columns, an early
+    development version's) is refused, read or not: its views and tables are the file's, and a
+    view can run anything SQL can when read."""
     try:
         conn.execute("SELECT pp_install_views()")
         return True
@@ -94,8 +95,10 @@ def _schema_current(conn, database):
             raise
         problem = str(e).split("; nothing was written")[0].removeprefix("pp_install_views: ")
         problem = shown(problem)  # (names from the file)
-        raise ExtensionError(f"{database}: {problem}: not read (a database made by a later version of "
-                             "precisionprobe is read by that version; one altered may run code when read)") from None
+        raise ExtensionError(f"{database}: {problem}: not read. A database made by a later version of "
+                             "precisionprobe is read by that version; one made by an early development version "
+                             "this one cannot upgrade, or one altered (it may run code when read), is made again "
+                             "from its run's event files: precisionprobe analyze RUN_DIR --db NEW_FILE") from None
 
 
 def _upgraded_copy(conn, database, path):
