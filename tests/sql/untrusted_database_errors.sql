@@ -39,6 +39,20 @@ SELECT * FROM v;
 -- error: unsafe use of virtual table "pp_refresh"
 CREATE VIEW v AS SELECT * FROM pp_refresh(NULL);
 SELECT * FROM v;
+-- Nor a CHECK constraint: there, a trigger's INSERT OR IGNORE would keep the rows whose guess of
+-- a character of the warnings (event files' paths, Prometheus' messages) was right, spelling
+-- them out in the file.
+-- error: unsafe use of pp_last_warnings()
+CREATE TABLE notes(x);
+CREATE TABLE guesses(k INTEGER, c TEXT, CHECK (substr(pp_last_warnings(), k, 1) = c));
+CREATE TRIGGER copy_warnings AFTER INSERT ON notes BEGIN
+  INSERT OR IGNORE INTO guesses VALUES (1, '['), (1, 'x');
+END;
+SELECT count(*) FROM layer_events('${SOURCE_DIR}/tests/data/events/damaged');
+INSERT INTO notes VALUES ('a note');
+-- error: unsafe use of pp_http_stats()
+CREATE TABLE t(x CHECK (pp_http_stats() LIKE '{"bytes":0,%'));
+INSERT INTO t VALUES (1);
 
 -- Nor may a CHECK constraint read a setting, or install the engine's tables and views.
 -- error: unsafe use of pp_config()
