@@ -3,13 +3,14 @@ given: a path that is a device, pipe or folder, a folder the user may not write,
 cannot load extensions, a database of another application or of an earlier version. Each is one
 clear line before anything is opened or written."""
 import os
+import shutil
 import sqlite3
 import stat
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli as precisionprobe
+from conftest import ROOT, run_cli as precisionprobe
 
 
 def test_a_database_path_that_is_not_a_file_is_refused_before_sqlite_opens_it(tmp_path):
@@ -76,6 +77,25 @@ def test_a_python_that_cannot_load_extensions_is_named_with_the_fix(tmp_path, mo
     with pytest.raises(extension.ExtensionError, match=r"built without loadable extension support: run the command "
                                                        r"with one whose sqlite3 can load extensions, such as Debian's"):
         extension.connect(tmp_path / "results.db")
+
+
+def test_a_database_whose_first_refresh_failed_is_not_taken_for_a_run_without_events(tmp_path):
+    """analyze against a Prometheus that does not answer leaves the results database it made,
+    with the tables but no events (a refresh is written whole or not at all). Read as it is
+    (--no-refresh, compare, export --no-refresh), it is said to hold no events because no
+    refresh imported any, not that the run directory, which holds event files, has none."""
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "tests" / "data" / "events" / "job1", run)
+    down = precisionprobe("analyze", run, "--prometheus", "http://127.0.0.1:1", check=False, timeout=60)
+    assert down.returncode == 1 and "cannot reach http://127.0.0.1:1/" in down.stderr, down.stderr
+    database = run / "precisionprobe.db"
+    said = (f"no layer events in the results database '{database}': no refresh has imported any (the first one "
+            "failed, or none ran): `precisionprobe analyze RUN_DIR` refreshes it from the run's event files")
+    for command in (["analyze", run, "--no-refresh"], ["export", run, "--no-refresh", "--openmetrics", "-"],
+                    ["compare", run, run]):
+        read = precisionprobe(*command, check=False, timeout=60)
+        assert read.returncode == 1 and read.stdout == "", read.stderr
+        assert read.stderr.strip() == f"python3 -m precisionprobe {command[0]}: {said}", read.stderr
 
 
 def test_a_mistyped_option_is_told_with_its_commands_usage(tmp_path):

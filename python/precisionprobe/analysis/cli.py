@@ -185,12 +185,19 @@ def _saved_estimates_current(conn, wait_s=None):
     save_estimates(conn, in_temp=True)
 
 
-def _reports(conn, job, source, complete=True, layers=True, job_option="--job"):
+def _reports(conn, job, source, complete=True, layers=True, job_option="--job", read_as_is=None):
+    """The reports of the database's jobs (job's alone where given). read_as_is: the database's
+    path where the command read it without refreshing it (--no-refresh, compare), whose lack of
+    events is then its own, not the run directory's."""
     _saved_estimates_current(conn)  # (rewrites report_estimates where stale: before the check)
     check_report_types(conn, source)
     jobs = jobs_in(conn)
     if not jobs:
         stored = conn.execute("SELECT count(*) FROM pp_events").fetchone()[0]
+        if not stored and read_as_is is not None:  # (made by a refresh that failed: Prometheus did not answer)
+            raise CommandError(f"no layer events in the results database '{read_as_is}': no refresh has imported "
+                               "any (the first one failed, or none ran): `precisionprobe analyze RUN_DIR` refreshes it "
+                               "from the run's event files")
         if stored:  # imported, but nothing attributed yet
             raise CommandError(f"none of the {stored} layer events of {source} is attributed yet: their GPUs have no "
                                "DCGM samples (see the warnings above: check --prometheus and that dcgm-exporter's "
@@ -312,7 +319,7 @@ def analyze(args):
     conn = _open_refreshed(args)
     try:
         stored = conn.execute("SELECT count(*) FROM pp_events").fetchone()[0]
-        reports = _reports(conn, args.job, _source(args))
+        reports = _reports(conn, args.job, _source(args), read_as_is=database if args.no_refresh else None)
     except CommandError:
         conn.close()
         if made_here and not stored:  # (a folder without events leaves no empty database behind)
@@ -368,7 +375,8 @@ def export(args):
     args.wait_seconds = _wait_seconds(args)
     conn = _open_refreshed(args)
     try:
-        reports = _reports(conn, args.job, _source(args), complete=False, layers=False)
+        reports = _reports(conn, args.job, _source(args), complete=False, layers=False,
+                           read_as_is=_run_database(args)[1] if args.no_refresh else None)
     finally:
         conn.close()
     text = openmetrics.exposition(reports)
@@ -485,7 +493,7 @@ def _one_report(run, db, job, which):
                            "; `precisionprobe analyze RUN_DIR` makes one); it was not changed")
     conn = connect(database, read_only=True)  # compare reads the databases as analyze left them
     try:
-        reports = _reports(conn, job, f"'{database}'", job_option=f"--job-{which[-1].lower()}")
+        reports = _reports(conn, job, f"'{database}'", job_option=f"--job-{which[-1].lower()}", read_as_is=database)
     finally:
         conn.close()
     if len(reports) > 1:
