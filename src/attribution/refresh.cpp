@@ -91,6 +91,12 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
       run.warn("the changes of the refresh interrupted before were rolled back");
   }
   const bool commits_itself = sqlite3_get_autocommit(db) != 0;
+  // Said before SQLite's bare "attempt to write a readonly database" from the first step that writes.
+  if (sqlite3_db_readonly(db, "main") == 1)
+    throw Error(
+        "the database is read-only (opened with -readonly or mode=ro, on a read-only mount, or a file this user "
+        "may not write): a refresh writes the events, samples and results into it. Open it writable, or read its "
+        "views as they are without refreshing");
   if (write_in_progress(db))
     throw Error(
         "cannot run inside a statement that writes (INSERT ... SELECT, CREATE TABLE ... AS, a trigger): SQLite "

@@ -24,6 +24,22 @@ TEST(ReadOnlyDatabase, IsReadAsItIsWhenItsSchemaIsThisVersions) {
   EXPECT_EQ(reader.query("SELECT * FROM layer_type_metrics").size(), 0u);
 }
 
+// A refresh always writes; on a read-only database it is refused with what to do before it
+// reads anything, and the database is read as it was.
+TEST(ReadOnlyDatabase, RefreshIsRefusedWithWhatToDo) {
+  pp_test::TempDir dir;
+  const std::string file = dir / "results.db";
+  { pp_test::TestDb writer{file}; writer.query("SELECT pp_install_views()"); }
+  pp_test::TestDb reader{file, SQLITE_OPEN_READONLY};
+  const std::string refused =
+      "pp_refresh: the database is read-only (opened with -readonly or mode=ro, on a read-only mount, or a file this "
+      "user may not write): a refresh writes the events, samples and results into it. Open it writable, or read its "
+      "views as they are without refreshing";
+  EXPECT_EQ(reader.error("SELECT * FROM pp_refresh(NULL, 1)"), refused);
+  EXPECT_EQ(reader.error("SELECT * FROM pp_refresh('tests/data/events/job1')"), refused);
+  EXPECT_EQ(reader.error("SELECT count(*) FROM layer_metrics"), "");
+}
+
 TEST(ReadOnlyDatabase, MadeByAnEarlierVersionIsRefusedWithWhatToDo) {
   pp_test::TempDir dir;
   const std::string file = dir / "results.db";
