@@ -23,6 +23,7 @@ std::string body_start(const HttpResponse& response) {
   std::string start = valid_utf8(body, 200);
   for (char& c : start)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  start.erase(start.find_last_not_of(' ') + 1);  // ("404 page not found\n" ends the message as it says it)
   return start;
 }
 
@@ -72,9 +73,16 @@ json envelope_data(const HttpResponse& response, const std::string& shown_url, s
                   shown_url);
     const size_t first = response.body.find_first_not_of(" \t\r\n");
     const bool looks_like_json = first != std::string::npos && (response.body[first] == '{' || response.body[first] == '[');
+    // A 404 is nearly always a wrong path: say where the API is served, not only that it was not found.
+    const std::string fix =
+        response.status == 404
+            ? " (no API at that path: prometheus_url is the base to which /api/v1/... is appended; Prometheus "
+              "serves it at its root or under its --web.route-prefix, Mimir and Cortex under /prometheus, a "
+              "VictoriaMetrics cluster under /select/<tenant>/prometheus)"
+            : "";
     throw Error("HTTP " + std::to_string(response.status) + " from " + shown_url +
                 " is not a Prometheus API response" + (looks_like_json ? invalid : "") + ": " +
-                body_start(response));
+                body_start(response) + fix);
   }
   for (const char* key : {"warnings", "infos"}) {
     auto it = doc.find(key);

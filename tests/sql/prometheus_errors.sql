@@ -24,6 +24,10 @@ SELECT count(*) = 1001 FROM prom_range('vector(1)', 1700000000, 1700000001, '0.0
 SELECT * FROM prom_range('up', 0, 110000000000, 1);
 -- error: prom_samples: the range needs
 SELECT * FROM prom_samples('up', 0, 1700000000);
+-- A wrong path prefix: the 404 says where the API is served.
+-- error: prom_samples: HTTP 404 from ${prometheus_url}/prometheus/api/v1/query is not a Prometheus API response: 404 page not found (no API at that path: prometheus_url is the base to which /api/v1/... is appended; Prometheus serves it at its root or under its --web.route-prefix, Mimir and Cortex under /prometheus, a VictoriaMetrics cluster under /select/<tenant>/prometheus)
+SELECT pp_config('prometheus_url', '${prometheus_url}/prometheus');
+SELECT count(*) FROM prom_samples('up', 1700000000, 1700000010);
 -- error: prom_range: Prometheus error bad_data (HTTP 400): 1:5: parse error: unclosed left parenthesis
 SELECT * FROM prom_range('sum(', 1700000000, 1700000010);
 -- error: prom_samples: Prometheus error bad_data (HTTP 400)
