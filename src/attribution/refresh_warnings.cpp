@@ -46,9 +46,11 @@ void warn_about_unattributed(RefreshRun& run) {
              " events arrived after their sample windows were folded and are not attributed: a refresh folds a "
              "GPU's windows up to " + run.connection.settings().get("attribution_margin_seconds") +
              " s (attribution_margin_seconds) past the last event it has of that GPU once that event is older "
-             "than that, or all of them with final = 1, so events of that time read later (a job's other "
-             "files, another job's run on the GPU) come too late: refresh every event file of a GPU's time "
-             "together, in the order they were written (or each job into a database of its own)");
+             "than that, or all of them with final = 1, so events of that time read later come too late (a "
+             "job's other files, another job's run on the GPU, or the rest of a job that was still running when "
+             "a refresh with final = 1, the commands' --final, folded its windows): refresh every event file of "
+             "a GPU's time together, in the order they were written (or each job into a database of its own), "
+             "and with final = 1 only once the job has ended");
   // Not final: the newest events wait for windows the job may still write events into. Said,
   // so that a refresh right after a job ended is not taken for the whole job. Final: every
   // window there is was folded, so what waits lies past its GPU's last sample.

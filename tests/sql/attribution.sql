@@ -153,3 +153,6 @@ SELECT events_added = 3 FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/pa
 SELECT events_added = 0 FROM pp_refresh(NULL);
 SELECT pp_last_warnings() LIKE '%events arrived after their sample windows were folded and are not attributed%'
    AND pp_last_warnings() NOT LIKE '%not folded yet%';
+-- The warning names the commands' --final run while the job still wrote events among the causes.
+SELECT pp_last_warnings() LIKE '%or the rest of a job that was still running when a refresh with final = 1, the '
+                               || 'commands'' --final, folded its windows)%only once the job has ended%';
