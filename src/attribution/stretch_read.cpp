@@ -165,7 +165,7 @@ void StretchReader::read_job_starts(const GpuTimeline& gpu, const std::vector<bo
     if (!first) return read_every_stretch();  // (not where the sums are as the align step writes them)
     const std::optional<StoredSums> before = stored_sums_before(db_, uuid_, first->from_ms);
     // (A row deleted by hand between them: the stretches of the gap would count as inside.)
-    if ((before ? before->sums.stretches : 0) + 1 != first->sums.stretches) return read_every_stretch();
+    if (first->sums.stretches - 1 != (before ? before->sums.stretches : 0)) return read_every_stretch();
     start.kind = KnownStretches::JobStart::kBefore;
     start.first = static_cast<size_t>(first->sums.stretches - 1);
     start.before_inside = before ? before->sums : StretchSums{};
@@ -191,9 +191,12 @@ void StretchReader::read_job_starts(const GpuTimeline& gpu, const std::vector<bo
       start.edge.push_back(std::move(s));
     }
     sqlite3_reset(read.handle());
-    // Inside the span, each stretch's windows reach as far (none keeps a window of its own).
+    // Inside the span, the difference of two rows (rows edited by hand so that the later holds
+    // less would wrap it: read one by one), and each stretch's windows reach as far (none keeps
+    // a window of its own).
     if (start.first + start.edge.size() < known_.first &&
-        sums_between(start.before_inside, known_.before).kept_windows != 0)
+        (!sums_follow(start.before_inside, known_.before) ||
+         sums_between(start.before_inside, known_.before).kept_windows != 0))
       return read_every_stretch();
   }
 }

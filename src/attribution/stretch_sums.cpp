@@ -121,6 +121,13 @@ StoredSums sums_of_row(const Statement& read, const std::string& uuid) {
   s.kept_windows = whole(10, 0, s.stretches, "a count of 0 to its stretches");
   s.first_end_ns = whole(11, 0, kMaxEventNs, "a window end in ns in 1970-2116");
   s.last_end_ns = whole(12, s.first_end_ns, kMaxEventNs, "a window end in ns in 1970-2116, first_end_ns or later");
+  // A sum past what its stretches can hold (each timing at most 1e15 ns, each length at most
+  // their sum).
+  constexpr const char* kBounds[] = {"a sum of its stretches' timings squared: at most stretches x 1e30 ns^2",
+                                     "a sum of length x timing squared: at most length_ms x t2",
+                                     "a sum of length squared x timing squared: at most length_ms x at2"};
+  const int out_of_bounds = sum_out_of_bounds(s);
+  if (out_of_bounds >= 0) throw refused(3 + out_of_bounds, kBounds[out_of_bounds % 3]);
   return out;
 }
 
@@ -164,6 +171,40 @@ StretchSums sums_between(const StretchSums& earlier, const StretchSums& later) {
   }
   out.kept_windows -= earlier.kept_windows;
   return out;
+}
+
+namespace {
+
+// Whether sum <= factor x bound (a product past 2^128 bounds nothing a Uint128 holds).
+bool at_most(Uint128 sum, Uint128 factor, Uint128 bound) {
+  Uint128 product;
+  return __builtin_mul_overflow(factor, bound, &product) || sum <= product;
+}
+
+}  // namespace
+
+int sum_out_of_bounds(const StretchSums& sums) {
+  constexpr auto kLargestSquare = static_cast<Uint128>(kMostSummedTimingNs) * kMostSummedTimingNs;
+  const auto count = static_cast<Uint128>(std::max<int64_t>(sums.stretches, 0));
+  const auto length = static_cast<Uint128>(std::max<int64_t>(sums.length_ms, 0));
+  int index = 0;
+  // Each stretch's length A_i is at most their sum: sum A t^2 <= length x sum t^2, and so on.
+  for (const GridSums* grid : {&sums.dcgm, &sums.driver}) {
+    if (!at_most(grid->t2, count, kLargestSquare)) return index;
+    if (!at_most(grid->at2, length, grid->t2)) return index + 1;
+    if (!at_most(grid->a2t2, length, grid->at2)) return index + 2;
+    index += 3;
+  }
+  return -1;
+}
+
+bool sums_follow(const StretchSums& earlier, const StretchSums& later) {
+  if (later.stretches < earlier.stretches || later.length_ms < earlier.length_ms ||
+      later.kept_windows < earlier.kept_windows)
+    return false;
+  for (auto [grid, before] : {std::pair{&later.dcgm, &earlier.dcgm}, std::pair{&later.driver, &earlier.driver}})
+    if (grid->t2 < before->t2 || grid->at2 < before->at2 || grid->a2t2 < before->a2t2) return false;
+  return sum_out_of_bounds(sums_between(earlier, later)) < 0;
 }
 
 bool has_alignment_sums(sqlite3* db) {

@@ -66,6 +66,14 @@ std::optional<StretchSums> with_stretch(const StretchSums& sums, int64_t length_
                                         int64_t util_timing_ns, bool kept_windows);
 // later less earlier: the sums over the stretches after earlier's through later's.
 StretchSums sums_between(const StretchSums& earlier, const StretchSums& later);
+// Which sum (0-2 t2, at2, a2t2 of DCGM's grid, 3-5 the driver's) passes what its stretches
+// could sum to (each timing at most kMostSummedTimingNs, each length at most their sum); -1
+// where none does.
+int sum_out_of_bounds(const StretchSums& sums);
+// Whether later can be the sums of a GPU at a later stretch than earlier: every sum and count
+// at least earlier's, and their difference within bounds. Rows of pp_alignment_sums edited by
+// hand may not be; their difference would wrap past 2^128 and give another timing.
+bool sums_follow(const StretchSums& earlier, const StretchSums& later);
 
 // Whether the main database has pp_alignment_sums: one an earlier version made has not until
 // pp_install_views or pp_refresh runs on it (never, opened read-only).

@@ -229,6 +229,28 @@ TEST(TimingSums, ASumsRowDeletedByHandLeavesTheShifts) {
   }
 }
 
+// Rows of pp_alignment_sums edited by hand so that an earlier one holds more than a later one
+// (each alone as the align step could write it): the difference of the two rows that bound a
+// job's stretches would wrap past 2^128, and gave "recent" a timing shift so large that
+// pp_fractions(uuid, 1) had no row. The stretches are read one by one there instead.
+TEST(TimingSums, SumsRowsOutOfOrderLeaveTheShifts) {
+  SumsDb gpu;
+  const auto stretch = [](int k) { return std::to_string(kSumsT0 / kSumsMs + k * 10000 + 40); };
+  gpu.retain_minutes(3);
+  const pp_test::Rows every = gpu.moved();
+  gpu.sum();
+  for (const char* column : {"t2", "at2", "a2t2", "util_t2", "length_ms"}) {
+    SCOPED_TRACE(column);
+    gpu.db().exec("SAVEPOINT edit; UPDATE pp_alignment_sums SET " + std::string(column) +
+                  " = (SELECT " + column + " FROM pp_alignment_sums WHERE from_ms = " + stretch(599) +
+                  ") WHERE from_ms BETWEEN " + stretch(560) + " AND " + stretch(575));
+    const pp_test::Rows moved = gpu.moved();
+    gpu.db().exec("ROLLBACK TO edit; RELEASE edit");
+    EXPECT_EQ(moved.size(), every.size());
+    EXPECT_TRUE(same_rows(moved, every));
+  }
+}
+
 // A row of pp_alignment_sums edited to what the align step never writes is an error that names
 // the GPU, the row and the column: its count numbers the stretches and its ends find a job's,
 // so a negative count or a text read as 0 gave an internal error or other shifts.
@@ -263,6 +285,14 @@ TEST(TimingSums, AHandEditedSumsRowIsAnErrorThatNamesIt) {
                           named("kept_windows", "585", "a count of 0 to its stretches")));
   EXPECT_TRUE(starts_with(error_of("last_end_ns = 5"),
                           named("last_end_ns", "5", "a window end in ns in 1970-2116, first_end_ns or later")));
+  // A sum no stretches' timings (each at most 1e15 ns) can reach: it made a timing of some
+  // 1e19 ns, and every window moved past the jobs' spans.
+  EXPECT_TRUE(starts_with(error_of("t2 = x'7fffffffffffffffffffffffffffffff'"),
+                          named("t2", "a BLOB of 16 bytes",
+                                "a sum of its stretches' timings squared: at most stretches x 1e30 ns^2")));
+  EXPECT_TRUE(starts_with(error_of("util_a2t2 = x'7fffffffffffffffffffffffffffffff'"),
+                          named("util_a2t2", "a BLOB of 16 bytes",
+                                "a sum of length squared x timing squared: at most length_ms x at2")));
   EXPECT_EQ(error_of("kept_windows = kept_windows"), "");
 }
 
