@@ -16,6 +16,7 @@
 #include "core/errors.hpp"
 #include "core/sql_relay.hpp"
 #include "core/statement.hpp"
+#include "core/stored_numbers.hpp"
 #include "stats/least_squares_state.hpp"
 
 namespace pp {
@@ -60,6 +61,51 @@ LeastSquaresState decode_row(std::string_view blob, const std::string& uuid, con
   }
 }
 
+// A row of pp_estimator_state as read_gpu's columns give it, or an error that names the row and
+// the column whose value the refresh never writes (edited by hand, or a forged file merged in):
+// a count of windows that is no whole number from 0 to 2^53, a flag other than 0 or 1, a reason
+// that is not text. Read as they were, a text counted 0 windows, a negative count was reported,
+// and two counts near 2^63 overflowed when added.
+EstimatorStateRow row_of(const Statement& read, const std::string& uuid) {
+  EstimatorStateRow row;
+  row.uuid = uuid;
+  row.system = read.column_text(0);
+  row.metric = read.column_text(1);
+  row.grouping = read.column_text(2);
+  row.shift = static_cast<int>(read.column_int64(3));
+  const std::string name = "(uuid '" + uuid + "', system '" + row.system + "', metric '" + row.metric +
+                           "', grouping '" + row.grouping + "', shift " + std::to_string(row.shift) + ")";
+  StoredRow stored(read, "pp_estimator_state");
+  stored.name_row("in row ", name);
+  const auto refused = [&](int column, const char* wanted) {
+    const std::string shown = read.column_type(column) == SQLITE_INTEGER ? std::to_string(read.column_int64(column))
+                                                                         : stored.shown(column);  // (exact)
+    return Error(std::string(stored.refused(column, shown, wanted).what()) +
+                 ": edited by hand? Delete the row; the estimates then lack its windows");
+  };
+  const auto count = [&](int column) {
+    constexpr int64_t kMostWindows = int64_t{1} << 53;  // (as a state's row count)
+    const std::optional<int64_t> value = stored_int64(read, column);
+    if (!value || *value < 0 || *value > kMostWindows) throw refused(column, "a count of windows, 0 to 2^53");
+    return *value;
+  };
+  const auto flag = [&](int column) {
+    const std::optional<int64_t> value = stored_int64(read, column);
+    if (!value || (*value != 0 && *value != 1)) throw refused(column, "0 or 1");
+    return *value == 1;
+  };
+  row.windows = count(4);
+  row.concurrent_windows = count(5);
+  row.windows_unknown = flag(6);
+  row.shared_gauge = flag(7);
+  if (read.column_type(8) != SQLITE_NULL && read.column_type(8) != SQLITE_TEXT)
+    throw refused(8, "why the system could not be kept: text, or NULL");
+  if (!read.column_null(8)) row.failed = read.column_text(8);
+  if (!read.column_null(9)) row.state = read.column_blob(9);  // (decode_row says what is wrong with it)
+  row.off_grid_windows = count(10);
+  return row;
+}
+
 // A statement that reads the state: in a table an earlier version made, not upgraded yet (a
 // read-only file), off_grid_windows reads as 0, which is what the upgrade writes there.
 std::string read_statement(sqlite3* db, const char* name) {
@@ -90,12 +136,7 @@ std::vector<EstimatorStateRow> estimator_state_rows(sqlite3* db, const std::stri
   std::set<std::string> read_systems;  // systems whose stored rows were all read
   std::set<std::tuple<std::string, std::string, std::string, int>> met;  // the rows the windows add to
   auto take_row = [&](Statement& read) {
-    EstimatorStateRow row{uuid, read.column_text(0), read.column_text(1), read.column_text(2),
-                          static_cast<int>(read.column_int64(3)), read.column_int64(4), read.column_int64(5),
-                          read.column_int64(6) != 0, read.column_int64(7) != 0,
-                          read.column_null(8) ? std::nullopt : std::optional<std::string>(read.column_text(8)),
-                          read.column_null(9) ? std::nullopt : std::optional<std::string>(read.column_blob(9)),
-                          read.column_int64(10)};
+    EstimatorStateRow row = row_of(read, uuid);
     rows.emplace(std::make_tuple(row.system, row.metric, row.grouping, row.shift), std::move(row));
   };
   std::string read_one_sql;  // (the table's form looked up once, not per system met below)
@@ -225,19 +266,20 @@ void add_estimator_state(sqlite3* db, bool by_type, int shift, const std::map<st
   read.bind(":grouping", grouping);
   read.bind(":shift", shift);
   while (read.step()) {
-    const std::string kept_as = read.column_text(0);  // (system() may return its argument)
+    const EstimatorStateRow row = row_of(read, read.column_text(11));
+    const std::string& kept_as = row.system;  // (system() may return its argument)
     const std::string system = sharing.system(kept_as);
     const bool joint = sharing.joint(system);
-    const SystemKey key{system, read.column_text(1)};
+    const SystemKey key{system, row.metric};
     SystemNotes& note = notes[key];
-    if (shift == 0) note.concurrent_windows += read.column_int64(2);
-    if (shift == 0) note.off_grid_windows += read.column_int64(8);
-    note.windows_unknown = note.windows_unknown || read.column_int64(3) != 0;
-    note.shared_gauge = note.shared_gauge || read.column_int64(4) != 0;
-    if (!read.column_null(5) && note.failed.empty()) note.failed = read.column_text(5);
-    if (read.column_null(6)) continue;
-    const LeastSquaresState state =
-        decode_row(read.column_blob(6), read.column_text(7), kept_as, key.metric, grouping, shift);
+    // (Each count below 2^53: their sums cannot overflow.)
+    if (shift == 0) note.concurrent_windows += row.concurrent_windows;
+    if (shift == 0) note.off_grid_windows += row.off_grid_windows;
+    note.windows_unknown = note.windows_unknown || row.windows_unknown;
+    note.shared_gauge = note.shared_gauge || row.shared_gauge;
+    if (row.failed && note.failed.empty()) note.failed = *row.failed;
+    if (!row.state) continue;
+    const LeastSquaresState state = decode_row(*row.state, row.uuid, kept_as, key.metric, grouping, shift);
     auto& known = unknowns[system];
     for (const auto& u : state.unknowns())
       if (u.name != DeconvolveData::kRest) known.emplace(system_name(joint, u.name), unknown_info(joint, u));

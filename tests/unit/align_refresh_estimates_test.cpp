@@ -148,5 +148,45 @@ TEST_F(AlignRefresh, ADamagedStateNamesItsRow) {
                 kUuid + "', system 'job', metric 'DCGM_FI_PROF_SM_ACTIVE', grouping 'layer_type', shift 0)");
 }
 
+// The notes of a state's row edited by hand (or a forged file merged in) are an error naming
+// the row and the column, as its blob is: a text count was read as 0, a negative one reported,
+// and two counts near 2^63 of one system overflowed when added.
+TEST_F(AlignRefresh, AStateRowsNotesEditedByHandNameTheRow) {
+  insert_samples(0, last_ms());
+  db_.exec("SELECT pp_config('event_retention_minutes', 1)");
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const std::string row = std::string("in row (uuid '") + kUuid +
+                          "', system 'job', metric 'DCGM_FI_PROF_SM_ACTIVE', grouping 'layer_type', shift 0) is ";
+  const auto error_of = [&](const std::string& set, const std::string& statement) {
+    db_.exec("SAVEPOINT edit; UPDATE pp_estimator_state SET " + set +
+             " WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE' AND grouping = 'layer_type' AND shift = 0");
+    const std::string error = db_.error(statement);
+    db_.exec("ROLLBACK TO edit; RELEASE edit");
+    return error;
+  };
+  const std::string estimates = "SELECT count(*) FROM layer_type_estimates";
+  const std::string advice = ": edited by hand? Delete the row; the estimates then lack its windows";
+  EXPECT_EQ(error_of("concurrent_windows = 'abc'", estimates),
+            "pp_estimates: pp_estimator_state's concurrent_windows " + row + "'abc' (a count of windows, 0 to 2^53)" +
+                advice);
+  EXPECT_EQ(error_of("concurrent_windows = -7", estimates),
+            "pp_estimates: pp_estimator_state's concurrent_windows " + row + "-7 (a count of windows, 0 to 2^53)" + advice);
+  EXPECT_EQ(error_of("off_grid_windows = 9223372036854775807", estimates),
+            "pp_estimates: pp_estimator_state's off_grid_windows " + row +
+                "9223372036854775807 (a count of windows, 0 to 2^53)" + advice);
+  EXPECT_EQ(error_of("shared_gauge = 7", estimates),
+            "pp_estimates: pp_estimator_state's shared_gauge " + row + "7 (0 or 1)" + advice);
+  EXPECT_EQ(error_of("failed = x'41'", estimates),
+            "pp_estimates: pp_estimator_state's failed " + row +
+                "a BLOB of 1 byte (why the system could not be kept: text, or NULL)" + advice);
+  // The export and the refresh that adds windows to the row read it the same way.
+  EXPECT_EQ(error_of("windows = 'zzz'", "SELECT count(*) FROM pp_estimator_states"),
+            "pp_estimator_states: pp_estimator_state's windows " + row + "'zzz' (a count of windows, 0 to 2^53)" +
+                advice);
+  // What the refresh writes passes.
+  EXPECT_EQ(error_of("windows = windows", estimates), "");
+  EXPECT_EQ(error_of("windows = windows", "SELECT count(*) FROM pp_estimator_states"), "");
+}
+
 }  // namespace
 }  // namespace pp_test::align_refresh

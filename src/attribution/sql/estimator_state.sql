@@ -32,5 +32,7 @@ VALUES (:uuid, :system, :metric, :grouping, :shift, :windows, :concurrent_window
         :failed, :state, :off_grid_windows);
 
 -- name: read_grouping
-SELECT system, metric, concurrent_windows, windows_unknown, shared_gauge, failed, state, uuid, off_grid_windows
+-- (The columns of read_gpu, and the GPU's uuid last.)
+SELECT system, metric, grouping, shift, windows, concurrent_windows, windows_unknown, shared_gauge, failed, state,
+       off_grid_windows, uuid
   FROM main.pp_estimator_state WHERE grouping = :grouping AND shift = :shift ORDER BY uuid, system, metric;
