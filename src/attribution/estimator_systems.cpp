@@ -6,6 +6,7 @@
 #include <cmath>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_set>
 
@@ -15,6 +16,7 @@
 #include "core/errors.hpp"
 #include "core/number_text.hpp"
 #include "core/statement.hpp"
+#include "core/stored_numbers.hpp"
 #include "stats/sample_key.hpp"
 #include "stats/shared_weights_sums.hpp"
 
@@ -23,9 +25,26 @@ namespace pp {
 std::map<std::string, Bounds> metric_bounds(sqlite3* db) {
   std::map<std::string, Bounds> out;
   Statement read(db, "SELECT metric, lower, upper FROM main.pp_metric_bounds");
-  while (read.step())
-    out[read.column_text(0)] = {read.column_null(1) ? -INFINITY : read.column_double(1),
-                                read.column_null(2) ? INFINITY : read.column_double(2)};
+  StoredRow row(read, "pp_metric_bounds");
+  while (read.step()) {
+    // Users edit the bounds (a GPU's memory): a value that is no number ('32 GiB', a BLOB) was
+    // read as no bound or as 0, and bounds in the wrong order were blamed on an argument
+    // 'upper' that no function here has.
+    const std::string metric = read.column_text(0);
+    row.name_row("of metric ", metric);
+    const auto bound = [&](int column, double none, const char* wanted) {
+      if (read.column_null(column)) return none;
+      const std::optional<double> value = stored_double(read, column);
+      if (!value || *value == -none) throw row.refused(column, row.shown(column), wanted);
+      return *value;
+    };
+    const double lower = bound(1, -INFINITY, "a number below infinity, or NULL: no lower bound");
+    const double upper = bound(2, INFINITY, "a number above -infinity, or NULL: no upper bound");
+    if (lower > upper)
+      throw row.refused(2, number_text(upper), ("at least its lower bound, " + number_text(lower) + ", or NULL: no "
+                                                "upper bound").c_str());
+    out[metric] = {lower, upper};
+  }
   return out;
 }
 

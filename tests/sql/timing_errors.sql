@@ -88,3 +88,18 @@ SELECT count(*) FROM pp_refresh(NULL, 1);
 -- error: pp_refresh: pp_metrics' window_ms of metric DCGM_FI_PROF_DRAM_ACTIVE is Inf (a window length of more than 0 ms and at most 86400000, a day)
 UPDATE pp_metrics SET window_ms = 1e999 WHERE metric = 'DCGM_FI_PROF_DRAM_ACTIVE';
 SELECT count(*) FROM pp_refresh(NULL, 1);
+-- The bounds of pp_metric_bounds, which users edit (a GPU's memory): a bound that is no number
+-- was read as no bound (text) or as 0 (a BLOB: every estimate 0), and bounds in the wrong order
+-- blamed an argument 'upper' that pp_estimates does not have.
+-- error: pp_estimates: pp_metric_bounds' upper of metric DCGM_FI_DEV_FB_USED is '32 GiB' (a number above -infinity, or NULL: no upper bound)
+UPDATE pp_metric_bounds SET upper = '32 GiB' WHERE metric = 'DCGM_FI_DEV_FB_USED';
+SELECT count(*) FROM pp_estimates('layer_type');
+-- error: pp_estimates: pp_metric_bounds' upper of metric DCGM_FI_PROF_SM_ACTIVE is a BLOB of 1 byte (a number above -infinity, or NULL: no upper bound)
+UPDATE pp_metric_bounds SET upper = x'00' WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE';
+SELECT count(*) FROM pp_estimates('layer');
+-- error: pp_estimates: pp_metric_bounds' lower of metric DCGM_FI_PROF_SM_ACTIVE is Inf (a number below infinity, or NULL: no lower bound)
+UPDATE pp_metric_bounds SET lower = 1e999 WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE';
+SELECT count(*) FROM pp_estimates('layer');
+-- error: pp_estimates: pp_metric_bounds' upper of metric DCGM_FI_PROF_SM_ACTIVE is 0.5 (at least its lower bound, 0.9, or NULL: no upper bound)
+UPDATE pp_metric_bounds SET lower = 0.9, upper = 0.5 WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE';
+SELECT count(*) FROM layer_estimates;
