@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include "events/event_files.hpp"
 #include "events/file_errors.hpp"
@@ -56,6 +57,36 @@ bool is_link(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
 }
 
+// Whether nothing is at `path` any more (removed or renamed away), as opposed to unreadable.
+bool is_gone(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) != 0 && errno == ENOENT;
+}
+
+}  // namespace
+
+// The head of `path` (head fields only): its first line, or its first kHeadBytes; unknown (0)
+// while that is not whole. A compact file's head is its first two lines (`compact` says which).
+EventFileScan::Position EventFileScan::head_of(const std::string& path, const std::string& real_path, bool* compact) {
+  struct stat st;
+  const OpenFile open{open_regular_file(path, st)};
+  char head[kHeadBytes];
+  const size_t n = read_at(open.fd, path, head, sizeof head, 0);
+  const void* newline = std::memchr(head, '\n', n);
+  size_t head_bytes = newline ? static_cast<size_t>(static_cast<const char*>(newline) - head) + 1
+                              : n == sizeof head ? n : 0;
+  const bool is_compact = newline && is_format_line(std::string_view(head, head_bytes));
+  if (is_compact) {  // every compact file starts with the same line: the header line too
+    const void* second = std::memchr(head + head_bytes, '\n', n - head_bytes);
+    head_bytes = second ? static_cast<size_t>(static_cast<const char*>(second) - head) + 1
+                        : n == sizeof head ? n : 0;
+  }
+  if (compact) *compact = is_compact;
+  return Position{0, 0, static_cast<int64_t>(head_bytes), head_bytes ? fnv1a(head, head_bytes) : 0, {}, real_path};
+}
+
+namespace {
+
 }  // namespace
 
 void EventFileScan::start(const std::string& path, const Positions* resume, Replaced replaced) {
@@ -66,6 +97,7 @@ void EventFileScan::start(const std::string& path, const Positions* resume, Repl
   resume_ = resume ? *resume : Positions{};
   replaced_ = std::move(replaced);
   ended_.clear();
+  renamed_.clear();
   std::vector<std::string> notes;
   files_.clear();
   for (std::string& file : event_files(path, notes)) files_.push_back({file, file, {}});
@@ -84,6 +116,8 @@ void EventFileScan::name_files_by_real_path() {
   bool recorded_known = false;
   std::map<std::string, size_t> named;  // in this scan: real path -> its file in kept
   std::vector<NamedFile> kept;
+  std::set<std::string> scanned;  // the names this scan reads files by
+  for (const NamedFile& file : files_) scanned.insert(file.path);
   for (NamedFile& file : files_) {
     file.real_path = real_path_of(file.path);
     const std::string& real = file.real_path;
@@ -97,7 +131,12 @@ void EventFileScan::name_files_by_real_path() {
           recorded_known = true;
         }
         const auto found = recorded.find(real);
-        if (found != recorded.end()) file.name = found->second;
+        if (found != recorded.end()) {
+          file.name = found->second;
+        } else {
+          const std::string renamed = renamed_from(file, scanned);
+          if (!renamed.empty()) file.name = renamed;
+        }
       }
       const auto [before, added] = named.emplace(real, kept.size());
       if (!added) {
@@ -111,6 +150,30 @@ void EventFileScan::name_files_by_real_path() {
     kept.push_back(std::move(file));
   }
   files_ = std::move(kept);
+}
+
+// The name a file was recorded under before it was renamed to `file.path` (empty: none), so
+// that its events are not imported again under the new name: a recorded file that is gone
+// from its name (and is not named in this scan) whose head is this file's. A head is the first
+// line, which names the job, the process and the first event's time, so another file with the
+// same head holds the same events. Each recorded file is taken by one file at most.
+std::string EventFileScan::renamed_from(const NamedFile& file, const std::set<std::string>& scanned) {
+  bool head_known = false;
+  Position head;
+  for (const auto& [name, position] : resume_) {
+    if (position.head_bytes <= 0 || position.bytes <= 0 || scanned.count(name) || renamed_.count(name)) continue;
+    if (!is_gone(position.real_path.empty() ? name : position.real_path) || !is_gone(name)) continue;
+    if (!head_known) {
+      head = head_of(file.path, file.real_path, nullptr);
+      head_known = true;
+    }
+    if (head.head_bytes != position.head_bytes || head.head_hash != position.head_hash) continue;
+    renamed_.insert(name);
+    warn_(name + " was renamed to " + file.path + " since it was last read; reading it on from line " +
+          std::to_string(position.lines + 1) + " (its rows keep source_file '" + name + "')");
+    return name;
+  }
+  return {};
 }
 
 // Where to go on reading `file`, whose head is `head`: its resume position when it is still
@@ -145,22 +208,8 @@ bool EventFileScan::next(std::string_view& line, bool& complete) {
       real_path_ = next_named.real_path;
       Position from;
       if (resuming_) {
-        // The head: the first line, or its first kHeadBytes; unknown while that is not whole.
-        struct stat st;
-        const OpenFile open{open_regular_file(path_, st)};
-        char head[kHeadBytes];
-        const size_t n = read_at(open.fd, path_, head, sizeof head, 0);
-        const void* newline = std::memchr(head, '\n', n);
-        size_t head_bytes = newline ? static_cast<size_t>(static_cast<const char*>(newline) - head) + 1
-                                    : n == sizeof head ? n : 0;
-        const bool compact = newline && is_format_line(std::string_view(head, head_bytes));
-        if (compact) {  // every compact file starts with the same line: the header line too
-          const void* second = std::memchr(head + head_bytes, '\n', n - head_bytes);
-          head_bytes = second ? static_cast<size_t>(static_cast<const char*>(second) - head) + 1
-                              : n == sizeof head ? n : 0;
-        }
-        head_ = Position{0, 0, static_cast<int64_t>(head_bytes), head_bytes ? fnv1a(head, head_bytes) : 0, {},
-                         real_path_};
+        bool compact = false;
+        head_ = head_of(path_, real_path_, &compact);
         from = resume_position(source_file_, head_);
         decoder_.reset(source_file_);
         std::string problem;

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -79,6 +80,9 @@ class EventFileScan {
  private:
   void finish_file();
   void name_files_by_real_path();
+  struct NamedFile;
+  std::string renamed_from(const NamedFile& file, const std::set<std::string>& scanned);
+  static Position head_of(const std::string& path, const std::string& real_path, bool* compact);
   Position resume_position(const std::string& file, const Position& head);
 
   Warn warn_;
@@ -92,6 +96,7 @@ class EventFileScan {
   std::string path_, real_path_;  // of the file being read
   bool resuming_ = false;
   Positions resume_, ended_;
+  std::set<std::string> renamed_;  // recorded files taken by a file of another name (renamed_from)
   Replaced replaced_;
   Position head_;  // of the file being read (head fields only)
   EventDecoder decoder_;

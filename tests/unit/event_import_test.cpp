@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "unit/compact_files.hpp"
 #include "unit/event_files.hpp"
 #include "unit/test_db.hpp"
 
@@ -293,6 +294,44 @@ TEST_F(EventImport, AFileRecordedBeforeRealPathsIsKnownByAnotherName) {
   EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1/./rank0.jsonl"}).integer, 1);
   EXPECT_EQ(count("SELECT count(*) FROM pp_events"), 5);
   EXPECT_EQ(db.scalar("SELECT real_path FROM pp_event_files").text, std::filesystem::canonical(file).string());
+}
+
+TEST_F(EventImport, ARenamedFileIsReadOnFromWhereItWas) {
+  // A folder refreshed as a whole; the file is renamed between refreshes (moved aside, a
+  // writer that names its file by the hour): its events are not imported again under the
+  // new name, and what was written on after the rename is.
+  dir.write("job1/rank0.jsonl", pp_test::header_line() + "\n" + cpu_lines(0, 3));
+  EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1"}).integer, 3);
+  std::filesystem::rename(file, dir / "job1/rank0-old.jsonl");
+  dir.write("job1/rank0-old.jsonl", cpu_lines(3, 2), /*append=*/true);
+  EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1"}).integer, 2);
+  EXPECT_EQ(warnings(), "[\"pp_refresh: " + file + " was renamed to " + dir / "job1/rank0-old.jsonl" +
+                            " since it was last read; reading it on from line 5 (its rows keep source_file '" + file +
+                            "')\"]");
+  EXPECT_EQ(count("SELECT count(*) FROM pp_events"), 5);
+  EXPECT_EQ(count("SELECT count(*) FROM pp_jobs"), 1);
+  EXPECT_EQ(count("SELECT count(DISTINCT source_file) FROM pp_events"), 1);
+  // Known by its new real path from then on: read on quietly.
+  dir.write("job1/rank0-old.jsonl", cpu_lines(5, 1), /*append=*/true);
+  EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1"}).integer, 1);
+  EXPECT_EQ(warnings(), "[]");
+  // A file of other content under the old name is a new file, read from its start.
+  dir.write("job1/rank0.jsonl", cpu_lines(10, 2));
+  EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1"}).integer, 2);
+  EXPECT_EQ(count("SELECT count(*) FROM pp_events"), 8);
+}
+
+TEST_F(EventImport, ARenamedCompactFileIsReadOnFromWhereItWas) {
+  pp_test::CompactWriter writer(/*cpu=*/true);
+  const std::string compact = dir / "job1/rank0c.jsonl";
+  dir.write("job1/rank0c.jsonl", pp_test::concat({writer.file_start(), writer.events(0, 8)}));
+  EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1"}).integer, 8);
+  std::filesystem::rename(compact, dir / "job1/rank0c.1.jsonl");
+  dir.write("job1/rank0c.1.jsonl", writer.events(8, 4), /*append=*/true);
+  EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {dir / "job1"}).integer, 4);
+  EXPECT_NE(warnings().find(compact + " was renamed to "), std::string::npos) << warnings();
+  EXPECT_EQ(count("SELECT count(*) FROM pp_events"), 12);
+  EXPECT_EQ(count("SELECT count(DISTINCT t_start_ns) FROM pp_events"), 12);
 }
 
 TEST_F(EventImport, DeletedRowsAreImportedAgain) {
