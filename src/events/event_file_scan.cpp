@@ -206,24 +206,17 @@ bool EventFileScan::next(std::string_view& line, bool& complete) {
       path_ = next_named.path;
       source_file_ = next_named.name;
       real_path_ = next_named.real_path;
-      Position from;
-      if (resuming_) {
-        bool compact = false;
-        head_ = head_of(path_, real_path_, &compact);
-        from = resume_position(source_file_, head_);
-        decoder_.reset(source_file_);
-        std::string problem;
-        if (from.bytes > 0 && compact && !decoder_.restore(from.state, problem)) {
-          warn_(source_file_ + ": cannot read on from byte " + std::to_string(from.bytes) + ", where it was last read: " +
-                problem + "; reading it from the start (lines read before are kept once)");
-          from = {};
-          decoder_.reset(source_file_);
-        }
-      } else {
-        decoder_.reset(source_file_);
+      try {
+        open_next();
+      } catch (const Error&) {
+        // Removed or renamed between the listing and now (a cleanup, a rename): its position
+        // stays as it was, and a later scan finds it by its new name.
+        if (!is_gone(path_)) throw;
+        warn_(path_ + " was removed or renamed after the files were listed; skipped (a later refresh reads it "
+              "on under its new name, if it was renamed)");
+        reader_.reset();
       }
-      reader_ = std::make_unique<LineReader>(path_, from.bytes, from.lines, kMaxLineBytes,
-                                             [this] { interrupted_.check(); });
+      continue;
     }
     interrupted_.poll();
     if (reader_->next(line, complete)) {
@@ -235,6 +228,29 @@ bool EventFileScan::next(std::string_view& line, bool& complete) {
     }
     finish_file();
   }
+}
+
+// Opens the file named by path_, source_file_ and real_path_: reader_ reads it on from its
+// resume position (or from the start).
+void EventFileScan::open_next() {
+  Position from;
+  if (resuming_) {
+    bool compact = false;
+    head_ = head_of(path_, real_path_, &compact);
+    from = resume_position(source_file_, head_);
+    decoder_.reset(source_file_);
+    std::string problem;
+    if (from.bytes > 0 && compact && !decoder_.restore(from.state, problem)) {
+      warn_(source_file_ + ": cannot read on from byte " + std::to_string(from.bytes) + ", where it was last read: " +
+            problem + "; reading it from the start (lines read before are kept once)");
+      from = {};
+      decoder_.reset(source_file_);
+    }
+  } else {
+    decoder_.reset(source_file_);
+  }
+  reader_ = std::make_unique<LineReader>(path_, from.bytes, from.lines, kMaxLineBytes,
+                                         [this] { interrupted_.check(); });
 }
 
 bool EventFileScan::next_decoded(LayerEvent& event, LineKind& kind, std::string_view& line, std::string& problem,

@@ -80,6 +80,7 @@ class EventFileScan {
  private:
   void finish_file();
   void name_files_by_real_path();
+  void open_next();
   struct NamedFile;
   std::string renamed_from(const NamedFile& file, const std::set<std::string>& scanned);
   static Position head_of(const std::string& path, const std::string& real_path, bool* compact);

@@ -334,6 +334,27 @@ TEST_F(EventImport, ARenamedCompactFileIsReadOnFromWhereItWas) {
   EXPECT_EQ(count("SELECT count(DISTINCT t_start_ns) FROM pp_events"), 12);
 }
 
+TEST_F(EventImport, AFileRemovedAfterTheListingIsSkippedWithAWarning) {
+  // The files of a folder are listed first and opened one after another: a file removed (or
+  // renamed) by a cleanup in between is passed over with a warning, not the whole read failed.
+  dir.write("job1/rank0.jsonl", cpu_lines(0, 2));
+  dir.write("job1/rank1.jsonl", cpu_lines(2, 2));
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db.get(), "SELECT line FROM layer_events(?1)", -1, &stmt, nullptr), SQLITE_OK);
+  const std::string folder = dir / "job1";
+  sqlite3_bind_text(stmt, 1, folder.c_str(), -1, SQLITE_TRANSIENT);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);  // rank0.jsonl is open, rank1.jsonl listed
+  std::filesystem::remove(dir / "job1/rank1.jsonl");
+  int rows = 1, rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) ++rows;
+  EXPECT_EQ(rc, SQLITE_DONE) << sqlite3_errmsg(db.get());
+  sqlite3_finalize(stmt);
+  EXPECT_EQ(rows, 2);
+  EXPECT_EQ(warnings(), "[\"layer_events: " + dir / "job1/rank1.jsonl" +
+                            " was removed or renamed after the files were listed; skipped (a later refresh reads it "
+                            "on under its new name, if it was renamed)\"]");
+}
+
 TEST_F(EventImport, DeletedRowsAreImportedAgain) {
   dir.write("job1/rank0.jsonl", pp_test::header_line() + "\n" + cpu_lines(0, 3));
   EXPECT_EQ(refresh(), 3);
