@@ -162,12 +162,18 @@ std::string EventFileScan::renamed_from(const NamedFile& file, const std::set<st
   Position head;
   for (const auto& [name, position] : resume_) {
     if (position.head_bytes <= 0 || position.bytes <= 0 || scanned.count(name) || renamed_.count(name)) continue;
-    if (!is_gone(position.real_path.empty() ? name : position.real_path) || !is_gone(name)) continue;
     if (!head_known) {
-      head = head_of(file.path, file.real_path, nullptr);
+      try {
+        head = head_of(file.path, file.real_path, nullptr);
+      } catch (const Error&) {
+        return {};  // (unreadable, or removed since the listing: its opening says so, or skips it)
+      }
       head_known = true;
     }
+    // (The heads first: a database that recorded thousands of files checks on disk only those
+    // whose head is this one's.)
     if (head.head_bytes != position.head_bytes || head.head_hash != position.head_hash) continue;
+    if (!is_gone(position.real_path.empty() ? name : position.real_path) || !is_gone(name)) continue;
     renamed_.insert(name);
     warn_(name + " was renamed to " + file.path + " since it was last read; reading it on from line " +
           std::to_string(position.lines + 1) + " (its rows keep source_file '" + name + "')");
