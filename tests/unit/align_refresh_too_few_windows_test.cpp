@@ -30,6 +30,25 @@ class AlignRefreshTooFewWindows : public AlignRefresh {
     db_.exec(scraped_samples_sql(interval_ms, 30, ends));
     db_.query("SELECT * FROM pp_refresh(NULL, 1)");
   }
+  // The second job's calls spread over twelve layer types (fifteen unknowns: a fit needs 23
+  // windows), refreshed at 100 ms scrapes: the samples of its one not determined stretch.
+  int64_t refresh_twelve_types_not_determined(std::map<int64_t, int64_t>& ends) {
+    db_.exec("UPDATE pp_events SET layer_type = 'type' || (line % 12) WHERE t_start_ns >= " +
+             std::to_string(kRefreshT0 + 35 * 1000 * kMs));
+    refresh(100, ends);
+    const auto rows = db_.query("SELECT samples, reason FROM pp_alignment WHERE status = 'not determined'");
+    if (rows.size() != 1) {
+      ADD_FAILURE() << rows.size() << " stretches not determined, where one";
+      return 0;
+    }
+    EXPECT_EQ(rows[0][1].text, too_few_windows(rows[0][0].integer, 23, 15));
+    return rows[0][0].integer;
+  }
+  static std::string too_few_windows(int64_t samples, int needed, int unknowns) {
+    return "too few windows to fit: " + std::to_string(samples) + ", " + std::to_string(needed) +
+           " needed (8 more than the " + std::to_string(unknowns) +
+           " unknowns of its fit: its layer groups, each job's untracked time and the rest of each window)";
+  }
   void expect_placed_on_dcgms_grid(const std::map<int64_t, int64_t>& ends) {
     const auto windows = db_.query("SELECT w.ts_ms, w.end_ns FROM pp_windows AS w JOIN pp_alignment AS a "
                                    "ON w.uuid = a.uuid AND w.ts_ms > a.from_ms AND w.ts_ms <= a.through_ms "
@@ -58,9 +77,7 @@ TEST_F(AlignRefreshSecondJobOf200Ms, ItsReasonSaysHowManyWindowsItHasAndNeeds) {
   const auto rows = db_.query("SELECT samples, reason FROM pp_alignment WHERE status = 'not determined'");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_LT(rows[0][0].integer, 8);
-  EXPECT_EQ(rows[0][1].text, "too few windows to fit: " + std::to_string(rows[0][0].integer) +
-                                 ", 14 needed (8 more than the 6 unknowns of its fit: its layer groups, each job's "
-                                 "untracked time and the rest of each window)");
+  EXPECT_EQ(rows[0][1].text, too_few_windows(rows[0][0].integer, 14, 6));
   // The warning says what that costs: a wide timing for its windows, not every estimate of
   // the layers in it (the first job's stretches were fitted).
   const std::string warnings = db_.scalar("SELECT pp_last_warnings()").text;
@@ -76,16 +93,8 @@ TEST_F(AlignRefreshSecondJobOf200Ms, ItsReasonSaysHowManyWindowsItHasAndNeeds) {
 // poorly determined, at the first offset it tried (101.5 ms before the stored times, 150 ms
 // off the truth), its timing half a window, and the idle GPU's windows after it as far off.
 TEST_F(AlignRefreshSecondJobOf500Ms, NoMoreThanItsUnknownsIsNoFit) {
-  db_.exec("UPDATE pp_events SET layer_type = 'type' || (line % 12) WHERE t_start_ns >= " +
-           std::to_string(kRefreshT0 + 35 * 1000 * kMs));
   std::map<int64_t, int64_t> ends;
-  refresh(100, ends);
-  const auto rows = db_.query("SELECT samples, reason FROM pp_alignment WHERE status = 'not determined'");
-  ASSERT_EQ(rows.size(), 1u);
-  EXPECT_GE(rows[0][0].integer, 8);
-  EXPECT_EQ(rows[0][1].text, "too few windows to fit: " + std::to_string(rows[0][0].integer) +
-                                 ", 23 needed (8 more than the 15 unknowns of its fit: its layer groups, "
-                                 "each job's untracked time and the rest of each window)");
+  EXPECT_GE(refresh_twelve_types_not_determined(ends), 8);
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment WHERE status = 'poorly determined'").integer, 0);
   expect_placed_on_dcgms_grid(ends);
   // The idle GPU's windows after it, placed from its own.
@@ -106,17 +115,10 @@ class AlignRefreshSecondJobOf1200Ms : public AlignRefreshTooFewWindows {
 // window); in bench/short_jobs.py such stretches came out `estimated`, +-0.1 ms, 3-7 ms off.
 // Now not determined, saying why, its windows placed as the idle GPU's are.
 TEST_F(AlignRefreshSecondJobOf1200Ms, AFewMoreWindowsThanItsUnknownsIsNoFit) {
-  db_.exec("UPDATE pp_events SET layer_type = 'type' || (line % 12) WHERE t_start_ns >= " +
-           std::to_string(kRefreshT0 + 35 * 1000 * kMs));
   std::map<int64_t, int64_t> ends;
-  refresh(100, ends);
-  const auto rows = db_.query("SELECT samples, reason FROM pp_alignment WHERE status = 'not determined'");
-  ASSERT_EQ(rows.size(), 1u);
-  EXPECT_GT(rows[0][0].integer, 15);
-  EXPECT_LT(rows[0][0].integer, 23);
-  EXPECT_EQ(rows[0][1].text, "too few windows to fit: " + std::to_string(rows[0][0].integer) +
-                                 ", 23 needed (8 more than the 15 unknowns of its fit: its layer groups, "
-                                 "each job's untracked time and the rest of each window)");
+  const int64_t samples = refresh_twelve_types_not_determined(ends);
+  EXPECT_GT(samples, 15);
+  EXPECT_LT(samples, 23);
   // The first job's stretches are fitted; nothing after them is.
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment WHERE status IN ('estimated', 'poorly determined') "
                        "AND through_ms > " + std::to_string((kRefreshT0 + 35 * 1000 * kMs) / kMs)).integer,
