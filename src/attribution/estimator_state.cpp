@@ -78,9 +78,7 @@ EstimatorStateRow row_of(const Statement& read, const std::string& uuid) {
   StoredRow stored(read, "pp_estimator_state");
   stored.name_row("in row ", name);
   const auto refused = [&](int column, const char* wanted) {
-    const std::string shown = read.column_type(column) == SQLITE_INTEGER ? std::to_string(read.column_int64(column))
-                                                                         : stored.shown(column);  // (exact)
-    return Error(std::string(stored.refused(column, shown, wanted).what()) +
+    return Error(std::string(stored.refused(column, stored.shown(column), wanted).what()) +
                  ": edited by hand? Delete the row; the estimates then lack its windows");
   };
   const auto count = [&](int column) {
