@@ -85,10 +85,6 @@ EventFileScan::Position EventFileScan::head_of(const std::string& path, const st
   return Position{0, 0, static_cast<int64_t>(head_bytes), head_bytes ? fnv1a(head, head_bytes) : 0, {}, real_path};
 }
 
-namespace {
-
-}  // namespace
-
 void EventFileScan::start(const std::string& path, const Positions* resume, Replaced replaced) {
   reader_.reset();
   next_file_ = 0;
