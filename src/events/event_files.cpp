@@ -80,6 +80,8 @@ int note_glob_error(const char* path, int error) {
 }  // namespace
 
 std::vector<std::string> event_files(const std::string& path, std::vector<std::string>& notes) {
+  if (path.empty())
+    throw argument_error("path", "is empty: name an event file, a folder of them or a glob pattern");
   std::vector<std::string> files;
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) {
@@ -93,7 +95,8 @@ std::vector<std::string> event_files(const std::string& path, std::vector<std::s
   }
   if (errno != ENOENT && errno != ENOTDIR) throw_file_error("cannot access", path, errno);
   const int missing = errno;
-  if (path.find_first_of("*?[") != std::string::npos) {
+  const size_t wildcard = path.find_first_of("*?[");
+  if (wildcard != std::string::npos) {
     glob_t matches{};
     glob_notes = &notes;
     const int rc = ::glob(path.c_str(), 0, note_glob_error, &matches);
@@ -118,6 +121,14 @@ std::vector<std::string> event_files(const std::string& path, std::vector<std::s
           notes.push_back(skipped_kind(match, st.st_mode));
       }
       return files;
+    }
+    if (rc == GLOB_NOMATCH) {
+      // The folder the pattern starts from: a mistyped one is the likely cause.
+      const size_t slash = path.rfind('/', wildcard);
+      const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+      const bool folder_exists = ::stat(folder.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+      throw Error("no file matches the pattern '" + path + "'" +
+                  (folder_exists ? "" : " (there is no folder '" + folder + "')"));
     }
   }
   if (missing == ENOTDIR) {

@@ -11,7 +11,10 @@ namespace pp {
 //   * otherwise a glob(3) pattern ("runs/*/rank*.jsonl"): its matches, sorted, with matching
 //     directories expanded as above.
 // Only regular files are read (a FIFO would block, /dev/zero never ends). Throws pp::Error:
-//   * "no such file or directory: 'PATH'" when nothing matches;
+//   * "argument 'path' is empty: ..." for "";
+//   * "no such file or directory: 'PATH'" for a path without wildcards that names nothing;
+//   * "no file matches the pattern 'PATH'" for a pattern that matches nothing, with
+//     " (there is no folder 'D')" when the folder it starts from is missing;
 //   * "argument 'path' names a FIFO, not a regular file: 'PATH'" for a path named directly;
 //   * "cannot read directory 'PATH': Permission denied" for a directory named directly.
 // What a directory or glob meets on the way gives a note in `notes` and is skipped: a *.jsonl

@@ -1,7 +1,7 @@
 -- layer_events: errors name the function and what is wrong.
 -- error: layer_events: no such file or directory: '${SOURCE_DIR}/tests/data/events/nope'
 SELECT * FROM layer_events('${SOURCE_DIR}/tests/data/events/nope');
--- error: layer_events: no such file or directory: '${SOURCE_DIR}/tests/data/events/*.json'
+-- error: layer_events: no file matches the pattern '${SOURCE_DIR}/tests/data/events/*.json'
 SELECT * FROM layer_events('${SOURCE_DIR}/tests/data/events/*.json');
 -- Only regular files are read: a device named as the path never ends (/dev/zero, /dev/urandom).
 -- error: layer_events: argument 'path' names a character device, not a regular file: '/dev/zero'

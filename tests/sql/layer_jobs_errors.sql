@@ -3,7 +3,7 @@
 SELECT * FROM layer_jobs('/dev/zero');
 -- error: layer_jobs: no such file or directory: '${SOURCE_DIR}/tests/data/jobs/nope'
 SELECT * FROM layer_jobs('${SOURCE_DIR}/tests/data/jobs/nope');
--- error: layer_jobs: no such file or directory: '${SOURCE_DIR}/tests/data/jobs/*.json'
+-- error: layer_jobs: no file matches the pattern '${SOURCE_DIR}/tests/data/jobs/*.json'
 SELECT * FROM layer_jobs('${SOURCE_DIR}/tests/data/jobs/*.json');
 -- error: layer_jobs: missing required argument 'path'
 SELECT * FROM layer_jobs;

@@ -83,7 +83,7 @@ TEST(LayerEventsReader, PathExpansion) {
     pp::event_files(dir / "nope*", notes);
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {  // pp::Error
-    EXPECT_EQ(std::string(e.what()), "no such file or directory: '" + (dir / "nope*") + "'");
+    EXPECT_EQ(std::string(e.what()), "no file matches the pattern '" + (dir / "nope*") + "'");
   }
 }
 
@@ -249,7 +249,13 @@ TEST_F(LayerEventsSql, MissingPathIsAnError) {
   EXPECT_EQ(db.error("SELECT * FROM layer_events(?1)", {dir / "nope"}),
             "layer_events: no such file or directory: '" + (dir / "nope") + "'");
   EXPECT_EQ(db.error("SELECT * FROM layer_events(?1)", {dir / "*.jsonl"}),
-            "layer_events: no such file or directory: '" + (dir / "*.jsonl") + "'");
+            "layer_events: no file matches the pattern '" + (dir / "*.jsonl") + "'");
+  // A pattern under a mistyped folder names the folder.
+  EXPECT_EQ(db.error("SELECT * FROM layer_events(?1)", {dir / "rnus/*/rank*.jsonl"}),
+            "layer_events: no file matches the pattern '" + (dir / "rnus/*/rank*.jsonl") +
+                "' (there is no folder '" + (dir / "rnus") + "')");
+  EXPECT_EQ(db.error("SELECT * FROM layer_events('')"),
+            "layer_events: argument 'path' is empty: name an event file, a folder of them or a glob pattern");
   // A file taken for a directory: said as such, not as a missing path.
   const std::string file = dir.write("run.jsonl", lines(0, 1));
   EXPECT_EQ(db.error("SELECT * FROM layer_events(?1)", {file + "/"}),
