@@ -6,7 +6,12 @@
 
 namespace pp {
 
-bool parse_int64(std::string_view text, int64_t& out) {
+namespace {
+
+// The whole text, trimmed, as one number of type T (std::from_chars' syntax, with a leading '+'
+// taken too); false when anything is left over.
+template <typename T>
+bool parse_whole(std::string_view text, T& out) {
   text = trim(text);
   if (!text.empty() && text.front() == '+') {
     text.remove_prefix(1);  // from_chars takes no '+'
@@ -17,16 +22,11 @@ bool parse_int64(std::string_view text, int64_t& out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-bool parse_double(std::string_view text, double& out) {
-  text = trim(text);
-  if (!text.empty() && text.front() == '+') {
-    text.remove_prefix(1);  // from_chars takes no '+'
-    if (!text.empty() && text.front() == '-') return false;  // nor should we take "+-5"
-  }
-  if (text.empty()) return false;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
+}  // namespace
+
+bool parse_int64(std::string_view text, int64_t& out) { return parse_whole(text, out); }
+
+bool parse_double(std::string_view text, double& out) { return parse_whole(text, out); }
 
 bool out_of_double_range(std::string_view text) {
   text = trim(text);
