@@ -87,6 +87,8 @@ class Probe:
         self._emit = self._sink or self._writer.put
         self._writer_started = False
         self._header_written = False
+        self._header_writing = False
+        self._header_lock = threading.RLock()
         self._local = threading.local()
         if self._cuda_clock is None:
             time_ns = time.time_ns
@@ -346,9 +348,22 @@ class Probe:
         if not self._timeline.in_backward_pass():  # activation checkpointing re-runs forwards
             self._batches.on_top_level_call(module, self._is_grad_enabled())
         if not self._header_written:
-            self._header_written = True
-            self._write_header(module)
+            self._write_header_once(module)
         return info
+
+    def _write_header_once(self, model):
+        """The first top-level call queues the header; a top-level call on another thread waits
+        for it (counting a large model's parameters takes a while), as its events must come
+        after it. A module called on this thread while the header is made writes none."""
+        with self._header_lock:
+            if self._header_written or self._header_writing:
+                return
+            self._header_writing = True
+            try:
+                self._write_header(model)
+            finally:
+                self._header_writing = False
+            self._header_written = True
 
     def _write_header(self, model):
         if not self._writer_started:

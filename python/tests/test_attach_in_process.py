@@ -1,4 +1,6 @@
 """precisionprobe.attach()/detach() in a running process, as in a notebook."""
+import threading
+
 import pytest
 import torch
 from torch import nn
@@ -195,3 +197,33 @@ def test_a_job_id_of_white_space_from_the_environment_is_refused_naming_the_vari
     monkeypatch.setenv("PRECISIONPROBE_JOB_ID", "")  # empty is unset: the default id
     assert fresh_probe.attach(out=tmp_path).identity.job_id.startswith("job-")
     fresh_probe.detach()
+
+
+def test_two_threads_training_at_once_write_the_header_before_any_event(tmp_path, fresh_probe):
+    # Two models trained on two threads of one process. The first top-level call writes the job
+    # header, and counting a large model's parameters for it takes a while: the other thread's
+    # events must not be queued ahead of it (a compact file's events take their job from the
+    # header, and every reader skips those before it). Here counting waits until the other
+    # thread has trained a step, or one second where the probe rightly makes that thread wait.
+    counting, second_trained = threading.Event(), threading.Event()
+
+    class SlowToCount(nn.Sequential):
+        def parameters(self, recurse=True):
+            counting.set()
+            second_trained.wait(timeout=1)
+            return super().parameters(recurse)
+
+    first, second = SlowToCount(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1)), mlp()
+    fresh_probe.attach(job_id="threads", out=tmp_path, summary="never")
+    thread = threading.Thread(target=lambda: first(torch.randn(2, 4)).sum().backward())
+    thread.start()
+    counting.wait()
+    train(second, steps=1)
+    second_trained.set()
+    thread.join()
+    assert fresh_probe.detach() == (2 * 3 + 2 * 4, 0)
+    headers, events = read_records(tmp_path)
+    assert [(h["job_id"], h["model"], h["parameters"]) for h in headers] == [("threads", "SlowToCount", 97)]
+    assert sorted((e["layer"], e["forward"]) for e in events) == sorted(
+        [(f"{name}.{i}", forward) for name in ("SlowToCount", "Sequential") for i in range(3)
+         for forward in (True, False)] + [("MSELoss", True), ("MSELoss", False)])
