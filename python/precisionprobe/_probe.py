@@ -373,7 +373,7 @@ class Probe:
         if identity != self.identity:  # no event is formatted before the header
             self.identity = identity
             self._formatter.use_identity(identity)
-        parameters = sum(p.numel() for p in model.parameters())
+        parameters = self._parameter_count(model)
         header = job_header(self.identity, command=self._command,
                             torch_version=self._torch.__version__,
                             start_time_ns=self._start_time_ns, parameters=parameters,
@@ -381,6 +381,19 @@ class Probe:
                             clock="cpu" if self._cuda_clock is None else "cuda",
                             package_version=__version__)
         self._emit((HEADER, header))
+
+    def _parameter_count(self, model):
+        """numel() summed, as an int also while torch.jit.trace runs the model: tracing makes
+        sizes tensors and would record the count in the traced graph, so it is off meanwhile."""
+        torch_c = self._torch._C
+        tracing = getattr(torch_c, "_get_tracing_state", lambda: None)()
+        if tracing is not None:
+            torch_c._set_tracing_state(None)
+        try:
+            return sum(p.numel() for p in model.parameters())
+        finally:
+            if tracing is not None:
+                torch_c._set_tracing_state(tracing)
 
     def _break(self, error):
         self._broken = True

@@ -227,3 +227,22 @@ def test_two_threads_training_at_once_write_the_header_before_any_event(tmp_path
     assert sorted((e["layer"], e["forward"]) for e in events) == sorted(
         [(f"{name}.{i}", forward) for name in ("SlowToCount", "Sequential") for i in range(3)
          for forward in (True, False)] + [("MSELoss", True), ("MSELoss", False)])
+
+
+def test_a_model_traced_by_torch_jit_first_does_not_disable_the_hooks(tmp_path, fresh_probe, capsys):
+    # Tracing a model (for export) as its first call: while tracing, sizes are traced tensors,
+    # and a parameter count made of them once ended the hooks ("Object of type Tensor is not
+    # JSON serializable") for the rest of the job.
+    model = mlp()
+    fresh_probe.attach(job_id="traced", out=tmp_path, summary="never")
+    traced = torch.jit.trace(model, torch.randn(2, 4))
+    train(model, steps=1)
+    traced(torch.randn(2, 4))  # TorchScript runs its layers: no events
+    fresh_probe.detach()
+    assert "precisionprobe" not in capsys.readouterr().err
+    headers, events = read_records(tmp_path)
+    assert [(h["model"], h["parameters"]) for h in headers] == [("Sequential", 97)]
+    last = max(e["batch"] for e in events)
+    assert [(e["layer"], e["forward"]) for e in events if e["batch"] == last] == [
+        ("Sequential.0", True), ("Sequential.1", True), ("Sequential.2", True), ("MSELoss", True),
+        ("MSELoss", False), ("Sequential.2", False), ("Sequential.1", False), ("Sequential.0", False)]
