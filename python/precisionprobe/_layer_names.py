@@ -5,7 +5,11 @@ A layer's name is its qualified path in the model that contains it (`top_l.2`, `
 top-level `nn.Sequential` or `nn.ModuleList` are `0`, `1`, ...) is prefixed with the model's class
 name (`Sequential.0`), so that it says whose child it is. Global hooks see modules, not models, so when a
 module with children is called at top level its whole tree is named at once; a module called
-before any model containing it has been seen keeps its class name as its layer name.
+before any model containing it has been seen keeps its class name as its layer name until one is.
+A block called at top level before the model containing it (run in the model's __init__ to learn
+its output size) names its layers as a model would; once the model is called, they take their
+paths in it, so that two such blocks do not give their layers the same names. A module that two
+models hold (not one inside the other) keeps the name the first gave it.
 """
 import json
 import weakref
@@ -13,14 +17,15 @@ import weakref
 
 class ModuleInfo:
     """What the writer needs about one module: its JSON fragment, ready to paste into a line."""
-    __slots__ = ("name", "type_name", "is_leaf", "provisional", "fragment", "called_at_top_level")
+    __slots__ = ("name", "type_name", "is_leaf", "provisional", "root", "fragment", "called_at_top_level")
 
-    def __init__(self, name, type_name, is_leaf, provisional=False):
+    def __init__(self, name, type_name, is_leaf, provisional=False, root=None, called_at_top_level=False):
         self.name = name
         self.type_name = type_name
         self.is_leaf = is_leaf
         self.provisional = provisional  # named after its class until a model containing it is seen
-        self.called_at_top_level = False  # a model (the probe's stale-stack check)
+        self.root = root  # id() of the module whose tree gave the name
+        self.called_at_top_level = called_at_top_level  # a model (the probe's stale-stack check)
         self.fragment = f'"layer":{json.dumps(name)},"layer_type":{json.dumps(type_name)},'
 
 
@@ -47,16 +52,20 @@ class LayerRegistry:
         return info
 
     def _name_tree(self, root):
-        root_name = type(root).__name__
+        root_name, root_id = type(root).__name__, id(root)
+        walked = set()  # named_modules() walks a module before the modules below it
         for name, module in root.named_modules():
             known = self._infos.get(id(module))
-            if known is None or (known.provisional and name):
+            if known is None or (name and (known.provisional or (known.root != root_id and known.root in walked))):
                 if name[:1].isdigit():
                     name = f"{root_name}.{name}"
-                self._add(module, name or type(module).__name__, provisional=not name)
+                self._add(module, name or type(module).__name__, provisional=not name, root=root_id,
+                          called_at_top_level=known is not None and known.called_at_top_level)
+            walked.add(id(module))
 
-    def _add(self, module, name, provisional):
-        info = ModuleInfo(name, type(module).__name__, is_leaf_module(module), provisional)
+    def _add(self, module, name, provisional, root=None, called_at_top_level=False):
+        info = ModuleInfo(name, type(module).__name__, is_leaf_module(module), provisional, root,
+                          called_at_top_level)
         key = id(module)
         infos, refs = self._infos, self._refs
 

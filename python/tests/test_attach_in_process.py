@@ -96,6 +96,36 @@ def test_layer_names_are_paths_in_the_model(tmp_path, fresh_probe):
     assert [e["layer"] for e in read_records(tmp_path)[1]] == ["encoder.0", "encoder.1", "head"]
 
 
+
+def test_a_block_run_alone_before_its_model_takes_its_path_in_the_model(tmp_path, fresh_probe):
+    # A model that runs a block in __init__ to learn its output size; under the launcher the
+    # probe is attached before any model is built. The block's layers were named as if it were
+    # the model ("Sequential.0") for the whole job, and two blocks so run gave their layers the
+    # same names. From the model's first call on, they are its paths.
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU())
+            with torch.no_grad():
+                size = self.features(torch.zeros(1, 1, 6, 6)).numel()
+                self.head = nn.Sequential(nn.Linear(size, 4), nn.ReLU())
+                self.head(torch.zeros(1, size))  # (the same names, were the sizes not known)
+            self.out = nn.Linear(4, 1)
+
+        def forward(self, x):
+            return self.out(self.head(self.features(x).flatten(1)))
+
+    fresh_probe.attach(out=tmp_path)
+    model = Net()
+    model(torch.randn(2, 1, 6, 6)).sum().backward()
+    fresh_probe.detach()
+    events = read_records(tmp_path)[1]
+    assert [e["layer"] for e in events if e["batch"] == 0] == [
+        "Sequential.0", "Sequential.1", "Sequential.0", "Sequential.1"]  # before the model ran
+    assert [(e["layer"], e["forward"]) for e in events if e["batch"] == 1] == [
+        ("features.0", True), ("features.1", True), ("head.0", True), ("head.1", True), ("out", True),
+        ("out", False), ("head.1", False), ("head.0", False), ("features.1", False), ("features.0", False)]
+
 def test_backward_run_twice_gives_two_backward_events(tmp_path, fresh_probe):
     model = nn.Sequential(nn.Linear(3, 3), nn.Tanh())
     fresh_probe.attach(out=tmp_path)
