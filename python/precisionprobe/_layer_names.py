@@ -29,6 +29,21 @@ class ModuleInfo:
         self.fragment = f'"layer":{json.dumps(name)},"layer_type":{json.dumps(type_name)},'
 
 
+# The classes of TorchScript modules (torch.jit.script, torch.jit.trace); each keeps the name of
+# the class it was made from in `original_name`.
+_TORCHSCRIPT_CLASSES = {"RecursiveScriptModule", "TopLevelTracedModule", "TracedModule"}
+
+
+def class_name(module):
+    """The module's class name; a TorchScript module's is that of the class it was made from."""
+    name = type(module).__name__
+    if name in _TORCHSCRIPT_CLASSES:
+        original = getattr(module, "original_name", None)
+        if isinstance(original, str) and original:
+            return original
+    return name
+
+
 def is_leaf_module(module):
     """Containers (modules with child modules) are not layers; `None` placeholders do not count."""
     return not any(child is not None for child in module._modules.values())
@@ -48,23 +63,23 @@ class LayerRegistry:
             self._name_tree(top_level_module)
         info = self._infos.get(id(module))
         if info is None:
-            info = self._add(module, type(module).__name__, provisional=True)
+            info = self._add(module, class_name(module), provisional=True)
         return info
 
     def _name_tree(self, root):
-        root_name, root_id = type(root).__name__, id(root)
+        root_name, root_id = class_name(root), id(root)
         walked = set()  # named_modules() walks a module before the modules below it
         for name, module in root.named_modules():
             known = self._infos.get(id(module))
             if known is None or (name and (known.provisional or (known.root != root_id and known.root in walked))):
                 if name[:1].isdigit():
                     name = f"{root_name}.{name}"
-                self._add(module, name or type(module).__name__, provisional=not name, root=root_id,
+                self._add(module, name or class_name(module), provisional=not name, root=root_id,
                           called_at_top_level=known is not None and known.called_at_top_level)
             walked.add(id(module))
 
     def _add(self, module, name, provisional, root=None, called_at_top_level=False):
-        info = ModuleInfo(name, type(module).__name__, is_leaf_module(module), provisional, root,
+        info = ModuleInfo(name, class_name(module), is_leaf_module(module), provisional, root,
                           called_at_top_level)
         key = id(module)
         infos, refs = self._infos, self._refs

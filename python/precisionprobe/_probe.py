@@ -29,7 +29,7 @@ from ._event_format import EventFormatter, chosen_event_format, job_header
 from ._event_writer import HEADER, EventWriter
 from ._gpu_identity import GpuDirectory
 from ._job_identity import JobIdentity
-from ._layer_names import LayerRegistry
+from ._layer_names import LayerRegistry, class_name
 
 # Signals whose default action ends the process without running atexit (so without a flush).
 FLUSHED_SIGNALS = (signal.SIGTERM,)
@@ -377,7 +377,7 @@ class Probe:
         header = job_header(self.identity, command=self._command,
                             torch_version=self._torch.__version__,
                             start_time_ns=self._start_time_ns, parameters=parameters,
-                            model=type(model).__name__,
+                            model=class_name(model),
                             clock="cpu" if self._cuda_clock is None else "cuda",
                             package_version=__version__)
         self._emit((HEADER, header))

@@ -276,3 +276,20 @@ def test_a_model_traced_by_torch_jit_first_does_not_disable_the_hooks(tmp_path, 
     assert [(e["layer"], e["forward"]) for e in events if e["batch"] == last] == [
         ("Sequential.0", True), ("Sequential.1", True), ("Sequential.2", True), ("MSELoss", True),
         ("MSELoss", False), ("Sequential.2", False), ("Sequential.1", False), ("Sequential.0", False)]
+
+
+def test_a_torchscript_layer_is_named_and_typed_by_the_class_it_was_made_from(tmp_path, fresh_probe):
+    # Every scripted module's class is RecursiveScriptModule (traced: TopLevelTracedModule): the
+    # layer type said so, and two scripted layers run on their own had one name. The modules a
+    # scripted module runs inside TorchScript call no hooks: a scripted block gives no event.
+    model = nn.Sequential(torch.jit.script(nn.Linear(4, 4)), nn.ReLU(),
+                          torch.jit.script(nn.Sequential(nn.Linear(4, 4))), nn.Linear(4, 1))
+    scripted, traced = torch.jit.script(nn.Tanh()), torch.jit.trace(nn.Sigmoid(), torch.randn(1, 1))
+    fresh_probe.attach(out=tmp_path)
+    model(torch.randn(2, 4)).sum().backward()
+    scripted(traced(torch.randn(2, 1)))
+    fresh_probe.detach()
+    assert [(e["layer"], e["layer_type"], e["forward"]) for e in read_records(tmp_path)[1]] == [
+        ("Sequential.0", "Linear", True), ("Sequential.1", "ReLU", True), ("Sequential.3", "Linear", True),
+        ("Sequential.3", "Linear", False), ("Sequential.1", "ReLU", False), ("Sequential.0", "Linear", False),
+        ("Sigmoid", "Sigmoid", True), ("Tanh", "Tanh", True)]
