@@ -44,6 +44,23 @@ MIG_DEVICE_RECORD = "mig_device"
 FORMAT_VERSION = 2
 
 
+def valid_text(text):
+    """text that encodes as UTF-8: a lone surrogate (what Python makes of a byte of a command-line
+    argument, variable or file name that is not UTF-8) becomes \\xe9 for the byte, \\ud800
+    otherwise. json.dumps would write it as the escape "\\udce9", which is no text: layer_events
+    and every JSON reader that checks refuse the line, and a refused header takes all the
+    compact file's events with it."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that stands for no byte
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def mig_device_record(mig_uuid, gpu_uuid, gpu_instance_id, profile=None):
     """The line saying which GPU instance (parent UUID, GPU_I_ID) a MIG device UUID is."""
     return json.dumps({"record": MIG_DEVICE_RECORD, "mig_uuid": mig_uuid, "gpu_uuid": gpu_uuid,
@@ -173,7 +190,7 @@ def job_header(identity, *, command, torch_version, start_time_ns, parameters, m
         "world_size": identity.world_size,
         "pid": identity.pid,
         "cpu_num": float(identity.cpu_num),
-        "command": hide_command_secrets(command),
+        "command": [valid_text(arg) for arg in hide_command_secrets(command)],
         "python_version": sys.version.split()[0],
         "torch_version": torch_version,
         "precisionprobe_version": package_version,

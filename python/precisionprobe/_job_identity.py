@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from ._cpu_quota import usable_cpu_count
+from ._event_format import valid_text
 
 JOB_ID_VARIABLE = "PRECISIONPROBE_JOB_ID"
 
@@ -32,12 +33,12 @@ class JobIdentity:
     def from_environment(cls, job_id=None, environ=None):
         env = os.environ if environ is None else environ
         host_name = socket.gethostname()
-        return cls(
-            job_id=job_id or job_id_from_environment(env) or default_job_id(),
-            host_name=host_name,
-            ip=env.get("POD_IP") or local_ipv4(),
-            pod=env.get("POD_NAME") or host_name,
-            namespace=env.get("POD_NAMESPACE", ""),
+        return cls(  # (text that is UTF-8 throughout: a variable's bytes may not be)
+            job_id=valid_text(job_id or job_id_from_environment(env) or default_job_id()),
+            host_name=valid_text(host_name),
+            ip=valid_text(env.get("POD_IP") or local_ipv4()),
+            pod=valid_text(env.get("POD_NAME") or host_name),
+            namespace=valid_text(env.get("POD_NAMESPACE", "")),
             rank=_int_env(env, "RANK", 0),
             local_rank=_int_env(env, "LOCAL_RANK", 0),
             world_size=_int_env(env, "WORLD_SIZE", 1),

@@ -14,14 +14,16 @@ models hold (not one inside the other) keeps the name the first gave it.
 import json
 import weakref
 
+from ._event_format import valid_text
+
 
 class ModuleInfo:
     """What the writer needs about one module: its JSON fragment, ready to paste into a line."""
     __slots__ = ("name", "type_name", "is_leaf", "provisional", "root", "fragment", "called_at_top_level")
 
     def __init__(self, name, type_name, is_leaf, provisional=False, root=None, called_at_top_level=False):
-        self.name = name
-        self.type_name = type_name
+        self.name = name = valid_text(name)
+        self.type_name = type_name = valid_text(type_name)
         self.is_leaf = is_leaf
         self.provisional = provisional  # named after its class until a model containing it is seen
         self.root = root  # id() of the module whose tree gave the name
