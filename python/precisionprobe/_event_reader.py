@@ -88,6 +88,8 @@ class EventDecoder:
             raise EventFormatError(f"invalid JSON ({error})") from None
         if not isinstance(record, dict):
             raise EventFormatError("not a JSON object")
+        if self.strict and "\\u" in line and not _all_utf8(record):
+            raise EventFormatError("a lone surrogate escape (\\ud800-\\udfff) is no text")
         if record.get("record") == HEADER_RECORD:
             if self.strict and record.get("job_id") == "":
                 raise EventFormatError("field 'job_id' is empty")
@@ -223,6 +225,17 @@ def _utf8(text):
         return True
     except UnicodeEncodeError:  # a lone surrogate ("\ud800" in JSON)
         return False
+
+
+def _all_utf8(value):
+    """Whether every string in a JSON value encodes as UTF-8, as layer_events() requires."""
+    if isinstance(value, str):
+        return _utf8(value)
+    if isinstance(value, dict):
+        return all(_utf8(key) and _all_utf8(item) for key, item in value.items())
+    if isinstance(value, list):
+        return all(_all_utf8(item) for item in value)
+    return True
 
 
 def read_event_file(path, skipped=None):

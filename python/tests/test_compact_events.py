@@ -214,6 +214,9 @@ def test_a_damaged_line_costs_only_the_events_it_may_have_placed_in_both_readers
     '{"job_id":"j","host_name":"node","ip":null,"pod":null,"namespace":null,"gpu_uuid":"GPU-1","gpu":0,"rank":0,'
     '"local_rank":0,"world_size":1,"pid":7,"epoch":0,"batch":9,"layer":"z","layer_type":"Linear","forward":true,'
     '"t_start_ns":5,"t_end_ns":6,"cpu_num":1.0}',
+    '{"job_id":"j","host_name":"node","ip":null,"pod":null,"namespace":null,"gpu_uuid":"GPU-1","gpu":0,"rank":0,'
+    '"local_rank":0,"world_size":1,"pid":7,"epoch":0,"batch":9,"layer":"caf\\udce9","layer_type":"Linear",'
+    '"forward":true,"t_start_ns":5,"t_end_ns":6,"cpu_num":1.0}',
     'L 99999999999999999999 "x" "y"', 'L ١ "x" "y"', 'L 1 "\\ud800" "y"', 'D 1 99999999999999999999 "GPU-2"',
     "0 f-1 100 10", "+0 f0 1 1", "0 f0 +1 1", "0 f0 99999999999999999999 10", "0 f0 9223372036854775000 10"])
 def test_both_readers_keep_the_same_events_around_any_odd_line(tmp_path, line):
