@@ -19,12 +19,17 @@ from ._event_format import valid_text
 
 class ModuleInfo:
     """What the writer needs about one module: its JSON fragment, ready to paste into a line."""
-    __slots__ = ("name", "type_name", "is_leaf", "provisional", "root", "fragment", "called_at_top_level")
+    __slots__ = ("name", "type_name", "is_leaf", "container", "provisional", "root", "fragment",
+                 "called_at_top_level")
 
     def __init__(self, name, type_name, is_leaf, provisional=False, root=None, called_at_top_level=False):
         self.name = name = valid_text(name)
         self.type_name = type_name = valid_text(type_name)
-        self.is_leaf = is_leaf
+        self.is_leaf = is_leaf  # no child modules
+        # Once a call of it has called a module (on its thread): not timed, its calls are. A module
+        # whose children never run as modules (nn.MultiheadAttention uses out_proj's weights
+        # itself; a TorchScript module runs its own) is timed as a layer.
+        self.container = False
         self.provisional = provisional  # named after its class until a model containing it is seen
         self.root = root  # id() of the module whose tree gave the name
         self.called_at_top_level = called_at_top_level  # a model (the probe's stale-stack check)
@@ -47,7 +52,7 @@ def class_name(module):
 
 
 def is_leaf_module(module):
-    """Containers (modules with child modules) are not layers; `None` placeholders do not count."""
+    """Whether a module has no child modules (`None` placeholders do not count)."""
     return not any(child is not None for child in module._modules.values())
 
 

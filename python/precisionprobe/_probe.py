@@ -8,7 +8,9 @@ Hot path (runs on the training thread for every module call):
              nodes that the previous layer did not make (see _backward_spans.py).
 No dict building, JSON or I/O happens there: the writer thread formats and writes.
 
-Containers (modules with children) are only tracked for nesting depth; a call made when nothing
+Containers (modules with children) are only tracked for nesting depth once a call of theirs has
+called a module on its thread; until then they are timed as layers, and one whose children never
+run as modules (nn.MultiheadAttention, a TorchScript module) stays one. A call made when nothing
 else is on this thread's stack is a top-level call, which drives batch detection (_batch_tracker.py).
 """
 import atexit
@@ -72,6 +74,7 @@ class Probe:
         self._batches = BatchTracker()
         self._epochs = EpochTracker()
         self._handles = []
+        self._calls = 0  # module calls begun, on every thread
         self._installed = False
         self._broken = False
         self._signal_handlers = []  # signals this probe handles
@@ -237,15 +240,20 @@ class Probe:
             except AttributeError:
                 stack = local.stack = []
                 local.chain_node = None
+            self._calls = calls = self._calls + 1
             info = self._get_info(id(module))
             if stack and (info is None or info.called_at_top_level) and self._stack_is_stale(module):
                 del stack[:]  # a model called at top level raised: this call starts anew
             if not stack:
                 info = self._on_top_level_call(module, info)
-            elif info is None:
-                info = self._layers.describe(module, local.top_level_module())
-            if not info.is_leaf:
-                stack.append((info, None, None, None))
+            else:
+                caller = stack[-1][0]
+                if not (caller.container or caller.is_leaf):
+                    caller.container = True  # it calls modules: they are the layers
+                if info is None:
+                    info = self._layers.describe(module, local.top_level_module())
+            if info.container:
+                stack.append((info, None, None, None, calls))
                 return
             input_nodes = None
             if self._is_grad_enabled():
@@ -253,7 +261,7 @@ class Probe:
                 input_nodes = [x.grad_fn for x in inputs if isinstance(x, tensor_type)]
             device = None if self._cuda_clock is None else self._input_device(inputs)
             stack.append((info, self._time_ns() if device is None else self._stamp(device),
-                          input_nodes, device))
+                          input_nodes, device, calls))
         except Exception as error:  # noqa: BLE001 - the probe must never break training
             self._break(error)
 
@@ -272,9 +280,11 @@ class Probe:
                 entry = self._unwind(stack, module, entry)
                 if entry is None:
                     return
-            info, t_start, input_nodes, device = entry
-            if t_start is None:  # a container
+            info, t_start, input_nodes, device, calls = entry
+            if info.container:  # (since this call began, when a module it called began)
                 return
+            if not info.is_leaf and calls != self._calls:
+                return  # a module with children, while modules ran on another thread: its own?
             if device is not None:
                 t_end = self._stamp(device)
             batch, epoch = self._batches.batch, self._epochs.epoch

@@ -267,11 +267,11 @@ def test_a_model_traced_by_torch_jit_first_does_not_disable_the_hooks(tmp_path, 
     fresh_probe.attach(job_id="traced", out=tmp_path, summary="never")
     traced = torch.jit.trace(model, torch.randn(2, 4))
     train(model, steps=1)
-    traced(torch.randn(2, 4))  # TorchScript runs its layers: no events
     fresh_probe.detach()
     assert "precisionprobe" not in capsys.readouterr().err
     headers, events = read_records(tmp_path)
     assert [(h["model"], h["parameters"]) for h in headers] == [("Sequential", 97)]
+    assert isinstance(traced, torch.jit.ScriptModule)
     last = max(e["batch"] for e in events)
     assert [(e["layer"], e["forward"]) for e in events if e["batch"] == last] == [
         ("Sequential.0", True), ("Sequential.1", True), ("Sequential.2", True), ("MSELoss", True),
@@ -281,7 +281,7 @@ def test_a_model_traced_by_torch_jit_first_does_not_disable_the_hooks(tmp_path, 
 def test_a_torchscript_layer_is_named_and_typed_by_the_class_it_was_made_from(tmp_path, fresh_probe):
     # Every scripted module's class is RecursiveScriptModule (traced: TopLevelTracedModule): the
     # layer type said so, and two scripted layers run on their own had one name. The modules a
-    # scripted module runs inside TorchScript call no hooks: a scripted block gives no event.
+    # scripted module runs inside TorchScript call no hooks: a scripted block is one layer.
     model = nn.Sequential(torch.jit.script(nn.Linear(4, 4)), nn.ReLU(),
                           torch.jit.script(nn.Sequential(nn.Linear(4, 4))), nn.Linear(4, 1))
     scripted, traced = torch.jit.script(nn.Tanh()), torch.jit.trace(nn.Sigmoid(), torch.randn(1, 1))
@@ -290,6 +290,29 @@ def test_a_torchscript_layer_is_named_and_typed_by_the_class_it_was_made_from(tm
     scripted(traced(torch.randn(2, 1)))
     fresh_probe.detach()
     assert [(e["layer"], e["layer_type"], e["forward"]) for e in read_records(tmp_path)[1]] == [
-        ("Sequential.0", "Linear", True), ("Sequential.1", "ReLU", True), ("Sequential.3", "Linear", True),
-        ("Sequential.3", "Linear", False), ("Sequential.1", "ReLU", False), ("Sequential.0", "Linear", False),
-        ("Sigmoid", "Sigmoid", True), ("Tanh", "Tanh", True)]
+        ("Sequential.0", "Linear", True), ("Sequential.1", "ReLU", True), ("Sequential.2", "Sequential", True),
+        ("Sequential.3", "Linear", True), ("Sequential.3", "Linear", False), ("Sequential.2", "Sequential", False),
+        ("Sequential.1", "ReLU", False), ("Sequential.0", "Linear", False), ("Sigmoid", "Sigmoid", True),
+        ("Tanh", "Tanh", True)]
+
+
+def test_a_module_that_calls_none_of_its_children_is_a_layer(tmp_path, fresh_probe):
+    # nn.MultiheadAttention holds out_proj but uses its weights itself: counted as a container,
+    # the attention of every nn.Transformer gave no event, its time untracked. A module with
+    # children is a layer for each call in which no module call starts, on any thread.
+    torch.manual_seed(0)
+    model = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+    fresh_probe.attach(out=tmp_path)
+    for _ in range(2):
+        model(torch.randn(2, 3, 8)).sum().backward()
+    fresh_probe.detach()
+    events = read_records(tmp_path)[1]
+    for batch in (0, 1):
+        assert [(e["layer"], e["layer_type"]) for e in events if e["batch"] == batch and e["forward"]] == [
+            ("self_attn", "MultiheadAttention"), ("dropout1", "Dropout"), ("norm1", "LayerNorm"),
+            ("linear1", "Linear"), ("dropout", "Dropout"), ("linear2", "Linear"), ("dropout2", "Dropout"),
+            ("norm2", "LayerNorm")]
+        assert [e["layer"] for e in events if e["batch"] == batch and not e["forward"]] == [
+            "norm2", "linear2", "linear1", "norm1", "self_attn"]  # (dropouts of p=0 return their input)
+    spans = sorted((e["t_start_ns"], e["t_end_ns"]) for e in events if e["forward"])
+    assert all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:]))  # none inside another
