@@ -255,7 +255,7 @@ def read_event_file(path, skipped=None):
                 except UnicodeDecodeError:
                     raise EventFormatError("invalid UTF-8") from None
                 if not complete and decoder.compact:
-                    raise EventFormatError("incomplete line (no newline)")
+                    raise EventFormatError("incomplete last line (no newline)")
                 kind, record = decoder.decode(line)
             except EventFormatError as error:
                 reason = str(error) if complete or decoder.compact else f"incomplete last line ({error})"

@@ -166,7 +166,7 @@ def test_python_tools_skip_the_lines_that_layer_events_skips(tmp_path):
                        "@ 1714000000000000000 0 0\n0 f0 0 1000\n1 f0 2000 1000\n1 f0 4000 10")  # torn from 1000
     skipped = []
     assert len(read_event_file(compact, skipped)[1]) == 1
-    assert skipped == [(7, "layer id 0 has an empty NAME"), (9, "incomplete line (no newline)")]
+    assert skipped == [(7, "layer id 0 has an empty NAME"), (9, "incomplete last line (no newline)")]
     rows, warnings = layer_events(compact)
     assert len(rows) == 1 and "skipped 2 malformed lines" in warnings
 

@@ -99,7 +99,7 @@ LineKind EventDecoder::decode(std::string_view line, int64_t line_number, bool c
     event.context_stamp = event.layer_stamp = 0;  // the parse may change any field
     return parse_event_line(line, event, problem);
   }
-  if (!complete) return problem = "incomplete line (no newline)", LineKind::Malformed;
+  if (!complete) return problem = "incomplete last line (no newline)", LineKind::Malformed;
   return decode_compact(line, event, problem);
 }
 

@@ -274,7 +274,9 @@ bool EventFileScan::next_record(LayerEvent& event, LineKind& kind, std::string_v
 void EventFileScan::skip(const std::string& problem, bool complete) {
   if (skipped_++ == 0) {
     first_skipped_line_ = reader_->line_number();
-    first_skipped_problem_ = complete ? problem : "incomplete last line (" + problem + ")";
+    // (a compact line's decoder says so itself: a torn compact line is not parsed)
+    const bool said = problem.rfind("incomplete last line", 0) == 0;
+    first_skipped_problem_ = complete || said ? problem : "incomplete last line (" + problem + ")";
   }
 }
 

@@ -202,7 +202,7 @@ TEST_F(CompactEvents, TornLastLineIsSkippedWithOneWarningAndNeverReadAsAShorterE
     const std::string file = dir.write("torn.jsonl", whole.substr(0, whole.size() - last.size() - 1) + last.substr(0, cut));
     EXPECT_EQ(db.scalar("SELECT count(*) FROM layer_events(?1)", {file}).integer, 3) << cut;
     EXPECT_EQ(warnings(), "[\"layer_events: skipped 1 malformed line in " + file +
-                              " (first at line 12: incomplete last line (incomplete line (no newline)))\"]")
+                              " (first at line 12: incomplete last line (no newline))\"]")
         << cut;
   }
 }
