@@ -241,11 +241,26 @@ class DeconvolveSolver {
 DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
   using Eigen::Index;
   DeconvolveResult result;
-  const double L = data.lower_, U = data.upper_;
 
   // 1. The rows, and the states added to them (whose rows are only sums).
   const CompactRows compact(data);
   const LeastSquaresState& prior = data.prior_;
+  // Values far below 1 (under about 1e-77) are solved multiplied by a power of two that brings
+  // the largest to [0.5, 1): the fit squares the residuals, and below about 1e-154 their squares
+  // would vanish, leaving a zero sigma and intervals of no width around a wrong estimate. A power
+  // of two scales exactly, and the results are scaled back. Finite bounds stay within 2^500.
+  double largest = prior.max_abs_value();
+  for (const double v : compact.values) largest = std::max(largest, std::fabs(v));
+  int shift = 0;
+  if (largest > 0 && largest < 0x1p-256) {
+    shift = -std::ilogb(largest) - 1;
+    for (const double b : {data.lower_, data.upper_})
+      if (std::isfinite(b) && b != 0) shift = std::min(shift, 500 - std::ilogb(b));
+    shift = std::max(shift, 0);
+  }
+  const auto scaled = [shift](double v) { return std::ldexp(v, shift); };
+  const auto unscaled = [shift](double v) { return std::ldexp(v, -shift); };
+  const double L = scaled(data.lower_), U = scaled(data.upper_);
   const Index p = static_cast<Index>(compact.names.size());
   result.unknowns.resize(compact.names.size());
   for (Index k = 0; k < p; ++k) {
@@ -258,7 +273,8 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
   const std::vector<size_t>& row_start = compact.row_start;
   const std::vector<uint32_t>& cols = compact.cols;
   const std::vector<double>& weights = compact.weights;
-  const Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(compact.values.data(), static_cast<Index>(m));
+  const Eigen::VectorXd y =
+      Eigen::Map<const Eigen::VectorXd>(compact.values.data(), static_cast<Index>(m)).unaryExpr(scaled);
   const std::vector<int64_t>& counts = compact.counts;
   // The states' cross-products of [A | y] in the columns here (the value last).
   Eigen::MatrixXd prior_cross;
@@ -266,15 +282,24 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
     prior_cross = Eigen::MatrixXd::Zero(p + 1, p + 1);
     const auto& sc = compact.state_column;
     for (size_t i = 0; i < sc.size(); ++i) {
-      prior_cross(sc[i], p) = prior_cross(p, sc[i]) = prior.cross_value(i);
+      prior_cross(sc[i], p) = prior_cross(p, sc[i]) = scaled(prior.cross_value(i));
       for (size_t j = 0; j < sc.size(); ++j) prior_cross(sc[i], sc[j]) = prior.cross(i, j);
     }
-    prior_cross(p, p) = prior.value_squares();
+    prior_cross(p, p) = std::ldexp(prior.value_squares(), 2 * shift);
   }
 
   // The scale `identified` compares interval widths with.
-  result.scale = std::isfinite(L) && std::isfinite(U) ? U - L
-                                                      : std::max(m ? y.cwiseAbs().maxCoeff() : 0.0, prior.max_abs_value());
+  result.scale = std::isfinite(L) && std::isfinite(U) ? U - L : scaled(largest);
+  // The result in the values' own unit again.
+  const auto unscale = [&] {
+    if (shift == 0) return;
+    result.residual_rms = unscaled(result.residual_rms);
+    result.scale = unscaled(result.scale);
+    if (result.sigma) result.sigma = unscaled(*result.sigma);
+    for (auto& u : result.unknowns)
+      for (auto* v : {&u.estimate, &u.std_error, &u.lower90, &u.upper90})
+        if (v->has_value()) *v = unscaled(**v);
+  };
 
   std::vector<Index> data_columns;
   for (Index k = 0; k < p; ++k)
@@ -289,6 +314,7 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
     if (total)
       result.residual_rms =
           std::sqrt((y.squaredNorm() + (prior.empty() ? 0.0 : prior_cross(p, p))) / static_cast<double>(total));
+    unscale();
     return result;
   }
 
@@ -462,6 +488,7 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
     u.upper90 = std::isfinite(high) ? std::optional<double>(high) : std::nullopt;
     u.identified = identified_by(u, result.scale, result.t98 - result.t90);
   }
+  unscale();
   return result;
 }
 

@@ -114,3 +114,16 @@ SELECT pp_deconvolve(sample, layer, weight, value) IS NULL FROM exact WHERE 0;
 -- One window: nothing can be identified.
 SELECT json_extract(pp_deconvolve(sample, layer, weight, value), '$.A.identified') = 0
    AND json_extract(pp_deconvolve(sample, layer, weight, value), '$.A.stderr') IS NULL FROM exact WHERE sample = 1;
+
+-- Values far below 1 are solved as well as any: the fit squares residuals, and those of values
+-- under about 1e-154 would vanish (a zero sigma, intervals of no width). The noisy windows times
+-- 1e-200 give the same estimate and stderr, times 1e-200, with or without bounds.
+SELECT abs(json_extract(d, '$.A.estimate') / 1e-200 - 0.905) < 1e-12
+   AND abs(json_extract(d, '$.A.stderr') / 1e-200 - 1.0 / 60) < 1e-12
+   AND abs(json_extract(d, '$._system.sigma') / 1e-200 - sqrt(0.00015)) < 1e-12
+   AND abs(json_extract(d, '$.A.upper90') - json_extract(d, '$.A.lower90') - 2 * 2.919985580353723 / 60 * 1e-200) < 1e-212
+  FROM (SELECT pp_deconvolve(sample, layer, weight, value * 1e-200) AS d FROM noisy);
+SELECT abs(json_extract(d, '$.idle.estimate') / 1e-300 - 0.105) < 1e-12
+   AND abs(json_extract(d, '$.idle.stderr') / 1e-300 - 1.0 / 60) < 1e-12
+   AND json_extract(d, '$._system.scale') = 1
+  FROM (SELECT pp_deconvolve(sample, layer, weight, value * 1e-300, 0, 1) AS d FROM noisy);
