@@ -14,7 +14,7 @@ std::string sample_key_integer(int64_t id) {
 }
 
 std::string sample_key_real(double id) {
-  if (std::isfinite(id) && id == std::floor(id) && std::fabs(id) < 9.2e18)
+  if (std::isfinite(id) && id == std::floor(id) && id >= -0x1p63 && id < 0x1p63)  // every int64's range
     return sample_key_integer(static_cast<int64_t>(id));
   std::string key(1 + sizeof id, 'r');
   std::memcpy(&key[1], &id, sizeof id);

@@ -127,3 +127,7 @@ SELECT abs(json_extract(d, '$.idle.estimate') / 1e-300 - 0.105) < 1e-12
    AND abs(json_extract(d, '$.idle.stderr') / 1e-300 - 1.0 / 60) < 1e-12
    AND json_extract(d, '$._system.scale') = 1
   FROM (SELECT pp_deconvolve(sample, layer, weight, value * 1e-300, 0, 1) AS d FROM noisy);
+-- A REAL with an integral value names the same window as that INTEGER, to the ends of the
+-- INTEGERs' range: 2^63 - 1024 and -2^63 as either are one window each (weights 0.5 + 0.5).
+SELECT json_extract(pp_deconvolve(column1, 'A', 0.5, 1), '$._system.samples') = 2
+  FROM (VALUES (9223372036854774784), (9223372036854774784.0), (-9223372036854775808), (-9223372036854775808.0));
