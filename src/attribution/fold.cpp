@@ -37,11 +37,15 @@ struct FoldedGpu {
   std::vector<Row> rows;
   int64_t windows = 0;
   std::vector<JobSpan> spans;
+  int64_t unusable_values = 0;  // GpuTimeline's
+  std::string first_unusable;
 };
 
 FoldedGpu folded_gpu(const GpuTimeline& gpu, OverlapMeans means) {
   FoldedGpu out;
   out.windows = means.windows;
+  out.unusable_values = gpu.unusable_values;
+  out.first_unusable = gpu.first_unusable;
   for (OverlapMeanRow& r : means.rows) {
     const TimelineGroup& group = gpu.groups[r.group];
     const bool durations = r.series == OverlapMeanRow::kDurations;
@@ -139,7 +143,18 @@ void fold(RefreshRun& run) {
     Statement list(run.db, named_sql("refresh", "fold_windows_list"));
     while (list.step()) windows.push_back({list.column_text(0), list.column_int64(1), list.column_int64(2)});
   }
-  write_folded(run.db, windows, fold_each_gpu(run.db, windows));
+  const std::vector<FoldedGpu> folded = fold_each_gpu(run.db, windows);
+  int64_t unusable = 0;
+  std::string first_unusable;
+  for (const FoldedGpu& gpu : folded) {
+    if (unusable == 0) first_unusable = gpu.first_unusable;
+    unusable += gpu.unusable_values;
+  }
+  if (unusable > 0)
+    run.warn(std::to_string(unusable) + (unusable == 1 ? " sample" : " samples") +
+             " in pp_samples are not finite or beyond 1e150 in magnitude (the first: " + first_unusable +
+             "); they are left out, like NaN");
+  write_folded(run.db, windows, folded);
   run_script(run.db, embedded_sql("fold"));
   // The events whose durations the fold counted: up to each GPU's fold point, one index range
   // per GPU (a single UPDATE would look the GPU's window up for every row).

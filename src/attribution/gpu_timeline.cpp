@@ -15,6 +15,7 @@
 #include "attribution/stretch_read.hpp"
 #include "attribution/timing_shift.hpp"
 #include "attribution/window_lengths.hpp"
+#include "core/number_text.hpp"
 #include "core/statement.hpp"
 
 namespace pp {
@@ -128,12 +129,18 @@ class TimelineReader : public TimelineFetch {
         while (window != windows.end() && window->ts_ms < ts) ++window;
         // Not aligned yet, or a copy of a window already counted: left out.
         if (window == windows.end() || window->ts_ms != ts || window->copy) continue;
-        const bool null = samples.column_null(1);
+        bool null = samples.column_null(1);
         const bool own_grid = driver && window->util_end_ns;
         const int64_t end = own_grid ? *window->util_end_ns : window->end_ns;
         // A driver window read by two DCGM samples is one window: its second reading is left out.
         if (own_grid && window->util_copy) continue;
-        s.samples.push_back({ts, end, null ? 0.0 : samples.column_double(1), null, own_grid});
+        const double value = null ? 0.0 : samples.column_double(1);
+        if (!null && !(std::fabs(value) <= kLargestSampleValue)) {
+          if (gpu_.unusable_values++ == 0)
+            gpu_.first_unusable = s.metric + " of " + uuid + " at ts_ms " + std::to_string(ts) + ": " + number_text(value);
+          null = true;
+        }
+        s.samples.push_back({ts, end, null ? 0.0 : value, null, own_grid});
         const std::optional<double>& aligned_with = driver ? window->util_window_ms : window->window_ms;
         if (aligned_with && from_data_[si])
           s.samples.back().window = window_index(s, *aligned_with * static_cast<double>(kNsPerMsInt));

@@ -77,6 +77,11 @@ struct TimelineEvent {
   uint32_t group, job;
 };
 
+// The largest magnitude of a sample value the fold and the estimator take (pp_deconvolve's limit
+// on its values): their sums square the values, and past this the squares leave the doubles'
+// range. A stored value beyond it, or not finite (+Inf or -Inf from Prometheus), is read as NULL.
+constexpr double kLargestSampleValue = 1e150;
+
 // (job_id, layer, forward): the unit of a pp_mean state.
 struct TimelineGroup {
   uint32_t job;
@@ -103,7 +108,11 @@ struct GpuTimeline {
   // weight 1), and their lowest id.
   std::vector<WeightedSums> durations;
   std::vector<int64_t> first_id;
-
+  // Samples whose stored value is not finite or beyond kLargestSampleValue in magnitude: read as
+  // NULL, like NaN (what no GPU counter gives and no sum of the fold or the estimator could take),
+  // and the first of them, for the refresh's warning.
+  int64_t unusable_values = 0;
+  std::string first_unusable;
 
   const std::string& job_id(uint32_t group) const { return jobs[groups[group].job].job_id; }
   // Distinct sample timestamps over all series.

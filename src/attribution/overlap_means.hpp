@@ -28,7 +28,8 @@ struct OverlapMeans {
 
 // Sweeps the series on up to `threads` threads (the calling one among them). poll is called on
 // the calling thread every so many pairs and may throw to stop (an interrupt): the other
-// threads then stop too. A value that is not finite is an error, as in pp_mean.
+// threads then stop too. A value that is not finite is an error, as in pp_mean (the reader,
+// read_gpu_timeline, gives none: it reads such values as NULL).
 OverlapMeans overlap_means(const GpuTimeline& gpu, size_t threads, const std::function<void()>& poll = {});
 
 }  // namespace pp
