@@ -66,7 +66,9 @@ void MeanState::merge(const MeanState& other) {
   const double d = exact_d.hi + exact_d.lo;
   const DoubleDouble other_share = dd_divide(DoubleDouble{other.weight, other.weight_low}, total_weight);
   const DoubleDouble merged_mean = dd_sum({mean, mean_low}, dd_multiply(exact_d, other_share));
-  const double merged_m2 = m2 + other.m2 + d * d * weight * (other.weight / total);
+  double merged_m2 = m2 + other.m2 + d * d * weight * (other.weight / total);
+  // d^2 alone may pass the doubles' range where the term, with small weights, does not.
+  if (!std::isfinite(merged_m2)) merged_m2 = m2 + other.m2 + d * (d * (weight * (other.weight / total)));
   if (!dd_finite(merged_mean)) throw_state_overflow("the mean passes the largest double (1.8e308)");
   if (!std::isfinite(merged_m2))
     throw_state_overflow("the sum of squared deviations from the mean passes the largest double (1.8e308)");
@@ -109,7 +111,8 @@ void MeanState::unmerge(const MeanState& part) {
   const double ratio = part.weight / rest_weight;
   const DoubleDouble part_to_rest = dd_divide(DoubleDouble{part.weight, part.weight_low}, rest);
   const DoubleDouble rest_mean = dd_sum({mean, mean_low}, dd_multiply({-exact_d.hi, -exact_d.lo}, part_to_rest));
-  const double rest_m2 = m2 - part.m2 - d * d * weight * ratio;
+  double rest_m2 = m2 - part.m2 - d * d * weight * ratio;
+  if (!std::isfinite(rest_m2)) rest_m2 = m2 - part.m2 - d * (d * (weight * ratio));  // as in merge
   if (!dd_finite(rest_mean)) throw_state_overflow("the mean of the rest passes the largest double (1.8e308)");
   mean = rest_mean.hi;
   mean_low = rest_mean.lo;

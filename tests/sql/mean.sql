@@ -143,3 +143,14 @@ SELECT abs(pp_mean_value(s) - 1) < 1e-12 AND abs(pp_mean_value(m) - 1) < 1e-12 F
 WITH v(i, x) AS (VALUES (1, 1e20), (2, 1), (3, 1)),
      w AS (SELECT i, pp_mean(x) OVER (ORDER BY i ROWS 1 PRECEDING) AS s FROM v)
 SELECT abs(pp_mean_value(s) - 1) < 1e-12 AND pp_mean_value(s) >= pp_mean_min(s) FROM w WHERE i = 3;
+-- Small weights keep values far apart within range: with weights of 1e-300, +-1e154 have a
+-- sum of squared deviations of 1e-300 x 1e-300 / 2e-300 x (2e154)^2 = 2e8, though (2e154)^2
+-- alone passes the largest double; a sliding frame takes such rows out again.
+SELECT abs(json_extract(pp_mean_json(pp_mean(x, 1e-300)), '$.m2') / 2e8 - 1) < 1e-12
+  FROM (SELECT 1e154 AS x UNION ALL SELECT -1e154);
+-- (Rows 2-4, -1e154, -1e154 and 0 about their mean -2e154 / 3: m2 = 1e-300 x 6e308 / 9.)
+SELECT count(*) = 4 AND max(abs(m2 / 1e8 - expected)) < 1e-9
+  FROM (SELECT json_extract(pp_mean_json(pp_mean(x, 1e-300) OVER (ORDER BY i ROWS 2 PRECEDING)), '$.m2') AS m2,
+               expected
+          FROM (SELECT 1 AS i, 1e154 AS x, 0.0 AS expected UNION ALL SELECT 2, -1e154, 2.0
+                UNION ALL SELECT 3, -1e154, 24.0 / 9 UNION ALL SELECT 4, 0, 6.0 / 9));
