@@ -15,6 +15,9 @@
 #include <array>
 #include <cstdlib>
 #include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "attribution/attribution_tables.hpp"
 #include "core/statement.hpp"
@@ -75,8 +78,35 @@ struct GpuSamplesCursor : SamplesCursor {
       }
       sqlite3_reset(labels_statement_->handle());
       labels_serial_ = series_serial();
+      check_one_series();
     }
     return labels_[index].get();
+  }
+
+  // The label value `index` as text, "" for NULL.
+  std::string label_text(int index) const {
+    const unsigned char* text = sqlite3_value_text(labels_[index].get());
+    return text ? std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(sqlite3_value_bytes(labels_[index].get())))
+                : std::string();
+  }
+
+  // Two series of one metric that name the same GPU (two exporters, or one scraped by two jobs,
+  // with other labels that differ) give two samples at a time where pp_samples keeps one: the
+  // first it stores. A warning names both label sets, once per GPU and metric. (A series comes
+  // again in every chunk; only another label set counts.)
+  void check_one_series() const {
+    const std::string metric = series().metric.value_or("");
+    const std::string uuid = label_text(0);
+    const std::string gpu = uuid.empty() ? "on host '" + label_text(1) + "' index '" + label_text(2) + "'" : uuid;
+    const std::string instance = label_text(3);
+    const std::string key = metric + '\x1f' + gpu + '\x1f' + instance;
+    const auto [seen, added] = first_series_.emplace(key, series().labels_json);
+    if (added || seen->second == series().labels_json || !warned_.insert(key).second) return;
+    connection->add_warning(std::string(kName) + ": GPU " + gpu + (instance.empty() ? "" : " instance " + instance) +
+                            " has more than one series of " + metric + ", " + seen->second + " and " +
+                            series().labels_json +
+                            ": pp_refresh keeps one sample of a GPU and metric at a time, the first it stores, so its "
+                            "values may mix the series");
   }
 
   int64_t ts_ms() const {
@@ -94,6 +124,8 @@ struct GpuSamplesCursor : SamplesCursor {
   mutable std::unique_ptr<Statement> labels_statement_, ts_statement_;
   mutable std::array<HeldValue, kLabelColumns> labels_;
   mutable uint64_t labels_serial_ = 0;
+  mutable std::unordered_map<std::string, std::string> first_series_;  // check_one_series
+  mutable std::unordered_set<std::string> warned_;
 };
 
 }  // namespace
