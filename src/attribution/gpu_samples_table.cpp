@@ -12,12 +12,14 @@
 //   instance  json_extract(labels, '$.GPU_I_ID')
 //   ts_ms     CAST(round(ts * 1000) AS INTEGER)
 // (The label expressions run as SQL, once per series, so that they stay exactly SQLite's.)
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "attribution/attribution_tables.hpp"
 #include "core/statement.hpp"
@@ -90,23 +92,41 @@ struct GpuSamplesCursor : SamplesCursor {
                 : std::string();
   }
 
-  // Two series of one metric that name the same GPU (two exporters, or one scraped by two jobs,
-  // with other labels that differ) give two samples at a time where pp_samples keeps one: the
-  // first it stores. A warning names both label sets, once per GPU and metric. (A series comes
-  // again in every chunk; only another label set counts.)
+  // Two series of one metric that name the same GPU over the same time (two exporters, or one
+  // scraped by two jobs, with other labels that differ) give two samples at a time where
+  // pp_samples keeps one: the first it stores. A warning names both label sets, once per GPU and
+  // metric. Series that follow one another (an exporter restarted under a new pod name) are not
+  // that: each stored time has one sample. (A series comes again in every chunk: its times are
+  // the union of its chunks'.)
   void check_one_series() const {
-    const std::string metric = series().metric.value_or("");
+    const PromSeries& current = series();
+    if (current.points.empty()) return;
+    const std::string metric = current.metric.value_or("");
     const std::string uuid = label_text(0);
     const std::string gpu = uuid.empty() ? "on host '" + label_text(1) + "' index '" + label_text(2) + "'" : uuid;
     const std::string instance = label_text(3);
     const std::string key = metric + '\x1f' + gpu + '\x1f' + instance;
-    const auto [seen, added] = first_series_.emplace(key, series().labels_json);
-    if (added || seen->second == series().labels_json || !warned_.insert(key).second) return;
-    connection->add_warning(std::string(kName) + ": GPU " + gpu + (instance.empty() ? "" : " instance " + instance) +
-                            " has more than one series of " + metric + ", " + seen->second + " and " +
-                            series().labels_json +
-                            ": pp_refresh keeps one sample of a GPU and metric at a time, the first it stores, so its "
-                            "values may mix the series");
+    const int64_t first = std::min(current.points.front().ts_ms, current.points.back().ts_ms);
+    const int64_t last = std::max(current.points.front().ts_ms, current.points.back().ts_ms);
+    std::vector<SeriesSpan>& spans = series_spans_[key];
+    SeriesSpan* own = nullptr;
+    for (SeriesSpan& span : spans)
+      if (span.labels_json == current.labels_json) own = &span;
+    if (!own) own = &spans.emplace_back(SeriesSpan{current.labels_json, first, last});
+    own->first_ms = std::min(own->first_ms, first);
+    own->last_ms = std::max(own->last_ms, last);
+    for (const SeriesSpan& other : spans) {
+      if (&other == own || other.last_ms < own->first_ms || own->last_ms < other.first_ms) continue;
+      if (!warned_.insert(key).second) return;
+      const bool own_first = own < &other;  // (the label sets in the order first seen)
+      connection->add_warning(std::string(kName) + ": GPU " + gpu + (instance.empty() ? "" : " instance " + instance) +
+                              " has more than one series of " + metric + " at the same time, " +
+                              (own_first ? own : &other)->labels_json + " and " +
+                              (own_first ? &other : own)->labels_json +
+                              ": pp_refresh keeps one sample of a GPU and metric at a time, the first it stores, "
+                              "so its values may mix the series");
+      return;
+    }
   }
 
   int64_t ts_ms() const {
@@ -124,7 +144,12 @@ struct GpuSamplesCursor : SamplesCursor {
   mutable std::unique_ptr<Statement> labels_statement_, ts_statement_;
   mutable std::array<HeldValue, kLabelColumns> labels_;
   mutable uint64_t labels_serial_ = 0;
-  mutable std::unordered_map<std::string, std::string> first_series_;  // check_one_series
+  // check_one_series: per GPU and metric, each label set's first and last time seen.
+  struct SeriesSpan {
+    std::string labels_json;
+    int64_t first_ms, last_ms;
+  };
+  mutable std::unordered_map<std::string, std::vector<SeriesSpan>> series_spans_;
   mutable std::unordered_set<std::string> warned_;
 };
 
