@@ -8,9 +8,19 @@
 
 namespace pp {
 
+void SqlRelay::execute(const std::function<void()>& f) {
+  if (first_failure_) std::rethrow_exception(first_failure_);  // refused: see the header
+  try {
+    f();
+  } catch (...) {
+    first_failure_ = std::current_exception();
+    throw;
+  }
+}
+
 void SqlRelay::run(const std::function<void()>& f) {
   if (std::this_thread::get_id() == owner_) {
-    f();
+    execute(f);
     return;
   }
   Request request{&f, nullptr, false};
@@ -48,7 +58,7 @@ void SqlRelay::serve(size_t workers, const std::function<void()>& watch) {
     requests_.pop_front();
     lock.unlock();
     try {
-      (*request->f)();
+      execute(*request->f);
     } catch (...) {
       request->failure = std::current_exception();
     }

@@ -14,6 +14,12 @@
 // other's writes, since they run in any order; and since rows inserted into a rowid table read
 // back in the order they went in, such rows are best inserted after the pieces, in order.
 //
+// Once a request has failed, the relay runs no other: each is refused with that failure (a piece
+// that catches it and goes on gets no SQL run again). SQLite may answer a failed write
+// (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM) by rolling back the whole transaction, and the
+// pieces still running would then write outside it, each statement committing on its own: part
+// of a refresh that failed would be stored.
+//
 // A piece that computes long without SQL notices an interrupt through stopping(): the calling
 // thread calls `watch` (for_each_in_parallel's) while it waits, and once that throws,
 // stopping() is true on every worker.
@@ -54,6 +60,8 @@ class SqlRelay {
   // On the owner: runs requests until `workers` have finished (each calls worker_done()),
   // calling watch every kWatchEvery while none comes.
   void serve(size_t workers, const std::function<void()>& watch);
+  // On the owner: runs f, or rethrows the failure of an earlier request instead.
+  void execute(const std::function<void()>& f);
   void worker_done();
 
   std::thread::id owner_;
@@ -61,6 +69,7 @@ class SqlRelay {
   std::condition_variable wake_owner_, wake_workers_;
   std::deque<Request*> requests_;
   size_t finished_ = 0;
+  std::exception_ptr first_failure_;  // (the owner's alone)
   std::atomic<bool> stop_{false};
 };
 

@@ -1,7 +1,8 @@
 """Refreshes that run at the same time, or in many parts, against the test Prometheus: four
 connections refreshing and querying one WAL database while a writer appends events, refreshes
-while the event files grow, and a refresh from inside another statement of the same connection.
-Each ends with the tables one refresh over the finished files gives.
+while the event files grow, a refresh from inside another statement of the same connection, and
+refreshes that run out of room in the database file. Each ends with the tables one refresh over
+the finished files gives.
 
 CTest runs this file as `faults.wal` (the concurrency), `faults.parts` and `faults.parts_fetch`
 (the refreshes in parts) and `faults.retention`, fixture `servers`, with the environment of
@@ -12,6 +13,7 @@ test_faults.py, whose connect() and env fixture it uses:
 """
 import json
 import re
+import shutil
 import sqlite3
 import threading
 import time
@@ -225,6 +227,75 @@ def test_refresh_while_a_cursor_of_the_same_connection_is_open(env, tmp_path):
     assert int(conn.execute("SELECT events_added FROM pp_refresh(?)", second).fetchone()[0]) == 0
     assert not conn.in_transaction
     assert conn.execute("SELECT count(*) FROM pp_events").fetchone() == (6,)
+
+
+def test_a_refresh_that_fills_the_database_keeps_nothing(env, tmp_path):
+    """A refresh that runs out of room (PRAGMA max_page_count here; a full disk or a file-size
+    limit alike) fails with SQLite's "database or disk is full" and leaves every table as it
+    was, wherever it stops: SQLite may roll back the whole transaction on that error, and the
+    align step's other GPUs, on another thread, must then write nothing (each write would have
+    committed on its own: windows of a refresh that failed, stored). Once there is room, the
+    refresh gives the tables of one that never failed."""
+    url = env["prometheus_url"]
+    settings = {"attribution_margin_seconds": 10**9}
+    events = tmp_path / "events"
+    events.mkdir()
+    jobs = [job_lines(g) for g in range(len(dcgm_data.GPUS))]
+    for g, lines in enumerate(jobs):
+        (events / f"rank{g}.jsonl").write_text("".join(lines[:len(lines) // 2]))
+    half = tmp_path / "half.db"
+    conn = connect(url, str(half), **settings)
+    conn.execute("SELECT * FROM pp_refresh(?)", (str(events),)).fetchall()
+    tables = [name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table' "
+                                                "AND name NOT LIKE 'sqlite%' ORDER BY name")]
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.close()
+    for g, lines in enumerate(jobs):
+        (events / f"rank{g}.jsonl").write_text("".join(lines))
+
+    def counts(c):
+        return {t: c.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
+
+    def refresh_within(limit):
+        """Counts before and after a refresh of a copy of half.db allowed `limit` pages, and its error."""
+        trial = tmp_path / "trial.db"
+        shutil.copyfile(half, trial)
+        c = connect(url, str(trial), **settings)
+        before = counts(c)
+        c.execute(f"PRAGMA max_page_count = {limit}")
+        try:
+            c.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
+            error = None
+        except sqlite3.OperationalError as e:
+            error = str(e)
+        c.close()
+        c = connect(url, str(trial))
+        after = counts(c)
+        c.close()
+        return before, after, error
+
+    # The fewest pages the refresh needs, then limits below it, every 4 pages: each stops it in
+    # another step, the align step's writes among them.
+    low, high = pages, pages + 2000
+    while low + 1 < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if refresh_within(middle)[2] is None else (middle, high)
+    failed = 0
+    for limit in range(high - 4, max(pages, high - 120), -4):
+        before, after, error = refresh_within(limit)
+        assert error == "pp_refresh: database or disk is full", (limit, error)
+        assert after == before, (limit, {t: (before[t], after[t]) for t in tables if after[t] != before[t]})
+        failed += 1
+    assert failed >= 20
+
+    conn = connect(url, str(tmp_path / "trial.db"), **settings)
+    conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
+    once = connect(url, str(tmp_path / "once.db"), **settings)
+    once.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
+    got, expected = layer_states(conn), layer_states(once)
+    assert got.keys() == expected.keys()
+    for key, (count, value) in expected.items():
+        assert got[key] == (count, pytest.approx(value, rel=1e-9, abs=1e-12)), key
 
 
 def test_jobs_far_apart_on_a_gpu_fetch_their_own_spans(env, tmp_path):

@@ -97,6 +97,40 @@ TEST(SqlRelay, TheFirstFailureComesBackAndSqlFailuresReachTheirPiece) {
   EXPECT_GE(sql_failures_seen.load(), 1);
 }
 
+// SQLite may answer a failed write (a full disk) by rolling back the whole transaction: SQL that
+// another piece sends afterwards would run outside it, each statement committing on its own. The
+// relay runs none: a request after the first failure is refused with that failure.
+TEST(SqlRelay, NoSqlRunsOnceARequestHasFailed) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: the first failure ends the loop";
+  std::atomic<bool> failed{false};
+  std::atomic<int> ran_after{0};
+  std::string second_saw;
+  try {
+    pp::for_each_in_parallel(2, [&](size_t i, pp::SqlRelay& sql) {
+      if (i == 0) {
+        try {
+          sql.run([] { throw pp::Error("database or disk is full"); });
+        } catch (...) {
+          failed = true;
+          throw;
+        }
+      }
+      while (!failed) std::this_thread::yield();
+      try {
+        sql.run([&] { ++ran_after; });  // a write that would have committed alone
+      } catch (const pp::Error& e) {
+        second_saw = e.what();
+        throw;
+      }
+    });
+    ADD_FAILURE() << "no failure came back";
+  } catch (const pp::Error& e) {
+    EXPECT_STREQ(e.what(), "database or disk is full");
+  }
+  EXPECT_EQ(ran_after.load(), 0);
+  EXPECT_EQ(second_saw, "database or disk is full");
+}
+
 TEST(SqlRelay, OneThreadRunsEveryPieceInOrder) {
   std::vector<size_t> order;
   pp::for_each_in_parallel(5, [&](size_t i, pp::SqlRelay& sql) { sql.run([&] { order.push_back(i); }); }, 1);
