@@ -6,9 +6,12 @@ import io
 import json
 import os
 import re
+import resource
 import shutil
 import sqlite3
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -394,6 +397,33 @@ def test_html_writes_a_self_contained_page(runs, report_a, tmp_path):
                                  "--html", tmp_path / "report" / "index.html", check=False)
     assert onto_a_file.returncode == 1 and onto_a_file.stdout == ""
     assert "--html: '" in onto_a_file.stderr and "is a file; give a folder" in onto_a_file.stderr
+
+
+def test_html_that_cannot_be_written_whole_leaves_the_page_before(runs, report_a, tmp_path):
+    """The page and each figure go through a temporary file renamed over the old one: a write that
+    fails (a file-size limit here, a full disk alike, or the command killed) leaves the page written
+    before, never part of one, and no temporary file; the error names the file. The page was
+    written in place: the limit left the first 100 KB of a 430 KB page where the whole one had been."""
+    pytest.importorskip("matplotlib", reason="--html draws with matplotlib (scripts/setup.sh installs it)")
+    work, _, _ = runs
+    report = tmp_path / "report"
+    analyze = ["analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh", "--no-layers", "--html", report]
+    precisionprobe(*analyze)
+    before = {path.name: path.read_bytes() for path in report.iterdir()}
+    largest_figure = max(len(data) for name, data in before.items() if name.endswith(".png"))
+    limit = largest_figure + 65536  # the figures fit under it, the page (with them embedded) does not
+    assert len(before["index.html"]) > limit
+
+    def file_size_limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))  # (Python ignores SIGXFSZ: writes fail, EFBIG)
+
+    limited = subprocess.run([sys.executable, "-m", "precisionprobe", *map(str, analyze)], text=True,
+                             capture_output=True, timeout=300, preexec_fn=file_size_limit,
+                             env=dict(os.environ, PRECISIONPROBE_EXTENSION=extension_path()))
+    assert limited.returncode == 1
+    assert limited.stderr.endswith(f"--html: cannot write '{report / 'index.html'}': File too large\n"), limited.stderr
+    assert (report / "index.html").read_bytes() == before["index.html"]
+    assert sorted(path.name for path in report.iterdir()) == sorted(before)  # no temporary file left
 
 
 def test_html_onto_a_device_or_named_pipe_writes_the_page_there(runs, report_a, tmp_path):

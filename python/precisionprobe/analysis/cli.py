@@ -332,7 +332,10 @@ def analyze(args):
     if args.html:
         try:
             page = write_html(reports, args.html, layers=not args.no_layers)
-        except (RuntimeError, OSError) as e:
+        except OSError as e:
+            raise CommandError(f"--html: cannot write '{e.filename}': {e.strerror}" if e.filename and e.strerror
+                               else f"--html: {e}") from None
+        except RuntimeError as e:
             raise CommandError(f"--html: {e}") from None
         print(f"precisionprobe: report page {page}", file=sys.stderr)
     return 0

@@ -36,6 +36,22 @@ def _table(rows):
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _replace(path, write):
+    """Calls write(name) for a temporary name beside path, then renames it over path: a browser or
+    a web server serving DIR sees the old file or the new one, never part of one (a full disk or
+    a file-size limit mid-write, a process killed). A write that fails leaves the old file and
+    no temporary one, and the error names path."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")  # (the suffix: savefig's format)
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, str(path)) from None
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
 def _image(path):
     data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
     return f'<img alt="{html.escape(Path(path).stem)}" src="data:image/png;base64,{data}">'
@@ -58,7 +74,8 @@ def write_html(jobs, directory, layers=True):
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     page = directory / "index.html"
-    page.write_text(_page(jobs, directory, layers))
+    text = _page(jobs, directory, layers)
+    _replace(page, lambda name: name.write_text(text, encoding="utf-8"))
     return page
 
 
@@ -68,8 +85,8 @@ def _page(jobs, directory, layers):
     for job in jobs:
         name = _file_name(job.job_id)
         share, metrics = directory / f"{name}-share.png", directory / f"{name}-metrics.png"
-        figures.share_figure(job, share)
-        figures.metrics_figure(job, metrics)
+        _replace(share, lambda name: figures.share_figure(job, name))
+        _replace(metrics, lambda name: figures.metrics_figure(job, name))
         parts += [f"<h2>Job {html.escape(job.job_id)}</h2>", f"<p>{html.escape(job_summary(job))}</p>",
                   "<h3>What this says</h3><ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in job.findings)
                   + "</ul>", _image(share), "<h3>Per layer type</h3>", _table(job.layer_types),
