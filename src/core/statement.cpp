@@ -1,6 +1,7 @@
 #include "core/statement.hpp"
 
 #include <climits>
+#include <cstring>
 
 #include "core/errors.hpp"
 
@@ -87,7 +88,11 @@ void Statement::fail() const {
                         ": another connection holds this database's write lock; nothing was written by this "
                         "statement (run it again, or set PRAGMA busy_timeout so that SQLite waits for the lock)",
                     sqlite3_extended_errcode(db_) == SQLITE_BUSY_SNAPSHOT);
-  const std::string message = sqlite3_errmsg(db_);
+  std::string message = sqlite3_errmsg(db_);
+  // SQLite says "disk I/O error" alone, whatever the system said: a file-size limit (EFBIG), a
+  // quota, a device gone. The system's reason is what the user can act on.
+  if ((sqlite3_extended_errcode(db_) & 0xFF) == SQLITE_IOERR && sqlite3_system_errno(db_) != 0)
+    message += std::string(" (") + std::strerror(sqlite3_system_errno(db_)) + ")";
   // The extension's own tables, read before anything made them (a fresh database).
   if (message.rfind("no such table: main.pp_", 0) == 0)
     throw Error(message + " (this database has no attribution tables yet: SELECT pp_install_views() creates "

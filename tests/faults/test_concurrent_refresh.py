@@ -12,9 +12,12 @@ test_faults.py, whose connect() and env fixture it uses:
       python3 -m pytest -q tests/faults/test_concurrent_refresh.py
 """
 import json
+import os
 import re
 import shutil
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from datetime import datetime, timezone
@@ -296,6 +299,46 @@ def test_a_refresh_that_fills_the_database_keeps_nothing(env, tmp_path):
     assert got.keys() == expected.keys()
     for key, (count, value) in expected.items():
         assert got[key] == (count, pytest.approx(value, rel=1e-9, abs=1e-12)), key
+
+
+FILE_SIZE_LIMITED_REFRESH = """
+import resource, sqlite3, sys
+from test_faults import connect
+url, database, events, limit = sys.argv[1:5]
+conn = connect(url, database, attribution_margin_seconds=10**9)
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(limit), int(limit)))  # (Python ignores SIGXFSZ: writes fail, EFBIG)
+try:
+    conn.execute("SELECT * FROM pp_refresh(?, 1)", (events,)).fetchall()
+except sqlite3.OperationalError as error:
+    print(error)
+"""
+
+
+def test_a_refresh_past_the_file_size_limit_names_the_reason(env, tmp_path):
+    """A refresh whose database would grow past the process's file-size limit (ulimit -f) fails
+    saying so, where SQLite says only "disk I/O error", and keeps nothing; without the limit the
+    same refresh runs."""
+    url = env["prometheus_url"]
+    events = tmp_path / "events"
+    events.mkdir()
+    jobs = [job_lines(g) for g in range(len(dcgm_data.GPUS))]
+    for g, lines in enumerate(jobs):
+        (events / f"rank{g}.jsonl").write_text("".join(lines[:len(lines) // 2]))
+    database = tmp_path / "limited.db"
+    conn = connect(url, str(database), attribution_margin_seconds=10**9)
+    conn.execute("SELECT * FROM pp_refresh(?)", (str(events),)).fetchall()
+    before = conn.execute("SELECT (SELECT count(*) FROM pp_events), (SELECT count(*) FROM pp_windows), "
+                          "(SELECT group_concat(bytes) FROM pp_event_files)").fetchone()
+    for g, lines in enumerate(jobs):
+        (events / f"rank{g}.jsonl").write_text("".join(lines))
+    limit = database.stat().st_size + 40000
+    said = subprocess.run([sys.executable, "-c", FILE_SIZE_LIMITED_REFRESH, url, str(database), str(events), str(limit)],
+                          capture_output=True, text=True, timeout=120, check=True,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))).stdout
+    assert said == "pp_refresh: disk I/O error (File too large)\n", said
+    assert conn.execute("SELECT (SELECT count(*) FROM pp_events), (SELECT count(*) FROM pp_windows), "
+                        "(SELECT group_concat(bytes) FROM pp_event_files)").fetchone() == before
+    assert int(conn.execute("SELECT events_added FROM pp_refresh(?, 1)", (str(events),)).fetchone()[0]) > 0
 
 
 def test_jobs_far_apart_on_a_gpu_fetch_their_own_spans(env, tmp_path):
