@@ -131,6 +131,10 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
     // may be just that), leaving the transaction and its lock open: every other connection
     // would be kept out, and the next refresh would run inside it and never commit.
     const char* undo = commits_itself ? "ROLLBACK" : "ROLLBACK TO pp_refresh; RELEASE pp_refresh";
+    // SQLite answers some failed writes (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM) by rolling back
+    // the whole transaction, the application's own writes before the refresh too: say so, or
+    // its COMMIT would say only that no transaction is active.
+    const bool transaction_lost = !commits_itself && sqlite3_get_autocommit(db) != 0;
     if (sqlite3_exec(db, undo, nullptr, nullptr, nullptr) == SQLITE_INTERRUPT) {
       // sqlite3_interrupt() stops every statement of the connection until the calling one ends.
       // (Stopped before its first row, it left nothing a COMMIT could store.)
@@ -163,6 +167,18 @@ RefreshSummary refresh(Connection& connection, const std::optional<std::string>&
       throw BusyError(
           "database is locked by another connection's write; nothing was changed (run pp_refresh again, "
           "or inside BEGIN IMMEDIATE ... COMMIT, where busy_timeout applies)");
+    if (transaction_lost) {
+      try {
+        throw;
+      } catch (const InterruptedError&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw Error(std::string(e.what()) +
+                    "; SQLite rolled back the whole transaction this refresh ran in, its writes before the refresh "
+                    "included: nothing of it was stored (once the cause is dealt with, run what it did again, and "
+                    "pp_refresh)");
+      }
+    }
     throw;
   }
   // The refresh has committed: an interrupt now (the calling statement may still report it)

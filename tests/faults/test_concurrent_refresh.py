@@ -301,6 +301,33 @@ def test_a_refresh_that_fills_the_database_keeps_nothing(env, tmp_path):
         assert got[key] == (count, pytest.approx(value, rel=1e-9, abs=1e-12)), key
 
 
+def test_a_full_database_inside_begin_says_the_whole_transaction_went(env, tmp_path):
+    """Inside the application's BEGIN, a write that finds the database full makes SQLite roll back
+    the whole transaction, the application's own rows too: the error says so, where it said only
+    "database or disk is full" and the application learnt it from its COMMIT ("no transaction is
+    active")."""
+    url = env["prometheus_url"]
+    (tmp_path / "events").mkdir()
+    for g in range(len(dcgm_data.GPUS)):
+        (tmp_path / "events" / f"rank{g}.jsonl").write_text("".join(job_lines(g)))
+    conn = connect(url, str(tmp_path / "app.db"))
+    conn.execute("SELECT pp_install_views()")
+    conn.execute("CREATE TABLE app_rows(x)")
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {pages + 10}")
+    conn.execute("BEGIN")
+    conn.execute("INSERT INTO app_rows VALUES (1)")
+    with pytest.raises(sqlite3.OperationalError) as error:
+        conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(tmp_path / "events"),)).fetchall()
+    assert not conn.in_transaction
+    assert str(error.value) == (
+        "pp_refresh: database or disk is full; SQLite rolled back the whole transaction this refresh ran in, its "
+        "writes before the refresh included: nothing of it was stored (once the cause is dealt with, run what it did "
+        "again, and pp_refresh)")
+    assert conn.execute("SELECT count(*) FROM app_rows").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM pp_events").fetchone() == (0,)
+
+
 FILE_SIZE_LIMITED_REFRESH = """
 import resource, sqlite3, sys
 from test_faults import connect
