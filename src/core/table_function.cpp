@@ -207,6 +207,20 @@ void penalize_unusable_extra_arguments(sqlite3_index_info* info, int first_argum
     }
 }
 
+void penalize_absent_arguments_read(sqlite3_index_info* info, int first_argument_column) {
+  // (colUsed has a bit per column below 63, and bit 63 for every column after.)
+  for (int column = first_argument_column; column < 64; ++column) {
+    if (!(info->colUsed & (sqlite3_uint64{1} << column))) continue;
+    bool given = false;
+    for (int i = 0; i < info->nConstraint; ++i)
+      given = given || (info->aConstraint[i].iColumn == column && info->aConstraintUsage[i].argvIndex > 0);
+    if (!given) {
+      info->estimatedCost *= 1e6;
+      return;
+    }
+  }
+}
+
 void check_plan_arguments(const char* idx_str) {
   constexpr size_t kMarker = sizeof kCannotRun - 1;
   if (idx_str && std::strncmp(idx_str, kCannotRun, kMarker) == 0) throw Error(idx_str + kMarker);

@@ -65,6 +65,14 @@ bool extra_arguments_agree(int idx_num, const char* idx_str, std::vector<sqlite3
 // a millionfold, so that SQLite reads that table first where it can (the call then runs only
 // where both agree; otherwise it runs with one value and SQLite drops the rows after).
 void penalize_unusable_extra_arguments(sqlite3_index_info* info, int first_argument_column);
+// After plan(): a plan without an argument whose column the statement reads (colUsed) costs a
+// millionfold, so that a plan that gives it wins where one exists. SQLite takes the `=` that
+// every branch of an OR has out of it: in `(uuid = 'a' AND after_ms = 1) OR (uuid = 'a' AND
+// after_ms = 2)` it would run the call once without after_ms and compare the echoed NULL with 1
+// and 2, keeping no row, where the OR's plan runs each branch's call and keeps its rows, as
+// `uuid = 'a' AND after_ms IN (1, 2)` does. A statement that only reads the column (`SELECT
+// after_ms FROM pp_overlaps('a')`) has no other plan, and runs this one.
+void penalize_absent_arguments_read(sqlite3_index_info* info, int first_argument_column);
 
 // Maps xFilter's argv (present arguments first, in order) back to argument positions:
 // result[i] is the value of argument i, or nullptr when it was not given.
@@ -147,6 +155,7 @@ sqlite3_module table_function_module() {
       if (rc == SQLITE_OK) {
         place_extra_arguments(info);
         penalize_unusable_extra_arguments(info, Cursor::kFirstArgument);
+        penalize_absent_arguments_read(info, Cursor::kFirstArgument);
       }
       return rc == kPlanCannotRun ? SQLITE_OK : rc;
     });

@@ -242,6 +242,17 @@ SELECT (SELECT count(*) FROM means_per_gpu WHERE metric = '_duration' OR layer =
 .parameter set @gpu "(SELECT min(uuid) FROM gpus)"
 SELECT (SELECT count(*) FROM pp_overlap_means(@gpu)) = (SELECT count(*) FROM means WHERE gpu = @gpu);
 SELECT (SELECT count(*) FROM pp_overlap_means WHERE uuid = @gpu) = (SELECT count(*) FROM means WHERE gpu = @gpu);
+-- An OR whose branches give the same uuid and different bounds: SQLite takes the uuid out of
+-- the OR, and a call without the bound (its column NULL, equal to neither) must not run instead
+-- of each branch's own call, whose rows the OR keeps as `after_ms IN (...)` does.
+SELECT (SELECT count(*) FROM pp_overlaps(@gpu, g.after_ms)) > 0 AND
+       (SELECT count(*) FROM pp_overlaps WHERE (uuid = @gpu AND after_ms = 0) OR (uuid = @gpu AND after_ms = g.after_ms))
+     = (SELECT count(*) FROM pp_overlaps(@gpu, 0)) + (SELECT count(*) FROM pp_overlaps(@gpu, g.after_ms))
+  FROM gpus AS g WHERE g.uuid = @gpu;
+SELECT (SELECT count(*) FROM pp_overlap_means WHERE (uuid = @gpu AND through_ms = 0) OR (uuid = @gpu AND through_ms = g.after_ms))
+     = (SELECT count(*) FROM pp_overlap_means WHERE uuid = @gpu AND through_ms IN (0, g.after_ms))
+   AND (SELECT count(*) FROM pp_overlap_means(@gpu, NULL, g.after_ms)) > 0
+  FROM gpus AS g WHERE g.uuid = @gpu;
 CREATE TEMP TABLE gpu_requests(uuid TEXT);
 CREATE TEMP TABLE gpu_counts(uuid TEXT, rows INTEGER);
 CREATE TEMP TRIGGER count_means AFTER INSERT ON gpu_requests BEGIN
@@ -255,6 +266,9 @@ SELECT count(*) > 0 FROM fractions;
 CREATE TEMP TABLE shifts(shift INTEGER);
 INSERT INTO shifts VALUES (0);
 SELECT (SELECT count(*) FROM pp_fractions(g.uuid, s.shift) AS f, gpus AS g, shifts AS s) = (SELECT count(*) FROM fractions);
+SELECT (SELECT count(*) FROM pp_fractions WHERE (uuid = @gpu AND timing_shift = 0) OR (uuid = @gpu AND timing_shift = 1))
+     = (SELECT count(*) FROM pp_fractions(@gpu, 0)) + (SELECT count(*) FROM pp_fractions(@gpu, 1))
+   AND (SELECT count(*) FROM pp_fractions(@gpu, 1)) > 0;
 SELECT (SELECT count(*) FROM gpus AS g, pp_fractions(g.uuid) AS f WHERE f.layer IN ('l1', 'l2') OR f.fraction BETWEEN 0.4 AND 0.6)
      = (SELECT count(*) FROM fractions WHERE layer IN ('l1', 'l2') OR fraction BETWEEN 0.4 AND 0.6);
 CREATE TEMP TABLE estimates AS SELECT * FROM pp_estimates('layer');
@@ -297,6 +311,11 @@ SELECT count(*) = 0 FROM pp_events WHERE source_file LIKE '%cpu.jsonl';
 INSERT INTO finals VALUES (0);
 SELECT count(*) = 1 AND sum(events_added) > 0
   FROM finals AS t, pp_refresh('${SOURCE_DIR}/tests/data/events/cpu.jsonl', 0) AS r WHERE r.final = t.f;
+-- An OR whose branches give the same path and different finals: each branch's call runs and
+-- gives its row, never a call without final (run, and its row then dropped: NULL equals neither).
+SELECT count(*) = 2 AND count(DISTINCT final) = 2 FROM pp_refresh
+ WHERE (path = '${SOURCE_DIR}/tests/data/events/cpu.jsonl' AND final = 0)
+    OR (path = '${SOURCE_DIR}/tests/data/events/cpu.jsonl' AND final = 1);
 -- The same refresh as statements of their own, one after the other: each runs (the rule against a
 -- call run twice holds within one statement only, wherever the next statement is allocated).
 SELECT events_added >= 0 FROM pp_refresh(NULL);
