@@ -160,10 +160,28 @@ def test_gpu_util_windows_lie_on_the_driver_grid():
     (dict(mode="late"), "--timing 'late'"),
     (dict(exporter="pull"), "--exporter 'pull'"),
     (dict(scrape_jitter_ms=float("nan")), "not a finite number"),
+    # Huge values: an hour is the ceiling of every period, latency and jitter.
+    (dict(exporter_latency_ms=1e300), "--exporter-latency-ms) must be at most 3600000 ms (an hour)"),
+    (dict(util_period_ms=1e300), "--util-period-ms) must be at most 3600000 ms"),
+    (dict(mode="offset", offset_ms=-1e300), "--offset-ms) must be within"),
+    # Lateness that would make DCGM's polls or Prometheus' scrapes overtake each other.
+    (dict(dcgm_poll_jitter_ms=5), "--dcgm-poll-jitter-ms) must be below a tenth of the DCGM period"),
+    (dict(scrape_jitter_ms=40), "--scrape-jitter-ms) must be below a third of the scrape interval"),
 ])
 def test_timing_rejects_bad_values_naming_the_flag(fields, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         timing.resolve(Timing(**fields), 100, 0)
+
+
+def test_a_scrape_tolerance_over_one_percent_of_the_interval_is_clamped_as_prometheus_does():
+    """Prometheus 2.51 and later use min(interval / 100, --scrape.timestamp-tolerance)."""
+    assert timing.resolve(Timing(scrape_tolerance_ms=5), 100, 0).scrape_tolerance_ms == 1.0
+    assert timing.resolve(Timing(scrape_tolerance_ms=5), 1000, 0).scrape_tolerance_ms == 5.0
+    assert timing.resolve(Timing(), 1000, 0).scrape_tolerance_ms == 2.0
+    # A clamped tolerance snaps no scrape later than 1 ms at a 100 ms interval.
+    _, s = stored(seconds=20, scrape_phase_ms=40.5, scrape_jitter_ms=3, scrape_tolerance_ms=1000)
+    late = (s.ts_ms - START_NS // 10**6 - 40) % 100
+    assert np.any(late == 0) and np.any(late >= 2)
 
 
 @pytest.mark.parametrize("fields, live, message", [
@@ -459,3 +477,15 @@ def test_cli_takes_every_timing_field_and_validates_it(tmp_path):
     live_bad = run_cli("live", "--events", str(tmp_path / "ev"), "--profile", "dlrm", "--port", "0",
                        "--scrape-interval-ms", "100", "--duration", "1")
     assert live_bad.returncode == 2 and "in live mode" in live_bad.stderr
+
+
+def test_cli_refuses_nonsense_with_one_error_naming_the_option(tmp_path):
+    for argv, message in ((["-c", "1e3"], "argument -c/--interval-ms: not a whole number of ms: '1e3'"),
+                          (["-c", "3600001"], "argument -c/--interval-ms: at most 3600000 ms (an hour)"),
+                          (["--minutes", "1e300"], "argument --minutes: at most 10080 (a week)"),
+                          (["--start", "99999999999999999"], "argument --start: expected an integer from 0"),
+                          (["--dcgm-wander-ms", "1e300"], "dcgm_wander_ms (--dcgm-wander-ms) must be at most"),
+                          (["--scrape-jitter-ms", "400"], "below a third of the scrape interval (333.333 ms)")):
+        bad = run_cli("offline", "--out", str(tmp_path / "bad"), "--minutes", "0.05", *argv)
+        assert bad.returncode == 2 and message in bad.stderr, (argv, bad.stderr)
+        assert "Traceback" not in bad.stderr and bad.stderr.count("error:") == 1, bad.stderr

@@ -42,11 +42,13 @@ the window. Each parameter is a field of timing.Timing and a flag (dcgm_drift_pp
   scrapes at a fixed phase per target        | Prometheus (hash of the | scrape_interval_ms,  | -c, seed
                                              | target mod interval)    | scrape_phase_ms      |
   each scrape starts a little late           | Go timer latency        | scrape_jitter_ms     | 1 ms
+  (before the next tick: jitter < 1/3 of it | (one scrape at a time)  |                      |
   stored time = scrape start, whole ms       | Prometheus              | -                    | -
   (truncated; taken before the request)      |                         |                      |
   stored time snaps back to the ideal tick   | Prometheus >= 2.51;     | scrape_tolerance_ms  | min(1% of the
   when the scrape is at most this late       | 2.22-2.50 only over     |                      | interval, 2 ms);
-                                             | 200 ms intervals (2 ms) |                      | 0: never
+  (a given tolerance is clamped to 1% of the | 200 ms intervals (2 ms) |                      | 0: never
+  interval, as Prometheus does)              |                         |                      |
   a window stored twice has the same values  | dcgm-exporter serving   | (noise keyed by the  | -
                                              | the same DCGM sample    | window index)        |
   after a job: the GPU idles (the profile's  | dcgm-exporter and       | tail_seconds()       | 5 s, or the path's

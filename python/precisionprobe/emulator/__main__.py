@@ -5,7 +5,7 @@ import sys
 from . import colocation
 from .exposition import EMULATOR_NAME
 from .profile import Profile, ProfileError
-from .timing import EXPORTERS, MODES, Timing
+from .timing import DCGM_FLOOR_MS, EXPORTERS, MAX_MS, MODES, Timing
 
 PROFILE_HELP = "a profile JSON file, or the name of one shipped with the package: dlrm, resnext, gpt2"
 DESCRIPTION = (f"{EMULATOR_NAME}: a dcgm-exporter stand-in for EMULATED GPUs. Its counters are "
@@ -14,9 +14,14 @@ DESCRIPTION = (f"{EMULATOR_NAME}: a dcgm-exporter stand-in for EMULATED GPUs. It
 
 
 def interval(text):
-    value = int(text)
-    if value < 100:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of ms: {text!r}") from None
+    if value < DCGM_FLOOR_MS:
         raise argparse.ArgumentTypeError("the floor for DCGM profiling fields is 100 ms")
+    if value > MAX_MS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_MS:.0f} ms (an hour), not {value}")
     return value
 
 
@@ -25,6 +30,10 @@ def fraction(text):
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError("expected a fraction in [0, 1)")
     return value
+
+
+MAX_MINUTES = 7 * 24 * 60   # an offline recording: a week (millions of events a day)
+MAX_START_S = 4_102_444_800  # 2100-01-01T00:00:00Z: times in ns stay far inside int64
 
 
 def number(text):
@@ -39,6 +48,16 @@ def positive_number(text):
     if not (0 < value < float("inf")):
         raise argparse.ArgumentTypeError(f"expected a finite number above 0, not {text!r}")
     return value
+
+
+def at_most(high, what):
+    """A positive number up to high, as argparse's type; what says what high is."""
+    def parse(text):
+        value = positive_number(text)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"at most {high:g} ({what}), not {text!r}")
+        return value
+    return parse
 
 
 def whole_number(low, high):
@@ -69,9 +88,11 @@ TIMING_FLAGS = [
     ("exporter_jitter_ms", "standard deviation of that latency, ms (default 2)"),
     ("scrape_interval_ms", "offline: Prometheus' scrape_interval, ms (default: -c; at least 1)"),
     ("scrape_phase_ms", "offline: when scrapes happen modulo the interval, ms (default: from --seed)"),
-    ("scrape_jitter_ms", "offline: scale of each scrape's lateness, ms (default 1)"),
-    ("scrape_tolerance_ms", "offline: a scrape this late or less is stored at its ideal tick, ms "
-                            "(default min(1%% of the interval, 2); 0: never)"),
+    ("scrape_jitter_ms", "offline: scale of each scrape's lateness, ms (default 1; below a third "
+                         "of the scrape interval)"),
+    ("scrape_tolerance_ms", "offline: Prometheus' --scrape.timestamp-tolerance: a scrape this late or "
+                            "less is stored at its ideal tick, clamped to 1%% of the interval as Prometheus "
+                            "does, ms (default 2; 0: never)"),
     ("offset_ms", "--timing offset: stamp = window end + this, ms (default 20)"),
 ]
 
@@ -123,7 +144,7 @@ def parser():
     live.add_argument("--profile", required=True, help=PROFILE_HELP)
     live.add_argument("--port", type=whole_number(0, 65535), default=9400,
                       help="loopback port (default 9400; 0: any free)")
-    live.add_argument("--gpus", type=int, default=1, help="emulated GPUs (default 1)")
+    live.add_argument("--gpus", type=whole_number(1, 1024), default=1, help="emulated GPUs (default 1)")
     live.add_argument("--gpu-uuid", action="append", default=[],
                       help="UUID of emulated GPU i, in order (repeat; default: generated per host and index)")
     live.add_argument("--cpu-gpu", type=int, default=0,
@@ -150,10 +171,11 @@ def parser():
         "create-blocks-from openmetrics`), OUT/events/*.jsonl, OUT/truth.json and "
         "OUT/samples_truth.csv (per stored sample: the windows and instant it describes).")
     offline.add_argument("--out", required=True, help="output directory")
-    offline.add_argument("--minutes", type=positive_number, default=10.0, help="recording length (default 10)")
+    offline.add_argument("--minutes", type=at_most(MAX_MINUTES, "a week"), default=10.0,
+                         help="recording length (default 10, at most a week)")
     offline.add_argument("--profile", default="dlrm", help=PROFILE_HELP + " (default dlrm)")
-    offline.add_argument("--start", type=int, default=None,
-                         help="recording start, unix seconds (default 2024-05-01T10:00:00Z)")
+    offline.add_argument("--start", type=whole_number(0, MAX_START_S), default=None,
+                         help="recording start, unix seconds up to 2100-01-01 (default 2024-05-01T10:00:00Z)")
     offline.add_argument("--mig", default=None, metavar="PROFILES|N",
                          help="one GPU split into MIG instances, each running its own job: GPU instance "
                               "profiles (4g.40gb,3g.40gb) or a count (emulator/mig.py)")

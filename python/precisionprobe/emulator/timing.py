@@ -34,7 +34,7 @@ lists each behaviour with its component, parameter and default. Along the data p
               target, modulo the interval); each scrape starts a little late (timer latency,
               |N(0, scrape_jitter_ms)|), and its start, truncated to whole ms, is the stored
               time. When the lateness is at most the tolerance, the stored time snaps back to
-              the ideal tick (scrape_tolerance_ms, default min(1% of the interval, 2 ms) as in
+              the ideal tick (scrape_tolerance_ms, default 2 ms, clamped to 1% of the interval as in
               Prometheus 2.51 and later; 0 models 2.22-2.50 at intervals of 200 ms or less).
 
 Consequences the tests check: the stored time is the scrape's, some 30 ms to one DCGM period
@@ -73,6 +73,7 @@ OFFLINE_EXPORTER_LATENCY_MS = 30.0   # chosen: the sources do not measure it (se
 LIVE_EXPORTER_LATENCY_MS = 300.0     # live realistic: events must have arrived (live.py)
 LIVE_IDEALISED_LAG_MS = 500.0        # live exact/offset: the old --lag-ms default
 MAX_TOLERANCE_MS = 2.0               # Prometheus' --scrape.timestamp-tolerance default
+MAX_MS = 3_600_000.0                 # ceiling of every period, latency, jitter and offset: an hour
 
 # Streams of seeded numbers (noise.uniform / noise.normal), one per use.
 _DCGM_PHASE, _UTIL_PHASE, _EXPORTER_PHASE, _SCRAPE_PHASE, _SUBMS_PHASE = 1, 2, 3, 4, 5
@@ -100,7 +101,9 @@ class Timing:
     dcgm_wander_ms      how far DCGM's polls stray from that straight grid, slowly (its
                         scheduler's lateness varies with load): up to this many ms, over
                         periods of 30 s to 7 min of polls
-    dcgm_poll_jitter_ms standard deviation of each poll's own lateness (independent per poll)
+    dcgm_poll_jitter_ms standard deviation of each poll's own lateness (independent per poll);
+                        dcgm_wander_ms + 3 x this below a tenth of the period (polls keep their order)
+    Every period, latency, jitter and offset is at most MAX_MS (an hour).
     util_period_ms      the driver's GPU_UTIL sample period (1000/6: NVML's shortest)
     util_phase_ms       end of the driver's window 0 after the origin; None: from the seed
     exporter            'on-scrape' (dcgm-exporter 4.x, default) or 'cached' (2.x and 3.x)
@@ -112,9 +115,11 @@ class Timing:
     exporter_jitter_ms  standard deviation of that latency (Gaussian; clipped at 0 latency)
     scrape_interval_ms  Prometheus' scrape_interval; None: dcgm_period_ms; at least 1
     scrape_phase_ms     when scrapes happen, modulo the interval; None: from the seed
-    scrape_jitter_ms    scale of each scrape's lateness (half-normal: never early)
-    scrape_tolerance_ms a scrape this late or less is stored at its ideal tick; None:
-                        min(scrape_interval_ms / 100, 2); 0: never
+    scrape_jitter_ms    scale of each scrape's lateness (half-normal: never early); below a third
+                        of the interval (a target's scrapes run one after another on a ticker)
+    scrape_tolerance_ms Prometheus' --scrape.timestamp-tolerance: a scrape this late or less is
+                        stored at its ideal tick, at most 1% of the interval as Prometheus clamps
+                        it (resolved: min(scrape_interval_ms / 100, this)); None: 2; 0: never
     offset_ms           'offset' mode: stamp = window end + offset_ms
     subms_phase         idealised modes: the window grid at a sub-millisecond phase
     poll_seed           set by resolve(): the seed of the polls' wander and jitter
@@ -156,6 +161,10 @@ class Timing:
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or not math.isfinite(value):
                 raise ValueError(f"{f.name} ({flag(f.name)}): not a finite number: {value!r}")
+            if f.name != "dcgm_drift_ppm" and abs(value) > MAX_MS:
+                within = "within +-" if f.name == "offset_ms" else "at most "
+                raise ValueError(f"{f.name} ({flag(f.name)}) must be {within}{MAX_MS:.0f} ms (an hour), "
+                                 f"got {value:g}")
             if f.name in minimum and value < minimum[f.name]:
                 why = " (DCGM's floor for profiling fields)" if f.name == "dcgm_period_ms" else ""
                 raise ValueError(f"{f.name} ({flag(f.name)}) must be at least {minimum[f.name]} ms{why}, "
@@ -247,6 +256,13 @@ def resolve(timing, interval_ms, seed, live=False):
         exporter_phase = (check_phase("exporter_phase_ms", timing.exporter_phase_ms, exporter_period)
                           if timing.exporter_phase_ms is not None
                           else _seeded_ms(seed, _EXPORTER_PHASE, exporter_period, 0.001))
+    # DCGM's polls and Prometheus' scrapes each run one after another: lateness that would make
+    # one overtake the next is not what their schedulers do.
+    lateness = float(timing.dcgm_wander_ms) + 3 * float(timing.dcgm_poll_jitter_ms)
+    if lateness >= period / 10:
+        raise ValueError(f"dcgm_wander_ms + 3 x dcgm_poll_jitter_ms ({flag('dcgm_wander_ms')}, "
+                         f"{flag('dcgm_poll_jitter_ms')}) must be below a tenth of the DCGM period "
+                         f"({period / 10:g} ms), got {lateness:g}: DCGM's polls keep their order")
     latency = (float(timing.exporter_latency_ms) if timing.exporter_latency_ms is not None
                else LIVE_EXPORTER_LATENCY_MS if live else OFFLINE_EXPORTER_LATENCY_MS)
     out = dict(dcgm_period_ms=period, dcgm_phase_ms=dcgm_phase,
@@ -259,14 +275,20 @@ def resolve(timing, interval_ms, seed, live=False):
         out.update({name: None for name in _SCRAPE})
     else:
         scrape = float(timing.scrape_interval_ms) if timing.scrape_interval_ms is not None else period
+        if 3 * float(timing.scrape_jitter_ms) >= scrape:
+            raise ValueError(f"scrape_jitter_ms ({flag('scrape_jitter_ms')}) must be below a third of the "
+                             f"scrape interval ({scrape / 3:g} ms), got {float(timing.scrape_jitter_ms):g}: "
+                             "Prometheus scrapes a target one scrape after another on a ticker, so a "
+                             "scrape starts before the next tick")
         out.update(
             scrape_interval_ms=scrape,
             scrape_phase_ms=(check_phase("scrape_phase_ms", timing.scrape_phase_ms, scrape)
                              if timing.scrape_phase_ms is not None
                              else _seeded_ms(seed, _SCRAPE_PHASE, scrape, 1e-6)),
             scrape_jitter_ms=float(timing.scrape_jitter_ms),
-            scrape_tolerance_ms=(float(timing.scrape_tolerance_ms) if timing.scrape_tolerance_ms is not None
-                                 else min(scrape / 100.0, MAX_TOLERANCE_MS)))
+            # Prometheus 2.51 and later clamp --scrape.timestamp-tolerance to 1% of the interval.
+            scrape_tolerance_ms=min(scrape / 100.0, float(timing.scrape_tolerance_ms)
+                                    if timing.scrape_tolerance_ms is not None else MAX_TOLERANCE_MS))
     return replace(timing, **out)
 
 
