@@ -489,3 +489,31 @@ def test_cli_refuses_nonsense_with_one_error_naming_the_option(tmp_path):
         bad = run_cli("offline", "--out", str(tmp_path / "bad"), "--minutes", "0.05", *argv)
         assert bad.returncode == 2 and message in bad.stderr, (argv, bad.stderr)
         assert "Traceback" not in bad.stderr and bad.stderr.count("error:") == 1, bad.stderr
+
+
+# --- live and offline: one model ---------------------------------------------------------------
+
+def test_live_and_offline_give_the_same_windows_and_values_for_the_same_seed_and_parameters(profile):
+    """Fed an offline recording's events, a live emulator started at the recording's start with
+    the same seed, noise and timing resolves the same grids and computes, for each window the
+    recording stores, the same windows and values: only the scrape schedule differs (live, the
+    real Prometheus decides it)."""
+    model = Timing(exporter="cached", exporter_latency_ms=40, dcgm_drift_ppm=80)
+    rec = offline.record(20, 100, 0.01, 5, profile, mux_zero=0.05, timing=model)
+    emu = live.Emulator(profile, live.build_gpus(1, [], "h", "m"), interval_ms=100, noise=0.01,
+                        mux_zero=0.05, seed=5, clock=lambda: rec.start_ns, timing=model)
+    assert emu.origin_ns == rec.start_ns
+    scrape_fields = ("scrape_interval_ms", "scrape_phase_ms", "scrape_jitter_ms", "scrape_tolerance_ms")
+    offline_model = {k: v for k, v in timing.parameters(rec.timing).items() if k not in scrape_fields}
+    live_model = {k: v for k, v in timing.parameters(emu.timing).items() if k not in scrape_fields}
+    assert live_model == offline_model
+    ev = rec.events
+    for i in range(len(ev)):
+        emu.add_event(make_event(ev.layers[ev.layer_id[i]][1], int(ev.t_start_ns[i]), int(ev.t_end_ns[i]))
+                      | {"layer": ev.layers[ev.layer_id[i]][0], "forward": bool(ev.forward[i])})
+    s = rec.schedule
+    for i in range(len(s)):
+        entry = emu._window(int(s.window[i]))
+        assert (entry["window_begin_ns"], entry["window_end_ns"]) == (s.window_begin_ns[i], s.window_end_ns[i])
+        assert (entry["util_begin_ns"], entry["util_end_ns"]) == (s.util_begin_ns[i], s.util_end_ns[i])
+        np.testing.assert_allclose(entry["values"][0], rec.samples[i], rtol=1e-9, atol=1e-9)
