@@ -437,6 +437,9 @@ def test_live_lag_ms_and_exporter_latency_are_one_parameter(profile):
     assert live.Emulator(profile, gpus, 100, timing=Timing(mode="exact")).timing.exporter_latency_ms == 500
     with pytest.raises(ValueError, match="one parameter"):
         live.Emulator(profile, gpus, 100, lag_ms=800, timing=Timing(exporter_latency_ms=300))
+    for bad in (-5, float("nan"), 1e300):  # named as given, not as --exporter-latency-ms
+        with pytest.raises(ValueError, match=r"^--lag-ms must be a number of ms from 0 to 3600000"):
+            live.Emulator(profile, gpus, 100, lag_ms=bad, timing=Timing(mode="exact"))
 
 
 # --- the command line --------------------------------------------------------------------------

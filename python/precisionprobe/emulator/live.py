@@ -219,6 +219,10 @@ class Emulator:
         if interval_ms < 100:
             raise ValueError("interval_ms: DCGM's floor for profiling fields is 100 ms")
         if lag_ms is not None:
+            if isinstance(lag_ms, bool) or not isinstance(lag_ms, (int, float)) \
+                    or not 0 <= lag_ms <= timing_model.MAX_MS:
+                raise ValueError(f"--lag-ms must be a number of ms from 0 to {timing_model.MAX_MS:.0f} "
+                                 f"(an hour), got {lag_ms!r}")
             if timing.exporter_latency_ms is not None and float(timing.exporter_latency_ms) != float(lag_ms):
                 raise ValueError("--lag-ms and --exporter-latency-ms are one parameter: give one of them")
             timing = replace(timing, exporter_latency_ms=float(lag_ms))
