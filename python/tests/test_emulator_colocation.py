@@ -211,7 +211,8 @@ def test_reproducible_by_seed(dlrm):
     (dict(jobs=0), "--jobs"),
     (dict(duration_scales=[1]), "--duration-scales: 1 values for 2 jobs"),
     (dict(activity_scales=[1, -0.5]), "--activity-scales: scales must be positive"),
-    (dict(context_switch_us=-1), "--context-switch-us must be a number of at least 0"),
+    (dict(context_switch_us=-1), "--context-switch-us must be a number from 0 to 1000000 "),
+    (dict(context_switch_us=1e300), "--context-switch-us must be a number from 0 to 1000000 "),
 ])
 def test_record_errors_name_the_parameter(dlrm, kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -91,6 +91,7 @@ from .truth import Timeline
 SHARING = ("time-sliced", "concurrent")
 DEFAULT_SHARING = "time-sliced"
 DEFAULT_SWITCH_US = 25.0  # chosen: a context switch costs tens of microseconds
+MAX_SWITCH_US = 1e6       # a second: far beyond any GPU's, and the ns arithmetic stays in int64
 _UTIL, _FB = METRICS.index(GPU_UTIL), METRICS.index(FB_USED)
 _PROF = [METRICS.index(m) for m in PROF_METRICS]
 
@@ -293,8 +294,9 @@ def record(seconds, interval_ms, noise, seed, profile, jobs=2, sharing=DEFAULT_S
     durations = _scales(duration_scales, jobs, "--duration-scales", default_duration_scales)
     activities = _scales(activity_scales, jobs, "--activity-scales", default_activity_scales)
     switch = float(context_switch_us)
-    if not (np.isfinite(switch) and switch >= 0):
-        raise ValueError(f"--context-switch-us must be a number of at least 0, got {context_switch_us!r}")
+    if not (np.isfinite(switch) and 0 <= switch <= MAX_SWITCH_US):
+        raise ValueError(f"--context-switch-us must be a number from 0 to {MAX_SWITCH_US:.0f} (a second), "
+                         f"got {context_switch_us!r}")
     resolved = timing_model.resolve(timing, interval_ms, seed)
     start_ns = int(start_s) * 10**9
     job_seconds = seconds if job_seconds is None else min(float(job_seconds), seconds)
