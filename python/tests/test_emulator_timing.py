@@ -167,6 +167,10 @@ def test_gpu_util_windows_lie_on_the_driver_grid():
     # Lateness that would make DCGM's polls or Prometheus' scrapes overtake each other.
     (dict(dcgm_poll_jitter_ms=5), "--dcgm-poll-jitter-ms) must be below a tenth of the DCGM period"),
     (dict(scrape_jitter_ms=40), "--scrape-jitter-ms) must be below a third of the scrape interval"),
+    # Periods that their component takes in whole milliseconds only.
+    (dict(scrape_interval_ms=99.5), "--scrape-interval-ms) must be a whole number of ms, got 99.5: "
+                                    "Prometheus' scrape_interval takes whole milliseconds"),
+    (dict(exporter="cached", exporter_period_ms=150.25), "--exporter-period-ms) must be a whole number of ms"),
 ])
 def test_timing_rejects_bad_values_naming_the_flag(fields, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):

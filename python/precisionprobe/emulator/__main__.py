@@ -81,12 +81,12 @@ TIMING_FLAGS = [
     ("dcgm_poll_jitter_ms", "standard deviation of each DCGM poll's own lateness, ms (default 0.02)"),
     ("util_period_ms", "the driver's GPU_UTIL sample period, ms (default 166.67 = 1/6 s)"),
     ("util_phase_ms", "end of the driver's window 0 after the start, ms (default: from --seed)"),
-    ("exporter_period_ms", "--exporter cached: its collection ticker, ms (default: -c)"),
+    ("exporter_period_ms", "--exporter cached: its collection ticker, whole ms (default: -c)"),
     ("exporter_phase_ms", "--exporter cached: the ticker's phase, ms (default: from --seed)"),
     ("exporter_latency_ms", "the newest window served ended at least this long before the read, ms "
                             "(default 30 offline, 300 live; live exact/offset: as --lag-ms)"),
     ("exporter_jitter_ms", "standard deviation of that latency, ms (default 2)"),
-    ("scrape_interval_ms", "offline: Prometheus' scrape_interval, ms (default: -c; at least 1)"),
+    ("scrape_interval_ms", "offline: Prometheus' scrape_interval, whole ms (default: -c; at least 1)"),
     ("scrape_phase_ms", "offline: when scrapes happen modulo the interval, ms (default: from --seed)"),
     ("scrape_jitter_ms", "offline: scale of each scrape's lateness, ms (default 1; below a third "
                          "of the scrape interval)"),

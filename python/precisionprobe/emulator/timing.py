@@ -73,6 +73,9 @@ OFFLINE_EXPORTER_LATENCY_MS = 30.0   # chosen: the sources do not measure it (se
 LIVE_EXPORTER_LATENCY_MS = 300.0     # live realistic: events must have arrived (live.py)
 LIVE_IDEALISED_LAG_MS = 500.0        # live exact/offset: the old --lag-ms default
 MAX_TOLERANCE_MS = 2.0               # Prometheus' --scrape.timestamp-tolerance default
+# The periods their components take in whole ms: the rest may be fractions (the driver's 1/6 s).
+WHOLE_MS = {"dcgm_period_ms": "dcgm-exporter's -c", "exporter_period_ms": "dcgm-exporter's -c",
+            "scrape_interval_ms": "Prometheus' scrape_interval"}
 MAX_MS = 3_600_000.0                 # ceiling of every period, latency, jitter and offset: an hour
 
 # Streams of seeded numbers (noise.uniform / noise.normal), one per use.
@@ -107,13 +110,13 @@ class Timing:
     util_period_ms      the driver's GPU_UTIL sample period (1000/6: NVML's shortest)
     util_phase_ms       end of the driver's window 0 after the origin; None: from the seed
     exporter            'on-scrape' (dcgm-exporter 4.x, default) or 'cached' (2.x and 3.x)
-    exporter_period_ms  'cached': the exporter's collection ticker; None: dcgm_period_ms
+    exporter_period_ms  'cached': the exporter's collection ticker (its -c: whole ms); None: dcgm_period_ms
     exporter_phase_ms   'cached': the ticker's phase; None: from the seed
     exporter_latency_ms from the read (scrape or collection tick) back to the newest window end
                         that can be served; None: 30 offline, 300 live (live.py), and in the
                         idealised live modes 500 (the lag of --lag-ms)
     exporter_jitter_ms  standard deviation of that latency (Gaussian; clipped at 0 latency)
-    scrape_interval_ms  Prometheus' scrape_interval; None: dcgm_period_ms; at least 1
+    scrape_interval_ms  Prometheus' scrape_interval; None: dcgm_period_ms; whole ms, at least 1
     scrape_phase_ms     when scrapes happen, modulo the interval; None: from the seed
     scrape_jitter_ms    scale of each scrape's lateness (half-normal: never early); below a third
                         of the interval (a target's scrapes run one after another on a ticker)
@@ -169,6 +172,9 @@ class Timing:
                 why = " (DCGM's floor for profiling fields)" if f.name == "dcgm_period_ms" else ""
                 raise ValueError(f"{f.name} ({flag(f.name)}) must be at least {minimum[f.name]} ms{why}, "
                                  f"got {value:g}")
+            if f.name in WHOLE_MS and value != int(value):
+                raise ValueError(f"{f.name} ({flag(f.name)}) must be a whole number of ms, got {value:g}: "
+                                 f"{WHOLE_MS[f.name]} takes whole milliseconds")
             if f.name == "dcgm_drift_ppm" and abs(value) > 1e5:
                 raise ValueError(f"dcgm_drift_ppm ({flag(f.name)}) must be within +-100000 ppm (10%), "
                                  f"got {value:g}")
