@@ -111,7 +111,8 @@ def parser():
 
     def common(sub):
         sub.add_argument("-c", "--interval-ms", type=interval, default=1000,
-                         help="collection interval in ms, as dcgm-exporter's -c (default 1000, floor 100)")
+                         help="collection interval in whole ms, as dcgm-exporter's -c (default 1000, floor 100, "
+                              "at most an hour; dcgm-exporter's own default is 30000)")
         sub.add_argument("--noise", type=fraction, default=0.0,
                          help="multiplicative noise, std as a fraction (0.005 = 0.5%%; default 0)")
         sub.add_argument("--mux-zero", type=fraction, default=0.0,
