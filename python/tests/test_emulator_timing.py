@@ -188,6 +188,19 @@ def test_a_scrape_tolerance_over_one_percent_of_the_interval_is_clamped_as_prome
     assert np.any(late == 0) and np.any(late >= 2)
 
 
+@pytest.mark.parametrize("interval_ms, message", [
+    (float("nan"), r"^interval_ms \(-c/--interval-ms\): not a finite number: nan"),
+    (150.5, r"^dcgm_period_ms \(-c/--interval-ms\) must be a whole number of ms, got 150.5"),
+    (10**13, r"^dcgm_period_ms \(-c/--interval-ms\) must be at most 3600000 ms"),
+])
+def test_recordings_and_the_live_emulator_check_the_collection_interval(profile, interval_ms, message):
+    """Not truncated (150.5 recorded as 150) nor failing in int() without naming the flag."""
+    with pytest.raises(ValueError, match=message):
+        offline.record(1, interval_ms, 0.0, 0, profile)
+    with pytest.raises(ValueError, match=message):
+        live.Emulator(profile, live.build_gpus(1, [], "h", "m"), interval_ms=interval_ms)
+
+
 @pytest.mark.parametrize("fields, live, message", [
     (dict(mode="exact", dcgm_drift_ppm=3), False, "--dcgm-drift-ppm applies to --timing realistic only"),
     (dict(mode="exact", exporter_latency_ms=10), False, "no latency applies"),

@@ -284,9 +284,7 @@ def record(seconds, interval_ms, noise, seed, profile, jobs=2, sharing=DEFAULT_S
     from the start (default: the whole recording; the GPU is idle after); context_switch_us:
     time-sliced, how long the GPU takes to pass from one job's call to another's (idle then).
     ValueError names the flag at fault."""
-    interval_ms = int(interval_ms)
-    if interval_ms < 100:
-        raise ValueError("interval_ms (-c/--interval-ms): DCGM's floor for profiling fields is 100 ms")
+    interval_ms = timing_model.collection_interval(interval_ms)
     if sharing not in SHARING:
         raise ValueError(f"--sharing {sharing!r}: use one of {', '.join(SHARING)}")
     if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 1:

@@ -216,8 +216,7 @@ class Emulator:
 
     def __init__(self, profile, gpus, interval_ms=1000, noise=0.0, mux_zero=0.0, seed=0, lag_ms=None,
                  cpu_gpu=0, clock=time.time_ns, timing=Timing()):
-        if interval_ms < 100:
-            raise ValueError("interval_ms: DCGM's floor for profiling fields is 100 ms")
+        interval_ms = timing_model.collection_interval(interval_ms)
         if lag_ms is not None:
             if isinstance(lag_ms, bool) or not isinstance(lag_ms, (int, float)) \
                     or not 0 <= lag_ms <= timing_model.MAX_MS:

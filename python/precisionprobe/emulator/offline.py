@@ -114,9 +114,7 @@ def record(seconds, interval_ms, noise, seed, profile, mux_zero=0.0, start_s=DEF
     IDEALISED exact windows), its phases and jitter drawn from seed. The samples go on for
     timing.tail_seconds() after the recording's end, of the idle GPU, as dcgm-exporter and
     Prometheus go on after a job: the sample describing the last events is stored then."""
-    interval_ms = int(interval_ms)
-    if interval_ms < 100:
-        raise ValueError("interval_ms: DCGM's floor for profiling fields is 100 ms")
+    interval_ms = timing_model.collection_interval(interval_ms)
     resolved = timing_model.resolve(timing, interval_ms, seed)
     start_ns = int(start_s) * 10**9
     if events is None:

@@ -203,15 +203,22 @@ def _seeded_ms(seed, stream, span_ms, resolution_ms):
     return int(_noise.uniform(seed, stream, 0)[0] * steps) % steps * resolution_ms
 
 
+def collection_interval(interval_ms):
+    """interval_ms (dcgm-exporter's -c) checked as Timing checks dcgm_period_ms: a whole number of
+    ms from DCGM's floor to an hour; returned as an int. ValueError names the flag."""
+    if isinstance(interval_ms, bool) or not isinstance(interval_ms, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(interval_ms):
+        raise ValueError(f"interval_ms ({flag('dcgm_period_ms')}): not a finite number: {interval_ms!r}")
+    Timing(dcgm_period_ms=float(interval_ms))  # its checks, messages naming the flag
+    return int(interval_ms)
+
+
 def resolve(timing, interval_ms, seed, live=False):
     """The Timing with every None derived (from interval_ms, the seed, offline or live); the
     parameters that do not apply to its mode are None. ValueError names the flag at fault."""
     if not isinstance(timing, Timing):
         raise TypeError(f"timing: expected a Timing, got {type(timing).__name__}")
-    period = float(interval_ms)
-    if period < DCGM_FLOOR_MS:
-        raise ValueError(f"interval_ms ({flag('dcgm_period_ms')}): DCGM's floor for profiling fields "
-                         "is 100 ms")
+    period = float(collection_interval(interval_ms))
     if timing.dcgm_period_ms is not None and float(timing.dcgm_period_ms) != period:
         raise ValueError(f"dcgm_period_ms {timing.dcgm_period_ms:g} differs from the collection interval "
                          f"{period:g} ms: the DCGM period is the collection interval ({flag('dcgm_period_ms')})")
