@@ -452,6 +452,30 @@ def test_serve_answers_failures_with_500_and_refreshes_on_its_own_thread():
     assert len(log.lines) == 2  # the later refreshes and scrapes succeeded silently
 
 
+def test_serve_closes_a_connection_that_never_finishes_its_request():
+    """A client that connects and sends half a request (or nothing) is hung up on after the
+    timeout, silently, instead of holding a thread and a file descriptor for ever; scrapes are
+    answered meanwhile."""
+    log = _Lines()
+    server = endpoint.listen("127.0.0.1", 0, lambda: "# EOF\n", "precisionprobe serve", log, timeout=0.5)
+    thread = threading.Thread(target=endpoint.serve, args=(server,), daemon=True)
+    thread.start()
+    port = server.server_address[1]
+    try:
+        with socket.create_connection(("127.0.0.1", port)) as silent, \
+                socket.create_connection(("127.0.0.1", port)) as slow:
+            slow.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                assert r.read() == b"# EOF\n"
+            for client in (silent, slow):
+                client.settimeout(10)
+                assert client.recv(100) == b""  # closed by the server, with nothing said
+    finally:
+        server.shutdown()
+        thread.join(5)
+    assert log.lines == []
+
+
 class _Lines:
     def __init__(self):
         self.lines, self._part = [], ""

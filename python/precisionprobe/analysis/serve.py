@@ -15,6 +15,11 @@ is answered 500 with the one-line reason, which is printed on stderr too, so tha
 marks the target down (`up == 0`) instead of storing nothing silently. A refresh that fails is a
 warning on stderr; the next one tries again, and scrapes go on serving the database as the last
 good refresh left it. Requests are not logged: a scrape every 15 s would fill the log.
+
+A connection that sends no request, or half of one, or stops reading the answer, is closed after
+REQUEST_TIMEOUT_S of silence: otherwise each would hold a thread and a file descriptor for ever,
+and enough of them (a scanner, a slow-loris client on --listen 0.0.0.0) would leave none for
+Prometheus.
 """
 import os
 import socket
@@ -25,6 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from .._version import __version__
 from .openmetrics import content_type
 
+REQUEST_TIMEOUT_S = 30  # per read or write of a connection: a scrape's request comes at once
 INDEX = b"precisionprobe: the per-layer-type profile is at /metrics\n"
 
 
@@ -70,11 +76,15 @@ class _Server(ThreadingHTTPServer):
             print(f"{self.prog}: request from {client_address[0]} failed: {error!r}", file=self.stream, flush=True)
 
 
-def _handler(read, prog, stream):
+def _handler(read, prog, stream, timeout):
     stream = stream or sys.stderr
 
     class Handler(BaseHTTPRequestHandler):
         head_only = False
+
+        def setup(self):
+            self.timeout = timeout  # (StreamRequestHandler.setup sets it on the socket)
+            super().setup()
 
         def version_string(self):  # the Server header
             return f"precisionprobe/{__version__}"
@@ -108,7 +118,7 @@ def _handler(read, prog, stream):
                 return
             try:
                 self.wfile.write(body)
-            except ConnectionError:
+            except (ConnectionError, TimeoutError):
                 pass  # the scraper gave up (its scrape timeout): nothing to tell anyone
 
         def log_message(self, *args):
@@ -126,11 +136,11 @@ def _refresh_loop(refresh, seconds, stop, prog, stream):
             print(f"{prog}: warning: refresh failed: {e}", file=stream, flush=True)
 
 
-def listen(address, port, read, prog="precisionprobe serve", stream=None):
-    """The server bound to address:port (port 0: one the kernel chooses), not yet serving.
-    OSError if it cannot bind."""
+def listen(address, port, read, prog="precisionprobe serve", stream=None, timeout=REQUEST_TIMEOUT_S):
+    """The server bound to address:port (port 0: one the kernel chooses), not yet serving; a
+    connection silent for timeout seconds is closed. OSError if it cannot bind."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    return _Server((address, port), _handler(read, prog, stream), family, prog, stream)
+    return _Server((address, port), _handler(read, prog, stream, timeout), family, prog, stream)
 
 
 def serve(server, refresh=None, refresh_seconds=None, prog="precisionprobe serve", stream=None):
