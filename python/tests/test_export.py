@@ -502,6 +502,24 @@ def test_the_cache_reads_again_only_when_the_database_changed(tmp_path):
     assert (cached(), cached()) == ("3", "3")
 
 
+def test_a_database_removed_while_serving_is_a_failed_scrape_not_an_empty_one(run, tmp_path):
+    """Removed under serve, the database is not made anew, empty, by the next scrape (which would
+    answer 200 with no series: every series would end with the target still up): the scrape
+    fails, so Prometheus marks the target down, until a refresh makes the database again."""
+    from precisionprobe.analysis.cli import CommandError, _exposition_reader
+    work, job, _ = run
+    database = tmp_path / "served.db"
+    shutil.copy(work / "a.db", database)
+    read = _exposition_reader(database, None, refreshing=True)
+    assert job["job_id"] in read()
+    database.unlink()
+    with pytest.raises(CommandError) as removed:
+        read()
+    assert str(removed.value) == (f"the results database '{database}' was removed while serving; a scrape does not "
+                                  "make it anew: the next refresh does, from RUN_DIR's events")
+    assert not database.exists()
+
+
 def test_serve_with_retention_keeps_the_last_minutes(tmp_path):
     """`serve --retention-minutes 2` on a five-minute job: its refresh keeps the last 2 minutes
     of events and samples in the database, while the per-layer means count every call and the

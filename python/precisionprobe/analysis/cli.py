@@ -390,11 +390,17 @@ def export(args):
     return 0
 
 
-def _exposition_reader(database, job, read_only=False):
+def _exposition_reader(database, job, read_only=False, refreshing=False):
     """What serve answers a scrape with: the database read anew whenever it changed, every job
     (or --job's only; none yet is an empty exposition, not an error: the job may not have
-    started)."""
+    started). A database removed while serving is an error, not made anew empty by the scrape
+    (Prometheus would see every series end, and no target down); refreshing: whether a refresh
+    of serve's own will make it anew."""
     def read():
+        if not os.path.exists(database):  # (sqlite3 would make a new, empty one)
+            raise CommandError(f"the results database '{database}' was removed while serving; a scrape does not "
+                               "make it anew: " + ("the next refresh does, from RUN_DIR's events" if refreshing else
+                                                   "`precisionprobe analyze` does, or a restart of serve"))
         conn = connect(database, read_only=read_only)
         try:
             # (A scrape does not wait for a refresh of serve's own, which may wait minutes for
@@ -446,7 +452,8 @@ def serve(args):
               file=sys.stderr, flush=True)
     try:
         read_only = bool(args.no_refresh and not args.emulate)
-        server = endpoint.listen(args.listen, args.port, _exposition_reader(database, args.job, read_only), args.prog)
+        reader = _exposition_reader(database, args.job, read_only, refreshing=bool(args.refresh_seconds))
+        server = endpoint.listen(args.listen, args.port, reader, args.prog)
     except (OSError, OverflowError) as e:
         raise CommandError(f"--listen/--port: cannot listen on {args.listen}:{args.port}: "
                            f"{getattr(e, 'strerror', None) or e}") from None
