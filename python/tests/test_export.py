@@ -406,6 +406,17 @@ def test_a_pipe_or_device_is_written_in_place_and_a_link_keeps_pointing_at_its_f
     assert sorted(p.name for p in target.parent.iterdir()) == ["pp.prom"]  # no temporary file left
 
 
+def test_a_temporary_file_left_by_a_killed_export_does_not_stop_the_next(tmp_path):
+    # In a container every export may run as pid 1: one killed between writing its temporary
+    # file and renaming it leaves the name the next would take, were the name the pid's alone.
+    from precisionprobe.analysis.cli import write_atomically
+    leftover = tmp_path / f".pp.prom.{os.getpid()}.tmp"
+    leftover.write_text("half")
+    write_atomically(tmp_path / "pp.prom", "# EOF\n")
+    assert (tmp_path / "pp.prom").read_text() == "# EOF\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [leftover.name, "pp.prom"]
+
+
 def test_serve_answers_failures_with_500_and_refreshes_on_its_own_thread():
     """The endpoint itself, with stand-ins for reading and refreshing: a failed scrape is a 500
     with its reason, a failed refresh a warning, and neither stops the next."""

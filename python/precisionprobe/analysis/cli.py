@@ -362,16 +362,26 @@ def write_atomically(path, text):
             raise CommandError(f"--openmetrics: cannot write '{given}': {e.strerror or e}") from None
         return
     path = Path(os.path.realpath(given))
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary = None
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        # A name of its own (not only the pid: in a container every export may run as pid 1, and
+        # one killed between writing and renaming would leave a name that the next one finds taken).
+        while temporary is None:
+            candidate = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+            try:
+                fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                temporary = candidate
+            except FileExistsError:
+                continue
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(temporary, path)
-    except OSError as e:
-        if temporary.exists():
+    except BaseException as e:
+        if temporary is not None and temporary.exists():
             temporary.unlink()
-        raise CommandError(f"--openmetrics: cannot write '{given}': {e.strerror or e}") from None
+        if isinstance(e, OSError):
+            raise CommandError(f"--openmetrics: cannot write '{given}': {e.strerror or e}") from None
+        raise
 
 
 def export(args):
