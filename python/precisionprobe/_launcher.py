@@ -18,7 +18,10 @@ from ._path_kind import kind_of
 from ._probe import default_out_dir
 
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+# SIGUSR1 and SIGUSR2 too: schedulers send them before a time limit (Slurm's --signal) for the job
+# to checkpoint or requeue itself; not passed on, they would kill the launcher (their default
+# action) and leave the job running without it, its step ended as if it had failed.
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 SI_KERNEL = 0x80  # siginfo.si_code of signals the terminal sends (Ctrl-C), as opposed to kill()
 
 

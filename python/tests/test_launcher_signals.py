@@ -46,6 +46,24 @@ def test_command_killed_by_a_signal_exits_128_plus_the_signal(tmp_path):
     assert launcher.returncode == 128 + signal.SIGTERM
 
 
+def test_a_schedulers_usr1_reaches_the_command_and_the_launcher_waits_for_it(tmp_path):
+    # Slurm's --signal=USR1@90 (or B:USR1) asks the job to checkpoint before its time limit;
+    # before, SIGUSR1 killed the launcher and left the command running without it.
+    child = textwrap.dedent("""
+        import signal, sys, time
+        signal.signal(signal.SIGUSR1, lambda *_: sys.exit(7))
+        print("ready", flush=True)
+        time.sleep(30)
+    """)
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "precisionprobe", "run", "--out", str(tmp_path), "--", sys.executable, "-c", child],
+        env=child_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert launcher.stdout.readline().strip() == "ready"
+    launcher.send_signal(signal.SIGUSR1)
+    launcher.communicate(timeout=30)
+    assert launcher.returncode == 7  # the command's own status: it got the signal, and the launcher waited
+
+
 def test_job_paused_and_resumed_runs_on_and_nothing_is_forwarded(tmp_path):
     # A scheduler (or Ctrl-Z and fg) stops and continues the whole job, for longer than any
     # poll interval of the launcher's wait: the command runs to its end and exits 0.
