@@ -261,6 +261,12 @@ def test_errors_are_one_line(runs, report_a, tmp_path):
                       ("empty.db", "is not a precisionprobe results database (an empty file;")]:
         unreadable = precisionprobe("compare", tmp_path / name, work / "a.db", check=False)
         assert unreadable.returncode == 1 and f"RUN_A: '{tmp_path / name}' {why}" in unreadable.stderr, unreadable.stderr
+    # A database with a report_jobs table but not the rest of analyze's: which of the two it is.
+    partial = tmp_path / "partial.db"
+    sqlite3.connect(partial).execute("CREATE TABLE report_jobs(x)").connection.commit()
+    half = precisionprobe("compare", work / "a.db", partial, check=False)
+    assert (half.returncode, half.stderr) == (1, f"python3 -m precisionprobe compare: RUN_B: {partial} holds no results "
+                                                 "views (layer_metrics): analyze the run into it first\n")
     no_such_job = precisionprobe("compare", work / "a.db", work / "a.db", "--job-b", "nope", check=False)
     assert "compare: --job-b: no job 'nope' in" in no_such_job.stderr, no_such_job.stderr
     db = tmp_path / "no-folder" / "r.db"

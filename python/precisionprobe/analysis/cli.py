@@ -511,7 +511,10 @@ def _one_report(run, db, job, which):
         raise CommandError(f"{which}: '{database}' is not a precisionprobe results database (" +
                            ("an empty file" if database.stat().st_size == 0 else "it has no report_jobs table") +
                            "; `precisionprobe analyze RUN_DIR` makes one); it was not changed")
-    conn = connect(database, read_only=True)  # compare reads the databases as analyze left them
+    try:
+        conn = connect(database, read_only=True)  # compare reads the databases as analyze left them
+    except ExtensionError as e:  # (which of the two it is: the message names the file only)
+        raise CommandError(f"{which}: {e}") from None
     try:
         reports = _reports(conn, job, f"'{database}'", job_option=f"--job-{which[-1].lower()}", read_as_is=database)
     finally:
