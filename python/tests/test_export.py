@@ -382,6 +382,16 @@ def test_errors_are_one_line(run, tmp_path):
                                    f"most 86400 (a day), got {seconds}\n")
 
 
+def test_serve_refuses_an_empty_listen_address(tmp_path):
+    # Bound as given, '' would be every interface: `--listen "$ADDR"` with ADDR unset would expose
+    # the endpoint to the network instead of keeping the loopback default.
+    for address in ("", " "):
+        empty = precisionprobe("serve", tmp_path, "--no-refresh", "--port", "0", "--listen", address, check=False)
+        assert (empty.returncode, empty.stderr) == (
+            1, "python3 -m precisionprobe serve: --listen: must not be empty, which would listen on every interface: "
+               "leave it out for 127.0.0.1 (this machine only), or say 0.0.0.0 for every IPv4 interface\n")
+
+
 def test_a_pipe_or_device_is_written_in_place_and_a_link_keeps_pointing_at_its_file(tmp_path):
     # Renamed over, /dev/null or a named pipe would become a plain file (as root, /dev/null is
     # then gone for every process of the machine); a link would become a file beside its target.

@@ -449,6 +449,9 @@ def serve(args):
                            "it has nothing to refresh")
     if not 0 <= args.port <= 65535:
         raise CommandError(f"--port: must be 0 to 65535, got {args.port}")
+    if not args.listen.strip():  # (bound as given, '' is every interface: an unset $VARIABLE would expose it)
+        raise CommandError("--listen: must not be empty, which would listen on every interface: leave it out for "
+                           "127.0.0.1 (this machine only), or say 0.0.0.0 for every IPv4 interface")
     run_dir, database = _run_database(args)
     conn = _open_refreshed(args)
     try:
