@@ -416,6 +416,19 @@ def test_a_pipe_or_device_is_written_in_place_and_a_link_keeps_pointing_at_its_f
     assert sorted(p.name for p in target.parent.iterdir()) == ["pp.prom"]  # no temporary file left
 
 
+def test_an_openmetrics_path_that_names_a_folder_or_nothing_is_refused(tmp_path):
+    # Before, 'new/' (a folder that does not exist yet) became a file named 'new', and '' was the
+    # working folder ("Is a directory", after a temporary file was made beside it).
+    from precisionprobe.analysis.cli import CommandError, write_atomically
+    for given, why in [(f"{tmp_path}/new/", f"'{tmp_path}/new/' ends in '/', so it names a folder: give a file, "
+                                            f"such as '{tmp_path}/new/precisionprobe.prom'"),
+                       ("", "must not be empty: give a file (or - for stdout)")]:
+        with pytest.raises(CommandError) as refused:
+            write_atomically(given, "# EOF\n")
+        assert str(refused.value) == f"--openmetrics: {why}"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_temporary_file_left_by_a_killed_export_does_not_stop_the_next(tmp_path):
     # In a container every export may run as pid 1: one killed between writing its temporary
     # file and renaming it leaves the name the next would take, were the name the pid's alone.

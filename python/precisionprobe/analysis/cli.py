@@ -341,6 +341,16 @@ def analyze(args):
     return 0
 
 
+def _check_openmetrics_path(path):
+    """--openmetrics refused where it cannot name a file: empty (resolved, it would be the working
+    folder), or ending in / (renamed over, a missing folder's name would become a file)."""
+    if not str(path):
+        raise CommandError("--openmetrics: must not be empty: give a file (or - for stdout)")
+    if str(path).endswith(os.sep):
+        raise CommandError(f"--openmetrics: '{path}' ends in '{os.sep}', so it names a folder: give a file, "
+                           f"such as '{path}precisionprobe.prom'")
+
+
 def write_atomically(path, text):
     """Writes text to path through a temporary file beside it, renamed over it: a reader (node-
     exporter's textfile collector) sees the old file or the new one, never a part. The temporary
@@ -350,6 +360,7 @@ def write_atomically(path, text):
     (/dev/null, /dev/stdout, a named pipe) is written in place: renamed over, it would become a
     plain file."""
     given = path
+    _check_openmetrics_path(given)
     try:
         mode = os.stat(given).st_mode
     except OSError:
@@ -386,6 +397,8 @@ def write_atomically(path, text):
 
 def export(args):
     args.wait_seconds = _wait_seconds(args)
+    if args.openmetrics != "-":
+        _check_openmetrics_path(args.openmetrics)  # (before the refresh, which may take minutes)
     conn = _open_refreshed(args)
     try:
         reports = _reports(conn, args.job, _source(args), complete=False, layers=False,
