@@ -510,6 +510,16 @@ def test_serve_closes_a_connection_that_never_finishes_its_request():
     assert log.lines == []
 
 
+def test_serve_takes_an_ipv6_address_in_brackets_as_urls_write_it():
+    # Before, '[::1]' went to getaddrinfo as it was: "Name or service not known".
+    try:
+        socket.create_server(("::1", 0), family=socket.AF_INET6).close()
+    except OSError as e:
+        pytest.skip(f"no IPv6 loopback here: {e}")
+    with endpoint.listen("[::1]", 0, lambda: "# EOF\n") as server:
+        assert server.address_family == socket.AF_INET6 and server.server_address[0] == "::1"
+
+
 class _Lines:
     def __init__(self):
         self.lines, self._part = [], ""

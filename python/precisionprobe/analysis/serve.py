@@ -139,6 +139,8 @@ def _refresh_loop(refresh, seconds, stop, prog, stream):
 def listen(address, port, read, prog="precisionprobe serve", stream=None, timeout=REQUEST_TIMEOUT_S):
     """The server bound to address:port (port 0: one the kernel chooses), not yet serving; a
     connection silent for timeout seconds is closed. OSError if it cannot bind."""
+    if address.startswith("[") and address.endswith("]"):  # an IPv6 address as a URL writes it: [::1]
+        address = address[1:-1]
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     return _Server((address, port), _handler(read, prog, stream, timeout), family, prog, stream)
 
