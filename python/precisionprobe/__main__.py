@@ -41,11 +41,19 @@ def main(argv=None):
     from ._job_identity import is_blank_job_id, job_id_from_environment
     if args.job_id is not None and is_blank_job_id(args.job_id):
         parser.error("run: --job-id: must not be empty or only white space (leave it out for the default)")
+    from_environment = None
     if args.job_id is None:
         try:
-            job_id_from_environment()
+            from_environment = job_id_from_environment()
         except ValueError as error:
             parser.error(f"run: {error}")
+    if args.out is None:
+        from ._probe import default_out_dir_problem
+        job_id = args.job_id if args.job_id is not None else from_environment
+        problem = job_id is not None and default_out_dir_problem(job_id)
+        if problem:
+            where = "--job-id" if args.job_id is not None else "environment variable PRECISIONPROBE_JOB_ID"
+            parser.error(f"run: {where}: {job_id!r}: {problem}; give --out DIR")
     from ._launcher import run as run_command
     return run_command(command, out=args.out, job_id=args.job_id)
 

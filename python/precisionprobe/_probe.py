@@ -41,6 +41,16 @@ def default_out_dir(job_id):
     return os.path.join("runs", job_id)
 
 
+def default_out_dir_problem(job_id):
+    """Why runs/<job id> is no folder of the job's own inside runs/ (an absolute job id, '..'
+    among its parts, '.'), or None: a job id is a name, and the default --out must not take it
+    for a path to somewhere else."""
+    path = os.path.normpath(default_out_dir(job_id))
+    if os.path.isabs(job_id) or path == "runs" or not path.startswith("runs" + os.sep):
+        return f"the default output directory runs/<job id> would be {path}, not a folder inside runs/"
+    return None
+
+
 def event_file_name(identity):
     # One name for both formats: directory scans, globs and tools find the files as before, and
     # the first line tells the formats apart.

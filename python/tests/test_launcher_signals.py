@@ -92,7 +92,7 @@ def test_missing_command_exits_127(tmp_path):
     assert "cannot run" in result.stderr
 
 
-def test_run_needs_a_command():
+def test_run_needs_a_command(tmp_path):
     result = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--"],
                             env=child_environment(), capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
@@ -106,5 +106,16 @@ def test_run_needs_a_command():
                                env={**child_environment(), "PRECISIONPROBE_JOB_ID": "  "},
                                capture_output=True, text=True, timeout=60)
     assert blank_env.returncode == 2
+    # The default --out is runs/<job id>: a job id is a name, not a path out of runs/.
+    for job_id, where in (("../../elsewhere", "../elsewhere"), ("/tmp", "/tmp"), ("..", "."), (".", "runs")):
+        escaping = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--job-id", job_id, "--", "true"],
+                                  env=child_environment(), capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert (escaping.returncode, escaping.stderr.splitlines()[-1]) == (
+            2, f"python3 -m precisionprobe: error: run: --job-id: {job_id!r}: the default output directory runs/<job id> "
+               f"would be {where}, not a folder inside runs/; give --out DIR")
+    from_env = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--", "true"],
+                              env={**child_environment(), "PRECISIONPROBE_JOB_ID": "../x"},
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert from_env.returncode == 2 and "run: environment variable PRECISIONPROBE_JOB_ID: '../x': " in from_env.stderr
     assert ("run: environment variable PRECISIONPROBE_JOB_ID holds only white space ('  '); give it a job id, or "
             "unset it for the default") in blank_env.stderr
