@@ -16,18 +16,27 @@ SUMMARIES = ("always", "auto", "never")
 MAX_FLUSH_INTERVAL_S = 3600.0
 
 
-def check_attach_arguments(job_id, clock, flush_interval, summary):
+def check_attach_arguments(job_id, clock, flush_interval, summary, out=None):
     """Raises TypeError or ValueError naming the first argument attach() cannot use."""
     if job_id is not None and not isinstance(job_id, str):
         raise TypeError(f"attach: argument 'job_id' must be text, got {type(job_id).__name__} {job_id!r}")
     if job_id is not None and is_blank_job_id(job_id):
         raise ValueError(f"attach: argument 'job_id' must not be empty or only white space (leave it out for the "
                          f"default), got {job_id!r}")
+    from_environment = None
     if job_id is None:
         try:
-            job_id_from_environment()
+            from_environment = job_id_from_environment()
         except ValueError as error:
             raise ValueError(f"attach: {error}") from None
+    if out is None and (job_id or from_environment):
+        # The default out is runs/<job id>: a job id such as '../x' or '/tmp' would put the
+        # events outside runs/, or among other jobs' files.
+        from ._probe import default_out_dir_problem
+        problem = default_out_dir_problem(job_id or from_environment)
+        if problem:
+            where = "argument 'job_id'" if job_id else "environment variable PRECISIONPROBE_JOB_ID"
+            raise ValueError(f"attach: {where}: {(job_id or from_environment)!r}: {problem}; pass out=DIR")
     if clock not in CLOCKS:
         raise ValueError(f"attach: argument 'clock' must be one of {', '.join(CLOCKS)}, got {clock!r}")
     if summary not in SUMMARIES:

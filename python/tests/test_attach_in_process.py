@@ -229,6 +229,25 @@ def test_a_job_id_of_white_space_from_the_environment_is_refused_naming_the_vari
     fresh_probe.detach()
 
 
+@pytest.mark.parametrize("job_id", ["../../elsewhere", "/tmp", "..", "."])
+def test_a_job_id_that_would_put_the_default_out_outside_runs_is_refused(tmp_path, fresh_probe, monkeypatch, job_id):
+    # Without out, the events go to runs/<job id>: before, '../../elsewhere' wrote them two
+    # folders above runs/, '/tmp' into /tmp, '..' and '.' among other jobs' files.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as raised:
+        fresh_probe.attach(job_id=job_id)
+    assert str(raised.value).startswith(f"attach: argument 'job_id': {job_id!r}: the default output directory "
+                                        "runs/<job id> would be ")
+    assert str(raised.value).endswith("not a folder inside runs/; pass out=DIR")
+    monkeypatch.setenv("PRECISIONPROBE_JOB_ID", job_id)
+    with pytest.raises(ValueError, match="attach: environment variable PRECISIONPROBE_JOB_ID: "):
+        fresh_probe.attach()
+    assert fresh_probe.active_probe() is None
+    # With out given, the job id is only a name.
+    assert fresh_probe.attach(job_id=job_id, out=tmp_path / "events").identity.job_id == job_id
+    fresh_probe.detach()
+
+
 def test_two_threads_training_at_once_write_the_header_before_any_event(tmp_path, fresh_probe):
     # Two models trained on two threads of one process. The first top-level call writes the job
     # header, and counting a large model's parameters for it takes a while: the other thread's
