@@ -177,6 +177,27 @@ def test_compare_with_a_run_on_no_gpu_says_missing_not_measured():
     assert (share["difference"], share["exceeds_uncertainty"]) == (0.0, "measured")
 
 
+def test_compare_of_runs_with_no_layer_type_in_common_warns_before_its_rows():
+    """Two runs of different models (a DLRM and a ResNeXt): every row is missing on one side,
+    which compare says first instead of leaving it to be read from the table."""
+    from precisionprobe.analysis.compare import comparison_warnings
+    from precisionprobe.analysis.report import JobReport, Row
+
+    def job(job_id, *types):
+        rows = [Row(t, t, "forward", 10, 1.0, 0.01, 0.1, {}) for t in types]
+        rows.append(Row("(untracked)", "(untracked)", "untracked", None, None, 0.5, 0.5, {}))
+        return JobReport(job_id, 1, 10, 1, 100, 1, None, None, 0, None, None, {}, rows, [])
+
+    dlrm, resnext = job("dlrm-1", "EmbeddingBag", "Linear", "ReLU"), job("resnext-1", *(f"T{i}" for i in range(7)))
+    assert comparison_warnings(dlrm, resnext) == [
+        "RUN_A (job dlrm-1) and RUN_B (job resnext-1) have no layer type in common, so every row is missing on one "
+        "side: compare two runs of one model (RUN_A: EmbeddingBag, Linear, ReLU; RUN_B: T0, T1, T2, T3, T4 and 2 more)"]
+    assert comparison_warnings(dlrm, job("dlrm-2", "Linear", "Sigmoid")) == []
+    (on_cpu,) = comparison_warnings(dlrm, JobReport("cpu-1", 0, 0, 1, None, 1, None, None, 0, None, None, {},
+                                                    [], []))
+    assert on_cpu.startswith("RUN_B (job cpu-1) ran on no GPU")
+
+
 def test_every_format_reads_the_same_database(runs, report_a):
     work, _, _ = runs
     table = precisionprobe("analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh").stdout

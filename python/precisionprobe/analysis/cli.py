@@ -23,7 +23,7 @@ from pathlib import Path
 from .. import _emulated_copy as emulated_copy
 from .._path_kind import kind, kind_of
 from . import findings, openmetrics, render, serve as endpoint
-from .compare import compare_jobs, render_comparison
+from .compare import compare_jobs, comparison_warnings, render_comparison
 from .extension import WAL_SHM_HINT, ExtensionError, connect, wal_without_shm
 from .html_report import write_html
 from .refresh import WAIT_DEFAULT_S, RefreshError, refresh
@@ -544,11 +544,8 @@ def _one_report(run, db, job, which):
 def compare(args):
     a = _one_report(args.run_a, args.db_a, args.job_a, "RUN_A")
     b = _one_report(args.run_b, args.db_b, args.job_b, "RUN_B")
-    for which, report in (("RUN_A", a), ("RUN_B", b)):
-        if not report.gpus:
-            print(f"{args.prog}: warning: {which} (job {report.job_id}) ran on no GPU: it has no share of GPU time "
-                  "and no metric, so its rows are missing (`precisionprobe analyze RUN_DIR --emulate dlrm` replays "
-                  "it on an emulated GPU)", file=sys.stderr)
+    for warning in comparison_warnings(a, b):
+        print(f"{args.prog}: warning: {warning}", file=sys.stderr)
     sys.stdout.write(render_comparison(a, b, compare_jobs(a, b), args.format))
     return 0
 

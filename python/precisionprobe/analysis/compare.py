@@ -25,6 +25,27 @@ def _center_half(value):
     return None, None
 
 
+def comparison_warnings(a, b):
+    """What a reader of compare_jobs(a, b) should know first, one line each: a run on no GPU
+    (its rows are missing), and two runs with no layer type in common (every row is missing on
+    one side: not two runs of one model)."""
+    warnings = []
+    for which, report in (("RUN_A", a), ("RUN_B", b)):
+        if not report.gpus:
+            warnings.append(f"{which} (job {report.job_id}) ran on no GPU: it has no share of GPU time and no metric, "
+                            "so its rows are missing (`precisionprobe analyze RUN_DIR --emulate dlrm` replays it on an "
+                            "emulated GPU)")
+    types_a, types_b = ({r.name for r in report.layer_types if r.direction != "untracked"} for report in (a, b))
+    if types_a and types_b and not types_a & types_b:
+        def listed(types):
+            names = sorted(types)
+            return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        warnings.append(f"RUN_A (job {a.job_id}) and RUN_B (job {b.job_id}) have no layer type in common, so every row "
+                        f"is missing on one side: compare two runs of one model (RUN_A: {listed(types_a)}; "
+                        f"RUN_B: {listed(types_b)})")
+    return warnings
+
+
 def compare_jobs(a, b):
     """Rows (dicts) for every (layer type, direction, metric) of either job, then the shares."""
     rows_a = {(r.name, r.direction): r for r in a.layer_types}
