@@ -102,12 +102,14 @@ TEST(SqlRelay, TheFirstFailureComesBackAndSqlFailuresReachTheirPiece) {
 // relay runs none: a request after the first failure is refused with that failure.
 TEST(SqlRelay, NoSqlRunsOnceARequestHasFailed) {
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: the first failure ends the loop";
-  std::atomic<bool> failed{false};
+  std::atomic<bool> failed{false}, second_started{false};
   std::atomic<int> ran_after{0};
   std::string second_saw;
   try {
     pp::for_each_in_parallel(2, [&](size_t i, pp::SqlRelay& sql) {
       if (i == 0) {
+        // (once the other piece runs: a worker that starts after a failure takes no piece)
+        while (!second_started) std::this_thread::yield();
         try {
           sql.run([] { throw pp::Error("database or disk is full"); });
         } catch (...) {
@@ -115,6 +117,7 @@ TEST(SqlRelay, NoSqlRunsOnceARequestHasFailed) {
           throw;
         }
       }
+      second_started = true;
       while (!failed) std::this_thread::yield();
       try {
         sql.run([&] { ++ran_after; });  // a write that would have committed alone
