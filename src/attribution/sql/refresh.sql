@@ -49,14 +49,17 @@ SELECT first.place, first.t_s, last.place, last.t_s
 -- read off the MIG UUID of drivers before R470, "MIG-GPU-<parent UUID>/<GPU instance>/<compute
 -- instance>").
 -- A GPU needs a fetch when its samples may not reach :after_ms (or two of its windows and the
--- exporter's lag) past its unfolded events: when it has none, when the last fetch for it
--- (pp_fetch_state) ended before that, or, never fetched, when its stored samples end before its
--- events do (samples inserted by other means that cover the events are taken as they are).
+-- exporter's lag) past its unfolded events: when it has none, when its stored samples end before
+-- its events do, or when the last fetch for it (pp_fetch_state) ended before that (samples
+-- inserted by other means that cover the events are taken as they are). A fetch that reached
+-- past the events but found no samples of their last seconds does not settle it: Prometheus may
+-- store them later (a remote-write agent sends what it buffered once it is back), so each
+-- refresh asks again, from the last stored sample, while events wait past it.
 DELETE FROM main.pp_refresh_fetch_gpus;
 INSERT INTO main.pp_refresh_fetch_gpus
 SELECT g.uuid, g.host_name, g.last_end_ms, g.last_sample_ms, m.gpu_uuid, m.gpu_instance_id,
-       CASE WHEN g.last_sample_ms IS NULL THEN 1
-            WHEN f.fetched_through_ms IS NULL THEN g.last_end_ms > g.last_sample_ms
+       CASE WHEN g.last_sample_ms IS NULL OR g.last_end_ms > g.last_sample_ms THEN 1
+            WHEN f.fetched_through_ms IS NULL THEN 0
             ELSE g.last_end_ms + max(:after_ms, 2 * coalesce((SELECT max(interval_ms) FROM main.pp_intervals AS i
                                                                WHERE i.uuid = g.uuid), 0) + :lag_ms)
                  > f.fetched_through_ms END
