@@ -11,6 +11,9 @@ A file that is removed while open (rm -rf of the output directory) still accepts
 Linux, into an inode no path names. So before each write and at close the writer checks that
 its path still names the file it holds; if not, it warns, counts the events in that file as
 dropped (nobody can read them), and goes on in a new file at the same path, job header first.
+A file cut short in place (logrotate's copytruncate) is appended to where it now ends: its next
+write starts again with the job header (and the compact format's definitions), as a new file
+does, so that the lines after the cut decode on their own.
 
 Queue items are tuples: (ModuleInfo, forward, batch, epoch, t_start, t_end, device) for events,
 where t_start/t_end are unix ns ints or, on CUDA, events that the resolver converts once the GPU
@@ -46,6 +49,7 @@ class EventWriter:
         self._in_file = 0  # events written to the file now open
         self._header = None  # the job header line, to start a new file with
         self._restart_with_header = False
+        self._restart_in_place = False  # the file was cut short: its next write starts it again
         self._base_path = self.path
         self._failed = False
         self.written = 0
@@ -169,6 +173,9 @@ class EventWriter:
                 start = self._formatter.file_start(self._header, self._restart_with_header)
                 self._restart_with_header = False
                 data = start.encode() + data
+            elif self._restart_in_place:
+                data = self._formatter.file_start(self._header, True).encode() + data
+                self._restart_in_place = False
             self._write_whole(data)
         except OSError as error:
             self.dropped += event_count
@@ -188,6 +195,8 @@ class EventWriter:
             held = os.fstat(self._fd)
             at_path = os.stat(self.path)
             if held.st_nlink > 0 and (at_path.st_dev, at_path.st_ino) == (held.st_dev, held.st_ino):
+                if held.st_size < self._size:
+                    self._cut_in_place(held.st_size)
                 return
         except (FileNotFoundError, NotADirectoryError):
             pass  # gone
@@ -204,6 +213,14 @@ class EventWriter:
         print(f"precisionprobe: warning: {removed} was removed while being written; its {lost} "
               f"events are counted as dropped{goes_on}", file=self._stderr or sys.stderr,
               flush=True)
+
+    def _cut_in_place(self, size):
+        """The file is shorter than what was written to it: cut in place (logrotate's copytruncate
+        copies it elsewhere, then truncates it). Appending goes on where it now ends, so the next
+        write starts again as a new file does, with the header (and the compact format's
+        definitions) that its event lines need."""
+        self._size = size
+        self._restart_in_place = self._header is not None
 
     def _open(self):
         os.makedirs(self._out_dir, exist_ok=True)

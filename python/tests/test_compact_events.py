@@ -123,6 +123,29 @@ def test_a_file_after_a_removed_one_starts_with_everything_its_events_need(tmp_p
     assert (writer.written, writer.dropped) == (3, 3)
 
 
+def test_a_file_cut_short_in_place_starts_again_with_everything_its_events_need(tmp_path):
+    """logrotate's copytruncate copies the file and cuts it to nothing: the writer, appending, goes
+    on at its start, where its event lines would name a job header and definitions no longer in
+    the file (a compact reader could decode none of them)."""
+    out = tmp_path / "out"
+    writer = EventWriter(str(out), "events.jsonl", CompactFormatter(IDENTITY), stderr=open(os.devnull, "w"))
+    header = ('{"record":"job","job_id":"j","host_name":"node","ip":"10.0.0.1","pod":"p",'
+              '"namespace":"ml","rank":1,"local_rank":1,"world_size":2,"pid":77,"cpu_num":4.0}\n')
+    events = items()
+    writer.put((HEADER, header))
+    for item in events[:3]:
+        writer.put(item)
+    writer._drain(final=False)
+    os.truncate(out / "events.jsonl", 0)
+    for item in events[3:]:
+        writer.put(item)
+    writer.close()
+    headers, decoded = read_event_file(out / "events.jsonl")
+    assert len(headers) == 1 and [e["layer"] for e in decoded] == [i[0].name for i in events[3:]]
+    rows, warnings = layer_events(out / "events.jsonl")
+    assert warnings == "[]" and len(rows) == len(events) - 3
+
+
 def test_unknown_version_is_an_error_naming_the_file(tmp_path):
     path = tmp_path / "v9.jsonl"
     path.write_text("#precisionprobe-events compact 9\n")
