@@ -4,68 +4,49 @@ scraped. A refresh of a job that ended before then finds its last seconds withou
 events wait (events_waiting), and a later refresh, once the samples are stored, fetches and folds
 them, as one refresh after they arrived does.
 
-The Prometheus here is a loopback server that answers raw-sample queries (`selector[range]` at a
-time, as pp_refresh asks) from a list, showing only the samples stored so far."""
+The store is a real Prometheus serving promtool-filled storage: first without the job's last
+seconds, then restarted on the same storage and port once the rest has been added to it."""
 import json
-import re
 import sqlite3
-import threading
-import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from conftest import extension_path
+from precisionprobe.harness import processes
+from precisionprobe.harness import prometheus as prometheus_server
 
 UUID = "GPU-1a7e0000-0000-4000-8000-000000000000"
 T0_MS = 1_700_000_000_000
 JOB_MS = 20_000
+SERIES = f'DCGM_FI_PROF_SM_ACTIVE{{UUID="{UUID}",Hostname="node-a",gpu="0"}}'
+# A 50 ms call every 100 ms, from 50 ms into each window: SM_ACTIVE 0.5 while the job runs.
+SAMPLES = [(T0_MS + k * 100, 0.5 if k * 100 <= JOB_MS else 0.0) for k in range(1, (JOB_MS + 80_000) // 100)]
 
 
-class StoredSamples:
-    """Raw samples of DCGM_FI_PROF_SM_ACTIVE for UUID every 100 ms; a query sees those stored at
-    or before stored_through_ms."""
+class LateStore:
+    """A Prometheus on loopback holding the samples stored through `through_ms`; store(ms)
+    adds those up to ms (promtool into the same storage) and restarts it on the same port."""
 
-    def __init__(self, samples):
-        self.samples, self.stored_through_ms, self.requests = samples, 0, 0
-        store = self
+    def __init__(self, work):
+        self.work, self.stored_ms, self.process, self.port = work, 0, None, None
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
-                store.requests += 1
-                body = json.dumps(store.answer(form["query"][0], float(form["time"][0]) * 1000)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def answer(self, query, time_ms):
-        selector, amount, unit = re.fullmatch(r"(\{.*\})\[(\d+)(ms|s)\]", query).groups()
-        range_ms = int(amount) * (1 if unit == "ms" else 1000)
-        values = [[ts / 1000, str(value)] for ts, value in self.samples
-                  if time_ms - range_ms < ts <= min(time_ms, self.stored_through_ms)]
-        by_uuid = 'UUID=~"' in selector and "1a7e0000" in selector
-        result = [{"metric": {"__name__": "DCGM_FI_PROF_SM_ACTIVE", "UUID": UUID, "Hostname": "node-a", "gpu": "0"},
-                   "values": values}] if by_uuid and values else []
-        return {"status": "success", "data": {"resultType": "matrix", "result": result}}
+    def store(self, through_ms):
+        processes.stop(self.process)
+        batch = self.work / f"through-{through_ms}.om"
+        lines = ["# TYPE DCGM_FI_PROF_SM_ACTIVE gauge"]
+        lines += [f"{SERIES} {value} {ts / 1000:.3f}" for ts, value in SAMPLES if self.stored_ms < ts <= through_ms]
+        batch.write_text("\n".join(lines + ["# EOF"]) + "\n")
+        prometheus_server.backfill(batch, self.work / prometheus_server.TSDB_DIR)
+        self.stored_ms = through_ms
+        self.process, self.url = prometheus_server.serve(self.work, self.port)
+        self.port = int(self.url.rsplit(":", 1)[1])
 
 
 @pytest.fixture
-def prometheus():
-    # A 50 ms call every 100 ms, from 50 ms into each window: SM_ACTIVE 0.5 while the job runs.
-    samples = [(T0_MS + k * 100, 0.5 if k * 100 <= JOB_MS else 0.0) for k in range(1, (JOB_MS + 80_000) // 100)]
-    store = StoredSamples(samples)
+def prometheus(tmp_path):
+    store = LateStore(tmp_path)
     yield store
-    store.server.shutdown()
+    processes.stop(store.process)
 
 
 def write_events(path):
@@ -99,17 +80,16 @@ def test_samples_stored_after_the_job_ended_are_fetched_by_a_later_refresh(prome
     events = tmp_path / "events"
     events.mkdir()
     write_events(events / "late.jsonl")
-    conn = connect(prometheus.url)
     # The agent's samples of the job's last 8 s are not in the central store yet.
-    prometheus.stored_through_ms = T0_MS + JOB_MS - 8000
+    prometheus.store(T0_MS + JOB_MS - 8000)
+    conn = connect(prometheus.url)
     waiting = conn.execute("SELECT events_waiting FROM pp_refresh(?, 1)", (str(events),)).fetchone()[0]
     assert 70 < waiting < 90
     # They arrive; the next refresh asks for them and folds every event.
-    prometheus.stored_through_ms = T0_MS + JOB_MS + 80_000
-    requests = prometheus.requests
+    prometheus.store(T0_MS + JOB_MS + 80_000)
     added, waiting = conn.execute("SELECT samples_added, events_waiting FROM pp_refresh(?, 1)",
                                   (str(events),)).fetchone()
-    assert prometheus.requests > requests and added > 80 and waiting == 0
+    assert added > 80 and waiting == 0
     assert conn.execute("SELECT count(*) FROM pp_events WHERE folded = 0").fetchone() == (0,)
     # As one refresh after the samples were stored.
     once = connect(prometheus.url)
