@@ -56,7 +56,10 @@ struct GpuSamplesCursor : SamplesCursor {
   using SamplesCursor::SamplesCursor;
 
   static int plan(sqlite3_index_info* info) { return plan_samples(info, kFirstArgument); }
-  void filter(int idx_num, int argc, sqlite3_value** argv) { filter_samples(kName, idx_num, argc, argv); }
+  void filter(int idx_num, int argc, sqlite3_value** argv) {
+    refuse_partial_answers = true;  // what it gives is stored for good
+    filter_samples(kName, idx_num, argc, argv);
+  }
 
   void column(sqlite3_context* ctx, int column) const {
     switch (column) {

@@ -1,5 +1,7 @@
 #include "prometheus/matrix_cursor.hpp"
 
+#include "core/errors.hpp"
+
 namespace pp {
 
 void MatrixCursor::start(std::vector<MatrixChunk> chunks) {
@@ -14,6 +16,11 @@ void MatrixCursor::settle() {
   while (chunk_ < chunks_.size()) {
     if (!matrix_) {
       matrix_ = chunks_[chunk_].fetch();
+      if (refuse_partial_answers && !matrix_->partial_from.empty())
+        throw Error("the answer from " + matrix_->partial_from +
+                    " is partial (isPartial: true): some of the server's storage nodes did not answer, so series "
+                    "or samples may be missing; a refresh never asks again for a time it has fetched, so it stores "
+                    "no partial answer: refresh again once every storage node answers");
       series_ = point_ = 0;
       ++series_serial_;
     }

@@ -35,10 +35,11 @@ std::string text_member(const json& object, const char* key, const std::string& 
   return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
-// Checks the envelope and returns its "data" member. Collects "warnings" and "infos".
-// `keep`, when given, sees every value as it is parsed and may drop it from the document.
+// Checks the envelope and returns its "data" member. Collects "warnings" and "infos", and sets
+// *partial where the answer says it is partial. `keep`, when given, sees every value as it is
+// parsed and may drop it from the document.
 json envelope_data(const HttpResponse& response, const std::string& shown_url, std::vector<std::string>& warnings,
-                   const ParsePoll& poll, const json::parser_callback_t& keep = nullptr) {
+                   const ParsePoll& poll, const json::parser_callback_t& keep = nullptr, bool* partial = nullptr) {
   json doc;
   std::string invalid;  // why a body that looks like JSON is not
   uint32_t events = 0;
@@ -102,9 +103,11 @@ json envelope_data(const HttpResponse& response, const std::string& shown_url, s
                 body_start(response));
   // VictoriaMetrics' cluster (vmselect) answers success with "isPartial": true when storage nodes
   // did not answer: the rows are then incomplete, which a user must not take for the whole.
-  if (const auto partial = doc.find("isPartial"); partial != doc.end() && *partial == true)
+  if (const auto is_partial = doc.find("isPartial"); is_partial != doc.end() && *is_partial == true) {
+    if (partial) *partial = true;
     warnings.push_back("the answer from " + shown_url + " is partial (isPartial: true): some of the server's "
                        "storage nodes did not answer, so series or samples may be missing; run the query again");
+  }
   auto data = doc.find("data");
   if (data == doc.end()) throw Error("response from " + shown_url + " has no 'data'");
   return std::move(*data);
@@ -198,7 +201,9 @@ PromMatrix parse_matrix_body(const HttpResponse& response, const std::string& sh
     matrix.series.push_back(matrix_series(parsed, histograms));
     return false;
   };
-  json data = envelope_data(response, shown_url, warnings, poll, convert);
+  bool partial = false;
+  json data = envelope_data(response, shown_url, warnings, poll, convert, &partial);
+  if (partial) matrix.partial_from = shown_url;
   const std::string type = text_member(data, "resultType", "");
   if (type != "matrix")
     throw Error("expected a matrix result from " + shown_url + ", got '" +

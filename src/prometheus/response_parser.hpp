@@ -32,6 +32,10 @@ struct PromMatrix {
   std::vector<PromSeries> series;
   size_t bytes = 0;             // size of the response body, for the cache's budget
   size_t skipped_histograms = 0;  // native histogram samples, which are not supported
+  // The server (its URL as shown) when the answer said "isPartial": true (a VictoriaMetrics
+  // cluster whose storage nodes did not all answer): series or samples may be missing. Empty
+  // for a whole answer.
+  std::string partial_from;
 };
 
 // Sample values are strings: "0.5", "1e-07", "NaN", "+Inf", "-Inf". Locale-independent.

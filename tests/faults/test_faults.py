@@ -336,6 +336,30 @@ def test_a_partial_answer_says_so(hostile):
     assert "is partial (isPartial: true)" in conn.execute("SELECT pp_last_warnings()").fetchone()[0]
 
 
+def test_a_refresh_stores_no_partial_answer(hostile, tmp_path):
+    """pp_refresh never asks again for a time it has fetched, so samples missing from a partial
+    answer would be missing from its results for good: it refuses the answer, and writes nothing."""
+    events = tmp_path / "events.jsonl"
+    with open(events, "w") as f:
+        for k in range(4):  # events from 1700000005 to 1700000049: 30 s of them past the samples served
+            start = (1700000005 + 12 * k) * 10**9
+            f.write(json.dumps({
+                "job_id": "partial", "host_name": "node-a", "ip": None, "pod": None, "namespace": None,
+                "gpu_uuid": "GPU-a", "gpu": 0, "rank": 0, "local_rank": 0, "world_size": 1, "pid": 1, "epoch": 0,
+                "batch": k, "layer": "l", "layer_type": "Linear", "forward": True, "t_start_ns": start,
+                "t_end_ns": start + 8 * 10**9, "cpu_num": 1.0}) + "\n")
+    conn = connect(f"{hostile}/partial-gpu", database=str(tmp_path / "results.db"))
+    with pytest.raises(sqlite3.OperationalError) as refused:
+        conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
+    assert str(refused.value) == (
+        f"pp_refresh: pp_gpu_samples: the answer from {hostile}/partial-gpu/api/v1/query is partial (isPartial: true): "
+        "some of the server's storage nodes did not answer, so series or samples may be missing; a refresh never "
+        "asks again for a time it has fetched, so it stores no partial answer: refresh again once every storage "
+        "node answers")
+    # Nothing was written, the tables that the refresh would have created included.
+    assert conn.execute("SELECT count(*) FROM sqlite_schema").fetchone() == (0,)
+
+
 def test_a_nul_in_the_servers_error_keeps_the_rest_of_it(hostile):
     conn = connect(f"{hostile}/nul-error")
     with pytest.raises(sqlite3.OperationalError,
