@@ -18,9 +18,11 @@
 #include <algorithm>
 
 #include "core/sql_values.hpp"
+#include "core/text.hpp"
 #include "prometheus/metric_pushdown.hpp"
 #include "prometheus/prom_client.hpp"
 #include "prometheus/prometheus_tables.hpp"
+#include "prometheus/promql.hpp"
 #include "prometheus/samples_cursor.hpp"
 
 namespace pp {
@@ -75,6 +77,14 @@ void SamplesCursor::filter_samples(const char* table, int idx_num, int argc, sql
   const auto args = filter_arguments(idx_num, argc, argv, kSamplesArguments.size());
   keep_arguments(args);
   const std::string selector = required_nonblank_text(args[0], "selector");
+  // Raw samples belong to series. Prometheus refuses an expression followed by the range this
+  // table appends, naming text the user never wrote; VictoriaMetrics runs it as a subquery, whose
+  // computed points would be rows that look like stored samples.
+  if (!is_series_selector(selector))
+    throw argument_error("selector", "is not a series selector: '" + valid_utf8(selector, 200) + "' (" + table +
+                                         " reads the raw samples of series: give a metric name and/or label "
+                                         "matchers in braces, such as 'up' or '{__name__=~\"DCGM_.*\", gpu=\"0\"}', "
+                                         "with nothing after them; for a PromQL expression use prom_range)");
   const TimeRange range = parse_time_range(args[1], args[2], clock_.now_ms(), /*into_range=*/true);
   const auto pushed = apply_metric_pushdown(selector, idx_num, argc, argv);
   table_ = table;

@@ -21,6 +21,37 @@ std::string promql_quote(const std::string& value) {
   return out + "\"";
 }
 
+bool is_series_selector(std::string_view text) {
+  text = trim(text);
+  size_t at = 0;
+  while (at < text.size() && (std::isalpha(static_cast<unsigned char>(text[at])) || text[at] == '_' || text[at] == ':' ||
+                              (at > 0 && std::isdigit(static_cast<unsigned char>(text[at])))))
+    ++at;
+  const bool named = at > 0;
+  while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
+  if (at == text.size()) return named;
+  // Then one brace block that ends the text; a brace inside a string or a comment does not count,
+  // and a comment runs to the end of its line.
+  if (text[at] != '{' || text.back() != '}') return false;
+  const size_t close = text.size() - 1;
+  char quote = 0;  // the quote of the string we are in
+  for (size_t i = at + 1; i < close; ++i) {
+    const char c = text[i];
+    if (quote) {
+      if (c == '\\' && quote != '`') ++i;
+      else if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'' || c == '`') {
+      quote = c;
+    } else if (c == '#') {
+      i = text.find('\n', i);
+      if (i == std::string_view::npos) return false;  // the comment hides the closing brace
+    } else if (c == '{' || c == '}') {
+      return false;
+    }
+  }
+  return quote == 0;
+}
+
 std::optional<std::string> add_metric_matcher(const std::string& selector, const std::string& op,
                                               const std::string& value, bool& empty_result) {
   empty_result = false;

@@ -4,11 +4,17 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace pp {
 
 // "say \"hi\"" style double-quoted PromQL string literal.
 std::string promql_quote(const std::string& value);
+
+// Whether text is one series selector and nothing more: a metric name, label matchers in braces,
+// or both (`up`, `{gpu="0"}`, `up{job="x"}`), with blanks around them and # comments inside the
+// braces. Anything else (a function, an operator, a range, an offset, a comment after it) is not.
+bool is_series_selector(std::string_view text);
 
 // Adds a matcher on __name__ to a plain series selector such as `{gpu="0"}` or `up`.
 // op is "=" or "=~". Returns the new selector; nullopt when the selector cannot take the matcher

@@ -84,3 +84,9 @@ CREATE TEMP TABLE compressed AS SELECT * FROM prom_samples('{__name__=~"DCGM_FI_
 SELECT pp_config('http_compression', 'auto') = 'auto';
 SELECT (SELECT count(*) FROM plain) > 1000 AND (SELECT count(*) FROM compressed) = (SELECT count(*) FROM plain)
    AND NOT EXISTS (SELECT * FROM plain EXCEPT SELECT * FROM compressed);
+
+-- A selector may have blanks around its parts, and # comments and strings holding braces inside
+-- its braces: the same series (only an expression is refused, prom_selector_errors.sql).
+SELECT count(*) = 20 FROM prom_samples(' DCGM_FI_DEV_GPU_UTIL {gpu="0"} ', ${T0}, ${T0} + 9);
+SELECT count(*) = 20 FROM prom_samples('{__name__="DCGM_FI_DEV_GPU_UTIL", # the first GPU of each host
+  gpu="0", pod=~".*[{}#].*|.*"}', ${T0}, ${T0} + 9);

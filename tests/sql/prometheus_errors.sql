@@ -31,7 +31,7 @@ SELECT count(*) FROM prom_samples('up', 1700000000, 1700000010);
 -- error: prom_range: Prometheus error bad_data (HTTP 400): 1:5: parse error: unclosed left parenthesis
 SELECT * FROM prom_range('sum(', 1700000000, 1700000010);
 -- error: prom_samples: Prometheus error bad_data (HTTP 400)
-SELECT * FROM prom_samples('rate(up[1m])', 1700000000, 1700000010);
+SELECT * FROM prom_samples('up{job=~"("}', 1700000000, 1700000010);
 -- pp_gpu_samples shares prom_samples' cursor, but its errors name the function that was called.
 -- error: pp_gpu_samples: missing required argument 'end'
 SELECT * FROM pp_gpu_samples('up', 1700000000);
@@ -44,7 +44,7 @@ SELECT * FROM pp_gpu_samples('up', 1700000010, 1700000000);
 -- error: pp_gpu_samples: the range needs
 SELECT * FROM pp_gpu_samples('up', 0, 1700000000);
 -- error: pp_gpu_samples: Prometheus error bad_data (HTTP 400)
-SELECT * FROM pp_gpu_samples('rate(up[1m])', 1700000000, 1700000010);
+SELECT * FROM pp_gpu_samples('up{job=~"("}', 1700000000, 1700000010);
 -- error: pp_gpu_samples: cannot reach http://127.0.0.1:1/api/v1/query: Failed to connect
 SELECT pp_config('retries', 0); SELECT pp_config('prometheus_url', 'http://127.0.0.1:1');
 SELECT * FROM pp_gpu_samples('up', 1700000000, 1700000010);
