@@ -13,6 +13,9 @@ namespace {
 
 using json = nlohmann::json;
 
+// An API answer nests 8 levels at most: a native histogram's buckets in a matrix item.
+constexpr int kMaxJsonDepth = 64;
+
 // The first 200 bytes of a body for an error message: on one line, valid UTF-8, without the
 // credentials the request sent.
 std::string body_start(const HttpResponse& response) {
@@ -43,12 +46,18 @@ json envelope_data(const HttpResponse& response, const std::string& shown_url, s
   json doc;
   std::string invalid;  // why a body that looks like JSON is not
   uint32_t events = 0;
-  const json::parser_callback_t polled = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (++events % 4096 == 0) poll();
+  const json::parser_callback_t checked = [&](int depth, json::parse_event_t event, json& parsed) {
+    // The parser holds a value for each level it is in, some 40 bytes for each byte of brackets:
+    // a body of max_response_bytes would take gigabytes.
+    if (depth > kMaxJsonDepth)
+      throw Error("HTTP " + std::to_string(response.status) + " from " + shown_url +
+                  " is not a Prometheus API response: its JSON nests more than " + std::to_string(kMaxJsonDepth) +
+                  " levels deep (an API answer nests 8 at most)");
+    if (poll && ++events % 4096 == 0) poll();
     return keep ? keep(depth, event, parsed) : true;
   };
   try {
-    doc = poll ? json::parse(response.body, polled) : json::parse(response.body, keep);
+    doc = json::parse(response.body, checked);
   } catch (const json::exception& e) {
     // "[json.exception.parse_error.101] parse error at line 1, column 95: ..." (or
     // out_of_range.406 for a number beyond a double); the text it quotes from the body may

@@ -360,6 +360,18 @@ def test_a_refresh_stores_no_partial_answer(hostile, tmp_path):
     assert conn.execute("SELECT count(*) FROM sqlite_schema").fetchone() == (0,)
 
 
+def test_an_answer_nested_too_deep_is_refused_before_it_fills_memory(hostile):
+    """Each level of JSON nesting costs the parser a value of its own, some 40 bytes for each byte
+    of the answer: within max_response_bytes, brackets alone would take gigabytes. An API answer
+    nests eight levels at most (a native histogram's buckets)."""
+    conn = connect(f"{hostile}/deep")
+    with pytest.raises(sqlite3.OperationalError) as refused:
+        conn.execute("SELECT * FROM prom_range('x', 1700000000, 1700000001, 1)").fetchall()
+    assert str(refused.value) == (
+        f"prom_range: HTTP 200 from {hostile}/deep/api/v1/query_range is not a Prometheus API response: its JSON "
+        "nests more than 64 levels deep (an API answer nests 8 at most)")
+
+
 def test_a_nul_in_the_servers_error_keeps_the_rest_of_it(hostile):
     conn = connect(f"{hostile}/nul-error")
     with pytest.raises(sqlite3.OperationalError,
