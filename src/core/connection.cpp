@@ -32,8 +32,13 @@ void Connection::add_warning(const std::string& warning) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& w : warnings_)
     if (w == warning) return;  // a chunked fetch repeats the same server warning per chunk
-  // At most 100, each of at most 2000 bytes: a server's warnings are the server's to size.
-  if (warnings_.size() < 100) warnings_.push_back(warning.size() <= 2000 ? warning : valid_utf8(warning, 2000));
+  // At most kMaxWarnings, each of at most 2000 bytes: a server's warnings are the server's to
+  // size. Those past them are counted, never dropped unsaid: a refresh's own warnings (events
+  // not folded yet) may come after a server's.
+  if (warnings_.size() < kMaxWarnings)
+    warnings_.push_back(warning.size() <= 2000 ? warning : valid_utf8(warning, 2000));
+  else
+    warnings_not_kept_.insert(std::hash<std::string>{}(warning));
 }
 
 void Connection::hold_refresh_open() {
@@ -64,7 +69,11 @@ void Connection::hold_refresh_open() {
 
 std::vector<std::string> Connection::warnings() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return warnings_;
+  std::vector<std::string> warnings = warnings_;
+  if (!warnings_not_kept_.empty())
+    warnings.push_back(std::to_string(warnings_not_kept_.size()) + " more warnings were not kept: pp_last_warnings() "
+                       "keeps the first " + std::to_string(kMaxWarnings) + " of a statement");
+  return warnings;
 }
 
 std::vector<Connection::StatementRun> Connection::running_statements() const {
@@ -85,6 +94,7 @@ uint64_t Connection::cursor_opened() {
       (!engine_writing() && !std::includes(warned_statements_.begin(), warned_statements_.end(), running.begin(),
                                            running.end()))) {
     warnings_.clear();
+    warnings_not_kept_.clear();
     warned_statements_ = std::move(running);
   }
   open_cursors_.push_back(++last_cursor_);  // (ascending: serials only grow)

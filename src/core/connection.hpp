@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/http_client.hpp"
@@ -42,7 +43,9 @@ class Connection {
 
   // Warnings (Prometheus "warnings", skipped input lines, ...) of the current statement, read
   // with pp_last_warnings(). They are cleared when a statement opens its first cursor on one
-  // of the extension's tables, so they describe the latest statement that read data.
+  // of the extension's tables, so they describe the latest statement that read data. The first
+  // kMaxWarnings distinct ones are kept; warnings() ends with how many more there were.
+  static constexpr size_t kMaxWarnings = 100;
   void add_warning(const std::string& warning);
   // A callback for code below the SQL boundary: adds "NAME: " + its warning.
   std::function<void(const std::string&)> warner(const char* name) {
@@ -100,6 +103,7 @@ class Connection {
   HttpClient http_;
   mutable std::mutex mutex_;
   std::vector<std::string> warnings_;
+  std::unordered_set<size_t> warnings_not_kept_;  // hashes of the distinct ones past kMaxWarnings
   std::vector<StatementRun> warned_statements_;  // running when warnings_ was last cleared
   uint64_t last_cursor_ = 0;
   std::vector<uint64_t> open_cursors_;  // serials, ascending

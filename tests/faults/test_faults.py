@@ -372,6 +372,16 @@ def test_an_answer_nested_too_deep_is_refused_before_it_fills_memory(hostile):
         "nests more than 64 levels deep (an API answer nests 8 at most)")
 
 
+def test_warnings_past_the_hundred_kept_are_counted(hostile):
+    """pp_last_warnings() keeps a statement's first 100 warnings; the others are not dropped
+    unsaid, since a refresh's own warnings (events not folded yet) may come after a server's."""
+    conn = connect(f"{hostile}/many-warnings")
+    assert conn.execute("SELECT count(*) FROM prom_range('x', 1700000000, 1700000001, 1)").fetchone() == (2,)
+    warnings = json.loads(conn.execute("SELECT pp_last_warnings()").fetchone()[0])
+    assert warnings[:100] == [f"store {i} did not answer" for i in range(100)]
+    assert warnings[100:] == ["50 more warnings were not kept: pp_last_warnings() keeps the first 100 of a statement"]
+
+
 def test_a_nul_in_the_servers_error_keeps_the_rest_of_it(hostile):
     conn = connect(f"{hostile}/nul-error")
     with pytest.raises(sqlite3.OperationalError,
