@@ -188,6 +188,17 @@ TEST(PromQL, QuotingCannotChangeASelector) {
   EXPECT_FALSE(pp::add_metric_matcher("up", "=~", "u.*", empty).has_value());
 }
 
+// prom_samples appends a range to its selector: only a series selector can take one.
+TEST(PromQL, ASeriesSelectorIsANameOrMatchersInBracesAndNothingMore) {
+  for (const char* selector : {"up", " up ", "up{}", R"(up{job="x"})", R"( up {job="x"} )", R"({gpu="0"})",
+                               R"({a="}{#", b='"', c=`\`})", "{a=\"b\", # a comment\n c=\"d\"}", "ns:metric_name_1"})
+    EXPECT_TRUE(pp::is_series_selector(selector)) << selector;
+  for (const char* selector : {"", "  ", "sum(up)", "rate(up[1m])", "up[5m]", "up offset 1m", "up # a comment",
+                               "(up)", "up or down", R"({a="b"} and up)", R"({a="b"}})", R"({a="b"}{c="d"})",
+                               R"({a="b})", "{a=\"b\" # hides the brace}", "1up", "{", "up{"})
+    EXPECT_FALSE(pp::is_series_selector(selector)) << selector;
+}
+
 // A large answer's parse takes seconds: it calls its poll as it goes, so that an interrupt (the
 // poll's InterruptedError) ends it there, for each kind of answer.
 TEST(PromParsing, TheParseOfALargeAnswerCanBeInterrupted) {
