@@ -5,7 +5,7 @@
 //
 // Arguments (hidden columns match, start, end):
 //   match  a series selector (required)
-//   start, end  optional time bounds (unix seconds or RFC3339); the server's defaults otherwise
+//   start, end  optional time bounds (unix seconds or RFC3339); all time otherwise
 // Columns: metric (the __name__), labels (the other labels, JSON with sorted keys).
 // `metric = '...'` and `metric REGEXP '...'` are pushed into the selector. A series' rowid is
 // its own (TableCursor::part_rowid_base, the series the part), so that the branches of a
@@ -46,8 +46,10 @@ struct SeriesCursor : RowsCursor {
     const auto args = filter_arguments(idx_num, argc, argv, kSeriesArguments.size());
     keep_arguments(args);
     const std::string match = required_nonblank_text(args[0], "match");
-    // The series API needs both bounds; absent ones mean all time (through the year 2100).
-    TimeRange range{0, 4102444800000};
+    // The series API needs both bounds; absent ones mean all time (through the year 2100), from
+    // 1 s after 1970 began: VictoriaMetrics reads a start of 0 as none given, and then looks at
+    // the last day only.
+    TimeRange range{1000, 4102444800000};
     if (args[1] && args[2])
       range = parse_time_range(args[1], args[2], clock.now_ms());
     else if (args[1])

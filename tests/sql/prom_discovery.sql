@@ -7,3 +7,7 @@ SELECT count(*) = 2 FROM prom_series('DCGM_FI_DEV_GPU_UTIL{Hostname="node-a"}', 
 SELECT (SELECT group_concat(value, ',') FROM (SELECT value FROM prom_label_values('Hostname') ORDER BY 1)) = 'node-a,node-b';
 SELECT count(*) = 2 FROM prom_label_values('UUID', 'DCGM_FI_DEV_GPU_UTIL{Hostname="node-a"}');
 SELECT count(*) >= 6 FROM prom_label_values('__name__') WHERE value LIKE 'DCGM_FI_%';
+-- Without bounds, or with one, the series of all time: VictoriaMetrics reads a start of 0 as
+-- none given, and then looks at the last day only.
+SELECT count(*) = 3 FROM prom_series('DCGM_FI_DEV_GPU_UTIL');
+SELECT count(*) = 3 FROM prom_series WHERE match = 'DCGM_FI_DEV_GPU_UTIL' AND "end" = ${T0} + 600;
