@@ -6,6 +6,27 @@
 #include "prometheus/time_parse.hpp"
 
 namespace pp {
+namespace {
+
+// A request over the server's sample limit (Prometheus' --query.max-samples, VictoriaMetrics'
+// -search.maxSamplesPerQuery) fails whole, naming a server flag the user may not control: say
+// which setting of ours makes each request smaller.
+template <class Call>
+auto with_sample_limit_hint(const Call& call, const std::string& hint) {
+  try {
+    return call();
+  } catch (const InterruptedError&) {
+    throw;
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    if (message.find("too many samples") == std::string::npos &&
+        message.find("maxSamplesPerQuery") == std::string::npos)
+      throw;
+    throw Error(message + "; " + hint);
+  }
+}
+
+}  // namespace
 
 HttpResponse PromClient::get(const std::string& path, const std::string& form, bool post) {
   const std::string base = connection_.settings().get("prometheus_url");
@@ -67,7 +88,11 @@ std::shared_ptr<const PromMatrix> PromClient::query_range(const std::string& que
                            // VictoriaMetrics otherwise moves start to a multiple of step (for its
                            // cache), shifting every point; Prometheus ignores the parameter.
                            "&nocache=1";
-  return matrix_call("/api/v1/query_range", form);
+  return with_sample_limit_hint([&] { return matrix_call("/api/v1/query_range", form); },
+                                "each request asks for up to max_points_per_series (" +
+                                    connection_.settings().get("max_points_per_series") +
+                                    ") points of every series the query gives: lower that setting, use a larger step, "
+                                    "or narrow the query");
 }
 
 std::shared_ptr<const PromMatrix> PromClient::raw_samples(const std::string& selector, int64_t time_ms,
@@ -75,7 +100,11 @@ std::shared_ptr<const PromMatrix> PromClient::raw_samples(const std::string& sel
   HttpClient& http = connection_.http();
   const std::string query = selector + "[" + format_promql_duration(range_ms) + "]";
   const std::string form = "query=" + http.escape(query) + "&time=" + format_seconds(time_ms);
-  return matrix_call("/api/v1/query", form);
+  return with_sample_limit_hint([&] { return matrix_call("/api/v1/query", form); },
+                                "each request asks for up to samples_chunk_seconds (" +
+                                    connection_.settings().get("samples_chunk_seconds") +
+                                    ") of every series the selector matches: lower that setting, or narrow the "
+                                    "selector");
 }
 
 std::shared_ptr<const std::vector<PromSeries>> PromClient::series(const std::string& match, int64_t start_ms,

@@ -25,9 +25,14 @@ SELECT pp_config('prometheus_url', '${hostile_url}/echo-auth-200');
 SELECT pp_config('bearer_token_file', '${TOKEN_FILE}');
 SELECT pp_config('headers', '{"X-Api-Key": "k3y-in-headers"}');
 SELECT * FROM prom_range('up', 1700000000, 1700000010);
--- error: prom_samples: Prometheus error execution (HTTP 422): query processing would load too many samples
+-- A request over the server's sample limit (Prometheus' --query.max-samples) says which setting
+-- makes each request smaller.
+-- error: prom_samples: Prometheus error execution (HTTP 422): query processing would load too many samples into memory; each request asks for up to samples_chunk_seconds (3600) of every series the selector matches: lower that setting, or narrow the selector
 SELECT pp_config('prometheus_url', '${hostile_url}/execution');
 SELECT * FROM prom_samples('up', 1700000000, 1700000010);
+-- error: prom_range: Prometheus error execution (HTTP 422): query processing would load too many samples into memory; each request asks for up to max_points_per_series (11000) points of every series the query gives: lower that setting, use a larger step, or narrow the query
+SELECT pp_config('prometheus_url', '${hostile_url}/execution');
+SELECT * FROM prom_range('up', 1700000000, 1700000010);
 -- error: prom_range: cannot reach ${hostile_url}/slow/api/v1/query_range: timed out after 500 ms
 SELECT pp_config('prometheus_url', '${hostile_url}/slow'); SELECT pp_config('timeout_ms', 500);
 SELECT * FROM prom_range('up', 1700000000, 1700000010);
