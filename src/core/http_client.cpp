@@ -174,7 +174,7 @@ std::string percent_decoded(const std::string& text) {
 // Whether a header of the `headers` setting likely carries a credential.
 bool secret_header(const std::string& name) {
   const std::string lower = to_lower(name);
-  for (const char* word : {"auth", "cookie", "token", "key", "secret", "password"})
+  for (const char* word : {"auth", "cookie", "token", "key", "secret", "pass", "jwt", "session", "signature", "credential"})
     if (lower.find(word) != std::string::npos) return true;
   return false;
 }

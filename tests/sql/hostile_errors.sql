@@ -25,6 +25,12 @@ SELECT pp_config('prometheus_url', '${hostile_url}/echo-auth-200');
 SELECT pp_config('bearer_token_file', '${TOKEN_FILE}');
 SELECT pp_config('headers', '{"X-Api-Key": "k3y-in-headers"}');
 SELECT * FROM prom_range('up', 1700000000, 1700000010);
+-- Headers whose names say they carry a credential (a JWT, a session, a signature) are hidden
+-- too; a tenant's name is not.
+-- error: /echo-headers/api/v1/query_range is not a Prometheus API response: rejected X-Client-Credential: ***; X-JWT-Assertion: ***; X-Request-Signature: ***; X-Scope-OrgID: team-a; X-Session-Id: ***
+SELECT pp_config('prometheus_url', '${hostile_url}/echo-headers');
+SELECT pp_config('headers', '{"X-Scope-OrgID": "team-a", "X-JWT-Assertion": "eyJhbGciOiJIUzI1NiJ9.e30.c2ln", "X-Session-Id": "sess-4f1c9a", "X-Request-Signature": "sig-77aa10", "X-Client-Credential": "cred-5e5e5e"}');
+SELECT * FROM prom_range('up', 1700000000, 1700000010);
 -- A request over the server's sample limit (Prometheus' --query.max-samples) says which setting
 -- makes each request smaller.
 -- error: prom_samples: Prometheus error execution (HTTP 422): query processing would load too many samples into memory; each request asks for up to samples_chunk_seconds (3600) of every series the selector matches: lower that setting, or narrow the selector
