@@ -111,7 +111,9 @@ TEST_F(AlignRefresh, AnInterruptStopsTheThreadedStepsAndKeepsNothing) {
   db_.exec("ROLLBACK");
   ASSERT_GT(expected.size(), 1000u);
   int interrupted = 0;
-  for (double at : {0.2, 0.5, 0.8}) {
+  // A later refresh may run faster than the timed one (a busy machine, a warmer cache), so an
+  // interrupt late in it may come after its end: four moments, of which two must land.
+  for (double at : {0.1, 0.3, 0.5, 0.8}) {
     SCOPED_TRACE(at);
     db_.exec("BEGIN");
     Clock::time_point sent;
