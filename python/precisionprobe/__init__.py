@@ -50,7 +50,7 @@ def attach(job_id=None, out=None, *, clock="auto", flush_interval=0.2, summary="
     cannot use raises TypeError or ValueError naming it, before anything is installed.
     """
     global _active
-    check_attach_arguments(job_id, clock, flush_interval, summary, out)
+    check_attach_arguments(job_id, clock, flush_interval, summary, out, event_format)
     with _lock:
         if _active is not None:
             print("precisionprobe: already attached; keeping the probe writing to "

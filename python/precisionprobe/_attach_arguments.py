@@ -3,12 +3,14 @@
 A value the probe cannot use must fail at attach, naming the argument, rather than record a job
 no reader can use: a job id that is not text gives a header whose events layer_events skips
 (all of them), one of only white space (given, or from $PRECISIONPROBE_JOB_ID) a job every table
-shows as a blank row, a clock or summary outside their choices fell silently to another, and a flush
+shows as a blank row, a clock or summary outside their choices fell silently to another, an event
+format that is not text failed with a bare AttributeError, and a flush
 interval of 0 or less made the writer thread spin on a whole core for the job's life.
 """
 import math
 import numbers
 
+from ._event_format import EVENT_FORMATS
 from ._job_identity import is_blank_job_id, job_id_from_environment
 
 CLOCKS = ("auto", "cpu", "cuda")
@@ -16,7 +18,7 @@ SUMMARIES = ("always", "auto", "never")
 MAX_FLUSH_INTERVAL_S = 3600.0
 
 
-def check_attach_arguments(job_id, clock, flush_interval, summary, out=None):
+def check_attach_arguments(job_id, clock, flush_interval, summary, out=None, event_format=None):
     """Raises TypeError or ValueError naming the first argument attach() cannot use."""
     if job_id is not None and not isinstance(job_id, str):
         raise TypeError(f"attach: argument 'job_id' must be text, got {type(job_id).__name__} {job_id!r}")
@@ -45,3 +47,9 @@ def check_attach_arguments(job_id, clock, flush_interval, summary, out=None):
             or not math.isfinite(flush_interval) or not 0 < flush_interval <= MAX_FLUSH_INTERVAL_S):
         raise ValueError("attach: argument 'flush_interval' must be a number of seconds above 0 and at most "
                          f"{MAX_FLUSH_INTERVAL_S:g}, got {flush_interval!r}")
+    if event_format is not None and not isinstance(event_format, str):
+        raise TypeError(f"attach: argument 'event_format' must be text, got {type(event_format).__name__} "
+                        f"{event_format!r}")
+    if event_format is not None and event_format.strip().lower() not in EVENT_FORMATS:
+        raise ValueError(f"attach: argument 'event_format' must be one of {', '.join(EVENT_FORMATS)}, "
+                         f"got {event_format!r}")

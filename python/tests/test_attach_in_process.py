@@ -201,6 +201,8 @@ def test_a_model_call_that_raises_at_top_level_does_not_stop_batch_counting(tmp_
     ({"flush_interval": float("nan")}, "argument 'flush_interval'"),
     ({"flush_interval": "0.2"}, "argument 'flush_interval'"),
     ({"flush_interval": 1e20}, "argument 'flush_interval'"),
+    ({"event_format": "csv"}, "attach: argument 'event_format' must be one of compact, json, got 'csv'"),
+    ({"event_format": 5}, "attach: argument 'event_format' must be text, got int 5"),
 ])
 def test_an_argument_attach_cannot_use_is_refused_before_anything_is_installed(tmp_path, fresh_probe, arguments,
                                                                                 message):
