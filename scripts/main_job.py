@@ -5,8 +5,9 @@ real Prometheus, attribution in SQL, the paper's tables and figures.
 Without --prometheus there is no GPU here, so the counters come from the DCGM EMULATOR
 (python/precisionprobe/emulator, profile emulator/profiles/dlrm.json): it follows the job's layer
 events and serves dcgm-exporter's /metrics, which a local Prometheus scrapes every 100 ms, with
-real dcgm-exporter timing (no timestamps: Prometheus stores its scrape times, each some 120 ms
-after the end of the DCGM window served, which pp_refresh's align step estimates from the data).
+real dcgm-exporter timing (no timestamps: Prometheus stores its scrape times, each some 300 ms
+after the end of the DCGM window served, the live emulator's exporter latency plus the scrape's
+phase, which pp_refresh's align step estimates from the data).
 Only the layer timings are measured; every counter value is the emulator's. With --prometheus URL
 the job reads a real dcgm-exporter's Prometheus instead and starts no emulator.
 

@@ -8,8 +8,9 @@ counters come from the DCGM EMULATOR (python/precisionprobe/emulator, live mode)
 per job follows that job's events and serves dcgm-exporter's /metrics for one emulated GPU, with
 the counter values of the job's profile (python/precisionprobe/emulator/profiles/, one of
 dlrm, resnext, gpt2: emulation inputs, not measurements), with real dcgm-exporter timing (no
-timestamps: Prometheus stores its scrape times, some 120 ms after the windows served; pp_refresh's
-align step estimates that from the data). A real Prometheus scrapes the three every 100 ms; `pp_refresh` reads the emulators' mirrored events and fetches the samples through
+timestamps: Prometheus stores its scrape times, some 300 ms after the windows served, the live
+emulator's exporter latency plus the scrape's phase; pp_refresh's align step estimates that from
+the data). A real Prometheus scrapes the three every 100 ms; `pp_refresh` reads the emulators' mirrored events and fetches the samples through
 Prometheus' HTTP API, as it would from a real dcgm-exporter.
 
   PYTHONPATH=$PWD/python /usr/bin/python3 docs/notebook/run_workloads.py --out /tmp/pp-run --seconds 30
