@@ -104,14 +104,21 @@ def fail(message):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("database")
-    parser.add_argument("--extension", default=os.environ.get("PP_EXTENSION", str(ROOT / "build" / "precisionprobe")))
+    parser.add_argument("database", help="a results database, or a run directory holding one (precisionprobe.db, "
+                                         "as precisionprobe analyze RUN_DIR writes it)")
+    parser.add_argument("--extension", default=os.environ.get("PP_EXTENSION", str(ROOT / "build" / "precisionprobe")),
+                        help="the extension to load (default $PP_EXTENSION, else build/precisionprobe)")
     parser.add_argument("--gpu-memory-gib", type=positive_number, default=32.0,
                         help="memory of the GPU the pair would share (default 32: the paper's V100)")
     parser.add_argument("--max-load", type=positive_number, default=1.0,
                         help="largest combined load per resource, as a fraction (default 1.0)")
     args = parser.parse_args()
 
+    if Path(args.database).is_dir():  # a run directory, as compare takes it
+        if not (Path(args.database) / "precisionprobe.db").is_file():
+            return fail(f"no results database at '{args.database}': a directory without precisionprobe.db (make "
+                        "one with `precisionprobe analyze RUN_DIR` or pp_refresh)")
+        args.database = str(Path(args.database) / "precisionprobe.db")
     if not Path(args.database).is_file():
         return fail(f"no results database at '{args.database}' (make one with `precisionprobe analyze RUN_DIR` "
                     "or pp_refresh)")

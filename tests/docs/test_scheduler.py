@@ -220,6 +220,20 @@ def test_errors_are_one_line_not_tracebacks(tmp_path):
         assert line.startswith("scheduler.py: ") and message in line
 
 
+def test_a_run_directory_is_read_through_its_results_database(database, tmp_path):
+    # `precisionprobe analyze RUN_DIR` writes RUN_DIR/precisionprobe.db, and compare takes RUN_DIR;
+    # before, the scheduler said "no results database at 'RUN_DIR'" with the database right there.
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    shutil.copy(database, run_dir / "precisionprobe.db")
+    assert run(run_dir) == run(database)
+    result = subprocess.run([sys.executable, str(SCHEDULER), str(tmp_path), "--extension", EXTENSION],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and result.stderr.strip() == (
+        f"scheduler.py: no results database at '{tmp_path}': a directory without precisionprobe.db (make one "
+        "with `precisionprobe analyze RUN_DIR` or pp_refresh)")
+
+
 @pytest.mark.parametrize("flags", [["--max-load", "-1"], ["--max-load", "0"], ["--gpu-memory-gib", "nan"],
                                    ["--gpu-memory-gib", "inf"], ["--max-load", "one"]])
 def test_a_limit_that_is_not_a_number_above_0_is_refused(database, flags):
