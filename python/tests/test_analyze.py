@@ -426,6 +426,23 @@ def test_html_writes_a_self_contained_page(runs, report_a, tmp_path):
     assert "--html: '" in onto_a_file.stderr and "is a file; give a folder" in onto_a_file.stderr
 
 
+def test_html_without_matplotlib_is_refused_before_any_work(runs, report_a, tmp_path):
+    # Before, the whole report printed first (after the refresh, which can take minutes), then the
+    # command failed with "--html: --html needs matplotlib".
+    work, _, _ = runs
+    hidden = tmp_path / "no-matplotlib" / "matplotlib"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError(\"No module named 'matplotlib'\")\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "precisionprobe", "analyze", str(work / "a" / "events"), "--db", str(work / "a.db"),
+         "--no-refresh", "--html", str(tmp_path / "report")], text=True, capture_output=True, timeout=300,
+        env=dict(os.environ, PRECISIONPROBE_EXTENSION=extension_path(),
+                 PYTHONPATH=os.pathsep.join([str(hidden.parent), os.environ.get("PYTHONPATH", "")])))
+    assert result.returncode == 1 and result.stdout == "" and not (tmp_path / "report").exists()
+    assert result.stderr == ("python3 -m precisionprobe analyze: --html: needs matplotlib (Debian: apt install "
+                             "python3-matplotlib; pip install matplotlib)\n")
+
+
 def test_html_that_cannot_be_written_whole_leaves_the_page_before(runs, report_a, tmp_path):
     """The page and each figure go through a temporary file renamed over the old one: a write that
     fails (a file-size limit here, a full disk alike, or the command killed) leaves the page written

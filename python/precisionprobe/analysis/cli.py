@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .. import _emulated_copy as emulated_copy
 from .._path_kind import kind, kind_of
-from . import findings, openmetrics, render, serve as endpoint
+from . import figures, findings, openmetrics, render, serve as endpoint
 from .compare import compare_jobs, comparison_warnings, render_comparison
 from .extension import WAL_SHM_HINT, ExtensionError, connect, wal_without_shm
 from .html_report import write_html
@@ -314,6 +314,11 @@ def analyze(args):
     args.wait_seconds = _wait_seconds(args)
     if args.html and Path(args.html).is_file():  # (a device or named pipe gets the page alone)
         raise CommandError(f"--html: '{args.html}' is a file; give a folder (its index.html and figures go there)")
+    if args.html:
+        try:
+            figures.check_matplotlib()
+        except RuntimeError as e:
+            raise CommandError(f"--html: {e}") from None
     database = _run_database(args)[1]
     made_here = not database.exists()
     conn = _open_refreshed(args)

@@ -15,11 +15,17 @@ def _pyplot():
     try:
         import matplotlib
     except ImportError:
-        raise RuntimeError("--html needs matplotlib (Debian: apt install python3-matplotlib; pip install matplotlib)") \
+        raise RuntimeError("needs matplotlib (Debian: apt install python3-matplotlib; pip install matplotlib)") \
             from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
+
+
+def check_matplotlib():
+    """Raises RuntimeError saying how to install matplotlib when it cannot be imported: asked
+    before a refresh, so that --html fails before the work, not after the report."""
+    _pyplot()
 
 
 def _label(row):
