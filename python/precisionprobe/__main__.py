@@ -17,6 +17,8 @@ PROG = "precisionprobe" if os.path.basename(sys.argv[0]) == "precisionprobe" els
 def main(argv=None):
     parser = argparse.ArgumentParser(prog=PROG, description="Record PyTorch layer events of a training job, "
                                      "and tell where its GPU resources go, layer by layer.")
+    from ._version import __version__
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a command with the probe attached",
                               description="Runs COMMAND with layer hooks installed in each of "
