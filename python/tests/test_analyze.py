@@ -214,6 +214,18 @@ def test_every_format_reads_the_same_database(runs, report_a):
     assert {r["level"] for r in rows} == {"layer_type", "layer"}
 
 
+def test_no_layers_leaves_the_layers_out_of_every_format(runs, report_a):
+    # Before, --no-layers changed the table and Markdown only: CSV and JSON still held every layer.
+    work, _, _ = runs
+    analyze = ("analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh", "--no-layers", "--format")
+    rows = list(csv.DictReader(io.StringIO(precisionprobe(*analyze, "csv").stdout)))
+    report, _ = report_a
+    (job,) = report["jobs"]
+    assert len(rows) == len(job["layer_types"]) and {r["level"] for r in rows} == {"layer_type"}
+    (job,) = json.loads(precisionprobe(*analyze, "json").stdout)["jobs"]
+    assert "layers" not in job and len(job["layer_types"]) == len(report["jobs"][0]["layer_types"])
+
+
 def test_compare_finds_the_halved_activity_beyond_the_uncertainty(runs, report_a):
     work, _, url = runs
     precisionprobe("analyze", work / "b" / "events", "--prometheus", url, "--final", "--db", work / "b.db")

@@ -100,13 +100,18 @@ def as_markdown(jobs, layers=True):
     return "\n".join(out)
 
 
-def as_json(jobs):
-    return json.dumps({"jobs": [job.as_dict() for job in jobs], "legend": LEGEND}, indent=1)
+def as_json(jobs, layers=True):
+    """The whole report; without layers, each job without its "layers" list."""
+    dicts = [job.as_dict() for job in jobs]
+    if not layers:
+        for job in dicts:
+            del job["layers"]
+    return json.dumps({"jobs": dicts, "legend": LEGEND}, indent=1)
 
 
-def as_csv(jobs):
+def as_csv(jobs, layers=True):
     """One line per (job, level, layer or type, direction): its numbers and, per metric, what kind
-    of value it is, the value and the interval."""
+    of value it is, the value and the interval; without layers, the layer types' lines only."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     columns = ["job_id", "level", "name", "layer_type", "direction", "calls", "mean_ms", "share"]
@@ -114,7 +119,7 @@ def as_csv(jobs):
         columns += [f"{short}_kind", short, f"{short}_lower90", f"{short}_upper90", f"{short}_blend"]
     writer.writerow(columns)
     for job in jobs:
-        for level, rows in (("layer_type", job.layer_types), ("layer", job.layers)):
+        for level, rows in (("layer_type", job.layer_types), ("layer", job.layers if layers else [])):
             for r in rows:
                 line = [job.job_id, level, r.name, r.layer_type, r.direction, r.calls, r.mean_ms, r.share]
                 for _, short, _ in METRICS:
@@ -130,7 +135,7 @@ def render(jobs, fmt, layers=True):
     if fmt == "markdown":
         return as_markdown(jobs, layers)
     if fmt == "json":
-        return as_json(jobs)
+        return as_json(jobs, layers)
     if fmt == "csv":
-        return as_csv(jobs)
+        return as_csv(jobs, layers)
     raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
