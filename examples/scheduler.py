@@ -128,10 +128,14 @@ def main():
         conn.execute("PRAGMA schema_version")  # (sqlite3 opens the file lazily; this reads it)
     except sqlite3.Error as e:
         return fail(f"cannot open '{args.database}': {e}")
+    if not hasattr(conn, "enable_load_extension"):  # (pyenv's default build, some macOS builds)
+        return fail(f"this Python's sqlite3 module cannot load extensions ({sys.executable}): run the scheduler "
+                    "with one whose sqlite3 can, such as Debian's /usr/bin/python3 (docs/troubleshooting.md, "
+                    "Loading the extension)")
     try:
         conn.enable_load_extension(True)
         conn.load_extension(args.extension)
-    except (sqlite3.Error, AttributeError) as e:
+    except sqlite3.Error as e:
         return fail(f"cannot load the extension {args.extension}: {e} (build it with scripts/build.sh, or "
                     "give --extension)")
     try:

@@ -220,6 +220,26 @@ def test_errors_are_one_line_not_tracebacks(tmp_path):
         assert line.startswith("scheduler.py: ") and message in line
 
 
+def test_a_python_that_cannot_load_extensions_is_named_with_the_fix(database):
+    # pyenv's default build has no enable_load_extension; `examples/scheduler.py DB` runs the
+    # first python3 on PATH, which may be one. Before, the error said to build the extension.
+    without_loading = f"""
+import runpy, sqlite3, sys
+connect = sqlite3.connect
+class WithoutLoading:
+    def __init__(self, conn):
+        self.execute = conn.execute
+sqlite3.connect = lambda *args, **kwargs: WithoutLoading(connect(*args, **kwargs))
+sys.argv = ["scheduler.py", {str(database)!r}, "--extension", {EXTENSION!r}]
+runpy.run_path({str(SCHEDULER)!r}, run_name="__main__")
+"""
+    result = subprocess.run([sys.executable, "-c", without_loading], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == (f"scheduler.py: this Python's sqlite3 module cannot load extensions ({sys.executable}): "
+                             "run the scheduler with one whose sqlite3 can, such as Debian's /usr/bin/python3 "
+                             "(docs/troubleshooting.md, Loading the extension)\n")
+
+
 def test_a_run_directory_is_read_through_its_results_database(database, tmp_path):
     # `precisionprobe analyze RUN_DIR` writes RUN_DIR/precisionprobe.db, and compare takes RUN_DIR;
     # before, the scheduler said "no results database at 'RUN_DIR'" with the database right there.
