@@ -43,6 +43,11 @@ def main(argv=None):
     from ._job_identity import is_blank_job_id, job_id_from_environment
     if args.job_id is not None and is_blank_job_id(args.job_id):
         parser.error("run: --job-id: must not be empty or only white space (leave it out for the default)")
+    from ._event_format import chosen_event_format
+    try:  # (each process would fail to attach, and the job run unrecorded)
+        chosen_event_format()
+    except ValueError as error:
+        parser.error(f"run: {error}")
     from_environment = None
     if args.job_id is None:
         try:

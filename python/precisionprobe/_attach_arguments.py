@@ -10,7 +10,7 @@ interval of 0 or less made the writer thread spin on a whole core for the job's 
 import math
 import numbers
 
-from ._event_format import EVENT_FORMATS
+from ._event_format import EVENT_FORMATS, chosen_event_format
 from ._job_identity import is_blank_job_id, job_id_from_environment
 
 CLOCKS = ("auto", "cpu", "cuda")
@@ -53,3 +53,8 @@ def check_attach_arguments(job_id, clock, flush_interval, summary, out=None, eve
     if event_format is not None and event_format.strip().lower() not in EVENT_FORMATS:
         raise ValueError(f"attach: argument 'event_format' must be one of {', '.join(EVENT_FORMATS)}, "
                          f"got {event_format!r}")
+    if not event_format:
+        try:
+            chosen_event_format()  # $PRECISIONPROBE_EVENT_FORMAT
+        except ValueError as error:
+            raise ValueError(f"attach: {error}") from None

@@ -74,13 +74,15 @@ DEFAULT_EVENT_FORMAT = "compact"
 
 
 def chosen_event_format(value=None, environ=None):
-    """The event format: `value` if given, else $PRECISIONPROBE_EVENT_FORMAT, else compact."""
-    chosen = value or (os.environ if environ is None else environ).get(ENV_EVENT_FORMAT) \
-        or DEFAULT_EVENT_FORMAT
-    chosen = chosen.strip().lower()
+    """The event format: `value` if given, else $PRECISIONPROBE_EVENT_FORMAT, else compact.
+    ValueError, naming where the value came from, for one that is not a format."""
+    given = value or (os.environ if environ is None else environ).get(ENV_EVENT_FORMAT) or DEFAULT_EVENT_FORMAT
+    chosen = given.strip().lower()
     if chosen not in EVENT_FORMATS:
-        raise ValueError(f"event format {chosen!r} is not one of {', '.join(EVENT_FORMATS)} "
-                         f"(attach(event_format=...) or ${ENV_EVENT_FORMAT})")
+        if value:
+            raise ValueError(f"event format {given!r} is not one of {', '.join(EVENT_FORMATS)}")
+        raise ValueError(f"environment variable {ENV_EVENT_FORMAT} is {given!r}, not one of "
+                         f"{', '.join(EVENT_FORMATS)} (unset it for the default, {DEFAULT_EVENT_FORMAT})")
     return chosen
 
 

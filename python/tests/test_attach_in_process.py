@@ -231,6 +231,16 @@ def test_a_job_id_of_white_space_from_the_environment_is_refused_naming_the_vari
     fresh_probe.detach()
 
 
+def test_an_event_format_from_the_environment_that_cannot_be_used_is_refused_naming_the_variable(tmp_path, fresh_probe,
+                                                                                                 monkeypatch):
+    monkeypatch.setenv("PRECISIONPROBE_EVENT_FORMAT", "xml")
+    with pytest.raises(ValueError) as raised:
+        fresh_probe.attach(out=tmp_path)
+    assert str(raised.value) == ("attach: environment variable PRECISIONPROBE_EVENT_FORMAT is 'xml', not one of "
+                                 "compact, json (unset it for the default, compact)")
+    assert fresh_probe.active_probe() is None
+
+
 @pytest.mark.parametrize("job_id", ["../../elsewhere", "/tmp", "..", "."])
 def test_a_job_id_that_would_put_the_default_out_outside_runs_is_refused(tmp_path, fresh_probe, monkeypatch, job_id):
     # Without out, the events go to runs/<job id>: before, '../../elsewhere' wrote them two

@@ -62,7 +62,8 @@ def test_the_setting_chooses_the_format():
     assert chosen_event_format(environ={}) == "compact"
     assert chosen_event_format(environ={"PRECISIONPROBE_EVENT_FORMAT": "JSON"}) == "json"
     assert chosen_event_format("compact", environ={"PRECISIONPROBE_EVENT_FORMAT": "json"}) == "compact"
-    with pytest.raises(ValueError, match="event format 'xml' is not one of compact, json"):
+    with pytest.raises(ValueError, match="environment variable PRECISIONPROBE_EVENT_FORMAT is 'xml', not one of "
+                                         "compact, json"):
         chosen_event_format(environ={"PRECISIONPROBE_EVENT_FORMAT": "xml"})
 
 

@@ -92,6 +92,18 @@ def test_missing_command_exits_127(tmp_path):
     assert "cannot run" in result.stderr
 
 
+def test_an_event_format_from_the_environment_that_cannot_be_used_is_refused_before_the_job(tmp_path):
+    # Before, the job ran for its whole length unrecorded, after one warning that it could not attach.
+    marker = tmp_path / "ran"
+    result = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--out", str(tmp_path / "events"), "--",
+                             "touch", str(marker)], env={**child_environment(), "PRECISIONPROBE_EVENT_FORMAT": "xml"},
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and not marker.exists()
+    assert result.stderr.splitlines()[-1] == (
+        "python3 -m precisionprobe: error: run: environment variable PRECISIONPROBE_EVENT_FORMAT is 'xml', not one of "
+        "compact, json (unset it for the default, compact)")
+
+
 def test_run_needs_a_command(tmp_path):
     result = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--"],
                             env=child_environment(), capture_output=True, text=True, timeout=60)
