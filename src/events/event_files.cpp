@@ -18,15 +18,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The file the live emulator's --mirror and analyze --emulate leave in a copy of a run's event
+// files rewritten onto emulated GPUs (python/precisionprobe/_emulated_copy.py).
+constexpr const char* kEmulatedCopyMark = ".precisionprobe-emulated";
+
 std::string skipped_kind(const std::string& file, mode_t mode) {
   return std::string("skipped '") + file + "': " + file_kind(mode) + ", not a regular file";
 }
 
 // The *.jsonl files below `directory` (not following symbolic links to directories, which could
-// loop or name a folder twice: each is a note saying how to read it), unsorted.
+// loop or name a folder twice: each is a note saying how to read it), unsorted, and the folders
+// that hold an emulated copy's mark.
 // A directory that cannot be read is a note, or an error when `named` (the path argument
 // itself). False when `directory` could not be read.
-bool walk(const fs::path& directory, bool named, std::vector<std::string>& found,
+bool walk(const fs::path& directory, bool named, std::vector<std::string>& found, std::vector<std::string>& copies,
           std::vector<std::string>& notes) {
   std::error_code ec;
   fs::directory_iterator it(directory, ec);
@@ -39,12 +44,13 @@ bool walk(const fs::path& directory, bool named, std::vector<std::string>& found
     std::error_code type_ec;
     if (it->is_directory(type_ec)) {
       if (!it->is_symlink(type_ec))
-        walk(it->path(), false, found, notes);
+        walk(it->path(), false, found, copies, notes);
       else
         notes.push_back("skipped '" + it->path().string() +
                         "': a link to a directory, not followed (name it, or what it links to, to read it)");
       continue;
     }
+    if (it->path().filename() == kEmulatedCopyMark) copies.push_back(directory.string());
     if (it->path().extension() != ".jsonl") continue;
     struct stat st;
     if (::stat(it->path().c_str(), &st) != 0) {
@@ -63,8 +69,20 @@ bool walk(const fs::path& directory, bool named, std::vector<std::string>& found
 void append_jsonl_files(const std::string& directory, bool named, std::vector<std::string>& files,
                         std::vector<std::string>& notes) {
   std::vector<std::string> found;
-  if (!walk(directory, named, found, notes)) return;
+  std::vector<std::string> copies;
+  if (!walk(directory, named, found, copies, notes)) return;
   if (found.empty()) notes.push_back("no *.jsonl files in directory '" + directory + "'");
+  // A copy below `directory` beside event files outside it: the run and its copy, every call twice.
+  for (const std::string& copy : copies) {
+    if (fs::path(copy).lexically_normal() == fs::path(directory).lexically_normal()) continue;
+    const bool outside = std::any_of(found.begin(), found.end(),
+                                     [&](const std::string& file) { return file.rfind(copy + "/", 0) != 0; });
+    if (!outside) continue;
+    notes.push_back("'" + directory + "' holds event files and an emulator's copy of them ('" + copy +
+                    "'), so every call is read twice: name the copy (the calls on the emulated GPUs) or the "
+                    "events' own folder");
+    break;
+  }
   std::sort(found.begin(), found.end());
   files.insert(files.end(), found.begin(), found.end());
 }

@@ -20,7 +20,8 @@ namespace pp {
 // What a directory or glob meets on the way gives a note in `notes` and is skipped: a *.jsonl
 // name that is not a regular file ("skipped 'F': a FIFO, not a regular file"), a subdirectory
 // that cannot be read ("skipped directory 'D': Permission denied"), a directory without
-// *.jsonl files.
+// *.jsonl files. A directory holding event files beside an emulator's copy of them (a folder
+// below it with .precisionprobe-emulated) is read whole, with a note that every call is read twice.
 std::vector<std::string> event_files(const std::string& path, std::vector<std::string>& notes);
 
 }  // namespace pp

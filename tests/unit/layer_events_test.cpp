@@ -245,6 +245,25 @@ TEST_F(LayerEventsSql, EmptyFileAndEmptyDirectory) {
                                         (dir / "nothing") + "'"}).dump());
 }
 
+// The live emulator's --mirror and analyze --emulate leave .precisionprobe-emulated in the copy
+// of a run's event files they make. A folder holding both reads every call twice (pp_refresh
+// counted each twice in layer_metrics, silently, where analyze refuses such a folder): say so.
+TEST_F(LayerEventsSql, AFolderHoldingEventsAndAnEmulatedCopyOfThemIsWarnedOf) {
+  dir.write("demo/events/events-node-1.jsonl", header_line() + "\n" + lines(0, 2));
+  dir.write("demo/emulated/events-node-1.jsonl", header_line() + "\n" + lines(0, 2));
+  dir.write("demo/emulated/.precisionprobe-emulated", (dir / "demo/events") + "\n");
+  EXPECT_EQ(count(dir / "demo"), 4);
+  EXPECT_EQ(warnings(), nlohmann::json({"layer_events: '" + (dir / "demo") +
+                                        "' holds event files and an emulator's copy of them ('" +
+                                        (dir / "demo/emulated") +
+                                        "'), so every call is read twice: name the copy (the calls on the emulated "
+                                        "GPUs) or the events' own folder"}).dump());
+  EXPECT_EQ(count(dir / "demo/emulated"), 2);  // the copy alone, or the events alone: no warning
+  EXPECT_EQ(warnings(), "[]");
+  EXPECT_EQ(count(dir / "demo/events"), 2);
+  EXPECT_EQ(warnings(), "[]");
+}
+
 TEST_F(LayerEventsSql, MissingPathIsAnError) {
   EXPECT_EQ(db.error("SELECT * FROM layer_events(?1)", {dir / "nope"}),
             "layer_events: no such file or directory: '" + (dir / "nope") + "'");
