@@ -1,5 +1,10 @@
-"""The command line's own options, before any command: what a new user types first."""
-from conftest import run_cli as precisionprobe
+"""The command line as a whole, whatever the command: its own options, and its output."""
+import os
+import shutil
+import subprocess
+import sys
+
+from conftest import ROOT, extension_path, run_cli as precisionprobe
 from precisionprobe import __version__
 
 
@@ -7,3 +12,18 @@ def test_version_is_printed_as_other_tools_print_it():
     # Before, --version was answered "the following arguments are required: command" (status 2).
     result = precisionprobe("--version")
     assert result.stdout == f"python3 -m precisionprobe {__version__}\n" and result.stderr == ""
+
+
+def test_a_reader_that_goes_away_is_no_traceback(tmp_path):
+    # `precisionprobe analyze RUN | head -3`: head exits after its lines, and the rest of the report
+    # meets a closed pipe. Before, that was a BrokenPipeError traceback (status 1).
+    shutil.copy(ROOT / "tests" / "data" / "events" / "cpu.jsonl", tmp_path)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # (the reader gone before the first write: what head does, at once)
+    try:
+        result = subprocess.run([sys.executable, "-m", "precisionprobe", "analyze", str(tmp_path), "--prometheus",
+                                 "http://127.0.0.1:1"], stdout=write_end, stderr=subprocess.PIPE, text=True,
+                                timeout=120, env=dict(os.environ, PRECISIONPROBE_EXTENSION=extension_path()))
+    finally:
+        os.close(write_end)
+    assert result.returncode == 1 and result.stderr == ""

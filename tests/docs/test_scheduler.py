@@ -240,6 +240,18 @@ runpy.run_path({str(SCHEDULER)!r}, run_name="__main__")
                              "(docs/troubleshooting.md, Loading the extension)\n")
 
 
+def test_a_reader_that_goes_away_is_no_traceback(database):
+    # `scheduler.py DB | head -3`: before, the prints after head exited raised BrokenPipeError.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run([sys.executable, str(SCHEDULER), str(database), "--extension", EXTENSION],
+                                stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert result.returncode == 1 and result.stderr == ""
+
+
 def test_a_run_directory_is_read_through_its_results_database(database, tmp_path):
     # `precisionprobe analyze RUN_DIR` writes RUN_DIR/precisionprobe.db, and compare takes RUN_DIR;
     # before, the scheduler said "no results database at 'RUN_DIR'" with the database right there.

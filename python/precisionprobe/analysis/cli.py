@@ -567,3 +567,8 @@ def run(args, prog):
         print(f"{prog} {args.command}: interrupted (Ctrl-C); the database keeps what its last complete refresh "
               "wrote", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): not the command's failure to tell. Python's own flush of
+        # stdout at exit would meet the closed pipe again, so stdout goes to /dev/null.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
