@@ -11,7 +11,8 @@
 // GPU ran one of them at a time (time-slicing), so a window is the sum over all their layers,
 // each job's layers its own unknowns, and the time in which none ran one '(untracked)' for all.
 // A window in which two of them ran at once (MPS, several streams) does not fit that model and
-// is left out (concurrent_windows counts them); an instant gauge of a shared GPU (memory in use)
+// is left out (concurrent_windows counts them), as is one in which two processes of one job did
+// (ranks sharing a GPU); an instant gauge of a shared GPU (memory in use)
 // holds every job's part at once and is never identified. A driver-period metric's (GPU_UTIL's)
 // window whose driver grid the align step did not place is left out too: its window is not known.
 // Windows that the retention step removed enter as the sums it kept (estimator_state.hpp), so a
@@ -24,7 +25,7 @@
 // Columns: job_id, layer (NULL per type), layer_type, forward, metric, estimate, stderr,
 //   lower90, upper90, windows, identified (0/1), condition (of the scaled system), shared_with
 //   (the other jobs of a joint system, comma-separated; NULL alone), concurrent_windows (NULL
-//   alone), reason (why a row is never identified, beyond its interval; NULL otherwise).
+//   alone, unless its own processes ran at once), reason (why a row is never identified, beyond its interval; NULL otherwise).
 //
 // INNOCUOUS: it reads only tables of the database it runs in.
 #include <algorithm>
@@ -164,8 +165,10 @@ struct EstimatesCursor : RowsCursor {
       else if (note.shared_gauge)
         reason = "an instant gauge of a shared GPU holds every sharing job's part at once";
       const bool bounds_only = reason.has_value();
-      const std::string concurrency = std::to_string(note.concurrent_windows) +
-                                      " windows in which the sharing jobs ran at the same time were left out";
+      const std::string concurrency =
+          std::to_string(note.concurrent_windows) +
+          (members.empty() ? " windows in which two processes of the job ran at the same time on one GPU were left out"
+                           : " windows in which the sharing jobs ran at the same time were left out");
       const std::string off_grid = std::to_string(note.off_grid_windows) +
                                    " windows whose samples lie off their driver's grid (a driver-period metric: the "
                                    "window they average is not known) were left out";
@@ -195,7 +198,7 @@ struct EstimatesCursor : RowsCursor {
                           optional(u ? u->estimate : std::nullopt), optional(u ? u->std_error : std::nullopt),
                           optional(lower90), optional(upper90), u ? u->n : int64_t{0}, int64_t{identified ? 1 : 0},
                           optional(condition), others.empty() ? SqlValue() : SqlValue(others),
-                          members.empty() ? SqlValue() : SqlValue(note.concurrent_windows),
+                          members.empty() && note.concurrent_windows == 0 ? SqlValue() : SqlValue(note.concurrent_windows),
                           row_reason ? SqlValue(*row_reason) : SqlValue()});
         }
       };

@@ -205,6 +205,7 @@ class TimelineRows {
       for (const auto& entry : groups_) group_at_[entry.first] = UINT32_MAX;
       groups_.clear();
       window_events_.clear();
+      at_once_known_ = false;
     }
     if (event >= 0) window_events_.push_back(static_cast<size_t>(event));
     uint32_t& at = group_at_[group];
@@ -268,18 +269,32 @@ class TimelineRows {
     return in_use;
   }
 
-  // A joint system's untracked time, and its fractions scaled back where hand-overs counted
-  // twice; false when two of its jobs ran at once (time-slicing is the model: such a window is not).
-  bool settle_joint(SystemHere& h, const WindowSpan& span) {
-    const double untracked =
-        std::max(0.0, static_cast<double>(span_union(gpu_, h.jobs, span.start, span.end)) * span.scale - h.event_time);
-    if (untracked > 0) h.fractions.push_back({nullptr, 0, untracked / span.window});
-    if (h.jobs.size() > 1 && jobs_ran_at_once(gpu_, window_events_, span.start, span.end)) return false;
+  // The window's fractions made ready for a row: a joint system's untracked time added, and the
+  // fractions scaled back where hand-overs counted twice; false when two processes ran at once,
+  // of two jobs or of one (time slicing is the model: such a window is not).
+  bool settle(SystemHere& h, const WindowSpan& span) {
+    if (h.joint) {
+      const double untracked =
+          std::max(0.0, static_cast<double>(span_union(gpu_, h.jobs, span.start, span.end)) * span.scale - h.event_time);
+      if (untracked > 0) h.fractions.push_back({nullptr, 0, untracked / span.window});
+    }
+    if (ran_at_once(span)) return false;
     double total = 0;
     for (const auto& f : h.fractions) total += f.fraction;
     if (total > 1)
       for (auto& f : h.fractions) f.fraction /= total;
     return true;
+  }
+
+  // events_ran_at_once for the window, found once per span (the series of a window class share it).
+  bool ran_at_once(const WindowSpan& span) {
+    if (!at_once_known_ || at_once_start_ != span.start || at_once_end_ != span.end) {
+      at_once_ = events_ran_at_once(gpu_, window_events_, span.start, span.end);
+      at_once_known_ = true;
+      at_once_start_ = span.start;
+      at_once_end_ = span.end;
+    }
+    return at_once_;
   }
 
   // A grouping that keeps rows: series si's window into its systems.
@@ -298,12 +313,10 @@ class TimelineRows {
         if (shift_ == 0) ++note.off_grid_windows;
         continue;
       }
-      if (h.joint) {
-        if (span.instant) note.shared_gauge = true;
-        if (!settle_joint(h, span)) {
-          if (shift_ == 0) ++note.concurrent_windows;
-          continue;
-        }
+      if (h.joint && span.instant) note.shared_gauge = true;
+      if (!settle(h, span)) {
+        if (shift_ == 0) ++note.concurrent_windows;
+        continue;
       }
       if (!at.data) {
         auto [it, added] = out.systems.try_emplace(SystemKey{*h.system, series.metric});
@@ -364,14 +377,12 @@ class TimelineRows {
           taker_notes_.push_back(note);
         }
       if (takers_.empty()) continue;
-      if (h.joint) {
-        if (span.instant)
-          for (SystemNotes* note : taker_notes_) note->shared_gauge = true;
-        if (!settle_joint(h, span)) {
-          if (shift_ == 0)
-            for (SystemNotes* note : taker_notes_) ++note->concurrent_windows;
-          continue;
-        }
+      if (h.joint && span.instant)
+        for (SystemNotes* note : taker_notes_) note->shared_gauge = true;
+      if (!settle(h, span)) {
+        if (shift_ == 0)
+          for (SystemNotes* note : taker_notes_) ++note->concurrent_windows;
+        continue;
       }
       values_.clear();
       size_t kept = 0;
@@ -515,6 +526,9 @@ class TimelineRows {
   std::vector<std::pair<uint32_t, int64_t>> groups_;
   std::vector<uint32_t> group_at_;
   std::vector<size_t> window_events_;
+  // ran_at_once's answer for the window, and the span it was found for.
+  bool at_once_known_ = false, at_once_ = false;
+  int64_t at_once_start_ = 0, at_once_end_ = 0;
   std::vector<SystemHere> here_;
   std::vector<std::vector<Found>> found_in_;
   std::vector<std::vector<SharedRows>> shared_in_;

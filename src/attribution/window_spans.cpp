@@ -7,9 +7,9 @@
 namespace pp {
 namespace {
 
-// Two jobs' events that overlap by at most this much hand the GPU over rather than run at once:
-// each process turns its CUDA event times into unix time with its own anchor, some tens of us
-// apart. (The overlap is then counted twice; the window's fractions are scaled back to 1.)
+// Two processes' events that overlap by at most this much hand the GPU over rather than run at
+// once: each process turns its CUDA event times into unix time with its own anchor, some tens of
+// us apart. (The overlap is then counted twice; the window's fractions are scaled back to 1.)
 constexpr int64_t kHandOverNs = 100000;
 
 }  // namespace
@@ -22,23 +22,15 @@ WindowSpan span_of(const TimelineSeries& series, const TimelineSample& sample) {
           instant ? static_cast<double>(std::max<int64_t>(window_int, 1)) / kInstantSpreadNs : 1.0};
 }
 
-bool jobs_ran_at_once(const GpuTimeline& gpu, std::vector<size_t>& events, int64_t start, int64_t end) {
+bool events_ran_at_once(const GpuTimeline& gpu, std::vector<size_t>& events, int64_t start, int64_t end) {
   std::sort(events.begin(), events.end(), [&](size_t a, size_t b) { return gpu.events[a].start < gpu.events[b].start; });
-  std::vector<std::pair<uint32_t, int64_t>> last_end;  // per job, the latest end so far
+  int64_t latest_end = start;  // of the events so far, within [start, end)
   for (size_t i : events) {
     const TimelineEvent& e = gpu.events[i];
     const int64_t from = std::max(e.start, start), to = std::min(e.end, end);
     if (to <= from) continue;
-    bool mine = false;
-    for (auto& [job, until] : last_end) {
-      if (job == e.job) {
-        until = std::max(until, to);
-        mine = true;
-      } else if (std::min(until, to) - from > kHandOverNs) {
-        return true;
-      }
-    }
-    if (!mine) last_end.emplace_back(e.job, to);
+    if (std::min(latest_end, to) - from > kHandOverNs) return true;
+    latest_end = std::max(latest_end, to);
   }
   return false;
 }

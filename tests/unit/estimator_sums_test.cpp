@@ -212,7 +212,7 @@ TEST(EstimatorSums, WindowsOffTheDriversGridAreLeftOutAndCounted) {
   GpuTimeline g = timeline(2, 40, 7);
   const uint32_t a = layer(g, "a"), b = layer(g, "b");
   for (int k = 0; k < 40; ++k) {
-    call(g, a, k * kSecond + kSecond / 10, k * kSecond + kSecond * 4 / 10 + k * 3000000);
+    call(g, a, k * kSecond + kSecond / 10, k * kSecond + kSecond * 4 / 10 + k * 2000000);  // (ends before b starts)
     call(g, b, k * kSecond + kSecond / 2, k * kSecond + kSecond * 9 / 10);
   }
   pp::TimelineSeries& util = g.series[1];
