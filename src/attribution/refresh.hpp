@@ -64,6 +64,7 @@ void align_samples(RefreshRun& run);
 void count_late_events(RefreshRun& run);
 void fold(RefreshRun& run);
 void warn_about_unattributed(RefreshRun& run);
+void warn_about_unnamed_gpus(RefreshRun& run);
 void warn_about_shared_gpus(RefreshRun& run);
 void keep_history(RefreshRun& run);
 void write_report_tables(RefreshRun& run);

@@ -93,4 +93,16 @@ void warn_about_shared_gpus(RefreshRun& run) {
     run.warn(std::to_string(pairs - named_pairs) + " more pairs of jobs shared a GPU; see colocated_spans");
 }
 
+void warn_about_unnamed_gpus(RefreshRun& run) {
+  Statement unnamed(run.db, named_sql("refresh", "unnamed_gpus_of_several_devices"));
+  while (unnamed.step())
+    run.warn("GPU '" + unnamed.column_text(0) + "' of the events is " + unnamed.column_text(1) + " devices (" +
+             unnamed.column_text(2) +
+             "): their hook clients could not name their GPUs' UUIDs, and events are attributed by the GPU they "
+             "name, so these devices are one GPU here: the samples matched to them by host and index mix under "
+             "one name (one per time), and their jobs read as sharing it; do not trust these jobs' numbers. "
+             "Give the hook client the UUIDs (nvidia-smi in the container, torch 2.0 or later, or "
+             "CUDA_VISIBLE_DEVICES=GPU-...)");
+}
+
 }  // namespace pp

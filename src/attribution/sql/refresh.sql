@@ -334,6 +334,21 @@ SELECT c.uuid, c.job_a, c.job_b,
   FROM pairs JOIN main.colocated_spans AS c USING (uuid, job_a, job_b)
  ORDER BY c.uuid, c.job_a, c.job_b;
 
+-- name: unnamed_gpus_of_several_devices
+-- The GPUs this fold added events to whose name is no UUID ('cuda:N': the hook client could not
+-- name the device), where the events of that name over the same time came from more than one
+-- host or device index: every step keys a GPU by its name, so those devices are one GPU here.
+-- Per name: how many devices, and each as 'HOST gpu INDEX'.
+WITH folded AS (
+  SELECT uuid, min(first_ns) AS first_ns, max(last_ns) AS last_ns FROM main.pp_refresh_fold_spans
+   WHERE uuid NOT GLOB 'GPU-*' AND uuid NOT GLOB 'MIG-*' AND uuid <> 'cpu' GROUP BY uuid),
+devices AS (
+  SELECT DISTINCT f.uuid, b.host_name, b.gpu FROM folded AS f JOIN main.pp_events_blocks AS b
+      ON b.gpu_uuid = f.uuid AND b.first_start_ns <= f.last_ns AND b.last_end_ns >= f.first_ns)
+SELECT uuid, count(*), group_concat(coalesce(host_name, '(no host)') || ' gpu ' || coalesce(gpu, '(no index)'), ', ')
+  FROM (SELECT * FROM devices ORDER BY uuid, host_name, gpu)
+ GROUP BY uuid HAVING count(*) > 1 ORDER BY uuid;
+
 -- name: waiting_events
 -- After a fold: events of sampled GPUs still unfolded (their partial
 -- index), how many seconds of the newest GPU's events they cover (not final: waiting for
