@@ -35,6 +35,18 @@ def query_nvidia_smi():
     return parse_nvidia_smi(text)
 
 
+def completed(entry, torch_uuid):
+    """A CUDA_VISIBLE_DEVICES UUID entry, which may be a prefix (CUDA accepts one), made whole by
+    torch's UUID of the device when that starts with it: dcgm-exporter labels the whole UUID.
+    torch writes the UUID without its "GPU-" or "MIG-" prefix."""
+    if torch_uuid:
+        bare = torch_uuid[4:] if torch_uuid.startswith(("GPU-", "MIG-")) else torch_uuid
+        for prefix in ("GPU-", "MIG-"):
+            if entry.startswith(prefix) and (prefix + bare).startswith(entry):
+                return prefix + bare
+    return entry
+
+
 def resolve_gpu(torch_index, visible_devices=None, smi_table=None, torch_uuid=None):
     """(uuid, host index) of torch's device `torch_index`; either may be None when unknown.
 
@@ -52,7 +64,7 @@ def resolve_gpu(torch_index, visible_devices=None, smi_table=None, torch_uuid=No
                 host_index = int(entry)
             else:  # a UUID (possibly abbreviated, as CUDA accepts prefixes)
                 host_index = next((i for i, u in smi_table.items() if u.startswith(entry)), None)
-                uuid = smi_table.get(host_index, entry) if host_index is not None else entry
+                uuid = smi_table.get(host_index, entry) if host_index is not None else completed(entry, torch_uuid)
     if uuid is None and torch_uuid:
         uuid = torch_uuid if torch_uuid.startswith(("GPU-", "MIG-")) else f"GPU-{torch_uuid}"
         host_index = next((i for i, u in smi_table.items() if u == uuid), host_index)

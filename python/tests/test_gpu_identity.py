@@ -32,3 +32,14 @@ def test_uuid_reported_by_newer_torch():
 
 def test_nothing_known_keeps_the_torch_index():
     assert resolve_gpu(3, None, {}) == (None, 3)
+
+
+def test_a_uuid_prefix_is_completed_by_torch_without_nvidia_smi():
+    """CUDA takes a prefix of a UUID in CUDA_VISIBLE_DEVICES; dcgm-exporter labels the whole UUID,
+    so the prefix alone would match no series (and be another name of the GPU than a process
+    that found the whole UUID gives it)."""
+    whole = "cccccccc-0000-0000-0000-000000000000"
+    assert resolve_gpu(0, "GPU-cccc", {}, torch_uuid=whole) == ("GPU-" + whole, None)
+    assert resolve_gpu(0, "MIG-cccc", {}, torch_uuid=whole) == ("MIG-" + whole, None)
+    # torch's UUID of another device (never CUDA's pick for the prefix) leaves the entry as it is.
+    assert resolve_gpu(0, "GPU-dddd", {}, torch_uuid=whole) == ("GPU-dddd", None)
