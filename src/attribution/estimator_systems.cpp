@@ -281,7 +281,8 @@ class TimelineRows {
     if (ran_at_once(span)) return false;
     double total = 0;
     for (const auto& f : h.fractions) total += f.fraction;
-    if (total > 1)
+    // (A job's own rows within the solver's slack are taken as they are, as they always were.)
+    if (total > (h.joint ? 1.0 : 1.0 + DeconvolveLimits::kSumSlack))
       for (auto& f : h.fractions) f.fraction /= total;
     return true;
   }
