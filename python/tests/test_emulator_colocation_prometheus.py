@@ -27,12 +27,17 @@ WRONG = 0.05      # an identified row further than this from its job's truth is 
 COVERAGE = 0.85   # 90% intervals hold the truth in at least this share of rows
 
 
-def recorded(tmp_path_factory, sharing):
+def recorded(tmp_path_factory, sharing, one_job=False):
     """Two jobs sharing the GPU for 3 minutes; the engine's tables after one pp_refresh over a
     real Prometheus. Yields (recording, connection, what pp_refresh returned, its warnings, the
-    estimate rows of both jobs (job_rows: the views solve their systems when read, so once))."""
-    work = tmp_path_factory.mktemp(f"colocation-{sharing}")
-    rec = colocation.record(180, 100, 0.005, 21, Profile.named("dlrm"), jobs=2, sharing=sharing)
+    estimate rows of both jobs (job_rows: the views solve their systems when read, so once)).
+    one_job: the two processes are ranks of one job, of one model (the same activity and call
+    durations), under the first job's id."""
+    work = tmp_path_factory.mktemp(f"colocation-{sharing}{'-one-job' if one_job else ''}")
+    scales = dict(duration_scales=[1, 1], activity_scales=[1, 1]) if one_job else {}
+    rec = colocation.record(180, 100, 0.005, 21, Profile.named("dlrm"), jobs=2, sharing=sharing, **scales)
+    if one_job:
+        rec.jobs[1].job_id = rec.jobs[0].job_id
     paths = colocation.write(rec, work / "out")
     process, url = prometheus.start_backfilled(Path(paths["openmetrics"]), work)
     try:
@@ -55,6 +60,11 @@ def time_sliced(tmp_path_factory):
 @pytest.fixture(scope="module")
 def concurrent(tmp_path_factory):
     yield from recorded(tmp_path_factory, "concurrent")
+
+
+@pytest.fixture(scope="module")
+def concurrent_ranks(tmp_path_factory):
+    yield from recorded(tmp_path_factory, "concurrent", one_job=True)
 
 
 def job_rows(conn, rec):
@@ -133,3 +143,20 @@ def test_concurrent_jobs_are_found_and_nothing_identified_is_wrong(concurrent):
     assert_the_pair_is_found(*concurrent)
     assert colocation.busy_share(rec, 2) > 0.3  # the recording really overlaps
     assert rows and not wrong_rows(rows), wrong_rows(rows)[:5]
+
+
+def test_ranks_of_one_job_running_at_once_are_estimated_from_their_turns(concurrent_ranks):
+    """Two ranks of one job on one GPU under MPS: no pair of jobs, but the windows in which the
+    ranks ran at once are left out of the job's system as they are for two jobs (before, one such
+    window stopped every estimate of the job), and the windows in which one rank ran identify
+    rows that hold the job's truth. FB_USED is left out: it reads both ranks' memory, and the
+    job's layers are of both."""
+    rec, conn, _, warnings, rows = concurrent_ranks
+    assert conn.execute("SELECT count(*) FROM colocated_spans").fetchone()[0] == 0
+    assert "was shared by" not in warnings
+    left_out = conn.execute("SELECT min(concurrent_windows) FROM pp_estimates('layer_type') "
+                            "WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE'").fetchone()[0]
+    assert left_out > 100
+    activity = [r for r in rows if r[3] != FB_USED and r[1] == "layer_type_estimates"]
+    assert not wrong_rows(activity), wrong_rows(activity)[:5]
+    assert sum(r[7] for r in activity) >= 5
