@@ -23,7 +23,8 @@ WindowSpan span_of(const TimelineSeries& series, const TimelineSample& sample) {
 }
 
 bool events_ran_at_once(const GpuTimeline& gpu, std::vector<size_t>& events, int64_t start, int64_t end) {
-  std::sort(events.begin(), events.end(), [&](size_t a, size_t b) { return gpu.events[a].start < gpu.events[b].start; });
+  const auto by_start = [&](size_t a, size_t b) { return gpu.events[a].start < gpu.events[b].start; };
+  if (!std::is_sorted(events.begin(), events.end(), by_start)) std::sort(events.begin(), events.end(), by_start);
   int64_t latest_end = start;  // of the events so far, within [start, end)
   for (size_t i : events) {
     const TimelineEvent& e = gpu.events[i];
