@@ -12,8 +12,8 @@
 // each job's layers its own unknowns, and the time in which none ran one '(untracked)' for all.
 // A window in which two of them ran at once (MPS, several streams) does not fit that model and
 // is left out (concurrent_windows counts them), as is one in which two processes of one job did
-// (ranks sharing a GPU); an instant gauge of a shared GPU (memory in use)
-// holds every job's part at once and is never identified. A driver-period metric's (GPU_UTIL's)
+// (ranks sharing a GPU); an instant gauge of a shared GPU (memory in use) holds every job's part
+// at once and is never identified. A driver-period metric's (GPU_UTIL's)
 // window whose driver grid the align step did not place is left out too: its window is not known.
 // Windows that the retention step removed enter as the sums it kept (estimator_state.hpp), so a
 // system is the fit of every window its jobs had.
@@ -25,7 +25,8 @@
 // Columns: job_id, layer (NULL per type), layer_type, forward, metric, estimate, stderr,
 //   lower90, upper90, windows, identified (0/1), condition (of the scaled system), shared_with
 //   (the other jobs of a joint system, comma-separated; NULL alone), concurrent_windows (NULL
-//   alone, unless its own processes ran at once), reason (why a row is never identified, beyond its interval; NULL otherwise).
+//   alone, unless its own processes ran at once), reason (why a row is never identified, beyond
+//   its interval; NULL otherwise).
 //
 // INNOCUOUS: it reads only tables of the database it runs in.
 #include <algorithm>
