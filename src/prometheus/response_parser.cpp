@@ -16,6 +16,9 @@ using json = nlohmann::json;
 // An API answer nests 8 levels at most: a native histogram's buckets in a matrix item.
 constexpr int kMaxJsonDepth = 64;
 
+// The most of an error envelope's errorType an error message quotes.
+constexpr size_t kMaxErrorTypeBytes = 64;
+
 // The first 200 bytes of a body for an error message: on one line, valid UTF-8, without the
 // credentials the request sent.
 std::string body_start(const HttpResponse& response) {
@@ -101,11 +104,15 @@ json envelope_data(const HttpResponse& response, const std::string& shown_url, s
         if (w.is_string()) warnings.push_back(w.get<std::string>());
   }
   if (doc["status"] != "success") {
-    const std::string type = text_member(doc, "errorType", "error");
+    // Each part cut to its own length, so that an overlong type cannot push the error text past
+    // the message's length limit (real types are a word: bad_data, execution, timeout, ...).
+    std::string type = text_member(doc, "errorType", "error");
     std::string error = text_member(doc, "error", "(no error text)");
+    hide_secrets(type, response.secrets);
     hide_secrets(error, response.secrets);
-    throw Error("Prometheus error " + type + " (HTTP " + std::to_string(response.status) +
-                "): " + error);
+    if (type.size() > kMaxErrorTypeBytes)
+      type = valid_utf8(type, kMaxErrorTypeBytes) + " (" + std::to_string(type.size()) + " bytes)";
+    throw Error("Prometheus error " + type + " (HTTP " + std::to_string(response.status) + "): " + error);
   }
   if (response.status != 200)
     throw Error("HTTP " + std::to_string(response.status) + " from " + shown_url + ": " +

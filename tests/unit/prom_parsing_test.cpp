@@ -133,6 +133,14 @@ TEST(PromParsing, ErrorsSayWhatWasWrong) {
   EXPECT_NE(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[)"), "");
 }
 
+TEST(PromParsing, AnOverlongErrorTypeLeavesTheErrorTextInTheMessage) {
+  const std::string type(1 << 20, 'x');
+  const std::string message =
+      error_of(R"({"status":"error","errorType":")" + type + R"(","error":"query timed out in expression evaluation"})", 503);
+  EXPECT_EQ(message, "Prometheus error " + std::string(64, 'x') +
+                         "... (1048576 bytes) (HTTP 503): query timed out in expression evaluation");
+}
+
 TEST(PromParsing, MatrixSeriesAreConvertedWhileParsing) {
   // resultType after result, an object under another key that also says "result", histograms.
   std::vector<std::string> warnings;
