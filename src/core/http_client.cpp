@@ -366,6 +366,11 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
                   " bytes); narrow the query or raise the setting");
     } else if (code == CURLE_OPERATION_TIMEDOUT) {
       failure = "timed out after " + std::to_string(timeout_ms) + " ms (setting timeout_ms)";
+    } else if (code == CURLE_OUT_OF_MEMORY && !error_buffer[0]) {
+      // What libcurl 7.x answers to a response header line over its 100 KB limit, far likelier
+      // than memory running out.
+      failure = "libcurl reports 'Out of memory', its answer to a response header line over 100 KB: a server "
+                "or proxy in front of it sends one";
     } else if (code != CURLE_OK) {
       failure = error_buffer[0] ? error_buffer : curl_easy_strerror(code);
     } else if (!retryable(response.status)) {

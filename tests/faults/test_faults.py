@@ -389,6 +389,24 @@ def test_a_nul_in_the_servers_error_keeps_the_rest_of_it(hostile):
         conn.execute("SELECT * FROM prom_range('x', 1700000000, 1700000001, 1)").fetchall()
 
 
+def test_an_overlong_error_type_leaves_the_error_text_in_the_message(hostile):
+    conn = connect(f"{hostile}/long-error-type", retries=0)
+    with pytest.raises(sqlite3.OperationalError,
+                       match=r"^prom_range: Prometheus error x{64}\.\.\. \(1048576 bytes\) \(HTTP 503\): the real reason$"):
+        conn.execute("SELECT * FROM prom_range('x', 1700000000, 1700000001, 1)").fetchall()
+
+
+def test_a_response_header_too_long_for_libcurl_is_named(hostile):
+    """libcurl 7.x answers a header line over its 100 KB limit with 'Out of memory': the message
+    says what that means here."""
+    conn = connect(f"{hostile}/huge-header", retries=0)
+    with pytest.raises(sqlite3.OperationalError) as refused:
+        conn.execute("SELECT * FROM prom_range('x', 1700000000, 1700000001, 1)").fetchall()
+    assert str(refused.value) == (
+        f"prom_range: cannot reach {hostile}/huge-header/api/v1/query_range: libcurl reports 'Out of memory', "
+        "its answer to a response header line over 100 KB: a server or proxy in front of it sends one")
+
+
 def test_a_cursor_held_open_does_not_answer_later_statements(hostile, tmp_path):
     """Identical requests of one statement share an answer; a statement that comes later, while an
     earlier one still holds a cursor open, asks again: with the credentials now set, and with
