@@ -38,29 +38,29 @@ def main(argv=None):
     if args.command != "run":
         return analysis.run(args, PROG)
     command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
-    if not command:
-        parser.error("run: missing COMMAND (put it after --)")
+    if not command:  # (each of these is said with run's usage, not the program's)
+        run.error("missing COMMAND (put it after --)")
     from ._job_identity import is_blank_job_id, job_id_from_environment
     if args.job_id is not None and is_blank_job_id(args.job_id):
-        parser.error("run: --job-id: must not be empty or only white space (leave it out for the default)")
+        run.error("--job-id: must not be empty or only white space (leave it out for the default)")
     from ._event_format import chosen_event_format
     try:  # (each process would fail to attach, and the job run unrecorded)
         chosen_event_format()
     except ValueError as error:
-        parser.error(f"run: {error}")
+        run.error(f"{error}")
     from_environment = None
     if args.job_id is None:
         try:
             from_environment = job_id_from_environment()
         except ValueError as error:
-            parser.error(f"run: {error}")
+            run.error(f"{error}")
     if args.out is None:
         from ._probe import default_out_dir_problem
         job_id = args.job_id if args.job_id is not None else from_environment
         problem = job_id is not None and default_out_dir_problem(job_id)
         if problem:
             where = "--job-id" if args.job_id is not None else "environment variable PRECISIONPROBE_JOB_ID"
-            parser.error(f"run: {where}: {job_id!r}: {problem}; give --out DIR")
+            run.error(f"{where}: {job_id!r}: {problem}; give --out DIR")
     from ._launcher import run as run_command
     return run_command(command, out=args.out, job_id=args.job_id)
 

@@ -100,7 +100,7 @@ def test_an_event_format_from_the_environment_that_cannot_be_used_is_refused_bef
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and not marker.exists()
     assert result.stderr.splitlines()[-1] == (
-        "python3 -m precisionprobe: error: run: environment variable PRECISIONPROBE_EVENT_FORMAT is 'xml', not one of "
+        "python3 -m precisionprobe run: error: environment variable PRECISIONPROBE_EVENT_FORMAT is 'xml', not one of "
         "compact, json (unset it for the default, compact)")
 
 
@@ -108,7 +108,8 @@ def test_run_needs_a_command(tmp_path):
     result = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--"],
                             env=child_environment(), capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
-    assert "missing COMMAND" in result.stderr
+    assert result.stderr.splitlines()[0].startswith("usage: python3 -m precisionprobe run [-h]")
+    assert result.stderr.splitlines()[-1] == "python3 -m precisionprobe run: error: missing COMMAND (put it after --)"
     empty_id = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--job-id", " ", "--", "true"],
                               env=child_environment(), capture_output=True, text=True, timeout=60)
     assert empty_id.returncode == 2 and "--job-id: must not be empty or only white space" in empty_id.stderr
@@ -123,11 +124,11 @@ def test_run_needs_a_command(tmp_path):
         escaping = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--job-id", job_id, "--", "true"],
                                   env=child_environment(), capture_output=True, text=True, timeout=60, cwd=tmp_path)
         assert (escaping.returncode, escaping.stderr.splitlines()[-1]) == (
-            2, f"python3 -m precisionprobe: error: run: --job-id: {job_id!r}: the default output directory runs/<job id> "
+            2, f"python3 -m precisionprobe run: error: --job-id: {job_id!r}: the default output directory runs/<job id> "
                f"would be {where}, not a folder inside runs/; give --out DIR")
     from_env = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--", "true"],
                               env={**child_environment(), "PRECISIONPROBE_JOB_ID": "../x"},
                               capture_output=True, text=True, timeout=60, cwd=tmp_path)
-    assert from_env.returncode == 2 and "run: environment variable PRECISIONPROBE_JOB_ID: '../x': " in from_env.stderr
-    assert ("run: environment variable PRECISIONPROBE_JOB_ID holds only white space ('  '); give it a job id, or "
+    assert from_env.returncode == 2 and "run: error: environment variable PRECISIONPROBE_JOB_ID: '../x': " in from_env.stderr
+    assert ("run: error: environment variable PRECISIONPROBE_JOB_ID holds only white space ('  '); give it a job id, or "
             "unset it for the default") in blank_env.stderr
