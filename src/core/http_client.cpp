@@ -119,7 +119,15 @@ std::string read_secret_file(const std::string& path, const char* setting, bool 
   return secret;
 }
 
-bool retryable(long status) { return status == 429 || status >= 500; }
+// Whether an answer is worth asking for again: 429 and 5xx are, except a server's query timeout
+// (Prometheus' 503 with errorType "timeout"), which spent the server's whole time limit on the
+// query and would spend it again on each attempt.
+bool retryable(const HttpResponse& response) {
+  if (response.status != 429 && response.status < 500) return false;
+  if (response.status != 503 || response.body.size() > 65536) return true;
+  const auto envelope = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  return !(envelope.is_object() && envelope.value("errorType", nlohmann::json()) == "timeout");
+}
 
 // libcurl's progress callback: stops the transfer once the connection was interrupted (the
 // check is a statement step, so it runs at most every 50 ms; nothing may throw through curl).
@@ -373,7 +381,7 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
                 "or proxy in front of it sends one";
     } else if (code != CURLE_OK) {
       failure = error_buffer[0] ? error_buffer : curl_easy_strerror(code);
-    } else if (!retryable(response.status)) {
+    } else if (!retryable(response)) {
       return response;
     }
     if (attempt >= retries) {

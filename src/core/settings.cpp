@@ -22,7 +22,7 @@ const std::vector<SettingDefinition>& setting_definitions() {
       {"timeout_ms", SettingType::Integer, "30000", nullptr,
        "Time limit of one HTTP request, connection included, in milliseconds", 1, 86400000},
       {"retries", SettingType::Integer, "3", nullptr,
-       "Further attempts after HTTP 429, 5xx or a connection error (never after bad_data)", 0, 100},
+       "Further attempts after HTTP 429, 5xx or a connection error (never after bad_data or a server's query timeout)", 0, 100},
       {"bearer_token_file", SettingType::Path, "", nullptr,
        "File holding a bearer token sent as 'Authorization: Bearer ...' (read on each request)"},
       {"basic_auth_user", SettingType::Text, "", nullptr, "User name for HTTP basic auth"},

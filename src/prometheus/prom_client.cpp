@@ -9,10 +9,10 @@ namespace pp {
 namespace {
 
 // A request over the server's sample limit (Prometheus' --query.max-samples, VictoriaMetrics'
-// -search.maxSamplesPerQuery) fails whole, naming a server flag the user may not control: say
-// which setting of ours makes each request smaller.
+// -search.maxSamplesPerQuery) or its time limit (errorType timeout) fails whole, naming a server
+// flag the user may not control: say which setting of ours makes each request smaller.
 template <class Call>
-auto with_sample_limit_hint(const Call& call, const std::string& hint) {
+auto with_request_size_hint(const Call& call, const std::string& hint) {
   try {
     return call();
   } catch (const InterruptedError&) {
@@ -20,7 +20,8 @@ auto with_sample_limit_hint(const Call& call, const std::string& hint) {
   } catch (const Error& e) {
     const std::string message = e.what();
     if (message.find("too many samples") == std::string::npos &&
-        message.find("maxSamplesPerQuery") == std::string::npos)
+        message.find("maxSamplesPerQuery") == std::string::npos &&
+        message.rfind("Prometheus error timeout ", 0) != 0)
       throw;
     throw Error(message + "; " + hint);
   }
@@ -88,7 +89,7 @@ std::shared_ptr<const PromMatrix> PromClient::query_range(const std::string& que
                            // VictoriaMetrics otherwise moves start to a multiple of step (for its
                            // cache), shifting every point; Prometheus ignores the parameter.
                            "&nocache=1";
-  return with_sample_limit_hint([&] { return matrix_call("/api/v1/query_range", form); },
+  return with_request_size_hint([&] { return matrix_call("/api/v1/query_range", form); },
                                 "each request asks for up to max_points_per_series (" +
                                     connection_.settings().get("max_points_per_series") +
                                     ") points of every series the query gives: lower that setting, use a larger step, "
@@ -100,7 +101,7 @@ std::shared_ptr<const PromMatrix> PromClient::raw_samples(const std::string& sel
   HttpClient& http = connection_.http();
   const std::string query = selector + "[" + format_promql_duration(range_ms) + "]";
   const std::string form = "query=" + http.escape(query) + "&time=" + format_seconds(time_ms);
-  return with_sample_limit_hint([&] { return matrix_call("/api/v1/query", form); },
+  return with_request_size_hint([&] { return matrix_call("/api/v1/query", form); },
                                 "each request asks for up to samples_chunk_seconds (" +
                                     connection_.settings().get("samples_chunk_seconds") +
                                     ") of every series the selector matches: lower that setting, or narrow the "

@@ -262,6 +262,19 @@ def test_unavailable_shows_the_servers_error_after_retries(hostile):
     assert http_stats(conn)["requests"] == 3
 
 
+def test_a_query_the_server_timed_out_is_not_asked_again(hostile):
+    """A server's query timeout spent its whole time limit: each retry would wait as long again.
+    The error says which setting makes each request smaller."""
+    conn = connect(f"{hostile}/query-timeout", retries=3)
+    with pytest.raises(sqlite3.OperationalError) as refused:
+        conn.execute("SELECT * FROM prom_samples('up', 1700000000, 1700000001)").fetchall()
+    assert str(refused.value) == (
+        "prom_samples: Prometheus error timeout (HTTP 503): query timed out in expression evaluation; each request "
+        "asks for up to samples_chunk_seconds (3600) of every series the selector matches: lower that setting, or "
+        "narrow the selector")
+    assert http_stats(conn)["requests"] == 1
+
+
 # ---- Hostile labels and bodies ------------------------------------------------------------------
 
 def test_label_values_that_need_escaping_come_back_exactly(hostile):
