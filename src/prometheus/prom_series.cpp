@@ -10,6 +10,7 @@
 // `metric = '...'` and `metric REGEXP '...'` are pushed into the selector. A series' rowid is
 // its own (TableCursor::part_rowid_base, the series the part), so that the branches of a
 // MULTI-INDEX OR that push down different metrics (or none) give a series one rowid.
+#include <algorithm>
 #include <map>
 
 #include "core/sql_values.hpp"
@@ -56,6 +57,9 @@ struct SeriesCursor : RowsCursor {
       range.start_ms = parse_time_ms(args[1], "start", clock.now_ms());
     else if (args[2])
       range.end_ms = parse_time_ms(args[2], "end", clock.now_ms());
+    // A start given as 0 (or before it) is sent as 1 s too, for the same reason; no series has
+    // samples that old.
+    if (range.end_ms >= 1000) range.start_ms = std::max<int64_t>(range.start_ms, 1000);
     std::vector<std::vector<SqlValue>> rows;
     rowids_.clear();
     if (const auto pushed = apply_metric_pushdown(match, idx_num, argc, argv)) {

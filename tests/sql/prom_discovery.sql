@@ -11,3 +11,6 @@ SELECT count(*) >= 6 FROM prom_label_values('__name__') WHERE value LIKE 'DCGM_F
 -- none given, and then looks at the last day only.
 SELECT count(*) = 3 FROM prom_series('DCGM_FI_DEV_GPU_UTIL');
 SELECT count(*) = 3 FROM prom_series WHERE match = 'DCGM_FI_DEV_GPU_UTIL' AND "end" = ${T0} + 600;
+-- A start given as 0 means the same.
+SELECT count(*) = 3 FROM prom_series('DCGM_FI_DEV_GPU_UTIL', 0, ${T0} + 600);
+SELECT count(*) = 3 FROM prom_series('DCGM_FI_DEV_GPU_UTIL', 0);
