@@ -38,7 +38,8 @@ class MatrixCursor : public TableCursor {
   // series does (a new chunk's series may sit at the address of the last chunk's).
   const PromSeries& series() const { return matrix_->series[series_]; }
   // A table whose rows are stored for good (pp_gpu_samples, pp_refresh's fetch) sets this: a
-  // partial answer is then an error instead of rows with a warning.
+  // partial answer is then an error instead of rows with a warning (and servers that can say so,
+  // Thanos and VictoriaMetrics' cluster, are asked for the error).
   bool refuse_partial_answers = false;
   const PromPoint& point() const { return series().points[point_]; }
   uint64_t series_serial() const { return series_serial_; }

@@ -97,10 +97,11 @@ std::shared_ptr<const PromMatrix> PromClient::query_range(const std::string& que
 }
 
 std::shared_ptr<const PromMatrix> PromClient::raw_samples(const std::string& selector, int64_t time_ms,
-                                                          int64_t range_ms) {
+                                                          int64_t range_ms, bool whole_only) {
   HttpClient& http = connection_.http();
   const std::string query = selector + "[" + format_promql_duration(range_ms) + "]";
-  const std::string form = "query=" + http.escape(query) + "&time=" + format_seconds(time_ms);
+  const std::string form = "query=" + http.escape(query) + "&time=" + format_seconds(time_ms) +
+                           (whole_only ? "&partial_response=false&deny_partial_response=1" : "");
   return with_request_size_hint([&] { return matrix_call("/api/v1/query", form); },
                                 "each request asks for up to samples_chunk_seconds (" +
                                     connection_.settings().get("samples_chunk_seconds") +

@@ -23,7 +23,11 @@ class PromClient {
   std::shared_ptr<const PromMatrix> query_range(const std::string& query, int64_t start_ms, int64_t end_ms,
                                                 int64_t step_ms);
   // /api/v1/query of `selector[range_ms]` at time_ms: the raw stored samples.
-  std::shared_ptr<const PromMatrix> raw_samples(const std::string& selector, int64_t time_ms, int64_t range_ms);
+  // `whole_only`: asks Thanos (partial_response=false) and VictoriaMetrics' cluster
+  // (deny_partial_response=1) for an error where some of their stores did not answer, instead of
+  // the rest with a warning; Prometheus ignores both.
+  std::shared_ptr<const PromMatrix> raw_samples(const std::string& selector, int64_t time_ms, int64_t range_ms,
+                                                bool whole_only = false);
   // /api/v1/series and /api/v1/label/NAME/values.
   std::shared_ptr<const std::vector<PromSeries>> series(const std::string& match, int64_t start_ms, int64_t end_ms);
   std::shared_ptr<const std::vector<std::string>> label_values(const std::string& label,

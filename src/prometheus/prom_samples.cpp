@@ -33,7 +33,8 @@ const std::vector<ArgumentSpec> kSamplesArguments = {{"selector", true}, {"start
 // Windows (after, through] of samples_chunk_seconds covering [start, end]: the first begins
 // 1 ms before start because Prometheus stores milliseconds.
 std::vector<MatrixChunk> plan_sample_chunks(Connection& connection, const char* table, uint64_t cursor,
-                                            const std::string& selector, int64_t start, int64_t end) {
+                                            const std::string& selector, int64_t start, int64_t end,
+                                            bool whole_only) {
   const Settings& settings = connection.settings();
   const int64_t chunk_ms = std::max<int64_t>(1000, settings.get_int("samples_chunk_seconds") * 1000);
   const int64_t span = end - start + 1;
@@ -46,7 +47,9 @@ std::vector<MatrixChunk> plan_sample_chunks(Connection& connection, const char* 
   std::vector<MatrixChunk> chunks;
   for (int64_t after = start - 1; after < end; after += chunk_ms) {
     const int64_t through = std::min(end, after + chunk_ms);
-    chunks.push_back({[client, selector, after, through] { return client->raw_samples(selector, through, through - after); },
+    chunks.push_back({[client, selector, after, through, whole_only] {
+                        return client->raw_samples(selector, through, through - after, whole_only);
+                      },
                       after, through});
   }
   return chunks;
@@ -90,7 +93,8 @@ void SamplesCursor::filter_samples(const char* table, int idx_num, int argc, sql
   table_ = table;
   series_numbering_.clear();
   numbering_ = nullptr;
-  start(pushed && !range.empty ? plan_sample_chunks(*connection, table, serial, *pushed, range.start_ms, range.end_ms)
+  start(pushed && !range.empty ? plan_sample_chunks(*connection, table, serial, *pushed, range.start_ms, range.end_ms,
+                                                    refuse_partial_answers)
                                : std::vector<MatrixChunk>{});
   number_row();
 }

@@ -373,6 +373,29 @@ def test_a_refresh_stores_no_partial_answer(hostile, tmp_path):
     assert conn.execute("SELECT count(*) FROM sqlite_schema").fetchone() == (0,)
 
 
+def test_a_refresh_asks_thanos_for_an_error_where_a_store_is_down(hostile, tmp_path):
+    """Thanos Query answers a query some of whose stores are down with the others' samples and a
+    warning (its default partial_response=true): a refresh asks for the error instead, and
+    writes nothing; prom_samples, whose rows are not stored, takes the answer with its warning."""
+    events = tmp_path / "events.jsonl"
+    start = 1700000005 * 10**9
+    events.write_text(json.dumps({
+        "job_id": "thanos", "host_name": "node-a", "ip": None, "pod": None, "namespace": None, "gpu_uuid": "GPU-a",
+        "gpu": 0, "rank": 0, "local_rank": 0, "world_size": 1, "pid": 1, "epoch": 0, "batch": 0, "layer": "l",
+        "layer_type": "Linear", "forward": True, "t_start_ns": start, "t_end_ns": start + 8 * 10**9,
+        "cpu_num": 1.0}) + "\n")
+    conn = connect(f"{hostile}/thanos-partial-gpu", database=str(tmp_path / "results.db"))
+    with pytest.raises(sqlite3.OperationalError) as refused:
+        conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
+    assert str(refused.value) == (
+        "pp_refresh: pp_gpu_samples: Prometheus error execution (HTTP 422): receive series from store "
+        "10.0.0.7:10901: rpc error: code = Unavailable desc = connection refused")
+    assert conn.execute("SELECT count(*) FROM sqlite_schema").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM prom_samples('DCGM_FI_DEV_GPU_UTIL', 1700000000, 1700000060)"
+                        ).fetchone() == (30,)
+    assert "receive series from store" in conn.execute("SELECT pp_last_warnings()").fetchone()[0]
+
+
 def test_an_answer_nested_too_deep_is_refused_before_it_fills_memory(hostile):
     """Each level of JSON nesting costs the parser a value of its own, some 40 bytes for each byte
     of the answer: within max_response_bytes, brackets alone would take gigabytes. An API answer
