@@ -38,6 +38,7 @@ constexpr double kNearWrapShare = 0.1;  // a jump this close to whole periods is
 // just before them is poorly determined (served_out_of_order, alignment_data.hpp).
 constexpr double kOutOfOrderShare = 1.0 / 40;
 constexpr double kFollowReachNs = 6e6;       // later segments search this far around the prediction
+constexpr double kFollowEdgeNs = 1e6;        // a peak this close to that reach's edge is searched for in full
 constexpr double kStretchDriftPpm = 50;      // a stretch's own drift that is taken out before the drift is known
 // Window lengths dcgm-exporter's -c is usually set to, tried when the data must tell which.
 constexpr double kCandidateWindowsMs[] = {100, 200, 250, 500, 1000, 2000, 5000, 10000, 15000, 30000, 60000};
@@ -92,9 +93,10 @@ class GpuAligner {
     // A pinned offset says what the stored times mean: each is its own window, never a repeat.
     if (pinned_) std::fill(data_.is_copy.begin(), data_.is_copy.end(), 0);
     const int64_t limit = complete_through();
+    const int64_t gap_ms = restart_gap_ms(data_);
     size_t first = data_.first_new;
     while (first < data_.ts_ms.size() && data_.ts_ms[first] <= limit) {
-      const size_t last = segment_end(data_, may_hold_layers_, first, limit, segment_ms_);
+      const size_t last = segment_end(data_, may_hold_layers_, first, limit, segment_ms_, gap_ms);
       if (last == first) break;
       align_segment(first, last);
       first = last;
@@ -150,6 +152,7 @@ class GpuAligner {
     SegmentRecord seg;
     seg.from_ms = first == 0 ? data_.ts_ms[0] - 1 : data_.ts_ms[first - 1];
     seg.through_ms = data_.ts_ms[last - 1];
+    seg.first_ms = data_.ts_ms[first];
     seg.samples = static_cast<int64_t>(last - first);
     seg.drift_ppm = segments_.empty() ? 0 : segments_.back().drift_ppm;
     std::vector<size_t> kept;  // one stored time per window: the first copy
@@ -227,7 +230,9 @@ class GpuAligner {
     shift.clear();
     copy.clear();
     seg.moved = 0;
-    const bool follow = window_settled_ && !segments_.empty() && segments_.back().status == "estimated";
+    // After a gap in the stored times the exporter may have restarted, its windows on a new grid
+    // anywhere within a window of the old one: no prediction holds, the search is a full one.
+    bool follow = window_settled_ && !segments_.empty() && segments_.back().status == "estimated" && !after_gap(seg);
     OffsetEstimate best;
     std::vector<int64_t> lattice;  // the best fit's stored times on a lattice (empty: as stored)
     if (follow) {
@@ -235,7 +240,17 @@ class GpuAligner {
       const double c = predicted_offset(mid), w = window_ns_, r = kFollowReachNs;
       best = estimate_over_phases(timeline, samples, w, {{c - r, c + r}, {c + w - r, c + w + r}, {c - w - r, c - w + r}},
                                   0.5e6, lattice);
-    } else {
+      // A peak at the edge of the ranges is no peak of theirs: the offset lies beyond them (it
+      // stepped where no gap says so), and the full search finds it.
+      const double from_centre = std::min({std::fabs(best.offset_ns - c), std::fabs(best.offset_ns - c - w),
+                                           std::fabs(best.offset_ns - c + w)});
+      if (best.found && from_centre > r - kFollowEdgeNs) {
+        follow = false;
+        best = OffsetEstimate();
+        lattice.clear();
+      }
+    }
+    if (!follow) {
       std::vector<double> windows;
       if (window_settled_) {
         windows.push_back(window_ns_);
@@ -332,17 +347,28 @@ class GpuAligner {
   // A change of offset that neither the drift nor a wrap by one window explains, against the
   // newest estimated stretch of the two before (a poorly determined one between, such as the
   // stretch the change lies in, predicts nothing).
+  // After a gap (offset_drift.hpp after_gap) the change is a step: the exporter restarted, its
+  // windows on a new grid, anywhere within a window (said as a restart; the drift is fitted anew).
   void note_jump(SegmentRecord& seg) {
     if (seg.status != "estimated") return;
     const SegmentRecord* from = nullptr;
-    for (size_t back = 1; back <= std::min<size_t>(2, segments_.size()) && !from; ++back)
+    bool gap = after_gap(seg);
+    for (size_t back = 1; back <= std::min<size_t>(2, segments_.size()) && !from; ++back) {
       if (segments_[segments_.size() - back].status == "estimated") from = &segments_[segments_.size() - back];
-    if (!from) return;
+      else gap = gap || after_gap(segments_[segments_.size() - back]);
+    }
+    if (!from || !offset_unexplained(*from, seg, window_ns_)) return;
     const double predicted = offset_at(*from, mid_ns(seg));
     const double jump = std::fabs(seg.offset_ns - predicted);
-    double off = jump;
-    if (window_ns_ > 0) off = std::min({off, std::fabs(off - window_ns_)});
-    if (off <= std::max(3e6, 3 * (seg.timing_ns + from->timing_ns))) return;
+    if (gap) {
+      if (report.restarts++ == 0) {
+        report.first_restart_ms = seg.first_ms;
+        report.restart_gap_ms = seg.first_ms - seg.from_ms;
+        report.restart_from_ns = predicted;
+        report.restart_to_ns = seg.offset_ns;
+      }
+      return;
+    }
     // A jump of a whole number of periods and a few ms is no wrap (the drift moves the offset
     // smoothly, a wrap by exactly a period) and seldom a restart (whose new latency lies
     // anywhere in a period): it is a stretch a model of one offset with windows moved one by

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+
+#include "attribution/offset_drift.hpp"
 
 namespace pp {
 namespace {
@@ -37,10 +40,12 @@ std::vector<char> may_hold_layers(const GpuSampleData& data, const GpuEventExten
 }
 
 size_t segment_end(const GpuSampleData& data, const std::vector<char>& with_layers, size_t first, int64_t limit,
-                   int64_t segment_ms) {
+                   int64_t segment_ms, int64_t gap_ms) {
   const size_t n = data.ts_ms.size();
   size_t stop = first;
-  while (stop < n && with_layers[stop] == with_layers[first]) ++stop;
+  while (stop < n && with_layers[stop] == with_layers[first] &&
+         (stop == first || data.ts_ms[stop] - data.ts_ms[stop - 1] < gap_ms))
+    ++stop;
   const bool all_in = stop < n ? data.ts_ms[stop] <= limit : limit >= data.ts_ms.back();
   size_t windows = 0, i = first;
   for (; i < stop && data.ts_ms[i] <= limit; ++i) {
@@ -54,6 +59,18 @@ size_t segment_end(const GpuSampleData& data, const std::vector<char>& with_laye
     }
   }
   return all_in ? stop : first;
+}
+
+int64_t restart_gap_ms(const GpuSampleData& data) {
+  std::vector<int64_t> gaps;
+  for (size_t i = 1; i < data.ts_ms.size(); ++i) gaps.push_back(data.ts_ms[i] - data.ts_ms[i - 1]);
+  int64_t spacing = 0;
+  if (!gaps.empty()) {
+    std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
+    spacing = gaps[gaps.size() / 2];
+  }
+  return std::max(static_cast<int64_t>(std::llround(kRestartGapNs / kNsPerMillisecond)),
+                  static_cast<int64_t>(std::llround(kGapSpacings * static_cast<double>(spacing))));
 }
 
 }  // namespace pp

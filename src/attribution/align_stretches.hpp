@@ -19,9 +19,15 @@ std::vector<char> may_hold_layers(const GpuSampleData& data, const GpuEventExten
 
 // One past the last stored time of the stretch that starts at `first`, of the stored times up
 // to limit (ms): at least segment_ms and 100 windows; the rest up to where with_layers (per
-// stored time, may_hold_layers) changes makes a stretch of its own once it is all in, and joins
-// this one where shorter than half that. `first` where what the stretch needs is not all in yet.
+// stored time, may_hold_layers) changes, or up to a gap of gap_ms or more between stored times
+// (an exporter restarted: the windows after it lie on a new grid), makes a stretch of its own
+// once it is all in, and joins this one where shorter than half that. `first` where what the
+// stretch needs is not all in yet.
 size_t segment_end(const GpuSampleData& data, const std::vector<char>& with_layers, size_t first, int64_t limit,
-                   int64_t segment_ms);
+                   int64_t segment_ms, int64_t gap_ms);
+
+// The gap between stored times that ends a stretch (segment_end): kRestartGapNs, and
+// kGapSpacings of the median spacing of the stored times.
+int64_t restart_gap_ms(const GpuSampleData& data);
 
 }  // namespace pp

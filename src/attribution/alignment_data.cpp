@@ -251,6 +251,7 @@ std::vector<SegmentRecord> read_segments(sqlite3* db, const std::string& uuid) {
       throw row.refused(6, number_text(r.drift_ppm), "a drift of -5000 to 5000 ppm");
     if (!read.column_null(7)) r.window_ms = row.number(7, "a length in ms");
     if (!read.column_null(8)) r.util_window_ms = row.number(8, "a length in ms");
+    if (!read.column_null(9)) r.first_ms = read.column_int64(9);
     out.push_back(r);
   }
   std::reverse(out.begin(), out.end());  // oldest first

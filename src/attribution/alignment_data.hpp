@@ -18,6 +18,9 @@ namespace pp {
 // One stretch of a GPU's stored times and its alignment (a row of pp_alignment).
 struct SegmentRecord {
   int64_t from_ms = 0, through_ms = 0;  // stored times in (from_ms, through_ms]
+  // Its first stored time (0: not known, its windows gone): how long no sample was stored
+  // before it (offset_drift.hpp after_gap). Not a column: read from pp_windows.
+  int64_t first_ms = 0;
   double offset_ns = 0, timing_ns = 0, drift_ppm = 0;
   double util_phase_ns = NAN, util_timing_ns = NAN;
   int64_t samples = 0, repeats = 0, skipped = 0, moved = 0;

@@ -27,6 +27,13 @@ std::vector<std::string> AlignmentReport::warnings(const std::string& uuid) cons
                   ms_text(jump_from_ns) +
                   " ms (an exporter or Prometheus restart, clocks stepped, or a scrape interval that is no multiple of "
                   "DCGM's period?)");
+  if (restarts)
+    out.push_back("the offset of GPU " + uuid + "'s samples stepped " + std::to_string(restarts) +
+                  " time(s) after a gap in them, first at ts_ms " + std::to_string(first_restart_ms) + " (no sample for " +
+                  ms_text(static_cast<double>(restart_gap_ms) * 1e6) + " ms before it) to " + ms_text(restart_to_ns) +
+                  " ms where the stretches before it predict " + ms_text(restart_from_ns) +
+                  " ms (dcgm-exporter restarted, and DCGM's windows with it on a new grid: the stretches after it are "
+                  "searched anew and the drift fitted to them alone)");
   if (repeats || skipped)
     out.push_back("GPU " + uuid + ": the scrapes stored " + std::to_string(repeats) + " DCGM window(s) twice (counted once) and skipped " +
                   std::to_string(skipped) + " (scrape and DCGM phases drift; " + std::to_string(moved) +

@@ -30,6 +30,10 @@ struct AlignmentReport {
   int64_t poorly = 0, not_determined = 0, repeats = 0, skipped = 0, jumps = 0, moved = 0, segments = 0;
   int64_t first_poorly_ms = 0, first_jump_ms = 0;
   double jump_from_ns = 0, jump_to_ns = 0;
+  // Steps after a gap in the stored times (an exporter restarted): the first's stored time
+  // after the gap, how long the gap was, and the offsets predicted and found.
+  int64_t restarts = 0, first_restart_ms = 0, restart_gap_ms = 0;
+  double restart_from_ns = 0, restart_to_ns = 0;
 
   std::vector<std::string> warnings(const std::string& uuid) const;
 };

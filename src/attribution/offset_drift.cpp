@@ -1,16 +1,42 @@
 #include "attribution/offset_drift.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace pp {
 
 double mid_ns(const SegmentRecord& s) { return (static_cast<double>(s.from_ms) + static_cast<double>(s.through_ms)) * 1e6 / 2; }
 
+bool after_gap(const SegmentRecord& s) {
+  if (s.first_ms <= s.from_ms) return false;  // (not known)
+  const double gap_ns = static_cast<double>(s.first_ms - s.from_ms) * 1e6;
+  const double spacing_ns =
+      s.samples > 1 ? static_cast<double>(s.through_ms - s.first_ms) * 1e6 / static_cast<double>(s.samples - 1) : 0;
+  return gap_ns >= std::max(kRestartGapNs, kGapSpacings * spacing_ns);
+}
+
+bool offset_unexplained(const SegmentRecord& from, const SegmentRecord& to, double window_ns) {
+  double off = std::fabs(to.offset_ns - offset_at(from, mid_ns(to)));
+  if (window_ns > 0) off = std::min(off, std::fabs(off - window_ns));
+  return off > std::max(3e6, 3 * (to.timing_ns + from.timing_ns));
+}
+
+bool stepped(const std::vector<SegmentRecord>& segments, size_t from, size_t to, double window_ns) {
+  bool gap = false;
+  for (size_t i = from + 1; i <= to && !gap; ++i) gap = after_gap(segments[i]);
+  return gap && offset_unexplained(segments[from], segments[to], window_ns);
+}
+
 double drift_ppm(const std::vector<SegmentRecord>& segments, double window_ns) {
   std::vector<std::pair<double, double>> points;  // (mid ns, offset ns), newest first
-  for (auto it = segments.rbegin(); it != segments.rend() && points.size() < 6; ++it)
-    if (it->status == "estimated") points.emplace_back(mid_ns(*it), it->offset_ns);
+  size_t newer = segments.size();                 // the estimated segment taken last
+  for (size_t i = segments.size(); i-- > 0 && points.size() < 6;) {
+    if (segments[i].status != "estimated") continue;
+    if (newer < segments.size() && stepped(segments, i, newer, window_ns)) break;
+    points.emplace_back(mid_ns(segments[i]), segments[i].offset_ns);
+    newer = i;
+  }
   if (points.size() < 3) return segments.empty() ? 0 : segments.back().drift_ppm;
   std::reverse(points.begin(), points.end());
   for (size_t i = 1; i < points.size(); ++i) {

@@ -40,9 +40,10 @@ SELECT max(:after_ms, 2 * coalesce((SELECT max(interval_ms) FROM main.pp_interva
 -- The GPU's stretches that aligning the next ones reads, as if it went on from them in one
 -- refresh: the last 8, and back to the sixth newest 'estimated' one (the drift is fitted to the
 -- last six; a long pause of stretches without layers lies between) and to the newest with a
--- driver phase.
-SELECT from_ms, through_ms, offset_ns, timing_ns, status, util_phase_ns, drift_ppm, window_ms, util_window_ms
-  FROM main.pp_alignment
+-- driver phase. Each with its first stored time (how long no sample was stored before it).
+SELECT from_ms, through_ms, offset_ns, timing_ns, status, util_phase_ns, drift_ppm, window_ms, util_window_ms,
+       (SELECT min(w.ts_ms) FROM main.pp_windows AS w WHERE w.uuid = :uuid AND w.ts_ms > a.from_ms)
+  FROM main.pp_alignment AS a
  WHERE uuid = :uuid
    AND from_ms >= min(
          coalesce((SELECT from_ms FROM main.pp_alignment WHERE uuid = :uuid ORDER BY from_ms DESC LIMIT 1 OFFSET 7),

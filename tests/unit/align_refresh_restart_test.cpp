@@ -1,0 +1,107 @@
+// pp_refresh's align step when dcgm-exporter restarts mid-job (align_refresh_fixture.hpp): no
+// sample is stored for a few seconds, then DCGM's windows lie on a new grid, the offset stepped
+// by a part of a window. The step is said as a restart, not taken into the drift, and every
+// stretch after it is searched anew and placed where its windows are.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "unit/align_refresh_fixture.hpp"
+#include "unit/test_db.hpp"
+
+namespace pp_test::align_refresh {
+namespace {
+
+class AlignRefreshRestart : public AlignRefresh {
+ protected:
+  AlignRefreshRestart() { job_ns_ = 120e9; }
+
+  // Scrapes every 100 ms (up to 1 ms late, truncated to the ms), each served the newest DCGM
+  // window that ended 30 ms before it. DCGM's period runs kDriftPpm long; the exporter is down
+  // from restart_ms for down_ms (ms after T0: nothing stored), and DCGM's windows after it end
+  // phase_ms later in the period than those before. The true window end of each stored time
+  // into ends.
+  std::string restarted_samples_sql(int64_t restart_ms, int64_t down_ms, double phase_ms,
+                                    std::map<int64_t, int64_t>& ends) const {
+    const double period = 100 * kMs * (1 + kDriftPpm * 1e-6);
+    std::mt19937_64 rng(5);
+    std::normal_distribution<double> noise(0, 0.005);
+    std::uniform_real_distribution<double> late(0, 1);
+    std::ostringstream sql;
+    sql << "INSERT INTO pp_samples(uuid, metric, ts_ms, value) VALUES ";
+    bool first = true;
+    for (int64_t n = 1;; ++n) {
+      const double at = 7 + static_cast<double>(n) * 100 + late(rng);  // ms after T0
+      const auto ts = static_cast<int64_t>(std::floor(at)) + kRefreshT0 / kMs;
+      if (ts > last_ms()) break;
+      if (at > static_cast<double>(restart_ms) && at <= static_cast<double>(restart_ms + down_ms)) continue;
+      const double phase = (at > static_cast<double>(restart_ms) ? phase_ms : 0) + 3;
+      const auto window = static_cast<int64_t>(std::floor((at - 30 - phase) * kMs / period));
+      const int64_t window_end = kRefreshT0 + std::llround(static_cast<double>(window) * period + phase * kMs);
+      ends[ts] = window_end;
+      std::mt19937_64 window_rng(static_cast<uint64_t>(window_end));
+      const double values[] = {average(0, window_end, period) * (1 + noise(window_rng)),
+                               average(1, window_end, period) * (1 + noise(window_rng))};
+      const char* metrics[] = {"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"};
+      for (int m = 0; m < 2; ++m) {
+        sql << (first ? "" : ",") << "('" << kUuid << "', '" << metrics[m] << "', " << ts << ", " << values[m] << ")";
+        first = false;
+      }
+    }
+    return sql.str();
+  }
+
+  static constexpr double kDriftPpm = 40;
+};
+
+// Restarted 45.5 s into a two-minute job, down 3 s, its windows 63 ms later in the period from
+// then on: the drift stays what it was (the offset moves -40 ppm as DCGM's period runs long),
+// not the step spread over the stretches about it (hundreds of ppm, each later stretch searched
+// about an offset ms from its own, poorly determined or placed a period off), and every window
+// is placed within 3 ms of its own.
+TEST_F(AlignRefreshRestart, AStepAfterAGapIsARestartNotADrift) {
+  std::map<int64_t, int64_t> ends;
+  db_.exec(restarted_samples_sql(45500, 3000, 63, ends));
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const std::string warnings = db_.scalar("SELECT pp_last_warnings()").text;
+  EXPECT_NE(warnings.find("samples stepped 1 time(s) after a gap in them, first at ts_ms 17000000485"), std::string::npos)
+      << warnings;
+  EXPECT_EQ(warnings.find("samples jumped"), std::string::npos) << warnings;
+  // (The first two stretches measure no drift of their own: 40 ppm is 0.4 ms in one.)
+  const auto stretches = db_.query("SELECT t_from, status, drift_ppm, timing_ms FROM sample_alignment");
+  EXPECT_GE(stretches.size(), 10u);
+  for (size_t i = 0; i < stretches.size(); ++i) {
+    const auto& row = stretches[i];
+    SCOPED_TRACE(row[0].real);
+    EXPECT_EQ(row[1].text, "estimated");
+    if (i >= 2) {
+      EXPECT_NEAR(row[2].real, -kDriftPpm, 20);
+    }
+    EXPECT_LT(row[3].real, 1.0);
+  }
+  expect_windows_near_their_own(db_.query("SELECT ts_ms, end_ns FROM pp_windows"), ends, 3 * kMs);
+  // The estimates of the job's layer types hold their truth (the job spans the restart).
+  int identified = 0;
+  for (const auto& r : db_.query("SELECT layer_type, metric, estimate, lower90, upper90, confidence FROM "
+                                 "layer_type_estimates WHERE layer_type <> '(untracked)'")) {
+    int layer = 0;
+    while (std::string(kLayers[layer].type) != r[0].text) ++layer;
+    const double truth = value(layer, r[1].text == "DCGM_FI_PROF_SM_ACTIVE" ? 0 : 1);
+    SCOPED_TRACE(r[0].text + " " + r[1].text);
+    EXPECT_LE(r[3].real, truth * 1.005);
+    EXPECT_GE(r[4].real, truth * 0.995);
+    if (r[5].text == "identified") {
+      ++identified;
+      EXPECT_NEAR(r[2].real, truth, 0.05 * truth);
+    }
+  }
+  EXPECT_GE(identified, 5);  // (ReLU's DRAM, 1 ms of 0.6, may be left to its interval)
+}
+
+}  // namespace
+}  // namespace pp_test::align_refresh
