@@ -474,7 +474,8 @@ def test_cli_takes_every_timing_field_and_validates_it(tmp_path):
                  "--dcgm-drift-ppm", "20", "--dcgm-wander-ms", "0.1", "--dcgm-poll-jitter-ms", "0.01",
                  "--util-period-ms", "200", "--util-phase-ms", "1",
                  "--scrape-interval-ms", "50", "--scrape-phase-ms", "2", "--scrape-jitter-ms", "0.5",
-                 "--scrape-tolerance-ms", "0")
+                 "--scrape-tolerance-ms", "0", "--exporter-restart-s", "6", "--exporter-down-s", "1.5",
+                 "--exporter-restart-phase-ms", "12")
     assert ok.returncode == 0, ok.stderr
     assert "timing realistic: scrapes every 50 ms, exporter cached" in ok.stdout
     got = json.loads((out / "truth.json").read_text())["timing"]
@@ -483,7 +484,8 @@ def test_cli_takes_every_timing_field_and_validates_it(tmp_path):
                    "util_period_ms": 200.0, "util_phase_ms": 1.0, "exporter": "cached",
                    "exporter_period_ms": 200.0, "exporter_phase_ms": 3.0, "exporter_latency_ms": 25.0,
                    "exporter_jitter_ms": 1.0, "scrape_interval_ms": 50.0, "scrape_phase_ms": 2.0,
-                   "scrape_jitter_ms": 0.5, "scrape_tolerance_ms": 0.0, "offset_ms": None, "subms_phase": True}
+                   "scrape_jitter_ms": 0.5, "scrape_tolerance_ms": 0.0, "offset_ms": None, "subms_phase": True,
+                   "exporter_restart_s": 6.0, "exporter_down_s": 1.5, "exporter_restart_phase_ms": 12.0}
     offset = run_cli("offline", "--out", str(tmp_path / "p"), "--minutes", "0.05", "-c", "100",
                      "--timing", "offset", "--offset-ms", "15", "--subms-phase")
     assert offset.returncode == 0 and "offset (IDEALISED)" in offset.stdout, offset.stderr

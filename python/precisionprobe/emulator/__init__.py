@@ -55,6 +55,10 @@ the window. Each parameter is a field of timing.Timing and a flag (dcgm_drift_pp
   idle values, FB_USED the job's memory),    | Prometheus: neither     | (TAIL_SECONDS)       | delay where longer
   DCGM's windows go on and are stored; the   | stops with a job (DCGM  |                      | [c]
   sample of the last events is among them    | polls the idle GPU)     |                      |
+  a restart mid-job: nothing served (stored)| dcgm-exporter restarted | exporter_restart_s,  | never,
+  for a few seconds, then DCGM's polls on a  | (pod rescheduled, crash | exporter_down_s,     | 5 s [c],
+  new grid whose phase is anywhere in a      | loop, upgrade) with the | exporter_restart_    | seed
+  period: the offset steps, it does not drift| host engine it embeds   | phase_ms             |
 
 The offline driver needs the scrape schedule (scrape_*); the live one leaves it to the real
 Prometheus that scrapes it. The behaviours come from DCGM's cache manager and GPM manager, NVML's

@@ -93,6 +93,12 @@ TIMING_FLAGS = [
     ("scrape_tolerance_ms", "offline: Prometheus' --scrape.timestamp-tolerance: a scrape this late or "
                             "less is stored at its ideal tick, clamped to 1%% of the interval as Prometheus "
                             "does, ms (default 2; 0: never)"),
+    ("exporter_restart_s", "dcgm-exporter (and the DCGM host engine it embeds) restarts this long after "
+                           "the start, s: nothing is served while it is down, then DCGM's windows lie on a "
+                           "new grid (default: never)"),
+    ("exporter_down_s", "with --exporter-restart-s: how long it is down, s (default 5)"),
+    ("exporter_restart_phase_ms", "with --exporter-restart-s: the restarted DCGM's first poll after it came "
+                                  "back, ms (default: from --seed)"),
     ("offset_ms", "--timing offset: stamp = window end + this, ms (default 20)"),
 ]
 
@@ -130,7 +136,7 @@ def parser():
                                  "cached: its own ticker (2.x, 3.x)")
         for name, text in TIMING_FLAGS:
             timing.add_argument("--" + name.replace("_", "-"), dest=name, type=number, default=None,
-                                help=text, metavar="PPM" if name.endswith("_ppm") else "MS")
+                                help=text, metavar="PPM" if name.endswith("_ppm") else "S" if name.endswith("_s") else "MS")
         timing.add_argument("--subms-phase", action="store_true",
                             help="exact/offset: window grid at a sub-millisecond phase, so stamps truncate "
                                  "window ends to ms (implied by realistic)")

@@ -96,6 +96,10 @@ KEEP_WINDOWS = 600     # windows (and driver windows) whose values stay cached a
 _UTIL, _FB = METRICS.index(GPU_UTIL), METRICS.index(FB_USED)
 
 
+class ExporterDown(Exception):
+    """The emulated dcgm-exporter is restarting (timing.unserved): /metrics answers 503."""
+
+
 class EventTail:
     """New complete lines of the *.jsonl files below a directory, file by file, in order."""
 
@@ -335,7 +339,10 @@ class Emulator:
         answer is remembered for /served."""
         now = self.clock()
         with self.lock:
-            entry = self._window(self.served_window(now))
+            k = self.served_window(now)
+            if not self.timing.idealised and timing_model.unserved(self.timing, self.origin_ns, now, k):
+                raise ExporterDown(f"{EMULATOR_NAME}: restarting (--exporter-restart-s)")
+            entry = self._window(k)
             printed = [[float(format_value(m, v)) for m, v in zip(METRICS, row)] for row in entry["values"]]
             self.served.append({"t_ns": now, "agent": agent,
                                 **{k: v for k, v in entry.items() if k != "values"}, "values": printed})
@@ -424,7 +431,11 @@ def make_handler(emulator):
         def do_GET(self):  # noqa: N802 - http.server's naming
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
-                body = emulator.metrics(self.headers.get("User-Agent")).encode()
+                try:
+                    body = emulator.metrics(self.headers.get("User-Agent")).encode()
+                except ExporterDown as down:  # Prometheus stores nothing and marks the target down
+                    self.send_error(503, str(down))
+                    return
                 ctype = "text/plain; version=0.0.4; charset=utf-8"
             elif path == "/served":
                 body, ctype = json.dumps(emulator.served_document()).encode(), "application/json"
@@ -459,7 +470,7 @@ def describe(t):
     return (f"realistic: no timestamps (Prometheus stores its scrape time); exporter {t.exporter}, "
             f"latency {t.exporter_latency_ms:g} +- {t.exporter_jitter_ms:g} ms; DCGM period "
             f"{t.dcgm_period_ms:g} ms, phase {t.dcgm_phase_ms:g} ms, drift {t.dcgm_drift_ppm:g} ppm; "
-            f"GPU_UTIL period {t.util_period_ms:.6g} ms")
+            f"GPU_UTIL period {t.util_period_ms:.6g} ms" + timing_model.describe_restart(t))
 
 
 def build_gpus(count, uuids, host_name, model_name, pod="", namespace="", container=""):

@@ -215,7 +215,7 @@ def describe_timing(rec):
                 + f"; median stored time - window end {median:g} ms")
     return (f"realistic: scrapes every {t.scrape_interval_ms:g} ms, exporter {t.exporter}; median stored "
             f"time - window end {median:.1f} ms; {int(s.repeat.sum())} repeated windows, "
-            f"{s.skipped} skipped")
+            f"{s.skipped} skipped" + timing_model.describe_restart(t))
 
 
 SAMPLES_TRUTH_COLUMNS = ("ts_ms", "window_end_ns", "util_window_end_ns", "instant_ns", "repeat")

@@ -30,6 +30,17 @@ lists each behaviour with its component, parameter and default. Along the data p
               Either way the window served is the newest whose end g satisfies
                   g <= read time - (exporter_latency_ms + exporter_jitter_ms * z),  z ~ N(0, 1),
               the read time being the scrape's start (on-scrape) or the collection tick (cached).
+  restart     dcgm-exporter restarted mid-job (a pod rescheduled, a crash loop, an upgrade; in
+              its default embedded mode it runs DCGM's host engine itself): from
+              exporter_restart_s after the origin it serves nothing for exporter_down_s, and the
+              new host engine polls on a grid of its own, at the phase exporter_restart_phase_ms
+              (drawn from the seed by default) after it came back:
+                  g[k] = up + exporter_restart_phase_ms + (k - K) * period + wander(k) + jitter(k)
+              for k >= K, K being one past the last window polled before the restart; window K
+              is the new engine's first poll (no baseline, no value). Scrapes from the restart
+              until a window of the new engine is served store nothing (Prometheus records the
+              target down). The driver's grid and the clocks' drift are the GPU's: unchanged.
+              None (the default): no restart.
   Prometheus  Scrapes every scrape_interval_ms at a fixed phase (its offset is a hash of the
               target, modulo the interval); each scrape starts a little late (timer latency,
               |N(0, scrape_jitter_ms)|), and its start, truncated to whole ms, is the stored
@@ -77,11 +88,14 @@ MAX_TOLERANCE_MS = 2.0               # Prometheus' --scrape.timestamp-tolerance 
 WHOLE_MS = {"dcgm_period_ms": "dcgm-exporter's -c", "exporter_period_ms": "dcgm-exporter's -c",
             "scrape_interval_ms": "Prometheus' scrape_interval"}
 MAX_MS = 3_600_000.0                 # ceiling of every period, latency, jitter and offset: an hour
+MAX_RESTART_S = 7 * 24 * 3600.0      # a restart's time and down time: at most a week (--minutes' limit)
+_SECONDS = ("exporter_restart_s", "exporter_down_s")
 
 # Streams of seeded numbers (noise.uniform / noise.normal), one per use.
 _DCGM_PHASE, _UTIL_PHASE, _EXPORTER_PHASE, _SCRAPE_PHASE, _SUBMS_PHASE = 1, 2, 3, 4, 5
 _SCRAPE_LATENESS, _EXPORTER_LATENCY = 6, 7
 _WANDER, _POLL_JITTER = 8, 9
+_RESTART_PHASE = 10
 
 # Command-line flag of each field, for error messages that the CLI and Python callers share.
 FLAGS = {"mode": "--timing", "dcgm_period_ms": "-c/--interval-ms", "exporter": "--exporter"}
@@ -123,6 +137,11 @@ class Timing:
     scrape_tolerance_ms Prometheus' --scrape.timestamp-tolerance: a scrape this late or less is
                         stored at its ideal tick, at most 1% of the interval as Prometheus clamps
                         it (resolved: min(scrape_interval_ms / 100, this)); None: 2; 0: never
+    exporter_restart_s  dcgm-exporter restarts this many seconds after the origin (the recording's
+                        start, the live emulator's); None: never (module doc, "restart")
+    exporter_down_s     how long it serves nothing then, s (default 5: a pod restarted in place)
+    exporter_restart_phase_ms  end of the restarted DCGM's first poll after it came back; None:
+                        from the seed (the new grid's phase against the old is anywhere in a period)
     offset_ms           'offset' mode: stamp = window end + offset_ms
     subms_phase         idealised modes: the window grid at a sub-millisecond phase
     poll_seed           set by resolve(): the seed of the polls' wander and jitter
@@ -146,6 +165,9 @@ class Timing:
     scrape_phase_ms: Optional[float] = None
     scrape_jitter_ms: float = 1.0
     scrape_tolerance_ms: Optional[float] = None
+    exporter_restart_s: Optional[float] = None
+    exporter_down_s: float = 5.0
+    exporter_restart_phase_ms: Optional[float] = None
     offset_ms: float = 20.0
     subms_phase: bool = False
     poll_seed: Optional[int] = None
@@ -164,6 +186,14 @@ class Timing:
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or not math.isfinite(value):
                 raise ValueError(f"{f.name} ({flag(f.name)}): not a finite number: {value!r}")
+            if f.name in _SECONDS:
+                if value < 0 or value > MAX_RESTART_S:
+                    raise ValueError(f"{f.name} ({flag(f.name)}) must be from 0 to {MAX_RESTART_S:.0f} s "
+                                     f"(a week), got {value:g}")
+                if f.name == "exporter_down_s" and value <= 0:
+                    raise ValueError(f"exporter_down_s ({flag(f.name)}) must be above 0 s: a restart takes "
+                                     f"time, got {value:g}")
+                continue
             if f.name != "dcgm_drift_ppm" and abs(value) > MAX_MS:
                 within = "within +-" if f.name == "offset_ms" else "at most "
                 raise ValueError(f"{f.name} ({flag(f.name)}) must be {within}{MAX_MS:.0f} ms (an hour), "
@@ -189,7 +219,8 @@ class Timing:
 _DEFAULT = Timing()
 _REALISTIC_ONLY = ("dcgm_phase_ms", "dcgm_drift_ppm", "dcgm_wander_ms", "dcgm_poll_jitter_ms", "util_period_ms", "util_phase_ms", "exporter", "exporter_period_ms",
                    "exporter_phase_ms", "exporter_jitter_ms", "scrape_interval_ms", "scrape_phase_ms",
-                   "scrape_jitter_ms", "scrape_tolerance_ms")
+                   "scrape_jitter_ms", "scrape_tolerance_ms", "exporter_restart_s", "exporter_down_s",
+                   "exporter_restart_phase_ms")
 _SCRAPE = ("scrape_interval_ms", "scrape_phase_ms", "scrape_jitter_ms", "scrape_tolerance_ms")
 
 
@@ -276,6 +307,15 @@ def resolve(timing, interval_ms, seed, live=False):
         raise ValueError(f"dcgm_wander_ms + 3 x dcgm_poll_jitter_ms ({flag('dcgm_wander_ms')}, "
                          f"{flag('dcgm_poll_jitter_ms')}) must be below a tenth of the DCGM period "
                          f"({period / 10:g} ms), got {lateness:g}: DCGM's polls keep their order")
+    restarts = timing.exporter_restart_s is not None
+    if not restarts and (_given(timing, "exporter_down_s") or timing.exporter_restart_phase_ms is not None):
+        name = "exporter_down_s" if _given(timing, "exporter_down_s") else "exporter_restart_phase_ms"
+        raise ValueError(f"{flag(name)} applies only with {flag('exporter_restart_s')}")
+    restart_phase = None
+    if restarts:
+        restart_phase = (check_phase("exporter_restart_phase_ms", timing.exporter_restart_phase_ms, period)
+                         if timing.exporter_restart_phase_ms is not None
+                         else _seeded_ms(seed, _RESTART_PHASE, period, 0.001))
     latency = (float(timing.exporter_latency_ms) if timing.exporter_latency_ms is not None
                else LIVE_EXPORTER_LATENCY_MS if live else OFFLINE_EXPORTER_LATENCY_MS)
     out = dict(dcgm_period_ms=period, dcgm_phase_ms=dcgm_phase,
@@ -283,7 +323,10 @@ def resolve(timing, interval_ms, seed, live=False):
                dcgm_poll_jitter_ms=float(timing.dcgm_poll_jitter_ms), poll_seed=int(seed),
                util_period_ms=util, util_phase_ms=util_phase, exporter_period_ms=exporter_period if cached else None,
                exporter_phase_ms=exporter_phase, exporter_latency_ms=latency,
-               exporter_jitter_ms=float(timing.exporter_jitter_ms), offset_ms=None, subms_phase=True)
+               exporter_jitter_ms=float(timing.exporter_jitter_ms), offset_ms=None, subms_phase=True,
+               exporter_restart_s=float(timing.exporter_restart_s) if restarts else None,
+               exporter_down_s=float(timing.exporter_down_s) if restarts else None,
+               exporter_restart_phase_ms=restart_phase)
     if live:
         out.update({name: None for name in _SCRAPE})
     else:
@@ -330,9 +373,22 @@ def tail_seconds(resolved):
     return max(TAIL_SECONDS, math.ceil(delay_ms) / 1000.0)
 
 
+def describe_restart(t):
+    """'; exporter restarted ...' for the CLI's line on the timing where it has a restart, else ''."""
+    if t.exporter_restart_s is None:
+        return ""
+    return (f"; exporter restarted at {t.exporter_restart_s:g} s, down {t.exporter_down_s:g} s, DCGM's grid "
+            f"then at phase {t.exporter_restart_phase_ms:g} ms")
+
+
 def parameters(resolved):
-    """The resolved parameters as a JSON-ready dict (truth.json, the live /served endpoint)."""
-    return asdict(resolved)
+    """The resolved parameters as a JSON-ready dict (truth.json, the live /served endpoint); the
+    restart's only where there is one (a recording without keeps the truth.json it had)."""
+    out = asdict(resolved)
+    if resolved.exporter_restart_s is None:
+        for name in ("exporter_restart_s", "exporter_down_s", "exporter_restart_phase_ms"):
+            del out[name]
+    return out
 
 
 # --- the grids -------------------------------------------------------------------------------
@@ -362,11 +418,37 @@ def _poll_lateness_us(t, k):
     return out
 
 
+def _grid_end_ns(t, base_ns, phase_ms, k0, k):
+    """End of window k of the DCGM host engine whose window k0 ended phase_ms after base_ns."""
+    us = phase_ms * 1000.0 + (k - k0) * _period_us(t) + _poll_lateness_us(t, k)
+    return (base_ns // 1000 + np.rint(us).astype(np.int64)) * 1000
+
+
+def _grid_window_at(t, base_ns, phase_ms, k0, time_ns):
+    rel_us = (np.asarray(time_ns, dtype=np.int64) - (base_ns // 1000) * 1000) / 1000.0
+    approx = k0 + np.floor((rel_us - phase_ms * 1000.0) / _period_us(t))
+    return _newest_at(lambda k: _grid_end_ns(t, base_ns, phase_ms, k0, k), approx, time_ns)
+
+
+def restart(t, origin_ns):
+    """(K, down_ns, up_ns) of the exporter's restart (module doc): the restarted host engine's
+    first window index (its first poll, no value), when the exporter went down and came back;
+    None without a restart."""
+    if t.exporter_restart_s is None:
+        return None
+    down_ns = origin_ns + int(round(t.exporter_restart_s * 1e9))
+    up_ns = down_ns + int(round(t.exporter_down_s * 1e9))
+    return int(_grid_window_at(t, origin_ns, t.dcgm_phase_ms, 0, down_ns)) + 1, down_ns, up_ns
+
+
 def dcgm_end_ns(t, origin_ns, k):
-    """End of DCGM window k (ns, a whole microsecond): g[k]."""
+    """End of DCGM window k (ns, a whole microsecond): g[k] (after a restart, the new grid's)."""
     k = np.asarray(k, dtype=np.int64)
-    us = t.dcgm_phase_ms * 1000.0 + k * _period_us(t) + _poll_lateness_us(t, k)
-    return (origin_ns // 1000 + np.rint(us).astype(np.int64)) * 1000
+    end = _grid_end_ns(t, origin_ns, t.dcgm_phase_ms, 0, k)
+    r = restart(t, origin_ns)
+    if r is None:
+        return end
+    return np.where(k >= r[0], _grid_end_ns(t, r[2], t.exporter_restart_phase_ms, r[0], k), end)
 
 
 def _newest_at(end_ns, approx, time_ns):
@@ -380,10 +462,22 @@ def _newest_at(end_ns, approx, time_ns):
 
 def dcgm_window_at(t, origin_ns, time_ns):
     """Index of the newest DCGM window that ended at or before time_ns (may be 0 or negative
-    before the first polls)."""
-    rel_us = (np.asarray(time_ns, dtype=np.int64) - (origin_ns // 1000) * 1000) / 1000.0
-    approx = np.floor((rel_us - t.dcgm_phase_ms * 1000.0) / _period_us(t))
-    return _newest_at(lambda k: dcgm_end_ns(t, origin_ns, k), approx, time_ns)
+    before the first polls; after a restart, K - 1 until the new engine's first poll)."""
+    old = _grid_window_at(t, origin_ns, t.dcgm_phase_ms, 0, time_ns)
+    r = restart(t, origin_ns)
+    if r is None:
+        return old
+    new = _grid_window_at(t, r[2], t.exporter_restart_phase_ms, r[0], time_ns)
+    return np.where(new >= r[0], new, np.minimum(old, r[0] - 1))
+
+
+def unserved(t, origin_ns, scrape_ns, k):
+    """Whether scrapes starting at scrape_ns, to which the model gives window k, are served
+    nothing: from the exporter's restart until a window of the new host engine with a value."""
+    r = restart(t, origin_ns)
+    if r is None:
+        return np.zeros(np.shape(scrape_ns), bool)
+    return (np.asarray(scrape_ns, dtype=np.int64) > r[1]) & (np.asarray(k) <= r[0])
 
 
 def util_end_ns(t, origin_ns, j):
@@ -496,7 +590,7 @@ def schedule(t, start_ns, seconds, seed):
     k = dcgm_window_at(t, start_ns, read - latency)
     if t.exporter == "cached":
         keep &= read >= start_ns  # no collection yet: nothing to serve
-    keep &= k >= 1
+    keep &= (k >= 1) & ~unserved(t, start_ns, actual, k)
     stored, k = stored[keep], k[keep]
     increasing = stored > np.maximum.accumulate(np.concatenate([[start_ms], stored[:-1]]))
     stored, k = stored[increasing], k[increasing]
