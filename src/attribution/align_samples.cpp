@@ -37,7 +37,6 @@ constexpr double kNearWrapShare = 0.1;  // a jump this close to whole periods is
 // A stretch more of whose stored times than this share read a window older than the one stored
 // just before them is poorly determined (served_out_of_order, alignment_data.hpp).
 constexpr double kOutOfOrderShare = 1.0 / 40;
-constexpr double kFollowReachNs = 6e6;       // later segments search this far around the prediction
 constexpr double kFollowEdgeNs = 1e6;        // a peak this close to that reach's edge is searched for in full
 constexpr double kStretchDriftPpm = 50;      // a stretch's own drift that is taken out before the drift is known
 // Window lengths dcgm-exporter's -c is usually set to, tried when the data must tell which.

@@ -16,16 +16,25 @@ bool after_gap(const SegmentRecord& s) {
   return gap_ns >= std::max(kRestartGapNs, kGapSpacings * spacing_ns);
 }
 
+namespace {
+
+// How far to's offset lies from where from with its drift puts it, a wrap by one window aside.
+double unexplained_ns(const SegmentRecord& from, const SegmentRecord& to, double window_ns) {
+  const double off = std::fabs(to.offset_ns - offset_at(from, mid_ns(to)));
+  return window_ns > 0 ? std::min(off, std::fabs(off - window_ns)) : off;
+}
+
+}  // namespace
+
 bool offset_unexplained(const SegmentRecord& from, const SegmentRecord& to, double window_ns) {
-  double off = std::fabs(to.offset_ns - offset_at(from, mid_ns(to)));
-  if (window_ns > 0) off = std::min(off, std::fabs(off - window_ns));
-  return off > std::max(3e6, 3 * (to.timing_ns + from.timing_ns));
+  return unexplained_ns(from, to, window_ns) > std::max(3e6, 3 * (to.timing_ns + from.timing_ns));
 }
 
 bool stepped(const std::vector<SegmentRecord>& segments, size_t from, size_t to, double window_ns) {
+  if (!offset_unexplained(segments[from], segments[to], window_ns)) return false;
   bool gap = false;
   for (size_t i = from + 1; i <= to && !gap; ++i) gap = after_gap(segments[i]);
-  return gap && offset_unexplained(segments[from], segments[to], window_ns);
+  return gap || unexplained_ns(segments[from], segments[to], window_ns) > kFollowReachNs;
 }
 
 double drift_ppm(const std::vector<SegmentRecord>& segments, double window_ns) {

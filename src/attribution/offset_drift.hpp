@@ -3,8 +3,9 @@
 // without a search, near where the stretches before it predict. A restarted dcgm-exporter (a
 // pod rescheduled, a crash loop, an upgrade: in its default embedded mode it runs DCGM's host
 // engine itself) stores nothing for a few seconds, then DCGM's windows lie on a new grid: the
-// offset steps by anything within a window. That step is no drift: the drift is fitted only to
-// the stretches after the newest step, and the stretch after a gap is searched in full.
+// offset steps by anything within a window. That step is no drift (nor is one the exporter's
+// latency makes, without a gap, further than the follow search reaches): the drift is fitted
+// only to the stretches after the newest step, and the stretch after a gap is searched in full.
 #pragma once
 #include <vector>
 
@@ -21,6 +22,11 @@ constexpr double kMaxDriftPpm = 5000;
 constexpr double kRestartGapNs = 1e9;
 constexpr double kGapSpacings = 5;
 
+// Later stretches are searched this far around the offset the drift predicts (align_samples.cpp);
+// an offset further from it than this, where no gap is, is a step too (an exporter's latency
+// that changed): no drift moves the offset so far between two stretches.
+constexpr double kFollowReachNs = 6e6;
+
 // The middle of a stretch's stored times, in ns.
 double mid_ns(const SegmentRecord& s);
 
@@ -31,8 +37,9 @@ bool after_gap(const SegmentRecord& s);
 // a wrap by one window aside: by more than 3 ms and three times their timings together.
 bool offset_unexplained(const SegmentRecord& from, const SegmentRecord& to, double window_ns);
 
-// Whether `to` stepped from `from` (estimated stretches, from before to): a gap in the stretches
-// after from up to to, and an offset the drift does not explain. segments holds both.
+// Whether `to` stepped from `from` (estimated stretches, from before to): an offset the drift
+// does not explain, with a gap in the stretches after from up to to, or further than
+// kFollowReachNs from where from puts it. segments holds both.
 bool stepped(const std::vector<SegmentRecord>& segments, size_t from, size_t to, double window_ns);
 
 // The drift of the offset in ppm, from the last estimated segments after the newest step (wraps

@@ -103,5 +103,36 @@ TEST_F(AlignRefreshRestart, AStepAfterAGapIsARestartNotADrift) {
   EXPECT_GE(identified, 5);  // (ReLU's DRAM, 1 ms of 0.6, may be left to its interval)
 }
 
+// The exporter's latency steps by 40 ms right where a stretch begins, with no gap: the stretch
+// is searched near the offset the stretches before predict (6 ms either way), whose best point
+// lies at that reach's edge, so it is searched in full and placed where its windows are (not
+// estimated at the edge, 34 ms off), the step said as a jump, and the drift fitted after it
+// (a step beyond that reach is no drift either).
+TEST_F(AlignRefresh, AStretchWhoseOffsetLiesBeyondTheFollowSearchIsSearchedInFull) {
+  insert_samples(0, last_ms());
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const int64_t at = db_.scalar("SELECT from_ms FROM pp_alignment ORDER BY from_ms LIMIT 1 OFFSET 4").integer;
+  db_.exec("DELETE FROM layer_state; DELETE FROM pp_layers; DELETE FROM pp_fold_state; DELETE FROM pp_alignment; "
+           "DELETE FROM pp_windows; DELETE FROM pp_intervals; DELETE FROM pp_gpu_spans; "
+           "DELETE FROM pp_estimator_state; UPDATE pp_events SET folded = 0");
+  db_.exec("UPDATE pp_samples SET ts_ms = ts_ms + 40 WHERE ts_ms > " + std::to_string(at));
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  const std::string warnings = db_.scalar("SELECT pp_last_warnings()").text;
+  EXPECT_NE(warnings.find("samples jumped 1 time(s), first at ts_ms " + std::to_string(at)), std::string::npos)
+      << warnings;
+  // That stretch and those after it: estimated where their windows are, the drift the clocks'
+  // (none here), not the step spread over the stretches about it.
+  const auto rows = db_.query("SELECT from_ms, status, offset_ns / 1e6, drift_ppm FROM pp_alignment WHERE from_ms >= " +
+                              std::to_string(at) + " ORDER BY from_ms");
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_EQ(rows[0][0].integer, at);
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row[0].integer);
+    EXPECT_EQ(row[1].text, "estimated");
+    EXPECT_NEAR(row[2].real, kOffsetMs + 40, 1.0);
+    EXPECT_NEAR(row[3].real, 0, 20);
+  }
+}
+
 }  // namespace
 }  // namespace pp_test::align_refresh
