@@ -103,6 +103,46 @@ TEST_F(AlignRefreshRestart, AStepAfterAGapIsARestartNotADrift) {
   EXPECT_GE(identified, 5);  // (ReLU's DRAM, 1 ms of 0.6, may be left to its interval)
 }
 
+// Refreshed while the job runs, every 6.6 s (one refresh ends in the gap, the next begins after
+// it), the restart is found as one refresh over everything finds it: the same stretches and
+// offsets, the step from the stretches and their first stored times read back (a step of 4.5
+// ms, within the follow search's reach: only the gap before it says it is one).
+TEST_F(AlignRefreshRestart, RefreshesInPartsFindTheRestartAsOneRefreshDoes) {
+  std::map<int64_t, int64_t> ends;
+  std::string sql = restarted_samples_sql(45500, 3000, 4.5, ends);
+  sql.replace(sql.find("pp_samples"), std::string("pp_samples").size(), "temp.all_samples");
+  db_.exec("CREATE TEMP TABLE all_samples(uuid, metric, ts_ms, value)");
+  db_.exec(sql);
+  db_.exec("SELECT pp_config('attribution_margin_seconds', 1000000000)");  // the job is running
+  const int64_t t0 = kRefreshT0 / kMs;
+  int64_t inserted = 0;
+  for (int64_t cut = t0 + 6600; cut < last_ms(); cut += 6600) {
+    db_.exec("INSERT INTO pp_samples(uuid, metric, ts_ms, value) SELECT * FROM temp.all_samples WHERE ts_ms > " +
+             std::to_string(inserted) +
+             " AND ts_ms <= " + std::to_string(cut));
+    inserted = cut;
+    db_.query("SELECT * FROM pp_refresh(NULL)");
+  }
+  db_.exec("INSERT INTO pp_samples(uuid, metric, ts_ms, value) SELECT * FROM temp.all_samples WHERE ts_ms > " +
+           std::to_string(inserted));
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  db_.exec("CREATE TEMP TABLE parts AS SELECT from_ms, through_ms, offset_ns, drift_ppm, status FROM pp_alignment");
+  db_.exec("DELETE FROM layer_state; DELETE FROM pp_layers; DELETE FROM pp_fold_state; DELETE FROM pp_alignment; "
+           "DELETE FROM pp_windows; DELETE FROM pp_intervals; DELETE FROM pp_gpu_spans; "
+           "DELETE FROM pp_estimator_state; UPDATE pp_events SET folded = 0");
+  db_.query("SELECT * FROM pp_refresh(NULL, 1)");
+  EXPECT_GE(db_.scalar("SELECT count(*) FROM temp.parts").integer, 10);
+  for (const auto& row : db_.query(
+           "SELECT a.from_ms, a.offset_ns, p.offset_ns, a.drift_ppm, p.drift_ppm, a.status, p.status FROM pp_alignment "
+           "AS a FULL JOIN temp.parts AS p USING (from_ms) WHERE a.through_ms IS NOT p.through_ms OR a.offset_ns IS NOT "
+           "p.offset_ns OR a.drift_ppm IS NOT p.drift_ppm OR a.status IS NOT p.status"))
+    ADD_FAILURE() << "stretch from " << row[0].integer << ": one refresh " << row[1].integer << " ns, " << row[3].real
+                  << " ppm, " << row[5].text << "; in parts " << row[2].integer << " ns, " << row[4].real << " ppm, "
+                  << row[6].text;
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pp_alignment WHERE status = 'estimated' AND abs(drift_ppm + 40) > 20 "
+                       "AND from_ms > " + std::to_string(t0 + 30000)).integer, 0);
+}
+
 // The exporter's latency steps by 40 ms right where a stretch begins, with no gap: the stretch
 // is searched near the offset the stretches before predict (6 ms either way), whose best point
 // lies at that reach's edge, so it is searched in full and placed where its windows are (not
