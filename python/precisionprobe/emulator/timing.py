@@ -40,7 +40,8 @@ lists each behaviour with its component, parameter and default. Along the data p
               is the new engine's first poll (no baseline, no value). Scrapes from the restart
               until a window of the new engine is served store nothing (Prometheus records the
               target down). The driver's grid and the clocks' drift are the GPU's: unchanged.
-              None (the default): no restart.
+              A cached exporter's ticker keeps its phase (not modelled: its restart would move
+              the offset once more, by as little or as much). None (the default): no restart.
   Prometheus  Scrapes every scrape_interval_ms at a fixed phase (its offset is a hash of the
               target, modulo the interval); each scrape starts a little late (timer latency,
               |N(0, scrape_jitter_ms)|), and its start, truncated to whole ms, is the stored
