@@ -172,9 +172,13 @@ def test_the_align_step_puts_each_sample_in_the_window_served(live, refreshed):
     placed = dict(conn.execute("SELECT ts_ms, end_ns FROM pp_windows WHERE uuid = ?", (live["uuid"],)))
     errors_ms = np.array([(placed[t] - s["window_end_ns"]) / 1e6 for t, s in matched if t in placed])
     assert len(errors_ms) >= 20
-    stretches = conn.execute("SELECT status, offset_ms, timing_ms FROM sample_alignment WHERE uuid = ?",
+    stretches = conn.execute("SELECT status, offset_ms, timing_ms, t_from FROM sample_alignment WHERE uuid = ?",
                              (live["uuid"],)).fetchall()
-    assert {s[0] for s in stretches} == {"estimated"}, stretches
+    # The job's stretches are estimated; the idle second stored after it (the fixture waits for
+    # it) may be a stretch of its own, with no layers to fit.
+    last_end_s = max(e["t_end_ns"] for e in live["events"]) / 1e9
+    assert {s[0] for s in stretches if s[0] != "no layers"} == {"estimated"}, stretches
+    assert all(s[3] >= last_end_s - 0.2 for s in stretches if s[0] == "no layers"), (last_end_s, stretches)
     assert np.mean(np.abs(errors_ms) <= 3) >= prompt - 0.05, (np.abs(errors_ms).max(), stretches)
 
 
