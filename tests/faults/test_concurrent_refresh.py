@@ -6,7 +6,7 @@ the finished files gives.
 
 CTest runs this file as `faults.wal` (the concurrency), `faults.parts` and `faults.parts_fetch`
 (the refreshes in parts) and `faults.retention`, fixture `servers`, with the environment of
-test_faults.py, whose connect() and env fixture it uses:
+test_faults.py, whose env fixture it uses:
 
   PP_EXTENSION=build/precisionprobe PP_TEST_ENV_DIR=build/test-env PYTHONPATH=$PWD:$PWD/python \
       python3 -m pytest -q tests/faults/test_concurrent_refresh.py
@@ -25,8 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from test_faults import connect, env, http_stats  # noqa: F401 (env: the fixture of the test servers)
+from test_faults import env  # noqa: F401 (the fixture of the test servers)
 from tests.fixtures import dcgm_data
+from tests.fixtures.extension import connect, http_stats
 
 
 # ---- Concurrency: four connections, one WAL database ------------------------------------------
