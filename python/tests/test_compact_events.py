@@ -104,7 +104,9 @@ def test_probe_writes_compact_by_default_and_json_when_asked(tmp_path, fresh_pro
             tuple(int(v) if isinstance(v, bool) else v for v in e.values()) for e in events]
 
 
-def test_a_file_after_a_removed_one_starts_with_everything_its_events_need(tmp_path):
+def writer_past_three_events(tmp_path):
+    """A compact writer in tmp_path/out that has written its header and three of items() to
+    events.jsonl: (the writer, the folder, all of items())."""
     out = tmp_path / "out"
     writer = EventWriter(str(out), "events.jsonl", CompactFormatter(IDENTITY), stderr=open(os.devnull, "w"))
     header = ('{"record":"job","job_id":"j","host_name":"node","ip":"10.0.0.1","pod":"p",'
@@ -114,6 +116,11 @@ def test_a_file_after_a_removed_one_starts_with_everything_its_events_need(tmp_p
     for item in events[:3]:
         writer.put(item)
     writer._drain(final=False)
+    return writer, out, events
+
+
+def test_a_file_after_a_removed_one_starts_with_everything_its_events_need(tmp_path):
+    writer, out, events = writer_past_three_events(tmp_path)
     os.remove(out / "events.jsonl")
     for item in events[3:]:
         writer.put(item)
@@ -128,15 +135,7 @@ def test_a_file_cut_short_in_place_starts_again_with_everything_its_events_need(
     """logrotate's copytruncate copies the file and cuts it to nothing: the writer, appending, goes
     on at its start, where its event lines would name a job header and definitions no longer in
     the file (a compact reader could decode none of them)."""
-    out = tmp_path / "out"
-    writer = EventWriter(str(out), "events.jsonl", CompactFormatter(IDENTITY), stderr=open(os.devnull, "w"))
-    header = ('{"record":"job","job_id":"j","host_name":"node","ip":"10.0.0.1","pod":"p",'
-              '"namespace":"ml","rank":1,"local_rank":1,"world_size":2,"pid":77,"cpu_num":4.0}\n')
-    events = items()
-    writer.put((HEADER, header))
-    for item in events[:3]:
-        writer.put(item)
-    writer._drain(final=False)
+    writer, out, events = writer_past_three_events(tmp_path)
     os.truncate(out / "events.jsonl", 0)
     for item in events[3:]:
         writer.put(item)

@@ -11,9 +11,10 @@ import pytest
 
 from conftest import extension_path
 from precisionprobe.emulator import offline
-from precisionprobe.emulator.profile import METRICS, Profile
+from precisionprobe.emulator.profile import Profile
 from precisionprobe.emulator.timing import Timing
 from precisionprobe.harness import prometheus, processes
+from test_emulator_prometheus import assert_identified_types_hold, placement_errors_ms
 
 pytestmark = pytest.mark.skipif(shutil.which("promtool") is None or shutil.which("prometheus") is None,
                                 reason="needs Debian's prometheus package (promtool, prometheus)")
@@ -70,19 +71,6 @@ def test_the_step_is_said_as_a_restart_and_the_drift_stays_small(restarted):
 
 def test_every_window_after_the_restart_is_placed_and_the_estimates_hold(restarted):
     rec, conn = restarted
-    true_end = dict(zip(rec.schedule.ts_ms.tolist(), rec.schedule.window_end_ns.tolist()))
-    placed = conn.execute("SELECT ts_ms, end_ns FROM pp_windows").fetchall()
-    assert len(placed) == len(rec.tick_ms)
-    errors = np.array([(end_ns - true_end[ts]) / 1e6 for ts, end_ns in placed])
+    errors = placement_errors_ms(conn, rec)
     assert np.all(np.abs(errors) <= 3), np.abs(errors).max()
-    truth = rec.type_truth()
-    identified = held = 0
-    for metric, layer_type, forward, estimate, lower, upper, confidence in conn.execute(
-            "SELECT metric, layer_type, forward, estimate, lower90, upper90, confidence FROM layer_type_estimates "
-            "WHERE layer_type IN ('EmbeddingBag', 'Linear') AND metric <> 'DCGM_FI_DEV_FB_USED'"):
-        true_value = truth[(layer_type, bool(forward))][METRICS.index(metric)]
-        if confidence == "identified":
-            identified += 1
-            assert abs(estimate - true_value) <= 0.05 * abs(true_value), (metric, layer_type, forward, estimate, true_value)
-        held += lower <= true_value <= upper
-    assert identified >= 10 and held >= 16, (identified, held)
+    assert_identified_types_hold(conn, rec, at_least=10)

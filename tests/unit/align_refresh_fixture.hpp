@@ -117,6 +117,26 @@ class AlignRefresh : public ::testing::Test {
     return v == 0 ? l.sm : v == 1 ? l.dram : v == 2 ? l.util : l.fb;
   }
 
+  // Each layer type's SM and DRAM estimates: the 90% interval holds the truth, and an identified
+  // estimate lies within 5% of it. Returns how many are identified.
+  int expect_type_estimates_hold_truth() {
+    int identified = 0;
+    for (const auto& r : db_.query("SELECT layer_type, metric, estimate, lower90, upper90, confidence FROM "
+                                   "layer_type_estimates WHERE layer_type <> '(untracked)'")) {
+      int layer = 0;
+      while (std::string(kLayers[layer].type) != r[0].text) ++layer;
+      const double truth = value(layer, r[1].text == "DCGM_FI_PROF_SM_ACTIVE" ? 0 : 1);
+      SCOPED_TRACE(r[0].text + " " + r[1].text);
+      EXPECT_LE(r[3].real, truth * 1.005);
+      EXPECT_GE(r[4].real, truth * 0.995);
+      if (r[5].text == "identified") {
+        ++identified;
+        EXPECT_NEAR(r[2].real, truth, 0.05 * truth);
+      }
+    }
+    return identified;
+  }
+
   // DCGM windows of 100 ms; each stored kOffsetMs (+ up to 1 ms) later, truncated to the ms;
   // every 25th scrape found no new window and stored the previous one again.
   void insert_samples(int64_t from_ms, int64_t to_ms) { db_.exec(samples_sql(from_ms, to_ms)); }

@@ -145,20 +145,7 @@ TEST_F(AlignRefresh, ScrapesAtOneAndAHalfPeriodsPlaceEveryWindow) {
     EXPECT_LT(row[2].real, 2.0);
     EXPECT_EQ(row[3].integer, 0);  // a gap of two windows is what every other scrape leaves
   }
-  int identified = 0;
-  for (const auto& r : db_.query("SELECT layer_type, metric, estimate, lower90, upper90, confidence FROM "
-                                 "layer_type_estimates WHERE layer_type <> '(untracked)'")) {
-    int layer = 0;
-    while (std::string(kLayers[layer].type) != r[0].text) ++layer;
-    const double truth = value(layer, r[1].text == "DCGM_FI_PROF_SM_ACTIVE" ? 0 : 1);
-    SCOPED_TRACE(r[0].text + " " + r[1].text);
-    EXPECT_LE(r[3].real, truth * 1.005);
-    EXPECT_GE(r[4].real, truth * 0.995);
-    if (r[5].text == "identified") {
-      ++identified;
-      EXPECT_NEAR(r[2].real, truth, 0.05 * truth);
-    }
-  }
+  const int identified = expect_type_estimates_hold_truth();
   EXPECT_GE(identified, 4);
 }
 
