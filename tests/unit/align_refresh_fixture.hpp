@@ -100,17 +100,22 @@ class AlignRefresh : public ::testing::Test {
   double average(int v, int64_t end, double window) const {
     const double start = static_cast<double>(end) - window;
     double sum = 0, covered = 0;
-    for (const Event& e : events_) {
-      const double w = std::min<double>(static_cast<double>(e.end), static_cast<double>(end)) -
-                       std::max<double>(static_cast<double>(e.start), start);
-      if (w > 0) sum += w * value(e.layer, v), covered += w;
+    for (auto e = first_ending_after(start); e != events_.end() && e->start < end; ++e) {
+      const double w = std::min<double>(static_cast<double>(e->end), static_cast<double>(end)) -
+                       std::max<double>(static_cast<double>(e->start), start);
+      if (w > 0) sum += w * value(e->layer, v), covered += w;
     }
     return (sum + (window - covered) * kIdle[v]) / window;
   }
   double at_instant(int v, int64_t t) const {
-    for (const Event& e : events_)
-      if (e.start <= t && t < e.end) return value(e.layer, v);
-    return kIdle[v];
+    const auto e = first_ending_after(static_cast<double>(t));
+    return e != events_.end() && e->start <= t ? value(e->layer, v) : kIdle[v];
+  }
+  // events_ runs in time order without overlaps (SetUp), so each sample window reads only its
+  // own events: a scan of the whole job per window made the long jobs' tests quadratic.
+  std::vector<Event>::const_iterator first_ending_after(double t) const {
+    return std::partition_point(events_.begin(), events_.end(),
+                                [t](const Event& e) { return static_cast<double>(e.end) <= t; });
   }
   static double value(int layer, int v) {
     const Layer& l = kLayers[layer];

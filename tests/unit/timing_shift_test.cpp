@@ -5,6 +5,7 @@
 // (pp_alignment, pp_windows), so that each stretch's timing is what the test says.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <sstream>
@@ -48,6 +49,8 @@ class TimingShiftDb {
     sql << "INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, "
            "source_file, line) VALUES ";
     double t = from_s * 1e9;
+    // average() and covered() read events_ as one run in time order without overlaps.
+    EXPECT_TRUE(events_.empty() || kShiftT0 + static_cast<int64_t>(t) >= events_.back().end) << job << " added out of order";
     for (int k = 0; t < to_s * 1e9; ++k) {
       const int layer = k % 3;
       const double d = kShiftLayers[layer].ms * jitter(rng) * kShiftMs;
@@ -101,17 +104,21 @@ class TimingShiftDb {
   double average(int64_t end) const {
     const double start = static_cast<double>(end) - 100.0 * kShiftMs;
     double sum = 0, busy = 0;
-    for (const ShiftEvent& e : events_) {
-      const double w = std::min<double>(static_cast<double>(e.end), static_cast<double>(end)) -
-                       std::max<double>(static_cast<double>(e.start), start);
-      if (w > 0) sum += w * kShiftLayers[e.layer].sm, busy += w;
+    for (auto e = first_ending_after(start); e != events_.end() && e->start < end; ++e) {
+      const double w = std::min<double>(static_cast<double>(e->end), static_cast<double>(end)) -
+                       std::max<double>(static_cast<double>(e->start), start);
+      if (w > 0) sum += w * kShiftLayers[e->layer].sm, busy += w;
     }
     return (sum + (100.0 * kShiftMs - busy) * kShiftIdle) / (100.0 * kShiftMs);
   }
   bool covered(int64_t from_ns, int64_t to_ns) const {
-    for (const ShiftEvent& e : events_)
-      if (e.start < to_ns && e.end > from_ns) return true;
-    return false;
+    const auto e = first_ending_after(static_cast<double>(from_ns));
+    return e != events_.end() && e->start < to_ns;
+  }
+  // Each window reads only its own events: a scan of every event per window was quadratic.
+  std::vector<ShiftEvent>::const_iterator first_ending_after(double t) const {
+    return std::partition_point(events_.begin(), events_.end(),
+                                [t](const ShiftEvent& e) { return static_cast<double>(e.end) <= t; });
   }
 
   pp_test::TestDb db_;
