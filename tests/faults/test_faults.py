@@ -6,7 +6,8 @@ it fails if the engine misbehaves:
   * PromQL that pp_refresh builds from event UUIDs and host names full of metacharacters, against
     a real Prometheus and a real VictoriaMetrics.
 Answers no real server gives (slow, 429 and 503, not JSON, partial) are in
-test_hostile_servers.py; concurrent and incremental refreshes in test_concurrent_refresh.py.
+test_hostile_servers.py; concurrent and incremental refreshes in test_concurrent_refresh.py, and
+those with retention in test_retention.py.
 
 CTest runs this file as the test `faults.servers` (fixture `servers`), and the ASan stage again
 with the sanitized extension loaded: PP_EXTENSION names the built
