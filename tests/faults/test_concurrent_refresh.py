@@ -28,7 +28,7 @@ import pytest
 from test_faults import env  # noqa: F401 (the fixture of the test servers)
 from tests.fixtures import dcgm_data
 from tests.fixtures.extension import connect, http_stats
-from tests.fixtures.training_events import job_lines, layer_states
+from tests.fixtures.training_events import assert_same_layer_states, job_lines
 
 
 # ---- Concurrency: four connections, one WAL database ------------------------------------------
@@ -136,13 +136,9 @@ def test_four_connections_refresh_one_wal_database(env, tmp_path):
     assert final.execute("SELECT count(*) FROM pp_events").fetchone()[0] == sum(len(j) - 1 for j in jobs)
     assert final.execute("SELECT group_concat(parameters) FROM (SELECT parameters FROM job_overview "
                          "ORDER BY job_id)").fetchone() == ("1000,2000,3000",)
-    got, expected = layer_states(final), layer_states(reference)
-    assert got.keys() == expected.keys()
-    for key, (count, value) in expected.items():
-        assert got[key][0] == count, key
-        assert got[key][1] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+    states = assert_same_layer_states(final, reference)
     print(f"concurrency: {outcomes['refreshed']} refreshes, {outcomes['busy']} clean SQLITE_BUSY failures, "
-          f"{outcomes['queries']} query rounds, {len(expected)} layer states equal")
+          f"{outcomes['queries']} query rounds, {len(states)} layer states equal")
 
 
 @pytest.mark.parametrize("steps", [
@@ -175,10 +171,7 @@ def test_refreshes_as_the_files_grow_equal_one_refresh(env, tmp_path, steps):
     once.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
     alignment = "SELECT uuid, from_ms, through_ms, offset_ns, timing_ns, status FROM pp_alignment ORDER BY uuid, from_ms"
     assert growing.execute(alignment).fetchall() == once.execute(alignment).fetchall()
-    got, expected = layer_states(growing), layer_states(once)
-    assert got.keys() == expected.keys()
-    for key, (count, value) in expected.items():
-        assert got[key] == (count, pytest.approx(value, rel=1e-9, abs=1e-12)), key
+    assert_same_layer_states(growing, once)
 
 
 def test_refresh_while_a_cursor_of_the_same_connection_is_open(env, tmp_path):
@@ -269,10 +262,7 @@ def test_a_refresh_that_fills_the_database_keeps_nothing(env, tmp_path):
     conn.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
     once = connect(url, str(tmp_path / "once.db"), **settings)
     once.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
-    got, expected = layer_states(conn), layer_states(once)
-    assert got.keys() == expected.keys()
-    for key, (count, value) in expected.items():
-        assert got[key] == (count, pytest.approx(value, rel=1e-9, abs=1e-12)), key
+    assert_same_layer_states(conn, once)
 
 
 def test_a_full_database_inside_begin_says_the_whole_transaction_went(env, tmp_path):

@@ -14,7 +14,7 @@ import pytest
 from test_faults import env  # noqa: F401 (the fixture of the test servers)
 from tests.fixtures import dcgm_data
 from tests.fixtures.extension import connect
-from tests.fixtures.training_events import job_lines, layer_states
+from tests.fixtures.training_events import assert_same_layer_states, job_lines, layer_states
 
 
 def test_retention_keeps_the_last_minutes_and_every_folded_mean(env, tmp_path):
@@ -45,10 +45,7 @@ def test_retention_keeps_the_last_minutes_and_every_folded_mean(env, tmp_path):
     everything = connect(url, str(tmp_path / "everything.db"), **settings)
     everything.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
 
-    got, expected = layer_states(kept), layer_states(everything)
-    assert got.keys() == expected.keys()
-    for key, (count, value) in expected.items():
-        assert got[key] == (count, pytest.approx(value, rel=1e-9, abs=1e-12)), key
+    got = assert_same_layer_states(kept, everything)
 
     # What is left: each GPU's samples of the last 4 minutes before its fold point, the events
     # that can reach into their windows, and nothing of the first files.
