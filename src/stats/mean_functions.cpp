@@ -185,7 +185,7 @@ void mean_json(sqlite3_context* ctx, int, sqlite3_value** argv) {
     out["stddev"] = json_number(s.stddev());
     out["min"] = json_number(s.minimum());
     out["max"] = json_number(s.maximum());
-    out["m2"] = s.empty() ? 0.0 : s.m2;
+    out["m2"] = s.m2_lost ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.empty() ? 0.0 : s.m2);
     result_text(ctx, out.dump());
   });
 }

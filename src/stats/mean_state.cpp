@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <type_traits>
 
@@ -82,6 +83,9 @@ void MeanState::merge(const MeanState& other) {
   max = std::max(max, other.max);
   min_known = min_known && other.min_known;
   max_known = max_known && other.max_known;
+  // (Adding only sums terms of one sign: the rounding is a share of M2, never a loss of it.)
+  m2_error += other.m2_error;
+  m2_lost = m2_lost || other.m2_lost;
   clamp_mean();
 }
 
@@ -117,6 +121,16 @@ void MeanState::unmerge(const MeanState& part) {
   mean = rest_mean.hi;
   mean_low = rest_mean.lo;
   m2 = rest_count == 1 || !std::isfinite(rest_m2) ? 0.0 : std::max(rest_m2, 0.0);
+  if (rest_count == 1) {  // one observation's M2 is 0 exactly, whatever the subtraction gave
+    m2_error = 0;
+    m2_lost = false;
+  } else {
+    // The subtraction's error: a few roundings of its largest terms (d, d^2, the weights'
+    // ratio, the two differences), besides the errors both sides carried.
+    const double removed = std::fabs(d * (d * (weight * ratio)));
+    m2_error += part.m2_error + 8 * std::numeric_limits<double>::epsilon() * (m2 + part.m2 + removed);
+    m2_lost = m2_lost || part.m2_lost || !std::isfinite(rest_m2) || !(m2_error <= kM2LostShare * m2);
+  }
   weight = rest.hi;
   weight_low = rest.lo;
   count = rest_count;
@@ -132,7 +146,7 @@ std::optional<double> MeanState::value() const {
 }
 
 std::optional<double> MeanState::stddev() const {
-  if (empty() || !(weight > 1.0)) return std::nullopt;
+  if (empty() || !(weight > 1.0) || m2_lost) return std::nullopt;
   return std::sqrt(m2 / (weight - 1.0));
 }
 
@@ -152,6 +166,7 @@ constexpr unsigned char kMagic0 = 'p';
 constexpr unsigned char kMagic1 = 'm';
 constexpr unsigned char kMinKnown = 1;
 constexpr unsigned char kMaxKnown = 2;
+constexpr unsigned char kM2Lost = 4;
 
 void put_u64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -184,15 +199,18 @@ std::string encode_mean_state(const MeanState& s) {
   const bool empty = s.empty();
   const bool min_known = !empty && s.min_known;
   const bool max_known = !empty && s.max_known;
+  const bool m2_lost = !empty && s.m2_lost;
   out.push_back(static_cast<char>(kMagic0));
   out.push_back(static_cast<char>(kMagic1));
-  out.push_back(static_cast<char>(kMeanStateVersion));
-  out.push_back(static_cast<char>((min_known ? kMinKnown : 0) | (max_known ? kMaxKnown : 0)));
+  // (A state whose M2 is known stays version 1, which every reader of the format reads.)
+  out.push_back(static_cast<char>(m2_lost ? kMeanStateM2LostVersion : kMeanStateVersion));
+  out.push_back(
+      static_cast<char>((min_known ? kMinKnown : 0) | (max_known ? kMaxKnown : 0) | (m2_lost ? kM2Lost : 0)));
   put_u64(out, static_cast<uint64_t>(empty ? 0 : s.count));
   put_double(out, empty ? 0.0 : s.weight);
   put_double(out, empty ? 0.0 : s.mean);
   put_double(out, empty ? 0.0 : s.mean_low);
-  put_double(out, empty ? 0.0 : s.m2);
+  put_double(out, empty || m2_lost ? 0.0 : s.m2);
   put_double(out, min_known ? s.min : 0.0);
   put_double(out, max_known ? s.max : 0.0);
   return out;
@@ -201,9 +219,16 @@ std::string encode_mean_state(const MeanState& s) {
 std::optional<MeanState> decode_mean_state(const void* bytes, size_t size) {
   if (!bytes || size != kMeanStateBytes) return std::nullopt;
   const auto* p = static_cast<const unsigned char*>(bytes);
-  if (p[0] != kMagic0 || p[1] != kMagic1 || p[2] != kMeanStateVersion) return std::nullopt;
+  if (p[0] != kMagic0 || p[1] != kMagic1) return std::nullopt;
   const unsigned char flags = p[3];
-  if (flags & ~(kMinKnown | kMaxKnown)) return std::nullopt;
+  // Version 2 is version 1 with M2 lost: its flag set, its M2 0.
+  if (p[2] == kMeanStateVersion) {
+    if (flags & ~(kMinKnown | kMaxKnown)) return std::nullopt;
+  } else if (p[2] == kMeanStateM2LostVersion) {
+    if ((flags & ~(kMinKnown | kMaxKnown | kM2Lost)) || !(flags & kM2Lost)) return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
   MeanState s{};
   s.count = static_cast<int64_t>(get_u64(p + 4));
   s.weight = get_double(p + 12);
@@ -214,6 +239,7 @@ std::optional<MeanState> decode_mean_state(const void* bytes, size_t size) {
   s.max = get_double(p + 52);
   s.min_known = flags & kMinKnown;
   s.max_known = flags & kMaxKnown;
+  s.m2_lost = flags & kM2Lost;
   for (double d : {s.weight, s.mean, s.mean_low, s.m2, s.min, s.max})
     if (!std::isfinite(d)) return std::nullopt;
   if (s.count < 0) return std::nullopt;
@@ -223,6 +249,7 @@ std::optional<MeanState> decode_mean_state(const void* bytes, size_t size) {
     return s;
   }
   if (!(s.weight > 0) || s.m2 < 0) return std::nullopt;
+  if (s.m2_lost && (s.m2 != 0 || s.count < 2)) return std::nullopt;
   if (std::fabs(s.mean_low) > std::fabs(s.mean) * 0x1p-52) return std::nullopt;
   if (!s.min_known && s.min != 0) return std::nullopt;
   if (!s.max_known && s.max != 0) return std::nullopt;

@@ -17,6 +17,11 @@
 // min and max cannot be un-folded: once a sliding frame removes a value that may have been the
 // minimum (a value <= min), the minimum is unknown (min_known = false) until the state is empty
 // again. Removing a value strictly greater than the minimum keeps it exact. Same for max.
+//
+// Nor can M2 always be: unmerge subtracts, and after removing values far from the rest the
+// difference keeps few of its digits (taking 1e20 out of 1e20, 1, 2, 3 leaves an M2 of 2 from
+// terms of 1e40). unmerge bounds the error it adds; once the bound passes kM2LostShare of M2
+// the stddev is unknown (m2_lost) until at most one observation is left, never a wrong number.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +42,10 @@ struct MeanState {
   double max;       // meaningful only while max_known
   bool min_known;
   bool max_known;
+  // A bound on M2's error from the subtractions of unmerge (in memory only: a decoded state has
+  // 0), and whether it passed kM2LostShare of M2 (stored: flag bit 2).
+  double m2_error;
+  bool m2_lost;
 
   bool empty() const { return count == 0; }
 
@@ -58,7 +67,8 @@ struct MeanState {
   // Mean, or nullopt when empty.
   std::optional<double> value() const;
   // Standard deviation with frequency weights: sqrt(M2 / (W - 1)), each unit of weight being one
-  // observation; for unweighted data the usual sample standard deviation. nullopt when W <= 1.
+  // observation; for unweighted data the usual sample standard deviation. nullopt when W <= 1
+  // or M2 is lost.
   std::optional<double> stddev() const;
   std::optional<double> minimum() const;
   std::optional<double> maximum() const;
@@ -68,26 +78,32 @@ struct MeanState {
   void clamp_mean();
 };
 
+// M2's error bound, as a share of M2, past which the stddev is not known: it then keeps fewer
+// than about six significant digits. (A sliding frame of values from one distribution adds
+// some 1e-15 a removal, so only a frame past a billion rows would come near it.)
+constexpr double kM2LostShare = 1e-6;
+
 // The stored form (all little-endian, 60 bytes):
 //   0  2 bytes  magic "pm"
-//   2  1 byte   version, 1
-//   3  1 byte   flags: bit 0 min known, bit 1 max known; other bits 0
+//   2  1 byte   version: 1, or 2 for a state whose M2 is lost (its only difference: flag bit 2)
+//   3  1 byte   flags: bit 0 min known, bit 1 max known, bit 2 (version 2 only) M2 lost; other bits 0
 //   4  int64    count
 //  12  double   weight sum
 //  20  double   mean (high part)
 //  28  double   mean (low part)
-//  36  double   M2
+//  36  double   M2 (0 when lost)
 //  44  double   min (0 when not known)
 //  52  double   max (0 when not known)
 constexpr size_t kMeanStateBytes = 60;
 constexpr unsigned char kMeanStateVersion = 1;
+constexpr unsigned char kMeanStateM2LostVersion = 2;
 
 std::string encode_mean_state(const MeanState& state);
 
 // Throws pp::Error "the state would overflow: WHAT; split the data into smaller groups", the
 // error of every state whose sums would pass what they can hold.
 [[noreturn]] void throw_state_overflow(const char* what);
-// nullopt unless bytes is a well-formed version-1 state.
+// nullopt unless bytes is a well-formed version-1 or version-2 state.
 std::optional<MeanState> decode_mean_state(const void* bytes, size_t size);
 
 }  // namespace pp

@@ -143,6 +143,13 @@ SELECT abs(pp_mean_value(s) - 1) < 1e-12 AND abs(pp_mean_value(m) - 1) < 1e-12 F
 WITH v(i, x) AS (VALUES (1, 1e20), (2, 1), (3, 1)),
      w AS (SELECT i, pp_mean(x) OVER (ORDER BY i ROWS 1 PRECEDING) AS s FROM v)
 SELECT abs(pp_mean_value(s) - 1) < 1e-12 AND pp_mean_value(s) >= pp_mean_min(s) FROM w WHERE i = 3;
+-- Its stddev is not known (the frame's M2 is a difference of terms of 1e40): NULL, never the
+-- 0.866 that the subtraction gave for 1, 2, 3; the state is version 2, its M2 null in the JSON.
+WITH v(i, x) AS (VALUES (1, 1e20), (2, 1), (3, 2), (4, 3)),
+     w AS (SELECT i, pp_mean(x) OVER (ORDER BY i ROWS 2 PRECEDING) AS s FROM v)
+SELECT pp_mean_stddev(s) IS NULL AND abs(pp_mean_value(s) - 2) < 1e-12 AND hex(substr(s, 3, 2)) = '0205'
+   AND pp_mean_json(s) ->> '$.m2' IS NULL AND pp_mean_stddev(pp_mean_merge(s)) IS NULL
+  FROM w WHERE i = 4;
 -- Small weights keep values far apart within range: with weights of 1e-300, +-1e154 have a
 -- sum of squared deviations of 1e-300 x 1e-300 / 2e-300 x (2e154)^2 = 2e8, though (2e154)^2
 -- alone passes the largest double; a sliding frame takes such rows out again.

@@ -225,6 +225,7 @@ TEST(MeanState, SlidingWindowStaysAccurate) {
   }
   EXPECT_LT(worst_mean, 1e-14);
   EXPECT_LT(worst_stddev, 1e-12);
+  EXPECT_FALSE(s.m2_lost);
 }
 
 TEST(MeanState, UnmergeIsTheInverseOfMerge) {
@@ -325,13 +326,29 @@ TEST(MeanState, MalformedEncodingsAreRejected) {
     return pp::decode_mean_state(b.data(), b.size()).has_value();
   };
   EXPECT_FALSE(corrupt(0, "x"));                                 // magic
-  EXPECT_FALSE(corrupt(2, "\x02"));                              // unknown version
+  EXPECT_FALSE(corrupt(2, "\x03"));                              // unknown version
+  EXPECT_FALSE(corrupt(2, "\x02"));                              // version 2 without M2 lost
   EXPECT_FALSE(corrupt(3, "\x07"));                              // reserved flag bit
   EXPECT_FALSE(corrupt(4, std::string("\xff\xff\xff\xff\xff\xff\xff\xff", 8)));  // count -1
   EXPECT_FALSE(corrupt(12, std::string("\0\0\0\0\0\0\xf8\x7f", 8)));             // weight NaN
   EXPECT_FALSE(corrupt(12, std::string("\0\0\0\0\0\0\0\0", 8)));                 // weight 0, count 2
   EXPECT_FALSE(corrupt(36, std::string("\0\0\0\0\0\0\xf0\xbf", 8)));             // M2 -1
   EXPECT_FALSE(corrupt(44, std::string("\0\0\0\0\0\0\x24\x40", 8)));             // min 10 > max 2
+  // A state whose M2 is lost is version 2, with flag bit 2 and M2 0; nothing else has either.
+  EXPECT_FALSE(corrupt(3, "\x07"));                              // M2 lost under version 1
+  MeanState lost{};
+  for (double x : {1e20, 1.0, 2.0, 3.0}) lost.add(x);
+  lost.remove(1e20);
+  const std::string lost_blob = encode_mean_state(lost);
+  ASSERT_TRUE(pp::decode_mean_state(lost_blob.data(), lost_blob.size()));
+  auto corrupt_lost = [&](size_t offset, const std::string& bytes) {
+    std::string b = lost_blob;
+    b.replace(offset, bytes.size(), bytes);
+    return pp::decode_mean_state(b.data(), b.size()).has_value();
+  };
+  EXPECT_FALSE(corrupt_lost(36, std::string("\0\0\0\0\0\0\xf0\x3f", 8)));  // M2 1 beside the flag
+  EXPECT_FALSE(corrupt_lost(4, std::string("\x01\0\0\0\0\0\0\0", 8)));     // one observation
+  EXPECT_FALSE(corrupt_lost(3, "\x0c"));                                          // reserved bit 3
   // The empty state has exactly one encoding.
   const std::string empty = encode_mean_state(MeanState{});
   EXPECT_TRUE(pp::decode_mean_state(empty.data(), empty.size()));
@@ -406,6 +423,68 @@ TEST(MeanState, RemovingAHugeValueLeavesTheMeanOfTheRest) {
     for (double x : {big, 2.0, 3.0, 5.0}) u.add(x);
     u.remove(big);
     EXPECT_NEAR(*u.value(), 10.0 / 3.0, 1e-12 * (1 + std::fabs(big) * 1e-16)) << big;
+  }
+}
+
+// Taking a value far from the rest out of a frame leaves M2 as the difference of terms many
+// orders of magnitude larger: its digits are gone, so the stddev is unknown (NULL in SQL), as
+// an extremum that left is, never a wrong number (it was 0.866 where 1 was right).
+TEST(MeanState, StddevAfterRemovingAFarValueIsUnknownNotWrong) {
+  MeanState s{};
+  for (double x : {1e20, 1.0, 2.0, 3.0}) s.add(x);
+  s.remove(1e20);
+  EXPECT_TRUE(s.m2_lost);
+  EXPECT_FALSE(s.stddev().has_value());
+  EXPECT_NEAR(*s.value(), 2.0, 1e-12);  // the mean keeps about 32 - 20 digits
+  // Stored as version 2, flag bit 2, M2 0; read back, merged or taken apart it stays unknown.
+  const std::string blob = encode_mean_state(s);
+  EXPECT_EQ(blob.substr(0, 4), std::string("pm\x02\x05", 4));  // min known, max not, M2 lost
+  double m2 = -1;
+  std::memcpy(&m2, blob.data() + 36, 8);
+  EXPECT_EQ(m2, 0.0);
+  const auto back = pp::decode_mean_state(blob.data(), blob.size());
+  ASSERT_TRUE(back);
+  EXPECT_FALSE(back->stddev().has_value());
+  MeanState merged = MeanState::of(7.0);
+  merged.add(9.0);
+  merged.merge(*back);
+  EXPECT_FALSE(merged.stddev().has_value());
+  EXPECT_EQ(merged.count, 5);
+  // Down to one observation, M2 is 0 exactly: known again from there.
+  s.remove(1.0);
+  s.remove(2.0);
+  EXPECT_FALSE(s.m2_lost);
+  s.add(5.0);
+  ASSERT_TRUE(s.stddev().has_value());
+  EXPECT_NEAR(*s.stddev(), std::sqrt(2.0), 1e-15);
+}
+
+// Whatever leaves a sliding frame, a stddev that is given is right to six digits; one that is
+// not given is one whose M2 lost them. An outlier within a few orders of magnitude of the rest
+// leaves the stddev known.
+TEST(MeanState, SlidingFrameStddevIsRightOrUnknown) {
+  std::mt19937_64 rng(17);
+  for (double outlier : {1e1, 1e3, 1e5, 1e7, 1e9, 1e12, 1e16, 1e20, -1e25}) {
+    for (size_t width : {3, 5, 20}) {
+      auto data = draw(rng, 400, 0, 1, false);
+      data[100].x = outlier;
+      MeanState s{};
+      size_t given = 0;
+      for (size_t i = 0; i < data.size(); ++i) {
+        s.add(data[i].x);
+        if (i >= width) s.remove(data[i - width].x);
+        if (i + 1 < width) continue;
+        const Reference ref(std::vector<Observation>(data.begin() + (i + 1 - width), data.begin() + i + 1));
+        if (!s.stddev()) continue;
+        ++given;
+        EXPECT_LT(relative_error(*s.stddev(), ref.stddev()), 1e-6) << outlier << " width " << width << " row " << i;
+      }
+      // Before the outlier comes, and after it goes where its removal kept six digits.
+      EXPECT_GE(given, 100 - width) << outlier << " width " << width;
+      if (std::fabs(outlier) <= 1e3) {
+        EXPECT_EQ(given, data.size() + 1 - width) << outlier << " width " << width;
+      }
+    }
   }
 }
 
