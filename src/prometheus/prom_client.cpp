@@ -78,6 +78,11 @@ std::shared_ptr<const PromMatrix> PromClient::matrix_call(const std::string& pat
   if (matrix->skipped_histograms)
     connection_.add_warning(std::string(table_) + ": " + std::to_string(matrix->skipped_histograms) +
                             " native histogram samples are not supported and were skipped");
+  if (matrix->repeated_series)
+    connection_.add_warning(std::string(table_) + ": the answer lists " + std::to_string(matrix->repeated_series) +
+                            " series again that it listed before (the first: " + matrix->first_repeated +
+                            "); a server lists each label set once, so a proxy before it may merge replicas "
+                            "without deduplicating: each listing's rows are given");
   return matrix;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_set>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
@@ -229,6 +230,12 @@ PromMatrix parse_matrix_body(const HttpResponse& response, const std::string& sh
     throw Error("matrix result from " + shown_url + " has no result list");
   if (!result->empty())  // items that are not objects were left in the list
     throw Error("matrix item without a 'metric' object");
+  std::unordered_set<std::string> listed;
+  for (const PromSeries& series : matrix.series) {
+    const std::string shown = series.metric.value_or("") + series.labels_json;
+    if (listed.insert(std::string(series.metric ? "n" : "-") + shown).second) continue;
+    if (matrix.repeated_series++ == 0) matrix.first_repeated = valid_utf8(shown, 200);
+  }
   return matrix;
 }
 

@@ -32,6 +32,10 @@ struct PromMatrix {
   std::vector<PromSeries> series;
   size_t bytes = 0;             // size of the response body, for the cache's budget
   size_t skipped_histograms = 0;  // native histogram samples, which are not supported
+  // Listings of a label set the answer listed before (a server lists each once; a proxy that
+  // merges replicas without deduplicating may not), and the first such series as NAME{labels}.
+  size_t repeated_series = 0;
+  std::string first_repeated;
   // The server (its URL as shown) when the answer said "isPartial": true (a VictoriaMetrics
   // cluster whose storage nodes did not all answer): series or samples may be missing. Empty
   // for a whole answer.

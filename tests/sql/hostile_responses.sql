@@ -10,6 +10,14 @@ SELECT count(*) = 2 FROM prom_samples('hostile', 1700000000, 1700000001);
 SELECT pp_config('prometheus_url', '${hostile_url}/warn') IS NOT NULL;
 SELECT count(*) = 2 FROM prom_range('hostile', 1700000000, 1700000001, 1);
 SELECT pp_last_warnings() = '["PromQL info: metric might not be a counter"]';
+-- A label set listed twice (a proxy merging replicas without deduplicating): its rows come once
+-- per listing, as the answer gave them, with a warning that says so.
+SELECT pp_config('prometheus_url', '${hostile_url}/repeated-series') IS NOT NULL;
+SELECT count(*) = 3 AND sum(labels = '{"a":"1"}') = 2 FROM prom_samples('hostile', 1700000000, 1700000001);
+SELECT json_array_length(pp_last_warnings()) = 1 AND pp_last_warnings() ->> '$[0]' =
+       'prom_samples: the answer lists 1 series again that it listed before (the first: hostile{"a":"1"}); a '
+       || 'server lists each label set once, so a proxy before it may merge replicas without deduplicating: '
+       || 'each listing''s rows are given';
 -- Bearer token from a file, basic auth and custom headers are sent.
 SELECT pp_config('prometheus_url', '${hostile_url}/auth') IS NOT NULL;
 SELECT pp_config('headers', '{"X-Scope-OrgID":"team-a"}') IS NOT NULL;

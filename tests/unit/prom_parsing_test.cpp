@@ -141,6 +141,21 @@ TEST(PromParsing, AnOverlongErrorTypeLeavesTheErrorTextInTheMessage) {
                          "... (1048576 bytes) (HTTP 503): query timed out in expression evaluation");
 }
 
+TEST(PromParsing, ALabelSetListedAgainIsCountedNotMerged) {
+  // The same labels with and without a name are two series; {a="1"} named "m" comes three times.
+  std::vector<std::string> warnings;
+  const auto matrix = pp::parse_matrix_body(
+      response(200, R"({"status":"success","data":{"resultType":"matrix","result":[
+        {"metric":{"__name__":"m","a":"1"},"values":[[1,"1"]]},
+        {"metric":{"a":"1"},"values":[[1,"2"]]},
+        {"metric":{"a":"1","__name__":"m"},"values":[[1,"3"]]},
+        {"metric":{"__name__":"m","a":"1"},"values":[[1,"4"]]}]}})"),
+      "u", warnings);
+  ASSERT_EQ(matrix.series.size(), 4u);  // every listing's rows are kept
+  EXPECT_EQ(matrix.repeated_series, 2u);  // prom_client warns about them
+  EXPECT_EQ(matrix.first_repeated, R"(m{"a":"1"})");
+}
+
 TEST(PromParsing, MatrixSeriesAreConvertedWhileParsing) {
   // resultType after result, an object under another key that also says "result", histograms.
   std::vector<std::string> warnings;
@@ -155,6 +170,7 @@ TEST(PromParsing, MatrixSeriesAreConvertedWhileParsing) {
   EXPECT_EQ(*matrix.series[1].metric, "b");
   EXPECT_EQ(matrix.series[1].points[0].ts_ms, 2000);
   EXPECT_EQ(matrix.skipped_histograms, 1u);  // prom_client warns about them
+  EXPECT_EQ(matrix.repeated_series, 0u);
   EXPECT_TRUE(warnings.empty());
   // A repeated key replaces the earlier value, as in a document.
   const auto last = pp::parse_matrix_body(
