@@ -143,6 +143,21 @@ def test_a_run_of_the_job_in_a_subfolder_counts_too(tmp_path):
             "run") in again.stderr, again.stderr
 
 
+def test_links_that_loop_in_the_output_folder_are_not_followed(tmp_path):
+    """Links to directories are not followed, as layer_events does not follow them: two links
+    back to the folder made the count of earlier files walk paths without end (and the command
+    never ran); a run of the job behind a link is not counted (nor read)."""
+    (tmp_path / "out").mkdir()
+    for name in ("a", "b"):
+        (tmp_path / "out" / name).symlink_to(".")
+    elsewhere = tmp_path / "elsewhere"
+    assert run_launched(elsewhere, [sys.executable, "-c", TRAIN_ONE_STEP]).returncode == 0
+    (tmp_path / "out" / "linked").symlink_to(elsewhere)
+    result = run_launched(tmp_path / "out", [sys.executable, "-c", TRAIN_ONE_STEP], timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "already holds" not in result.stderr, result.stderr
+
+
 SPAWNED_RANKS = """
 import sys, torch, torch.distributed as dist, torch.multiprocessing as mp
 def worker(rank, world, port):
