@@ -43,6 +43,7 @@ class EventWriter:
         self._queue = collections.deque()
         self.put = self._queue.append  # the only thing the training thread calls
         self._unresolved = collections.deque()  # CUDA items waiting for the GPU, in order
+        self._taken = 0  # events of the chunk being drained (see _drain_unsafe)
         self._anchored_at = {}  # device -> monotonic time of its last anchor
         self._fd = None
         self._size = 0
@@ -84,17 +85,22 @@ class EventWriter:
             self._drain(final=False)
 
     def _drain(self, final):
+        self._taken = 0
         try:
             self._drain_unsafe(final)
         except Exception as error:  # noqa: BLE001 - never let the writer die silently
             self._fail(f"internal error while formatting events: {error!r}")
-            self.dropped += len(self._unresolved) + len(self._queue)
+            # What was taken off the queue and not written goes with what is still queued.
+            self.dropped += self._taken + sum(item[0] is not HEADER
+                                              for items in (self._unresolved, self._queue) for item in items)
             self._unresolved.clear()
             self._queue.clear()
 
     def _drain_unsafe(self, final):
+        # self._taken: the events taken off the queues for the chunk (the one being formatted
+        # too), until _write has counted them written or dropped.
         queue, unresolved = self._queue, self._unresolved
-        chunk, chunk_events = [], 0
+        chunk = []
         self._formatter.new_block()  # each write restates what its lines are relative to
         while queue:
             item = queue.popleft()
@@ -105,11 +111,11 @@ class EventWriter:
                               and (type(item[4]) is not int or type(item[5]) is not int)):
                 unresolved.append(item)
                 continue
+            self._taken += item[0] is not HEADER
             chunk.append(self._format(item))
-            chunk_events += item[0] is not HEADER
             if len(chunk) >= 4096:
-                self._write(chunk, chunk_events)
-                chunk, chunk_events = [], 0
+                self._write(chunk, self._taken)
+                chunk, self._taken = [], 0
                 self._formatter.new_block()
         while unresolved and not self._failed:
             item = unresolved[0]
@@ -120,13 +126,14 @@ class EventWriter:
                 self._header = item[1]
                 chunk.append(item[1])
             else:
+                self._taken += 1
                 chunk.append(self._format_resolved(item))
-                chunk_events += 1
         if self._failed:
             self.dropped += sum(item[0] is not HEADER for item in unresolved)
             unresolved.clear()
         if chunk:
-            self._write(chunk, chunk_events)
+            self._write(chunk, self._taken)
+            self._taken = 0
 
     def _format(self, item):
         if item[0] is HEADER:

@@ -111,6 +111,28 @@ def test_disk_full_keeps_every_line_written_before_it_whole(tmp_path, monkeypatc
     assert "No space left on device" in stderr.getvalue()
 
 
+def test_an_error_while_formatting_counts_every_event_it_loses_as_dropped(tmp_path):
+    """An event the formatter cannot take (a bug, not the disk) stops the writer with a warning;
+    the events it had formatted into the chunk, and the one it failed on, count as dropped with
+    those still queued: written + dropped is every event put (the chunk's were lost uncounted)."""
+    class Breaks(EventFormatter):
+        def line(self, *item):
+            if item[2] == 7:
+                raise ValueError("cannot format batch 7")
+            return super().line(*item)
+
+    identity = JobIdentity("job", "host", "10.0.0.1", "pod", "ns", 0, 0, 1, 42, 2.0)
+    stderr = io.StringIO()
+    writer = EventWriter(str(tmp_path), "events.jsonl", Breaks(identity), flush_interval=3600, stderr=stderr)
+    layer = ModuleInfo("top_l.0", "Linear", is_leaf=True)
+    writer.put((HEADER, '{"record":"job"}\n'))
+    for i in range(20):
+        writer.put((layer, True, i, 0, 1000 + i, 2000 + i, None))
+    written, dropped = writer.start().close()
+    assert (written, dropped) == (0, 20)
+    assert "internal error while formatting events: ValueError('cannot format batch 7')" in stderr.getvalue()
+
+
 def test_missing_directory_is_created_on_first_write(tmp_path):
     identity = JobIdentity("job", "host", "10.0.0.1", "pod", "ns", 0, 0, 1, 42, 2.0)
     out = tmp_path / "runs" / "job"
