@@ -54,6 +54,10 @@ def main(argv=None):
             from_environment = job_id_from_environment()
         except ValueError as error:
             run.error(f"{error}")
+    if args.out is not None and not args.out:
+        run.error("--out: must not be empty (leave it out for runs/JOB_ID)")
+    if args.out is not None and "\0" in args.out:
+        run.error("--out: must not hold a NUL byte")
     if args.out is None:
         from ._probe import default_out_dir_problem
         job_id = args.job_id if args.job_id is not None else from_environment

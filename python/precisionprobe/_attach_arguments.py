@@ -9,6 +9,7 @@ interval of 0 or less made the writer thread spin on a whole core for the job's 
 """
 import math
 import numbers
+import os
 
 from ._event_format import EVENT_FORMATS, chosen_event_format
 from ._job_identity import is_blank_job_id, job_id_from_environment
@@ -18,6 +19,22 @@ SUMMARIES = ("always", "auto", "never")
 MAX_FLUSH_INTERVAL_S = 3600.0
 
 
+def check_out(out):
+    """The output folder: a path as text (or a path object giving text), not empty, no NUL byte.
+    An empty one was taken as not given, so a job id such as '../x' put the events outside runs/."""
+    try:
+        path = os.fspath(out)
+    except TypeError:
+        raise TypeError(f"attach: argument 'out' must be a folder's path as text, got {type(out).__name__} "
+                        f"{out!r}") from None
+    if not isinstance(path, str):
+        raise TypeError(f"attach: argument 'out' must be a folder's path as text, not bytes, got {out!r}")
+    if not path:
+        raise ValueError("attach: argument 'out' must not be empty (leave it out for runs/<job id>)")
+    if "\0" in path:
+        raise ValueError(f"attach: argument 'out' must not hold a NUL byte, got {path!r}")
+
+
 def check_attach_arguments(job_id, clock, flush_interval, summary, out=None, event_format=None):
     """Raises TypeError or ValueError naming the first argument attach() cannot use."""
     if job_id is not None and not isinstance(job_id, str):
@@ -25,6 +42,8 @@ def check_attach_arguments(job_id, clock, flush_interval, summary, out=None, eve
     if job_id is not None and is_blank_job_id(job_id):
         raise ValueError(f"attach: argument 'job_id' must not be empty or only white space (leave it out for the "
                          f"default), got {job_id!r}")
+    if out is not None:
+        check_out(out)
     from_environment = None
     if job_id is None:
         try:

@@ -217,6 +217,24 @@ def test_an_argument_attach_cannot_use_is_refused_before_anything_is_installed(t
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("out, message", [
+    # An empty out was taken as not given: job_id '../escape' then wrote outside runs/.
+    ("", "attach: argument 'out' must not be empty (leave it out for runs/<job id>)"),
+    (123, "attach: argument 'out' must be a folder's path as text, got int 123"),
+    (b"/tmp/x", "attach: argument 'out' must be a folder's path as text, not bytes"),
+    # It attached, then lost its events with an internal error that counted none of them.
+    ("a\0b", "attach: argument 'out' must not hold a NUL byte"),
+])
+def test_an_output_folder_attach_cannot_use_is_refused_naming_it(tmp_path, fresh_probe, monkeypatch, out, message):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises((TypeError, ValueError)) as raised:
+        fresh_probe.attach(job_id="../escape", out=out)
+    assert message in str(raised.value)
+    assert fresh_probe.active_probe() is None
+    train(mlp(), steps=1)
+    assert not list(tmp_path.iterdir()) and not (tmp_path.parent / "escape").exists()
+
+
 def test_a_job_id_of_white_space_from_the_environment_is_refused_naming_the_variable(tmp_path, fresh_probe,
                                                                                        monkeypatch):
     # Before, it recorded a job every table showed as a blank row, which --job-id '  ' refuses.

@@ -113,6 +113,13 @@ def test_run_needs_a_command(tmp_path):
     empty_id = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--job-id", " ", "--", "true"],
                               env=child_environment(), capture_output=True, text=True, timeout=60)
     assert empty_id.returncode == 2 and "--job-id: must not be empty or only white space" in empty_id.stderr
+    # An empty --out was taken as not given, and a job id such as ../escape then wrote outside runs/.
+    empty_out = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--out", "", "--job-id", "../escape",
+                                "--", "true"], env=child_environment(), capture_output=True, text=True, timeout=60,
+                               cwd=tmp_path)
+    assert empty_out.returncode == 2, empty_out.stderr
+    assert empty_out.stderr.splitlines()[-1] == ("python3 -m precisionprobe run: error: --out: must not be empty "
+                                                 "(leave it out for runs/JOB_ID)")
     # The same rule for the environment variable the launcher falls back on: before, a job
     # named '  ' ran and every table showed it as a blank row.
     blank_env = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--", "true"],
