@@ -27,3 +27,18 @@ def test_a_reader_that_goes_away_is_no_traceback(tmp_path):
     finally:
         os.close(write_end)
     assert result.returncode == 1 and result.stderr == ""
+
+
+def test_an_empty_option_value_is_refused_not_taken_as_left_out(tmp_path):
+    """`--db "$DB"` with DB unset must not read the default database, `--html ""` write no page, or
+    `--emulate ""` run without emulating, each silently: the option is named instead."""
+    for command, option, left_out in [("analyze", "--db", "the default"), ("analyze", "--html", "no page"),
+                                      ("analyze", "--emulate", "no emulation"), ("export", "--prometheus", "the default"),
+                                      ("serve", "--emulate-out", "the default"), ("analyze", "--job", "every job")]:
+        extra = {"export": ["--openmetrics", str(tmp_path / "out.prom")], "serve": ["--port", "0"]}.get(command, [])
+        result = precisionprobe(command, tmp_path, *extra, option, "", check=False)
+        assert (result.returncode, result.stderr) == (
+            1, f"python3 -m precisionprobe {command}: {option}: must not be empty (leave it out for {left_out})\n")
+    compared = precisionprobe("compare", tmp_path, tmp_path, "--db-a", "", check=False)
+    assert compared.stderr == "python3 -m precisionprobe compare: --db-a: must not be empty (leave it out for the default)\n"
+    assert not (tmp_path / "precisionprobe.db").exists() and not (tmp_path / "out.prom").exists()

@@ -555,10 +555,24 @@ def compare(args):
     return 0
 
 
+# Options whose empty value ('', an unset $VARIABLE) was taken as not given: --db '' read the
+# default database, --html '' wrote no page, --emulate '' ran without emulating.
+_NONEMPTY_OPTIONS = {"db": "the default", "prometheus": "the default", "emulate": "no emulation",
+                     "emulate_out": "the default", "job": "every job", "html": "no page", "db_a": "the default",
+                     "db_b": "the default", "job_a": "the only job", "job_b": "the only job"}
+
+
+def _refuse_empty_options(args):
+    for dest, left_out in _NONEMPTY_OPTIONS.items():
+        if getattr(args, dest, None) == "":
+            raise CommandError(f"--{dest.replace('_', '-')}: must not be empty (leave it out for {left_out})")
+
+
 def run(args, prog):
     """Runs the chosen subcommand; a failure is one line on stderr and status 1."""
     args.prog = f"{prog} {args.command}"
     try:
+        _refuse_empty_options(args)
         return args.handler(args)
     except (CommandError, ExtensionError, RefreshError, ReportError, WriteLockTimeout, sqlite3.Error) as e:
         print(f"{prog} {args.command}: {e}", file=sys.stderr)
