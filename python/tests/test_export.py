@@ -362,12 +362,26 @@ def test_errors_are_one_line(run, tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         busy = precisionprobe("serve", events, "--db", work / "a.db", "--no-refresh", "--port", port, check=False)
-        # A job not in the database yet is served (empty until it appears), and said at the start.
-        not_yet = precisionprobe("serve", events, "--db", work / "a.db", "--no-refresh", "--job", "nope", "--port",
-                                 port, check=False)
-    assert not_yet.stderr.startswith(f"python3 -m precisionprobe serve: warning: --job: no job 'nope' in "
-                                     f"'{work / 'a.db'}' yet (jobs: "), not_yet.stderr
-    assert "/metrics is empty until it appears\n" in not_yet.stderr
+        # Said before the refresh, which may wait minutes for Prometheus (none answers here): the
+        # refresh failed first, and only a refresh that worked reached the port.
+        busy_first = precisionprobe("serve", events, "--db", tmp_path / "new.db", "--prometheus",
+                                    "http://127.0.0.1:1", "--port", port, check=False)
+    assert busy_first.stderr == (f"python3 -m precisionprobe serve: --listen/--port: cannot listen on 127.0.0.1:{port}: "
+                                 "Address already in use\n")
+    assert not (tmp_path / "new.db").exists()
+    # A job not in the database yet is served (empty until it appears), and said at the start.
+    with open(tmp_path / "not-yet.log", "w") as log:
+        env = dict(os.environ, PRECISIONPROBE_EXTENSION=extension_path())
+        not_yet = processes.start([sys.executable, "-m", "precisionprobe", "serve", str(events), "--db",
+                                   str(work / "a.db"), "--no-refresh", "--job", "nope", "--port", "0"], log, env=env)
+        try:
+            wait_for(lambda: "serving http" in (tmp_path / "not-yet.log").read_text(), 60, "serve to start")
+        finally:
+            processes.stop(not_yet)
+    said = (tmp_path / "not-yet.log").read_text()
+    assert said.startswith(f"python3 -m precisionprobe serve: warning: --job: no job 'nope' in "
+                           f"'{work / 'a.db'}' yet (jobs: "), said
+    assert "/metrics is empty until it appears\n" in said
     wrong_job = precisionprobe("export", events, "--db", work / "a.db", "--no-refresh", "--job", "nope",
                                "--openmetrics", "-", check=False)
     assert wrong_job.stderr.startswith(f"python3 -m precisionprobe export: --job: no job 'nope' in '{work / 'a.db'}' "

@@ -471,16 +471,8 @@ def serve(args):
         raise CommandError("--listen: must not be empty, which would listen on every interface: leave it out for "
                            "127.0.0.1 (this machine only), or say 0.0.0.0 for every IPv4 interface")
     run_dir, database = _run_database(args)
-    conn = _open_refreshed(args)
-    try:
-        jobs = jobs_in(conn)
-    finally:
-        conn.close()
-    if args.job is not None and args.job not in jobs:
-        # Served all the same (empty until it appears: the job may not have started), but said.
-        print(f"{args.prog}: warning: --job: no job {args.job!r} in {_source(args)} yet (jobs: "
-              f"{', '.join(render.shown(j) for j in jobs) or 'none'}): /metrics is empty until it appears",
-              file=sys.stderr, flush=True)
+    # Bound before the refresh (which may wait minutes for Prometheus, or replay a run): a port in
+    # use is said at once. A scrape meanwhile waits in the socket's queue.
     try:
         read_only = bool(args.no_refresh and not args.emulate)
         reader = _exposition_reader(database, args.job, read_only, refreshing=bool(args.refresh_seconds))
@@ -488,6 +480,20 @@ def serve(args):
     except (OSError, OverflowError) as e:
         raise CommandError(f"--listen/--port: cannot listen on {args.listen}:{args.port}: "
                            f"{getattr(e, 'strerror', None) or e}") from None
+    try:
+        conn = _open_refreshed(args)
+        try:
+            jobs = jobs_in(conn)
+        finally:
+            conn.close()
+    except BaseException:
+        server.server_close()
+        raise
+    if args.job is not None and args.job not in jobs:
+        # Served all the same (empty until it appears: the job may not have started), but said.
+        print(f"{args.prog}: warning: --job: no job {args.job!r} in {_source(args)} yet (jobs: "
+              f"{', '.join(render.shown(j) for j in jobs) or 'none'}): /metrics is empty until it appears",
+              file=sys.stderr, flush=True)
     host, port = server.server_address[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"{args.prog}: serving http://{shown}:{port}/metrics from '{database}'"
