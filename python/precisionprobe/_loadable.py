@@ -51,6 +51,15 @@ def _interpreter(conn):
     return f"{text}, SQLite {version}"
 
 
+def _not_a_library(path):
+    """Whether path is a readable file that does not start as an ELF shared library does."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) != b"\x7fELF"
+    except OSError:
+        return False
+
+
 def _hint(message):
     """The fix for a failed load_extension(), told apart by SQLite's or the loader's message."""
     if "needs SQLite" in message:
@@ -119,6 +128,16 @@ def load_file(conn, path):
             pass
         message = str(exc)
         shown = path if os.path.isfile(path) else path + _SUFFIX
+        loader_failed = not _hint(message) or "cannot open shared object file" in message  # (not SQLite's refusal)
+        if loader_failed and not os.path.exists(shown):
+            raise ExtensionLoadError(f"precisionprobe.load: there is no file {path} or {path}{_SUFFIX} to load as "
+                                     "the SQLite extension") from exc
+        if loader_failed and _not_a_library(shown):
+            # (SQLite then reports its second try, PATH.so, as a missing library.)
+            raise ExtensionLoadError(
+                f"precisionprobe.load: loading {shown} failed: it is not a shared library, so not a loadable "
+                "SQLite extension; name the extension's file (build/precisionprobe.so of scripts/build.sh, "
+                "with or without its suffix)") from exc
         raise ExtensionLoadError(
             f"precisionprobe.load: loading {shown} failed ({type(exc).__name__}: {message}) "
             f"in {_interpreter(conn)}.{_hint(message)}") from exc

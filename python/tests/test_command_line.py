@@ -42,3 +42,24 @@ def test_an_empty_option_value_is_refused_not_taken_as_left_out(tmp_path):
     compared = precisionprobe("compare", tmp_path, tmp_path, "--db-a", "", check=False)
     assert compared.stderr == "python3 -m precisionprobe compare: --db-a: must not be empty (leave it out for the default)\n"
     assert not (tmp_path / "precisionprobe.db").exists() and not (tmp_path / "out.prom").exists()
+
+
+def test_an_extension_path_that_is_no_library_or_no_file_is_said_so(tmp_path):
+    """$PRECISIONPROBE_EXTENSION (analyze's load_file) naming a script or nothing: SQLite reports
+    its second try, PATH.so, as a missing shared object, and the hint was to install libcurl."""
+    import sqlite3
+    from precisionprobe import ExtensionLoadError, _loadable
+    script = tmp_path / "train.py"
+    script.write_text("print('not a library')\n")
+    conn = sqlite3.connect(":memory:")
+    for path, said in [(script, f"loading {script} failed: it is not a shared library, so not a loadable SQLite "
+                                "extension"),
+                       (tmp_path / "none", f"there is no file {tmp_path / 'none'} or {tmp_path / 'none'}.so")]:
+        try:
+            _loadable.load_file(conn, str(path))
+        except ExtensionLoadError as e:
+            assert said in str(e) and "libcurl" not in str(e), str(e)
+        else:
+            raise AssertionError(f"{path} loaded")
+    _loadable.load_file(conn, extension_path())  # the real one still loads
+    assert conn.execute("SELECT pp_version()").fetchone()[0]
