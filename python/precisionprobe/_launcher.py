@@ -13,6 +13,7 @@ import sys
 import time
 
 from . import _autoattach as autoattach
+from ._event_files import event_files_below
 from ._job_identity import default_job_id, job_id_from_environment
 from ._path_kind import kind_of
 from ._probe import default_out_dir
@@ -85,17 +86,12 @@ def run(command, out=None, job_id=None):
     return status if status >= 0 else 128 - status
 
 
-def _event_files_below(directory):
-    for folder, _, names in os.walk(directory):  # (os.walk does not follow links to directories)
-        yield from (os.path.join(folder, n) for n in names if n.endswith(".jsonl"))
-
-
 def _files_of_job(out_dir, job_id):
     """How many event files below out_dir (subdirectories included, and a link to a directory
     not followed, as layer_events reads a directory: links that loop would make the walk
     endless) have a job header of job_id (read from their first lines)."""
     count = 0
-    for path in _event_files_below(out_dir):
+    for path in event_files_below(out_dir):
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
                 head = [f.readline() for _ in range(2)]

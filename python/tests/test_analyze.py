@@ -334,6 +334,34 @@ def test_results_read_without_the_extension(runs, report_a):
     assert blend["dram_active_ratio"] == row["metrics"]["dram_active"]["blend"]
 
 
+def test_emulate_reads_the_run_folder_as_layer_events_does(runs, tmp_path, monkeypatch):
+    """Links that loop back, a folder and a named pipe called *.jsonl: --emulate reads the run's
+    event files as analyze does (a folder was read as a file, Errno 21, and a loop walked without
+    end); a file it cannot read is said as such, not as its copy that it could not write."""
+    work, paths, _ = runs
+    calls = {}
+    for name in ("plain", "run"):
+        (tmp_path / name).mkdir()
+        shutil.copy(paths["a"]["events"], tmp_path / name / "events-node-1.jsonl")
+    run = tmp_path / "run"
+    (run / "loop").symlink_to(".")
+    (run / "back").symlink_to(".")
+    (run / "folder.jsonl").mkdir()
+    os.mkfifo(run / "pipe.jsonl")
+    for name in ("plain", "run"):
+        result = precisionprobe("analyze", tmp_path / name, "--emulate", "dlrm", "--format", "json", timeout=300)
+        (job,) = json.loads(result.stdout)["jobs"]
+        calls[name] = {(r["name"], r["direction"]): r["calls"] for r in job["layer_types"]}
+    assert calls["run"] == calls["plain"] and any(calls["run"].values())
+    from precisionprobe.analysis import emulate
+
+    def unreadable(path, skipped):  # (as root, no mode makes a file unreadable)
+        raise PermissionError(13, "Permission denied", str(path))
+    monkeypatch.setattr(emulate, "read_event_file", unreadable)
+    with pytest.raises(ValueError, match=r"cannot open '.*events-node-1.jsonl': Permission denied"):
+        emulate._streams(run)
+
+
 def test_emulate_replays_a_cpu_run_on_an_emulated_gpu(runs, tmp_path):
     """A run recorded on a machine without a GPU (every event on 'cpu'): --emulate replays its
     layer calls on an emulated GPU, so the report has the profile's values, identified."""

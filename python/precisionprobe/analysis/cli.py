@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from .. import _emulated_copy as emulated_copy
+from .._event_files import event_files_below
 from .._path_kind import kind, kind_of
 from . import figures, findings, openmetrics, render, serve as endpoint
 from .compare import compare_jobs, comparison_warnings, render_comparison
@@ -268,7 +269,7 @@ def _emulated_events(emulated_dir):
     """What an emulated copy's event files hold (path -> digest), to tell whether a replay changed them."""
     events = Path(emulated_dir) / "events"
     return {str(path.relative_to(events)): hashlib.sha1(path.read_bytes()).hexdigest()
-            for path in sorted(events.rglob("*.jsonl"))} if events.is_dir() else {}
+            for path in event_files_below(events)} if events.is_dir() else {}
 
 
 def _open_refreshed(args):

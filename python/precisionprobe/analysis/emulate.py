@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import _emulated_copy as emulated_copy
 from . import render
+from .._event_files import event_files_below
 from .._event_reader import read_event_file
 from ..harness import processes, prometheus
 from ..emulator import offline
@@ -49,9 +50,12 @@ def _streams(run_dir, stream=sys.stderr):
     Malformed lines (a torn last line of a killed job among them) are left out with a warning
     per file, as layer_events() leaves them out."""
     streams, files = {}, []
-    for path in sorted(Path(run_dir).rglob("*.jsonl")):
+    for path in event_files_below(run_dir):
         skipped = []
-        headers, events = read_event_file(path, skipped)
+        try:
+            headers, events = read_event_file(path, skipped)
+        except OSError as e:  # (a ValueError: not the copy it writes, which a PermissionError would be)
+            raise ValueError(f"cannot open '{path}': {e.strerror or e}") from None
         if skipped:
             (first, reason), n = skipped[0], len(skipped)
             print(f"precisionprobe: warning: skipped {n} malformed line{'s' if n > 1 else ''} in {path} "

@@ -68,7 +68,6 @@ none is printed) and the values per GPU as printed. Tests match Prometheus' stor
 """
 import bisect
 import json
-import os
 import random
 import signal
 import socket
@@ -83,6 +82,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _emulated_copy as emulated_copy
+from .._event_files import event_files_below
 from .._event_reader import EventDecoder
 from . import timing as timing_model
 from .exposition import EMULATOR_NAME, EmulatedGpu, emulated_uuid, format_value, metrics_text
@@ -115,7 +115,7 @@ class EventTail:
         out = []
         if not self.directory.is_dir():
             return out
-        for path in sorted(self.directory.rglob("*.jsonl")):
+        for path in event_files_below(self.directory):
             if self.exclude and self.exclude in path.resolve().parents:
                 continue
             try:
