@@ -353,6 +353,8 @@ def test_cli_names_itself_an_emulator(tmp_path):
                          text=True, timeout=60)
     assert bad.returncode == 2 and "floor" in bad.stderr
     # Values out of range are one line naming the flag, never a traceback.
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a folder\n")
     for argv, message in ((["offline", "--out", str(tmp_path), "--minutes", "inf"], "argument --minutes: expected a finite"),
                           (["offline", "--out", str(tmp_path), "--seed", "-1"], "argument --seed: expected an integer"),
                           (["live", "--events", str(tmp_path), "--profile", "dlrm", "--port", "99999"],
@@ -360,7 +362,13 @@ def test_cli_names_itself_an_emulator(tmp_path):
                           (["live", "--events", str(tmp_path), "--profile", "dlrm", "--duration", "-1"],
                            "argument --duration: expected a finite number above 0"),
                           (["live", "--events", str(tmp_path), "--profile", "dlrm", "--poll-ms", "0"],
-                           "argument --poll-ms: expected an integer from 1")):
+                           "argument --poll-ms: expected an integer from 1"),
+                          # These were a numpy reshape error, [Errno 20] and [Errno 17], no flag named.
+                          (["offline", "--out", str(tmp_path / "short"), "--minutes", "0.0001"],
+                           "error: --minutes: 0.0001 minutes (6 ms) hold no layer call of the emulated DLRM"),
+                          (["offline", "--out", str(a_file)], f"error: --out: '{a_file}' is a file, not a folder"),
+                          (["live", "--events", str(tmp_path / "events"), "--profile", "dlrm", "--port", "0",
+                            "--mirror", str(a_file)], f"error: --mirror: '{a_file}' is a file, not a folder")):
         bad = subprocess.run([sys.executable, "-m", "precisionprobe.emulator", *argv], env=env, capture_output=True,
                              text=True, timeout=60)
         assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr

@@ -1,7 +1,9 @@
 """Command line of the precisionprobe DCGM emulator (emulated counters, not measurements)."""
 import argparse
+import os
 import sys
 
+from .._path_kind import kind_of
 from . import colocation
 from .exposition import EMULATOR_NAME
 from .profile import Profile, ProfileError
@@ -204,6 +206,8 @@ def main(argv=None):
         from . import offline
         if args.minutes <= 0:
             raise ValueError("--minutes must be positive")
+        if os.path.exists(args.out) and not os.path.isdir(args.out):
+            raise ValueError(f"--out: '{args.out}' is {kind_of(args.out)}, not a folder")
         start = args.start if args.start is not None else offline.DEFAULT_START_S
         if args.mig is not None and colocation.requested(args):
             raise ValueError("--mig and --jobs cannot be combined: each MIG instance runs one job of its own")

@@ -83,6 +83,7 @@ import numpy as np
 
 from .. import _emulated_copy as emulated_copy
 from .._event_files import event_files_below
+from .._path_kind import kind_of
 from .._event_reader import EventDecoder
 from . import timing as timing_model
 from .exposition import EMULATOR_NAME, EmulatedGpu, emulated_uuid, format_value, metrics_text
@@ -492,6 +493,9 @@ def run(args, profile):
     mirror_dir = Path(args.mirror).resolve() if args.mirror else Path(str(events_dir) + ".emulated")
     if mirror_dir == events_dir or events_dir in mirror_dir.parents:
         raise ValueError("--mirror must not be inside --events (pp_refresh would read both)")
+    if mirror_dir.exists() and not mirror_dir.is_dir():
+        raise ValueError(f"--mirror{'' if args.mirror else ' (by default EVENTS.emulated)'}: '{mirror_dir}' is "
+                         f"{kind_of(mirror_dir)}, not a folder")
     emulator = Emulator(profile, gpus, args.interval_ms, args.noise, args.mux_zero, args.seed,
                         args.lag_ms, args.cpu_gpu, timing=args.timing)
     mirror_dir.mkdir(parents=True, exist_ok=True)

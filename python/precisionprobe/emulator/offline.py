@@ -119,6 +119,9 @@ def record(seconds, interval_ms, noise, seed, profile, mux_zero=0.0, start_s=DEF
     start_ns = int(start_s) * 10**9
     if events is None:
         events = dlrm_timeline(start_ns, seconds, seed)
+    if not len(events.t_start_ns):
+        raise ValueError(f"--minutes: {seconds / 60:g} minutes ({seconds * 1000:g} ms) hold no layer call of the "
+                         "emulated DLRM (its first step's calls take some ms): record at least 0.001 minutes")
     layer_values = {(lid, fwd): profile.value(name, kind, fwd)
                     for lid, (name, kind) in enumerate(events.layers) for fwd in (True, False)}
     call_values = np.array([layer_values[(lid, fwd)]
