@@ -129,6 +129,9 @@ std::string normalize_url(const std::string& where, const std::string& value) {
       throw Error(where + scheme_hint + "; in this one '/', '?' or '#' comes before the last '@': "
                           "percent-encode them in the user name or password (%2F, %3F, %23), and '@' "
                           "in the path (%40)");
+    if (value.find('@', authority) < at)  // (curl reads the first '@' as the host's start: a bad URL)
+      throw Error(where + scheme_hint + "; in this one '@' comes twice before the host: percent-encode the '@' "
+                          "of the user name or password as %40");
     host_start = at + 1;
   }
   const auto host_end = std::min(value.find_first_of("/?#", host_start), value.size());
