@@ -3,15 +3,17 @@
 #   normal  build/: the C++ suite, the SQL files through the sqlite3 shell, the Python hook-client
 #           tests and the docs check, against real Prometheus and VictoriaMetrics on loopback;
 #   asan    build-asan/ (-DPP_SANITIZE=ON: AddressSanitizer + UBSan, every finding fatal): the
-#           C++ suite in-process with leak checking, then the SQL files and docs examples with
-#           the sanitized extension loaded into the sqlite3 shell, and the fault tests with it
-#           loaded into Python (libasan preloaded into the shell and that Python only, leak
-#           checking off there: they are not ours). The hook client's tests and the notebook
-#           run in the normal stage only: they train PyTorch models in many subprocesses, each of
-#           which would need the ASan runtime preloaded into an interpreter and torch at several
-#           times the cost, and the extension code they reach is what runs here;
-#   fuzz    build-fuzz/ (clang, -DPP_FUZZ=ON): each libFuzzer target in fuzz/ for
-#           PP_FUZZ_SECONDS seconds (default 5), from its corpus in fuzz/corpus/.
+#           C++ suite and the sql_shape fuzz target's random inputs in-process with leak
+#           checking, then the SQL files and docs examples with the sanitized extension loaded
+#           into the sqlite3 shell, and the fault tests with it loaded into Python (libasan
+#           preloaded into the shell and that Python only, leak checking off there: they are
+#           not ours). The hook client's tests and the notebook run in the normal stage only:
+#           they train PyTorch models in many subprocesses, each of which would need the ASan
+#           runtime preloaded into an interpreter and torch at several times the cost, and the
+#           extension code they reach is what runs here;
+#   fuzz    build-fuzz/ (clang, -DPP_FUZZ=ON): each parser's libFuzzer target in fuzz/ for
+#           PP_FUZZ_SECONDS seconds (default 5), from its corpus in fuzz/corpus/ (sql_shape,
+#           which needs the whole engine, runs in the other stages: fuzz/CMakeLists.txt).
 # Arguments go to every stage's ctest (e.g. -R prom_). PP_TEST_STAGES picks stages
 # (default "normal asan fuzz"). The last line counts the tests of all stages.
 set -euo pipefail
@@ -96,9 +98,10 @@ EOF
         chmod +x build-asan/asan-bin/sqlite3
         export ASAN_OPTIONS=detect_leaks=1
         export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-        # The C++ suite (gtest names are Suite.Test, CamelCase) links the extension's code
-        # in-process, leaks checked; then the tests that load it into the sqlite3 shell or Python.
-        run_ctest build-asan asan -R '^[A-Z]' "$@"
+        # The C++ suite (gtest names are Suite.Test, CamelCase) and sql_shape's random inputs
+        # link the extension's code in-process, leaks checked; then the tests that load it into
+        # the sqlite3 shell or Python.
+        run_ctest build-asan asan -R '^([A-Z]|sql_shape\.)' "$@"
         # faults.parts and faults.parts_fetch (with the fetch of jobs far apart on a GPU: the
         # fetch's SQL, whose C++ the other refreshes run) run in the normal stage only: under ASan
         # faults.retention's refreshes while the files grow take the same paths (the import of
