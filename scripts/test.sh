@@ -63,6 +63,64 @@ stage_failed() {  # a stage that could not build
   summary+=("$1 build failed")
 }
 
+bash scripts/setup.sh
+libasan=$(gcc -print-file-name=libasan.so)
+
+# Configures and builds build-asan/. -O1 -g1: a third of -O2 -g's compile time under the
+# sanitizers, line numbers kept. GCC's -Wmaybe-uninitialized misfires on sanitized libstdc++
+# code (std::regex) at -O1; the normal stage keeps it.
+build_asan() {
+  forget_other_checkout build-asan
+  cmake -S . -B build-asan -DPP_SANITIZE=ON -DPP_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS=-Wno-maybe-uninitialized \
+    -DPP_TEST_PYTHON_PRELOAD="$libasan:libstdc++.so.6" >/dev/null &&
+    cmake --build build-asan -j"$jobs"
+}
+
+# Configures and builds build-fuzz/'s targets. -O0 and line tables: a short run in CI needs the
+# build more than the speed (by hand, PP_FUZZ_OPT=-O1 builds as OSS-Fuzz does, for long runs).
+build_fuzz() {
+  forget_other_checkout build-fuzz
+  cmake -S . -B build-fuzz -DPP_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="${PP_FUZZ_OPT:--O0} -gline-tables-only" \
+    -DPP_FUZZ_SECONDS="${PP_FUZZ_SECONDS:-5}" >/dev/null &&
+    cmake --build build-fuzz --target pp_fuzz -j"$jobs"
+}
+
+# The sanitized and fuzz builds start at once, in the background at the lowest CPU priority: the
+# normal stage's build and tests leave a sixth of the 2 cores idle (tests waiting on servers,
+# processes starting, a last test running alone), which these builds take without taking time
+# from them; each stage then waits for its own build, which has the CPU to itself once the tests
+# before it are done. A build's output is printed when its stage begins. Each runs in a process
+# group of its own (set -m), stopped whole if this script ends first (interrupted).
+declare -A early_pid early_log
+stop_early_builds() {
+  local pid
+  for pid in "${early_pid[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+}
+trap stop_early_builds EXIT
+for stage in $stages; do
+  case $stage in
+    asan | fuzz)
+      early_log[$stage]=$(mktemp)
+      set -m
+      (renice -n 19 -p "$BASHPID" >/dev/null && "build_$stage") >"${early_log[$stage]}" 2>&1 &
+      early_pid[$stage]=$!
+      set +m
+      ;;
+  esac
+done
+
+# Stage $1's build, started early: waits for it and prints its output.
+early_build() {
+  local rc=0
+  wait "${early_pid[$1]}" || rc=$?
+  unset "early_pid[$1]"
+  cat "${early_log[$1]}"
+  rm -f "${early_log[$1]}"
+  return "$rc"
+}
+
 for stage in $stages; do
   echo "==== test.sh: stage $stage (at ${SECONDS} s)" >&2
   case $stage in
@@ -74,16 +132,7 @@ for stage in $stages; do
       fi
       ;;
     asan)
-      bash scripts/setup.sh
-      # -O1 -g1: a third of -O2 -g's compile time under the sanitizers, line numbers kept.
-      # GCC's -Wmaybe-uninitialized misfires on sanitized libstdc++ code (std::regex) at -O1;
-      # the normal stage keeps it.
-      libasan=$(gcc -print-file-name=libasan.so)
-      forget_other_checkout build-asan
-      if cmake -S . -B build-asan -DPP_SANITIZE=ON -DPP_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-           -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS=-Wno-maybe-uninitialized \
-           -DPP_TEST_PYTHON_PRELOAD="$libasan:libstdc++.so.6" >/dev/null &&
-         cmake --build build-asan -j"$jobs"; then
+      if early_build asan; then
         mkdir -p build-asan/asan-bin
         # `sqlite3` for the SQL tests and docs: the system shell with libasan loaded first, as
         # the sanitized extension requires of the process that loads it, and libstdc++ with it
@@ -117,14 +166,7 @@ EOF
       fi
       ;;
     fuzz)
-      bash scripts/setup.sh
-      forget_other_checkout build-fuzz
-      # -O0 and line tables: a short run in CI needs the build more than the speed (by hand,
-      # PP_FUZZ_OPT=-O1 builds as OSS-Fuzz does, for long runs).
-      if cmake -S . -B build-fuzz -DPP_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ \
-           -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="${PP_FUZZ_OPT:--O0} -gline-tables-only" \
-           -DPP_FUZZ_SECONDS="${PP_FUZZ_SECONDS:-5}" >/dev/null &&
-         cmake --build build-fuzz --target pp_fuzz -j"$jobs"; then
+      if early_build fuzz; then
         run_ctest build-fuzz fuzz -L fuzz "$@"
         # How many inputs each target ran (libFuzzer's final stats, in CTest's log).
         awk '/^[0-9]+\/[0-9]+ Testing: fuzz\./ { name = $3 }
