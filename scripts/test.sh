@@ -147,10 +147,14 @@ EOF
         chmod +x build-asan/asan-bin/sqlite3
         export ASAN_OPTIONS=detect_leaks=1
         export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-        # The C++ suite (gtest names are Suite.Test, CamelCase) and sql_shape's random inputs
-        # link the extension's code in-process, leaks checked; then the tests that load it into
-        # the sqlite3 shell or Python.
+        # The C++ suite (in a few processes, CppSuite.shard_N_of_M: tests/CMakeLists.txt) and
+        # sql_shape's random inputs link the extension's code in-process, leaks checked; then
+        # the tests that load it into the sqlite3 shell or Python.
         run_ctest build-asan asan -R '^([A-Z]|sql_shape\.)' "$@"
+        if [ "$#" -eq 0 ]; then
+          cpp_tests=$(build-asan/tests/pp_tests --gtest_list_tests | grep -c '^  ' || true)
+          summary[-1]+=" (the C++ suite's $cpp_tests tests in its CppSuite shards)"
+        fi
         # faults.parts and faults.parts_fetch (with the fetch of jobs far apart on a GPU: the
         # fetch's SQL, whose C++ the other refreshes run) run in the normal stage only: under ASan
         # faults.retention's refreshes while the files grow take the same paths (the import of
