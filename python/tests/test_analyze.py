@@ -362,6 +362,28 @@ def test_emulate_reads_the_run_folder_as_layer_events_does(runs, tmp_path, monke
         emulate._streams(run)
 
 
+def test_emulate_warns_of_a_subfolder_it_cannot_read_as_layer_events_does(runs, tmp_path, monkeypatch):
+    """A folder of the run that cannot be read is left out of the replay with the warning
+    layer_events() gives, not in silence."""
+    work, paths, _ = runs
+    run = tmp_path / "run"
+    (run / "secret").mkdir(parents=True)
+    for name in ("events-node-1.jsonl", "secret/events-node-2.jsonl"):
+        shutil.copy(paths["a"]["events"], run / name)
+    from precisionprobe.analysis import emulate
+    real_scandir = os.scandir
+
+    def scandir(path="."):  # (as root, no mode makes a folder unreadable)
+        if os.path.basename(os.fspath(path)) == "secret":
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+    monkeypatch.setattr(os, "scandir", scandir)
+    said = io.StringIO()
+    _, files = emulate._streams(run, said)
+    assert [path.name for path, _, _ in files] == ["events-node-1.jsonl"]
+    assert said.getvalue() == f"precisionprobe: warning: skipped directory '{run / 'secret'}': Permission denied\n"
+
+
 def test_emulate_replays_a_cpu_run_on_an_emulated_gpu(runs, tmp_path):
     """A run recorded on a machine without a GPU (every event on 'cpu'): --emulate replays its
     layer calls on an emulated GPU, so the report has the profile's values, identified."""

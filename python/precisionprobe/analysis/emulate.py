@@ -49,8 +49,8 @@ def _streams(run_dir, stream=sys.stderr):
     keyed by the GPU's UUID, or by (host, pid) for a CPU process; and the files' headers.
     Malformed lines (a torn last line of a killed job among them) are left out with a warning
     per file, as layer_events() leaves them out."""
-    streams, files = {}, []
-    for path in event_files_below(run_dir):
+    streams, files, skipped_folders = {}, [], []
+    for path in event_files_below(run_dir, skipped_folders):
         skipped = []
         try:
             headers, events = read_event_file(path, skipped)
@@ -65,6 +65,8 @@ def _streams(run_dir, stream=sys.stderr):
             cpu = e.get("gpu_uuid") == CPU_UUID
             key = ("cpu", e.get("host_name"), e.get("pid")) if cpu else ("gpu", e["gpu_uuid"])
             streams.setdefault(key, []).append(e)
+    for note in skipped_folders:  # (as layer_events() says it of the run's own folder)
+        print(f"precisionprobe: warning: {note}", file=stream)
     return streams, files
 
 

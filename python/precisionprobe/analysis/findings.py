@@ -6,7 +6,7 @@ embedding lookups: DRAM far more active than the FP32 pipes, with low occupancy.
 """
 import math
 
-from .report import METRICS, UNTRACKED
+from .report import METRICS
 
 MEMORY_BOUND_DRAM = 0.3        # DRAM active at least this ...
 MEMORY_BOUND_RATIO = 2.0       # ... and at least this many times FP32 active
