@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -97,6 +98,19 @@ bool flag(const std::string& arg, const char* name, std::string& value) {
   return true;
 }
 
+// A flag's number, or exit naming the flag.
+template <typename Parse>
+auto number(const char* program, const char* name, const std::string& value, Parse parse) {
+  char* end = nullptr;
+  errno = 0;
+  const auto n = parse(value.c_str(), &end);
+  if (value.empty() || *end != '\0' || errno != 0 || value[0] == '-') {
+    std::fprintf(stderr, "%s: -%s=%s is not a non-negative number\n", program, name, value.c_str());
+    std::exit(2);
+  }
+  return n;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,9 +121,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (flag(arg, "seconds", value)) {
-      seconds = std::strtod(value.c_str(), nullptr);
+      seconds = number(argv[0], "seconds", value, [](const char* text, char** end) { return std::strtod(text, end); });
     } else if (flag(arg, "seed", value)) {
-      seed = std::strtoull(value.c_str(), nullptr, 10);
+      seed = number(argv[0], "seed", value, [](const char* text, char** end) { return std::strtoull(text, end, 10); });
     } else if (flag(arg, "last", value)) {
       last = value;
     } else if (std::filesystem::is_directory(arg)) {
