@@ -102,6 +102,7 @@ trap stop_early_builds EXIT
 for stage in $stages; do
   case $stage in
     asan | fuzz)
+      [ -z "${early_log[$stage]:-}" ] || continue  # (a stage named twice)
       early_log[$stage]=$(mktemp)
       set -m
       (renice -n 19 -p "$BASHPID" >/dev/null && "build_$stage") >"${early_log[$stage]}" 2>&1 &
@@ -111,8 +112,13 @@ for stage in $stages; do
   esac
 done
 
-# Stage $1's build, started early: waits for it and prints its output.
+# Stage $1's build, started early: waits for it and prints its output (a stage named twice
+# builds again, which finds its build up to date).
 early_build() {
+  if [ -z "${early_pid[$1]:-}" ]; then
+    "build_$1"
+    return
+  fi
   local rc=0
   wait "${early_pid[$1]}" || rc=$?
   unset "early_pid[$1]"
