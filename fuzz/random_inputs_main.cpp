@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -65,9 +66,15 @@ extern "C" void on_abort(int) {
   std::raise(SIGABRT);
 }
 
-Bytes read_file(const std::filesystem::path& path) {
+// A corpus file's bytes, or exit naming it (an input left out would change what a seed gives).
+Bytes read_file(const char* program, const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  Bytes bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (!in && !in.eof()) {
+    std::fprintf(stderr, "%s: cannot read %s\n", program, path.c_str());
+    std::exit(2);
+  }
+  return bytes;
 }
 
 // A corpus input changed in one to four places.
@@ -117,7 +124,7 @@ int main(int argc, char** argv) {
   double seconds = 0;
   uint64_t seed = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
   std::string last, value;
-  std::vector<Bytes> corpus;
+  std::vector<std::filesystem::path> corpus_files;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (flag(arg, "seconds", value)) {
@@ -127,16 +134,21 @@ int main(int argc, char** argv) {
     } else if (flag(arg, "last", value)) {
       last = value;
     } else if (std::filesystem::is_directory(arg)) {
+      std::vector<std::filesystem::path> folder;  // in name order: the same seed, the same inputs
       for (const auto& entry : std::filesystem::directory_iterator(arg))
-        if (entry.is_regular_file()) corpus.push_back(read_file(entry.path()));
+        if (entry.is_regular_file()) folder.push_back(entry.path());
+      std::sort(folder.begin(), folder.end());
+      corpus_files.insert(corpus_files.end(), folder.begin(), folder.end());
     } else if (std::filesystem::is_regular_file(arg)) {
-      corpus.push_back(read_file(arg));
+      corpus_files.push_back(arg);
     } else {
       std::fprintf(stderr, "%s: %s is neither a flag (-seconds=, -seed=, -last=) nor a file or folder\n", argv[0],
                    arg.c_str());
       return 2;
     }
   }
+  std::vector<Bytes> corpus;
+  for (const auto& path : corpus_files) corpus.push_back(read_file(argv[0], path));
   std::printf("seed %llu, %zu corpus inputs\n", static_cast<unsigned long long>(seed), corpus.size());
   std::fflush(stdout);
   if (!last.empty()) {
