@@ -105,7 +105,6 @@ GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, const GpuEv
 
 GpuEventExtent read_event_extent(sqlite3* db, const std::string& uuid) {
   GpuEventExtent extent;
-  LayerNames layers(db, "main");
   std::map<std::string, JobSpan> by_job;
   const auto add = [&](const JobSpan& s) {
     auto [it, added] = by_job.try_emplace(s.job_id, s);
@@ -118,7 +117,7 @@ GpuEventExtent read_event_extent(sqlite3* db, const std::string& uuid) {
   spans.bind(":uuid", uuid);
   while (spans.step())
     add({spans.column_text(0), spans.column_int64(1), spans.column_int64(2), 0, spans.column_int64(3)});
-  for (const JobSpan& s : unfolded_spans(db, uuid, std::nullopt, layers)) add(s);
+  for (const JobSpan& s : unfolded_span_bounds(db, uuid)) add(s);
   for (const auto& [job_id, s] : by_job) {
     extent.jobs.push_back({job_id, {s.first_ns, s.last_ns, 0}});
     extent.longest_ns = std::max(extent.longest_ns, s.longest_ns);

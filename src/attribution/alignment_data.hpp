@@ -59,9 +59,9 @@ struct GpuSampleData {
 // exporter whose latency scatters by a period serves windows out of order).
 int64_t served_out_of_order(const GpuSampleData& data, size_t first, size_t last);
 
-// Each job's span over all of its events on the GPU, the longest event (how far back an event
-// overlapping a time may have started), and the newest event's start and end: read once per
-// GPU from the folded events' spans and the unfolded events, and an index seek.
+// Each job's span over all of its events on the GPU, a bound on the longest event (how far back
+// an event overlapping a time may have started), and the newest event's start and end: read
+// once per GPU from the folded events' spans and the unfolded blocks' rows, and an index seek.
 struct GpuEventExtent {
   std::vector<std::pair<std::string, AlignmentTimeline::Job>> jobs;
   int64_t longest_ns = 0;

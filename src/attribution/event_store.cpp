@@ -377,26 +377,49 @@ void visit_event_blocks(const std::vector<FetchedBlock>& blocks, const EventScan
                 name_of, events, visit);
 }
 
-std::vector<JobSpan> unfolded_spans(sqlite3* db, const std::string& uuid, std::optional<int64_t> through_ns,
-                                    LayerNames& layers) {
+std::vector<JobSpan> unfolded_span_bounds(sqlite3* db, const std::string& uuid) {
+  flush_event_tables(db);
   std::vector<JobSpan> spans;
-  scan_events(db, "main", {uuid, int64_t{0}, through_ns, EventScan::kUnfolded}, layers, [&](const ScannedEvent& e) {
-    const int64_t start = e.event.t_start_ns, end = e.event.t_end_ns;
-    if (end < start || end > kMaxEventNs) return;
-    if (spans.empty() || spans.back().job_id != e.job_id) {
-      auto it = std::find_if(spans.begin(), spans.end(), [&](const JobSpan& s) { return s.job_id == e.job_id; });
+  const auto add = [&](std::string_view job_id, int64_t first, int64_t last, int64_t events, int64_t longest) {
+    if (spans.empty() || spans.back().job_id != job_id) {
+      auto it = std::find_if(spans.begin(), spans.end(), [&](const JobSpan& s) { return s.job_id == job_id; });
       if (it == spans.end()) {
-        spans.push_back({std::string(e.job_id), start, end, 0, 0});
+        spans.push_back({std::string(job_id), first, last, 0, 0});
       } else {
         std::iter_swap(it, spans.end() - 1);  // blocks come job by job: the last one is looked at first
       }
     }
     JobSpan& span = spans.back();
-    span.first_ns = std::min(span.first_ns, start);
-    span.last_ns = std::max(span.last_ns, end);
-    span.longest_ns = std::max(span.longest_ns, end - start);
-    ++span.events;
-  });
+    span.first_ns = std::min(span.first_ns, first);
+    span.last_ns = std::max(span.last_ns, last);
+    span.longest_ns = std::max(span.longest_ns, longest);
+    span.events += events;
+  };
+  // A block none of whose events is folded and all of whose times can be calls gives its span
+  // from its row (its events start at first_start_ns, the last ends at last_end_ns, none is
+  // longer than that); only the others (a block the fold point cuts, one with impossible times)
+  // are decoded, as a scan of the unfolded events would.
+  Statement read(db, "SELECT id, job_id, events, first_start_ns, last_end_ns, impossible = 0 AND "
+                     "(folded_through_ns IS NULL OR folded_through_ns < first_start_ns) AND first_start_ns >= 0 "
+                     "FROM main.pp_events_blocks WHERE gpu_uuid = :gpu AND last_start_ns >= 0 "
+                     "AND (folded_through_ns IS NULL OR folded_through_ns < last_start_ns)");
+  read.bind(":gpu", uuid);
+  StoredBlock block;
+  while (read.step()) {
+    const std::string_view job_id = read.column_view(1);
+    if (read.column_int64(5) != 0) {
+      const int64_t first = read.column_int64(3), last = read.column_int64(4);
+      add(job_id, first, last, read.column_int64(2), last - first);
+      continue;
+    }
+    if (!read_block(db, "main", read.column_int64(0), block)) continue;
+    for (const BlockEvent& e : block.events) {
+      const int64_t start = e.t_start_ns, end = e.t_end_ns;
+      if (start < 0 || end < start || end > kMaxEventNs) continue;
+      if (block.folded_through_ns && start <= *block.folded_through_ns) continue;
+      add(job_id, start, end, 1, end - start);
+    }
+  }
   std::sort(spans.begin(), spans.end(), [](const JobSpan& a, const JobSpan& b) { return a.job_id < b.job_id; });
   return spans;
 }

@@ -165,14 +165,15 @@ void visit_event_blocks(const std::vector<FetchedBlock>& blocks, const EventScan
                         const std::function<void(const ScannedEvent&)>& visit);
 
 // Each job's span of the unfolded events of a GPU whose times can be a call (in [0,
-// kMaxEventNs], ending when or after they start) and that start by through_ns: what a fold
-// adds to pp_gpu_spans, and what the align step adds to the spans pp_gpu_spans holds.
+// kMaxEventNs], ending when or after they start), what the align step adds to the spans
+// pp_gpu_spans holds, read where it can be from the blocks' rows: first_ns and last_ns exactly;
+// events and longest_ns counted from the blocks, longest_ns an upper bound (a block read from its
+// row counts its span as its longest event).
 struct JobSpan {
   std::string job_id;
   int64_t first_ns, last_ns, events, longest_ns;
 };
-std::vector<JobSpan> unfolded_spans(sqlite3* db, const std::string& uuid, std::optional<int64_t> through_ns,
-                                    LayerNames& layers);
+std::vector<JobSpan> unfolded_span_bounds(sqlite3* db, const std::string& uuid);
 
 // The newest start of a GPU's events whose times can be a call: the blocks that start within
 // kMaxBlockSpanNs of the newest, then older ones while none is found.
