@@ -1,19 +1,33 @@
 """The mark an emulator leaves in a folder of event files it rewrote onto emulated GPUs (the live
 emulator's --mirror, analyze --emulate's RUN_DIR.emulated/events), so that a command given a
-folder holding both the events and such a copy refuses, instead of counting every call twice."""
+folder holding both the events and such a copy refuses, instead of counting every call twice.
+
+The mark names its source twice: by its absolute path (first line), and relative to the copy
+(a line "relative: PATH"), so that the pair is still recognised after the folder holding both
+was moved or copied elsewhere."""
+import os
 from pathlib import Path
 
 MARK = ".precisionprobe-emulated"
+_RELATIVE = "relative: "
 
 
 def mark(folder, source):
     """Leaves the mark in folder: a copy of the event files of source (its first line names it)."""
-    Path(folder, MARK).write_text(f"{Path(source).resolve()}\nevent files of that folder, rewritten onto emulated GPUs\n")
+    source = Path(source).resolve()
+    relative = os.path.relpath(source, Path(folder).resolve())
+    Path(folder, MARK).write_text(f"{source}\nevent files of that folder, rewritten onto emulated GPUs\n"
+                                  f"{_RELATIVE}{relative}\n")
 
 
-def _source(mark_file):
+def _sources(mark_file):
+    """The folders the mark names as its source (where they exist), or None for a mark that
+    cannot be read."""
     try:
-        return Path(mark_file.read_text().splitlines()[0]).resolve()
+        lines = mark_file.read_text().splitlines()
+        named = [Path(lines[0])] + [mark_file.parent / line[len(_RELATIVE):] for line in lines[1:]
+                                    if line.startswith(_RELATIVE)]
+        return [path.resolve() for path in named if path.is_dir()]
     except (OSError, IndexError, ValueError):
         return None  # (an unreadable mark: taken as a copy of anything)
 
@@ -25,17 +39,19 @@ def is_copy(folder):
 
 def copies_inside(folder):
     """The emulated copies below folder (not folder itself) whose events are below it too, or
-    that sit beside other event files there where the mark does not say its source."""
+    that sit beside other event files there where the mark does not say where its source is now
+    (an unreadable mark, or one whose source is gone)."""
     folder = Path(folder).resolve()
     copies = []
     for mark_file in folder.rglob(MARK):
         copy = mark_file.parent
         if copy == folder:
             continue
-        source = _source(mark_file)
-        if source is None:
+        sources = _sources(mark_file)
+        if not sources:
             if any(copy not in event.parents for event in folder.rglob("*.jsonl")):
                 copies.append(copy)
-        elif (source == folder or folder in source.parents) and any(source.rglob("*.jsonl")):
+        elif any((source == folder or folder in source.parents) and any(source.rglob("*.jsonl"))
+                 for source in sources):
             copies.append(copy)
     return copies

@@ -694,6 +694,28 @@ def test_a_folder_is_refused_only_with_the_events_an_emulated_copy_copies(tmp_pa
     assert _emulated_copy.copies_inside(runs / "a.emulated") == []  # the copy alone is what to analyze
 
 
+def test_a_moved_or_copied_run_with_its_emulated_copy_is_still_refused(tmp_path):
+    """The mark names its source relative to the copy as well: moving or copying the folder that
+    holds a run and its copy keeps the pair recognised, where its absolute path would name the
+    old place (or the original, still beside it)."""
+    from precisionprobe import _emulated_copy
+    first = tmp_path / "first"
+    for folder in (first / "events", first / "emulated"):
+        folder.mkdir(parents=True)
+        (folder / "events-node-1.jsonl").write_text("{}\n")
+    _emulated_copy.mark(first / "emulated", first / "events")
+    copied = tmp_path / "copied"
+    shutil.copytree(first, copied)
+    assert _emulated_copy.copies_inside(copied) == [(copied / "emulated").resolve()]
+    moved = tmp_path / "moved"
+    first.rename(moved)
+    assert _emulated_copy.copies_inside(moved) == [(moved / "emulated").resolve()]
+    # A mark of an earlier version names the absolute path only, which is gone after the move:
+    # the copy beside other event files is refused, as with a mark that cannot be read.
+    (moved / "emulated" / _emulated_copy.MARK).write_text(f"{first}\nevent files of that folder\n")
+    assert _emulated_copy.copies_inside(moved) == [(moved / "emulated").resolve()]
+
+
 def test_a_value_of_another_type_in_the_report_tables_is_one_line(runs, report_a, tmp_path):
     """SQLite keeps text in a REAL column: the reading commands name the table, column and job
     instead of failing half-way with a traceback."""
