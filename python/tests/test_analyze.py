@@ -264,6 +264,7 @@ def test_errors_are_one_line(runs, report_a, tmp_path):
                                "notaurl", check=False)
     assert not_a_url.stderr.startswith("python3 -m precisionprobe analyze: --prometheus: pp_config: setting "
                                        "'prometheus_url' needs an http:// or https:// URL"), not_a_url.stderr
+    assert not (tmp_path / "url.db").exists()  # refused before the results database is made
     several = precisionprobe("compare", work / "a.db", tmp_path / "none.db", check=False)
     assert several.returncode == 1 and "RUN_B: no results database at" in several.stderr
     # Events imported whose GPUs Prometheus has no samples of: said so, not "no layer events".
@@ -677,6 +678,22 @@ def test_runs_replayed_into_one_database_keep_their_own_gpus(runs, tmp_path):
         assert row["metrics"]["dram_active"]["kind"] == "estimate", job["job_id"]
     with sqlite3.connect(database) as conn:
         assert conn.execute("SELECT count(DISTINCT gpu_uuid) FROM pp_events_blocks").fetchone() == (2,)
+
+
+def test_an_unusable_prometheus_url_in_the_environment_names_the_option_to_give(runs, tmp_path, monkeypatch):
+    """The extension reads PRECISIONPROBE_PROMETHEUS_URL where no URL is set; a mistyped one is
+    refused before the results database is made, with the fix a command line has (--prometheus),
+    and --prometheus given instead is used as it is."""
+    work, _, url = runs
+    monkeypatch.setenv("PRECISIONPROBE_PROMETHEUS_URL", "prometheus:9090")
+    refused = precisionprobe("analyze", work / "a" / "events", "--db", tmp_path / "env.db", check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "python3 -m precisionprobe analyze: environment variable PRECISIONPROBE_PROMETHEUS_URL is not usable "
+        "(setting 'prometheus_url' needs an http:// or https:// URL such as http://prometheus:9090): correct it, "
+        "or give --prometheus URL"), refused.stderr
+    assert not (tmp_path / "env.db").exists()
+    precisionprobe("analyze", work / "a" / "events", "--db", tmp_path / "env.db", "--prometheus", url, "--no-layers")
 
 
 def test_a_folder_is_refused_only_with_the_events_an_emulated_copy_copies(tmp_path):

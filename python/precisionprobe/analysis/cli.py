@@ -27,7 +27,7 @@ from . import figures, findings, openmetrics, render, serve as endpoint
 from .compare import compare_jobs, comparison_warnings, render_comparison
 from .extension import WAL_SHM_HINT, ExtensionError, connect, wal_without_shm
 from .html_report import write_html
-from .refresh import WAIT_DEFAULT_S, RefreshError, refresh
+from .refresh import WAIT_DEFAULT_S, RefreshError, check_settings, refresh
 from .report import ReportError, check_report_types, jobs_in, read_report
 from .saved_estimates import estimates_stale, save_estimates
 from .write_lock import WriteLockTimeout
@@ -245,6 +245,8 @@ def _run_database(args):
     database = _database(_emulated_dir(args) if args.emulate else run_dir, args.db)
     _refuse_what_is_not_a_file(database, "--db" if args.db else "the default --db",
                                "give --db a results database file, or the path of a new one")
+    if not args.no_refresh and not args.emulate:  # (before the database is made)
+        check_settings(args.prometheus, getattr(args, "retention_minutes", None))
     if args.no_refresh and not database.is_file():
         raise CommandError(f"--no-refresh: no results database at '{database}'")
     return run_dir, database

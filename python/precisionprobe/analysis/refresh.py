@@ -2,12 +2,14 @@
 elapsed time on stderr while a long refresh runs; a final refresh right after the job ended
 refreshes again while the samples of its last events are still on their way to Prometheus."""
 import math
+import os
 import sqlite3
 import sys
 import time
 from pathlib import Path
 
 from . import ctrl_c
+from .extension import extension_path, load_file
 from .write_lock import WriteLockTimeout, begin_writing
 
 PROGRESS_AFTER_S = 2.0  # a refresh shorter than this prints nothing
@@ -20,6 +22,8 @@ WAIT_EVERY_S = 1.0
 # The warning pp_refresh gives for those events (src/attribution/refresh_warnings.cpp): held back
 # while the wait may still fold them, printed as it is once the wait ends without their samples.
 PAST_LAST_SAMPLE = " lie past the last DCGM sample of their GPU"
+# Where the extension takes prometheus_url from when pp_config has not set it.
+PROMETHEUS_URL_VARIABLE = "PRECISIONPROBE_PROMETHEUS_URL"
 
 
 class RefreshError(RuntimeError):
@@ -57,13 +61,7 @@ def refresh(conn, events, prometheus_url=None, final=False, stream=sys.stderr, r
     lie past their GPU's last sample and the last of them ended less than wait_seconds ago (their
     samples may still be on their way: never for a run that ended long ago), refreshes again about
     every second until they fold or that bound is reached; the counts are then the last refresh's."""
-    for option, setting, value in (("--prometheus", "prometheus_url", prometheus_url or None),
-                                   ("--retention-minutes", "event_retention_minutes", retention_minutes)):
-        if value is not None:
-            try:
-                conn.execute("SELECT pp_config(?, ?)", (setting, value))
-            except sqlite3.Error as e:
-                raise RefreshError(f"{option}: {e}") from None
+    _configure(conn, prometheus_url, retention_minutes)
     counts, warnings = _refresh_once(conn, events, final, stream)
     deadline = _wait_deadline(counts, wait_seconds) if final else None
     said = set()  # each refresh of the wait repeats the warnings about what it cannot change
@@ -81,6 +79,37 @@ def refresh(conn, events, prometheus_url=None, final=False, stream=sys.stderr, r
             _print_warnings([w for w in warnings if PAST_LAST_SAMPLE not in w], said, stream)
     _print_warnings(warnings, said, stream)
     return counts
+
+
+def check_settings(prometheus_url=None, retention_minutes=None):
+    """Refuses what refresh() would refuse to set, and an unusable PRECISIONPROBE_PROMETHEUS_URL
+    where no URL is given, before a command makes its results database: a mistyped URL leaves no
+    empty database behind, and the message names the command's option, not pp_config."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        load_file(conn, extension_path())
+        _configure(conn, prometheus_url, retention_minutes)
+        from_environment = os.environ.get(PROMETHEUS_URL_VARIABLE)
+        if not prometheus_url and from_environment:
+            try:
+                conn.execute("SELECT pp_config('prometheus_url', ?)", (from_environment,))
+            except sqlite3.Error as e:
+                reason = str(e).removeprefix("pp_config: ")
+                raise RefreshError(f"environment variable {PROMETHEUS_URL_VARIABLE} is not usable ({reason}): "
+                                   "correct it, or give --prometheus URL") from None
+    finally:
+        conn.close()
+
+
+def _configure(conn, prometheus_url, retention_minutes):
+    """Sets the options' values in conn (those given), each refused under its option's name."""
+    for option, setting, value in (("--prometheus", "prometheus_url", prometheus_url or None),
+                                   ("--retention-minutes", "event_retention_minutes", retention_minutes)):
+        if value is not None:
+            try:
+                conn.execute("SELECT pp_config(?, ?)", (setting, value))
+            except sqlite3.Error as e:
+                raise RefreshError(f"{option}: {e}") from None
 
 
 def _wait_deadline(counts, wait_seconds):
