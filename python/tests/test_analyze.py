@@ -472,6 +472,27 @@ def test_names_from_event_files_are_shown_safely():
     assert _file_name("a b") != _file_name("a_b") and _file_name("a_b") == "a_b"
 
 
+def test_figures_draw_names_with_control_characters_and_dollars_as_written(tmp_path):
+    """matplotlib reads text between two '$' as math and fails on what it cannot parse, and has no
+    glyph for a control character (a warning naming its own files): the figures show such names
+    written out instead."""
+    pytest.importorskip("matplotlib", reason="--html draws with matplotlib (scripts/setup.sh installs it)")
+    import warnings
+    from precisionprobe.analysis.figures import metrics_figure, share_figure
+    from precisionprobe.analysis.report import JobReport, METRICS, Row, Value
+
+    metrics = {short: Value("blend", 0.5) for _, short, _ in METRICS}
+    rows = [Row("cost$\\undefined$", "Linear", "forward", 3, 1.0, 1.0, 0.5, metrics),
+            Row("esc\x1b[2J", "ReLU", "backward", 3, 1.0, 1.0, 0.5, metrics)]
+    job = JobReport("run-$A-$B\x1b", 1, 10, 1, 100, 1, None, None, 0, None, None, {}, rows, rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        share_figure(job, tmp_path / "share.png")
+        metrics_figure(job, tmp_path / "metrics.png")
+    for png in ("share.png", "metrics.png"):
+        assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_html_writes_a_self_contained_page(runs, report_a, tmp_path):
     pytest.importorskip("matplotlib", reason="--html draws with matplotlib (scripts/setup.sh installs it)")
     work, _, _ = runs

@@ -5,6 +5,7 @@ An identified estimate is a solid bar with its 90% interval; an interval without
 value is drawn as a floating bar spanning it; a blend is a hatched, pale bar (the overlap mean
 of its sample windows, not the layer's own value).
 """
+from .render import shown
 from .report import METRICS
 
 DPI = 110
@@ -28,8 +29,15 @@ def check_matplotlib():
     _pyplot()
 
 
+def _plain(text):
+    """A name from event files as a figure shows it: control characters written out (as on the
+    terminal; the fonts have no glyph for them), and '$' as itself, where matplotlib would read
+    the text between two of them as math and fail on what it cannot parse."""
+    return shown(text).replace("$", r"\$")
+
+
 def _label(row):
-    return row.name if row.direction == "untracked" else f"{row.name} {SHORT_DIRECTION[row.direction]}"
+    return _plain(row.name) if row.direction == "untracked" else f"{_plain(row.name)} {SHORT_DIRECTION[row.direction]}"
 
 
 def share_figure(job, path):
@@ -41,7 +49,7 @@ def share_figure(job, path):
     for y, r in enumerate(rows):
         ax.text(100 * r.share, y, f" {100 * r.share:.1f}%", va="center", fontsize=8)
     ax.set_xlabel("share of the job's GPU time (%)")
-    ax.set_title(f"Where the GPU time goes: {job.job_id}", fontsize=10)
+    ax.set_title(f"Where the GPU time goes: {_plain(job.job_id)}", fontsize=10)
     ax.set_xlim(0, max(100 * r.share for r in rows) * 1.18 + 1)
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
@@ -67,7 +75,7 @@ def metrics_figure(job, path):
         ax.set_ylabel(label, fontsize=8)
         ax.tick_params(labelsize=8)
     axes[-1].set_xticks(list(xs), [_label(r) for r in rows], rotation=30, ha="right", fontsize=8)
-    axes[0].set_title(f"Per layer type, {job.job_id}: green identified (90% interval), yellow "
+    axes[0].set_title(f"Per layer type, {_plain(job.job_id)}: green identified (90% interval), yellow "
                       "interval only, grey hatched blend of the sample window", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
