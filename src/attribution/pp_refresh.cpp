@@ -8,10 +8,10 @@
 //   path   events written by the hook client: a file, a directory or a glob (as layer_events);
 //          NULL skips the import and the fetch: it folds what pp_events and pp_samples already
 //          hold (events and samples inserted by other means; bench/attribution_bench.py times it)
-//   final  optional number; 1 (any non-zero) folds every sample window now, including the last
-//          one of a job that is still running. Without it (or NULL, or 0) a job is complete once
-//          its last event is older than attribution_margin_seconds. Text that is not a number
-//          is an error.
+//   final  optional 0 or 1 (FALSE or TRUE; 1.0 is 1); 1 folds every sample window now, including
+//          the last one of a job that is still running. Without it (or NULL, or 0) a job is
+//          complete once its last event is older than attribution_margin_seconds. Anything else
+//          (2, 'yes') is an error.
 // One row: events_added, samples_added, windows_folded, history_kept, http_requests,
 // events_waiting (not folded yet: the count pp_refresh's warning gives) and waiting_end_time
 // (when the last of them ended, unix seconds; NULL when none wait).
