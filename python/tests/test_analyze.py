@@ -554,6 +554,30 @@ def test_html_that_cannot_be_written_whole_leaves_the_page_before(runs, report_a
     assert sorted(path.name for path in report.iterdir()) == sorted(before)  # no temporary file left
 
 
+def test_html_in_a_shared_folder_follows_no_link_left_under_a_temporary_name(tmp_path, monkeypatch):
+    """In a folder others can write, links left where the temporary files would go (names once
+    made of the process id alone, so easy to guess) are not followed: the file they name stays as
+    it was, and the page and its figures are files of their own."""
+    pytest.importorskip("matplotlib", reason="--html draws with matplotlib (scripts/setup.sh installs it)")
+    from precisionprobe.analysis.html_report import write_html
+    from precisionprobe.analysis.report import JobReport, METRICS, Row, Value
+
+    metrics = {short: Value("blend", 0.5) for _, short, _ in METRICS}
+    rows = [Row("emb", "EmbeddingBag", "forward", 3, 1.0, 1.0, 0.5, metrics)]
+    job = JobReport("shared-job", 1, 10, 1, 100, 1, None, None, 0, None, None, {}, rows, rows)
+    job.findings, job.unresolved = [], []
+    shared, victim = tmp_path / "shared", tmp_path / "victim.txt"
+    shared.mkdir()
+    victim.write_text("not for the report\n")
+    monkeypatch.setattr(os, "getpid", lambda: 4242)
+    for stem, suffix in (("index", ".html"), ("shared-job-share", ".png"), ("shared-job-metrics", ".png")):
+        (shared / f".{stem}.4242.tmp{suffix}").symlink_to(victim)
+    write_html([job], shared)
+    assert victim.read_text() == "not for the report\n"
+    for name in ("index.html", "shared-job-share.png", "shared-job-metrics.png"):
+        assert (shared / name).is_file() and not (shared / name).is_symlink(), name
+
+
 def test_html_onto_a_device_or_named_pipe_writes_the_page_there(runs, report_a, tmp_path):
     """As export's --openmetrics: /dev/stdout, a named pipe or a null device gets the page alone
     (its figures embedded), written in place, nothing made beside it. The device is a private

@@ -41,7 +41,8 @@ def _label(row):
 
 
 def share_figure(job, path):
-    """Horizontal bars: each layer type and direction's share of the job's GPU time."""
+    """Horizontal bars: each layer type and direction's share of the job's GPU time, as a PNG
+    written to path (a file name, or a binary file open for writing)."""
     plt = _pyplot()
     rows = list(reversed(job.layer_types))
     fig, ax = plt.subplots(figsize=(8, 0.32 * len(rows) + 1.2))
@@ -52,12 +53,13 @@ def share_figure(job, path):
     ax.set_title(f"Where the GPU time goes: {_plain(job.job_id)}", fontsize=10)
     ax.set_xlim(0, max(100 * r.share for r in rows) * 1.18 + 1)
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    fig.savefig(path, dpi=DPI, format="png")
     plt.close(fig)
 
 
 def metrics_figure(job, path):
-    """One panel per activity metric: the best value per layer type and direction."""
+    """One panel per activity metric: the best value per layer type and direction, as a PNG
+    written to path (a file name, or a binary file open for writing)."""
     plt = _pyplot()
     rows = [r for r in job.layer_types if r.direction != "untracked"]
     fig, axes = plt.subplots(len(METRICS), 1, figsize=(10, 2.3 * len(METRICS)), sharex=True)
@@ -78,5 +80,5 @@ def metrics_figure(job, path):
     axes[0].set_title(f"Per layer type, {_plain(job.job_id)}: green identified (90% interval), yellow "
                       "interval only, grey hatched blend of the sample window", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    fig.savefig(path, dpi=DPI, format="png")
     plt.close(fig)

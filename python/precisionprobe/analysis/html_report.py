@@ -37,19 +37,30 @@ def _table(rows):
 
 
 def _replace(path, write):
-    """Calls write(name) for a temporary name beside path, then renames it over path: a browser or
-    a web server serving DIR sees the old file or the new one, never part of one (a full disk or
-    a file-size limit mid-write, a process killed). A write that fails leaves the old file and
-    no temporary one, and the error names path."""
+    """Calls write(file) with a binary file open on a new temporary file beside path, then renames
+    it over path: a browser or a web server serving DIR sees the old file or the new one, never
+    part of one (a full disk or a file-size limit mid-write, a process killed). The temporary
+    file is made new (O_EXCL, a random name), so that a link someone else left under its name in
+    a shared DIR is never followed. A write that fails leaves the old file and no temporary one,
+    and the error names path."""
     path = Path(path)
-    temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")  # (the suffix: savefig's format)
+    temporary = None
     try:
-        write(temporary)
+        while temporary is None:
+            candidate = path.with_name(f".{path.stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp{path.suffix}")
+            try:
+                fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                temporary = candidate
+            except FileExistsError:
+                continue
+        with os.fdopen(fd, "wb") as f:
+            write(f)
         os.replace(temporary, path)
     except OSError as e:
         raise OSError(e.errno, e.strerror, str(path)) from None
     finally:
-        temporary.unlink(missing_ok=True)
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
 
 
 def _image(path):
@@ -75,7 +86,7 @@ def write_html(jobs, directory, layers=True):
     directory.mkdir(parents=True, exist_ok=True)
     page = directory / "index.html"
     text = _page(jobs, directory, layers)
-    _replace(page, lambda name: name.write_text(text, encoding="utf-8"))
+    _replace(page, lambda f: f.write(text.encode("utf-8")))
     return page
 
 
@@ -85,8 +96,8 @@ def _page(jobs, directory, layers):
     for job in jobs:
         name = _file_name(job.job_id)
         share, metrics = directory / f"{name}-share.png", directory / f"{name}-metrics.png"
-        _replace(share, lambda name: figures.share_figure(job, name))
-        _replace(metrics, lambda name: figures.metrics_figure(job, name))
+        _replace(share, lambda f: figures.share_figure(job, f))
+        _replace(metrics, lambda f: figures.metrics_figure(job, f))
         parts += [f"<h2>Job {html.escape(job.job_id)}</h2>", f"<p>{html.escape(job_summary(job))}</p>",
                   "<h3>What this says</h3><ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in job.findings)
                   + "</ul>", _image(share), "<h3>Per layer type</h3>", _table(job.layer_types),
