@@ -470,6 +470,13 @@ def test_names_from_event_files_are_shown_safely():
     assert "\x1b" not in markdown and "A job\\|\\x1b[2J" in markdown
     assert all(line.count("|") - line.count("\\|") == 8 for line in markdown.splitlines())
     assert _file_name("a b") != _file_name("a_b") and _file_name("a_b") == "a_b"
+    # Markdown passes inline HTML through: names are text there, not markup.
+    rows = [Row("<img src=x onerror=alert(2)>", "Linear", "forward", 3, 1.0, 1.0, 0.5, metrics)]
+    tagged = JobReport("<script>alert(1)</script>", 1, 10, 1, 100, 1, None, None, 0, None, None, {}, rows, rows)
+    complete(tagged)
+    for markdown in (as_markdown([tagged]), render_comparison(tagged, tagged, compare_jobs(tagged, tagged), "markdown")):
+        assert "<script" not in markdown and "<img" not in markdown, markdown
+    assert "## Job &lt;script&gt;alert(1)&lt;/script&gt;" in as_markdown([tagged])
 
 
 def test_figures_draw_names_with_control_characters_and_dollars_as_written(tmp_path):

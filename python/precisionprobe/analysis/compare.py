@@ -11,7 +11,7 @@ import io
 import json
 import math
 
-from .render import cell, shown
+from .render import cell, markdown_cell, shown
 from .report import METRICS
 
 
@@ -110,7 +110,7 @@ def render_comparison(a, b, rows, fmt):
               r.get("b_shown") or _fmt(r["b"], r["metric"]), _fmt(r["difference"], r["metric"]),
               r["exceeds_uncertainty"]] for r in rows]
     if fmt == "markdown":
-        escaped = [[c.replace("|", "\\|") for c in line] for line in [header] + cells]
+        escaped = [[markdown_cell(c) for c in line] for line in [header] + cells]
         return "\n".join(["| " + " | ".join(escaped[0]) + " |", "|" + "|".join("---" for _ in header) + "|"]
                          + ["| " + " | ".join(c) + " |" for c in escaped[1:]]) + "\n"
     widths = [max(len(x) for x in col) for col in zip(header, *cells)]

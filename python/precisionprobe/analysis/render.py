@@ -6,6 +6,7 @@ In the table and Markdown a metric's cell reads
     ~0.49         not identified: the blend of the sample window (Table II's overlap mean)
 """
 import csv
+import html
 import io
 import json
 
@@ -38,6 +39,17 @@ def shown(text):
     """Text from event files as a terminal or page may show it: control characters (an escape
     sequence in a layer name would drive the terminal) written as Python writes them, \\x1b."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+def markdown_text(text):
+    """Text from event files as Markdown shows it: as shown(), and '<', '>' and '&' as entities,
+    since Markdown passes inline HTML through (a layer named <img onerror=...> would be markup)."""
+    return html.escape(shown(text), quote=False)
+
+
+def markdown_cell(text):
+    """markdown_text in a table cell, where '|' would end the cell."""
+    return markdown_text(text).replace("|", "\\|")
 
 
 def header_cells():
@@ -87,15 +99,16 @@ def as_markdown(jobs, layers=True):
     def table(rows):
         header = header_cells()
         return (["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-                + ["| " + " | ".join(c.replace("|", "\\|") for c in row_cells(r)) + " |" for r in rows])
+                + ["| " + " | ".join(markdown_cell(c) for c in row_cells(r)) + " |" for r in rows])
     for job in jobs:
-        out += [f"## Job {shown(job.job_id)}", "", job_summary(job) + ".", "", "### Per layer type", ""]
+        out += [f"## Job {markdown_text(job.job_id)}", "", job_summary(job) + ".", "", "### Per layer type", ""]
         out += table(job.layer_types)
         if layers:
             out += ["", "### Per layer", ""] + table(job.layers)
-        out += ["", f"*{LEGEND}*", "", "### What this says", ""] + [f"- {shown(s)}" for s in job.findings]
+        out += ["", f"*{LEGEND}*", "", "### What this says", ""] + [f"- {markdown_text(s)}" for s in job.findings]
         if job.unresolved:
-            out += ["", "### Not resolved, and what would resolve it", ""] + [f"- {shown(s)}" for s in job.unresolved]
+            out += ["", "### Not resolved, and what would resolve it", ""] + [f"- {markdown_text(s)}"
+                                                                              for s in job.unresolved]
         out.append("")
     return "\n".join(out)
 
