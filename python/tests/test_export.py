@@ -524,6 +524,139 @@ def test_serve_closes_a_connection_that_never_finishes_its_request():
     assert log.lines == []
 
 
+def _serving(**limits):
+    log = _Lines()
+    server = endpoint.listen("127.0.0.1", 0, lambda: "# EOF\n", "precisionprobe serve", log, **limits)
+    thread = threading.Thread(target=endpoint.serve, args=(server,), daemon=True)
+    thread.start()
+    return server, thread, log
+
+
+def test_serve_closes_a_slow_loris_that_sends_a_byte_now_and_then():
+    """Each read waiting less than the timeout does not keep a request open: the request line
+    and headers must all arrive within the deadline, and scrapes are answered meanwhile."""
+    server, thread, log = _serving(timeout=1, deadline=1.5)
+    port = server.server_address[1]
+    try:
+        with socket.create_connection(("127.0.0.1", port)) as loris:
+            started, closed = time.monotonic(), False
+            for byte in b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"x" * 100:
+                try:
+                    loris.sendall(bytes([byte]))
+                except OSError:
+                    closed = True
+                    break
+                loris.settimeout(0.3)
+                try:
+                    if loris.recv(100) == b"":
+                        closed = True
+                        break
+                except socket.timeout:
+                    pass
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                    assert r.read() == b"# EOF\n"
+            assert closed and time.monotonic() - started < 6, time.monotonic() - started
+    finally:
+        server.shutdown()
+        thread.join(5)
+    assert log.lines == []
+
+
+def test_serve_caps_the_connections_of_one_client_and_of_all():
+    """Past the caps, connections are closed at once, so that one client's many cannot take every
+    thread and file descriptor: another address (here 127.0.0.1 beside the hog's 127.0.0.2) is
+    still answered, and the hog's own connections are answered again once its others close."""
+    server, thread, log = _serving(max_connections=6, max_connections_per_client=3)
+    port = server.server_address[1]
+
+    def from_hog():
+        s = socket.socket()
+        s.bind(("127.0.0.2", 0))
+        s.connect(("127.0.0.1", port))
+        return s
+
+    try:
+        held = [from_hog() for _ in range(3)]
+        time.sleep(0.2)  # (the server has taken them)
+        refused = from_hog()
+        refused.settimeout(5)
+        assert refused.recv(100) == b""  # closed at once, nothing said
+        refused.close()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            assert r.read() == b"# EOF\n"
+        others = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        time.sleep(0.2)
+        over_all = socket.create_connection(("127.0.0.1", port))  # the seventh: past the cap of six
+        over_all.settimeout(5)
+        assert over_all.recv(100) == b""
+        over_all.close()
+        for s in held + others:
+            s.close()
+        time.sleep(0.2)
+        again = from_hog()
+        again.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+        again.settimeout(5)
+        answer = b""
+        while chunk := again.recv(1000):  # (HTTP/1.0: the server closes after the answer)
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.0 200 OK") and answer.endswith(b"# EOF\n"), answer
+        again.close()
+    finally:
+        server.shutdown()
+        thread.join(5)
+    assert log.lines == []
+
+
+def test_serve_on_loopback_answers_requests_for_loopback_names_only():
+    """A page in a browser on the machine can make its own domain name resolve to 127.0.0.1 (DNS
+    rebinding) and read what a loopback endpoint serves: only a loopback Host is answered."""
+    server, thread, log = _serving()
+    port = server.server_address[1]
+    try:
+        for host, status in ((f"127.0.0.1:{port}", 200), (f"localhost:{port}", 200), ("LOCALHOST", 200),
+                             (f"[::1]:{port}", 200), (f"{socket.gethostname()}:{port}", 200),
+                             (f"rebind.attacker.example:{port}", 403), ("10.0.0.7", 403), ("127.0.0.1.evil", 403)):
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers={"Host": host})
+            try:
+                with urllib.request.urlopen(request, timeout=5) as r:
+                    got, body = r.status, r.read()
+            except urllib.error.HTTPError as e:
+                got, body = e.code, e.read()
+            assert got == status, (host, got, body)
+            if status == 403:
+                assert body.startswith(b"forbidden: this endpoint listens on loopback"), body
+    finally:
+        server.shutdown()
+        thread.join(5)
+    assert endpoint.host_is_loopback("127.0.0.53") and endpoint.host_is_loopback("db.localhost:9")
+    assert not endpoint.host_is_loopback("localhost.attacker.example")
+
+
+def test_serve_waits_for_a_file_descriptor_instead_of_spinning():
+    """accept() failing with EMFILE leaves the listening socket readable: serve_forever would call
+    it again at once, using a whole core. The server waits a moment, and says so once."""
+    import errno
+
+    class NoDescriptors:
+        def accept(self):
+            raise OSError(errno.EMFILE, "Too many open files")
+
+    log = _Lines()
+    server = endpoint.listen("127.0.0.1", 0, lambda: "# EOF\n", "precisionprobe serve", log)
+    try:
+        real, server.socket = server.socket, NoDescriptors()
+        started = time.monotonic()
+        for _ in range(3):
+            with pytest.raises(OSError):
+                server.get_request()
+        assert time.monotonic() - started >= 3 * endpoint.NO_DESCRIPTOR_WAIT_S
+        assert log.lines == ["precisionprobe serve: cannot accept connections for now: Too many open files "
+                             "(waiting for open ones to close)"]
+    finally:
+        server.socket = real
+        server.server_close()
+
+
 def test_serve_takes_an_ipv6_address_in_brackets_as_urls_write_it():
     # Before, '[::1]' went to getaddrinfo as it was: "Name or service not known".
     try:
