@@ -163,9 +163,7 @@ AlignmentTimeline alignment_timeline(const AlignmentEventBlocks& fetched, const 
     int forward;
   };
   std::vector<InRange> in_range;
-  size_t fetched_events = 0;
-  for (const FetchedBlock& b : fetched.blocks) fetched_events += static_cast<size_t>(std::max<int64_t>(b.events, 0));
-  in_range.reserve(fetched_events);
+  in_range.reserve(held_events(fetched.blocks));
   std::vector<std::string> job_ids, layer_types;
   std::map<std::string, uint32_t, std::less<>> job_read, type_read;
   std::unordered_map<const void*, uint32_t> type_of_layer;  // LayerNames' entries stay put

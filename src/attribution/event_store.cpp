@@ -377,6 +377,13 @@ void visit_event_blocks(const std::vector<FetchedBlock>& blocks, const EventScan
                 name_of, events, visit);
 }
 
+size_t held_events(const std::vector<FetchedBlock>& blocks) {
+  size_t held = 0;
+  for (const FetchedBlock& b : blocks)
+    held += static_cast<size_t>(std::clamp<int64_t>(b.events, 0, static_cast<int64_t>(kMaxBlockEvents)));
+  return held;
+}
+
 std::vector<JobSpan> unfolded_span_bounds(sqlite3* db, const std::string& uuid) {
   flush_event_tables(db);
   std::vector<JobSpan> spans;

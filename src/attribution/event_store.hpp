@@ -163,6 +163,10 @@ struct FetchedBlock {
 std::vector<FetchedBlock> fetch_event_blocks(sqlite3* db, const std::string& schema, const EventScan& scan);
 void visit_event_blocks(const std::vector<FetchedBlock>& blocks, const EventScan& scan, const LayerNames& layers,
                         const std::function<void(const ScannedEvent&)>& visit);
+// Room for the events the blocks say they hold, each block counted as at most kMaxBlockEvents:
+// what a caller reserves before decoding them, so that a damaged row's count is reported by the
+// decode that reads it, not met first as an allocation failure.
+size_t held_events(const std::vector<FetchedBlock>& blocks);
 
 // Each job's span of the unfolded events of a GPU whose times can be a call (in [0,
 // kMaxEventNs], ending when or after they start), what the align step adds to the spans

@@ -206,8 +206,7 @@ class TimelineReader : public TimelineFetch {
       // Room for every event the blocks hold (those out of range are few): growing by doubling
       // would copy the events and touch new pages several times over.
       size_t held = gpu_.events.size();
-      for (const auto& [scan, blocks] : copied_)
-        for (const FetchedBlock& block : blocks) held += static_cast<size_t>(std::max<int64_t>(block.events, 0));
+      for (const auto& [scan, blocks] : copied_) held += held_events(blocks);
       gpu_.events.reserve(held);
       for (auto& [scan, blocks] : copied_) {
         scan_bounds_.push_back(gpu_.events.size());

@@ -61,6 +61,14 @@ TEST(EventExtent, ABlockCutByTheFoldPointOrHoldingImpossibleTimesCountsItsOwnEve
   EXPECT_EQ(span_of(extent, "a")->last, kT0 + 52 * kMs);
   EXPECT_EQ(extent.longest_ns, 2 * kMs);  // its events read one by one: the longest exactly
 
+  // A fold point at the block's first start folded that event, and that one only.
+  db.exec("UPDATE pp_events_blocks SET folded_through_ns = " + std::to_string(kT0));
+  extent = pp::read_event_extent(db.get(), "GPU-a");
+  ASSERT_EQ(extent.jobs.size(), 1u);
+  EXPECT_EQ(span_of(extent, "a")->first, kT0 + 10 * kMs);
+  EXPECT_EQ(span_of(extent, "a")->last, kT0 + 52 * kMs);
+  EXPECT_EQ(extent.longest_ns, 30 * kMs);
+
   // An event that ends before it starts (as an earlier version imported such) is no call: the
   // span is that of the others.
   pp_test::TestDb other;
