@@ -463,11 +463,13 @@ def test_names_from_event_files_are_shown_safely():
     # The findings name the layer too (the largest share, what is not resolved).
     complete(job)
     assert any("owned" in s for s in job.findings) and any("owned" in s for s in job.unresolved)
-    for shown_text in (as_table([job]), as_markdown([job])):
+    # (Markdown writes a backslash as '\\' and a ']' as '\]', which it shows as '\' and ']'.)
+    for shown_text, name in ((as_table([job]), "\\x1b]0;owned\\x07layer|x"),
+                             (as_markdown([job]), "\\\\x1b\\]0;owned\\\\x07layer|x")):
         assert "\x1b" not in shown_text and "\x07" not in shown_text
-        assert "The largest share of GPU time is \\x1b]0;owned\\x07layer|x forward" in shown_text
+        assert f"The largest share of GPU time is {name} forward" in shown_text
     markdown = render_comparison(job, job, compare_jobs(job, job), "markdown")
-    assert "\x1b" not in markdown and "A job\\|\\x1b[2J" in markdown
+    assert "\x1b" not in markdown and "A job\\|\\\\x1b\\[2J" in markdown
     assert all(line.count("|") - line.count("\\|") == 8 for line in markdown.splitlines())
     assert _file_name("a b") != _file_name("a_b") and _file_name("a_b") == "a_b"
     # Markdown passes inline HTML through: names are text there, not markup.
@@ -477,6 +479,15 @@ def test_names_from_event_files_are_shown_safely():
     for markdown in (as_markdown([tagged]), render_comparison(tagged, tagged, compare_jobs(tagged, tagged), "markdown")):
         assert "<script" not in markdown and "<img" not in markdown, markdown
     assert "## Job &lt;script&gt;alert(1)&lt;/script&gt;" in as_markdown([tagged])
+    # Nor are they links, images, code or emphasis: the image would be fetched when shown.
+    rows = [Row("![](https://host/beacon)", "Linear", "forward", 3, 1.0, 1.0, 0.5, metrics)]
+    linked = JobReport("[job](javascript:x) *a* _b_ `c` top_l.0", 1, 10, 1, 100, 1, None, None, 0, None,
+                       None, {}, rows, rows)
+    complete(linked)
+    for markdown in (as_markdown([linked]), render_comparison(linked, linked, compare_jobs(linked, linked), "markdown")):
+        assert "![](" not in markdown and "[job](" not in markdown and "`c`" not in markdown, markdown
+        assert "!\\[\\](https://host/beacon)" in markdown
+    assert "## Job \\[job\\](javascript:x) \\*a\\* \\_b\\_ \\`c\\` top_l.0" in as_markdown([linked])
 
 
 def test_figures_draw_names_with_control_characters_and_dollars_as_written(tmp_path):
@@ -783,6 +794,9 @@ def test_a_moved_or_copied_run_with_its_emulated_copy_is_still_refused(tmp_path)
     # the copy beside other event files is refused, as with a mark that cannot be read.
     (moved / "emulated" / _emulated_copy.MARK).write_text(f"{first}\nevent files of that folder\n")
     assert _emulated_copy.copies_inside(moved) == [(moved / "emulated").resolve()]
+    refused = precisionprobe("analyze", moved, check=False)
+    assert refused.returncode == 1 and "whose run is not where the copy's mark says (moved, or removed)" in \
+        refused.stderr, refused.stderr
 
 
 def test_a_value_of_another_type_in_the_report_tables_is_one_line(runs, report_a, tmp_path):

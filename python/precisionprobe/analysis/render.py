@@ -9,6 +9,7 @@ import csv
 import html
 import io
 import json
+import re
 
 from .report import METRICS
 
@@ -41,10 +42,16 @@ def shown(text):
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
+# What would start a link or an image ('[', ']'), code ('`'), emphasis ('*', a '_' at a word's
+# edge: inside a word it is a letter) or an escape ('\\'), written with a backslash before it.
+_MARKDOWN_SYNTAX = re.compile(r"[\\`*\[\]]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+
+
 def markdown_text(text):
-    """Text from event files as Markdown shows it: as shown(), and '<', '>' and '&' as entities,
-    since Markdown passes inline HTML through (a layer named <img onerror=...> would be markup)."""
-    return html.escape(shown(text), quote=False)
+    """Text from event files as Markdown shows it: as shown(), '<', '>' and '&' as entities, since
+    Markdown passes inline HTML through (a layer named <img onerror=...> would be markup), and
+    Markdown's own syntax escaped (a layer named ![](https://host/beacon) would load an image)."""
+    return _MARKDOWN_SYNTAX.sub(lambda m: "\\" + m.group(0), html.escape(shown(text), quote=False))
 
 
 def markdown_cell(text):
