@@ -37,6 +37,11 @@ def is_copy(folder):
     return Path(folder, MARK).is_file() or any(Path(folder).rglob(MARK))
 
 
+def places_its_source(copy):
+    """Whether the mark of copy (an emulated copy) names a source folder that exists."""
+    return bool(_sources(Path(copy, MARK)))
+
+
 def copies_inside(folder):
     """The emulated copies below folder (not folder itself) whose events are below it too, or
     that sit beside other event files there where the mark does not say where its source is now

@@ -238,10 +238,15 @@ def _run_database(args):
         raise CommandError(f"--emulate: '{run_dir}' holds an emulator's copy of a run's events, whose calls are on "
                            "emulated GPUs already: analyze it without --emulate, or --emulate the run it copies")
     copies = [] if args.no_refresh else emulated_copy.copies_inside(run_dir)  # (--no-refresh reads no events)
-    if copies:
+    if copies and emulated_copy.places_its_source(copies[0]):
         raise CommandError(f"'{run_dir}' holds event files and an emulator's copy of them ('{copies[0]}', their "
                            "calls rewritten onto emulated GPUs), so every call would count twice: analyze the copy "
                            "(the calls on the emulated GPUs) or the events' own folder")
+    if copies:
+        raise CommandError(f"'{run_dir}' holds an emulator's copy of a run's events ('{copies[0]}', their calls "
+                           "rewritten onto emulated GPUs) whose run is not where the copy's mark says (moved, or "
+                           "removed), beside other event files, which may be that run's and would then count "
+                           "twice: analyze the copy on its own, or a folder without it")
     database = _database(_emulated_dir(args) if args.emulate else run_dir, args.db)
     _refuse_what_is_not_a_file(database, "--db" if args.db else "the default --db",
                                "give --db a results database file, or the path of a new one")
