@@ -56,6 +56,7 @@ def _replace(path, write):
         with os.fdopen(fd, "wb") as f:
             write(f)
         os.replace(temporary, path)
+        temporary = None  # (the name is path's now; another process may make a file under it)
     except OSError as e:
         raise OSError(e.errno, e.strerror, str(path)) from None
     finally:

@@ -105,7 +105,7 @@ class _Server(ThreadingHTTPServer):
         self.max_connections, self.max_per_client = max_connections, max_per_client
         self._open = {}  # accepted connection -> its client address, until it is shut down
         self._open_lock = threading.Lock()
-        self._said_no_descriptor = 0.0
+        self._said_no_descriptor = None  # when the last line about it was written
         super().__init__(address, handler)
         self.loopback_only = _loopback(self.server_address[0])
 
@@ -116,7 +116,7 @@ class _Server(ThreadingHTTPServer):
             # The listening socket stays readable: without a wait, serve_forever would spin.
             if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
                 now = time.monotonic()
-                if now - self._said_no_descriptor > 60:
+                if self._said_no_descriptor is None or now - self._said_no_descriptor > 60:
                     print(f"{self.prog}: cannot accept connections for now: {e.strerror} (waiting for open "
                           "ones to close)", file=self.stream, flush=True)
                     self._said_no_descriptor = now
