@@ -73,3 +73,39 @@ def fresh_probe():
     import precisionprobe
     yield precisionprobe
     precisionprobe.detach()
+
+
+@pytest.fixture(scope="session")
+def runs(tmp_path_factory):
+    """Two 2-minute recordings an hour apart in one Prometheus: A with the dlrm profile, B with
+    every layer's activity above idle halved. The analyze tests (test_analyze*.py, one pytest
+    session) share them; skips where Debian's prometheus package is not installed."""
+    import shutil
+    from precisionprobe.emulator import offline
+    from precisionprobe.emulator.colocation import scaled_profile
+    from precisionprobe.emulator.profile import Profile
+    from precisionprobe.harness import prometheus, processes
+    if shutil.which("promtool") is None or shutil.which("prometheus") is None:
+        pytest.skip("needs Debian's prometheus package (promtool, prometheus)")
+    work = tmp_path_factory.mktemp("analyze")
+    profile = Profile.named("dlrm")
+    paths = {}
+    for name, start, prof in (("a", offline.DEFAULT_START_S, profile),
+                              ("b", offline.DEFAULT_START_S + 3600, scaled_profile(profile, 0.5))):
+        rec = offline.record(120, 100, 0.005, 7, prof, start_s=start)
+        paths[name] = offline.write(rec, work / name)
+        prometheus.backfill(paths[name]["openmetrics"], work / prometheus.TSDB_DIR)
+    process, url = prometheus.serve(work)
+    try:
+        yield work, paths, url
+    finally:
+        processes.stop(process)
+
+
+@pytest.fixture(scope="session")
+def report_a(runs):
+    """(analyze's JSON report of run A, refreshed into a.db with --final; A's true values)."""
+    work, paths, url = runs
+    result = run_cli("analyze", work / "a" / "events", "--prometheus", url, "--final", "--format", "json",
+                     "--db", work / "a.db")
+    return json.loads(result.stdout), json.loads(Path(paths["a"]["truth"]).read_text())

@@ -1,62 +1,23 @@
 """`precisionprobe analyze` and `compare` as a user runs them: the offline emulator's recordings
-(realistic dcgm-exporter timing) backfilled into a real Prometheus, the commands run as
-subprocesses, their output read back in each format."""
+(realistic dcgm-exporter timing) backfilled into a real Prometheus (conftest's `runs`), the
+commands run as subprocesses, their output read back in each format."""
 import csv
 import io
 import json
 import os
 import re
-import resource
-import shutil
 import sqlite3
-import stat
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import pytest
 
-from conftest import extension_path, run_cli as precisionprobe
+from conftest import run_cli as precisionprobe
 from precisionprobe.emulator import offline
-from precisionprobe.emulator.colocation import scaled_profile
-from precisionprobe.emulator.profile import Profile
-from precisionprobe.harness import prometheus, processes
 from precisionprobe.harness.ports import free_port
-
-pytestmark = pytest.mark.skipif(shutil.which("promtool") is None or shutil.which("prometheus") is None,
-                                reason="needs Debian's prometheus package (promtool, prometheus)")
 
 SHORT = {"DCGM_FI_DEV_GPU_UTIL": "gpu_util", "DCGM_FI_PROF_SM_ACTIVE": "sm_active",
          "DCGM_FI_PROF_SM_OCCUPANCY": "sm_occupancy", "DCGM_FI_PROF_DRAM_ACTIVE": "dram_active",
          "DCGM_FI_PROF_PIPE_FP32_ACTIVE": "fp32_active"}
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Two 2-minute recordings an hour apart in one Prometheus: A with the dlrm profile, B with
-    every layer's activity above idle halved."""
-    work = tmp_path_factory.mktemp("analyze")
-    profile = Profile.named("dlrm")
-    paths = {}
-    for name, start, prof in (("a", offline.DEFAULT_START_S, profile),
-                              ("b", offline.DEFAULT_START_S + 3600, scaled_profile(profile, 0.5))):
-        rec = offline.record(120, 100, 0.005, 7, prof, start_s=start)
-        paths[name] = offline.write(rec, work / name)
-        prometheus.backfill(paths[name]["openmetrics"], work / prometheus.TSDB_DIR)
-    process, url = prometheus.serve(work)
-    try:
-        yield work, paths, url
-    finally:
-        processes.stop(process)
-
-
-@pytest.fixture(scope="module")
-def report_a(runs):
-    work, paths, url = runs
-    result = precisionprobe("analyze", work / "a" / "events", "--prometheus", url, "--final", "--format", "json",
-                            "--db", work / "a.db")
-    return json.loads(result.stdout), json.loads(Path(paths["a"]["truth"]).read_text())
 
 
 def test_analyze_reports_the_job_with_its_shares_of_gpu_time(report_a):
@@ -335,116 +296,6 @@ def test_results_read_without_the_extension(runs, report_a):
     assert blend["dram_active_ratio"] == row["metrics"]["dram_active"]["blend"]
 
 
-def test_emulate_reads_the_run_folder_as_layer_events_does(runs, tmp_path, monkeypatch):
-    """Links that loop back, a folder and a named pipe called *.jsonl: --emulate reads the run's
-    event files as analyze does (a folder was read as a file, Errno 21, and a loop walked without
-    end); a file it cannot read is said as such, not as its copy that it could not write."""
-    work, paths, _ = runs
-    calls = {}
-    for name in ("plain", "run"):
-        (tmp_path / name).mkdir()
-        shutil.copy(paths["a"]["events"], tmp_path / name / "events-node-1.jsonl")
-    run = tmp_path / "run"
-    (run / "loop").symlink_to(".")
-    (run / "back").symlink_to(".")
-    (run / "folder.jsonl").mkdir()
-    os.mkfifo(run / "pipe.jsonl")
-    for name in ("plain", "run"):
-        result = precisionprobe("analyze", tmp_path / name, "--emulate", "dlrm", "--format", "json", timeout=300)
-        (job,) = json.loads(result.stdout)["jobs"]
-        calls[name] = {(r["name"], r["direction"]): r["calls"] for r in job["layer_types"]}
-    assert calls["run"] == calls["plain"] and any(calls["run"].values())
-    from precisionprobe.analysis import emulate
-
-    def unreadable(path, skipped):  # (as root, no mode makes a file unreadable)
-        raise PermissionError(13, "Permission denied", str(path))
-    monkeypatch.setattr(emulate, "read_event_file", unreadable)
-    with pytest.raises(ValueError, match=r"cannot open '.*events-node-1.jsonl': Permission denied"):
-        emulate._streams(run)
-
-
-def test_emulate_warns_of_a_subfolder_it_cannot_read_as_layer_events_does(runs, tmp_path, monkeypatch):
-    """A folder of the run that cannot be read is left out of the replay with the warning
-    layer_events() gives, not in silence."""
-    work, paths, _ = runs
-    run = tmp_path / "run"
-    (run / "secret").mkdir(parents=True)
-    for name in ("events-node-1.jsonl", "secret/events-node-2.jsonl"):
-        shutil.copy(paths["a"]["events"], run / name)
-    from precisionprobe.analysis import emulate
-    real_scandir = os.scandir
-
-    def scandir(path="."):  # (as root, no mode makes a folder unreadable)
-        if os.path.basename(os.fspath(path)) == "secret":
-            raise PermissionError(13, "Permission denied", os.fspath(path))
-        return real_scandir(path)
-    monkeypatch.setattr(os, "scandir", scandir)
-    said = io.StringIO()
-    _, files = emulate._streams(run, said)
-    assert [path.name for path, _, _ in files] == ["events-node-1.jsonl"]
-    assert said.getvalue() == f"precisionprobe: warning: skipped directory '{run / 'secret'}': Permission denied\n"
-
-
-def test_emulate_replays_a_cpu_run_on_an_emulated_gpu(runs, tmp_path):
-    """A run recorded on a machine without a GPU (every event on 'cpu'): --emulate replays its
-    layer calls on an emulated GPU, so the report has the profile's values, identified."""
-    work, paths, _ = runs
-    run = tmp_path / "cpu-run"
-    run.mkdir()
-    lines = Path(paths["a"]["events"]).read_text().splitlines()
-    with open(run / "events-node-1.jsonl", "w") as f:
-        for line in lines:
-            record = json.loads(line)
-            if "layer" in record:
-                record["gpu_uuid"], record["gpu"] = "cpu", None
-            f.write(json.dumps(record) + "\n")
-    result = precisionprobe("analyze", run, "--emulate", "dlrm", "--format", "json")
-    (job,) = json.loads(result.stdout)["jobs"]
-    assert job["gpus"] == 1
-    row = next(r for r in job["layer_types"] if r["name"] == "EmbeddingBag" and r["direction"] == "backward")
-    assert row["metrics"]["dram_active"]["kind"] == "estimate"
-    assert row["metrics"]["dram_active"]["value"] == pytest.approx(0.86, rel=0.05)
-    emulated = tmp_path / "cpu-run.emulated"
-    assert (emulated / "precisionprobe.db").is_file() and list((emulated / "events").glob("*.jsonl"))
-    # Again: the same files, nothing imported twice.
-    again = precisionprobe("analyze", run, "--emulate", "dlrm", "--format", "json")
-    assert json.loads(again.stdout)["jobs"][0]["layer_types"][0]["calls"] == job["layer_types"][0]["calls"]
-    assert "made anew" not in again.stderr
-    # The run grew (analyzed while the job ran): the emulated database is made anew, so no event
-    # arrives after its window was folded.
-    later = [json.loads(line) for line in (run / "events-node-1.jsonl").read_text().splitlines()]
-    with open(run / "events-node-1.jsonl", "a") as f:
-        for record in later:
-            if "layer" in record:
-                f.write(json.dumps(dict(record, t_start_ns=record["t_start_ns"] + 300 * 10**9,
-                                        t_end_ns=record["t_end_ns"] + 300 * 10**9)) + "\n")
-    grown = precisionprobe("analyze", run, "--emulate", "dlrm", "--format", "json")
-    assert "is made anew" in grown.stderr and "arrived after" not in grown.stderr, grown.stderr
-    grown_row = next(r for r in json.loads(grown.stdout)["jobs"][0]["layer_types"]
-                     if r["name"] == "EmbeddingBag" and r["direction"] == "backward")
-    assert grown_row["calls"] == 2 * row["calls"]
-    # A profile without the run's layer types says so; an unknown one is a one-line error.
-    other = precisionprobe("analyze", run, "--emulate", "resnext", "--emulate-out", tmp_path / "other",
-                           "--format", "json")
-    assert "profile 'resnext' has no values for layer types EmbeddingBag" in other.stderr
-    unknown = precisionprobe("analyze", run, "--emulate", "nosuch", check=False)
-    assert unknown.returncode == 1 and "--emulate: no profile 'nosuch' (shipped: dlrm" in unknown.stderr
-    # Its copies kept inside the run would be read back by the next analyze; compare of the run
-    # points at the emulated database.
-    inside = precisionprobe("analyze", run, "--emulate", "dlrm", "--emulate-out", run / "emu", check=False)
-    assert inside.returncode == 1 and "--emulate-out: " in inside.stderr and "is inside RUN_DIR" in inside.stderr
-    assert not (run / "emu").exists()
-    hint = precisionprobe("compare", run, run, check=False)
-    assert hint.returncode == 1 and "(analyze --emulate wrote '" in hint.stderr
-    # A folder that holds both the run and its emulated copy would count every call twice.
-    both = precisionprobe("analyze", tmp_path, check=False)
-    assert both.returncode == 1 and "and an emulator's copy of them" in both.stderr, both.stderr
-    # The copy analyzed with --emulate again would be an emulation of the emulation.
-    again = precisionprobe("analyze", f"{run}.emulated", "--emulate", "dlrm", check=False)
-    assert again.returncode == 1 and "holds an emulator's copy of a run's events" in again.stderr, again.stderr
-    assert not Path(f"{run}.emulated.emulated").exists()
-
-
 def test_names_from_event_files_are_shown_safely():
     """Job ids and layer names come from event files: a terminal escape is shown, not obeyed, a
     '|' does not break a Markdown table, and ids that differ only in odd characters get figures
@@ -490,141 +341,6 @@ def test_names_from_event_files_are_shown_safely():
     assert "## Job \\[job\\](javascript:x) \\*a\\* \\_b\\_ \\`c\\` top_l.0" in as_markdown([linked])
 
 
-def test_figures_draw_names_with_control_characters_and_dollars_as_written(tmp_path):
-    """matplotlib reads text between two '$' as math and fails on what it cannot parse, and has no
-    glyph for a control character (a warning naming its own files): the figures show such names
-    written out instead."""
-    pytest.importorskip("matplotlib", reason="--html draws with matplotlib (scripts/setup.sh installs it)")
-    import warnings
-    from precisionprobe.analysis.figures import metrics_figure, share_figure
-    from precisionprobe.analysis.report import JobReport, METRICS, Row, Value
-
-    metrics = {short: Value("blend", 0.5) for _, short, _ in METRICS}
-    rows = [Row("cost$\\undefined$", "Linear", "forward", 3, 1.0, 1.0, 0.5, metrics),
-            Row("esc\x1b[2J", "ReLU", "backward", 3, 1.0, 1.0, 0.5, metrics)]
-    job = JobReport("run-$A-$B\x1b", 1, 10, 1, 100, 1, None, None, 0, None, None, {}, rows, rows)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        share_figure(job, tmp_path / "share.png")
-        metrics_figure(job, tmp_path / "metrics.png")
-    for png in ("share.png", "metrics.png"):
-        assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_html_writes_a_self_contained_page(runs, report_a, tmp_path):
-    pytest.importorskip("matplotlib", reason="--html draws with matplotlib (scripts/setup.sh installs it)")
-    work, _, _ = runs
-    result = precisionprobe("analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh", "--no-layers",
-                            "--html", tmp_path / "report")
-    page = (tmp_path / "report" / "index.html").read_text()
-    assert page.count('src="data:image/png;base64,') == 2 and "<h3>What this says</h3>" in page
-    assert "EmbeddingBag" in page and "<h3>Per layer</h3>" not in page
-    for png in ("emulated-dlrm-share.png", "emulated-dlrm-metrics.png"):
-        assert (tmp_path / "report" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert f"report page {tmp_path / 'report' / 'index.html'}" in result.stderr
-    onto_a_file = precisionprobe("analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh",
-                                 "--html", tmp_path / "report" / "index.html", check=False)
-    assert onto_a_file.returncode == 1 and onto_a_file.stdout == ""
-    assert "--html: '" in onto_a_file.stderr and "is a file; give a folder" in onto_a_file.stderr
-
-
-def test_html_without_matplotlib_is_refused_before_any_work(runs, report_a, tmp_path):
-    # Before, the whole report printed first (after the refresh, which can take minutes), then the
-    # command failed with "--html: --html needs matplotlib".
-    work, _, _ = runs
-    hidden = tmp_path / "no-matplotlib" / "matplotlib"
-    hidden.mkdir(parents=True)
-    (hidden / "__init__.py").write_text("raise ImportError(\"No module named 'matplotlib'\")\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "precisionprobe", "analyze", str(work / "a" / "events"), "--db", str(work / "a.db"),
-         "--no-refresh", "--html", str(tmp_path / "report")], text=True, capture_output=True, timeout=300,
-        env=dict(os.environ, PRECISIONPROBE_EXTENSION=extension_path(),
-                 PYTHONPATH=os.pathsep.join([str(hidden.parent), os.environ.get("PYTHONPATH", "")])))
-    assert result.returncode == 1 and result.stdout == "" and not (tmp_path / "report").exists()
-    assert result.stderr == ("python3 -m precisionprobe analyze: --html: needs matplotlib (Debian: apt install "
-                             "python3-matplotlib; pip install matplotlib)\n")
-
-
-def test_html_that_cannot_be_written_whole_leaves_the_page_before(runs, report_a, tmp_path):
-    """The page and each figure go through a temporary file renamed over the old one: a write that
-    fails (a file-size limit here, a full disk alike, or the command killed) leaves the page written
-    before, never part of one, and no temporary file; the error names the file. The page was
-    written in place: the limit left the first 100 KB of a 430 KB page where the whole one had been."""
-    pytest.importorskip("matplotlib", reason="--html draws with matplotlib (scripts/setup.sh installs it)")
-    work, _, _ = runs
-    report = tmp_path / "report"
-    analyze = ["analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh", "--no-layers", "--html", report]
-    precisionprobe(*analyze)
-    before = {path.name: path.read_bytes() for path in report.iterdir()}
-    largest_figure = max(len(data) for name, data in before.items() if name.endswith(".png"))
-    limit = largest_figure + 65536  # the figures fit under it, the page (with them embedded) does not
-    assert len(before["index.html"]) > limit
-
-    def file_size_limit():
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))  # (Python ignores SIGXFSZ: writes fail, EFBIG)
-
-    limited = subprocess.run([sys.executable, "-m", "precisionprobe", *map(str, analyze)], text=True,
-                             capture_output=True, timeout=300, preexec_fn=file_size_limit,
-                             env=dict(os.environ, PRECISIONPROBE_EXTENSION=extension_path()))
-    assert limited.returncode == 1
-    assert limited.stderr.endswith(f"--html: cannot write '{report / 'index.html'}': File too large\n"), limited.stderr
-    assert (report / "index.html").read_bytes() == before["index.html"]
-    assert sorted(path.name for path in report.iterdir()) == sorted(before)  # no temporary file left
-
-
-def test_html_in_a_shared_folder_follows_no_link_left_under_a_temporary_name(tmp_path, monkeypatch):
-    """In a folder others can write, links left where the temporary files would go (names once
-    made of the process id alone, so easy to guess) are not followed: the file they name stays as
-    it was, and the page and its figures are files of their own."""
-    pytest.importorskip("matplotlib", reason="--html draws with matplotlib (scripts/setup.sh installs it)")
-    from precisionprobe.analysis.html_report import write_html
-    from precisionprobe.analysis.report import JobReport, METRICS, Row, Value
-
-    metrics = {short: Value("blend", 0.5) for _, short, _ in METRICS}
-    rows = [Row("emb", "EmbeddingBag", "forward", 3, 1.0, 1.0, 0.5, metrics)]
-    job = JobReport("shared-job", 1, 10, 1, 100, 1, None, None, 0, None, None, {}, rows, rows)
-    job.findings, job.unresolved = [], []
-    shared, victim = tmp_path / "shared", tmp_path / "victim.txt"
-    shared.mkdir()
-    victim.write_text("not for the report\n")
-    monkeypatch.setattr(os, "getpid", lambda: 4242)
-    for stem, suffix in (("index", ".html"), ("shared-job-share", ".png"), ("shared-job-metrics", ".png")):
-        (shared / f".{stem}.4242.tmp{suffix}").symlink_to(victim)
-    write_html([job], shared)
-    assert victim.read_text() == "not for the report\n"
-    for name in ("index.html", "shared-job-share.png", "shared-job-metrics.png"):
-        assert (shared / name).is_file() and not (shared / name).is_symlink(), name
-
-
-def test_html_onto_a_device_or_named_pipe_writes_the_page_there(runs, report_a, tmp_path):
-    """As export's --openmetrics: /dev/stdout, a named pipe or a null device gets the page alone
-    (its figures embedded), written in place, nothing made beside it. The device is a private
-    null device made here, never /dev/null."""
-    pytest.importorskip("matplotlib", reason="--html draws with matplotlib (scripts/setup.sh installs it)")
-    work, _, _ = runs
-    analyze = ("analyze", work / "a" / "events", "--db", work / "a.db", "--no-refresh", "--no-layers", "--html")
-    to_stdout = precisionprobe(*analyze, "/dev/stdout")
-    table, page = to_stdout.stdout.split("<!DOCTYPE html>")  # the report, then the page, in that order
-    assert "EmbeddingBag" in table and page.count('src="data:image/png;base64,') == 2 and page.endswith("</html>\n")
-    places = tmp_path / "places"
-    places.mkdir()
-    os.mkfifo(places / "pipe")
-    read = {}
-    reader = threading.Thread(target=lambda: read.update(page=(places / "pipe").read_text()))
-    reader.start()
-    to_pipe = precisionprobe(*analyze, places / "pipe", check=False, timeout=120)
-    reader.join(timeout=10)
-    assert to_pipe.returncode == 0, to_pipe.stderr
-    assert read["page"].startswith("<!DOCTYPE html>") and read["page"].count('src="data:image/png;base64,') == 2
-    assert f"report page {places / 'pipe'}" in to_pipe.stderr
-    try:
-        os.mknod(places / "device", 0o600 | stat.S_IFCHR, os.makedev(1, 3))
-    except PermissionError:
-        return  # (not root)
-    to_device = precisionprobe(*analyze, places / "device", check=False)
-    assert to_device.returncode == 0, to_device.stderr
-    assert sorted(os.listdir(places)) == ["device", "pipe"] and stat.S_ISCHR(os.stat(places / "device").st_mode)
-
 DOC = Path(__file__).resolve().parents[2] / "docs" / "analyze.md"
 
 
@@ -648,101 +364,6 @@ def test_the_docs_show_this_report(runs, report_a):
                                               "--no-refresh", "--no-layers").stdout)
 
 
-def test_reading_commands_leave_the_database_as_it_is(runs, report_a, tmp_path):
-    """compare, analyze --no-refresh and export --no-refresh read a results database without
-    changing a byte of it, also one whose saved estimates are missing (a database only pp_refresh
-    wrote): they are then computed for the command alone."""
-    work, _, _ = runs
-    database = tmp_path / "archived.db"
-    shutil.copy(work / "a.db", database)
-    with sqlite3.connect(database) as conn:
-        conn.execute("DELETE FROM report_estimates")
-    before = database.read_bytes()
-    rows = json.loads(precisionprobe("compare", database, database, "--format", "json").stdout)["rows"]
-    assert {"estimate", "interval"} & {r["a_kind"] for r in rows}
-    (job,) = json.loads(precisionprobe("analyze", work / "a" / "events", "--db", database, "--no-refresh",
-                                       "--format", "json").stdout)["jobs"]
-    assert any(m["kind"] == "estimate" for r in job["layer_types"] for m in r["metrics"].values())
-    exposition = precisionprobe("export", work / "a" / "events", "--db", database, "--no-refresh",
-                                "--openmetrics", "-").stdout
-    assert "precisionprobe_job_gpus" in exposition
-    assert database.read_bytes() == before
-
-
-def test_a_database_of_an_earlier_version_is_read_through_an_upgraded_copy(runs, report_a, tmp_path):
-    """A read-only command on a database an earlier version wrote (here: views as an earlier
-    version stored them) reads an upgraded copy in memory, says so, and answers as this version
-    does; the file keeps every byte."""
-    work, _, _ = runs
-    database = tmp_path / "earlier.db"
-    shutil.copy(work / "a.db", database)
-    with sqlite3.connect(database) as conn:
-        (view,) = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'job_overview'").fetchone()
-        conn.execute("DROP VIEW job_overview")
-        conn.execute(view.replace(" AS SELECT ", " AS SELECT 'earlier' AS version, ", 1))
-        conn.execute("UPDATE pp_meta SET value = 'earlier' WHERE key = 'views'")
-    before = database.read_bytes()
-    result = precisionprobe("compare", database, work / "a.db", "--format", "json")
-    assert (f"precisionprobe: {database} was written by another version of precisionprobe: reading a copy in "
-            "memory with this version's tables and views (the file is not changed") in result.stderr, result.stderr
-    rows = json.loads(result.stdout)["rows"]
-    assert rows == json.loads(precisionprobe("compare", work / "a.db", work / "a.db", "--format", "json").stdout)["rows"]
-    assert database.read_bytes() == before
-
-
-def test_a_database_with_tables_this_version_does_not_know_is_not_read(runs, report_a, tmp_path):
-    """A table that is not as precisionprobe creates it (a later version's column, or a view in
-    its place that would run when read): the reading commands refuse it, and nothing is written."""
-    work, _, _ = runs
-    for name, change in [("later.db", "ALTER TABLE pp_metrics ADD COLUMN unit TEXT"),
-                         ("altered.db", "PRAGMA legacy_alter_table = ON; ALTER TABLE report_jobs RENAME TO "
-                                        "report_jobs_kept; CREATE VIEW report_jobs AS SELECT * FROM report_jobs_kept"),
-                         ("indexed.db", 'CREATE INDEX "by\njob" ON report_jobs(job_id)')]:
-        database = tmp_path / name
-        shutil.copy(work / "a.db", database)
-        with sqlite3.connect(database) as conn:
-            conn.executescript(change)
-        before = database.read_bytes()
-        for command in (["compare", database, work / "a.db"],
-                        ["analyze", work / "a" / "events", "--db", database, "--no-refresh"],
-                        ["analyze", work / "a" / "events", "--db", database]):
-            refused = precisionprobe(*command, check=False)
-            assert refused.returncode == 1 and "is not as precisionprobe creates it" in refused.stderr, refused.stderr
-            assert ("is made again from its run's event files: precisionprobe analyze RUN_DIR --db NEW_FILE" in
-                    refused.stderr or "refresh the run's event files into a fresh database" in refused.stderr), \
-                refused.stderr  # the fix, for a file this version cannot read
-            assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr  # a name with a newline too
-        assert database.read_bytes() == before
-
-
-def test_runs_replayed_into_one_database_keep_their_own_gpus(runs, tmp_path):
-    """Two CPU runs on one host at the same time (--emulate, one --db): each process's emulated
-    GPU is its own, so neither run reads as sharing a GPU with the other, and both keep their
-    estimates."""
-    work, paths, _ = runs
-    lines = Path(paths["a"]["events"]).read_text().splitlines()
-    for job in ("first", "second"):
-        (tmp_path / job).mkdir()
-        with open(tmp_path / job / "events-node-1.jsonl", "w") as f:
-            for line in lines:
-                record = dict(json.loads(line), job_id=job)
-                if "layer" in record:
-                    record["gpu_uuid"], record["gpu"] = "cpu", None
-                f.write(json.dumps(record) + "\n")
-    database = tmp_path / "shared.db"
-    for job in ("first", "second"):
-        result = precisionprobe("analyze", tmp_path / job, "--emulate", "dlrm", "--db", database, "--format", "json")
-        assert "was shared by jobs" not in result.stderr and "arrived after" not in result.stderr, result.stderr
-    reports = json.loads(precisionprobe("analyze", tmp_path / "first", "--db", database, "--no-refresh",
-                                        "--format", "json").stdout)["jobs"]
-    assert sorted(j["job_id"] for j in reports) == ["first", "second"]
-    for job in reports:
-        row = next(r for r in job["layer_types"] if r["name"] == "EmbeddingBag" and r["direction"] == "backward")
-        assert row["metrics"]["dram_active"]["kind"] == "estimate", job["job_id"]
-    with sqlite3.connect(database) as conn:
-        assert conn.execute("SELECT count(DISTINCT gpu_uuid) FROM pp_events_blocks").fetchone() == (2,)
-
-
 def test_an_unusable_prometheus_url_in_the_environment_names_the_option_to_give(runs, tmp_path, monkeypatch):
     """The extension reads PRECISIONPROBE_PROMETHEUS_URL where no URL is set; a mistyped one is
     refused before the results database is made, with the fix a command line has (--prometheus),
@@ -757,67 +378,5 @@ def test_an_unusable_prometheus_url_in_the_environment_names_the_option_to_give(
         "or give --prometheus URL"), refused.stderr
     assert not (tmp_path / "env.db").exists()
     precisionprobe("analyze", work / "a" / "events", "--db", tmp_path / "env.db", "--prometheus", url, "--no-layers")
-
-
-def test_a_folder_is_refused_only_with_the_events_an_emulated_copy_copies(tmp_path):
-    """An emulated copy counts twice only beside its own events: a folder with run A and the copy
-    of run B made elsewhere is analyzed as it is; with A's own copy, it is refused."""
-    from precisionprobe import _emulated_copy
-    runs = tmp_path / "runs"
-    for folder in (runs / "a", runs / "a.emulated", runs / "b.emulated", tmp_path / "elsewhere" / "b"):
-        folder.mkdir(parents=True)
-        (folder / "events-node-1.jsonl").write_text("{}\n")
-    _emulated_copy.mark(runs / "b.emulated", tmp_path / "elsewhere" / "b")
-    assert _emulated_copy.copies_inside(runs) == []
-    _emulated_copy.mark(runs / "a.emulated", runs / "a")
-    assert _emulated_copy.copies_inside(runs) == [(runs / "a.emulated").resolve()]
-    assert _emulated_copy.copies_inside(runs / "a.emulated") == []  # the copy alone is what to analyze
-
-
-def test_a_moved_or_copied_run_with_its_emulated_copy_is_still_refused(tmp_path):
-    """The mark names its source relative to the copy as well: moving or copying the folder that
-    holds a run and its copy keeps the pair recognised, where its absolute path would name the
-    old place (or the original, still beside it)."""
-    from precisionprobe import _emulated_copy
-    first = tmp_path / "first"
-    for folder in (first / "events", first / "emulated"):
-        folder.mkdir(parents=True)
-        (folder / "events-node-1.jsonl").write_text("{}\n")
-    _emulated_copy.mark(first / "emulated", first / "events")
-    copied = tmp_path / "copied"
-    shutil.copytree(first, copied)
-    assert _emulated_copy.copies_inside(copied) == [(copied / "emulated").resolve()]
-    moved = tmp_path / "moved"
-    first.rename(moved)
-    assert _emulated_copy.copies_inside(moved) == [(moved / "emulated").resolve()]
-    # A mark of an earlier version names the absolute path only, which is gone after the move:
-    # the copy beside other event files is refused, as with a mark that cannot be read.
-    (moved / "emulated" / _emulated_copy.MARK).write_text(f"{first}\nevent files of that folder\n")
-    assert _emulated_copy.copies_inside(moved) == [(moved / "emulated").resolve()]
-    refused = precisionprobe("analyze", moved, check=False)
-    assert refused.returncode == 1 and "whose run is not where the copy's mark says (moved, or removed)" in \
-        refused.stderr, refused.stderr
-
-
-def test_a_value_of_another_type_in_the_report_tables_is_one_line(runs, report_a, tmp_path):
-    """SQLite keeps text in a REAL column: the reading commands name the table, column and job
-    instead of failing half-way with a traceback."""
-    work, _, _ = runs
-    database = tmp_path / "typed.db"
-    shutil.copy(work / "a.db", database)
-    with sqlite3.connect(database) as conn:
-        conn.execute("UPDATE report_jobs SET refreshed_at = 'x'")
-    for command in (["compare", database, database], ["analyze", work / "a" / "events", "--db", database, "--no-refresh"]):
-        result = precisionprobe(*command, check=False)
-        assert result.returncode == 1 and "Traceback" not in result.stderr
-        assert (f"'{database}': report_jobs.refreshed_at of job '{offline.JOB_ID}' holds 'x', not a number"
-                in result.stderr), result.stderr
-    # A long value is cut short in the message.
-    with sqlite3.connect(database) as conn:
-        conn.execute("UPDATE report_jobs SET refreshed_at = 1")
-        conn.execute("UPDATE report_layers SET gpu_util_percent = zeroblob(3000)")
-    result = precisionprobe("compare", database, database, check=False)
-    assert result.returncode == 1 and "report_layers.gpu_util_percent of job" in result.stderr, result.stderr
-    assert "...'" in result.stderr and len(result.stderr) < 700, result.stderr  # not the 3,000 bytes
 
 

@@ -1,7 +1,10 @@
 """`precisionprobe analyze` and its sibling commands on results databases that cannot be used as
 given: a path that is a device, pipe or folder, a folder the user may not write, a Python that
 cannot load extensions, a database of another application or of an earlier version. Each is one
-clear line before anything is opened or written."""
+clear line before anything is opened or written. And the reading commands on a results database
+of conftest's `runs`: they change no byte of it, read one of an earlier version through an
+upgraded copy, and refuse tables this version does not know."""
+import json
 import os
 import shutil
 import sqlite3
@@ -11,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_cli as precisionprobe
+from precisionprobe.emulator import offline
 
 
 def test_a_database_path_that_is_not_a_file_is_refused_before_sqlite_opens_it(tmp_path):
@@ -141,3 +145,92 @@ def test_a_wal_database_in_a_folder_it_cannot_write_says_why_it_cannot_be_opened
     conn.execute("PRAGMA journal_mode = DELETE")
     conn.close()
     assert extension.wal_without_shm(database) == ""  # not in WAL mode: nothing to make
+
+
+def test_reading_commands_leave_the_database_as_it_is(runs, report_a, tmp_path):
+    """compare, analyze --no-refresh and export --no-refresh read a results database without
+    changing a byte of it, also one whose saved estimates are missing (a database only pp_refresh
+    wrote): they are then computed for the command alone."""
+    work, _, _ = runs
+    database = tmp_path / "archived.db"
+    shutil.copy(work / "a.db", database)
+    with sqlite3.connect(database) as conn:
+        conn.execute("DELETE FROM report_estimates")
+    before = database.read_bytes()
+    rows = json.loads(precisionprobe("compare", database, database, "--format", "json").stdout)["rows"]
+    assert {"estimate", "interval"} & {r["a_kind"] for r in rows}
+    (job,) = json.loads(precisionprobe("analyze", work / "a" / "events", "--db", database, "--no-refresh",
+                                       "--format", "json").stdout)["jobs"]
+    assert any(m["kind"] == "estimate" for r in job["layer_types"] for m in r["metrics"].values())
+    exposition = precisionprobe("export", work / "a" / "events", "--db", database, "--no-refresh",
+                                "--openmetrics", "-").stdout
+    assert "precisionprobe_job_gpus" in exposition
+    assert database.read_bytes() == before
+
+
+def test_a_database_of_an_earlier_version_is_read_through_an_upgraded_copy(runs, report_a, tmp_path):
+    """A read-only command on a database an earlier version wrote (here: views as an earlier
+    version stored them) reads an upgraded copy in memory, says so, and answers as this version
+    does; the file keeps every byte."""
+    work, _, _ = runs
+    database = tmp_path / "earlier.db"
+    shutil.copy(work / "a.db", database)
+    with sqlite3.connect(database) as conn:
+        (view,) = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'job_overview'").fetchone()
+        conn.execute("DROP VIEW job_overview")
+        conn.execute(view.replace(" AS SELECT ", " AS SELECT 'earlier' AS version, ", 1))
+        conn.execute("UPDATE pp_meta SET value = 'earlier' WHERE key = 'views'")
+    before = database.read_bytes()
+    result = precisionprobe("compare", database, work / "a.db", "--format", "json")
+    assert (f"precisionprobe: {database} was written by another version of precisionprobe: reading a copy in "
+            "memory with this version's tables and views (the file is not changed") in result.stderr, result.stderr
+    rows = json.loads(result.stdout)["rows"]
+    assert rows == json.loads(precisionprobe("compare", work / "a.db", work / "a.db", "--format", "json").stdout)["rows"]
+    assert database.read_bytes() == before
+
+
+def test_a_database_with_tables_this_version_does_not_know_is_not_read(runs, report_a, tmp_path):
+    """A table that is not as precisionprobe creates it (a later version's column, or a view in
+    its place that would run when read): the reading commands refuse it, and nothing is written."""
+    work, _, _ = runs
+    for name, change in [("later.db", "ALTER TABLE pp_metrics ADD COLUMN unit TEXT"),
+                         ("altered.db", "PRAGMA legacy_alter_table = ON; ALTER TABLE report_jobs RENAME TO "
+                                        "report_jobs_kept; CREATE VIEW report_jobs AS SELECT * FROM report_jobs_kept"),
+                         ("indexed.db", 'CREATE INDEX "by\njob" ON report_jobs(job_id)')]:
+        database = tmp_path / name
+        shutil.copy(work / "a.db", database)
+        with sqlite3.connect(database) as conn:
+            conn.executescript(change)
+        before = database.read_bytes()
+        for command in (["compare", database, work / "a.db"],
+                        ["analyze", work / "a" / "events", "--db", database, "--no-refresh"],
+                        ["analyze", work / "a" / "events", "--db", database]):
+            refused = precisionprobe(*command, check=False)
+            assert refused.returncode == 1 and "is not as precisionprobe creates it" in refused.stderr, refused.stderr
+            assert ("is made again from its run's event files: precisionprobe analyze RUN_DIR --db NEW_FILE" in
+                    refused.stderr or "refresh the run's event files into a fresh database" in refused.stderr), \
+                refused.stderr  # the fix, for a file this version cannot read
+            assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr  # a name with a newline too
+        assert database.read_bytes() == before
+
+
+def test_a_value_of_another_type_in_the_report_tables_is_one_line(runs, report_a, tmp_path):
+    """SQLite keeps text in a REAL column: the reading commands name the table, column and job
+    instead of failing half-way with a traceback."""
+    work, _, _ = runs
+    database = tmp_path / "typed.db"
+    shutil.copy(work / "a.db", database)
+    with sqlite3.connect(database) as conn:
+        conn.execute("UPDATE report_jobs SET refreshed_at = 'x'")
+    for command in (["compare", database, database], ["analyze", work / "a" / "events", "--db", database, "--no-refresh"]):
+        result = precisionprobe(*command, check=False)
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        assert (f"'{database}': report_jobs.refreshed_at of job '{offline.JOB_ID}' holds 'x', not a number"
+                in result.stderr), result.stderr
+    # A long value is cut short in the message.
+    with sqlite3.connect(database) as conn:
+        conn.execute("UPDATE report_jobs SET refreshed_at = 1")
+        conn.execute("UPDATE report_layers SET gpu_util_percent = zeroblob(3000)")
+    result = precisionprobe("compare", database, database, check=False)
+    assert result.returncode == 1 and "report_layers.gpu_util_percent of job" in result.stderr, result.stderr
+    assert "...'" in result.stderr and len(result.stderr) < 700, result.stderr  # not the 3,000 bytes

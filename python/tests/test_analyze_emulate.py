@@ -1,0 +1,191 @@
+"""`precisionprobe analyze --emulate PROFILE`: a run recorded without a GPU replayed on emulated
+GPUs, its event folder read as layer_events reads it, and its emulated copy kept apart from the
+run so that no call is counted twice. The recordings are conftest's `runs`."""
+import io
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli as precisionprobe
+
+
+def test_emulate_reads_the_run_folder_as_layer_events_does(runs, tmp_path, monkeypatch):
+    """Links that loop back, a folder and a named pipe called *.jsonl: --emulate reads the run's
+    event files as analyze does (a folder was read as a file, Errno 21, and a loop walked without
+    end); a file it cannot read is said as such, not as its copy that it could not write."""
+    work, paths, _ = runs
+    calls = {}
+    for name in ("plain", "run"):
+        (tmp_path / name).mkdir()
+        shutil.copy(paths["a"]["events"], tmp_path / name / "events-node-1.jsonl")
+    run = tmp_path / "run"
+    (run / "loop").symlink_to(".")
+    (run / "back").symlink_to(".")
+    (run / "folder.jsonl").mkdir()
+    os.mkfifo(run / "pipe.jsonl")
+    for name in ("plain", "run"):
+        result = precisionprobe("analyze", tmp_path / name, "--emulate", "dlrm", "--format", "json", timeout=300)
+        (job,) = json.loads(result.stdout)["jobs"]
+        calls[name] = {(r["name"], r["direction"]): r["calls"] for r in job["layer_types"]}
+    assert calls["run"] == calls["plain"] and any(calls["run"].values())
+    from precisionprobe.analysis import emulate
+
+    def unreadable(path, skipped):  # (as root, no mode makes a file unreadable)
+        raise PermissionError(13, "Permission denied", str(path))
+    monkeypatch.setattr(emulate, "read_event_file", unreadable)
+    with pytest.raises(ValueError, match=r"cannot open '.*events-node-1.jsonl': Permission denied"):
+        emulate._streams(run)
+
+
+def test_emulate_warns_of_a_subfolder_it_cannot_read_as_layer_events_does(runs, tmp_path, monkeypatch):
+    """A folder of the run that cannot be read is left out of the replay with the warning
+    layer_events() gives, not in silence."""
+    work, paths, _ = runs
+    run = tmp_path / "run"
+    (run / "secret").mkdir(parents=True)
+    for name in ("events-node-1.jsonl", "secret/events-node-2.jsonl"):
+        shutil.copy(paths["a"]["events"], run / name)
+    from precisionprobe.analysis import emulate
+    real_scandir = os.scandir
+
+    def scandir(path="."):  # (as root, no mode makes a folder unreadable)
+        if os.path.basename(os.fspath(path)) == "secret":
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+    monkeypatch.setattr(os, "scandir", scandir)
+    said = io.StringIO()
+    _, files = emulate._streams(run, said)
+    assert [path.name for path, _, _ in files] == ["events-node-1.jsonl"]
+    assert said.getvalue() == f"precisionprobe: warning: skipped directory '{run / 'secret'}': Permission denied\n"
+
+
+def test_emulate_replays_a_cpu_run_on_an_emulated_gpu(runs, tmp_path):
+    """A run recorded on a machine without a GPU (every event on 'cpu'): --emulate replays its
+    layer calls on an emulated GPU, so the report has the profile's values, identified."""
+    work, paths, _ = runs
+    run = tmp_path / "cpu-run"
+    run.mkdir()
+    lines = Path(paths["a"]["events"]).read_text().splitlines()
+    with open(run / "events-node-1.jsonl", "w") as f:
+        for line in lines:
+            record = json.loads(line)
+            if "layer" in record:
+                record["gpu_uuid"], record["gpu"] = "cpu", None
+            f.write(json.dumps(record) + "\n")
+    result = precisionprobe("analyze", run, "--emulate", "dlrm", "--format", "json")
+    (job,) = json.loads(result.stdout)["jobs"]
+    assert job["gpus"] == 1
+    row = next(r for r in job["layer_types"] if r["name"] == "EmbeddingBag" and r["direction"] == "backward")
+    assert row["metrics"]["dram_active"]["kind"] == "estimate"
+    assert row["metrics"]["dram_active"]["value"] == pytest.approx(0.86, rel=0.05)
+    emulated = tmp_path / "cpu-run.emulated"
+    assert (emulated / "precisionprobe.db").is_file() and list((emulated / "events").glob("*.jsonl"))
+    # Again: the same files, nothing imported twice.
+    again = precisionprobe("analyze", run, "--emulate", "dlrm", "--format", "json")
+    assert json.loads(again.stdout)["jobs"][0]["layer_types"][0]["calls"] == job["layer_types"][0]["calls"]
+    assert "made anew" not in again.stderr
+    # The run grew (analyzed while the job ran): the emulated database is made anew, so no event
+    # arrives after its window was folded.
+    later = [json.loads(line) for line in (run / "events-node-1.jsonl").read_text().splitlines()]
+    with open(run / "events-node-1.jsonl", "a") as f:
+        for record in later:
+            if "layer" in record:
+                f.write(json.dumps(dict(record, t_start_ns=record["t_start_ns"] + 300 * 10**9,
+                                        t_end_ns=record["t_end_ns"] + 300 * 10**9)) + "\n")
+    grown = precisionprobe("analyze", run, "--emulate", "dlrm", "--format", "json")
+    assert "is made anew" in grown.stderr and "arrived after" not in grown.stderr, grown.stderr
+    grown_row = next(r for r in json.loads(grown.stdout)["jobs"][0]["layer_types"]
+                     if r["name"] == "EmbeddingBag" and r["direction"] == "backward")
+    assert grown_row["calls"] == 2 * row["calls"]
+    # A profile without the run's layer types says so; an unknown one is a one-line error.
+    other = precisionprobe("analyze", run, "--emulate", "resnext", "--emulate-out", tmp_path / "other",
+                           "--format", "json")
+    assert "profile 'resnext' has no values for layer types EmbeddingBag" in other.stderr
+    unknown = precisionprobe("analyze", run, "--emulate", "nosuch", check=False)
+    assert unknown.returncode == 1 and "--emulate: no profile 'nosuch' (shipped: dlrm" in unknown.stderr
+    # Its copies kept inside the run would be read back by the next analyze; compare of the run
+    # points at the emulated database.
+    inside = precisionprobe("analyze", run, "--emulate", "dlrm", "--emulate-out", run / "emu", check=False)
+    assert inside.returncode == 1 and "--emulate-out: " in inside.stderr and "is inside RUN_DIR" in inside.stderr
+    assert not (run / "emu").exists()
+    hint = precisionprobe("compare", run, run, check=False)
+    assert hint.returncode == 1 and "(analyze --emulate wrote '" in hint.stderr
+    # A folder that holds both the run and its emulated copy would count every call twice.
+    both = precisionprobe("analyze", tmp_path, check=False)
+    assert both.returncode == 1 and "and an emulator's copy of them" in both.stderr, both.stderr
+    # The copy analyzed with --emulate again would be an emulation of the emulation.
+    again = precisionprobe("analyze", f"{run}.emulated", "--emulate", "dlrm", check=False)
+    assert again.returncode == 1 and "holds an emulator's copy of a run's events" in again.stderr, again.stderr
+    assert not Path(f"{run}.emulated.emulated").exists()
+
+
+def test_runs_replayed_into_one_database_keep_their_own_gpus(runs, tmp_path):
+    """Two CPU runs on one host at the same time (--emulate, one --db): each process's emulated
+    GPU is its own, so neither run reads as sharing a GPU with the other, and both keep their
+    estimates."""
+    work, paths, _ = runs
+    lines = Path(paths["a"]["events"]).read_text().splitlines()
+    for job in ("first", "second"):
+        (tmp_path / job).mkdir()
+        with open(tmp_path / job / "events-node-1.jsonl", "w") as f:
+            for line in lines:
+                record = dict(json.loads(line), job_id=job)
+                if "layer" in record:
+                    record["gpu_uuid"], record["gpu"] = "cpu", None
+                f.write(json.dumps(record) + "\n")
+    database = tmp_path / "shared.db"
+    for job in ("first", "second"):
+        result = precisionprobe("analyze", tmp_path / job, "--emulate", "dlrm", "--db", database, "--format", "json")
+        assert "was shared by jobs" not in result.stderr and "arrived after" not in result.stderr, result.stderr
+    reports = json.loads(precisionprobe("analyze", tmp_path / "first", "--db", database, "--no-refresh",
+                                        "--format", "json").stdout)["jobs"]
+    assert sorted(j["job_id"] for j in reports) == ["first", "second"]
+    for job in reports:
+        row = next(r for r in job["layer_types"] if r["name"] == "EmbeddingBag" and r["direction"] == "backward")
+        assert row["metrics"]["dram_active"]["kind"] == "estimate", job["job_id"]
+    with sqlite3.connect(database) as conn:
+        assert conn.execute("SELECT count(DISTINCT gpu_uuid) FROM pp_events_blocks").fetchone() == (2,)
+
+
+def test_a_folder_is_refused_only_with_the_events_an_emulated_copy_copies(tmp_path):
+    """An emulated copy counts twice only beside its own events: a folder with run A and the copy
+    of run B made elsewhere is analyzed as it is; with A's own copy, it is refused."""
+    from precisionprobe import _emulated_copy
+    runs = tmp_path / "runs"
+    for folder in (runs / "a", runs / "a.emulated", runs / "b.emulated", tmp_path / "elsewhere" / "b"):
+        folder.mkdir(parents=True)
+        (folder / "events-node-1.jsonl").write_text("{}\n")
+    _emulated_copy.mark(runs / "b.emulated", tmp_path / "elsewhere" / "b")
+    assert _emulated_copy.copies_inside(runs) == []
+    _emulated_copy.mark(runs / "a.emulated", runs / "a")
+    assert _emulated_copy.copies_inside(runs) == [(runs / "a.emulated").resolve()]
+    assert _emulated_copy.copies_inside(runs / "a.emulated") == []  # the copy alone is what to analyze
+
+
+def test_a_moved_or_copied_run_with_its_emulated_copy_is_still_refused(tmp_path):
+    """The mark names its source relative to the copy as well: moving or copying the folder that
+    holds a run and its copy keeps the pair recognised, where its absolute path would name the
+    old place (or the original, still beside it)."""
+    from precisionprobe import _emulated_copy
+    first = tmp_path / "first"
+    for folder in (first / "events", first / "emulated"):
+        folder.mkdir(parents=True)
+        (folder / "events-node-1.jsonl").write_text("{}\n")
+    _emulated_copy.mark(first / "emulated", first / "events")
+    copied = tmp_path / "copied"
+    shutil.copytree(first, copied)
+    assert _emulated_copy.copies_inside(copied) == [(copied / "emulated").resolve()]
+    moved = tmp_path / "moved"
+    first.rename(moved)
+    assert _emulated_copy.copies_inside(moved) == [(moved / "emulated").resolve()]
+    # A mark of an earlier version names the absolute path only, which is gone after the move:
+    # the copy beside other event files is refused, as with a mark that cannot be read.
+    (moved / "emulated" / _emulated_copy.MARK).write_text(f"{first}\nevent files of that folder\n")
+    assert _emulated_copy.copies_inside(moved) == [(moved / "emulated").resolve()]
+    refused = precisionprobe("analyze", moved, check=False)
+    assert refused.returncode == 1 and "whose run is not where the copy's mark says (moved, or removed)" in \
+        refused.stderr, refused.stderr
