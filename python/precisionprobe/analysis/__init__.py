@@ -19,5 +19,8 @@ numbers for a monitoring stack: `export` and `serve`.
   openmetrics.py      the per-layer-type profile as OpenMetrics text: the series, their names,
                       labels, units and HELP (export writes it, serve answers scrapes with it)
   serve.py            the HTTP /metrics endpoint and its refresh thread
+  run_database.py     the results database a subcommand reads: where it is, checked before
+                      SQLite opens it, refreshed first, its reports read
+  command_error.py    the error a subcommand prints as one line
   cli.py              the subcommands' arguments and their one-line errors
 """

@@ -12,7 +12,6 @@
 
 Failures are one line on stderr, `precisionprobe analyze: ...`, and exit status 1.
 """
-import hashlib
 import os
 import signal
 import sqlite3
@@ -20,23 +19,16 @@ import stat
 import sys
 from pathlib import Path
 
-from .. import _emulated_copy as emulated_copy
-from .._event_files import event_files_below
-from .._path_kind import kind, kind_of
-from . import figures, findings, openmetrics, render, serve as endpoint
+from . import figures, openmetrics, render, serve as endpoint
+from .command_error import CommandError
 from .compare import compare_jobs, comparison_warnings, render_comparison
 from .extension import WAL_SHM_HINT, ExtensionError, connect, wal_without_shm
 from .html_report import write_html
-from .refresh import WAIT_DEFAULT_S, RefreshError, check_settings, refresh
+from .refresh import WAIT_DEFAULT_S, RefreshError, refresh
 from .report import ReportError, check_report_types, jobs_in, read_report
-from .saved_estimates import estimates_stale, save_estimates
+from .run_database import (DATABASE_NAME, checked_run_database, database_path, open_refreshed, read_reports,
+                           refuse_what_is_not_a_file, saved_estimates_current, source_of)
 from .write_lock import WriteLockTimeout
-
-DATABASE_NAME = "precisionprobe.db"
-
-
-class CommandError(RuntimeError):
-    """A failure the user can act on; its message is printed as one line."""
 
 
 def _add_run_options(p):
@@ -149,175 +141,6 @@ def add_compare(commands):
     p.set_defaults(handler=compare)
 
 
-def _database(run, db):
-    if db:
-        return Path(db)
-    run = Path(run)
-    return run if run.exists() and not run.is_dir() else run / DATABASE_NAME
-
-
-def _refuse_what_is_not_a_file(database, option, fix):
-    """A results database that exists must be a regular file (or a link to one), refused before
-    SQLite opens it: on a device SQLite fails with "disk I/O error" after making DEVICE-journal
-    beside it (in /dev for /dev/null), and on a named pipe it waits for a writer for ever."""
-    try:
-        mode = os.stat(database).st_mode
-    except OSError:
-        return  # (nothing there yet: SQLite makes it, or says why it cannot)
-    if not stat.S_ISREG(mode):
-        raise CommandError(f"{option}: '{database}' is {kind(mode)}, not a file: {fix}; nothing was written")
-
-
-def _saved_estimates_current(conn, wait_s=None):
-    """Saves the estimates where a refresh made them stale, waiting up to wait_s seconds for the
-    file's write lock (write_lock's bound where None); where that wait ends without it, or the
-    file is read-only, they go to a TEMP table of the same name instead, which the connection's
-    reads of report_estimates find first (a later read saves them in the file)."""
-    if not estimates_stale(conn):
-        return
-    if not getattr(conn, "read_only", False):
-        try:
-            save_estimates(conn, wait_s=wait_s)
-            return
-        except WriteLockTimeout:
-            if wait_s is None:
-                raise
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS report_estimates AS SELECT * FROM main.report_estimates WHERE 0")
-    save_estimates(conn, in_temp=True)
-
-
-def _reports(conn, job, source, complete=True, layers=True, job_option="--job", read_as_is=None):
-    """The reports of the database's jobs (job's alone where given). read_as_is: the database's
-    path where the command read it without refreshing it (--no-refresh, compare), whose lack of
-    events is then its own, not the run directory's."""
-    _saved_estimates_current(conn)  # (rewrites report_estimates where stale: before the check)
-    check_report_types(conn, source)
-    jobs = jobs_in(conn)
-    if not jobs:
-        stored = conn.execute("SELECT count(*) FROM pp_events").fetchone()[0]
-        if not stored and read_as_is is not None:  # (made by a refresh that failed: Prometheus did not answer)
-            raise CommandError(f"no layer events in the results database '{read_as_is}': no refresh has imported "
-                               "any (the first one failed, or none ran): `precisionprobe analyze RUN_DIR` refreshes it "
-                               "from the run's event files")
-        if stored:  # imported, but nothing attributed yet
-            raise CommandError(f"none of the {stored} layer events of {source} is attributed yet: their GPUs have no "
-                               "DCGM samples (see the warnings above: check --prometheus and that dcgm-exporter's "
-                               "series carry the events' UUID label), or the job is still running (analyze again "
-                               "once it has ended, with --final)")
-        raise CommandError(f"no layer events in {source}: the hook client writes events-HOST-PID.jsonl files "
-                           "there (run the job under `precisionprobe run --out DIR -- COMMAND`)")
-    if job is not None:
-        if job not in jobs:
-            raise CommandError(f"{job_option}: no job {job!r} in {source} (jobs: "
-                               f"{', '.join(render.shown(j) for j in jobs)})")
-        jobs = [job]
-    reports = [read_report(conn, j, layers=layers) for j in jobs]
-    return [findings.complete(r) for r in reports] if complete else reports
-
-
-def _source(args):
-    """Where a command's jobs are read from, as its messages name it: RUN_DIR, or --db's file."""
-    return f"'{args.db}'" if getattr(args, "db", None) else f"'{args.run_dir}'"
-
-
-def _run_database(args):
-    """RUN_DIR and its results database, checked as analyze, export and serve need them."""
-    run_dir = Path(args.run_dir)
-    if not run_dir.is_dir():
-        raise CommandError(f"run directory '{run_dir}' does not exist" if not run_dir.exists()
-                           else f"'{run_dir}' is not a directory (RUN_DIR is where the events are)")
-    if args.emulate and (args.prometheus or args.no_refresh):
-        raise CommandError("--emulate: serves its own Prometheus, so it takes neither --prometheus nor --no-refresh")
-    if args.emulate and _emulated_dir(args).exists() and not _emulated_dir(args).is_dir():
-        raise CommandError(f"--emulate-out: '{_emulated_dir(args)}' is {kind_of(_emulated_dir(args))}, "
-                           "not a directory: give a folder (the emulated copy of the run is written there)")
-    if args.emulate and _emulated_dir(args).resolve().is_relative_to(run_dir.resolve()):
-        raise CommandError(f"--emulate-out: '{_emulated_dir(args)}' is inside RUN_DIR '{run_dir}', whose events the "
-                           "next analyze would read back with the emulated copies; choose a folder outside it")
-    if args.emulate and emulated_copy.is_copy(run_dir):
-        raise CommandError(f"--emulate: '{run_dir}' holds an emulator's copy of a run's events, whose calls are on "
-                           "emulated GPUs already: analyze it without --emulate, or --emulate the run it copies")
-    copies = [] if args.no_refresh else emulated_copy.copies_inside(run_dir)  # (--no-refresh reads no events)
-    if copies and emulated_copy.places_its_source(copies[0]):
-        raise CommandError(f"'{run_dir}' holds event files and an emulator's copy of them ('{copies[0]}', their "
-                           "calls rewritten onto emulated GPUs), so every call would count twice: analyze the copy "
-                           "(the calls on the emulated GPUs) or the events' own folder")
-    if copies:
-        raise CommandError(f"'{run_dir}' holds an emulator's copy of a run's events ('{copies[0]}', their calls "
-                           "rewritten onto emulated GPUs) whose run is not where the copy's mark says (moved, or "
-                           "removed), beside other event files, which may be that run's and would then count "
-                           "twice: analyze the copy on its own, or a folder without it")
-    database = _database(_emulated_dir(args) if args.emulate else run_dir, args.db)
-    _refuse_what_is_not_a_file(database, "--db" if args.db else "the default --db",
-                               "give --db a results database file, or the path of a new one")
-    if not args.no_refresh and not args.emulate:  # (before the database is made)
-        check_settings(args.prometheus, getattr(args, "retention_minutes", None))
-    if args.no_refresh and not database.is_file():
-        raise CommandError(f"--no-refresh: no results database at '{database}'")
-    return run_dir, database
-
-
-def _emulate():
-    """analysis.emulate, imported for --emulate only: it needs numpy, which the package does not
-    require, so that the command starts where numpy is not installed (a wheel in a bare venv)."""
-    try:
-        from . import emulate
-    except ImportError as e:
-        raise CommandError(f"--emulate: needs numpy, the emulator's extra ({e}): "
-                           "pip install 'precisionprobe[emulator]'") from None
-    return emulate
-
-
-def _emulated_dir(args):
-    return Path(args.emulate_out) if args.emulate_out else _emulate().default_out(args.run_dir)
-
-
-def _emulated_events(emulated_dir):
-    """What an emulated copy's event files hold (path -> digest), to tell whether a replay changed them."""
-    events = Path(emulated_dir) / "events"
-    return {str(path.relative_to(events)): hashlib.sha1(path.read_bytes()).hexdigest()
-            for path in event_files_below(events)} if events.is_dir() else {}
-
-
-def _open_refreshed(args):
-    """A connection to the run's results database, refreshed first unless --no-refresh (with
-    --emulate: from the run replayed on emulated GPUs)."""
-    run_dir, database = _run_database(args)
-    if args.emulate:
-        before = _emulated_events(_emulated_dir(args))
-        try:
-            events_dir, samples = _emulate().replay(run_dir, _emulated_dir(args), args.emulate)
-        except PermissionError as e:
-            raise CommandError(f"--emulate: {e} (the replay writes its copy there: give --emulate-out a folder "
-                               "you can write)") from None
-        except (ValueError, OSError) as e:
-            raise CommandError(f"--emulate: {e}") from None
-        if before and before != _emulated_events(_emulated_dir(args)) and database.is_file():
-            # The run grew (a job still writing): the copy's earlier, final refresh folded windows
-            # that its new events fall into. The emulated database is derived: it is made anew.
-            if args.db:
-                print(f"{args.prog}: warning: the run's events changed since --emulate last replayed them; "
-                      f"remove {database} to refresh it from the start", file=sys.stderr)
-            else:
-                print(f"{args.prog}: the run's events changed since --emulate last replayed them: "
-                      f"{database} is made anew", file=sys.stderr)
-                for leftover in (database, Path(f"{database}-wal"), Path(f"{database}-shm")):
-                    leftover.unlink(missing_ok=True)
-    # --no-refresh reads the database as it is: opened read-only, the file is never changed.
-    conn = connect(database, read_only=bool(args.no_refresh and not args.emulate))
-    try:
-        if args.emulate:
-            with _emulate().Served(samples) as url:
-                refresh(conn, events_dir, url, final=True)
-        elif not args.no_refresh:
-            refresh(conn, run_dir, args.prometheus, args.final, retention_minutes=getattr(args, "retention_minutes", None),
-                    wait_seconds=args.wait_seconds if hasattr(args, "wait_seconds") else 0.0)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
 def analyze(args):
     args.wait_seconds = _wait_seconds(args)
     if args.html and Path(args.html).is_file():  # (a device or named pipe gets the page alone)
@@ -327,12 +150,12 @@ def analyze(args):
             figures.check_matplotlib()
         except RuntimeError as e:
             raise CommandError(f"--html: {e}") from None
-    database = _run_database(args)[1]
+    database = checked_run_database(args)[1]
     made_here = not database.exists()
-    conn = _open_refreshed(args)
+    conn = open_refreshed(args)
     try:
         stored = conn.execute("SELECT count(*) FROM pp_events").fetchone()[0]
-        reports = _reports(conn, args.job, _source(args), read_as_is=database if args.no_refresh else None)
+        reports = read_reports(conn, args.job, source_of(args), read_as_is=database if args.no_refresh else None)
     except CommandError:
         conn.close()
         if made_here and not stored:  # (a folder without events leaves no empty database behind)
@@ -412,10 +235,10 @@ def export(args):
     args.wait_seconds = _wait_seconds(args)
     if args.openmetrics != "-":
         _check_openmetrics_path(args.openmetrics)  # (before the refresh, which may take minutes)
-    conn = _open_refreshed(args)
+    conn = open_refreshed(args)
     try:
-        reports = _reports(conn, args.job, _source(args), complete=False, layers=False,
-                           read_as_is=_run_database(args)[1] if args.no_refresh else None)
+        reports = read_reports(conn, args.job, source_of(args), complete=False, layers=False,
+                           read_as_is=checked_run_database(args)[1] if args.no_refresh else None)
     finally:
         conn.close()
     text = openmetrics.exposition(reports)
@@ -441,7 +264,7 @@ def _exposition_reader(database, job, read_only=False, refreshing=False):
         try:
             # (A scrape does not wait for a refresh of serve's own, which may wait minutes for
             # Prometheus: the scraper's timeout is seconds.)
-            _saved_estimates_current(conn, wait_s=0)
+            saved_estimates_current(conn, wait_s=0)
             check_report_types(conn, f"'{database}'")
             jobs = [j for j in jobs_in(conn) if job is None or j == job]
             return openmetrics.exposition([read_report(conn, j, layers=False) for j in jobs])
@@ -478,7 +301,7 @@ def serve(args):
     if not args.listen.strip():  # (bound as given, '' is every interface: an unset $VARIABLE would expose it)
         raise CommandError("--listen: must not be empty, which would listen on every interface: leave it out for "
                            "127.0.0.1 (this machine only), or say 0.0.0.0 for every IPv4 interface")
-    run_dir, database = _run_database(args)
+    run_dir, database = checked_run_database(args)
     # Bound before the refresh (which may wait minutes for Prometheus, or replay a run): a port in
     # use is said at once. A scrape meanwhile waits in the socket's queue.
     try:
@@ -489,7 +312,7 @@ def serve(args):
         raise CommandError(f"--listen/--port: cannot listen on {args.listen}:{args.port}: "
                            f"{getattr(e, 'strerror', None) or e}") from None
     try:
-        conn = _open_refreshed(args)
+        conn = open_refreshed(args)
         try:
             jobs = jobs_in(conn)
         finally:
@@ -499,7 +322,7 @@ def serve(args):
         raise
     if args.job is not None and args.job not in jobs:
         # Served all the same (empty until it appears: the job may not have started), but said.
-        print(f"{args.prog}: warning: --job: no job {args.job!r} in {_source(args)} yet (jobs: "
+        print(f"{args.prog}: warning: --job: no job {args.job!r} in {source_of(args)} yet (jobs: "
               f"{', '.join(render.shown(j) for j in jobs) or 'none'}): /metrics is empty until it appears",
               file=sys.stderr, flush=True)
     host, port = server.server_address[:2]
@@ -533,12 +356,12 @@ def _is_results_database(database, which):
 
 
 def _one_report(run, db, job, which):
-    database = _database(run, db)
+    database = database_path(run, db)
     option = f"--db-{which[-1].lower()}"
-    _refuse_what_is_not_a_file(database, option if db else which, f"give {option} a results database file" if db
+    refuse_what_is_not_a_file(database, option if db else which, f"give {option} a results database file" if db
                                else f"give {which} a run directory or a results database file")
     if not database.is_file():
-        emulated = _database(f"{Path(run).resolve()}.emulated", None)
+        emulated = database_path(f"{Path(run).resolve()}.emulated", None)
         raise CommandError(f"{which}: no results database at '{database}' " + (
             f"(analyze --emulate wrote '{emulated}': compare that)" if not db and emulated.is_file()
             else "(run `precisionprobe analyze` first)"))
@@ -551,7 +374,7 @@ def _one_report(run, db, job, which):
     except ExtensionError as e:  # (which of the two it is: the message names the file only)
         raise CommandError(f"{which}: {e}") from None
     try:
-        reports = _reports(conn, job, f"'{database}'", job_option=f"--job-{which[-1].lower()}", read_as_is=database)
+        reports = read_reports(conn, job, f"'{database}'", job_option=f"--job-{which[-1].lower()}", read_as_is=database)
     finally:
         conn.close()
     if len(reports) > 1:
