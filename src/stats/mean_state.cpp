@@ -76,6 +76,7 @@ void MeanState::merge(const MeanState& other) {
   mean = merged_mean.hi;
   mean_low = merged_mean.lo;
   m2 = merged_m2;
+  weight_error += other.weight_error + kDoubleDoubleRounding * total;
   weight = total_weight.hi;
   weight_low = total_weight.lo;
   count = total_count;
@@ -99,11 +100,16 @@ void MeanState::unmerge(const MeanState& part) {
   }
   const DoubleDouble rest = dd_difference({weight, weight_low}, {part.weight, part.weight_low});
   const double rest_weight = rest.hi + rest.lo;
-  if (!(rest_weight > 0) || !std::isfinite(rest_weight) || !std::isfinite(part.weight / rest_weight))
+  // (The bound also covers what earlier sums lost: a weight of 1e-40 added to 1e40 + 1 is
+  // gone from the sum, and taking 1e40 and then 1 out would leave a weight of rounding alone.)
+  const double rest_weight_error =
+      weight_error + part.weight_error + kDoubleDoubleRounding * (std::fabs(weight) + std::fabs(part.weight));
+  if (!(rest_weight > 0) || !std::isfinite(rest_weight) || !std::isfinite(part.weight / rest_weight) ||
+      !(rest_weight_error <= kWeightLostShare * rest_weight))
     throw Error(
-        "the weights in the window frame span more than a double-double holds (about 1e32 between the largest and "
-        "the smallest), so taking a row out of their sum leaves nothing exact; use a frame that removes no row "
-        "(ROWS UNBOUNDED PRECEDING) or weights of closer magnitudes");
+        "the weights in the window frame span too far for a row to be taken out of their sum (more than about 1e24 "
+        "between the largest and the weight left): the weight left would be mostly rounding, and the mean of the "
+        "rest wrong; use a frame that removes no row (ROWS UNBOUNDED PRECEDING) or weights of closer magnitudes");
   // The inverse of merge, solved for the remaining part A of the whole T = A + B:
   //   mean_A = mean_T - d * W_B / W_A, in double-double, so that taking 1e20 out of
   //   (1e20, 1, 1) leaves a mean of 1 (in plain doubles it left 0.5);
@@ -133,6 +139,7 @@ void MeanState::unmerge(const MeanState& part) {
   }
   weight = rest.hi;
   weight_low = rest.lo;
+  weight_error = rest_weight_error;
   count = rest_count;
   // An extremum survives only if the removed values were all strictly inside it.
   min_known = min_known && part.min_known && part.min > min;

@@ -46,6 +46,11 @@ struct MeanState {
   // 0), and whether it passed kM2LostShare of M2 (stored: flag bit 2).
   double m2_error;
   bool m2_lost;
+  // A bound on the error of the weight sum (weight + weight_low) from the double-double sums
+  // and differences that made it (in memory only: a decoded state's weight is exact, 0). A frame
+  // whose weights span too far has it large beside the weight left after a removal: unmerge
+  // then refuses (kWeightLostShare) instead of dividing by a sum rounding has made meaningless.
+  double weight_error;
 
   bool empty() const { return count == 0; }
 
@@ -61,7 +66,8 @@ struct MeanState {
   void merge(const MeanState& other);
   // Removes the observations of part, which must all have been folded in before.
   // Throws std::logic_error when part is larger than this state, and pp::Error when removing it
-  // leaves a weight sum that rounding has made meaningless (weights differing by more than 2^106).
+  // leaves a weight sum whose error bound passes kWeightLostShare of it (weights within the
+  // state more than about 1e24 apart), where the mean of the rest would keep too few digits.
   void unmerge(const MeanState& part);
 
   // Mean, or nullopt when empty.
@@ -82,6 +88,16 @@ struct MeanState {
 // than about six significant digits. (A sliding frame of values from one distribution adds
 // some 1e-15 a removal, so only a frame past a billion rows would come near it.)
 constexpr double kM2LostShare = 1e-6;
+
+// The weight sum's error bound, as a share of the weight left after a removal, past which
+// unmerge refuses: the rest's mean is then the whole's less the removed part's share of it
+// multiplied by (removed weight / weight left), and its digits go as its weight's. A bound of
+// 2^-104 (a double-double sum's rounding) of the largest sum held reaches 1e-6 of the weight
+// left when the two are about 1e24 apart (taking 1e20 out of (1e20, 1.5, 1.5) keeps the 3 to
+// 1e-11, and the mean of the rest to about as much).
+constexpr double kWeightLostShare = 1e-6;
+// A bound on the relative rounding of one double-double sum or difference of weights.
+constexpr double kDoubleDoubleRounding = 0x1p-104;
 
 // The stored form (all little-endian, 60 bytes):
 //   0  2 bytes  magic "pm"

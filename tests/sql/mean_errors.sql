@@ -55,11 +55,21 @@ SELECT pp_mean(x) FROM (SELECT -1e308 AS x UNION ALL SELECT 1e308);
 SELECT pp_mean_merge(s, s) FROM (SELECT X'706D01030000000000000070000000000000F03F000000000000F03F00000000000000000000000000000000000000000000F03F000000000000F03F' AS s);
 -- error: pp_mean: the state would overflow: the sum of squared deviations from the mean passes the largest double
 SELECT pp_mean(x) FROM (SELECT -1e200 AS x UNION ALL SELECT 1e200);
--- error: pp_mean: the weights in the window frame span more than a double-double holds (about 1e32 between the largest and the smallest)
+-- error: pp_mean: the weights in the window frame span too far for a row to be taken out of their sum (more than about 1e24 between the largest and the weight left)
 SELECT pp_mean_value(pp_mean(x, w) OVER (ORDER BY i ROWS 2 PRECEDING))
   FROM (SELECT 1 i, 5 x, 1e300 w UNION ALL SELECT 2, 6, 1 UNION ALL SELECT 3, 7, 1e-300 UNION ALL SELECT 4, 8, 0 UNION ALL SELECT 5, 9, 0);
 -- error: pp_mean: argument 'x' is beyond the range of a double (1.8e308 at most, none nonzero below 4.9e-324): '1e400'
 SELECT pp_mean('1e400');
--- error: pp_mean: the weights in the window frame span more than a double-double holds
+-- error: pp_mean: the weights in the window frame span too far for a row to be taken out of their sum
 WITH v(i, x, w) AS (VALUES (1, 5, 1e300), (2, 5, 1e-10), (3, 5, 1))
 SELECT pp_mean_value(pp_mean(x, w) OVER (ORDER BY i ROWS 1 PRECEDING)) FROM v;
+-- Three magnitudes in one frame: 1e-40 added to 1e40 + 1 is lost from the weight sum, so once
+-- 1e40 and 1 have left, the frame of 2, 3 and 4 (mean 3) would hold a weight of rounding alone
+-- and a mean of 8e23. Taking 1e40 out of 1e40 + 1 is where it is refused.
+-- error: pp_mean: the weights in the window frame span too far for a row to be taken out of their sum
+WITH v(t, x, w) AS (VALUES (1, 5, 1e40), (2, 1, 1), (3, 2, 1e-40), (4, 3, 1e-40), (5, 4, 1e-40))
+SELECT t, pp_mean_json(pp_mean(x, w) OVER (ORDER BY t ROWS 2 PRECEDING)) FROM v;
+-- The same for merged states in a sliding frame.
+-- error: pp_mean_merge: the weights in the window frame span too far for a row to be taken out of their sum
+WITH v(t, x, w) AS (VALUES (1, 5, 1e40), (2, 1, 1), (3, 2, 1e-40), (4, 3, 1e-40), (5, 4, 1e-40))
+SELECT t, pp_mean_value(pp_mean_merge(pp_mean(x, w)) OVER (ORDER BY t ROWS 2 PRECEDING)) FROM v GROUP BY t;
