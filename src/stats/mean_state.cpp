@@ -107,7 +107,7 @@ void MeanState::unmerge(const MeanState& part) {
   if (!(rest_weight > 0) || !std::isfinite(rest_weight) || !std::isfinite(part.weight / rest_weight) ||
       !(rest_weight_error <= kWeightLostShare * rest_weight))
     throw Error(
-        "the weights in the window frame span too far for a row to be taken out of their sum (more than about 1e24 "
+        "the weights in the window frame span too far for a row to be taken out of their sum (more than about 1e25 "
         "between the largest and the weight left): the weight left would be mostly rounding, and the mean of the "
         "rest wrong; use a frame that removes no row (ROWS UNBOUNDED PRECEDING) or weights of closer magnitudes");
   // The inverse of merge, solved for the remaining part A of the whole T = A + B:

@@ -67,7 +67,7 @@ struct MeanState {
   // Removes the observations of part, which must all have been folded in before.
   // Throws std::logic_error when part is larger than this state, and pp::Error when removing it
   // leaves a weight sum whose error bound passes kWeightLostShare of it (weights within the
-  // state more than about 1e24 apart), where the mean of the rest would keep too few digits.
+  // state more than about 1e25 apart), where the mean of the rest would keep too few digits.
   void unmerge(const MeanState& part);
 
   // Mean, or nullopt when empty.
@@ -93,7 +93,7 @@ constexpr double kM2LostShare = 1e-6;
 // unmerge refuses: the rest's mean is then the whole's less the removed part's share of it
 // multiplied by (removed weight / weight left), and its digits go as its weight's. A bound of
 // 2^-104 (a double-double sum's rounding) of the largest sum held reaches 1e-6 of the weight
-// left when the two are about 1e24 apart (taking 1e20 out of (1e20, 1.5, 1.5) keeps the 3 to
+// left when the two are about 1e25 apart (taking 1e20 out of (1e20, 1.5, 1.5) keeps the 3 to
 // 1e-11, and the mean of the rest to about as much).
 constexpr double kWeightLostShare = 1e-6;
 // A bound on the relative rounding of one double-double sum or difference of weights.

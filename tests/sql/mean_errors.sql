@@ -55,7 +55,7 @@ SELECT pp_mean(x) FROM (SELECT -1e308 AS x UNION ALL SELECT 1e308);
 SELECT pp_mean_merge(s, s) FROM (SELECT X'706D01030000000000000070000000000000F03F000000000000F03F00000000000000000000000000000000000000000000F03F000000000000F03F' AS s);
 -- error: pp_mean: the state would overflow: the sum of squared deviations from the mean passes the largest double
 SELECT pp_mean(x) FROM (SELECT -1e200 AS x UNION ALL SELECT 1e200);
--- error: pp_mean: the weights in the window frame span too far for a row to be taken out of their sum (more than about 1e24 between the largest and the weight left)
+-- error: pp_mean: the weights in the window frame span too far for a row to be taken out of their sum (more than about 1e25 between the largest and the weight left)
 SELECT pp_mean_value(pp_mean(x, w) OVER (ORDER BY i ROWS 2 PRECEDING))
   FROM (SELECT 1 i, 5 x, 1e300 w UNION ALL SELECT 2, 6, 1 UNION ALL SELECT 3, 7, 1e-300 UNION ALL SELECT 4, 8, 0 UNION ALL SELECT 5, 9, 0);
 -- error: pp_mean: argument 'x' is beyond the range of a double (1.8e308 at most, none nonzero below 4.9e-324): '1e400'
