@@ -53,7 +53,9 @@ GpuSampleData read_gpu_samples(sqlite3* db, const std::string& uuid, const GpuEv
     samples.bind(":metric", data.metrics[m].metric);
     while (samples.step()) {
       auto& row = rows.try_emplace(samples.column_int64(0), data.metrics.size(), kMissing).first->second;
-      row[m] = samples.column_null(1) ? kMissing : samples.column_double(1);
+      // (Text or a BLOB in the REAL column is no number: missing, as the fold leaves it out.)
+      const int type = samples.column_type(1);
+      row[m] = type == SQLITE_INTEGER || type == SQLITE_FLOAT ? samples.column_double(1) : kMissing;
     }
   }
   // Copies: every metric equal to the stored time before (stored next to it, before the samples

@@ -152,7 +152,7 @@ void fold(RefreshRun& run) {
   }
   if (unusable > 0)
     run.warn(std::to_string(unusable) + (unusable == 1 ? " sample" : " samples") +
-             " in pp_samples are not finite or beyond 1e150 in magnitude (the first: " + first_unusable +
+             " in pp_samples are not numbers, not finite, or beyond 1e150 in magnitude (the first: " + first_unusable +
              "); they are left out, like NaN");
   write_folded(run.db, windows, folded);
   run_script(run.db, embedded_sql("fold"));

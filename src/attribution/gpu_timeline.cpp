@@ -17,6 +17,7 @@
 #include "attribution/window_lengths.hpp"
 #include "core/number_text.hpp"
 #include "core/statement.hpp"
+#include "core/text.hpp"
 
 namespace pp {
 namespace {
@@ -129,15 +130,22 @@ class TimelineReader : public TimelineFetch {
         while (window != windows.end() && window->ts_ms < ts) ++window;
         // Not aligned yet, or a copy of a window already counted: left out.
         if (window == windows.end() || window->ts_ms != ts || window->copy) continue;
-        bool null = samples.column_null(1);
+        const int type = samples.column_type(1);
+        bool null = type == SQLITE_NULL;
         const bool own_grid = driver && window->util_end_ns;
         const int64_t end = own_grid ? *window->util_end_ns : window->end_ns;
         // A driver window read by two DCGM samples is one window: its second reading is left out.
         if (own_grid && window->util_copy) continue;
-        const double value = null ? 0.0 : samples.column_double(1);
-        if (!null && !(std::fabs(value) <= kLargestSampleValue)) {
+        // Text or a BLOB in the REAL column (SQLite keeps 'NaN' or '' as text: a CSV imported by
+        // hand) is not a number: left out with a warning, where reading it would give 0.
+        const bool not_a_number = type == SQLITE_TEXT || type == SQLITE_BLOB;
+        const double value = null || not_a_number ? 0.0 : samples.column_double(1);
+        if (not_a_number || (!null && !(std::fabs(value) <= kLargestSampleValue))) {
           if (gpu_.unusable_values++ == 0)
-            gpu_.first_unusable = s.metric + " of " + uuid + " at ts_ms " + std::to_string(ts) + ": " + number_text(value);
+            gpu_.first_unusable = s.metric + " of " + uuid + " at ts_ms " + std::to_string(ts) + ": " +
+                                  (type == SQLITE_BLOB   ? std::string("a BLOB")
+                                   : type == SQLITE_TEXT ? "the text '" + valid_utf8(samples.column_text(1), 40) + "'"
+                                                         : number_text(value));
           null = true;
         }
         s.samples.push_back({ts, end, null ? 0.0 : value, null, own_grid});

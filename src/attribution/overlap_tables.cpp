@@ -36,8 +36,8 @@
 //     (pp_events.folded = 0) and that start by through_ms; first_id is the lowest pp_events.id
 //     among them (NULL on the other rows);
 //   windows is the number of distinct sample timestamps of the GPU in the range, on every row.
-//   A value that is not finite or beyond 1e150 in magnitude (+Inf stored from Prometheus) is read
-//   as NULL (gpu_timeline.hpp, kLargestSampleValue).
+//   A value that is not finite or beyond 1e150 in magnitude (+Inf stored from Prometheus), or
+//   text or a BLOB, is read as NULL (gpu_timeline.hpp, kLargestSampleValue).
 //
 // Cost: one index range per series of the GPU, one scan of its events in t_start_ns order
 // (index pp_events_by_gpu_time), and O(events + samples + pairs) for the sweep.

@@ -20,7 +20,7 @@ SELECT 'GPU-x0000000-0000-4000-8000-000000000000', 'DCGM_FI_DEV_GPU_UTIL', (1700
               WHEN 7 THEN 9e999 WHEN 8 THEN -9e999 WHEN 9 THEN 1e308 ELSE 0 END FROM i;
 SELECT windows_folded > 0 FROM pp_refresh(NULL, 1);
 SELECT count(*) = 1 FROM json_each(pp_last_warnings())
- WHERE value = 'pp_refresh: 3 samples in pp_samples are not finite or beyond 1e150 in magnitude (the first: '
+ WHERE value = 'pp_refresh: 3 samples in pp_samples are not numbers, not finite, or beyond 1e150 in magnitude (the first: '
                || 'DCGM_FI_DEV_GPU_UTIL of GPU-x0000000-0000-4000-8000-000000000000 at ts_ms 1700000707000: Inf); '
                || 'they are left out, like NaN';
 -- The stored values stay as Prometheus gave them.
@@ -30,3 +30,25 @@ SELECT count(*) = 3 FROM pp_samples WHERE abs(value) > 1e150;
 SELECT data_num = 4 AND abs(gpu_util - 82.8 / 1.9) < 1e-9 FROM layer_metrics WHERE job_id = 'narrow' AND layer = 'mlp';
 SELECT abs(estimate - 80) < 1e-6 AND confidence = 'identified' FROM layer_estimates
  WHERE job_id = 'narrow' AND layer = 'mlp' AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+-- Text or a BLOB in the REAL column ('NaN' or an empty field of a CSV imported by hand, which
+-- SQLite keeps as text) is no number either: left out with the same warning, not read as 0.
+-- 'texts' ran 0.5 s of each of five 1 s windows on GPU y from T1 = 1700000800, whose samples
+-- hold 40, 'NaN', a BLOB, '' and 40.
+WITH k(n) AS (VALUES (0), (1), (2), (3), (4))
+INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end,
+                      source_file, line)
+SELECT 'texts', 'GPU-y0000000-0000-4000-8000-000000000000', 'mlp', 'Linear', 1,
+       (1700000800 + n) * 1000000000, (1700000800 + n) * 1000000000 + 500000000,
+       1700000800 + n, 1700000800 + n + 0.5, 'texts', n + 1
+  FROM k;
+WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 7)
+INSERT INTO pp_samples(uuid, metric, ts_ms, value)
+SELECT 'GPU-y0000000-0000-4000-8000-000000000000', 'DCGM_FI_DEV_GPU_UTIL', (1700000800 + n) * 1000,
+       CASE n WHEN 1 THEN 40 WHEN 2 THEN 'NaN' WHEN 3 THEN x'00' WHEN 4 THEN '' WHEN 5 THEN 40 ELSE 0 END FROM i;
+SELECT count(*) = 3 FROM pp_samples WHERE typeof(value) IN ('text', 'blob');
+SELECT windows_folded > 0 FROM pp_refresh(NULL, 1);
+SELECT count(*) = 1 FROM json_each(pp_last_warnings())
+ WHERE value = 'pp_refresh: 3 samples in pp_samples are not numbers, not finite, or beyond 1e150 in magnitude (the '
+               || 'first: DCGM_FI_DEV_GPU_UTIL of GPU-y0000000-0000-4000-8000-000000000000 at ts_ms 1700000802000: '
+               || 'the text ''NaN''); they are left out, like NaN';
+SELECT data_num = 2 AND abs(gpu_util - 40) < 1e-9 FROM layer_metrics WHERE job_id = 'texts' AND layer = 'mlp';
