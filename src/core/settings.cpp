@@ -5,7 +5,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <set>
+#include <string_view>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -104,6 +107,39 @@ bool is_header_name(std::string_view name) {
     if (!std::isalnum(c) && std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) == std::string_view::npos)
       return false;
   return true;
+}
+
+// Headers that frame the request or that libcurl sets from other settings: given here they
+// would override its own (a Content-Length cut the form, leaving its rest to be read as the next
+// request on the connection; Transfer-Encoding: chunked was refused with 501), so they are
+// refused. The value: what to do instead ("" where nothing is to be done).
+std::optional<std::string_view> framing_header_hint(std::string_view name) {
+  static const std::pair<std::string_view, std::string_view> kFraming[] = {
+      {"host", "; give the host in prometheus_url"},
+      {"accept-encoding", "; the setting http_compression chooses it"},
+      {"content-length", ""}, {"content-type", ""}, {"transfer-encoding", ""}, {"te", ""}, {"trailer", ""},
+      {"connection", ""}, {"keep-alive", ""}, {"proxy-connection", ""}, {"upgrade", ""}, {"expect", ""},
+  };
+  const std::string lower = to_lower(name);
+  for (const auto& [header, hint] : kFraming)
+    if (lower == header) return hint;
+  return std::nullopt;
+}
+
+// A header name as an error shows it: control characters written as \xNN, cut at 100 bytes.
+std::string shown_header_name(std::string_view name) {
+  std::string shown;
+  for (unsigned char c : name.substr(0, 100)) {
+    if (c < 0x20 || c == 0x7f) {
+      static const char kHex[] = "0123456789abcdef";
+      shown += "\\x";
+      shown += kHex[c >> 4];
+      shown += kHex[c & 15];
+    } else {
+      shown += static_cast<char>(c);
+    }
+  }
+  return valid_utf8(shown) + (name.size() > 100 ? "..." : "");
 }
 
 bool has_control_character(std::string_view value) {
@@ -256,9 +292,14 @@ std::string normalize(const SettingDefinition& d, const std::string& value) {
       for (const auto& item : j.items())
         if (!item.value().is_string() || !is_header_name(item.key()) ||
             has_control_character(item.value().get<std::string>()))
-          throw Error(where + "header '" + item.key() +
+          throw Error(where + "header '" + shown_header_name(item.key()) +
                       "' needs a plain name (letters, digits and !#$%&'*+-.^_`|~) and a string value without line "
                       "breaks or control characters");
+      for (const auto& item : j.items())
+        if (const auto hint = framing_header_hint(item.key()))
+          throw Error(where + "header '" + item.key() +
+                      "' is set by the request itself (it frames the request or says how it is sent), so it cannot "
+                      "be given here" + std::string(*hint));
       // Shown only once every name is known to be a plain token; never a value, which may be a secret.
       if (!duplicate_name.empty())
         throw Error(where + "names header '" + duplicate_name +

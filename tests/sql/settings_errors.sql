@@ -16,6 +16,19 @@ SELECT pp_config('dedup_rel_tol', '1e999');
 SELECT pp_config('headers', '{"X-Scope-OrgID":"team-a","Bad Name":"x"}');
 -- error: pp_config: setting 'headers' header 'X(' needs a plain name
 SELECT pp_config('headers', '{"X(":"y"}');
+-- A name with a line break is shown with it written out, not as a broken line.
+-- error: pp_config: setting 'headers' header '\x0d\x0aX-Evil' needs a plain name
+SELECT pp_config('headers', json_object(char(13, 10) || 'X-Evil', 'a'));
+-- Headers that frame the request are the request's own: a Content-Length of 3 cut the form,
+-- whose rest the server read as the next request on the connection.
+-- error: pp_config: setting 'headers' header 'Content-Length' is set by the request itself (it frames the request or says how it is sent), so it cannot be given here
+SELECT pp_config('headers', '{"X-Scope-OrgID":"team-a","Content-Length":"3"}');
+-- error: pp_config: setting 'headers' header 'transfer-encoding' is set by the request itself
+SELECT pp_config('headers', '{"transfer-encoding":"chunked"}');
+-- error: pp_config: setting 'headers' header 'HOST' is set by the request itself (it frames the request or says how it is sent), so it cannot be given here; give the host in prometheus_url
+SELECT pp_config('headers', '{"HOST":"prometheus.internal"}');
+-- error: pp_config: setting 'headers' header 'Accept-Encoding' is set by the request itself (it frames the request or says how it is sent), so it cannot be given here; the setting http_compression chooses it
+SELECT pp_config('headers', '{"Accept-Encoding":"identity"}');
 -- A header named twice would send one of its values unseen; names ignore case, and the error names
 -- the header, never a value (it may be a secret).
 -- error: pp_config: setting 'headers' names header 'a' more than once (header names ignore case); give each header once
