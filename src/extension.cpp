@@ -21,7 +21,9 @@ constexpr Area kAreas[] = {
     {"prometheus", pp::prometheus_objects},    // prom_range, prom_samples, prom_series, prom_label_values, regexp, prom_match
     {"events", pp::events_objects},            // layer_events, layer_jobs
     {"stats", pp::stats_objects},              // pp_mean*, pp_similar, pp_novel, pp_deconvolve
-    {"attribution", pp::attribution_objects},  // pp_refresh, pp_install_views, pp_overlaps, pp_overlap_means
+    {"attribution", pp::attribution_objects},  // pp_refresh, pp_install_views, pp_overlaps, pp_overlap_means,
+                                               // pp_fractions, pp_estimates, pp_estimator_states, pp_gpu_samples,
+                                               // pp_event_store
 };
 
 }  // namespace

@@ -390,8 +390,9 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
                     (attempt > 0 ? " (after " + std::to_string(attempt + 1) + " attempts)" : ""));
       return response;  // the last 429/5xx goes to the caller, who shows the server's message
     }
-    // Exponential backoff from 100 ms, capped at 5 s; a server's Retry-After wins, within the
-    // time limit of one request so a slow server cannot stall a statement indefinitely.
+    // Exponential backoff from 100 ms, capped at 5 s; a server's Retry-After wins, up to 30 s
+    // and within the time limit of one request, so a slow server cannot stall a statement
+    // indefinitely.
     double wait_ms = 100.0 * std::pow(2.0, attempt);
     if (transfer.retry_after_seconds >= 0) wait_ms = transfer.retry_after_seconds * 1000.0;
     wait_ms = std::min({wait_ms, 5000.0 * (transfer.retry_after_seconds >= 0 ? 6 : 1),

@@ -99,7 +99,9 @@ class TableCursor : public sqlite3_vtab_cursor {
   // cursor each) and drops a row whose rowid an earlier branch gave: the rows of calls that
   // differ (in arguments or pushed-down values) are other rows, so each such call counts from
   // its own 2^32 * k + 1 (k: how many differing calls the statement ran before it, so its
-  // first call's rows are 1, 2, ...), and a call repeated as it was counts as it did. argv
+  // first call's rows are 1, 2, ...; a statement is known by its address and run count, so one
+  // prepared where an earlier one ran may go on from that one's k: rowids stay distinct within
+  // the statement, which is what the plans need), and a call repeated as it was counts as it did. argv
   // holds the call's values without the extra arguments (a second `=` that agrees with an
   // argument gives the call it agrees with).
   sqlite3_int64 first_rowid(const char* table, int idx_num, const std::vector<sqlite3_value*>& argv);

@@ -5,6 +5,9 @@ numbers for a monitoring stack: `export` and `serve`.
                       package's own copy, or a build of the repository)
   refresh.py          opens a run's results database and brings it up to date (pp_refresh),
                       progress on stderr
+  write_lock.py       waits for the results database's write lock (another analyze, a
+                      scheduler's refresh) before a refresh or a save writes
+  ctrl_c.py           Ctrl-C during a refresh: interrupts the statement running in C
   emulate.py          --emulate: a run's layer calls replayed on emulated GPUs, served by a
                       loopback Prometheus
   saved_estimates.py  saves the estimator's results as the plain table report_estimates
