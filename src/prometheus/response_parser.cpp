@@ -135,7 +135,10 @@ json envelope_data(const HttpResponse& response, const std::string& shown_url, s
 void split_labels(json& metric, PromSeries& series) {
   auto name = metric.find("__name__");
   if (name != metric.end()) {
-    if (name->is_string()) series.metric = name->get<std::string>();
+    // (A name that is not a string is refused as any other label is: as a missing name it
+    // would read as a series of no metric.)
+    if (!name->is_string()) throw Error("label '__name__' is not a string");
+    series.metric = name->get<std::string>();
     metric.erase(name);
   }
   for (const auto& item : metric.items())
@@ -261,8 +264,13 @@ std::vector<std::string> parse_label_values_body(const HttpResponse& response, c
   if (!data.is_array())
     throw Error("label values from " + shown_url + " are not a list");
   std::vector<std::string> out;
-  for (const auto& v : data)
-    if (v.is_string()) out.push_back(v.get<std::string>());
+  out.reserve(data.size());
+  for (const auto& v : data) {
+    // (Left out, a value that is not a string would shorten the list in silence.)
+    if (!v.is_string())
+      throw Error("label values from " + shown_url + " hold " + valid_utf8(v.dump(), 80) + ", not a string");
+    out.push_back(v.get<std::string>());
+  }
   return out;
 }
 

@@ -133,6 +133,31 @@ TEST(PromParsing, ErrorsSayWhatWasWrong) {
   EXPECT_NE(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[)"), "");
 }
 
+// A value of another type is said, never left out: a name that is a number read as a series of
+// no metric, and a label value that is not a string shortened the list, both in silence.
+TEST(PromParsing, ANameOrLabelValueOfAnotherTypeIsAnError) {
+  std::vector<std::string> warnings;
+  try {
+    pp::parse_series_body(response(200, R"({"status":"success","data":[{"__name__":5,"gpu":"0"}]})"), "u",
+                          warnings);
+    ADD_FAILURE() << "a __name__ of 5 was read";
+  } catch (const pp::Error& e) {
+    EXPECT_STREQ(e.what(), "label '__name__' is not a string");
+  }
+  EXPECT_EQ(error_of(R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":null},"values":[]}]}})"),
+            "label '__name__' is not a string");
+  try {
+    pp::parse_label_values_body(response(200, R"({"status":"success","data":["a",5,null]})"),
+                                "http://prom:9090/api/v1/label/gpu/values", warnings);
+    ADD_FAILURE() << "the values 5 and null were left out";
+  } catch (const pp::Error& e) {
+    EXPECT_STREQ(e.what(), "label values from http://prom:9090/api/v1/label/gpu/values hold 5, not a string");
+  }
+  const auto values =
+      pp::parse_label_values_body(response(200, R"({"status":"success","data":["a","b"]})"), "u", warnings);
+  EXPECT_EQ(values, (std::vector<std::string>{"a", "b"}));
+}
+
 TEST(PromParsing, AnOverlongErrorTypeLeavesTheErrorTextInTheMessage) {
   const std::string type(1 << 20, 'x');
   const std::string message =
