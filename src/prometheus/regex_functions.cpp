@@ -11,6 +11,7 @@
 
 #include "core/guard.hpp"
 #include "core/sql_values.hpp"
+#include "core/text.hpp"
 #include "prometheus/prometheus_tables.hpp"
 
 namespace pp {
@@ -23,7 +24,8 @@ const RE2& compiled_pattern(sqlite3_context* ctx, sqlite3_value* pattern_value, 
   options.set_log_errors(false);
   auto re = std::make_unique<RE2>(pattern, options);
   if (!re->ok())
-    throw argument_error(argument, "is not a valid regular expression: " + re->error());
+    // (RE2's error quotes the pattern from where it failed: a long one is cut, not echoed whole.)
+    throw argument_error(argument, "is not a valid regular expression: " + valid_utf8(re->error(), 200));
   RE2* raw = re.release();
   sqlite3_set_auxdata(ctx, 0, raw, [](void* p) { delete static_cast<RE2*>(p); });
   // set_auxdata may have freed raw already (out of memory); fetch what SQLite kept.
