@@ -156,18 +156,36 @@ std::optional<std::string> text_value(sqlite3_value* v, const char* column, bool
   return std::string(reinterpret_cast<const char*>(sqlite3_value_text(v)), sqlite3_value_bytes(v));
 }
 
-// The event of an INSERT's column values (argv[2 + column]).
+// The table's column names, by Column (for messages).
+constexpr const char* kColumnNames[kColumnCount] = {
+    "id", "job_id", "host_name", "ip", "pod", "namespace", "gpu_uuid", "gpu", "rank", "pid", "epoch", "batch",
+    "layer", "layer_type", "forward", "t_start_ns", "t_end_ns", "t_start", "t_end", "cpu_num", "source_file",
+    "line", "folded", "block"};
+
+// The event of an INSERT's column values (argv[2 + column]). What layer_events refuses as a
+// malformed line is refused here too, rather than stored as something else: a BLOB (stored, it
+// read back as '' or NULL), an empty job, GPU or layer, a direction other than 0 or 1.
 StoredEvent event_of(sqlite3_value** col, bool& folded) {
   StoredEvent e;
   e.key.resize(kBlockKeyColumnCount);
-  for (int c = 0; c < kColumnCount; ++c)
+  for (int c = 0; c < kColumnCount; ++c) {
+    if (c == kBlock) continue;
+    if (sqlite3_value_type(col[c]) == SQLITE_BLOB)
+      throw Error(std::string(kColumnNames[c]) + " may not be a BLOB");
     if (kKeyOf[c] >= 0) e.key[kKeyOf[c]] = value_of(col[c]);
+  }
   if (std::holds_alternative<std::monostate>(e.key[kKeyJobId])) throw Error("job_id may not be NULL");
   if (std::holds_alternative<std::monostate>(e.key[kKeyGpuUuid])) throw Error("gpu_uuid may not be NULL");
   if (std::holds_alternative<std::monostate>(e.key[kKeySourceFile])) throw Error("source_file may not be NULL");
+  for (const auto& [c, key] : {std::pair{kJobId, kKeyJobId}, std::pair{kGpuUuid, kKeyGpuUuid}})
+    if (const auto* text = std::get_if<std::string>(&e.key[key]); text && text->empty())
+      throw Error(std::string(kColumnNames[c]) + " may not be empty");
   e.layer = *text_value(col[kLayer], "layer", true);
+  if (e.layer.empty()) throw Error("layer may not be empty");
   e.layer_type = text_value(col[kLayerType], "layer_type", false);
-  e.event.forward = *integer_value(col[kForward], "forward", true) != 0;
+  const int64_t forward = *integer_value(col[kForward], "forward", true);
+  if (forward != 0 && forward != 1) throw Error("forward must be 1 (forward) or 0 (backward), got " + std::to_string(forward));
+  e.event.forward = forward == 1;
   const auto epoch = integer_value(col[kEpoch], "epoch", false);
   const auto batch = integer_value(col[kBatch], "batch", false);
   e.event.epoch_null = !epoch;

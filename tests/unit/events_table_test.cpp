@@ -140,6 +140,19 @@ TEST_F(EventsTable, BadRowsAreRefusedByColumn) {
   EXPECT_EQ(db.error(insert + "('j', 'GPU-0', 'fc', 1, 'soon', 2, 'f', 1)"), "pp_events: t_start_ns must be an integer");
   EXPECT_EQ(db.error(insert + "('j', 'GPU-0', NULL, 1, 1, 2, 'f', 1)"), "pp_events: layer may not be NULL");
   EXPECT_EQ(db.error(insert + "('j', 'GPU-0', 'fc', 1, 1, 2, 'f', NULL)"), "pp_events: line may not be NULL");
+  // What layer_events refuses as a malformed line: stored, a direction of 2 read back as 1, a
+  // BLOB as '' or NULL, and an empty job or layer named nothing.
+  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', 'fc', 2, 1, 2, 'f', 1)"),
+            "pp_events: forward must be 1 (forward) or 0 (backward), got 2");
+  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', 'fc', -1, 1, 2, 'f', 1)"),
+            "pp_events: forward must be 1 (forward) or 0 (backward), got -1");
+  EXPECT_EQ(db.error(insert + "('j', x'00', 'fc', 1, 1, 2, 'f', 1)"), "pp_events: gpu_uuid may not be a BLOB");
+  EXPECT_EQ(db.error("INSERT INTO pp_events(job_id, gpu_uuid, layer, forward, t_start_ns, t_end_ns, source_file, line, "
+                     "rank) VALUES ('j', 'GPU-0', 'fc', 1, 1, 2, 'f', 1, x'01')"),
+            "pp_events: rank may not be a BLOB");
+  EXPECT_EQ(db.error(insert + "('', 'GPU-0', 'fc', 1, 1, 2, 'f', 1)"), "pp_events: job_id may not be empty");
+  EXPECT_EQ(db.error(insert + "('j', '', 'fc', 1, 1, 2, 'f', 1)"), "pp_events: gpu_uuid may not be empty");
+  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', '', 1, 1, 2, 'f', 1)"), "pp_events: layer may not be empty");
   // Text that reads as an integer is one, as in an INTEGER column.
   db.exec(insert + "('j', 'GPU-0', 'fc', '1', '100', 2e2, 'f', '1')");
   EXPECT_EQ(db.scalar("SELECT t_start_ns + t_end_ns FROM pp_events WHERE job_id = 'j'").integer, 300);
