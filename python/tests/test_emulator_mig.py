@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import extension_path
-from precisionprobe.emulator import mig, offline
+from precisionprobe.emulator import mig
 from precisionprobe.emulator.profile import FB_USED, GPU_UTIL, METRICS, Profile
 from precisionprobe.harness import prometheus, processes
 
