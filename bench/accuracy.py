@@ -49,7 +49,6 @@ Runs in about 2 minutes on 2 cores (the 10-minute timelines have about 290,000 l
 --axis colocation runs only the co-location cells (under a minute).
 """
 import argparse
-import json
 import os
 import shutil
 import sqlite3
@@ -61,7 +60,7 @@ import numpy as np
 
 from precisionprobe.emulator import colocation, offline
 from precisionprobe.emulator.exposition import format_value
-from precisionprobe.emulator.profile import FB_USED, METRICS, UPPER_BOUNDS, Profile
+from precisionprobe.emulator.profile import FB_USED, METRICS, Profile
 from precisionprobe.emulator.timeline import dlrm_timeline
 from precisionprobe.emulator.timing import Timing
 

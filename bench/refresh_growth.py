@@ -38,7 +38,6 @@ GPU-hour.
 import argparse
 import json
 import os
-import resource
 import shutil
 import sqlite3
 import subprocess
