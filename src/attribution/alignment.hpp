@@ -30,6 +30,7 @@
 // GPU_UTIL, averaged over the driver's own period on its own grid, is placed on the DCGM window
 // ends by driver_grid.hpp.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <vector>

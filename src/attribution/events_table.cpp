@@ -19,7 +19,8 @@
 //
 // Constraints on gpu_uuid, t_start_ns, folded = 0, source_file, job_id, id and block narrow the blocks
 // read; SQLite checks every constraint itself on the rows returned. An update is a delete and
-// an insert (the row gets a new id). Rows inserted by a statement are written in blocks when
+// an insert (the row gets a new id); what an inserted row may hold is checked by
+// inserted_event (event_insert.cpp). Rows inserted by a statement are written in blocks when
 // the transaction commits, at a savepoint, when the next statement reads the table, or before
 // the engine reads the blocks itself (flush_event_tables).
 #include <cmath>
@@ -28,6 +29,7 @@
 #include <mutex>
 
 #include "attribution/attribution_tables.hpp"
+#include "attribution/event_columns.hpp"
 #include "attribution/event_store.hpp"
 #include "core/guard.hpp"
 #include "core/statement.hpp"
@@ -35,21 +37,9 @@
 namespace pp {
 namespace {
 
-constexpr const char* kName = "pp_events";
+using namespace event_columns;
 
-enum Column : int {
-  kId, kJobId, kHostName, kIp, kPod, kNamespace, kGpuUuid, kGpu, kRank, kPid, kEpoch, kBatch, kLayer, kLayerType,
-  kForward, kStartNs, kEndNs, kStart, kEnd, kCpuNum, kSourceFile, kLine, kFolded, kBlock, kColumnCount
-};
-constexpr const char* kSchema =
-    "CREATE TABLE x(id INTEGER, job_id TEXT, host_name TEXT, ip TEXT, pod TEXT, namespace TEXT, gpu_uuid TEXT, "
-    "gpu INTEGER, rank INTEGER, pid INTEGER, epoch INTEGER, batch INTEGER, layer TEXT, layer_type TEXT, "
-    "forward INTEGER, t_start_ns INTEGER, t_end_ns INTEGER, t_start REAL, t_end REAL, cpu_num REAL, "
-    "source_file TEXT, line INTEGER, folded INTEGER, block INTEGER HIDDEN)";
-// The block columns of each shared column (BlockKeyColumn), by table column.
-constexpr int kKeyOf[kColumnCount] = {-1, kKeyJobId, kKeyHostName, kKeyIp, kKeyPod, kKeyNamespace, kKeyGpuUuid,
-                                      kKeyGpu, kKeyRank, kKeyPid, -1, -1, -1, -1, -1, -1, -1, -1, -1, kKeyCpuNum,
-                                      kKeySourceFile, -1, -1, -1};
+constexpr const char* kName = "pp_events";
 
 // The constraints a plan hands to xFilter, as bits of idxNum in this order (argv in this order).
 enum PlanBit : int {
@@ -117,86 +107,6 @@ void unregister_table(EventsTable* table) {
       tables_of_db.erase(it);
       return;
     }
-}
-
-// An integer column value with INTEGER affinity applied: text that reads as a number becomes
-// one, a REAL with an integer value its integer; anything else is an error naming the column.
-std::optional<int64_t> integer_value(sqlite3_value* v, const char* column, bool required) {
-  switch (sqlite3_value_numeric_type(v)) {
-    case SQLITE_NULL:
-      if (required) throw Error(std::string(column) + " may not be NULL");
-      return std::nullopt;
-    case SQLITE_INTEGER: return sqlite3_value_int64(v);
-    case SQLITE_FLOAT: {
-      const double d = sqlite3_value_double(v);
-      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18) return static_cast<int64_t>(d);
-      break;
-    }
-    default: break;
-  }
-  throw Error(std::string(column) + " must be an integer");
-}
-
-SqlValue value_of(sqlite3_value* v) {
-  switch (sqlite3_value_type(v)) {
-    case SQLITE_INTEGER: return static_cast<int64_t>(sqlite3_value_int64(v));
-    case SQLITE_FLOAT: return sqlite3_value_double(v);
-    case SQLITE_TEXT: return std::string(reinterpret_cast<const char*>(sqlite3_value_text(v)), sqlite3_value_bytes(v));
-    case SQLITE_BLOB:
-      return SqlBlob{std::string(static_cast<const char*>(sqlite3_value_blob(v)), sqlite3_value_bytes(v))};
-    default: return std::monostate{};
-  }
-}
-
-std::optional<std::string> text_value(sqlite3_value* v, const char* column, bool required) {
-  if (sqlite3_value_type(v) == SQLITE_NULL) {
-    if (required) throw Error(std::string(column) + " may not be NULL");
-    return std::nullopt;
-  }
-  return std::string(reinterpret_cast<const char*>(sqlite3_value_text(v)), sqlite3_value_bytes(v));
-}
-
-// The table's column names, by Column (for messages).
-constexpr const char* kColumnNames[kColumnCount] = {
-    "id", "job_id", "host_name", "ip", "pod", "namespace", "gpu_uuid", "gpu", "rank", "pid", "epoch", "batch",
-    "layer", "layer_type", "forward", "t_start_ns", "t_end_ns", "t_start", "t_end", "cpu_num", "source_file",
-    "line", "folded", "block"};
-
-// The event of an INSERT's column values (argv[2 + column]). What layer_events refuses as a
-// malformed line is refused here too, rather than stored as something else: a BLOB (stored, it
-// read back as '' or NULL), an empty job, GPU or layer, a direction other than 0 or 1.
-StoredEvent event_of(sqlite3_value** col, bool& folded) {
-  StoredEvent e;
-  e.key.resize(kBlockKeyColumnCount);
-  for (int c = 0; c < kColumnCount; ++c) {
-    if (c == kBlock) continue;
-    if (sqlite3_value_type(col[c]) == SQLITE_BLOB)
-      throw Error(std::string(kColumnNames[c]) + " may not be a BLOB");
-    if (kKeyOf[c] >= 0) e.key[kKeyOf[c]] = value_of(col[c]);
-  }
-  if (std::holds_alternative<std::monostate>(e.key[kKeyJobId])) throw Error("job_id may not be NULL");
-  if (std::holds_alternative<std::monostate>(e.key[kKeyGpuUuid])) throw Error("gpu_uuid may not be NULL");
-  if (std::holds_alternative<std::monostate>(e.key[kKeySourceFile])) throw Error("source_file may not be NULL");
-  for (const auto& [c, key] : {std::pair{kJobId, kKeyJobId}, std::pair{kGpuUuid, kKeyGpuUuid}})
-    if (const auto* text = std::get_if<std::string>(&e.key[key]); text && text->empty())
-      throw Error(std::string(kColumnNames[c]) + " may not be empty");
-  e.layer = *text_value(col[kLayer], "layer", true);
-  if (e.layer.empty()) throw Error("layer may not be empty");
-  e.layer_type = text_value(col[kLayerType], "layer_type", false);
-  const int64_t forward = *integer_value(col[kForward], "forward", true);
-  if (forward != 0 && forward != 1) throw Error("forward must be 1 (forward) or 0 (backward), got " + std::to_string(forward));
-  e.event.forward = forward == 1;
-  const auto epoch = integer_value(col[kEpoch], "epoch", false);
-  const auto batch = integer_value(col[kBatch], "batch", false);
-  e.event.epoch_null = !epoch;
-  e.event.epoch = epoch.value_or(0);
-  e.event.batch_null = !batch;
-  e.event.batch = batch.value_or(0);
-  e.event.t_start_ns = *integer_value(col[kStartNs], "t_start_ns", true);
-  e.event.t_end_ns = *integer_value(col[kEndNs], "t_end_ns", true);
-  e.event.line = *integer_value(col[kLine], "line", true);
-  folded = integer_value(col[kFolded], "folded", false).value_or(0) != 0;
-  return e;
 }
 
 struct EventsCursor : sqlite3_vtab_cursor {
@@ -376,7 +286,7 @@ int events_filter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc,
     if (idx_num & kByGpu) {
       sqlite3_value* v = next();
       sql += " AND gpu_uuid = :gpu";
-      parameters.emplace_back(":gpu", value_of(v));
+      parameters.emplace_back(":gpu", held_value(v));
       if (sqlite3_value_type(v) == SQLITE_NULL) empty = true;
     }
     if (idx_num & kStartFrom) {
@@ -397,7 +307,7 @@ int events_filter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc,
     if (idx_num & kByFile) {
       sqlite3_value* v = next();
       sql += " AND source_file = :file";
-      parameters.emplace_back(":file", value_of(v));
+      parameters.emplace_back(":file", held_value(v));
     }
     if (idx_num & kById) {
       if ((cursor->id = exact_integer(next()))) {
@@ -408,7 +318,7 @@ int events_filter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc,
     if (idx_num & kByJob) {
       sqlite3_value* v = next();
       sql += " AND job_id = :job";
-      parameters.emplace_back(":job", value_of(v));
+      parameters.emplace_back(":job", held_value(v));
     }
     if (idx_num & kStartAt) {
       sqlite3_value* v = next();
@@ -501,7 +411,7 @@ int events_update(sqlite3_vtab* vtab, int argc, sqlite3_value** argv, sqlite3_in
     }
     if (argc > 1) {
       bool folded = false;
-      StoredEvent e = event_of(argv + 2, folded);
+      StoredEvent e = inserted_event(argv + 2, folded);
       *rowid = table->writer.add(std::move(e), folded);
     }
     return SQLITE_OK;

@@ -61,6 +61,18 @@ double required_double(sqlite3_value* value, const char* argument) {
   }
 }
 
+SqlValue held_value(sqlite3_value* value) {
+  switch (sqlite3_value_type(value)) {
+    case SQLITE_INTEGER: return static_cast<int64_t>(sqlite3_value_int64(value));
+    case SQLITE_FLOAT: return sqlite3_value_double(value);
+    case SQLITE_TEXT:
+      return std::string(reinterpret_cast<const char*>(sqlite3_value_text(value)), sqlite3_value_bytes(value));
+    case SQLITE_BLOB:
+      return SqlBlob{std::string(static_cast<const char*>(sqlite3_value_blob(value)), sqlite3_value_bytes(value))};
+    default: return std::monostate{};
+  }
+}
+
 void result_text(sqlite3_context* ctx, const std::string& text) {
   sqlite3_result_text(ctx, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
 }

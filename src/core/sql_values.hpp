@@ -34,6 +34,9 @@ std::string compared_bytes(sqlite3_value* value);
 // A number, or text that parses as one entirely; anything else is an error naming the argument.
 double required_double(sqlite3_value* value, const char* argument);
 
+// A value as it is (its type and bytes), to bind or return after the call that handed it over.
+SqlValue held_value(sqlite3_value* value);
+
 void result_text(sqlite3_context* ctx, const std::string& text);
 void result_value(sqlite3_context* ctx, const SqlValue& value);
 
