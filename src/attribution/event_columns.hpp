@@ -30,7 +30,7 @@ constexpr int kKeyOf[kColumnCount] = {-1, kKeyJobId, kKeyHostName, kKeyIp, kKeyP
 // The event of an INSERT's column values (argv[2 + column] of xUpdate, by Column), and in folded
 // whether the row says it is folded. What layer_events refuses as a malformed line is refused
 // here too, rather than stored as something else: a BLOB (stored, it read back as '' or NULL),
-// an empty job, GPU or layer, a direction other than 0 or 1. The errors name the column.
+// an empty job, GPU or layer, no layer type, a direction other than 0 or 1. The errors name the column.
 StoredEvent inserted_event(sqlite3_value** columns, bool& folded);
 
 }  // namespace pp

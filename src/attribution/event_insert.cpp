@@ -56,7 +56,7 @@ StoredEvent inserted_event(sqlite3_value** col, bool& folded) {
       throw Error(std::string(kColumnNames[c]) + " may not be empty");
   e.layer = *text_value(col[kLayer], "layer", true);
   if (e.layer.empty()) throw Error("layer may not be empty");
-  e.layer_type = text_value(col[kLayerType], "layer_type", false);
+  e.layer_type = text_value(col[kLayerType], "layer_type", true);
   const int64_t forward = *integer_value(col[kForward], "forward", true);
   if (forward != 0 && forward != 1) throw Error("forward must be 1 (forward) or 0 (backward), got " + std::to_string(forward));
   e.event.forward = forward == 1;

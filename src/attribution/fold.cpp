@@ -180,6 +180,22 @@ std::vector<SqlValue> pending_report_jobs(sqlite3* db) {
   return jobs;
 }
 
+// A layer without a type that has values stops the report at report_layer_types' NOT NULL, in
+// SQLite's words that name no row. Only a hand edit of pp_layers leaves one (every event gives its layer's
+// type; pp_events refuses a row without it), so the refresh names that row instead.
+void check_layer_types(sqlite3* db, const SqlValue& job) {
+  Statement untyped(db,
+                    "SELECT job_id, layer, forward FROM main.pp_layers AS l "
+                    "WHERE job_id = :job_id AND layer_type IS NULL AND EXISTS (SELECT 1 FROM main.layer_state "
+                    "  WHERE job_id = l.job_id AND layer = l.layer AND forward = l.forward) "
+                    "ORDER BY layer, forward LIMIT 1");
+  untyped.bind(":job_id", job);
+  if (untyped.step())
+    throw Error("pp_layers' layer_type of layer " + untyped.column_text(1) +
+                (untyped.column_int64(2) ? " (forward)" : " (backward)") + " of job " + untyped.column_text(0) +
+                " is NULL (the name of the layer's type, as its events give it)");
+}
+
 }  // namespace
 
 // Both run for the jobs whose data changed only: the views read one job's rows for them, so a
@@ -193,8 +209,10 @@ void keep_history(RefreshRun& run) {
 }
 
 void write_report_tables(RefreshRun& run) {
-  for (const SqlValue& job : pending_report_jobs(run.db))
+  for (const SqlValue& job : pending_report_jobs(run.db)) {
+    check_layer_types(run.db, job);
     run_script(run.db, embedded_sql("report"), {{":job_id", job}, {":refreshed_at", run.now}});
+  }
   run_script(run.db, "DELETE FROM main.pp_report_pending");
 }
 

@@ -27,3 +27,9 @@ SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part2.json
 SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part1.jsonl', 0);
 UPDATE pp_events_blocks SET events = 4611686018427387904 WHERE id = 1;
 SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part2.jsonl', 1);
+-- A layer's type is read where the report tables are written: a layer left without one names
+-- its row, where SQLite's NOT NULL of report_layer_types named none.
+-- error: pp_refresh: pp_layers' layer_type of layer l1 (forward) of job jobA is NULL (the name of the layer's type, as its events give it)
+SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part1.jsonl', 0);
+UPDATE pp_layers SET layer_type = NULL WHERE layer = 'l1';
+SELECT count(*) FROM pp_refresh('${SOURCE_DIR}/tests/data/attribution/part2.jsonl', 1);

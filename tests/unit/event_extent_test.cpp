@@ -16,14 +16,14 @@ constexpr int64_t kMs = 1000000;
 
 // One event of `job` on GPU-a, [start, end) ms after kT0, at line `line` of its file.
 std::string event(const std::string& job, int64_t start_ms, int64_t end_ms, int line) {
-  return "('" + job + "', 'GPU-a', 'top_l.0', 1, " + std::to_string(kT0 + start_ms * kMs) + ", " +
+  return "('" + job + "', 'GPU-a', 'top_l.0', 'Linear', 1, " + std::to_string(kT0 + start_ms * kMs) + ", " +
          std::to_string(kT0 + end_ms * kMs) + ", 0, 0, '" + job + ".jsonl', " + std::to_string(line) + ")";
 }
 
 void insert(pp_test::TestDb& db, const std::string& rows) {
   db.exec("SELECT pp_install_views()");
-  db.exec("INSERT INTO pp_events(job_id, gpu_uuid, layer, forward, t_start_ns, t_end_ns, t_start, t_end, "
-          "source_file, line) VALUES " + rows);
+  db.exec("INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, "
+          "t_end, source_file, line) VALUES " + rows);
 }
 
 const pp::AlignmentTimeline::Job* span_of(const pp::GpuEventExtent& extent, const std::string& job) {

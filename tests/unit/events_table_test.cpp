@@ -17,8 +17,9 @@ constexpr const char* kColumns =
     "job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, pid, epoch, batch, layer, layer_type, forward, "
     "t_start_ns, t_end_ns, t_start, t_end, cpu_num, source_file, line, folded";
 
-// Two jobs on two GPUs and the CPU, 300 events each, some folded, some with NULLs.
-std::string insert_events() {
+// Two jobs on two GPUs and the CPU, 300 events each, some folded, some with NULLs, some
+// layers' type `no_type` (pp_events takes '', not NULL: every line layer_events reads has one).
+std::string insert_events(const char* no_type = "''") {
   std::string sql = "INSERT INTO pp_events(" + std::string(kColumns) + ") VALUES ";
   for (int i = 0; i < 900; ++i) {
     const int gpu = i % 3;
@@ -26,7 +27,7 @@ std::string insert_events() {
     sql += std::string(i ? ", " : "") + "('job-" + std::to_string(i % 2) + "', " + (i % 5 ? "'node-1'" : "NULL") +
            ", '10.0.0.7', NULL, NULL, " + (gpu == 2 ? "'cpu', NULL" : "'GPU-" + std::to_string(gpu) + "', " + std::to_string(gpu)) +
            ", 0, 42, " + (i % 11 ? std::to_string(i / 42) : "NULL") + ", " + std::to_string(i) + ", 'layer." +
-           std::to_string(i % 42) + "', " + (i % 13 ? "'Linear'" : "NULL") + ", " + std::to_string(i % 2) + ", " +
+           std::to_string(i % 42) + "', " + (i % 13 ? "'Linear'" : no_type) + ", " + std::to_string(i % 2) + ", " +
            std::to_string(start) + ", " + std::to_string(start + 250000 + i) + ", 0, 0, 8.0, 'run/rank" +
            std::to_string(gpu) + ".jsonl', " + std::to_string(i + 1) + ", " + (i < 450 ? "1" : "0") + ")";
   }
@@ -56,7 +57,7 @@ TEST_F(EventsTable, RowsReadBackAsInserted) {
   // t_start and t_end are the ns in seconds, whatever was inserted for them.
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_events WHERE abs(t_start - t_start_ns / 1e9) < 1e-6 AND abs(t_end - t_end_ns / 1e9) < 1e-6").integer, 900);
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_events WHERE epoch IS NULL").integer, 82);
-  EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_events WHERE layer_type IS NULL").integer, 70);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_events WHERE layer_type = ''").integer, 70);
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_events WHERE host_name IS NULL AND gpu_uuid = 'cpu' AND gpu IS NULL").integer, 60);
   EXPECT_EQ(db.scalar("SELECT sum(folded) FROM pp_events").integer, 450);
   EXPECT_EQ(db.scalar("SELECT count(DISTINCT id) FROM pp_events").integer, 900);
@@ -125,8 +126,8 @@ TEST(EventsTableTransactions, RowsInsertedInATransactionAreReadByTheEngineToo) {
           "INSERT INTO pp_windows(uuid, ts_ms, end_ns) VALUES ('GPU-0', 1700000001000, 1700000001000000000),"
           "  ('GPU-0', 1700000002000, 1700000002000000000);"
           "BEGIN;"
-          "INSERT INTO pp_events(job_id, gpu_uuid, layer, forward, t_start_ns, t_end_ns, source_file, line)"
-          "  VALUES ('j', 'GPU-0', 'fc', 1, 1700000000500000000, 1700000001500000000, 'f', 1)");
+          "INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, source_file, line)"
+          "  VALUES ('j', 'GPU-0', 'fc', 'Linear', 1, 1700000000500000000, 1700000001500000000, 'f', 1)");
   // The interval join reads the blocks itself, before any statement has read pp_events.
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_overlaps('GPU-0') WHERE event_id IS NOT NULL").integer, 2);
   db.exec("ROLLBACK");
@@ -134,27 +135,28 @@ TEST(EventsTableTransactions, RowsInsertedInATransactionAreReadByTheEngineToo) {
 }
 
 TEST_F(EventsTable, BadRowsAreRefusedByColumn) {
-  const std::string insert = "INSERT INTO pp_events(job_id, gpu_uuid, layer, forward, t_start_ns, t_end_ns, source_file, line) VALUES ";
-  EXPECT_EQ(db.error(insert + "(NULL, 'GPU-0', 'fc', 1, 1, 2, 'f', 1)"), "pp_events: job_id may not be NULL");
-  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', 'fc', 1, 1.5, 2, 'f', 1)"), "pp_events: t_start_ns must be an integer");
-  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', 'fc', 1, 'soon', 2, 'f', 1)"), "pp_events: t_start_ns must be an integer");
-  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', NULL, 1, 1, 2, 'f', 1)"), "pp_events: layer may not be NULL");
-  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', 'fc', 1, 1, 2, 'f', NULL)"), "pp_events: line may not be NULL");
+  const std::string insert =
+      "INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, source_file, line) VALUES ";
+  EXPECT_EQ(db.error(insert + "(NULL, 'GPU-0', 'fc', 'Linear', 1, 1, 2, 'f', 1)"), "pp_events: job_id may not be NULL");
+  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', 'fc', 'Linear', 1, 1.5, 2, 'f', 1)"), "pp_events: t_start_ns must be an integer");
+  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', 'fc', 'Linear', 1, 'soon', 2, 'f', 1)"), "pp_events: t_start_ns must be an integer");
+  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', NULL, 'Linear', 1, 1, 2, 'f', 1)"), "pp_events: layer may not be NULL");
+  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', 'fc', 'Linear', 1, 1, 2, 'f', NULL)"), "pp_events: line may not be NULL");
   // What layer_events refuses as a malformed line: stored, a direction of 2 read back as 1, a
   // BLOB as '' or NULL, and an empty job or layer named nothing.
-  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', 'fc', 2, 1, 2, 'f', 1)"),
+  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', 'fc', 'Linear', 2, 1, 2, 'f', 1)"),
             "pp_events: forward must be 1 (forward) or 0 (backward), got 2");
-  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', 'fc', -1, 1, 2, 'f', 1)"),
+  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', 'fc', 'Linear', -1, 1, 2, 'f', 1)"),
             "pp_events: forward must be 1 (forward) or 0 (backward), got -1");
-  EXPECT_EQ(db.error(insert + "('j', x'00', 'fc', 1, 1, 2, 'f', 1)"), "pp_events: gpu_uuid may not be a BLOB");
-  EXPECT_EQ(db.error("INSERT INTO pp_events(job_id, gpu_uuid, layer, forward, t_start_ns, t_end_ns, source_file, line, "
-                     "rank) VALUES ('j', 'GPU-0', 'fc', 1, 1, 2, 'f', 1, x'01')"),
+  EXPECT_EQ(db.error(insert + "('j', x'00', 'fc', 'Linear', 1, 1, 2, 'f', 1)"), "pp_events: gpu_uuid may not be a BLOB");
+  EXPECT_EQ(db.error("INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, source_file, line, "
+                     "rank) VALUES ('j', 'GPU-0', 'fc', 'Linear', 1, 1, 2, 'f', 1, x'01')"),
             "pp_events: rank may not be a BLOB");
-  EXPECT_EQ(db.error(insert + "('', 'GPU-0', 'fc', 1, 1, 2, 'f', 1)"), "pp_events: job_id may not be empty");
-  EXPECT_EQ(db.error(insert + "('j', '', 'fc', 1, 1, 2, 'f', 1)"), "pp_events: gpu_uuid may not be empty");
-  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', '', 1, 1, 2, 'f', 1)"), "pp_events: layer may not be empty");
+  EXPECT_EQ(db.error(insert + "('', 'GPU-0', 'fc', 'Linear', 1, 1, 2, 'f', 1)"), "pp_events: job_id may not be empty");
+  EXPECT_EQ(db.error(insert + "('j', '', 'fc', 'Linear', 1, 1, 2, 'f', 1)"), "pp_events: gpu_uuid may not be empty");
+  EXPECT_EQ(db.error(insert + "('j', 'GPU-0', '', 'Linear', 1, 1, 2, 'f', 1)"), "pp_events: layer may not be empty");
   // Text that reads as an integer is one, as in an INTEGER column.
-  db.exec(insert + "('j', 'GPU-0', 'fc', '1', '100', 2e2, 'f', '1')");
+  db.exec(insert + "('j', 'GPU-0', 'fc', 'Linear', '1', '100', 2e2, 'f', '1')");
   EXPECT_EQ(db.scalar("SELECT t_start_ns + t_end_ns FROM pp_events WHERE job_id = 'j'").integer, 300);
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_events").integer, 901);
 }
@@ -202,8 +204,10 @@ TEST(EventsTableUpgrade, PlainTableOfAnEarlierVersionIsMovedIntoBlocksOnce) {
           "CREATE INDEX pp_events_by_gpu_time ON pp_events(gpu_uuid, t_start_ns);"
           "CREATE INDEX pp_events_unfolded ON pp_events(gpu_uuid, t_start_ns) WHERE folded = 0;"
           "CREATE VIEW my_layers AS SELECT DISTINCT layer FROM pp_events;");
-  db.exec(insert_events());
+  db.exec(insert_events("NULL"));
+  // A row of an earlier version without a type (a user's insert) is kept with the type ''.
   db.exec("CREATE TEMP TABLE plain AS SELECT * FROM pp_events");
+  db.exec("UPDATE temp.plain SET layer_type = '' WHERE layer_type IS NULL");
   db.exec("SELECT pp_install_views()");
   EXPECT_EQ(db.scalar("SELECT type FROM sqlite_schema WHERE name = 'pp_events'").text, "table");
   EXPECT_NE(db.scalar("SELECT sql FROM sqlite_schema WHERE name = 'pp_events'").text.find("USING pp_event_store"),

@@ -61,10 +61,10 @@ TEST_F(ImpossibleTimes, RowsAnEarlierVersionImportedAreLeftOutOfTheFoldWithAWarn
   dir.write("job1/rank0.jsonl", cpu_event(0, t, t + 2000000));
   EXPECT_EQ(db.scalar("SELECT events_added FROM pp_refresh(?1)", {file}).integer, 1);
   // As an earlier version would have imported them: an inverted event and an extreme one.
-  db.exec("INSERT INTO pp_events(job_id, gpu_uuid, layer, forward, t_start_ns, t_end_ns, t_start, t_end, source_file, line) "
-          "VALUES ('job1', 'cpu', 'top_l.0', 1, " + std::to_string(t + 9000000) + ", " + std::to_string(t) +
-          ", 0, 0, 'old.jsonl', 1), ('job1', 'cpu', 'top_l.0', 1, -9223372036854775808, 9223372036854775807, 0, 0, "
-          "'old.jsonl', 2)");
+  db.exec("INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end, "
+          "source_file, line) VALUES ('job1', 'cpu', 'top_l.0', 'Linear', 1, " + std::to_string(t + 9000000) + ", " +
+          std::to_string(t) + ", 0, 0, 'old.jsonl', 1), ('job1', 'cpu', 'top_l.0', 'Linear', 1, -9223372036854775808, "
+          "9223372036854775807, 0, 0, 'old.jsonl', 2)");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM pp_refresh(?1, 1)", {file}).integer, 1);
   EXPECT_EQ(db.scalar("SELECT pp_last_warnings()").text,
             "[\"pp_refresh: 2 events in pp_events end before they start or lie outside 1970-2116; they are not folded\"]");

@@ -61,13 +61,15 @@ ALTER TABLE main.report_layer_types RENAME COLUMN windows TO data_num;
 
 -- name: event_blocks
 -- pp_events as a table of one row per event, as versions before blocks made it: its rows go into
--- blocks, folded ones folded. (With legacy_alter_table on, schema.cpp's rename leaves views and
--- triggers that name pp_events naming the new table.)
+-- blocks, folded ones folded; a row without a layer type (only an insert of the user's made one)
+-- gets the type '' that a line with an empty type has, since pp_events now refuses a NULL type.
+-- (With legacy_alter_table on, schema.cpp's rename leaves views and triggers that name pp_events
+-- naming the new table.)
 CREATE VIRTUAL TABLE main.pp_events USING pp_event_store;
 INSERT INTO main.pp_events(job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, pid, epoch, batch, layer,
                            layer_type, forward, t_start_ns, t_end_ns, cpu_num, source_file, line, folded)
 SELECT job_id, host_name, ip, pod, namespace, gpu_uuid, gpu, rank, pid, epoch, batch, layer,
-       layer_type, forward, t_start_ns, t_end_ns, cpu_num, source_file, line, folded
+       coalesce(layer_type, ''), forward, t_start_ns, t_end_ns, cpu_num, source_file, line, folded
   FROM main.pp_events_before_blocks ORDER BY gpu_uuid, source_file, line;
 DROP TABLE main.pp_events_before_blocks;
 
