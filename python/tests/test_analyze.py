@@ -211,6 +211,10 @@ def test_errors_are_one_line(runs, report_a, tmp_path):
     no_events = precisionprobe("analyze", empty, "--prometheus", "http://127.0.0.1:9", check=False)
     assert no_events.returncode == 1 and "no layer events in" in no_events.stderr
     assert list(empty.iterdir()) == []  # no empty results database left behind
+    exported = precisionprobe("export", empty, "--prometheus", "http://127.0.0.1:9", "--openmetrics", "-",
+                              check=False)
+    assert exported.returncode == 1 and "no layer events in" in exported.stderr
+    assert list(empty.iterdir()) == []  # export's neither
     assert len(no_events.stderr.strip().splitlines()) == 1 + no_events.stderr.count("warning:")
     down = precisionprobe("analyze", work / "a" / "events", "--db", tmp_path / "down.db", "--prometheus",
                           f"http://127.0.0.1:{free_port()}", check=False)
@@ -227,7 +231,8 @@ def test_errors_are_one_line(runs, report_a, tmp_path):
                                        "'prometheus_url' needs an http:// or https:// URL"), not_a_url.stderr
     assert not (tmp_path / "url.db").exists()  # refused before the results database is made
     several = precisionprobe("compare", work / "a.db", tmp_path / "none.db", check=False)
-    assert several.returncode == 1 and "RUN_B: no results database at" in several.stderr
+    assert several.returncode == 1 and several.stderr.endswith(
+        f"RUN_B: '{tmp_path / 'none.db'}' does not exist (give a run directory or a results database file)\n")
     # Events imported whose GPUs Prometheus has no samples of: said so, not "no layer events".
     unsampled = tmp_path / "unsampled"
     unsampled.mkdir()
@@ -256,6 +261,8 @@ def test_errors_are_one_line(runs, report_a, tmp_path):
                       ("empty.db", "is not a precisionprobe results database (an empty file;")]:
         unreadable = precisionprobe("compare", tmp_path / name, work / "a.db", check=False)
         assert unreadable.returncode == 1 and f"RUN_A: '{tmp_path / name}' {why}" in unreadable.stderr, unreadable.stderr
+        given = precisionprobe("compare", tmp_path, work / "a.db", "--db-a", tmp_path / name, check=False)
+        assert given.returncode == 1 and f"--db-a: '{tmp_path / name}' {why}" in given.stderr, given.stderr
     # A database with a report_jobs table but not the rest of analyze's: which of the two it is.
     partial = tmp_path / "partial.db"
     sqlite3.connect(partial).execute("CREATE TABLE report_jobs(x)").connection.commit()

@@ -234,3 +234,21 @@ def test_a_value_of_another_type_in_the_report_tables_is_one_line(runs, report_a
     result = precisionprobe("compare", database, database, check=False)
     assert result.returncode == 1 and "report_layers.gpu_util_percent of job" in result.stderr, result.stderr
     assert "...'" in result.stderr and len(result.stderr) < 700, result.stderr  # not the 3,000 bytes
+
+
+def test_a_damaged_results_database_is_named_not_the_extension(runs, report_a, tmp_path):
+    """A results database whose pages were overwritten (a disk's fault, a copy cut short): the
+    commands name the file and the way out, not the extension that was loading when SQLite met it."""
+    work, _, _ = runs
+    database = tmp_path / "damaged.db"
+    shutil.copy(work / "a.db", database)
+    with open(database, "r+b") as f:  # (pages 20-22 of 4096 bytes: past the schema's first page)
+        f.seek(4096 * 19)
+        f.write(bytes(range(256)) * 48)
+    for command in (["analyze", work / "a" / "events", "--db", database, "--no-refresh"],
+                    ["analyze", work / "a" / "events", "--db", database],
+                    ["export", work / "a" / "events", "--db", database, "--no-refresh", "--openmetrics", "-"]):
+        refused = precisionprobe(*command, check=False)
+        assert refused.returncode == 1 and f"cannot read the results database {database}: " in refused.stderr, \
+            refused.stderr
+        assert "database disk image is malformed" in refused.stderr and "--db NEW_FILE" in refused.stderr

@@ -5,12 +5,15 @@ import io
 import json
 import os
 import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli as precisionprobe
+from conftest import extension_path, run_cli as precisionprobe, wait_for
 
 
 def test_emulate_reads_the_run_folder_as_layer_events_does(runs, tmp_path, monkeypatch):
@@ -112,6 +115,17 @@ def test_emulate_replays_a_cpu_run_on_an_emulated_gpu(runs, tmp_path):
     inside = precisionprobe("analyze", run, "--emulate", "dlrm", "--emulate-out", run / "emu", check=False)
     assert inside.returncode == 1 and "--emulate-out: " in inside.stderr and "is inside RUN_DIR" in inside.stderr
     assert not (run / "emu").exists()
+    # A folder of files no replay wrote (another run's results, say) is not the replay's to
+    # overwrite: its database and events stay as they were.
+    victim = tmp_path / "victim"
+    (victim / "events").mkdir(parents=True)
+    (victim / "precisionprobe.db").write_bytes(b"another run's results")
+    taken = precisionprobe("analyze", run, "--emulate", "dlrm", "--emulate-out", victim, check=False)
+    assert taken.returncode == 1 and "--emulate-out: " in taken.stderr, taken.stderr
+    assert "holds files that no --emulate wrote" in taken.stderr
+    assert (victim / "precisionprobe.db").read_bytes() == b"another run's results"
+    assert not any((victim / "events").iterdir())
+    shutil.rmtree(victim)
     hint = precisionprobe("compare", run, run, check=False)
     assert hint.returncode == 1 and "(analyze --emulate wrote '" in hint.stderr
     # A folder that holds both the run and its emulated copy would count every call twice.
@@ -121,6 +135,39 @@ def test_emulate_replays_a_cpu_run_on_an_emulated_gpu(runs, tmp_path):
     again = precisionprobe("analyze", f"{run}.emulated", "--emulate", "dlrm", check=False)
     assert again.returncode == 1 and "holds an emulator's copy of a run's events" in again.stderr, again.stderr
     assert not Path(f"{run}.emulated.emulated").exists()
+
+
+def test_sigterm_stops_the_emulators_prometheus(runs, tmp_path):
+    """`kill` of analyze --emulate (a scheduler ending it) ends the command as Ctrl-C does: its
+    Prometheus is stopped and its temporary folder removed, where they were left behind."""
+    work, paths, _ = runs
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(paths["a"]["events"], run / "events-node-1.jsonl")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = dict(os.environ, PRECISIONPROBE_EXTENSION=extension_path(), TMPDIR=str(temporary))
+    command = subprocess.Popen([sys.executable, "-m", "precisionprobe", "analyze", run, "--emulate", "dlrm"],
+                               env=env, text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: any(temporary.glob("precisionprobe-emulate-*/prometheus.yml")), timeout=120,
+                 what="the emulator's Prometheus to start")
+    finally:
+        command.send_signal(signal.SIGTERM)
+        _, stderr = command.communicate(timeout=120)
+    assert command.returncode == 128 + signal.SIGTERM, stderr
+    assert stderr.endswith("analyze: terminated (SIGTERM); the database keeps what its last complete refresh "
+                           "wrote\n"), stderr
+
+    def prometheus_left():
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                if str(temporary).encode() in cmdline.read_bytes():
+                    return True
+            except OSError:
+                pass  # (a process that ended meanwhile)
+        return False
+    assert not prometheus_left() and not any(temporary.iterdir())
 
 
 def test_runs_replayed_into_one_database_keep_their_own_gpus(runs, tmp_path):

@@ -34,6 +34,18 @@ def test_figures_draw_names_with_control_characters_and_dollars_as_written(tmp_p
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_figures_of_a_long_job_id_have_names_a_folder_takes(tmp_path):
+    """A job id may be longer than a file name may be (255 bytes; `run --job-id` takes it): its
+    figures' names keep the start of it and a digest of the whole, as for an id with spaces."""
+    from precisionprobe.analysis.html_report import _file_name, _replace
+    names = {_file_name(job) for job in ("j" * 300, "j" * 300 + "k", "a b", "a_b", "plain-job.1")}
+    assert len(names) == 5 and "plain-job.1" in names
+    for name in names:
+        for figure in (f"{name}-share.png", f"{name}-metrics.png"):
+            _replace(tmp_path / figure, lambda f: f.write(b"png"))
+            assert (tmp_path / figure).read_bytes() == b"png"
+
+
 def test_html_writes_a_self_contained_page(runs, report_a, tmp_path):
     pytest.importorskip("matplotlib", reason="--html draws with matplotlib (scripts/setup.sh installs it)")
     work, _, _ = runs

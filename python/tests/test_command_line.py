@@ -44,6 +44,24 @@ def test_an_empty_option_value_is_refused_not_taken_as_left_out(tmp_path):
     assert not (tmp_path / "precisionprobe.db").exists() and not (tmp_path / "out.prom").exists()
 
 
+def test_options_a_command_would_leave_unused_are_refused(tmp_path):
+    """--no-refresh reads the database as it is: a --prometheus, --final or --emulate-out beside
+    it was silently unused, the answer looking as if it had been used. A serve that refreshes
+    every S seconds with --final would fold the windows of a job still running each time."""
+    for command, extra, option in [("analyze", ["--prometheus", "http://127.0.0.1:1"], "--prometheus"),
+                                   ("analyze", ["--final"], "--final"),
+                                   ("export", ["--emulate-out", str(tmp_path / "emu"), "--openmetrics", "-"],
+                                    "--emulate-out")]:
+        result = precisionprobe(command, tmp_path, "--no-refresh", *extra, check=False)
+        assert (result.returncode, result.stderr) == (
+            1, f"python3 -m precisionprobe {command}: --no-refresh: reads the results database as it is, so it takes "
+               f"no {option} (which the refresh it leaves out would use)\n")
+    served = precisionprobe("serve", tmp_path, "--final", "--refresh-seconds", "60", "--port", "0", check=False)
+    assert served.returncode == 1 and served.stderr.startswith(
+        "python3 -m precisionprobe serve: --final: folds every sample window, as once a job has ended"), served.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_extension_path_that_is_no_library_or_no_file_is_said_so(tmp_path):
     """$PRECISIONPROBE_EXTENSION (analyze's load_file) naming a script or nothing: SQLite reports
     its second try, PATH.so, as a missing shared object, and the hint was to install libcurl."""

@@ -343,3 +343,8 @@ def test_serve_with_retention_keeps_the_last_minutes(tmp_path):
     assert state > 0 and seen / 60 == pytest.approx(5, abs=0.1)  # 1 s windows
     errors = precisionprobe("serve", events, "--port", "0", "--retention-minutes", "-1", check=False)
     assert errors.stderr == "python3 -m precisionprobe serve: --retention-minutes: must be 0 or more, got -1\n"
+    # Past SQLite's integers too: the setting's range, not a traceback.
+    huge = precisionprobe("serve", events, "--port", "0", "--retention-minutes", "99999999999999999999", check=False)
+    assert huge.returncode == 1 and huge.stderr == (
+        "python3 -m precisionprobe serve: --retention-minutes: pp_config: setting 'event_retention_minutes' needs "
+        "an integer from 0 to 52560000, got '99999999999999999999'\n"), huge.stderr

@@ -17,6 +17,7 @@ import signal
 import sqlite3
 import stat
 import sys
+import threading
 from pathlib import Path
 
 from . import figures, openmetrics, render, serve as endpoint
@@ -27,7 +28,7 @@ from .html_report import write_html
 from .refresh import WAIT_DEFAULT_S, RefreshError, refresh
 from .report import ReportError, check_report_types, jobs_in, read_report
 from .run_database import (DATABASE_NAME, checked_run_database, database_path, open_refreshed, read_reports,
-                           refuse_what_is_not_a_file, saved_estimates_current, source_of)
+                           refreshed_reports, refuse_what_is_not_a_file, saved_estimates_current, source_of)
 from .write_lock import WriteLockTimeout
 
 
@@ -150,19 +151,7 @@ def analyze(args):
             figures.check_matplotlib()
         except RuntimeError as e:
             raise CommandError(f"--html: {e}") from None
-    database = checked_run_database(args)[1]
-    made_here = not database.exists()
-    conn = open_refreshed(args)
-    try:
-        stored = conn.execute("SELECT count(*) FROM pp_events").fetchone()[0]
-        reports = read_reports(conn, args.job, source_of(args), read_as_is=database if args.no_refresh else None)
-    except CommandError:
-        conn.close()
-        if made_here and not stored:  # (a folder without events leaves no empty database behind)
-            for leftover in (database, Path(f"{database}-wal"), Path(f"{database}-shm")):
-                leftover.unlink(missing_ok=True)
-        raise
-    conn.close()
+    reports = refreshed_reports(args)
     sys.stdout.write(render.render(reports, args.format, layers=not args.no_layers))
     sys.stdout.flush()  # (before a page --html writes to /dev/stdout)
     if args.html:
@@ -235,12 +224,7 @@ def export(args):
     args.wait_seconds = _wait_seconds(args)
     if args.openmetrics != "-":
         _check_openmetrics_path(args.openmetrics)  # (before the refresh, which may take minutes)
-    conn = open_refreshed(args)
-    try:
-        reports = read_reports(conn, args.job, source_of(args), complete=False, layers=False,
-                           read_as_is=checked_run_database(args)[1] if args.no_refresh else None)
-    finally:
-        conn.close()
+    reports = refreshed_reports(args, complete=False, layers=False)
     text = openmetrics.exposition(reports)
     if args.openmetrics == "-":
         sys.stdout.write(text)
@@ -293,6 +277,10 @@ def serve(args):
                            f"got {args.refresh_seconds:g}")
     if args.retention_minutes is not None and args.retention_minutes < 0:
         raise CommandError(f"--retention-minutes: must be 0 or more, got {args.retention_minutes}")
+    if args.final and args.refresh_seconds is not None:
+        raise CommandError("--final: folds every sample window, as once a job has ended, so a refresh every "
+                           "--refresh-seconds would leave the events of a job still running that come later "
+                           "unattributed: serve a running job without --final (and refresh once with --final after it)")
     if args.emulate and args.refresh_seconds is not None:
         raise CommandError("--refresh-seconds: an emulated run is replayed once, when serve starts; "
                            "it has nothing to refresh")
@@ -356,6 +344,8 @@ def _is_results_database(database, which):
 
 
 def _one_report(run, db, job, which):
+    if not db and not Path(run).exists():
+        raise CommandError(f"{which}: '{run}' does not exist (give a run directory or a results database file)")
     database = database_path(run, db)
     option = f"--db-{which[-1].lower()}"
     refuse_what_is_not_a_file(database, option if db else which, f"give {option} a results database file" if db
@@ -365,8 +355,8 @@ def _one_report(run, db, job, which):
         raise CommandError(f"{which}: no results database at '{database}' " + (
             f"(analyze --emulate wrote '{emulated}': compare that)" if not db and emulated.is_file()
             else "(run `precisionprobe analyze` first)"))
-    if not _is_results_database(database, which):
-        raise CommandError(f"{which}: '{database}' is not a precisionprobe results database (" +
+    if not _is_results_database(database, option if db else which):
+        raise CommandError(f"{option if db else which}: '{database}' is not a precisionprobe results database (" +
                            ("an empty file" if database.stat().st_size == 0 else "it has no report_jobs table") +
                            "; `precisionprobe analyze RUN_DIR` makes one); it was not changed")
     try:
@@ -405,12 +395,30 @@ def _refuse_empty_options(args):
             raise CommandError(f"--{dest.replace('_', '-')}: must not be empty (leave it out for {left_out})")
 
 
+class _Terminated(BaseException):
+    """SIGTERM (a scheduler ending the command, `kill`), raised where Python next runs, so that
+    the command's `with` blocks end as after Ctrl-C: --emulate's Prometheus is stopped and its
+    folder removed, where the default action left them behind. (A BaseException, as
+    KeyboardInterrupt, so that no `except Exception` takes it for a failure of its own.)"""
+
+
+def _terminate(signum, frame):
+    raise _Terminated
+
+
 def run(args, prog):
     """Runs the chosen subcommand; a failure is one line on stderr and status 1."""
     args.prog = f"{prog} {args.command}"
+    # (serve sets its own handler once it serves: SIGTERM is then its way to stop, status 0.)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
     try:
         _refuse_empty_options(args)
         return args.handler(args)
+    except _Terminated:
+        print(f"{prog} {args.command}: terminated (SIGTERM); the database keeps what its last complete refresh "
+              "wrote", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except (CommandError, ExtensionError, RefreshError, ReportError, WriteLockTimeout, sqlite3.Error) as e:
         print(f"{prog} {args.command}: {e}", file=sys.stderr)
         return 1
@@ -423,3 +431,6 @@ def run(args, prog):
         # stdout at exit would meet the closed pipe again, so stdout goes to /dev/null.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

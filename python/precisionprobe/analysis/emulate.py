@@ -144,10 +144,14 @@ class Served:
 
     def __enter__(self):
         import tempfile
-        self.work = Path(tempfile.mkdtemp(prefix="precisionprobe-emulate-"))
-        for path in self.openmetrics:
-            prometheus.backfill(path, self.work / prometheus.TSDB_DIR)
-        self.process, url = prometheus.serve(self.work)
+        self.work, self.process = Path(tempfile.mkdtemp(prefix="precisionprobe-emulate-")), None
+        try:
+            for path in self.openmetrics:
+                prometheus.backfill(path, self.work / prometheus.TSDB_DIR)
+            self.process, url = prometheus.serve(self.work)  # (stops its process if it fails to start)
+        except BaseException:  # (SIGTERM or Ctrl-C too: `with` runs no __exit__ for a failed __enter__)
+            self.__exit__()
+            raise
         return url
 
     def __exit__(self, *exc):

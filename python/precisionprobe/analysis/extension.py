@@ -42,6 +42,10 @@ class ResultsConnection(sqlite3.Connection):
     read_only = False
 
 
+# SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_NOTADB: a damaged file, met only once its pages are read.
+_DAMAGED_FILE_CODES = (10, 11, 26)
+
+
 def connect(database, read_only=False):
     """A connection to database with the extension loaded and the views installed; read_only:
     the file opened read-only and left exactly as it is (its views as they are)."""
@@ -72,6 +76,9 @@ def connect(database, read_only=False):
             conn = _upgraded_copy(conn, database, path)
     except sqlite3.Error as e:
         conn.close()
+        if (getattr(e, "sqlite_errorcode", 0) & 0xff) in _DAMAGED_FILE_CODES:  # (the file's fault, not the extension's)
+            raise ExtensionError(f"cannot read the results database {database}: {e}: restore it from a copy, or "
+                                 "analyze the run into a new one (--db NEW_FILE)") from None
         raise ExtensionError(f"cannot install the views of the extension {path}: {e}") from None
     except BaseException:
         conn.close()

@@ -23,11 +23,18 @@ img { max-width: 100%; }
 """
 
 
+# The most characters of a job id kept in its figures' names: a name may have 255 bytes, and the
+# figure's suffix and _replace's temporary name add some 40 to it.
+_MOST_NAME_CHARS = 160
+
+
 def _file_name(job_id):
-    """A file name for the job's figures: its id where that is one, else the id made safe and a
-    digest of it (so that "a b" and "a_b" do not share figures)."""
+    """A file name for the job's figures: its id where that is one, else the id made safe (and
+    cut short where long) and a digest of it (so that "a b" and "a_b" do not share figures)."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", job_id).lstrip(".") or "job"
-    return safe if safe == job_id else f"{safe}-{hashlib.sha1(job_id.encode()).hexdigest()[:8]}"
+    if safe == job_id and len(safe) <= _MOST_NAME_CHARS:
+        return safe
+    return f"{safe[:_MOST_NAME_CHARS]}-{hashlib.sha1(job_id.encode()).hexdigest()[:8]}"
 
 
 def _table(rows):

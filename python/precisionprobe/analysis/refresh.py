@@ -106,6 +106,8 @@ def _configure(conn, prometheus_url, retention_minutes):
     for option, setting, value in (("--prometheus", "prometheus_url", prometheus_url or None),
                                    ("--retention-minutes", "event_retention_minutes", retention_minutes)):
         if value is not None:
+            if isinstance(value, int) and not -2**63 <= value < 2**63:
+                value = str(value)  # (past SQLite's integers: pp_config says what range it takes)
             try:
                 conn.execute("SELECT pp_config(?, ?)", (setting, value))
             except sqlite3.Error as e:

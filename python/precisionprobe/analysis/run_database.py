@@ -101,9 +101,18 @@ def checked_run_database(args):
                            else f"'{run_dir}' is not a directory (RUN_DIR is where the events are)")
     if args.emulate and (args.prometheus or args.no_refresh):
         raise CommandError("--emulate: serves its own Prometheus, so it takes neither --prometheus nor --no-refresh")
+    ignored = [option for option, given in (("--prometheus", args.prometheus), ("--final", getattr(args, "final", False)),
+                                            ("--emulate-out", args.emulate_out)) if given]
+    if args.no_refresh and ignored:  # (each would be left unused, the command answering as if it were used)
+        raise CommandError(f"--no-refresh: reads the results database as it is, so it takes no {ignored[0]} "
+                           "(which the refresh it leaves out would use)")
     if args.emulate and emulated_dir(args).exists() and not emulated_dir(args).is_dir():
         raise CommandError(f"--emulate-out: '{emulated_dir(args)}' is {kind_of(emulated_dir(args))}, "
                            "not a directory: give a folder (the emulated copy of the run is written there)")
+    if args.emulate and not _emulated_or_new(emulated_dir(args)):
+        raise CommandError(f"--emulate-out: '{emulated_dir(args)}' holds files that no --emulate wrote (its "
+                           f"events/ has no {emulated_copy.MARK} mark), which the replay would overwrite or mix "
+                           "with its own: give a new or empty folder, or one an earlier --emulate wrote")
     if args.emulate and emulated_dir(args).resolve().is_relative_to(run_dir.resolve()):
         raise CommandError(f"--emulate-out: '{emulated_dir(args)}' is inside RUN_DIR '{run_dir}', whose events the "
                            "next analyze would read back with the emulated copies; choose a folder outside it")
@@ -143,6 +152,15 @@ def _emulate():
 
 def emulated_dir(args):
     return Path(args.emulate_out) if args.emulate_out else _emulate().default_out(args.run_dir)
+
+
+def _emulated_or_new(out):
+    """Whether --emulate may write into out: a folder not there yet, an empty one, or an earlier
+    replay's (its events/ marked as an emulated copy). Anything else may be a run of its own,
+    whose results database a replay would make anew and whose events it would mix with its copy."""
+    if not out.is_dir():
+        return True
+    return not any(out.iterdir()) or Path(out, "events", emulated_copy.MARK).is_file()
 
 
 def _emulated_events(emulated_dir):
@@ -189,3 +207,25 @@ def open_refreshed(args):
         conn.close()
         raise
     return conn
+
+
+def refreshed_reports(args, complete=True, layers=True):
+    """read_reports of the run's database, refreshed first (open_refreshed), for analyze and
+    export. A database the command made for a folder without events is removed again: a mistyped
+    RUN_DIR leaves no empty database behind."""
+    database = checked_run_database(args)[1]
+    made_here = not database.exists()
+    conn = open_refreshed(args)
+    stored = None
+    try:
+        stored = conn.execute("SELECT count(*) FROM pp_events").fetchone()[0]
+        return read_reports(conn, args.job, source_of(args), complete=complete, layers=layers,
+                            read_as_is=database if args.no_refresh else None)
+    except CommandError:
+        conn.close()
+        if made_here and not stored:
+            for leftover in (database, Path(f"{database}-wal"), Path(f"{database}-shm")):
+                leftover.unlink(missing_ok=True)
+        raise
+    finally:
+        conn.close()
