@@ -7,6 +7,7 @@ Outside those environments the fallbacks are the host name, "" and a local inter
 import os
 import socket
 import struct
+import sys
 import time
 from dataclasses import dataclass
 
@@ -91,11 +92,27 @@ def default_job_id(now=None):
     return f"job-{stamp}-{os.getpid()}"
 
 
+_warned_env = set()
+
+
 def _int_env(env, name, default):
-    try:
-        return int(env.get(name, default))
-    except ValueError:
+    """$NAME as an integer (default where unset). A value that is not an integer an event line
+    can hold (a typo, or past 64 bits, which made every line of the file malformed for the
+    readers) records default instead, said once: the hooks never stop the training for it."""
+    text = env.get(name)
+    if text is None:
         return default
+    try:
+        value = int(text)
+        if -2**63 <= value < 2**63:
+            return value
+    except ValueError:
+        pass
+    if (name, text) not in _warned_env:
+        _warned_env.add((name, text))
+        print(f"precisionprobe: warning: environment variable {name} is {text[:40]!r}, not a 64-bit integer; "
+              f"the events record {name.lower()} {default}", file=sys.stderr, flush=True)
+    return default
 
 
 def local_ipv4():

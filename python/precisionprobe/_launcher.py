@@ -41,7 +41,8 @@ def run(command, out=None, job_id=None):
     """Runs command (a list) with the probe attached; returns its exit status."""
     job_id = job_id or job_id_from_environment() or default_job_id()
     out_dir = os.path.abspath(out or default_out_dir(job_id))
-    print(f"precisionprobe: job {job_id}, events in {out_dir}", file=sys.stderr, flush=True)
+    shown = job_id if job_id.isprintable() else repr(job_id)  # (a newline in it would start a line of its own)
+    print(f"precisionprobe: job {shown}, events in {out_dir}", file=sys.stderr, flush=True)
     # Said before the job runs, which goes on unrecorded all the same (training is never held up
     # by the probe): otherwise only each process's own warning tells, after the fact.
     problem = _unusable_out_dir(out_dir)

@@ -20,6 +20,16 @@ def test_defaults_outside_kubernetes_and_torchrun():
     assert (identity.rank, identity.local_rank, identity.world_size) == (0, 0, 1)
 
 
+def test_a_rank_no_event_line_can_hold_is_recorded_as_the_default_with_a_warning(capsys):
+    """Past 64 bits, every event line of the process was malformed to the readers, and the run
+    held no events: the default is recorded instead, and said once."""
+    for _ in range(2):
+        identity = JobIdentity.from_environment("j", environ={"RANK": "99999999999999999999", "WORLD_SIZE": "8"})
+        assert (identity.rank, identity.world_size) == (0, 8)
+    assert capsys.readouterr().err == ("precisionprobe: warning: environment variable RANK is "
+                                       "'99999999999999999999', not a 64-bit integer; the events record rank 0\n")
+
+
 def test_generated_job_id():
     assert JobIdentity.from_environment(None, environ={}).job_id.startswith("job-")
 
