@@ -84,9 +84,36 @@ def _events_of(stream):
                   t_end_ns=np.array([int(e["t_end_ns"]) for e in stream], np.int64))
 
 
+def _seconds(start_ns, end_ns):
+    """(start_s, seconds): what offline.record replays of calls from start_ns to end_ns."""
+    start_s = start_ns // 10**9
+    return start_s, math.ceil((end_ns - start_s * 10**9) / 1e9)
+
+
+def _check_span(key, stream, files):
+    """Refuses the calls of one GPU spanning more than the emulator records (a wrong time, say):
+    the samples of the whole span are arrays in memory."""
+    first = min(stream, key=lambda e: e["t_start_ns"])
+    last = max(stream, key=lambda e: e["t_end_ns"])
+    _, seconds = _seconds(first["t_start_ns"], last["t_end_ns"])
+    if seconds <= offline.MAX_SECONDS:
+        return
+
+    def where(event):  # (found only here: a replay keeps no file per event)
+        path = next(path for path, _, events in files if any(e is event for e in events))
+        return f"layer {event['layer']!r} of job {event.get('job_id')!r} in '{path}'"
+    gpu = f"CPU process {key[2]} on {key[1]}" if key[0] == "cpu" else f"GPU {key[1]}"
+    span = f"{seconds / 86400:.1f} days, more than the emulator replays ({offline.MAX_SECONDS / 86400:g} days)"
+    if first is last:
+        raise ValueError(f"one call on {gpu} spans {span}: {where(first)} (t_start_ns {first['t_start_ns']}, "
+                         f"t_end_ns {first['t_end_ns']})")
+    raise ValueError(f"the calls on {gpu} span {span}: from {where(first)} to {where(last)}")
+
+
 def replay(run_dir, out, profile_name, stream=sys.stderr):
     """Writes OUT/events and OUT/metrics-N.om for the run's events; returns (events dir, the
-    OpenMetrics files). Raises ValueError with a one-line reason (no events; an unknown profile)."""
+    OpenMetrics files). Raises ValueError with a one-line reason (no events; an unknown profile;
+    one GPU's calls spanning more than a week, offline.MAX_SECONDS)."""
     shipped = sorted(p.name[:-5] for p in PROFILES.iterdir() if p.name.endswith(".json"))
     if not Path(profile_name).suffix and not Path(profile_name).exists() and profile_name not in shipped:
         raise ValueError(f"no profile {profile_name!r} (shipped: {', '.join(shipped)}; or a path to a profile file)")
@@ -94,6 +121,8 @@ def replay(run_dir, out, profile_name, stream=sys.stderr):
     streams, files = _streams(run_dir, stream)
     if not streams:
         raise ValueError(f"no layer events in '{run_dir}' to emulate GPUs for")
+    for key, events in streams.items():
+        _check_span(key, events, files)
     out = Path(out)
     gpus = {}
     for n, key in enumerate(sorted(streams, key=str)):
@@ -124,9 +153,8 @@ def replay(run_dir, out, profile_name, stream=sys.stderr):
     openmetrics = []
     for key, gpu in gpus.items():
         events = _events_of(streams[key])
-        start_s = int(events.t_start_ns.min() // 10**9)
         # Through the last event; the recording's idle tail (offline.py) holds its sample.
-        seconds = math.ceil((int(events.t_end_ns.max()) - start_s * 10**9) / 1e9)
+        start_s, seconds = _seconds(int(events.t_start_ns.min()), int(events.t_end_ns.max()))
         rec = offline.record(seconds, INTERVAL_MS, NOISE, SEED + gpu.index, profile, start_s=start_s, events=events)
         path = out / f"metrics-{gpu.index}.om"
         with open(path, "w") as f:

@@ -1,11 +1,13 @@
 """Command line of the precisionprobe DCGM emulator (emulated counters, not measurements)."""
 import argparse
+import contextlib
 import os
 import sys
 
 from .._path_kind import kind_of
 from . import colocation
 from .exposition import EMULATOR_NAME
+from .offline import MAX_SECONDS
 from .profile import Profile, ProfileError
 from .timing import DCGM_FLOOR_MS, EXPORTERS, MAX_MS, MODES, Timing
 
@@ -34,7 +36,7 @@ def fraction(text):
     return value
 
 
-MAX_MINUTES = 7 * 24 * 60   # an offline recording: a week (millions of events a day)
+MAX_MINUTES = MAX_SECONDS // 60  # an offline recording: a week (millions of events a day)
 MAX_START_S = 4_102_444_800  # 2100-01-01T00:00:00Z: times in ns stay far inside int64
 
 
@@ -203,37 +205,54 @@ def main(argv=None):
             if args.gpus < 1:
                 raise ValueError("--gpus must be at least 1")
             return live.run(args, profile)
-        from . import offline
         if args.minutes <= 0:
             raise ValueError("--minutes must be positive")
         if os.path.exists(args.out) and not os.path.isdir(args.out):
             raise ValueError(f"--out: '{args.out}' is {kind_of(args.out)}, not a folder")
-        start = args.start if args.start is not None else offline.DEFAULT_START_S
         if args.mig is not None and colocation.requested(args):
             raise ValueError("--mig and --jobs cannot be combined: each MIG instance runs one job of its own")
-        if args.mig is not None:
-            from . import mig
-            rec = mig.record(args.minutes * 60, args.interval_ms, args.noise, args.seed, profile,
-                             mig.parse_layout(args.mig), args.mux_zero, start, timing=args.timing)
-            paths = mig.write(rec, args.out, ["python3", "-m", "precisionprobe.emulator", *sys.argv[1:]])
-            print(f"{EMULATOR_NAME}: emulated GPU {rec.parent_uuid} split into {len(rec.instances)} MIG instances")
-            print("\n".join(mig.summary(rec)))
-            print(f"  openmetrics: {paths['openmetrics']}\n  events: {paths['events']}\n  mig: {paths['mig']}")
-            return 0
-        if colocation.requested(args):
-            return colocation.main(args, profile, start, sys.argv[1:] if argv is None else argv)
-        rec = offline.record(args.minutes * 60, args.interval_ms, args.noise, args.seed, profile,
-                             args.mux_zero, start, timing=args.timing)
-        paths = offline.write(rec, args.out, ["python3", "-m", "precisionprobe.emulator", *sys.argv[1:]])
-        print(f"{EMULATOR_NAME}: {len(rec.events)} layer events, {len(rec.tick_ms)} samples per "
-              f"metric of emulated GPU {rec.gpu.uuid} (interval {rec.interval_ms} ms, noise {rec.noise})")
-        print(f"  timing {offline.describe_timing(rec)}")
-        for what, path in paths.items():
-            print(f"  {what}: {path}")
-        return 0
+        return offline_command(args, profile, argv)
     except (ProfileError, ValueError, OSError) as error:
         print(f"{EMULATOR_NAME}: error: {error}", file=sys.stderr)
         return 2
+
+
+@contextlib.contextmanager
+def writing_out(out):
+    """Says which option names the folder that a write failed in (the error names a path only)."""
+    try:
+        yield
+    except OSError as error:
+        raise ValueError(f"--out: cannot write '{error.filename or out}': {error.strerror or error}") from None
+
+
+def offline_command(args, profile, argv):
+    """The `offline` command, its arguments checked: records, writes OUT, says what it wrote."""
+    from . import offline
+    start = args.start if args.start is not None else offline.DEFAULT_START_S
+    if args.mig is not None:
+        from . import mig
+        rec = mig.record(args.minutes * 60, args.interval_ms, args.noise, args.seed, profile,
+                         mig.parse_layout(args.mig), args.mux_zero, start, timing=args.timing)
+        with writing_out(args.out):
+            paths = mig.write(rec, args.out, ["python3", "-m", "precisionprobe.emulator", *sys.argv[1:]])
+        print(f"{EMULATOR_NAME}: emulated GPU {rec.parent_uuid} split into {len(rec.instances)} MIG instances")
+        print("\n".join(mig.summary(rec)))
+        print(f"  openmetrics: {paths['openmetrics']}\n  events: {paths['events']}\n  mig: {paths['mig']}")
+        return 0
+    if colocation.requested(args):
+        with writing_out(args.out):
+            return colocation.main(args, profile, start, sys.argv[1:] if argv is None else argv)
+    rec = offline.record(args.minutes * 60, args.interval_ms, args.noise, args.seed, profile,
+                         args.mux_zero, start, timing=args.timing)
+    with writing_out(args.out):
+        paths = offline.write(rec, args.out, ["python3", "-m", "precisionprobe.emulator", *sys.argv[1:]])
+    print(f"{EMULATOR_NAME}: {len(rec.events)} layer events, {len(rec.tick_ms)} samples per "
+          f"metric of emulated GPU {rec.gpu.uuid} (interval {rec.interval_ms} ms, noise {rec.noise})")
+    print(f"  timing {offline.describe_timing(rec)}")
+    for what, path in paths.items():
+        print(f"  {what}: {path}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -7,7 +7,10 @@ Three parts, in one process:
 
   tail      every 50 ms, new complete lines of the *.jsonl files below --events (files may appear
             later and grow; a partial last line waits for its newline), in either format the
-            hook client writes (compact, its default, or JSON Lines: _event_reader.py);
+            hook client writes (compact, its default, or JSON Lines: _event_reader.py). --events
+            itself may appear later (the emulator may start before the job that makes it); one
+            that never did ends the run with status 1 (and no mirror of it left), and a path that
+            is or lies below something other than a folder is refused;
   mirror    each event, rewritten so that its gpu_uuid/gpu are those of the emulated GPU that ran
             it, is appended to the same file name below --mirror (default: the events directory's
             path + ".emulated"; each run writes its files anew) as a JSON line, after the job
@@ -478,8 +481,25 @@ def build_gpus(count, uuids, host_name, model_name, pod="", namespace="", contai
     uuids = list(uuids or [])
     if len(uuids) > count:
         raise ValueError(f"{len(uuids)} --gpu-uuid values for {count} GPUs")
+    # An empty UUID names no GPU (pp_refresh matches series to events by it); a repeated one two.
+    if "" in uuids:
+        raise ValueError(f"--gpu-uuid: value {uuids.index('') + 1} is empty: give the emulated GPU's UUID")
+    repeated = next((uuid for i, uuid in enumerate(uuids) if uuid in uuids[:i]), None)
+    if repeated is not None:
+        raise ValueError(f"--gpu-uuid: {repeated!r} is given twice: each emulated GPU needs its own")
     return [EmulatedGpu(i, uuids[i] if i < len(uuids) else emulated_uuid(host_name, i), host_name,
                         model_name, pod, namespace, container) for i in range(count)]
+
+
+def check_events_dir(given, events_dir):
+    """Refuses an --events that cannot hold event files. One that does not exist yet is followed
+    once it appears: the emulator may start before the job that makes it."""
+    there = next((p for p in (events_dir, *events_dir.parents) if kind_of(p) is not None), None)
+    if there is None or kind_of(there) == "a directory":
+        return
+    if there == events_dir:
+        raise ValueError(f"--events: '{given}' is {kind_of(there)}, not a folder")
+    raise ValueError(f"--events: '{given}' cannot appear: '{there}' is {kind_of(there)}, not a folder")
 
 
 def run(args, profile):
@@ -490,6 +510,7 @@ def run(args, profile):
     if not 0 <= args.cpu_gpu < len(gpus):
         raise ValueError(f"--cpu-gpu {args.cpu_gpu}: there are {len(gpus)} emulated GPUs")
     events_dir = Path(args.events).resolve()
+    check_events_dir(args.events, events_dir)
     mirror_dir = Path(args.mirror).resolve() if args.mirror else Path(str(events_dir) + ".emulated")
     if mirror_dir == events_dir or events_dir in mirror_dir.parents:
         raise ValueError("--mirror must not be inside --events (pp_refresh would read both)")
@@ -498,8 +519,13 @@ def run(args, profile):
                          f"{kind_of(mirror_dir)}, not a folder")
     emulator = Emulator(profile, gpus, args.interval_ms, args.noise, args.mux_zero, args.seed,
                         args.lag_ms, args.cpu_gpu, timing=args.timing)
-    mirror_dir.mkdir(parents=True, exist_ok=True)
-    emulated_copy.mark(mirror_dir, events_dir)
+    made_mirror = not mirror_dir.exists()
+    try:
+        mirror_dir.mkdir(parents=True, exist_ok=True)
+        emulated_copy.mark(mirror_dir, events_dir)
+    except OSError as error:
+        raise ValueError(f"--mirror{'' if args.mirror else ' (by default EVENTS.emulated)'}: cannot write "
+                         f"'{error.filename or mirror_dir}': {error.strerror or error}") from None
     tail = EventTail(events_dir, exclude=mirror_dir)
     mirror = Mirror(events_dir, mirror_dir, gpus)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(emulator))
@@ -517,8 +543,8 @@ def run(args, profile):
     print(f"{EMULATOR_NAME}: serving http://127.0.0.1:{port}/metrics for {len(gpus)} emulated "
           f"GPU(s) ({', '.join(g.uuid for g in gpus)}); NOT real GPU counters", flush=True)
     print(f"{EMULATOR_NAME}: timing {describe(emulator.timing)}", flush=True)
-    print(f"{EMULATOR_NAME}: following {events_dir}; events rewritten to emulated GPUs in "
-          f"{mirror_dir} (give that to pp_refresh)", flush=True)
+    print(f"{EMULATOR_NAME}: following {events_dir}{'' if events_dir.is_dir() else ' (not there yet)'}; "
+          f"events rewritten to emulated GPUs in {mirror_dir} (give that to pp_refresh)", flush=True)
     deadline = None if args.duration is None else time.monotonic() + args.duration
     try:
         while not stop.wait(args.poll_ms / 1000.0):
@@ -543,4 +569,14 @@ def run(args, profile):
         knob = "--lag-ms" if emulator.timing.idealised else "--exporter-latency-ms"
         print(f"{EMULATOR_NAME}: warning: {emulator.late} events arrived after their window was "
               f"served; those windows do not include them (raise {knob})", file=sys.stderr)
+    if not events_dir.is_dir():
+        if made_mirror and not mirror.lines:  # a mirror of nothing, made here: not left behind
+            try:
+                (mirror_dir / emulated_copy.MARK).unlink(missing_ok=True)
+                mirror_dir.rmdir()
+            except OSError:
+                pass
+        print(f"{EMULATOR_NAME}: error: --events: '{args.events}' never appeared: no job wrote there "
+              "(give the folder the job writes: --out of precisionprobe run)", file=sys.stderr)
+        return 1
     return 0

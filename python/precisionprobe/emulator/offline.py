@@ -62,6 +62,9 @@ HOST = "emulated-node"
 JOB_ID = "emulated-dlrm"
 PID = 1
 CPU_NUM = 8.0
+# The longest recording, the CLI's --minutes and a replay's (analysis/emulate.py): a week. Its
+# samples are arrays in memory (millions of events a day); a longer one is a wrong time.
+MAX_SECONDS = 7 * 24 * 3600
 
 
 @dataclass

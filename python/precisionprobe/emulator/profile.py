@@ -17,12 +17,19 @@ Every values object names all six METRICS. Units are those dcgm-exporter publish
 percent (0-100), FB_USED in MiB, the four DCGM_FI_PROF_* fields as ratios (0-1). A layer's value
 is, in this order of precedence, its own ("layers"), its type's, or the default; a layer type
 that none of these covers is an error when the emulator meets it (say so in "default").
+
+A profile file is a regular file of UTF-8 JSON of at most MAX_PROFILE_BYTES (16 MiB): a pipe, a
+device or a directory is refused before it is read.
 """
 import json
+import os
+import stat
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
+
+from .._path_kind import kind
 
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 FB_USED = "DCGM_FI_DEV_FB_USED"
@@ -39,10 +46,31 @@ DIRECTIONS = ("forward", "backward")
 DEFAULT_MODEL_NAME = "Emulated Tesla V100-SXM2-32GB (precisionprobe emulator)"
 # The profiles shipped with the package (package data, so an installed package has them too).
 PROFILES = resources.files(__package__) / "profiles"
+# A profile is a few kB of JSON; a file far larger is not one (and is not read whole).
+MAX_PROFILE_BYTES = 16 << 20
 
 
 class ProfileError(ValueError):
     pass
+
+
+def _read_file(path):
+    """The bytes of a profile file: refuses what is no regular file (a pipe would block, a device
+    never end) and a file over MAX_PROFILE_BYTES, before reading it."""
+    # O_NONBLOCK: opening a named pipe does not wait for a writer; fstat then refuses it.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ProfileError(f"cannot read profile {path}: it is {kind(mode)}, not a file")
+        with open(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_PROFILE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_PROFILE_BYTES:
+        raise ProfileError(f"cannot read profile {path}: larger than {MAX_PROFILE_BYTES >> 20} MiB, "
+                           "which no profile is")
+    return data
 
 
 def _values(obj, where):
@@ -101,12 +129,16 @@ class Profile:
     @classmethod
     def load(cls, path):
         """A profile from a JSON file: a path, or a file of importlib.resources (PROFILES / ...)."""
-        if not hasattr(path, "read_text"):
+        if not hasattr(path, "read_bytes"):
             path = Path(path)
         try:
-            data = json.loads(path.read_text())
+            data = _read_file(path) if isinstance(path, Path) else path.read_bytes()
+            data = json.loads(data.decode("utf-8"))
         except OSError as error:
             raise ProfileError(f"cannot read profile {path}: {error.strerror or error}") from None
+        except UnicodeDecodeError as error:
+            raise ProfileError(f"{path}: not UTF-8 text (byte 0x{error.object[error.start]:02x} at offset "
+                               f"{error.start})") from None
         except json.JSONDecodeError as error:
             raise ProfileError(f"{path}: not JSON: {error}") from None
         return cls(data, path)
