@@ -46,7 +46,10 @@ class EventDecoder:
         self._layers = []     # id -> (name, type)
         self._block = None    # (base ns, epoch, batch)
 
-    def decode(self, line):
+    def decode(self, line, utf8=True):
+        """utf8=False: the line's bytes are not UTF-8, and `line` holds them decoded with
+        "surrogateescape". No record reads from such a line, but in the compact format it may
+        still have been a block line, as layer_events() reads it byte by byte."""
         self._lines += 1
         if self._lines == 1 and line.startswith(MAGIC_PREFIX):
             words = line[len(MAGIC_PREFIX):].split()
@@ -58,10 +61,14 @@ class EventDecoder:
         # Blanks (and a BOM) alone are no line; before '{' they are JSON, as layer_events() reads them.
         bare = line.lstrip(" \t\r").removeprefix("\ufeff").lstrip(" \t\r")
         if not self.compact:
+            if not utf8:
+                raise EventFormatError("invalid UTF-8")
             return (None, None) if not line.strip() else self._json(line)
         if not bare:
             return None, None
         if bare[0] == "{":
+            if not utf8:
+                raise EventFormatError("invalid UTF-8")
             return self._json(line)
         tag = line[0]
         if tag == "@":
@@ -76,7 +83,7 @@ class EventDecoder:
             # events up to the next block line cannot be placed in time.
             block, self._block = self._block, None
             if tag not in "DL":
-                raise EventFormatError(f"unknown record type {tag!r}")
+                raise EventFormatError(f"unknown record type '{_shown_byte(tag)}'")
             self._define(tag, line, block)
             return None, None
         return "event", self._event(line)
@@ -219,6 +226,12 @@ def _int(text):
     return int(text)
 
 
+def _shown_byte(char):
+    """The first byte of char as layer_events() shows it: itself if printable ASCII, else \\xNN."""
+    byte = char.encode("utf-8", "surrogateescape")[0]
+    return chr(byte) if 0x20 <= byte < 0x7F else f"\\x{byte:02x}"
+
+
 def _utf8(text):
     try:
         text.encode("utf-8")
@@ -250,13 +263,13 @@ def read_event_file(path, skipped=None):
         for number, raw in enumerate(f, 1):
             complete = raw.endswith(b"\n")
             try:
-                try:
-                    line = raw.decode("utf-8").rstrip("\n")
-                except UnicodeDecodeError:
-                    raise EventFormatError("invalid UTF-8") from None
+                line, utf8 = raw.decode("utf-8"), True
+            except UnicodeDecodeError:  # (the decoder says why the line is malformed)
+                line, utf8 = raw.decode("utf-8", "surrogateescape"), False
+            try:
                 if not complete and decoder.compact:
                     raise EventFormatError("incomplete last line (no newline)")
-                kind, record = decoder.decode(line)
+                kind, record = decoder.decode(line.rstrip("\n"), utf8)
             except EventFormatError as error:
                 reason = str(error) if complete or decoder.compact else f"incomplete last line ({error})"
                 if skipped is None:
