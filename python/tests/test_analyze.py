@@ -79,11 +79,15 @@ def test_the_embedding_verdict_weighs_each_direction_by_its_time():
         return embedding_sentences(job)[0]
 
     text = verdict(row("backward", 0.579, 0.84, 0.09, "estimate"), row("forward", 0.001, 0.22, 0.37, "blend"))
-    assert "is memory-bound (DRAM 0.84 vs FP32 0.09 weighted by time)" in text, text
-    assert "forward DRAM 0.22 vs FP32 0.37" in text and "only indicative" in text, text
-    # The same two directions with the shares swapped: the forward decides, and it is not.
+    assert "is memory-bound: backward DRAM 0.84 vs FP32 0.09, SM occupancy 0.30 (identified estimates)" in text, text
+    # The blend is named as one, and left out of the verdict (it would read as compute-leaning).
+    assert text.endswith("; forward not resolved (its sample windows blend DRAM ~0.22, FP32 ~0.37 of its "
+                         "neighbours), left out."), text
+    # The same two directions with the shares swapped: the forward decides, and it is not; known
+    # only as a blend, it is said to be only indicative.
     text = verdict(row("backward", 0.001, 0.84, 0.09, "estimate"), row("forward", 0.579, 0.22, 0.37, "blend"))
-    assert "is not memory-bound by this measure" in text, text
+    assert "is not memory-bound by this measure" in text and "forward DRAM 0.22 vs FP32 0.37" in text, text
+    assert "only indicative" in text, text
 
 
 def test_with_retention_the_advice_is_about_the_minutes_kept():

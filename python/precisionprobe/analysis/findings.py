@@ -75,20 +75,30 @@ def embedding_sentences(job):
     sentence = f"The embedding stage ({name}, forward and backward) takes {_percent(share)} of the GPU time"
     if any(d is None or f is None for d, f in points):
         return [sentence + "; its DRAM and FP32 activity are not known."]
+    # The directions the estimator resolves decide where they hold most of the stage's time: a
+    # blend is the sample window's mix of its neighbours (a short forward lookup beside the dense
+    # layers reads as compute-leaning where it is not), so it is named as such and left out.
+    resolved = [i for i in range(len(rows)) if dram[i].kind != "blend" and fp32[i].kind != "blend"]
+    judged = resolved if sum(rows[i].share for i in resolved) > share / 2 else list(range(len(rows)))
     # The stage as a whole: each direction weighs by its share of the GPU time (a backward pass
     # that takes 500 times longer than the forward decides, as it does on the GPU).
-    weights = [r.share for r in rows] if sum(r.share for r in rows) > 0 else [1] * len(rows)
-    stage_dram = sum(w * d for w, (d, _) in zip(weights, points)) / sum(weights)
-    stage_fp32 = sum(w * f for w, (_, f) in zip(weights, points)) / sum(weights)
+    weights = {i: rows[i].share for i in judged} if sum(rows[i].share for i in judged) > 0 else dict.fromkeys(judged, 1)
+    stage_dram = sum(w * points[i][0] for i, w in weights.items()) / sum(weights.values())
+    stage_fp32 = sum(w * points[i][1] for i, w in weights.items()) / sum(weights.values())
     bound = stage_dram >= MEMORY_BOUND_DRAM and stage_dram >= MEMORY_BOUND_RATIO * stage_fp32
-    detail = ", ".join(f"{r.direction} DRAM {d:.2f} vs FP32 {f:.2f}" for r, (d, f) in zip(rows, points))
-    occ = [_point(o) for o in occupancy]
+    detail = ", ".join(f"{r.direction} DRAM {d:.2f} vs FP32 {f:.2f}" for i, (r, (d, f)) in enumerate(zip(rows, points))
+                       if i in judged)
+    occ = [_point(occupancy[i]) for i in judged]
     if all(o is not None for o in occ):
         detail += ", SM occupancy " + "/".join(f"{o:.2f}" for o in occ)
     verdict = "and is memory-bound" if bound else "and is not memory-bound by this measure"
-    weighted = f"DRAM {stage_dram:.2f} vs FP32 {stage_fp32:.2f} weighted by time" if len(rows) > 1 else ""
+    weighted = f"DRAM {stage_dram:.2f} vs FP32 {stage_fp32:.2f} weighted by time" if len(judged) > 1 else ""
+    left_out = [i for i in range(len(rows)) if i not in judged]
+    blends = "; ".join(f"{rows[i].direction} not resolved (its sample windows blend DRAM ~{points[i][0]:.2f}, "
+                       f"FP32 ~{points[i][1]:.2f} of its neighbours), left out" for i in left_out)
     return [f"{sentence} {verdict}" + (f" ({weighted})" if weighted else "") +
-            f": {detail} ({_source(dram + fp32)})."]
+            f": {detail} ({_source([dram[i] for i in judged] + [fp32[i] for i in judged])})" +
+            (f"; {blends}" if blends else "") + "."]
 
 
 def largest_sentence(job):
