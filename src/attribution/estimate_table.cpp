@@ -186,6 +186,9 @@ struct EstimatesCursor : RowsCursor {
           std::string left_out = note.concurrent_windows > 0 ? concurrency : "";
           if (!u && note.off_grid_windows > 0) left_out += (left_out.empty() ? "" : "; ") + off_grid;
           if (!left_out.empty()) row_reason = left_out;
+          else if (!u)
+            row_reason = "no sample of this metric covers any of its calls (an instant gauge read between "
+                         "them, or a gap in the samples)";
         }
         // The shared untracked time belongs to every job of the system alike.
         const std::vector<std::string> jobs = info.job_id.empty() && !members.empty()
@@ -213,11 +216,11 @@ struct EstimatesCursor : RowsCursor {
           emitted.insert(u.name);
         }
       }
-      // Unknowns the fit never saw because their windows were left out, or no fit at all: said
-      // so, rather than left out.
-      if (note.concurrent_windows > 0 || note.off_grid_windows > 0 || !note.failed.empty())
-        for (const auto& [unknown, info] : unknowns[key.system])
-          if (!emitted.count(unknown)) emit(unknown, nullptr, std::nullopt);
+      // Unknowns the fit never saw (their windows left out, no fit at all, or no sample of this
+      // metric in their calls: an instant gauge misses short layers) are said so, rather than
+      // left out: every metric has a row for each layer the system met.
+      for (const auto& [unknown, info] : unknowns[key.system])
+        if (!emitted.count(unknown)) emit(unknown, nullptr, std::nullopt);
     }
     set_rows(std::move(rows));
   }

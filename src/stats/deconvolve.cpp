@@ -241,6 +241,8 @@ class DeconvolveSolver {
 DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
   using Eigen::Index;
   DeconvolveResult result;
+  if (std::isfinite(data.lower_)) result.lower = data.lower_;
+  if (std::isfinite(data.upper_)) result.upper = data.upper_;
 
   // 1. The rows, and the states added to them (whose rows are only sums).
   const CompactRows compact(data);
@@ -528,12 +530,17 @@ DeconvolveResult deconvolve_hull(const DeconvolveResult& central, const std::vec
     // stderr to split by, it is the farthest.
     bool split = true;
     double reach98 = 0;
+    // A system without the unknown (moved, its windows miss all its calls: an instant gauge's
+    // reads, say) says nothing of it: its interval is the bounds, as before data say more, and
+    // it is not identified.
+    const bool unseen = std::find(systems.begin(), systems.end(), nullptr) != systems.end();
     const auto end = [&](std::optional<double> DeconvolveUnknown::*bound, int side) -> std::optional<double> {
       if (!(u.*bound)) return std::nullopt;
       const double own = *(u.*bound);
       double farthest = own, noise = 0, pull = 0, moved = 0;
       for (const DeconvolveUnknown* w : systems) {
-        if (!w || !(w->*bound)) return std::nullopt;
+        if (!w) return side > 0 ? out.upper : out.lower;  // (a system without it: see `unseen`)
+        if (!(w->*bound)) return std::nullopt;
         farthest = side > 0 ? std::max(farthest, *(w->*bound)) : std::min(farthest, *(w->*bound));
         if (!w->estimate || !w->std_error || !u.estimate) {
           split = false;
@@ -552,8 +559,8 @@ DeconvolveResult deconvolve_hull(const DeconvolveResult& central, const std::vec
     };
     u.lower90 = end(&DeconvolveUnknown::lower90, -1);
     u.upper90 = end(&DeconvolveUnknown::upper90, +1);
-    u.identified = u.identified && (split ? identified_within(u, out.scale, reach98)
-                                          : identified_by(u, out.scale, out.t98 - out.t90));
+    u.identified = u.identified && !unseen &&
+                   (split ? identified_within(u, out.scale, reach98) : identified_by(u, out.scale, out.t98 - out.t90));
   }
   return out;
 }

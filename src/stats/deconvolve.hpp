@@ -128,6 +128,7 @@ struct DeconvolveResult {
   double t90 = 0;                           // the t quantile used for the 90% intervals
   double t98 = 0;                           // and the one `identified` is judged with (98%)
   double scale = 0;                         // the scale that `identified` compares widths with
+  std::optional<double> lower, upper;       // the bounds every estimate was held within (none: nullopt)
   bool converged = true;
   int iterations = 0;
 };

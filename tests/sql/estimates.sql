@@ -26,3 +26,13 @@ SELECT count(*) = 0 FROM layer_estimates WHERE windows = 1 AND confidence = 'ide
 -- The per-type view groups l1 forward and backward under Linear.
 SELECT count(*) = 2 FROM layer_type_estimates WHERE job_id = 'jobA' AND layer_type = 'Linear'
    AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+-- A layer that no sample of a metric covers (the samples of l2's windows lost from FB_USED; an
+-- instant gauge read between short calls alike) still has its row for that metric: no estimate,
+-- the interval the metric's bounds, and why; as many rows per metric as before.
+DELETE FROM pp_samples WHERE metric = 'DCGM_FI_DEV_FB_USED'
+   AND ts_ms IN (SELECT ts_ms FROM pp_samples WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' AND value IN (21, 28, 35));
+SELECT count(*) = 6 FROM layer_estimates WHERE metric = 'DCGM_FI_DEV_FB_USED';
+SELECT estimate IS NULL AND lower90 = 0 AND upper90 IS NULL AND windows = 0
+       AND confidence = 'not identified: no sample of this metric covers any of its calls (an instant gauge read '
+                        || 'between them, or a gap in the samples)'
+  FROM layer_estimates WHERE layer = 'l2' AND metric = 'DCGM_FI_DEV_FB_USED';

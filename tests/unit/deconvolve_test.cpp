@@ -582,6 +582,27 @@ TEST(DeconvolveHull, AVariantThatCanSayLittleKeepsTheIntervalWide) {
   EXPECT_FALSE(hull.unknowns[0].identified);
 }
 
+TEST(DeconvolveHull, AVariantWithoutTheUnknownLeavesItTheBounds) {
+  // Moved, the windows miss every call of the unknown (an instant gauge read once in it): that
+  // system says nothing of it, so the interval is the bounds (0 and none above), not NULL on both
+  // sides, and it is not identified.
+  DeconvolveResult central = one_unknown(0.2, 0.001);
+  central.lower = 0;
+  DeconvolveResult moved = central;
+  moved.unknowns.clear();
+  const DeconvolveResult hull = pp::deconvolve_hull(central, {moved});
+  ASSERT_TRUE(hull.unknowns[0].lower90);
+  EXPECT_DOUBLE_EQ(*hull.unknowns[0].lower90, 0);
+  EXPECT_FALSE(hull.unknowns[0].upper90);
+  EXPECT_FALSE(hull.unknowns[0].identified);
+  // With both bounds, both ends are them.
+  central.upper = 1;
+  const DeconvolveResult bounded = pp::deconvolve_hull(central, {moved});
+  EXPECT_DOUBLE_EQ(*bounded.unknowns[0].lower90, 0);
+  EXPECT_DOUBLE_EQ(*bounded.unknowns[0].upper90, 1);
+  EXPECT_FALSE(bounded.unknowns[0].identified);
+}
+
 TEST(DeconvolveHull, AVariantWithoutAnIntervalLeavesNone) {
   DeconvolveResult unbounded = one_unknown(0.2, 0.001);
   unbounded.unknowns[0].upper90.reset();
