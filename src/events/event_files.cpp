@@ -72,16 +72,24 @@ void append_jsonl_files(const std::string& directory, bool named, std::vector<st
   std::vector<std::string> copies;
   if (!walk(directory, named, found, copies, notes)) return;
   if (found.empty()) notes.push_back("no *.jsonl files in directory '" + directory + "'");
-  // A copy below `directory` beside event files outside it: the run and its copy, every call twice.
+  // Copies below `directory` beside event files outside them: the run and its copies, every call
+  // read once more for each.
+  std::vector<std::string> doubled;
   for (const std::string& copy : copies) {
     if (fs::path(copy).lexically_normal() == fs::path(directory).lexically_normal()) continue;
     const bool outside = std::any_of(found.begin(), found.end(),
                                      [&](const std::string& file) { return file.rfind(copy + "/", 0) != 0; });
-    if (!outside) continue;
-    notes.push_back("'" + directory + "' holds event files and an emulator's copy of them ('" + copy +
-                    "'), so every call is read twice: name the copy (the calls on the emulated GPUs) or the "
-                    "events' own folder");
-    break;
+    if (outside) doubled.push_back(copy);
+  }
+  if (!doubled.empty()) {
+    std::sort(doubled.begin(), doubled.end());
+    std::string named;
+    for (const std::string& copy : doubled) named += (named.empty() ? "'" : ", '") + copy + "'";
+    notes.push_back("'" + directory + "' holds event files and " +
+                    (doubled.size() == 1 ? "an emulator's copy of them (" + named + "), so every call is read twice"
+                                         : std::to_string(doubled.size()) + " emulator's copies of them (" + named +
+                                               "), so calls are read more than once") +
+                    ": name the copy (the calls on the emulated GPUs) or the events' own folder");
   }
   std::sort(found.begin(), found.end());
   files.insert(files.end(), found.begin(), found.end());

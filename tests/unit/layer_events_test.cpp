@@ -262,6 +262,14 @@ TEST_F(LayerEventsSql, AFolderHoldingEventsAndAnEmulatedCopyOfThemIsWarnedOf) {
   EXPECT_EQ(warnings(), "[]");
   EXPECT_EQ(count(dir / "demo/events"), 2);
   EXPECT_EQ(warnings(), "[]");
+  // Several copies: each named, and the calls read once more for each.
+  dir.write("demo/again/events-node-1.jsonl", header_line() + "\n" + lines(0, 2));
+  dir.write("demo/again/.precisionprobe-emulated", (dir / "demo/events") + "\n");
+  EXPECT_EQ(count(dir / "demo"), 6);
+  EXPECT_EQ(warnings(), nlohmann::json({"layer_events: '" + (dir / "demo") + "' holds event files and 2 emulator's "
+                                        "copies of them ('" + (dir / "demo/again") + "', '" + (dir / "demo/emulated") +
+                                        "'), so calls are read more than once: name the copy (the calls on the "
+                                        "emulated GPUs) or the events' own folder"}).dump());
 }
 
 TEST_F(LayerEventsSql, MissingPathIsAnError) {
