@@ -8,7 +8,8 @@
    interface is busier than its FP32 pipes (dram_active >= fp32_active), compute-bound
    otherwise. Beside it, the evidence per layer: the share of the job's GPU seconds spent in
    layer groups (type and direction, timings from layer_type_metrics) whose own DRAM and FP32
-   activity the estimator identifies (layer_type_estimates) as memory- or compute-leaning.
+   activity the estimator tells apart (layer_type_estimates: their 90% intervals do not meet),
+   as memory- or compute-leaning by which is higher.
 2. Pair a memory-bound job with a compute-bound one. The load of a pair on one resource is the
    sum of the two jobs' job-level means (GPU utilization / 100, DRAM active, FP32 active, SM
    active); a pair fits when every load is at most --max-load and the peak memory of both fits
@@ -32,8 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CLASSIFY = """
 WITH groups AS (
   SELECT m.job_id, m.calls * m.mean_duration_ms / 1e3 / o.gpu_seconds AS share,
-         d.estimate AS dram, f.estimate AS fp32,
-         coalesce(d.confidence = 'identified' AND f.confidence = 'identified', 0) AS identified
+         d.lower90 AS dram_low, d.upper90 AS dram_high, f.lower90 AS fp32_low, f.upper90 AS fp32_high
     FROM layer_type_metrics AS m JOIN job_overview AS o USING (job_id)
     LEFT JOIN temp.estimates AS d ON d.job_id = m.job_id AND d.layer_type = m.layer_type
           AND d.forward = m.forward AND d.metric = 'DCGM_FI_PROF_DRAM_ACTIVE'
@@ -43,9 +43,9 @@ WITH groups AS (
 SELECT o.job_id, o.gpu_util / 100.0 AS util, o.dram_active AS dram, o.fp32_active AS fp32,
        o.sm_active AS sm, o.gpu_mem_peak_gib AS mem_gib,
        CASE WHEN o.dram_active >= o.fp32_active THEN 'memory-bound' ELSE 'compute-bound' END AS class,
-       (SELECT coalesce(sum(share), 0) FROM groups AS g WHERE g.job_id = o.job_id AND identified AND dram > fp32)
+       (SELECT coalesce(sum(share), 0) FROM groups AS g WHERE g.job_id = o.job_id AND dram_low > fp32_high)
          AS memory_layers,
-       (SELECT coalesce(sum(share), 0) FROM groups AS g WHERE g.job_id = o.job_id AND identified AND dram <= fp32)
+       (SELECT coalesce(sum(share), 0) FROM groups AS g WHERE g.job_id = o.job_id AND fp32_low > dram_high)
          AS compute_layers
   FROM job_overview AS o
  WHERE o.gpu_util IS NOT NULL AND o.dram_active IS NOT NULL AND o.fp32_active IS NOT NULL
@@ -140,8 +140,8 @@ def main():
                     "give --extension)")
     try:
         # The estimator runs once per (job, metric); keep the two metrics the classification needs.
-        conn.execute("CREATE TEMP TABLE estimates AS SELECT job_id, layer_type, forward, metric, estimate, "
-                     "confidence FROM layer_type_estimates "
+        conn.execute("CREATE TEMP TABLE estimates AS SELECT job_id, layer_type, forward, metric, lower90, "
+                     "upper90 FROM layer_type_estimates "
                      "WHERE metric IN ('DCGM_FI_PROF_DRAM_ACTIVE', 'DCGM_FI_PROF_PIPE_FP32_ACTIVE')")
         conn.execute(f"CREATE TEMP TABLE jobs AS {CLASSIFY}")
     except sqlite3.Error as e:
@@ -149,8 +149,8 @@ def main():
     measured = {frozenset((a, b)): row for a, b, *row in conn.execute(MEASURED)}
     shared = {job for pair in conn.execute("SELECT job_a, job_b FROM colocated_spans") for job in pair}
 
-    print("Jobs: job-level means (job_overview), and the share of GPU seconds in layer groups the")
-    print("estimator identifies as memory-leaning (DRAM > FP32) or compute-leaning:")
+    print("Jobs: job-level means (job_overview), and the share of GPU seconds in layer groups whose")
+    print("DRAM and FP32 90% intervals lie apart, DRAM above (memory-leaning) or below (compute-leaning):")
     print(f"{'job':<12} {'class':<14} {'util':>5} {'dram':>5} {'fp32':>5} {'sm':>5} {'peak GiB':>8} "
           f"{'mem layers':>10} {'fp32 layers':>11}")
     for job, util, dram, fp32, sm, mem, cls, mshare, cshare in conn.execute(
