@@ -37,5 +37,7 @@ def test_the_quick_start_runs_as_written():
                      r"time and is memory-bound", out), out[:4000]
     tables = out[out.index("What this says:"):]
     assert re.search(r"│\s+layer_type\s+│", tables) and re.search(r"│ EmbeddingBag\s+│", tables)
-    assert "DCGM_FI_PROF_DRAM_ACTIVE" in tables and re.search(r"│\s+data_num\s+│", tables)
+    # Each estimate beside its 90% interval, which is the answer where a row is not identified.
+    assert re.search(r"│\s+lower90\s+│\s+upper90\s+│\s+confidence\s+│", tables), tables
+    assert re.search(r"│\s+data_num\s+│", tables)
     assert "Parse error" not in out + result.stderr and "Runtime error" not in out + result.stderr
