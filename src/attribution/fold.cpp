@@ -181,8 +181,8 @@ std::vector<SqlValue> pending_report_jobs(sqlite3* db) {
 }
 
 // A layer without a type that has values stops the report at report_layer_types' NOT NULL, in
-// SQLite's words that name no row. Only a hand edit of pp_layers leaves one (every event gives its layer's
-// type; pp_events refuses a row without it), so the refresh names that row instead.
+// SQLite's words that name no row. Only a hand edit of pp_layers leaves one (every event gives
+// its layer's type; pp_events refuses a row without it), so the refresh names that row instead.
 void check_layer_types(sqlite3* db, const SqlValue& job) {
   Statement untyped(db,
                     "SELECT job_id, layer, forward FROM main.pp_layers AS l "
