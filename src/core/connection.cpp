@@ -1,6 +1,7 @@
 #include "core/connection.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -132,6 +133,22 @@ uint64_t Connection::call_number(const std::string& key) {
                                                                                            : call_numbers_.erase(it);
   std::map<std::string, uint64_t>& numbers = call_numbers_[std::move(running)];
   return numbers.emplace(key, numbers.size()).first->second;
+}
+
+int64_t Connection::statement_now_ms() {
+  std::vector<StatementRun> running = running_statements();
+  std::lock_guard<std::mutex> lock(mutex_);
+  // (Those of statements that ended, or ran again, go, as in call_number.)
+  for (auto it = statement_clocks_.begin(); it != statement_clocks_.end();)
+    it = std::includes(running.begin(), running.end(), it->first.begin(), it->first.end())
+             ? std::next(it)
+             : statement_clocks_.erase(it);
+  const auto [at, added] = statement_clocks_.try_emplace(std::move(running), 0);
+  if (added)
+    at->second = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+  return at->second;
 }
 
 std::shared_ptr<const void> Connection::cached(

@@ -74,6 +74,12 @@ class Connection {
   // for each branch (table_function.hpp, first_rowid).
   uint64_t call_number(const std::string& key);
 
+  // "now" in the time arguments of the statement running now (of its run), in unix ms: the wall
+  // clock read at its first such call and kept for its others, so that 'now' is one time
+  // whatever the plan (a correlated subquery opens a cursor for each outer row, one per
+  // statement run).
+  int64_t statement_now_ms();
+
   // An interrupted pp_refresh leaves its savepoint open: SQLite runs no statement (not even
   // ROLLBACK TO) while the interrupt is in force, so the next pp_refresh rolls it back. Until
   // then, or until a ROLLBACK, a COMMIT on the connection would store part of a refresh: the
@@ -120,6 +126,7 @@ class Connection {
   // rows of another (a loop that queries as it reads) numbers its own calls, and leaves the
   // other's as they were for its later branches.
   std::map<std::vector<StatementRun>, std::map<std::string, uint64_t>> call_numbers_;
+  std::map<std::vector<StatementRun>, int64_t> statement_clocks_;  // "now" by the statements running
   size_t cache_bytes_ = 0;
 };
 

@@ -129,6 +129,22 @@ bool retryable(const HttpResponse& response) {
   return !(envelope.is_object() && envelope.value("errorType", nlohmann::json()) == "timeout");
 }
 
+// Failures no attempt would mend: a URL libcurl cannot use, a TLS handshake that failed (an
+// https URL of a plain HTTP port: "wrong version number"), a certificate or CA file refused.
+bool lasting_failure(CURLcode code) {
+  switch (code) {
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // libcurl's progress callback: stops the transfer once the connection was interrupted (the
 // check is a statement step, so it runs at most every 50 ms; nothing may throw through curl).
 struct InterruptWatch {
@@ -384,7 +400,7 @@ HttpResponse HttpClient::send(const std::string& url, const std::string& form_bo
     } else if (!retryable(response)) {
       return response;
     }
-    if (attempt >= retries) {
+    if (attempt >= retries || (!failure.empty() && lasting_failure(code))) {
       if (!failure.empty())
         throw Error("cannot reach " + shown_url + ": " + failure +
                     (attempt > 0 ? " (after " + std::to_string(attempt + 1) + " attempts)" : ""));

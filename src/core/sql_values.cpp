@@ -25,6 +25,7 @@ std::string required_text(sqlite3_value* value, const char* argument) {
 }
 
 std::string required_nonblank_text(sqlite3_value* value, const char* argument) {
+  if (value && sqlite3_value_type(value) == SQLITE_BLOB) throw argument_error(argument, "is a BLOB; it needs text");
   std::string text = required_text(value, argument);
   if (trim(text).empty()) throw argument_error(argument, "is empty");
   return text;

@@ -22,8 +22,9 @@ using SqlValue = std::variant<std::monostate, int64_t, double, std::string, SqlB
 // Text of a required argument; NULL is an error "argument 'ARG' is NULL". Text or a BLOB that
 // holds a NUL byte is an error too: C paths and strings would silently end there.
 std::string required_text(sqlite3_value* value, const char* argument);
-// As required_text, and blank text (nothing but spaces) is an error "argument 'ARG' is empty":
-// for a query, selector or label name, which a server would answer with a confusing error.
+// As required_text, and blank text (nothing but spaces) is an error "argument 'ARG' is empty",
+// a BLOB one too: for a query, selector or label name, which a server would answer with a
+// confusing error (or, for a BLOB's bytes, run as if they were text).
 std::string required_nonblank_text(sqlite3_value* value, const char* argument);
 // Text of an optional argument; NULL (or an absent argument, nullptr) gives nullopt. A NUL byte
 // is an error naming the argument, as for required_text.

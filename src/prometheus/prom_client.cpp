@@ -63,9 +63,9 @@ std::shared_ptr<const T> PromClient::cached_call(const std::string& path, const 
       hide_secrets(message, response.secrets);
       throw Error(message);
     }
-    for (std::string& w : warnings) {
+    for (std::string& w : warnings) {  // (the server's own, and what the parse says of the answer)
       hide_secrets(w, response.secrets);
-      connection_.add_warning(w);
+      connection_.add_warning(std::string(table_) + ": " + w);
     }
     size = response.body.size();
     return parsed;
@@ -74,16 +74,7 @@ std::shared_ptr<const T> PromClient::cached_call(const std::string& path, const 
 }
 
 std::shared_ptr<const PromMatrix> PromClient::matrix_call(const std::string& path, const std::string& form) {
-  auto matrix = cached_call<PromMatrix>(path, form, true, parse_matrix_body);
-  if (matrix->skipped_histograms)
-    connection_.add_warning(std::string(table_) + ": " + std::to_string(matrix->skipped_histograms) +
-                            " native histogram samples are not supported and were skipped");
-  if (matrix->repeated_series)
-    connection_.add_warning(std::string(table_) + ": the answer lists " + std::to_string(matrix->repeated_series) +
-                            " series again that it listed before (the first: " + matrix->first_repeated +
-                            "); a server lists each label set once, so a proxy before it may merge replicas "
-                            "without deduplicating: each listing's rows are given");
-  return matrix;
+  return cached_call<PromMatrix>(path, form, true, parse_matrix_body);
 }
 
 std::shared_ptr<const PromMatrix> PromClient::query_range(const std::string& query, int64_t start_ms, int64_t end_ms,
@@ -125,7 +116,8 @@ std::shared_ptr<const std::vector<PromSeries>> PromClient::series(const std::str
 std::shared_ptr<const std::vector<std::string>> PromClient::label_values(const std::string& label,
                                                                          const std::optional<std::string>& match) {
   HttpClient& http = connection_.http();
-  const std::string form = match ? "match%5B%5D=" + http.escape(*match) : std::string();
+  const std::string form = (match ? "match%5B%5D=" + http.escape(*match) + "&" : std::string()) +
+                           "start=" + format_seconds(kAllTimeStartMs) + "&end=" + format_seconds(kAllTimeEndMs);
   // The label values endpoint is GET only.
   return cached_call<std::vector<std::string>>("/api/v1/label/" + http.escape(label) + "/values", form, false,
                                                parse_label_values_body);

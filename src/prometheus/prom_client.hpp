@@ -12,6 +12,12 @@
 
 namespace pp {
 
+// "All time" for the series and label APIs, which VictoriaMetrics answers for the last day
+// only when no range is given (and when start is 0): from 1 s after 1970 began through the year
+// 2100 (no series has samples older, and Prometheus means all time by either bound left out).
+constexpr int64_t kAllTimeStartMs = 1000;
+constexpr int64_t kAllTimeEndMs = 4102444800000;
+
 class PromClient {
  public:
   // `table` names the SQL table in the warnings it adds to the connection; `cursor` is the
@@ -28,7 +34,7 @@ class PromClient {
   // the rest with a warning; Prometheus ignores both.
   std::shared_ptr<const PromMatrix> raw_samples(const std::string& selector, int64_t time_ms, int64_t range_ms,
                                                 bool whole_only = false);
-  // /api/v1/series and /api/v1/label/NAME/values.
+  // /api/v1/series and /api/v1/label/NAME/values (over all time).
   std::shared_ptr<const std::vector<PromSeries>> series(const std::string& match, int64_t start_ms, int64_t end_ms);
   std::shared_ptr<const std::vector<std::string>> label_values(const std::string& label,
                                                                const std::optional<std::string>& match);

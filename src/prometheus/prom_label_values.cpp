@@ -7,7 +7,9 @@
 //   label  the label name, e.g. 'UUID' or '__name__' for metric names (required)
 //   match  optional series selector restricting the series considered
 // Column: value.
+#include "core/errors.hpp"
 #include "core/sql_values.hpp"
+#include "core/text.hpp"
 #include "core/table_function.hpp"
 #include "prometheus/prom_client.hpp"
 #include "prometheus/prometheus_tables.hpp"
@@ -36,6 +38,11 @@ struct LabelValuesCursor : RowsCursor {
     const auto args = filter_arguments(idx_num, argc, argv, kLabelValuesArguments.size());
     keep_arguments(args);
     const std::string label = required_nonblank_text(args[0], "label");
+    // The name goes into the API's path (/api/v1/label/NAME/values): one holding '/', or dots
+    // alone, would name another path, whose 404 would read as a wrong prometheus_url.
+    if (label.find('/') != std::string::npos || label.find_first_not_of('.') == std::string::npos)
+      throw argument_error("label", "('" + valid_utf8(label, 80) +
+                                        "') is not a label name: label names hold no '/' and are not dots alone");
     // An empty match would reach Prometheus as a selector that does not parse; NULL means all.
     const auto match = args[1] && sqlite3_value_type(args[1]) != SQLITE_NULL
                            ? std::optional<std::string>(required_nonblank_text(args[1], "match"))

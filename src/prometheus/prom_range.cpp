@@ -17,13 +17,15 @@
 //   value   REAL; NaN is NULL, +Inf/-Inf are infinities
 // Each point is the last raw sample within the lookback window (5 minutes by default), so
 // values repeat and raw timestamps are lost: prom_samples returns the stored samples instead.
-// Ranges over max_points_per_series points are fetched in chunks aligned on start + k*step.
+// Ranges over max_points_per_series points are fetched in chunks aligned on start + k*step;
+// `@ start()` and `@ end()` in the query then name the call's start and end, as in one request.
 #include <algorithm>
 
 #include "core/sql_values.hpp"
 #include "prometheus/matrix_cursor.hpp"
 #include "prometheus/prom_client.hpp"
 #include "prometheus/prometheus_tables.hpp"
+#include "prometheus/promql.hpp"
 #include "prometheus/time_parse.hpp"
 
 namespace pp {
@@ -48,13 +50,15 @@ std::vector<MatrixChunk> plan_range_chunks(Connection& connection, uint64_t curs
                 "); use a larger step or a shorter range");
   std::vector<MatrixChunk> chunks;
   auto client = std::make_shared<PromClient>(connection, "prom_range", cursor);
+  // `@ start()` and `@ end()` mean the call's ends, not a request's.
+  const std::string sent = requests > 1 ? pin_at_modifiers(query, format_seconds(start), format_seconds(end)) : query;
   for (int64_t k = 0; k < requests; ++k) {
     const int64_t chunk_start = start + k * max_points * step;
     // (max_points - 1) * step may pass int64 (steps up to 1e13 s): compare before multiplying.
     const int64_t chunk_end =
         (max_points - 1) > (end - chunk_start) / step ? end : std::min(end, chunk_start + (max_points - 1) * step);
-    chunks.push_back({[client, query, chunk_start, chunk_end, step] {
-                        return client->query_range(query, chunk_start, chunk_end, step);
+    chunks.push_back({[client, sent, chunk_start, chunk_end, step] {
+                        return client->query_range(sent, chunk_start, chunk_end, step);
                       },
                       chunk_start - 1, chunk_end});
   }
@@ -66,7 +70,6 @@ struct RangeCursor : MatrixCursor {
   static constexpr const char* kSchema =
       "CREATE TABLE x(" PP_MATRIX_COLUMNS ", query HIDDEN, start HIDDEN, \"end\" HIDDEN, step HIDDEN)";
   using MatrixCursor::MatrixCursor;
-  StatementClock clock;  // "now" in the time arguments, read once per cursor
 
   static int plan(sqlite3_index_info* info) {
     const int rc = plan_arguments(info, kFirstArgument, kRangeArguments);
@@ -80,7 +83,7 @@ struct RangeCursor : MatrixCursor {
     const auto args = filter_arguments(idx_num, argc, argv, kRangeArguments.size());
     keep_arguments(args);
     const std::string query = required_nonblank_text(args[0], "query");
-    const TimeRange range = parse_time_range(args[1], args[2], clock.now_ms());  // (evaluation times: nearest ms)
+    const TimeRange range = parse_time_range(args[1], args[2], connection->statement_now_ms());  // (evaluation times: nearest ms)
     const int64_t step = args[3] ? parse_duration_ms(args[3], "step") : default_step_ms(range.end_ms - range.start_ms);
     start(plan_range_chunks(*connection, serial, query, range.start_ms, range.end_ms, step));
   }

@@ -88,7 +88,7 @@ void SamplesCursor::filter_samples(const char* table, int idx_num, int argc, sql
                                          " reads the raw samples of series: give a metric name and/or label "
                                          "matchers in braces, such as 'up' or '{__name__=~\"DCGM_.*\", gpu=\"0\"}', "
                                          "with nothing after them; for a PromQL expression use prom_range)");
-  const TimeRange range = parse_time_range(args[1], args[2], clock_.now_ms(), /*into_range=*/true);
+  const TimeRange range = parse_time_range(args[1], args[2], connection->statement_now_ms(), /*into_range=*/true);
   const auto pushed = apply_metric_pushdown(selector, idx_num, argc, argv);
   table_ = table;
   series_numbering_.clear();

@@ -32,7 +32,6 @@ struct SeriesCursor : RowsCursor {
   static constexpr int kFirstArgument = 2;
   static constexpr bool kDirectOnly = true;
   using RowsCursor::RowsCursor;
-  StatementClock clock;  // "now" in the time arguments, read once per cursor
 
   static int plan(sqlite3_index_info* info) {
     const int rc = plan_arguments(info, kFirstArgument, kSeriesArguments);
@@ -47,19 +46,18 @@ struct SeriesCursor : RowsCursor {
     const auto args = filter_arguments(idx_num, argc, argv, kSeriesArguments.size());
     keep_arguments(args);
     const std::string match = required_nonblank_text(args[0], "match");
-    // The series API needs both bounds; absent ones mean all time (through the year 2100), from
-    // 1 s after 1970 began: VictoriaMetrics reads a start of 0 as none given, and then looks at
-    // the last day only.
-    TimeRange range{1000, 4102444800000};
+    // The series API needs both bounds; absent ones mean all time (kAllTimeStartMs: VictoriaMetrics
+    // reads a start of 0 as none given, and then looks at the last day only).
+    TimeRange range{kAllTimeStartMs, kAllTimeEndMs};
     if (args[1] && args[2])
-      range = parse_time_range(args[1], args[2], clock.now_ms());
+      range = parse_time_range(args[1], args[2], connection->statement_now_ms());
     else if (args[1])
-      range.start_ms = parse_time_ms(args[1], "start", clock.now_ms());
+      range.start_ms = parse_time_ms(args[1], "start", connection->statement_now_ms());
     else if (args[2])
-      range.end_ms = parse_time_ms(args[2], "end", clock.now_ms());
+      range.end_ms = parse_time_ms(args[2], "end", connection->statement_now_ms());
     // A start given as 0 (or before it) is sent as 1 s too, for the same reason; no series has
     // samples that old.
-    if (range.end_ms >= 1000) range.start_ms = std::max<int64_t>(range.start_ms, 1000);
+    if (range.end_ms >= kAllTimeStartMs) range.start_ms = std::max(range.start_ms, kAllTimeStartMs);
     std::vector<std::vector<SqlValue>> rows;
     rowids_.clear();
     if (const auto pushed = apply_metric_pushdown(match, idx_num, argc, argv)) {

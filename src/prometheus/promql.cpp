@@ -94,4 +94,70 @@ std::optional<std::string> add_metric_matcher(const std::string& selector, const
   return "{__name__" + op + promql_quote(value) + (inner.empty() ? "" : "," + inner) + "}";
 }
 
+namespace {
+
+bool promql_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool promql_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
+
+// Where the string literal or comment that starts at `at` ends (one past it), or `at` when none
+// starts there. PromQL's strings: "..." and '...' with backslash escapes, `...` raw.
+size_t skip_literal(std::string_view q, size_t at) {
+  const char c = q[at];
+  if (c == '#') {
+    const size_t end = q.find('\n', at);
+    return end == std::string_view::npos ? q.size() : end;
+  }
+  if (c != '"' && c != '\'' && c != '`') return at;
+  for (size_t i = at + 1; i < q.size(); ++i) {
+    if (c != '`' && q[i] == '\\') {
+      ++i;
+    } else if (q[i] == c) {
+      return i + 1;
+    }
+  }
+  return q.size();
+}
+
+// After an '@' at `at`: the end of `start()` or `end()` (blanks allowed around its parts) and
+// which it is, or 0 when neither follows.
+size_t at_preprocessor(std::string_view q, size_t at, bool& is_start) {
+  size_t i = at + 1;
+  while (i < q.size() && promql_blank(q[i])) ++i;
+  size_t name_end = i;
+  while (name_end < q.size() && promql_name_char(q[name_end])) ++name_end;
+  const std::string_view name = q.substr(i, name_end - i);
+  if (name != "start" && name != "end") return 0;
+  is_start = name == "start";
+  i = name_end;
+  for (char expected : {'(', ')'}) {
+    while (i < q.size() && promql_blank(q[i])) ++i;
+    if (i == q.size() || q[i] != expected) return 0;
+    ++i;
+  }
+  return i;
+}
+
+}  // namespace
+
+std::string pin_at_modifiers(std::string_view query, const std::string& start_seconds, const std::string& end_seconds) {
+  std::string out;
+  out.reserve(query.size() + 16);
+  for (size_t i = 0; i < query.size();) {
+    if (const size_t end = skip_literal(query, i); end != i) {
+      out.append(query.substr(i, end - i));
+      i = end;
+      continue;
+    }
+    bool is_start = false;
+    if (query[i] == '@')
+      if (const size_t end = at_preprocessor(query, i, is_start)) {
+        out += "@ " + (is_start ? start_seconds : end_seconds);
+        i = end;
+        continue;
+      }
+    out += query[i++];
+  }
+  return out;
+}
+
 }  // namespace pp

@@ -23,4 +23,10 @@ bool is_series_selector(std::string_view text);
 std::optional<std::string> add_metric_matcher(const std::string& selector, const std::string& op,
                                               const std::string& value, bool& empty_result);
 
+// The query with each `@ start()` and `@ end()` modifier replaced by `@ start_seconds` or
+// `@ end_seconds` (unix seconds as the API takes them): a range query sent in several requests
+// would otherwise pin each request's own start or end. String literals and comments are left as
+// they are.
+std::string pin_at_modifiers(std::string_view query, const std::string& start_seconds, const std::string& end_seconds);
+
 }  // namespace pp

@@ -178,6 +178,28 @@ PromSeries matrix_series(json& item, size_t& histograms) {
   return series;
 }
 
+// Listings of a label set the answer listed before (a server lists each once; a proxy that
+// merges replicas without deduplicating may not): how many, and the first as NAME{labels}, its
+// labels' echoed credentials hidden before the cut (which could leave the start of one).
+size_t repeated_listings(const std::vector<PromSeries>& series, const HttpResponse& response, std::string& first) {
+  std::unordered_set<std::string> listed;
+  size_t repeated = 0;
+  for (const PromSeries& s : series) {
+    const std::string shown = s.metric.value_or("") + s.labels_json;
+    if (listed.insert(std::string(s.metric ? "n" : "-") + shown).second || repeated++ != 0) continue;
+    std::string named = shown;
+    hide_secrets(named, response.secrets);
+    first = valid_utf8(named, 200);
+  }
+  return repeated;
+}
+
+std::string repeated_listings_warning(size_t repeated, const std::string& first, const char* given) {
+  return "the answer lists " + std::to_string(repeated) + " series again that it listed before (the first: " +
+         first + "); a server lists each label set once, so a proxy before it may merge replicas without "
+         "deduplicating: each listing's " + given + " given";
+}
+
 }  // namespace
 
 bool parse_sample_value(std::string_view text, double& value, bool& is_null) {
@@ -233,12 +255,11 @@ PromMatrix parse_matrix_body(const HttpResponse& response, const std::string& sh
     throw Error("matrix result from " + shown_url + " has no result list");
   if (!result->empty())  // items that are not objects were left in the list
     throw Error("matrix item without a 'metric' object");
-  std::unordered_set<std::string> listed;
-  for (const PromSeries& series : matrix.series) {
-    const std::string shown = series.metric.value_or("") + series.labels_json;
-    if (listed.insert(std::string(series.metric ? "n" : "-") + shown).second) continue;
-    if (matrix.repeated_series++ == 0) matrix.first_repeated = valid_utf8(shown, 200);
-  }
+  matrix.repeated_series = repeated_listings(matrix.series, response, matrix.first_repeated);
+  if (matrix.repeated_series) warnings.push_back(repeated_listings_warning(matrix.repeated_series, matrix.first_repeated, "rows are"));
+  if (matrix.skipped_histograms)
+    warnings.push_back(std::to_string(matrix.skipped_histograms) +
+                       " native histogram samples are not supported and were skipped");
   return matrix;
 }
 
@@ -255,6 +276,9 @@ std::vector<PromSeries> parse_series_body(const HttpResponse& response, const st
     split_labels(labels, series);
     out.push_back(std::move(series));
   }
+  std::string first;
+  if (const size_t repeated = repeated_listings(out, response, first))
+    warnings.push_back(repeated_listings_warning(repeated, first, "row is"));
   return out;
 }
 

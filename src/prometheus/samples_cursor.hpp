@@ -28,7 +28,6 @@ struct SamplesCursor : MatrixCursor {
   // MULTI-INDEX OR that push down different metrics (or none) give a sample one rowid.
   void number_row();
 
-  StatementClock clock_;  // "now" in the time arguments, read once per cursor
   const char* table_ = "";
   struct SeriesNumbering {
     sqlite3_int64 base;

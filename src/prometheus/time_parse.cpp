@@ -1,7 +1,6 @@
 #include "prometheus/time_parse.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -21,9 +20,25 @@ bool is_whole_ms(double seconds) {
   return std::fabs(ms - std::round(ms)) <= 4 * std::numeric_limits<double>::epsilon() * std::fabs(ms);
 }
 
-// Seconds (finite, within a sane range) -> ms, rounding to the nearest millisecond.
+// The times and durations Prometheus' engine can hold: it counts them in nanoseconds in 64 bits
+// (from 1677-09-21 to 2262-04-11), and wraps past that, answering about another time.
+constexpr int64_t kMostSeconds = 9'223'372'036;
+constexpr int64_t kMaxDurationMs = kMostSeconds * 1000;
+
+// The reason a time outside that range is refused; a number of seconds that reads as a time in
+// ms gets a hint (the usual mistake: Prometheus and SQL take seconds).
+std::string time_range_reason(double seconds = std::numeric_limits<double>::quiet_NaN()) {
+  std::string reason = "Prometheus holds unix seconds between -" + std::to_string(kMostSeconds) + " and " +
+                       std::to_string(kMostSeconds) + ", the years 1677 to 2262, in 64-bit nanoseconds";
+  // (From 1e11, a time in ms is one from 1973 on; the seconds just past the range are not one.)
+  if (std::isfinite(seconds) && std::fabs(seconds) >= 1e11 && std::fabs(seconds / 1000) <= static_cast<double>(kMostSeconds))
+    reason += "; in milliseconds? divide by 1000";
+  return reason;
+}
+
+// Seconds (finite, within that range) -> ms, rounding to the nearest millisecond.
 bool seconds_to_ms(double seconds, int64_t& out, MsRounding rounding = MsRounding::kNearest) {
-  if (!std::isfinite(seconds) || std::fabs(seconds) > 1e13) return false;
+  if (!std::isfinite(seconds) || std::fabs(seconds) > static_cast<double>(kMostSeconds)) return false;
   const double ms = seconds * 1000.0;
   // (A whole ms that the product misses by a rounding error is that ms: 1.001 s is 1001 ms.)
   const double nearest = std::round(ms);
@@ -51,9 +66,10 @@ int days_in_month(int year, int month) {
   return month == 2 && leap_year(year) ? 29 : days[month - 1];
 }
 
-// The longest duration or step accepted, in ms (1e13 seconds, as for numbers of seconds): far
-// beyond any real range, and small enough that a time plus a step never overflows.
-constexpr int64_t kMaxDurationMs = 10'000'000'000'000'000;
+Error too_long(const char* argument, const std::string& shown) {
+  return argument_error(argument, "must be at most " + std::to_string(kMostSeconds) +
+                                      " seconds (about 292 years, the most Prometheus can hold), got '" + shown + "'");
+}
 
 }  // namespace
 
@@ -66,7 +82,7 @@ bool parse_rfc3339_ms(std::string_view s, int64_t& out_ms, MsRounding rounding) 
       !digits(s, 17, 2, second))
     return false;
   if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 || minute > 59 ||
-      second > 60)
+      second > 59)
     return false;
   size_t pos = 19;
   int64_t millis = 0;
@@ -113,11 +129,6 @@ bool parse_rfc3339_ms(std::string_view s, int64_t& out_ms, MsRounding rounding) 
   return true;
 }
 
-int64_t wall_clock_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 bool parse_relative_time_ms(std::string_view text, int64_t now_ms, int64_t& out_ms) {
   std::string_view rest = text;
   if (rest.size() >= 3 && (rest[0] == 'n' || rest[0] == 'N') && (rest[1] == 'o' || rest[1] == 'O') &&
@@ -131,8 +142,8 @@ bool parse_relative_time_ms(std::string_view text, int64_t now_ms, int64_t& out_
   if (rest.size() < 2 || (rest[0] != '-' && rest[0] != '+')) return false;
   int64_t offset = 0;
   if (!parse_prometheus_duration_ms(rest.substr(1), offset)) return false;
-  // Past 1e13 seconds either way (as for numbers), a time is refused by its caller: the
-  // offset is capped first, so that now plus it cannot overflow.
+  // Past the range either way (as for numbers), a time is refused by its caller: the offset
+  // is capped first, so that now plus it cannot overflow.
   offset = std::min(offset, 2 * kMaxDurationMs);
   out_ms = rest[0] == '-' ? now_ms - offset : now_ms + offset;
   return true;
@@ -149,17 +160,20 @@ int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms
     case SQLITE_FLOAT:
       if (!seconds_to_ms(sqlite3_value_double(value), ms, rounding))
         throw argument_error(argument, "is not a usable unix time: " + number_text(sqlite3_value_double(value)) +
-                                           " (unix seconds lie between -1e13 and 1e13)");
+                                           " (" + time_range_reason(sqlite3_value_double(value)) + ")");
       return ms;
     default: {
       const std::string text = required_text(value, argument);
       double seconds = 0;
-      if (parse_double(text, seconds) && seconds_to_ms(seconds, ms, rounding)) return ms;
-      if (parse_rfc3339_ms(text, ms, rounding == MsRounding::kUp ? MsRounding::kUp : MsRounding::kDown)) return ms;
-      if (parse_relative_time_ms(text, now_ms, ms)) {
+      if (parse_double(text, seconds)) {
+        if (seconds_to_ms(seconds, ms, rounding)) return ms;
+        throw argument_error(argument,
+                             "is not a usable unix time: '" + text + "' (" + time_range_reason(seconds) + ")");
+      }
+      const bool dated = parse_rfc3339_ms(text, ms, rounding == MsRounding::kUp ? MsRounding::kUp : MsRounding::kDown);
+      if (dated || parse_relative_time_ms(text, now_ms, ms)) {
         if (ms < -kMaxDurationMs || ms > kMaxDurationMs)
-          throw argument_error(argument, "is not a usable unix time: '" + text +
-                                             "' lies beyond 1e13 unix seconds (they lie between -1e13 and 1e13)");
+          throw argument_error(argument, "is not a usable unix time: '" + text + "' (" + time_range_reason() + ")");
         return ms;
       }
       throw argument_error(argument,
@@ -235,8 +249,7 @@ int64_t parse_duration_ms(sqlite3_value* value, const char* argument) {
       const double seconds = sqlite3_value_double(value);
       shown = number_text(seconds);
       // Too long is said as such, not as "not a duration".
-      if (std::isfinite(seconds) && seconds > 1e13)
-        throw argument_error(argument, "must be at most 10000000000000 seconds (about 317000 years), got '" + shown + "'");
+      if (std::isfinite(seconds) && seconds > static_cast<double>(kMostSeconds)) throw too_long(argument, shown);
       ok = in_seconds = seconds_to_ms(seconds, ms);
       in_seconds_value = seconds;
       break;
@@ -256,8 +269,7 @@ int64_t parse_duration_ms(sqlite3_value* value, const char* argument) {
   if (in_seconds && !is_whole_ms(in_seconds_value))
     throw argument_error(argument, "must be a whole number of milliseconds, got '" + shown + "'");
   if (ms <= 0) throw argument_error(argument, "must be at least 1ms, got '" + shown + "'");
-  if (ms > kMaxDurationMs)
-    throw argument_error(argument, "must be at most 10000000000000 seconds (about 317000 years), got '" + shown + "'");
+  if (ms > kMaxDurationMs) throw too_long(argument, shown);
   return ms;
 }
 

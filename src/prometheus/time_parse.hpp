@@ -2,7 +2,6 @@
 // Everything is integer milliseconds inside, the precision Prometheus stores.
 #pragma once
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,7 +13,7 @@ namespace pp {
 // RFC3339 text ("2023-11-14T22:13:20.5Z", "...+02:00"), SQLite's own UTC datetime text
 // ("2023-11-14 22:13:20"), or a time relative to now_ms as Grafana and PromQL users type it:
 // "now", "now-1h", "now+5m", "-15m" (any Prometheus duration). Throws pp::Error naming the
-// argument otherwise.
+// argument otherwise. The table functions take now_ms from Connection::statement_now_ms.
 // Numbers with a fraction of a millisecond round to the nearest ms, or (range ends) into the range.
 enum class MsRounding { kNearest, kUp, kDown };
 int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms,
@@ -22,16 +21,6 @@ int64_t parse_time_ms(sqlite3_value* value, const char* argument, int64_t now_ms
 bool parse_rfc3339_ms(std::string_view text, int64_t& out_ms, MsRounding rounding = MsRounding::kDown);
 // "now", "now-1h", "now+5m", "-15m", "+1h" relative to now_ms (case-insensitive "now").
 bool parse_relative_time_ms(std::string_view text, int64_t now_ms, int64_t& out_ms);
-// The wall clock in unix ms. A table function reads it once per cursor (StatementClock), so
-// that calling it again for each row of an outer table sees the same "now" whatever the plan.
-int64_t wall_clock_ms();
-struct StatementClock {
-  std::optional<int64_t> now;
-  int64_t now_ms() {
-    if (!now) now = wall_clock_ms();
-    return *now;
-  }
-};
 
 // start and end arguments together: both parsed, end not before start (error names both).
 // into_range (raw samples, both ends inclusive): a fraction of a millisecond rounds start up and

@@ -150,11 +150,12 @@ def test_long_non_ascii_value_is_cut_at_a_character(hostile):
     assert 35 <= len(shown.group(1).encode()) <= 40
 
 
-@pytest.mark.parametrize("mode", ["echo-warning", "echo-value", "echo-cut"])
+@pytest.mark.parametrize("mode", ["echo-warning", "echo-value", "echo-cut", "echo-repeated"])
 @pytest.mark.parametrize("credential", ["bearer", "url-user"])
 def test_credentials_a_successful_answer_echoes_never_show(hostile, tmp_path, mode, credential):
     """A proxy or server may put the request's credentials into a 200 answer: a warning, a value
-    the error quotes, a body cut short inside them. Each shows as ***, whole or cut."""
+    the error quotes, a body cut short inside them, the labels of a series the warning about a
+    repeated listing names. Each shows as ***, whole or cut."""
     token = "s3cret-Token-4242"
     if credential == "bearer":
         (tmp_path / "token").write_text(token + "\n")
@@ -176,7 +177,9 @@ def test_a_partial_answer_says_so(hostile):
     rows come, with a warning that they may be incomplete."""
     conn = connect(f"{hostile}/partial")
     assert conn.execute("SELECT count(*) FROM prom_range('x', 1700000000, 1700000001, 1)").fetchone() == (2,)
-    assert "is partial (isPartial: true)" in conn.execute("SELECT pp_last_warnings()").fetchone()[0]
+    assert json.loads(conn.execute("SELECT pp_last_warnings()").fetchone()[0]) == [
+        f"prom_range: the answer from {hostile}/partial/api/v1/query_range is partial (isPartial: true): some of the "
+        "server's storage nodes did not answer, so series or samples may be missing; run the query again"]
 
 
 def test_a_refresh_stores_no_partial_answer(hostile, tmp_path):
@@ -244,7 +247,7 @@ def test_warnings_past_the_hundred_kept_are_counted(hostile):
     conn = connect(f"{hostile}/many-warnings")
     assert conn.execute("SELECT count(*) FROM prom_range('x', 1700000000, 1700000001, 1)").fetchone() == (2,)
     warnings = json.loads(conn.execute("SELECT pp_last_warnings()").fetchone()[0])
-    assert warnings[:100] == [f"store {i} did not answer" for i in range(100)]
+    assert warnings[:100] == [f"prom_range: store {i} did not answer" for i in range(100)]
     assert warnings[100:] == ["50 more warnings were not kept: pp_last_warnings() keeps the first 100 of a statement"]
 
 
@@ -346,3 +349,17 @@ def test_fifty_thousand_series_in_one_response(hostile):
     if "libasan" in os.environ.get("LD_PRELOAD", ""):
         return  # test.sh's asan stage: ASan's shadow memory and quarantine say nothing of ours
     assert grown < 4 * body, f"peak memory grew {grown / 1e6:.0f} MB for a {body / 1e6:.0f} MB response"
+
+
+def test_an_https_url_of_a_plain_http_server_fails_at_once(hostile):
+    """A TLS handshake that failed fails the same way on every attempt: it is not sent again."""
+    conn = connect(hostile.replace("http://", "https://") + "/plain")
+    conn.execute("SELECT pp_config('retries', 3)")
+    with pytest.raises(sqlite3.OperationalError) as refused:
+        conn.execute("SELECT * FROM prom_range('x', 1700000000, 1700000001, 1)").fetchall()
+    message = str(refused.value)
+    assert message.startswith(f"prom_range: cannot reach {hostile.replace('http://', 'https://')}/plain/api/v1/"
+                              "query_range: "), message
+    assert "wrong version number" in message and "attempts" not in message, message
+    assert http_stats(conn)["requests"] == 1
+

@@ -9,7 +9,7 @@ SELECT count(*) = 2 FROM prom_samples('hostile', 1700000000, 1700000001);
 -- Warnings are kept for pp_last_warnings().
 SELECT pp_config('prometheus_url', '${hostile_url}/warn') IS NOT NULL;
 SELECT count(*) = 2 FROM prom_range('hostile', 1700000000, 1700000001, 1);
-SELECT pp_last_warnings() = '["PromQL info: metric might not be a counter"]';
+SELECT pp_last_warnings() = '["prom_range: PromQL info: metric might not be a counter"]';
 -- A label set listed twice (a proxy merging replicas without deduplicating): its rows come once
 -- per listing, as the answer gave them, with a warning that says so.
 SELECT pp_config('prometheus_url', '${hostile_url}/repeated-series') IS NOT NULL;

@@ -12,6 +12,12 @@ SELECT count(*) = 0 FROM long WHERE value <> CAST((ts - ${LONG_START}) / 10 AS I
 SELECT pp_config('max_points_per_series', 777) = '777';
 SELECT count(*) = 50000 AND count(DISTINCT ts) = 50000 AND sum(value) = (SELECT sum(value) FROM long)
   FROM prom_range('pp_test_long', ${LONG_START}, ${LONG_START} + 49999, 1);
+-- `@ end()` and `@ start()` name the call's ends whatever its requests: every point of a range
+-- in 777-point chunks reads the sample at its end, or at its start, as one request would.
+SELECT count(*) = 5000 AND min(value) = 499 AND max(value) = 499
+  FROM prom_range('pp_test_long @ end()', ${LONG_START}, ${LONG_START} + 4999, 1);
+SELECT count(*) = 5000 AND min(value) = 0 AND max(value) = 0
+  FROM prom_range('max_over_time(pp_test_long[5s] @ start())', ${LONG_START}, ${LONG_START} + 4999, 1);
 SELECT pp_config('max_points_per_series', 11000) = '11000';
 
 -- Steps as Prometheus durations; a step that does not divide the range stops before end.
@@ -50,3 +56,9 @@ SELECT count(*) = 5 AND abs(min(ts) - (unixepoch('now') - 3600)) < 60
 SELECT count(DISTINCT ts) = 3 AND count(*) = 9
   FROM (SELECT 1 AS k UNION ALL SELECT 2 UNION ALL SELECT 3) AS o
   CROSS JOIN prom_range('vector(1)', '-2m', 'now', '1m') AS r;
+-- So does a correlated subquery, which opens a cursor for each outer row: each row's own query
+-- (and some work between the rows) still sees the statement's one 'now'.
+SELECT count(DISTINCT t) = 1 AND count(*) = 3 FROM (
+  SELECT (SELECT count(*) FROM generate_series(1, 1000000 + o.k)) AS work,
+         (SELECT max(ts) FROM prom_range('vector(' || o.k || ')', 'now-2s', 'now', 1)) AS t
+    FROM (SELECT 1 AS k UNION ALL SELECT 2 UNION ALL SELECT 3) AS o);

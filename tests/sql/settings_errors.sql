@@ -43,23 +43,42 @@ SELECT pp_config('tls_verify', 'auto');
 -- Basic auth sends user:password: a colon in the user name would move its tail into the password.
 -- error: pp_config: setting 'basic_auth_user' must not hold ':'
 SELECT pp_config('basic_auth_user', 'bo:b');
--- error: prom_range: argument 'step' must be at most 10000000000000 seconds (about 317000 years), got '9223372036854775807ms'
+-- error: prom_range: argument 'step' must be at most 9223372036 seconds (about 292 years, the most Prometheus can hold), got '9223372036854775807ms'
 SELECT * FROM prom_range('up', 0, 10, '9223372036854775807ms');
--- error: prom_range: argument 'step' must be at most 10000000000000 seconds (about 317000 years), got '100000000000000'
+-- error: prom_range: argument 'step' must be at most 9223372036 seconds (about 292 years, the most Prometheus can hold), got '100000000000000'
 SELECT * FROM prom_range('up', 0, 10, 1e14);
--- error: prom_samples: argument 'start' is not a usable unix time: 1e+300 (unix seconds lie between -1e13 and 1e13)
+-- error: prom_samples: argument 'start' is not a usable unix time: 1e+300 (Prometheus holds unix seconds between -9223372036 and 9223372036, the years 1677 to 2262, in 64-bit nanoseconds)
 SELECT * FROM prom_samples('up', 1e300, 1e301);
--- error: prom_samples: argument 'start' is not a usable unix time: Inf (unix seconds lie between -1e13 and 1e13)
+-- error: prom_samples: argument 'start' is not a usable unix time: Inf (Prometheus holds unix seconds between -9223372036 and 9223372036, the years 1677 to 2262, in 64-bit nanoseconds)
 SELECT * FROM prom_samples('up', 9e999, 1);
 -- Times relative to now are held to the same range (far past it, now plus the offset would
 -- overflow, and the range's request count with it).
--- error: prom_samples: argument 'start' is not a usable unix time: 'now-9000000000000000000ms' lies beyond 1e13 unix seconds
+-- error: prom_samples: argument 'start' is not a usable unix time: 'now-9000000000000000000ms' (Prometheus holds unix seconds between -9223372036 and 9223372036, the years 1677 to 2262, in 64-bit nanoseconds)
 SELECT count(*) FROM prom_samples('up', 'now-9000000000000000000ms', 'now+9000000000000000000ms');
--- error: prom_range: argument 'end' is not a usable unix time: 'now+9223372036854775807ms' lies beyond 1e13 unix seconds
+-- error: prom_range: argument 'end' is not a usable unix time: 'now+9223372036854775807ms' (Prometheus holds unix seconds between -9223372036 and 9223372036, the years 1677 to 2262, in 64-bit nanoseconds)
 SELECT count(*) FROM prom_range('up', 'now', 'now+9223372036854775807ms');
+-- Past 2262, Prometheus' engine wraps a time round and answers about another: refused, with a
+-- hint where the number reads as milliseconds (the usual mistake), and a step as long is too.
+-- error: prom_range: argument 'start' is not a usable unix time: 1700000000000 (Prometheus holds unix seconds between -9223372036 and 9223372036, the years 1677 to 2262, in 64-bit nanoseconds; in milliseconds? divide by 1000)
+SELECT * FROM prom_range('vector(1)', 1700000000000, 1700000010000, 60);
+-- error: prom_samples: argument 'end' is not a usable unix time: '9223372037' (Prometheus holds unix seconds between -9223372036 and 9223372036, the years 1677 to 2262, in 64-bit nanoseconds)
+SELECT * FROM prom_samples('up', 0, '9223372037');
+-- error: prom_series: argument 'start' is not a usable unix time: '2263-01-01T00:00:00Z' (Prometheus holds unix seconds between -9223372036 and 9223372036, the years 1677 to 2262, in 64-bit nanoseconds)
+SELECT * FROM prom_series('up', '2263-01-01T00:00:00Z');
+-- error: prom_range: argument 'step' must be at most 9223372036 seconds (about 292 years, the most Prometheus can hold), got '9223372037'
+SELECT * FROM prom_range('up', 0, 10, 9223372037);
 -- Blank queries, selectors and label names are refused before a server answers them obscurely.
 -- error: prom_label_values: argument 'label' is empty
 SELECT * FROM prom_label_values('');
+-- A name that would name another API path (its 404 would blame prometheus_url), and bytes.
+-- error: prom_label_values: argument 'label' ('a/b') is not a label name: label names hold no '/' and are not dots alone
+SELECT * FROM prom_label_values('a/b');
+-- error: prom_label_values: argument 'label' ('..') is not a label name: label names hold no '/' and are not dots alone
+SELECT * FROM prom_label_values('..');
+-- error: prom_samples: argument 'selector' is a BLOB; it needs text
+SELECT * FROM prom_samples(x'7570', 0, 1);
+-- error: prom_range: argument 'query' is a BLOB; it needs text
+SELECT * FROM prom_range(CAST('up' AS BLOB), 0, 1);
 -- error: prom_samples: argument 'selector' is empty
 SELECT * FROM prom_samples('  ', 0, 1);
 -- error: prom_range: argument 'query' is empty

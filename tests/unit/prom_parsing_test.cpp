@@ -41,6 +41,8 @@ TEST(PromParsing, Rfc3339AndSqliteDatetime) {
   EXPECT_EQ(ms, 1700000000000);
   EXPECT_FALSE(pp::parse_rfc3339_ms("2023-11-14T22:13:20", ms));  // RFC3339 needs a zone
   EXPECT_FALSE(pp::parse_rfc3339_ms("2023-13-14T22:13:20Z", ms));
+  // A leap second names a time Prometheus (Go's time package) does not read either.
+  EXPECT_FALSE(pp::parse_rfc3339_ms("2023-11-14T22:13:60Z", ms));
   EXPECT_FALSE(pp::parse_rfc3339_ms("yesterday", ms));
 }
 
@@ -177,8 +179,35 @@ TEST(PromParsing, ALabelSetListedAgainIsCountedNotMerged) {
         {"metric":{"__name__":"m","a":"1"},"values":[[1,"4"]]}]}})"),
       "u", warnings);
   ASSERT_EQ(matrix.series.size(), 4u);  // every listing's rows are kept
-  EXPECT_EQ(matrix.repeated_series, 2u);  // prom_client warns about them
+  EXPECT_EQ(matrix.repeated_series, 2u);
   EXPECT_EQ(matrix.first_repeated, R"(m{"a":"1"})");
+  EXPECT_EQ(warnings, std::vector<std::string>{
+                          R"(the answer lists 2 series again that it listed before (the first: m{"a":"1"}); a )"
+                          "server lists each label set once, so a proxy before it may merge replicas without "
+                          "deduplicating: each listing's rows are given"});
+  // The series API's answer, the same way (one row a listing).
+  warnings.clear();
+  const auto series = pp::parse_series_body(
+      response(200, R"({"status":"success","data":[{"__name__":"m","a":"1"},{"__name__":"m","a":"1"}]})"), "u",
+      warnings);
+  ASSERT_EQ(series.size(), 2u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find(R"(lists 1 series again that it listed before (the first: m{"a":"1"}))"),
+            std::string::npos);
+  EXPECT_NE(warnings[0].find("each listing's row is given"), std::string::npos);
+}
+
+TEST(PromParsing, ARepeatedListingsWarningHidesEchoedCredentials) {
+  // A proxy that labels what it saw, the request's Authorization header, and merges replicas.
+  auto r = response(200, R"({"status":"success","data":{"resultType":"matrix","result":[
+        {"metric":{"__name__":"m","seen":"Bearer s3cret-token"},"values":[[1,"1"]]},
+        {"metric":{"__name__":"m","seen":"Bearer s3cret-token"},"values":[[1,"2"]]}]}})");
+  r.secrets = {"s3cret-token"};
+  std::vector<std::string> warnings;
+  const auto matrix = pp::parse_matrix_body(r, "u", warnings);
+  EXPECT_EQ(matrix.first_repeated, R"(m{"seen":"Bearer ***"})");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].find("s3cret"), std::string::npos) << warnings[0];
 }
 
 TEST(PromParsing, MatrixSeriesAreConvertedWhileParsing) {
@@ -194,9 +223,9 @@ TEST(PromParsing, MatrixSeriesAreConvertedWhileParsing) {
   EXPECT_EQ(*matrix.series[0].metric, "a");
   EXPECT_EQ(*matrix.series[1].metric, "b");
   EXPECT_EQ(matrix.series[1].points[0].ts_ms, 2000);
-  EXPECT_EQ(matrix.skipped_histograms, 1u);  // prom_client warns about them
+  EXPECT_EQ(matrix.skipped_histograms, 1u);
   EXPECT_EQ(matrix.repeated_series, 0u);
-  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(warnings, std::vector<std::string>{"1 native histogram samples are not supported and were skipped"});
   // A repeated key replaces the earlier value, as in a document.
   const auto last = pp::parse_matrix_body(
       response(200, R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"a"}}],
@@ -250,6 +279,17 @@ TEST(PromQL, ASeriesSelectorIsANameOrMatchersInBracesAndNothingMore) {
 
 // A large answer's parse takes seconds: it calls its poll as it goes, so that an interrupt (the
 // poll's InterruptedError) ends it there, for each kind of answer.
+TEST(PromQL, AtStartAndEndArePinnedToTheCallsTimesOutsideLiteralsOnly) {
+  const auto pin = [](const char* q) { return pp::pin_at_modifiers(q, "1700000000", "1700000100.5"); };
+  EXPECT_EQ(pin("up @ end()"), "up @ 1700000100.5");
+  EXPECT_EQ(pin("max_over_time(up[1h] @start ( ) )"), "max_over_time(up[1h] @ 1700000000 )");
+  EXPECT_EQ(pin("rate(x[5m] @ end())\n/ rate(x[5m] @ start())"), "rate(x[5m] @ 1700000100.5)\n/ rate(x[5m] @ 1700000000)");
+  // A time already given, text in strings and comments, and names that merely begin so.
+  for (const char* same : {"up @ 1700000000", R"q(up{a="@ end()"})q", "up{a=`@ start()`} # @ end()",
+                           R"q(up{a='it\'s @ end()'})q", "up @ ending()", "up @ end(1)", "up @ end"})
+    EXPECT_EQ(pin(same), same);
+}
+
 TEST(PromParsing, TheParseOfALargeAnswerCanBeInterrupted) {
   std::string values;
   for (int i = 0; i < 100000; ++i) values += (i ? "," : "") + ("[" + std::to_string(1700000000 + i) + ",\"1\"]");
