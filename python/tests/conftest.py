@@ -1,6 +1,7 @@
 """Helpers shared by the tests: running commands under the launcher and reading what it wrote."""
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -24,6 +25,19 @@ def extension_path():
     if not Path(path + ".so").exists() and not Path(path).exists():
         pytest.skip(f"extension not built at {path} (set PP_EXTENSION)")
     return path
+
+
+def stamped_windows_connection(url):
+    """An in-memory database with the extension and its views, reading Prometheus at url, for
+    samples that are each the average of the window ending at its stored time (sample_offset_ms
+    0, every metric a window's average): what the tests' own recordings store."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.enable_load_extension(True)
+    conn.load_extension(extension_path())
+    conn.execute("SELECT pp_install_views()")
+    conn.execute("SELECT pp_config('prometheus_url', ?), pp_config('sample_offset_ms', 0)", (url,))
+    conn.execute("UPDATE pp_metrics SET kind = 'window'")
+    return conn
 
 
 def run_cli(*args, check=True, timeout=300):

@@ -7,11 +7,10 @@ them, as one refresh after they arrived does.
 The store is a real Prometheus serving promtool-filled storage: first without the job's last
 seconds, then restarted on the same storage and port once the rest has been added to it."""
 import json
-import sqlite3
 
 import pytest
 
-from conftest import extension_path
+from conftest import stamped_windows_connection
 from precisionprobe.harness import processes
 from precisionprobe.harness import prometheus as prometheus_server
 
@@ -61,16 +60,6 @@ def write_events(path):
     path.write_text("\n".join(lines) + "\n")
 
 
-def connect(url):
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    conn.enable_load_extension(True)
-    conn.load_extension(extension_path())
-    conn.execute("SELECT pp_install_views()")
-    conn.execute("SELECT pp_config('prometheus_url', ?), pp_config('sample_offset_ms', 0)", (url,))
-    conn.execute("UPDATE pp_metrics SET kind = 'window'")
-    return conn
-
-
 def layer_state(conn):
     return conn.execute("SELECT layer, metric, pp_mean_count(state), pp_mean_value(state) FROM layer_state "
                         "ORDER BY layer, metric").fetchall()
@@ -82,7 +71,7 @@ def test_samples_stored_after_the_job_ended_are_fetched_by_a_later_refresh(prome
     write_events(events / "late.jsonl")
     # The agent's samples of the job's last 8 s are not in the central store yet.
     prometheus.store(T0_MS + JOB_MS - 8000)
-    conn = connect(prometheus.url)
+    conn = stamped_windows_connection(prometheus.url)
     waiting = conn.execute("SELECT events_waiting FROM pp_refresh(?, 1)", (str(events),)).fetchone()[0]
     assert 70 < waiting < 90
     # They arrive; the next refresh asks for them and folds every event.
@@ -92,6 +81,6 @@ def test_samples_stored_after_the_job_ended_are_fetched_by_a_later_refresh(prome
     assert added > 80 and waiting == 0
     assert conn.execute("SELECT count(*) FROM pp_events WHERE folded = 0").fetchone() == (0,)
     # As one refresh after the samples were stored.
-    once = connect(prometheus.url)
+    once = stamped_windows_connection(prometheus.url)
     once.execute("SELECT * FROM pp_refresh(?, 1)", (str(events),)).fetchall()
     assert layer_state(conn) == layer_state(once)

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 #include <set>
 #include <string>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "attribution/refresh.hpp"
 #include "core/embedded_sql.hpp"
 #include "core/statement.hpp"
+#include "core/text.hpp"
 #include "prometheus/promql.hpp"
 
 namespace pp {
@@ -82,14 +82,6 @@ std::vector<FetchRange> fetch_ranges(RefreshRun& run, double margin) {
   return ranges;
 }
 
-std::string utc_text(double seconds) {
-  const auto t = static_cast<time_t>(std::floor(seconds));
-  struct tm parts {};
-  char text[32];
-  if (!gmtime_r(&t, &parts) || !std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &parts)) return std::to_string(seconds);
-  return text;
-}
-
 // prom_samples refuses a range of more than max_requests_per_query chunks; the events behind
 // such a range (a clock set years off, say) are named before anything is asked, by file, line
 // and their own times: the failed refresh takes back its imports, so pp_events no longer holds
@@ -122,10 +114,14 @@ void check_requests(sqlite3* db, const Settings& settings, const FetchRange& r) 
 }
 
 // UUIDs (or host names) of r's GPUs that still need samples in it (refresh.sql
-// gpus_without_samples), without repeats.
-std::vector<std::string> gpus_without_samples(sqlite3* db, bool by_host, const FetchRange& r) {
+// gpus_without_samples), without repeats; `partial`: also those whose samples cover only part of
+// the time their events need (more than a few of their spacings and lag_ms missing at an end).
+std::vector<std::string> gpus_without_samples(sqlite3* db, bool by_host, bool partial, int64_t lag_ms,
+                                              const FetchRange& r) {
   Statement list(db, named_sql("refresh", "gpus_without_samples"));
   list.bind(":by_host", int64_t{by_host ? 1 : 0});
+  list.bind(":partial", int64_t{partial ? 1 : 0});
+  list.bind(":lag_ms", lag_ms);
   list.bind(":from_ms", r.from_ms());
   list.bind(":through_ms", r.through_ms());
   std::vector<std::string> names;
@@ -154,8 +150,10 @@ void instances_without_samples(sqlite3* db, const FetchRange& r, std::vector<std
   }
 }
 
-// The samples of range r: the GPUs by their UUID label, then `uuid`, then host name and index,
-// each pass for the GPUs the ones before found nothing for; then the MIG GPU instances.
+// The samples of range r: the GPUs by their UUID label, then `uuid` (dcgm-exporter's older
+// spelling) for those the first found nothing for, or only part of their time for (an exporter
+// that changed spelling mid-job: the passes' samples add up), then by host name (Hostname, then
+// hostname) and index for those neither found anything for; then the MIG GPU instances.
 long long fetch_range(RefreshRun& run, const FetchRange& r) {
   long long added = 0;
   struct Pass {
@@ -163,10 +161,16 @@ long long fetch_range(RefreshRun& run, const FetchRange& r) {
     const char* insert;
     bool by_host;
   };
+  const int64_t lag_ms = run.connection.settings().get_int("max_sample_lag_ms");
   for (const Pass& pass : {Pass{"UUID", "insert_samples_by_uuid", false}, Pass{"uuid", "insert_samples_by_uuid", false},
-                           Pass{"Hostname", "insert_samples_by_host", true}}) {
-    const std::vector<std::string> missing = gpus_without_samples(run.db, pass.by_host, r);
-    if (missing.empty()) break;
+                           Pass{"Hostname", "insert_samples_by_host", true},
+                           Pass{"hostname", "insert_samples_by_host", true}}) {
+    const bool second_spelling = std::string(pass.label) == "uuid";
+    const std::vector<std::string> missing = gpus_without_samples(run.db, pass.by_host, second_spelling, lag_ms, r);
+    if (missing.empty()) {
+      if (second_spelling) continue;  // (the passes by host are for GPUs with no samples at all)
+      break;
+    }
     SqlParameters parameters = {
         {":selector", selector_for(run.db, pass.label, missing)}, {":start", r.start}, {":end", r.end}};
     if (pass.by_host) parameters.insert(parameters.end(), {{":from_ms", r.from_ms()}, {":through_ms", r.through_ms()}});

@@ -155,6 +155,7 @@ void fold(RefreshRun& run) {
              " in pp_samples are not numbers, not finite, or beyond 1e150 in magnitude (the first: " + first_unusable +
              "); they are left out, like NaN");
   write_folded(run.db, windows, folded);
+  warn_about_events_before_samples(run);
   run_script(run.db, embedded_sql("fold"));
   // The events whose durations the fold counted: up to each GPU's fold point, one index range
   // per GPU (a single UPDATE would look the GPU's window up for every row).

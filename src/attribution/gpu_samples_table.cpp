@@ -96,9 +96,9 @@ struct GpuSamplesCursor : SamplesCursor {
   }
 
   // Two series of one metric that name the same GPU over the same time (two exporters, or one
-  // scraped by two jobs, with other labels that differ) give two samples at a time where
-  // pp_samples keeps one: the first it stores. A warning names both label sets, once per GPU and
-  // metric. Series that follow one another (an exporter restarted under a new pod name) are not
+  // scraped by two jobs, with other labels that differ): pp_samples keeps the first sample it
+  // stores at a time, and both where their times differ (two scrapes apart), so the GPU's
+  // spacing and values mix them. A warning names both label sets, once per GPU and metric. Series that follow one another (an exporter restarted under a new pod name) are not
   // that: each stored time has one sample. (A series comes again in every chunk: its times are
   // the union of its chunks'.)
   void check_one_series() const {
@@ -126,8 +126,9 @@ struct GpuSamplesCursor : SamplesCursor {
                               " has more than one series of " + metric + " at the same time, " +
                               (own_first ? own : &other)->labels_json + " and " +
                               (own_first ? &other : own)->labels_json +
-                              ": pp_refresh keeps one sample of a GPU and metric at a time, the first it stores, "
-                              "so its values may mix the series");
+                              ": pp_refresh keeps the first it stores where their times coincide and both where "
+                              "they differ, so its windows and values mix the series; keep one of them (drop the "
+                              "other scrape job or exporter, or relabel)");
       return;
     }
   }

@@ -31,6 +31,7 @@ void run_steps(RefreshRun& run, const std::optional<std::string>& path) {
   count_late_events(run);
   fold(run);
   warn_about_unattributed(run);
+  warn_about_missing_metrics(run);
   warn_about_unnamed_gpus(run);
   warn_about_shared_gpus(run);
   keep_history(run);

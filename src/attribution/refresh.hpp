@@ -63,7 +63,9 @@ void set_intervals(RefreshRun& run);
 void align_samples(RefreshRun& run);
 void count_late_events(RefreshRun& run);
 void fold(RefreshRun& run);
+void warn_about_events_before_samples(RefreshRun& run);  // (fold calls it, before it marks events folded)
 void warn_about_unattributed(RefreshRun& run);
+void warn_about_missing_metrics(RefreshRun& run);
 void warn_about_unnamed_gpus(RefreshRun& run);
 void warn_about_shared_gpus(RefreshRun& run);
 void keep_history(RefreshRun& run);

@@ -2,11 +2,13 @@
 // attribute to one job alone: never dropped silently.
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "attribution/refresh.hpp"
 #include "core/embedded_sql.hpp"
 #include "core/settings.hpp"
 #include "core/statement.hpp"
+#include "core/text.hpp"
 
 namespace pp {
 
@@ -16,13 +18,73 @@ void count_late_events(RefreshRun& run) {
   run.late_events = static_cast<long long>(query_double(run.db, named_sql("refresh", "late_events"), {}, 0));
 }
 
+// During the fold, before it marks its events folded: on a GPU's first fold, the events that
+// end before its first sample's window could begin (dcgm-exporter started after the job, or
+// Prometheus' retention dropped the job's first samples) are marked folded with no window, so
+// the job's values describe only the rest of it: said per GPU and job.
+void warn_about_events_before_samples(RefreshRun& run) {
+  constexpr int kNamed = 10;
+  int named = 0, more = 0;
+  std::vector<std::string> first_folds;
+  {
+    Statement list(run.db, "SELECT uuid FROM main.pp_refresh_fold_window WHERE after_ms = 0 AND uuid <> 'cpu' ORDER BY uuid");
+    while (list.step()) first_folds.push_back(list.column_text(0));
+  }
+  const int64_t lag_ms = run.connection.settings().get_int("max_sample_lag_ms");
+  for (const std::string& uuid : first_folds) {
+    Statement cutoff(run.db, named_sql("refresh", "first_sample_cutoff"));
+    cutoff.bind(":uuid", uuid);
+    cutoff.bind(":lag_ms", lag_ms);
+    if (!cutoff.step() || cutoff.column_null(0)) continue;
+    const int64_t cutoff_ns = cutoff.column_int64(0);
+    Statement before(run.db, named_sql("refresh", "events_before_first_sample"));
+    before.bind(":uuid", uuid);
+    before.bind(":cutoff_ns", cutoff_ns);
+    while (before.step()) {
+      if (++named > kNamed) {
+        ++more;
+        continue;
+      }
+      run.warn(std::to_string(before.column_int64(1)) + " events of job '" + before.column_text(0) + "' on GPU " + uuid +
+               " (from " + utc_text(before.column_double(2) / 1e9) + " to " + utc_text(before.column_double(3) / 1e9) +
+               " UTC) end before the first DCGM sample of that GPU at " +
+               redact_url(run.connection.settings().get("prometheus_url")) + " could begin (" +
+               utc_text(static_cast<double>(cutoff_ns) / 1e9) +
+               " UTC), so they are not attributed and the job's values describe the rest of it (did "
+               "dcgm-exporter or the scrape start after the job, or Prometheus' retention drop its first samples?)");
+    }
+  }
+  if (more > 0)
+    run.warn("the events of " + std::to_string(more) + " more jobs or GPUs end before the first DCGM sample of their GPU");
+}
+
+// After folding: a GPU whose fetched samples lack some metrics in the time folded (the others
+// there), so that those columns of its jobs come from their other GPUs, or are empty.
+void warn_about_missing_metrics(RefreshRun& run) {
+  Statement missing(run.db, named_sql("refresh", "metrics_missing"));
+  while (missing.step())
+    run.warn("GPU " + missing.column_text(0) + " has no samples of " + missing.column_text(1) +
+             " in the time folded, which its other metrics have (an exporter without those metrics, or DCGM "
+             "profiling held by another tool, such as a profiler, leaves them blank): its jobs' values of them "
+             "come from their other GPUs, or are empty");
+}
+
 void warn_about_unattributed(RefreshRun& run) {
-  const auto no_samples = static_cast<long long>(query_double(run.db, named_sql("refresh", "gpus_never_sampled"), {}, 0));
-  if (no_samples > 0)
-    run.warn(std::to_string(no_samples) + " GPU(s) of the events have no DCGM samples at " +
-             redact_url(run.connection.settings().get("prometheus_url")) +
-             " (check prometheus_url and that dcgm-exporter's series carry the events' UUID label); their "
-             "events are not attributed");
+  constexpr int kNamed = 5;
+  std::string named;
+  long long gpus = 0;
+  Statement never(run.db, named_sql("refresh", "gpus_never_sampled"));
+  while (never.step())
+    if (++gpus <= kNamed)
+      named += std::string(named.empty() ? "" : ", ") + never.column_text(0) + " (" +
+               std::to_string(never.column_int64(1)) + " events of job '" + never.column_text(2) + "'" +
+               (never.column_int64(3) > 1 ? " and " + std::to_string(never.column_int64(3) - 1) + " more" : "") + ")";
+  if (gpus > 0)
+    run.warn(std::to_string(gpus) + " GPU(s) of the events have no DCGM samples at " +
+             redact_url(run.connection.settings().get("prometheus_url")) + ": " + named +
+             (gpus > kNamed ? " and " + std::to_string(gpus - kNamed) + " more" : "") +
+             " (check prometheus_url, and that dcgm-exporter's series carry the events' GPU UUID in a UUID or uuid "
+             "label, or their host in Hostname and the GPU's index in gpu); their events are not attributed");
   // A MIG device's samples are its GPU instance's series, found through pp_mig_devices.
   constexpr int named_devices = 10;
   int devices = 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
+#include <ctime>
 
 namespace pp {
 
@@ -102,6 +104,14 @@ void hide_secrets(std::string& text, const std::vector<std::string>& secrets) {
       text.replace(at, length, "***");
     }
   }
+}
+
+std::string utc_text(double seconds) {
+  const auto t = static_cast<time_t>(std::floor(seconds));
+  struct tm parts {};
+  char text[32];
+  if (!gmtime_r(&t, &parts) || !std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &parts)) return std::to_string(seconds);
+  return text;
 }
 
 }  // namespace pp

@@ -36,6 +36,9 @@ inline int utf8_length(const unsigned char* p, const unsigned char* end) {
   return 0;
 }
 
+// Unix seconds as "YYYY-MM-DD HH:MM:SS" (UTC, the second they fall in), for messages.
+std::string utc_text(double seconds);
+
 // The text with each byte that is not part of valid UTF-8 replaced by U+FFFD, so that what a
 // server sent can go into an error message (SQLite and its callers expect UTF-8) at most
 // max_bytes long (cut at a character boundary, "..." appended when cut).

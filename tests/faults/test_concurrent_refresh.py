@@ -355,8 +355,8 @@ def test_jobs_far_apart_on_a_gpu_fetch_their_own_spans(env, tmp_path):
         "SELECT events_added, http_requests FROM pp_refresh(?, 1)", (str(tmp_path / "events"),)).fetchone()
     assert added == len(lines) - 1 + len(later)
     # One request for the first job's span, and for the later one's, which Prometheus has no
-    # samples of, one per label the GPU's series may carry (UUID, uuid, Hostname).
-    assert requests == 4, requests
+    # samples of, one per label the GPU's series may carry (UUID, uuid, Hostname, hostname).
+    assert requests == 5, requests
     assert conn.execute("SELECT count(*) > 0 FROM layer_metrics WHERE job_id = 'job0' AND data_num > 0").fetchone() == (1,)
 
     years = 9 * 365 * 86400 * 10**9

@@ -239,8 +239,9 @@ def test_selectors_from_event_labels_match_exactly_their_series(tmp_path, server
                         "forward": True, "t_start_ns": start, "t_end_ns": start + 10**9, "cpu_num": 1.0}) + "\n")
         conn = connect(url)
         summary = conn.execute("SELECT events_added, http_requests FROM pp_refresh(?)", (str(events),)).fetchone()
-        # One request per pass: UUID, then uuid, then Hostname + gpu; each a valid selector.
-        assert [int(x) for x in summary] == [4 * (len(SELECTOR_EVENTS) + 2), 3]
+        # One request per pass: UUID, then uuid, then Hostname + gpu, then hostname + gpu (for the
+        # GPU no series names); each a valid selector.
+        assert [int(x) for x in summary] == [4 * (len(SELECTOR_EVENTS) + 2), 4]
         got = {uuid: (count, low, high) for uuid, count, low, high in conn.execute(
             "SELECT uuid, count(*), min(CAST(value AS INTEGER) / 1000), max(CAST(value AS INTEGER) / 1000) "
             "FROM pp_samples GROUP BY uuid")}

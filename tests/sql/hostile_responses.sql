@@ -47,14 +47,15 @@ SELECT pp_config('prometheus_url', '${hostile_url}/auth') IS NOT NULL;
 SELECT pp_config('headers') = '{"X-Scope-OrgID":"***"}';
 SELECT (SELECT group_concat(value) FROM pp_settings) NOT LIKE '%s3cret%';
 -- Two series of one metric that name one GPU (two exporters, or two scrape jobs): every sample
--- comes back, and a warning names both label sets, since pp_samples keeps one sample a time.
+-- comes back, and a warning names both label sets, since pp_samples would mix them.
 SELECT pp_config('prometheus_url', '${hostile_url}/two-series') IS NOT NULL;
 SELECT count(*) = 4 AND count(DISTINCT value) = 2 AND min(uuid) = 'GPU-a' AND max(uuid) = 'GPU-a'
   FROM pp_gpu_samples('DCGM_FI_DEV_GPU_UTIL', 1700000000, 1700000001);
 SELECT pp_last_warnings() = json_array('pp_gpu_samples: GPU GPU-a has more than one series of DCGM_FI_DEV_GPU_UTIL '
          || 'at the same time, {"Hostname":"node-a","UUID":"GPU-a","container":"a","gpu":"0"} and '
-         || '{"Hostname":"node-a","UUID":"GPU-a","container":"b","gpu":"0"}: pp_refresh keeps one sample of a GPU and '
-         || 'metric at a time, the first it stores, so its values may mix the series');
+         || '{"Hostname":"node-a","UUID":"GPU-a","container":"b","gpu":"0"}: pp_refresh keeps the first it stores '
+         || 'where their times coincide and both where they differ, so its windows and values mix the series; keep '
+         || 'one of them (drop the other scrape job or exporter, or relabel)');
 -- The same two label sets one after the other (an exporter restarted under a new name): one
 -- sample a time, no warning.
 SELECT pp_config('prometheus_url', '${hostile_url}/relabelled') IS NOT NULL;

@@ -77,15 +77,45 @@ UPDATE main.pp_refresh_fetch_gpus
 -- name: gpus_without_samples
 -- Whole GPUs (not MIG devices) that need a fetch (fetch_gpus) and that no pass of this refresh
 -- has brought samples for yet in the range fetched, [:from_ms, :through_ms]: each one's UUID, and
--- its UUID (:by_host = 0) or host name (:by_host = 1) as the pass asks for it.
+-- its UUID (:by_host = 0) or host name (:by_host = 1) as the pass asks for it. With :partial,
+-- also those whose samples found so far begin or end inside the time their unfolded events in
+-- the range need (from the later of their first start and the GPU's last sample stored before,
+-- to the earlier of their last end and :through_ms) by more than three of their own spacings
+-- and :lag_ms, in every metric: an exporter that changed its UUID label's spelling (uuid, UUID) mid-job leaves
+-- each pass a part of the time. Each end is two index seeks per metric.
 SELECT uuid, CASE WHEN :by_host THEN host_name ELSE uuid END
-  FROM main.pp_refresh_fetch_gpus AS g
+  FROM (SELECT g.*, max(:from_ms, coalesce(g.last_sample_ms, :from_ms),
+                        (SELECT min(max(b.first_start_ns, coalesce(b.folded_through_ns + 1, b.first_start_ns))) / 1000000
+                           FROM main.pp_events_blocks AS b
+                          WHERE b.gpu_uuid = g.uuid AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns)
+                            AND b.last_end_ns >= :from_ms * 1000000))
+                      AS need_from_ms,
+               min(:through_ms,
+                   (SELECT max(b.last_end_ns) / 1000000 FROM main.pp_events_blocks AS b
+                     WHERE b.gpu_uuid = g.uuid AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns)
+                       AND b.first_start_ns <= :through_ms * 1000000)) AS need_through_ms,
+               max(coalesce(g.last_sample_ms, -1), :from_ms - 1) AS after_ms
+          FROM main.pp_refresh_fetch_gpus AS g) AS g
  WHERE CASE WHEN :by_host THEN host_name ELSE uuid END IS NOT NULL
    AND g.uuid NOT GLOB 'MIG-*'
    AND needs_fetch
-   AND NOT EXISTS (SELECT 1 FROM main.pp_metrics AS m JOIN main.pp_samples AS s
-                    ON s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > coalesce(g.last_sample_ms, -1)
-                   AND s.ts_ms BETWEEN :from_ms AND :through_ms);
+   AND NOT (EXISTS (SELECT 1 FROM main.pp_metrics AS m JOIN main.pp_samples AS s
+                     ON s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > g.after_ms AND s.ts_ms <= :through_ms)
+            AND (NOT :partial OR EXISTS (
+              SELECT 1 FROM (
+                SELECT (SELECT min(ts_ms) FROM main.pp_samples AS s
+                         WHERE s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > g.after_ms AND s.ts_ms <= :through_ms) AS first_ms,
+                       (SELECT ts_ms FROM main.pp_samples AS s
+                         WHERE s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > g.after_ms AND s.ts_ms <= :through_ms
+                         ORDER BY ts_ms LIMIT 1 OFFSET 1) AS second_ms,
+                       (SELECT max(ts_ms) FROM main.pp_samples AS s
+                         WHERE s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > g.after_ms AND s.ts_ms <= :through_ms) AS last_ms,
+                       (SELECT ts_ms FROM main.pp_samples AS s
+                         WHERE s.uuid = g.uuid AND s.metric = m.metric AND s.ts_ms > g.after_ms AND s.ts_ms <= :through_ms
+                         ORDER BY ts_ms DESC LIMIT 1 OFFSET 1) AS next_to_last_ms
+                  FROM main.pp_metrics AS m) AS f
+               WHERE f.first_ms <= g.need_from_ms + 3 * coalesce(f.second_ms - f.first_ms, 0) + :lag_ms
+                 AND f.last_ms >= g.need_through_ms - 3 * coalesce(f.last_ms - f.next_to_last_ms, 0) - :lag_ms)));
 
 -- name: instances_without_samples
 -- The same for MIG devices whose GPU instance is known: the device's UUID, the parent GPU's and
@@ -203,18 +233,72 @@ SELECT count(*) FROM main.pp_fold_state AS f CROSS JOIN main.pp_events AS e
  WHERE e.gpu_uuid = f.uuid AND e.t_start_ns < f.folded_through_ms * 1000000 AND e.folded = 0;
 
 -- name: gpus_never_sampled
--- GPUs of unfolded events with no samples at all. Reads only what can match: the GPUs of the
--- event blocks one index seek each, then the blocks of GPUs without samples.
+-- GPUs of unfolded events with no samples at all, each with its unfolded events (a block's
+-- count: an impossible event counts too), the first of their jobs by id and how many jobs. Reads
+-- only what can match: the GPUs of the event blocks one index seek each, then the blocks of GPUs
+-- without samples.
 WITH RECURSIVE gpus(uuid) AS (
   SELECT min(gpu_uuid) FROM main.pp_events_blocks
   UNION ALL SELECT (SELECT min(gpu_uuid) FROM main.pp_events_blocks WHERE gpu_uuid > g.uuid)
     FROM gpus AS g WHERE g.uuid IS NOT NULL)
-SELECT count(*) FROM gpus AS g
+SELECT g.uuid,
+       (SELECT sum(events) FROM main.pp_events_blocks AS b WHERE b.gpu_uuid = g.uuid AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns)),
+       (SELECT min(job_id) FROM main.pp_events_blocks AS b WHERE b.gpu_uuid = g.uuid AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns)),
+       (SELECT count(DISTINCT job_id) FROM main.pp_events_blocks AS b WHERE b.gpu_uuid = g.uuid AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns))
+  FROM gpus AS g
  WHERE g.uuid IS NOT NULL AND g.uuid <> 'cpu'
    AND NOT EXISTS (SELECT 1 FROM main.pp_samples s WHERE s.uuid = g.uuid)
    AND EXISTS (SELECT 1 FROM main.pp_events_blocks AS b WHERE b.gpu_uuid = g.uuid AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns))
    AND NOT (g.uuid GLOB 'MIG-*' AND g.uuid NOT GLOB 'MIG-GPU-*/[0-9]*/[0-9]*'  -- mig_devices_without_mapping
-            AND NOT EXISTS (SELECT 1 FROM main.pp_mig_devices AS m WHERE m.mig_uuid = g.uuid));
+            AND NOT EXISTS (SELECT 1 FROM main.pp_mig_devices AS m WHERE m.mig_uuid = g.uuid))
+ ORDER BY g.uuid;
+
+-- name: events_before_first_sample
+-- On a GPU's first fold (its window from after_ms 0): its unfolded events that end before
+-- :cutoff_ns, when its first stored sample's window could begin at the earliest (the sample's
+-- time less the GPU's longest window and the exporter's largest lag), per job: how many, the
+-- first start and the last end. No window covers them: the fold marks them folded with nothing.
+-- Blocks that end before the cutoff count from their own columns; only one the cutoff cuts,
+-- or one holding impossible times, is decoded.
+WITH blocks AS (
+  SELECT * FROM main.pp_events_blocks
+   WHERE gpu_uuid = :uuid AND first_start_ns < :cutoff_ns
+     AND (folded_through_ns IS NULL OR folded_through_ns < last_start_ns))
+SELECT job_id, sum(n), min(first_ns), max(last_ns) FROM (
+  SELECT job_id, events AS n, first_start_ns AS first_ns, last_end_ns AS last_ns FROM blocks
+   WHERE last_end_ns < :cutoff_ns AND impossible = 0 AND folded_through_ns IS NULL
+  UNION ALL
+  SELECT e.job_id, count(*), min(e.t_start_ns), max(e.t_end_ns)
+    FROM blocks AS b CROSS JOIN main.pp_events AS e
+   WHERE NOT (b.last_end_ns < :cutoff_ns AND b.impossible = 0 AND b.folded_through_ns IS NULL)
+     AND e.block = b.id AND e.folded = 0 AND e.t_end_ns < :cutoff_ns AND e.t_end_ns >= e.t_start_ns
+   GROUP BY e.job_id)
+ WHERE n > 0
+ GROUP BY job_id ORDER BY job_id;
+
+-- name: first_sample_cutoff
+-- A GPU's first stored sample (of the metrics of pp_metrics: one index seek each) less its
+-- longest window and :lag_ms, in ns; NULL when it has none.
+SELECT ((SELECT min((SELECT min(ts_ms) FROM main.pp_samples AS s WHERE s.uuid = :uuid AND s.metric = m.metric))
+           FROM main.pp_metrics AS m)
+        - coalesce((SELECT max(interval_ms) FROM main.pp_intervals WHERE uuid = :uuid), 0) - :lag_ms) * 1000000;
+
+-- name: metrics_missing
+-- Per GPU folded now whose samples were fetched (pp_fetch_state: not those inserted by hand), the
+-- metrics of pp_metrics with no sample in its fold window where others have some: an exporter
+-- without the profiling metrics, or a DCGM whose profiling was held by another tool (its fields
+-- come blank). A MIG device has no driver-window metric (GPU_UTIL) to miss.
+SELECT uuid, group_concat(metric, ', ') FROM (
+  SELECT w.uuid, m.metric
+    FROM main.pp_refresh_fold_window AS w CROSS JOIN main.pp_metrics AS m
+   WHERE w.uuid <> 'cpu' AND EXISTS (SELECT 1 FROM main.pp_fetch_state AS f WHERE f.uuid = w.uuid)
+     AND NOT (w.uuid GLOB 'MIG-*' AND m.kind = 'driver_window')
+     AND NOT EXISTS (SELECT 1 FROM main.pp_samples AS s
+                      WHERE s.uuid = w.uuid AND s.metric = m.metric AND s.ts_ms > w.after_ms AND s.ts_ms <= w.through_ms)
+     AND EXISTS (SELECT 1 FROM main.pp_metrics AS o JOIN main.pp_samples AS s
+                  ON s.uuid = w.uuid AND s.metric = o.metric AND s.ts_ms > w.after_ms AND s.ts_ms <= w.through_ms)
+   ORDER BY w.uuid, m.metric)
+ GROUP BY uuid ORDER BY uuid;
 
 -- name: mig_devices_without_mapping
 -- MIG devices of unfolded events without samples whose GPU instance pp_mig_devices does not
