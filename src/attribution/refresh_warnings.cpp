@@ -55,7 +55,7 @@ void warn_about_events_before_samples(RefreshRun& run) {
     }
   }
   if (more > 0)
-    run.warn("the events of " + std::to_string(more) + " more jobs or GPUs end before the first DCGM sample of their GPU");
+    run.warn("events of " + std::to_string(more) + " more (job, GPU) pairs end before the first DCGM sample of their GPU");
 }
 
 // After folding: a GPU whose fetched samples lack some metrics in the time folded (the others
@@ -78,7 +78,7 @@ void warn_about_unattributed(RefreshRun& run) {
     if (++gpus <= kNamed)
       named += std::string(named.empty() ? "" : ", ") + never.column_text(0) + " (" +
                std::to_string(never.column_int64(1)) + " events of job '" + never.column_text(2) + "'" +
-               (never.column_int64(3) > 1 ? " and " + std::to_string(never.column_int64(3) - 1) + " more" : "") + ")";
+               (never.column_int64(3) > 1 ? " and " + std::to_string(never.column_int64(3) - 1) + " more jobs" : "") + ")";
   if (gpus > 0)
     run.warn(std::to_string(gpus) + " GPU(s) of the events have no DCGM samples at " +
              redact_url(run.connection.settings().get("prometheus_url")) + ": " + named +

@@ -1,6 +1,7 @@
 // Refresh step 3: each series' collection interval, the length of the window a sample covers.
 // Intervals are fixed once known, so every later fold uses the same windows.
 #include <algorithm>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,6 +84,7 @@ void set_intervals(RefreshRun& run) {
   Statement times(run.db, named_sql("refresh", "series_times"));
   Statement add(run.db, named_sql("refresh", "add_median_interval"));
   std::vector<int64_t> gaps;
+  std::set<std::string> measured;
   for (const auto& [uuid, metric] : missing) {
     const auto interval = median_spacing(times, uuid, metric, gaps);
     // Samples more than a day apart tell no window (one that long is refused where read): the
@@ -92,6 +94,19 @@ void set_intervals(RefreshRun& run) {
     add.bind(":metric", metric);
     add.bind(":interval_ms", *interval);
     add.run();
+    measured.insert(uuid);
+  }
+  // Said once, when a GPU's spacings are measured: its windows are then placed on one grid that
+  // fits some of its metrics only (its stretches come out not determined, or its GPU_UTIL windows
+  // the profiling metrics' length).
+  Statement mixed(run.db, named_sql("refresh", "mixed_spacings"));
+  for (const std::string& uuid : measured) {
+    mixed.bind(":uuid", uuid);
+    while (mixed.step())
+      run.warn("GPU " + uuid + " has its metrics stored at other spacings (" + mixed.column_text(1) +
+               "): dcgm-exporter serves them together, so two scrape jobs at other intervals stored them; the "
+               "windows are placed on one grid per GPU, which fits only some of them, so its estimates may "
+               "not be determined: scrape the exporter's metrics in one job at one interval");
   }
 }
 

@@ -226,6 +226,14 @@ SELECT ts_ms FROM main.pp_samples WHERE uuid = :uuid AND metric = :metric ORDER 
 -- name: add_median_interval
 INSERT OR IGNORE INTO main.pp_intervals(uuid, metric, interval_ms, source) VALUES (:uuid, :metric, :interval_ms, 'median');
 
+-- name: mixed_spacings
+-- A GPU whose metrics' median spacings (pp_intervals, 'median') lie more than 1.5x apart, with
+-- each: its metrics are stored at other times (scraped by two jobs at other intervals), where
+-- the align step places one grid of windows per GPU.
+SELECT uuid, group_concat(metric || ' ' || CAST(round(interval_ms) AS INTEGER) || ' ms', ', ') FROM (
+  SELECT uuid, metric, interval_ms FROM main.pp_intervals WHERE uuid = :uuid AND source = 'median' ORDER BY metric)
+ GROUP BY uuid HAVING max(interval_ms) > 1.5 * min(interval_ms);
+
 -- name: late_events
 -- Unfolded events that start before their GPU's fold point arrived after (some of) their sample
 -- windows were folded, so those overlaps are lost (an index range).
