@@ -54,7 +54,7 @@ std::vector<MatrixChunk> plan_range_chunks(Connection& connection, uint64_t curs
   const std::string sent = requests > 1 ? pin_at_modifiers(query, format_seconds(start), format_seconds(end)) : query;
   for (int64_t k = 0; k < requests; ++k) {
     const int64_t chunk_start = start + k * max_points * step;
-    // (max_points - 1) * step may pass int64 (steps up to 1e13 s): compare before multiplying.
+    // (max_points - 1) * step may pass int64 (steps up to 2^63 ns): compare before multiplying.
     const int64_t chunk_end =
         (max_points - 1) > (end - chunk_start) / step ? end : std::min(end, chunk_start + (max_points - 1) * step);
     chunks.push_back({[client, sent, chunk_start, chunk_end, step] {

@@ -49,12 +49,13 @@ struct SeriesCursor : RowsCursor {
     // The series API needs both bounds; absent ones mean all time (kAllTimeStartMs: VictoriaMetrics
     // reads a start of 0 as none given, and then looks at the last day only).
     TimeRange range{kAllTimeStartMs, kAllTimeEndMs};
+    const int64_t now_ms = connection->statement_now_ms();
     if (args[1] && args[2])
-      range = parse_time_range(args[1], args[2], connection->statement_now_ms());
+      range = parse_time_range(args[1], args[2], now_ms);
     else if (args[1])
-      range.start_ms = parse_time_ms(args[1], "start", connection->statement_now_ms());
+      range.start_ms = parse_time_ms(args[1], "start", now_ms);
     else if (args[2])
-      range.end_ms = parse_time_ms(args[2], "end", connection->statement_now_ms());
+      range.end_ms = parse_time_ms(args[2], "end", now_ms);
     // A start given as 0 (or before it) is sent as 1 s too, for the same reason; no series has
     // samples that old.
     if (range.end_ms >= kAllTimeStartMs) range.start_ms = std::max(range.start_ms, kAllTimeStartMs);
