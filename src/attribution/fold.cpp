@@ -3,7 +3,9 @@
 // (sql/history.sql), and the plain result tables (sql/report.sql), the last two for the jobs
 // in pp_report_pending (schema.sql).
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "attribution/estimator_systems.hpp"
 #include "attribution/event_store.hpp"
 #include "attribution/gpu_timeline.hpp"
 #include "attribution/overlap_means.hpp"
@@ -18,11 +21,69 @@
 #include "core/embedded_sql.hpp"
 #include "core/errors.hpp"
 #include "core/interrupt.hpp"
+#include "core/number_text.hpp"
 #include "core/sql_relay.hpp"
 #include "core/statement.hpp"
 
 namespace pp {
 namespace {
+
+// A metric's folded samples that lie beyond its bounds (pp_metric_bounds) by more than a
+// twentieth of the bounds' span (of the finite bound's size where the other is none; noise
+// at a bound stays inside): a series in another unit than the bounds say (a DCGM ratio
+// exported as a percentage, a relabelled series), which the overlap means would average as
+// it is and the estimates hold to the bounds. Counted, and the farthest one kept to name.
+struct BeyondBounds {
+  int64_t samples = 0;
+  int64_t gpus = 0;
+  double farthest_by = 0, farthest_value = 0;
+  std::string farthest_uuid;
+  int64_t farthest_ts_ms = 0;
+
+  void add(const BeyondBounds& other) {
+    samples += other.samples;
+    gpus += other.gpus;
+    if (other.farthest_by > farthest_by) {
+      farthest_by = other.farthest_by;
+      farthest_value = other.farthest_value;
+      farthest_uuid = other.farthest_uuid;
+      farthest_ts_ms = other.farthest_ts_ms;
+    }
+  }
+};
+
+constexpr double kBoundsMargin = 0.05;
+
+std::map<std::string, BeyondBounds> beyond_bounds(const std::string& uuid, const GpuTimeline& gpu,
+                                                  const std::map<std::string, Bounds>& bounds) {
+  std::map<std::string, BeyondBounds> out;
+  for (const TimelineSeries& s : gpu.series) {
+    const auto found = bounds.find(s.metric);
+    if (found == bounds.end()) continue;
+    const Bounds& b = found->second;
+    const double span = std::isfinite(b.lower) && std::isfinite(b.upper)
+                            ? b.upper - b.lower
+                            : std::max(std::isfinite(b.lower) ? std::fabs(b.lower) : 0.0,
+                                       std::isfinite(b.upper) ? std::fabs(b.upper) : 0.0);
+    const double low = b.lower - kBoundsMargin * span, high = b.upper + kBoundsMargin * span;
+    BeyondBounds beyond;
+    for (const TimelineSample& sample : s.samples) {
+      if (sample.null || (sample.value >= low && sample.value <= high)) continue;
+      ++beyond.samples;
+      const double by = sample.value < low ? b.lower - sample.value : sample.value - b.upper;
+      if (by > beyond.farthest_by) {
+        beyond.farthest_by = by;
+        beyond.farthest_value = sample.value;
+        beyond.farthest_uuid = uuid;
+        beyond.farthest_ts_ms = sample.ts_ms;
+      }
+    }
+    if (beyond.samples == 0) continue;
+    beyond.gpus = 1;
+    out[s.metric].add(beyond);
+  }
+  return out;
+}
 
 // What the fold takes of one GPU's timeline: the rows of pp_overlap_means, and each job's span
 // of the calls whose durations they count (sorted by job id).
@@ -39,6 +100,7 @@ struct FoldedGpu {
   std::vector<JobSpan> spans;
   int64_t unusable_values = 0;  // GpuTimeline's
   std::string first_unusable;
+  std::map<std::string, BeyondBounds> beyond_bounds;  // by metric
 };
 
 FoldedGpu folded_gpu(const GpuTimeline& gpu, OverlapMeans means) {
@@ -71,7 +133,8 @@ struct FoldWindow {
 // connection's thread, its decoding and sweep on a worker beside the other GPUs' reads. A
 // worker's sweep stops at an interrupt that the connection's thread sees while it waits; one
 // GPU alone is folded on the calling thread, its series two at a time as in pp_overlap_means.
-std::vector<FoldedGpu> fold_each_gpu(sqlite3* db, const std::vector<FoldWindow>& windows) {
+std::vector<FoldedGpu> fold_each_gpu(sqlite3* db, const std::vector<FoldWindow>& windows,
+                                     const std::map<std::string, Bounds>& bounds) {
   std::vector<FoldedGpu> folded(windows.size());
   InterruptCheck interrupted(db);
   const auto check = [&] { interrupted.check(); };
@@ -88,6 +151,7 @@ std::vector<FoldedGpu> fold_each_gpu(sqlite3* db, const std::vector<FoldWindow>&
         };
         const size_t threads = alone ? std::max(1u, std::min(2u, std::thread::hardware_concurrency())) : 1;
         folded[i] = folded_gpu(gpu, overlap_means(gpu, threads, poll));
+        folded[i].beyond_bounds = beyond_bounds(windows[i].uuid, gpu, bounds);
       },
       2, check);
   return folded;
@@ -127,6 +191,18 @@ void write_folded(sqlite3* db, const std::vector<FoldWindow>& windows, const std
   }
 }
 
+std::string bound_text(double bound) { return std::isfinite(bound) ? number_text(bound) : "none"; }
+
+void warn_about_bounds(RefreshRun& run, const std::string& metric, const Bounds& bounds, const BeyondBounds& b) {
+  run.warn(std::to_string(b.samples) + (b.samples == 1 ? " sample of " : " samples of ") + metric + " on " +
+           std::to_string(b.gpus) + (b.gpus == 1 ? " GPU" : " GPUs") + (b.samples == 1 ? " lies" : " lie") +
+           " outside its bounds [" + bound_text(bounds.lower) + ", " + bound_text(bounds.upper) +
+           "] in pp_metric_bounds (the farthest: " +
+           number_text(b.farthest_value) + " on " + b.farthest_uuid + " at ts_ms " + std::to_string(b.farthest_ts_ms) +
+           "): a series in another unit (a ratio exported as a percentage?) or bounds that do not fit it; the overlap "
+           "means take the values as they are, the estimates are held to the bounds");
+}
+
 }  // namespace
 
 void fold(RefreshRun& run) {
@@ -143,17 +219,26 @@ void fold(RefreshRun& run) {
     Statement list(run.db, named_sql("refresh", "fold_windows_list"));
     while (list.step()) windows.push_back({list.column_text(0), list.column_int64(1), list.column_int64(2)});
   }
-  const std::vector<FoldedGpu> folded = fold_each_gpu(run.db, windows);
+  // (Bounds that are no numbers are the estimates' error, which names them: no check here.)
+  std::map<std::string, Bounds> bounds;
+  try {
+    bounds = metric_bounds(run.db);
+  } catch (const Error&) {
+  }
+  const std::vector<FoldedGpu> folded = fold_each_gpu(run.db, windows, bounds);
   int64_t unusable = 0;
   std::string first_unusable;
+  std::map<std::string, BeyondBounds> beyond;
   for (const FoldedGpu& gpu : folded) {
     if (unusable == 0) first_unusable = gpu.first_unusable;
     unusable += gpu.unusable_values;
+    for (const auto& [metric, b] : gpu.beyond_bounds) beyond[metric].add(b);
   }
   if (unusable > 0)
     run.warn(std::to_string(unusable) + (unusable == 1 ? " sample" : " samples") +
              " in pp_samples are not numbers, not finite, or beyond 1e150 in magnitude (the first: " + first_unusable +
              "); they are left out, like NaN");
+  for (const auto& [metric, b] : beyond) warn_about_bounds(run, metric, bounds.at(metric), b);
   write_folded(run.db, windows, folded);
   warn_about_events_before_samples(run);
   run_script(run.db, embedded_sql("fold"));
