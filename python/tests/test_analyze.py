@@ -88,6 +88,13 @@ def test_the_embedding_verdict_weighs_each_direction_by_its_time():
     text = verdict(row("backward", 0.001, 0.84, 0.09, "estimate"), row("forward", 0.579, 0.22, 0.37, "blend"))
     assert "is not memory-bound by this measure" in text and "forward DRAM 0.22 vs FP32 0.37" in text, text
     assert "only indicative" in text, text
+    # A direction known by a blend of DRAM and an interval of FP32 (0 to 0.137) is named by both
+    # blends (its overlap means), not the interval's middle.
+    forward = row("forward", 0.001, 0.242, 0.445, "blend")
+    forward.metrics["fp32_active"] = Value("interval", None, 0.0, 0.137, 0.445, "not identified", 1.0)
+    text = verdict(row("backward", 0.579, 0.84, 0.09, "estimate"), forward)
+    assert text.endswith("; forward not resolved (its sample windows blend DRAM ~0.24, FP32 ~0.45 of its "
+                         "neighbours), left out."), text
 
 
 def test_with_retention_the_advice_is_about_the_minutes_kept():

@@ -31,6 +31,10 @@ def _point(value):
     return None
 
 
+def _blend_text(label, value):
+    return f"{label} ~{value.blend:.2f}" if value.blend is not None else f"{label} unknown"
+
+
 def _source(values):
     kinds = {v.kind for v in values if v.kind}
     if kinds == {"estimate"}:
@@ -94,8 +98,11 @@ def embedding_sentences(job):
     verdict = "and is memory-bound" if bound else "and is not memory-bound by this measure"
     weighted = f"DRAM {stage_dram:.2f} vs FP32 {stage_fp32:.2f} weighted by time" if len(judged) > 1 else ""
     left_out = [i for i in range(len(rows)) if i not in judged]
-    blends = "; ".join(f"{rows[i].direction} not resolved (its sample windows blend DRAM ~{points[i][0]:.2f}, "
-                       f"FP32 ~{points[i][1]:.2f} of its neighbours), left out" for i in left_out)
+    # What its windows blend is the overlap mean of each metric, also where the other metric's
+    # estimate is an interval (whose middle is no blend).
+    blends = "; ".join(f"{rows[i].direction} not resolved (its sample windows blend "
+                       f"{_blend_text('DRAM', dram[i])}, {_blend_text('FP32', fp32[i])} of its neighbours), left out"
+                       for i in left_out)
     return [f"{sentence} {verdict}" + (f" ({weighted})" if weighted else "") +
             f": {detail} ({_source([dram[i] for i in judged] + [fp32[i] for i in judged])})" +
             (f"; {blends}" if blends else "") + "."]
