@@ -16,10 +16,14 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "attribution/attribution_tables.hpp"
+#include "attribution/event_store.hpp"
 #include "attribution/schema.hpp"
 #include "core/embedded_sql.hpp"
 #include "core/errors.hpp"
@@ -376,6 +380,36 @@ bool attribution_schema_current(sqlite3* db) {
   return true;
 }
 
+namespace {
+
+// The first ATTACHed database (not main, not temp) whose pp_meta holds database_id `id`.
+std::optional<std::string> attached_with_id(sqlite3* db, const std::string& id) {
+  std::vector<std::string> schemas;
+  {
+    sqlite3_stmt* list = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT name FROM pragma_database_list WHERE seq > 1 ORDER BY seq", -1, &list,
+                           nullptr) == SQLITE_OK)
+      while (sqlite3_step(list) == SQLITE_ROW)
+        if (const unsigned char* name = sqlite3_column_text(list, 0))
+          schemas.emplace_back(reinterpret_cast<const char*>(name));
+    sqlite3_finalize(list);
+  }
+  for (const std::string& schema : schemas) {
+    sqlite3_stmt* read = nullptr;
+    bool same = false;
+    // (A database without pp_meta, or without the key, is no copy: the statement fails or reads nothing.)
+    if (sqlite3_prepare_v2(db, ("SELECT value FROM " + quoted_schema(schema) + ".pp_meta WHERE key = 'database_id'").c_str(), -1,
+                           &read, nullptr) == SQLITE_OK &&
+        sqlite3_step(read) == SQLITE_ROW && sqlite3_column_text(read, 0))
+      same = id == reinterpret_cast<const char*>(sqlite3_column_text(read, 0));
+    sqlite3_finalize(read);
+    if (same) return schema;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void refuse_other_database(sqlite3* db, sqlite3_value* database_id) {
   if (!database_id || sqlite3_value_type(database_id) == SQLITE_NULL) return;
   const unsigned char* text = sqlite3_value_text(database_id);
@@ -401,6 +435,14 @@ void refuse_other_database(sqlite3* db, sqlite3_value* database_id) {
     throw Error("reads the main database's tables, and this call comes from a view of another, ATTACHed, "
                 "database (its pp_meta names another database_id): open that database on its own to read its "
                 "views, or merge it into this one (docs: Merging databases)");
+  // A copy of the main database ATTACHed beside it keeps its identity, so its views pass the
+  // same id and would be answered from main: where two databases share it, no call can tell.
+  const std::optional<std::string> copy = attached_with_id(db, main_id);
+  if (copy)
+    throw Error("reads the main database's tables, and the ATTACHed database '" + *copy +
+                "' has the main database's database_id (a copy of it): a call from a view cannot tell which of the "
+                "two it comes from. Open the copy on its own, or give it an identity of its own first: UPDATE " +
+                quoted_schema(*copy) + ".pp_meta SET value = lower(hex(randomblob(16))) WHERE key = 'database_id'");
 }
 
 }  // namespace pp

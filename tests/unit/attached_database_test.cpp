@@ -3,6 +3,7 @@
 // through ATTACH is refused with what to do, never answered with main's rows.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "unit/event_files.hpp"
@@ -41,6 +42,34 @@ TEST(AttachedDatabase, ItsViewsAreRefusedNotAnsweredFromMain) {
   pp_test::TestDb scheduler{dir / "scheduler.db"};
   scheduler.exec("ATTACH '" + (dir / "host-b.db") + "' AS pp");
   EXPECT_NE(scheduler.error("SELECT * FROM pp.layer_type_estimates").find("comes from a view of another, ATTACHed"),
+            std::string::npos);
+}
+
+TEST(AttachedDatabase, ACopyOfMainIsRefusedUntilItHasAnIdentityOfItsOwn) {
+  pp_test::TempDir dir;
+  {
+    pp_test::TestDb original{dir / "results.db"};
+    original.query("SELECT pp_install_views()");
+    original.exec("INSERT INTO pp_intervals(uuid, metric, interval_ms) VALUES ('GPU-a', 'DCGM_FI_DEV_GPU_UTIL', 100);"
+                  "INSERT INTO pp_alignment(uuid, from_ms, through_ms, offset_ns, timing_ns, drift_ppm, samples, "
+                  "repeats, skipped, moved, status) VALUES ('GPU-a', 0, 1000, 0, 0, 0, 10, 0, 0, 0, 'setting');");
+  }
+  std::filesystem::copy_file(dir / "results.db", dir / "backup.db");
+  pp_test::TestDb current{dir / "results.db"};
+  current.exec("ATTACH '" + (dir / "backup.db") + "' AS \"the backup\"");
+  // The backup's views pass the id main has: answered from main, they would show main's rows
+  // twice in a before-and-after comparison. Both sides are refused, naming the fix.
+  for (const char* query : {"SELECT * FROM \"the backup\".layer_estimates", "SELECT * FROM main.layer_estimates"})
+    EXPECT_NE(current.error(query).find("pp_estimates: reads the main database's tables, and the ATTACHed database "
+                                        "'the backup' has the main database's database_id (a copy of it): a call "
+                                        "from a view cannot tell which of the two it comes from. Open the copy on "
+                                        "its own, or give it an identity of its own first: UPDATE \"the backup\""
+                                        ".pp_meta SET value = lower(hex(randomblob(16))) WHERE key = 'database_id'"),
+              std::string::npos)
+        << query;
+  current.exec("UPDATE \"the backup\".pp_meta SET value = lower(hex(randomblob(16))) WHERE key = 'database_id'");
+  EXPECT_EQ(current.query("SELECT * FROM main.layer_estimates").size(), 0u);
+  EXPECT_NE(current.error("SELECT * FROM \"the backup\".layer_estimates").find("comes from a view of another, ATTACHed"),
             std::string::npos);
 }
 
