@@ -9,6 +9,7 @@
 //   ATTACH 'host-b.db' AS b;
 //   INSERT INTO pp_estimator_state SELECT * FROM b.estimator_export;
 //   INSERT INTO pp_gpu_spans SELECT * FROM b.pp_gpu_spans;  -- which jobs shared a GPU there
+//   INSERT OR IGNORE INTO pp_layers SELECT * FROM b.pp_layers;  -- its layers, for layer_estimates
 //
 // Columns: those of pp_estimator_state (docs/reference/attribution.md#pp_estimator_state).
 // INNOCUOUS: it reads only tables of the database it runs in.

@@ -87,20 +87,21 @@ def test_retention_keeps_the_last_minutes_and_every_folded_mean(env, tmp_path):
 
 
 def test_retention_states_of_two_hosts_merge_into_one_database(env, tmp_path):
-    """A job on GPUs of two hosts, each host with its own database (host B's keeping 4 minutes):
-    host B's whole estimator state (pp_estimator_states: its stored state and its windows kept)
-    added to host A's database gives the estimates of one database holding both hosts' events,
-    every window counted once; host B's overlap means (layer_state) merged into host A's give
-    that database's layer_type_metrics."""
+    """A job on GPUs of two hosts, and another job on host B alone, each host with its own
+    database (host B's keeping 4 minutes): host B's whole estimator state (pp_estimator_states:
+    its stored state and its windows kept), its GPU spans and its layers added to host A's
+    database give the estimates of one database holding both hosts' events, per layer and per
+    layer type, every window counted once; host B's overlap means (layer_state) merged into
+    host A's give that database's layer_type_metrics."""
     url = env["prometheus_url"]
     settings = {"attribution_margin_seconds": 10**9}
     dirs = {name: tmp_path / name for name in ("a", "b", "both")}
     for d in dirs.values():
         d.mkdir()
-    # node-a: the job on GPU 0 and another job alone on GPU 1; node-b: the job on its GPU 0.
+    # Host A: the job on GPU 0; host B: the job on GPU 2 and another job alone on GPU 1.
     files = {0: job_lines(0, "spread"), 1: job_lines(1), 2: job_lines(2, "spread")}
     for g, lines in files.items():
-        (dirs["a" if g < 2 else "b"] / f"rank{g}.jsonl").write_text("".join(lines))
+        (dirs["a" if g == 0 else "b"] / f"rank{g}.jsonl").write_text("".join(lines))
         (dirs["both"] / f"rank{g}.jsonl").write_text("".join(lines))
     host_a = connect(url, str(tmp_path / "a.db"), **settings)
     host_b = connect(url, str(tmp_path / "b.db"), event_retention_minutes=4, **settings)
@@ -114,6 +115,13 @@ def test_retention_states_of_two_hosts_merge_into_one_database(env, tmp_path):
     host_a.execute("INSERT INTO pp_estimator_state SELECT * FROM b.estimator_export")
     host_a.execute("INSERT INTO pp_gpu_spans SELECT * FROM b.pp_gpu_spans")
     host_a.execute("INSERT OR IGNORE INTO pp_layers SELECT * FROM b.pp_layers")
+    # Per layer too: job1, which host A never ran, is named by the layers merged.
+    per_layer = "SELECT job_id, layer, forward, metric, windows, estimate FROM layer_estimates ORDER BY 1, 2, 3, 4"
+    merged, expected = host_a.execute(per_layer).fetchall(), both.execute(per_layer).fetchall()
+    assert [row[:5] for row in merged] == [row[:5] for row in expected]
+    assert {row[0] for row in merged} == {"job1", "spread"}
+    for got, want in zip(merged, expected):
+        assert got[5] == pytest.approx(want[5], rel=1e-9, abs=1e-12), got[:4]
     host_a.execute("INSERT INTO layer_state SELECT * FROM b.layer_state WHERE true "
                    "ON CONFLICT (job_id, layer, forward, metric) DO UPDATE SET state = pp_mean_merge(state, excluded.state)")
 
