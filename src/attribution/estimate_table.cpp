@@ -42,6 +42,8 @@
 #include "attribution/gpu_timeline.hpp"
 #include "attribution/estimator_systems.hpp"
 #include "attribution/job_sharing.hpp"
+#include "core/errors.hpp"
+#include "core/interrupt.hpp"
 #include "core/sql_values.hpp"
 #include "core/statement.hpp"
 #include "core/table_function.hpp"
@@ -108,6 +110,7 @@ struct EstimatesCursor : RowsCursor {
     const int64_t horizon_ms = timing_horizon_ms(connection->settings().get_int("event_retention_minutes"));
     SystemUnknowns unknowns;
     std::map<SystemKey, SystemNotes> notes;
+    InterruptCheck interrupted(db);
     // One shift's systems at a time: the central results, then the variants' (only their
     // intervals are kept).
     std::map<SystemKey, DeconvolveResult> central;
@@ -120,7 +123,9 @@ struct EstimatesCursor : RowsCursor {
         if (!notes[key].failed.empty()) continue;
         DeconvolveResult r;
         try {
-          r = deconvolve(data);
+          r = deconvolve(data, [&] { interrupted.check(); });
+        } catch (const InterruptedError&) {
+          throw;
         } catch (const std::exception& e) {  // no fit for this system (its state has too many unknowns); the others go on
           notes[key].failed = std::string("its system could not be solved (") + e.what() + ")";
           continue;

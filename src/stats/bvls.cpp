@@ -13,7 +13,7 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 }  // namespace
 
 BvlsSolution solve_bvls(const Eigen::MatrixXd& C, const Eigen::VectorXd& d, const Eigen::VectorXd& lo,
-                        const Eigen::VectorXd& hi) {
+                        const Eigen::VectorXd& hi, const std::function<void()>& poll) {
   using Eigen::Index;
   const Index n = C.cols();
   BvlsSolution s;
@@ -45,6 +45,7 @@ BvlsSolution solve_bvls(const Eigen::MatrixXd& C, const Eigen::VectorXd& d, cons
       }
     }
     if (free.empty()) return;
+    if (poll) poll();
     Eigen::MatrixXd CF(C.rows(), static_cast<Index>(free.size()));
     for (size_t i = 0; i < free.size(); ++i) CF.col(static_cast<Index>(i)) = C.col(free[i]);
     // Columns have unit norm: a relative rank tolerance.

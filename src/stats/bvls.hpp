@@ -5,6 +5,7 @@
 // For a small dense system: the estimator hands it the p x p triangle of its QR factorization.
 #pragma once
 #include <Eigen/Core>
+#include <functional>
 #include <vector>
 
 namespace pp {
@@ -16,7 +17,9 @@ struct BvlsSolution {
   int iterations = 0;
 };
 
+// `poll`, where given, runs before each subproblem is factored: it may throw to stop the solve
+// (an interrupt: a system of a thousand unknowns takes minutes).
 BvlsSolution solve_bvls(const Eigen::MatrixXd& C, const Eigen::VectorXd& d, const Eigen::VectorXd& lo,
-                        const Eigen::VectorXd& hi);
+                        const Eigen::VectorXd& hi, const std::function<void()>& poll = {});
 
 }  // namespace pp

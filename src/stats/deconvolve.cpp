@@ -235,10 +235,10 @@ LeastSquaresState DeconvolveData::state(const std::function<std::string(const st
 
 class DeconvolveSolver {
  public:
-  static DeconvolveResult run(const DeconvolveData& data);
+  static DeconvolveResult run(const DeconvolveData& data, const std::function<void()>& poll);
 };
 
-DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
+DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data, const std::function<void()>& poll) {
   using Eigen::Index;
   DeconvolveResult result;
   if (std::isfinite(data.lower_)) result.lower = data.lower_;
@@ -365,7 +365,7 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
     lo(j) = std::isfinite(L) ? L * norms(j) : L;
     hi(j) = std::isfinite(U) ? U * norms(j) : U;
   }
-  const BvlsSolution bvls = solve_bvls(C, d, lo, hi);
+  const BvlsSolution bvls = solve_bvls(C, d, lo, hi, poll);
   result.converged = bvls.converged;
   result.iterations = bvls.iterations;
   Eigen::VectorXd x = Eigen::VectorXd::Zero(p);
@@ -494,7 +494,9 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data) {
   return result;
 }
 
-DeconvolveResult deconvolve(const DeconvolveData& data) { return DeconvolveSolver::run(data); }
+DeconvolveResult deconvolve(const DeconvolveData& data, const std::function<void()>& poll) {
+  return DeconvolveSolver::run(data, poll);
+}
 
 // `identified`: the interval, widened from 90% to 98% (by `widen`), reaches no further from the
 // estimate than the precision asked for. Judged at 98%, not 90%: an estimate at the edge of the

@@ -133,7 +133,8 @@ struct DeconvolveResult {
   int iterations = 0;
 };
 
-DeconvolveResult deconvolve(const DeconvolveData& data);
+// `poll`, where given, runs between the solve's steps (stats/bvls.hpp): it may throw to stop it.
+DeconvolveResult deconvolve(const DeconvolveData& data, const std::function<void()>& poll = {});
 std::string deconvolve_json(const DeconvolveResult& result);
 // The same system solved with its inputs perturbed within their uncertainty (windows moved by
 // their timing uncertainty), as one result: the central estimate, each 90% interval widened by

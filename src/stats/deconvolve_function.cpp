@@ -14,6 +14,7 @@
 
 #include "core/errors.hpp"
 #include "core/guard.hpp"
+#include "core/interrupt.hpp"
 #include "core/number_text.hpp"
 #include "core/sql_values.hpp"
 #include "stats/deconvolve.hpp"
@@ -100,7 +101,8 @@ void final(sqlite3_context* ctx) {
       sqlite3_result_null(ctx);  // no rows, like avg()
       return;
     }
-    result_text(ctx, deconvolve_json(deconvolve(*state)));
+    InterruptCheck interrupted(sqlite3_context_db_handle(ctx));
+    result_text(ctx, deconvolve_json(deconvolve(*state, [&] { interrupted.check(); })));
   });
 }
 
