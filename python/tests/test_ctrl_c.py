@@ -1,6 +1,7 @@
-"""Ctrl-C while `analyze` refreshes from a Prometheus that accepts the connection and never
-answers: the command ends within seconds (not after timeout_ms per attempt, retries included),
-says so in one line, exits with 130, and keeps nothing of the interrupted refresh."""
+"""Ctrl-C or SIGTERM (a scheduler ending the command: Kubernetes sends SIGKILL 30 s later) while
+`analyze` refreshes from a Prometheus that accepts the connection and never answers: the
+command ends within seconds (not after timeout_ms per attempt, retries included), says so in
+one line, exits with 130 or 143, and keeps nothing of the interrupted refresh."""
 import os
 import shutil
 import signal
@@ -11,6 +12,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from conftest import extension_path
 
@@ -36,7 +39,9 @@ def silent_server():
     return server, reached
 
 
-def test_ctrl_c_ends_a_refresh_waiting_for_prometheus_and_keeps_nothing_of_it(tmp_path):
+@pytest.mark.parametrize("signum, status, said", [
+    (signal.SIGINT, 130, "interrupted (Ctrl-C)"), (signal.SIGTERM, 143, "terminated (SIGTERM)")])
+def test_a_signal_ends_a_refresh_waiting_for_prometheus_and_keeps_nothing_of_it(tmp_path, signum, status, said):
     run_dir = tmp_path / "run"
     shutil.copytree(EVENTS, run_dir)
     server, reached = silent_server()
@@ -50,15 +55,15 @@ def test_ctrl_c_ends_a_refresh_waiting_for_prometheus_and_keeps_nothing_of_it(tm
         assert reached.wait(60), "the refresh never asked the server"
         time.sleep(0.5)
         pressed = time.monotonic()
-        command.send_signal(signal.SIGINT)
+        command.send_signal(signum)
         out, err = command.communicate(timeout=30)  # (a request alone may take timeout_ms, 30 s)
         ended_after = time.monotonic() - pressed
     finally:
         command.kill()
         server.close()
     assert (command.returncode, out, err) == (
-        130, "", "python3 -m precisionprobe analyze: interrupted (Ctrl-C); the database keeps what its last "
-                 "complete refresh wrote\n")
+        status, "", f"python3 -m precisionprobe analyze: {said}; the database keeps what its last complete refresh "
+                    "wrote\n")
     assert ended_after < 5
     with sqlite3.connect(database) as conn:
         assert conn.execute("SELECT count(*) FROM pp_event_files").fetchone()[0] == 0

@@ -7,7 +7,7 @@ numbers for a monitoring stack: `export` and `serve`.
                       progress on stderr
   write_lock.py       waits for the results database's write lock (another analyze, a
                       scheduler's refresh) before a refresh or a save writes
-  ctrl_c.py           Ctrl-C during a refresh: interrupts the statement running in C
+  ctrl_c.py           Ctrl-C or SIGTERM during a refresh: interrupts the statement running in C
   emulate.py          --emulate: a run's layer calls replayed on emulated GPUs, served by a
                       loopback Prometheus
   saved_estimates.py  saves the estimator's results as the plain table report_estimates

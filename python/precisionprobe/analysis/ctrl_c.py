@@ -1,8 +1,9 @@
-"""Ctrl-C during a refresh. SQLite runs the statement in C, where Python's SIGINT handler does not
-run until the statement returns, and a refresh waiting for a silent Prometheus returns only after
-timeout_ms per attempt, retries included: minutes. While the statement runs, a thread takes SIGINT
-instead and interrupts the connection (sqlite3_interrupt), which the extension answers within
-about a second; KeyboardInterrupt then follows as usual."""
+"""Ctrl-C or SIGTERM during a refresh. SQLite runs the statement in C, where Python's signal
+handlers do not run until the statement returns, and a refresh waiting for a silent Prometheus
+returns only after timeout_ms per attempt, retries included: minutes (past Kubernetes' 30 s
+grace period before SIGKILL). While the statement runs, a thread takes those signals instead and
+interrupts the connection (sqlite3_interrupt), which the extension answers within about a
+second; then KeyboardInterrupt follows for Ctrl-C as usual, and SIGTERM's own handler runs."""
 import contextlib
 import signal
 import threading
@@ -10,38 +11,51 @@ import threading
 
 @contextlib.contextmanager
 def interrupts(conn):
-    """Within the block, Ctrl-C (SIGINT) interrupts conn's statement; KeyboardInterrupt is raised
-    when the block ends, in place of the error the interrupted statement gave. Only in the main
-    thread (where Python takes SIGINT) and while SIGINT raises KeyboardInterrupt: a process that
-    ignores it (a background job) or handles it itself is left so."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+    """Within the block, Ctrl-C (SIGINT) and SIGTERM interrupt conn's statement; when the block
+    ends, KeyboardInterrupt is raised for Ctrl-C and SIGTERM's Python handler is called (the
+    command's raises to end it), in place of the error the interrupted statement gave. Only in
+    the main thread (where Python takes signals), and only for a signal Python handles: SIGINT
+    while it raises KeyboardInterrupt, SIGTERM while a Python function handles it (by default it
+    ends the process at once); a process that ignores one (a background job) is left so."""
+    taken = set()
+    if threading.current_thread() is threading.main_thread():
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            taken.add(signal.SIGINT)
+        if callable(signal.getsignal(signal.SIGTERM)):
+            taken.add(signal.SIGTERM)
+    if not taken:
         yield
         return
-    pressed, done = threading.Event(), threading.Event()
+    terminate = signal.getsignal(signal.SIGTERM)
+    received, done = [], threading.Event()
 
-    def take_sigint():
+    def take_signals():
         while not done.is_set():
-            signal.sigwait({signal.SIGINT})
-            # (A press as the block ends, once done is set, is dropped: the statement has
+            signum = signal.sigwait(taken)
+            # (A signal as the block ends, once done is set, is dropped: the statement has
             # returned by then, and what it did stands, as it would a moment later.)
             if not done.is_set():
-                pressed.set()
+                received.append(signum)
                 conn.interrupt()
 
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # (the thread inherits it)
-    taker = threading.Thread(target=take_sigint, name="precisionprobe-ctrl-c", daemon=True)
+    def deliver():
+        if signal.SIGINT in received:
+            raise KeyboardInterrupt from None
+        terminate(signal.SIGTERM, None)
+
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, taken)  # (the thread inherits it)
+    taker = threading.Thread(target=take_signals, name="precisionprobe-signals", daemon=True)
     taker.start()
     try:
         yield
     except BaseException:
-        if pressed.is_set():
-            raise KeyboardInterrupt from None
+        if received:
+            deliver()
         raise
     finally:
         done.set()
-        signal.pthread_kill(taker.ident, signal.SIGINT)  # (ends its wait)
+        signal.pthread_kill(taker.ident, min(taken))  # (ends its wait)
         taker.join()
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-    if pressed.is_set():
-        raise KeyboardInterrupt
+    if received:
+        deliver()

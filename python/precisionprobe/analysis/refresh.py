@@ -144,9 +144,6 @@ def _refresh_once(conn, events, final, stream):
         conn.commit()
     except WriteLockTimeout as e:
         raise RefreshError(str(e)) from None
-    except KeyboardInterrupt:
-        conn.rollback()  # (nothing of an interrupted refresh is kept)
-        raise
     except sqlite3.Error as e:
         conn.rollback()
         unreachable = "cannot reach" in str(e) or "could not connect" in str(e).lower()
@@ -154,6 +151,9 @@ def _refresh_once(conn, events, final, stream):
             " (--prometheus names the Prometheus that holds the run's DCGM samples; without one, --emulate PROFILE "
             "replays the run on emulated GPUs, and --no-refresh reports what the database holds)"
             if unreachable else "")) from None
+    except BaseException:  # Ctrl-C, SIGTERM's handler
+        conn.rollback()  # (nothing of an interrupted refresh is kept)
+        raise
     finally:
         conn.set_progress_handler(None, 0)
     progress.done()
