@@ -3,6 +3,7 @@ src/attribution/sql/schema.sql), so that clients without the extension read them
 does not solve every system again. pp_refresh rewrites the other report_* tables itself; the
 estimates are saved here, when they are older than the last refresh, since the estimator reads
 every event of a job."""
+from . import ctrl_c
 from .write_lock import begin_writing
 
 
@@ -52,7 +53,7 @@ def save_estimates(conn, wait_s=None, in_temp=False):
     which takes the rows and needs no lock on the file."""
     if not in_temp and not getattr(conn, "read_only", False):  # (a read-only file's: a TEMP table)
         begin_writing(conn, wait_s=wait_s)
-    with conn:
+    with conn, ctrl_c.interrupts(conn):  # (the estimates' solve stops at Ctrl-C or SIGTERM within a second)
         now = conn.execute("SELECT max(refreshed_at) FROM report_jobs").fetchone()[0]
         for statement in filter(str.strip, SAVE.split(";")):
             conn.execute(statement, {"now": now} if ":now" in statement else {})
