@@ -4,6 +4,7 @@ line naming the option and what was wrong, before anything is read without bound
 written; never a traceback, a hang or a run that follows nothing and says it succeeded."""
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -77,6 +78,26 @@ def test_analyze_and_the_emulator_refuse_a_profile_that_is_a_device_or_a_pipe(tm
         assert refused(emulator("offline", "--out", tmp_path / "o", "--profile", profile),
                        f"error: cannot read profile {profile}: it is {kind}, not a file")
     assert not (tmp_path / "o").exists()
+
+
+def test_a_profile_name_the_package_does_not_ship_is_named_with_those_it_does(tmp_path):
+    """A typo (`--profile dlrmm`) said only that the package's dlrmm.json could not be read."""
+    assert refused(emulator("offline", "--out", tmp_path / "o", "--profile", "dlrmm"),
+                   "error: no profile 'dlrmm' (shipped: dlrm, gpt2, resnext; or a path to a profile file)")
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_busy_port_is_named_and_leaves_no_mirror_behind(tmp_path):
+    """Another exporter (or a second emulator) on --port: the error said only 'Address already in
+    use', and the mirror folder was made all the same."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = emulator("live", "--events", tmp_path / "events", "--port", port, "--profile", "dlrm")
+    assert refused(result, f"error: --port {port}: cannot listen on 127.0.0.1:{port}: Address already in use "
+                           "(another exporter or emulator listens there: stop it, or give another --port)")
+    assert not (tmp_path / "events.emulated").exists()
 
 
 def test_a_replay_spanning_more_than_a_week_is_refused_before_it_allocates(tmp_path):

@@ -30,7 +30,7 @@ from .._event_reader import read_event_file
 from ..harness import processes, prometheus
 from ..emulator import offline
 from ..emulator.exposition import EmulatedGpu, emulated_uuid, write_openmetrics
-from ..emulator.profile import PROFILES, Profile
+from ..emulator.profile import Profile
 from ..emulator.timeline import Events
 
 CPU_UUID = "cpu"
@@ -114,9 +114,6 @@ def replay(run_dir, out, profile_name, stream=sys.stderr):
     """Writes OUT/events and OUT/metrics-N.om for the run's events; returns (events dir, the
     OpenMetrics files). Raises ValueError with a one-line reason (no events; an unknown profile;
     one GPU's calls spanning more than a week, offline.MAX_SECONDS)."""
-    shipped = sorted(p.name[:-5] for p in PROFILES.iterdir() if p.name.endswith(".json"))
-    if not Path(profile_name).suffix and not Path(profile_name).exists() and profile_name not in shipped:
-        raise ValueError(f"no profile {profile_name!r} (shipped: {', '.join(shipped)}; or a path to a profile file)")
     profile = Profile.named(profile_name)
     streams, files = _streams(run_dir, stream)
     if not streams:

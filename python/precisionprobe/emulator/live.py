@@ -70,6 +70,7 @@ util_begin_ns, util_end_ns), FB_USED's instant_ns, the explicit timestamp ts_ms 
 none is printed) and the values per GPU as printed. Tests match Prometheus' stored samples to it.
 """
 import bisect
+import errno
 import json
 import random
 import signal
@@ -519,17 +520,25 @@ def run(args, profile):
                          f"{kind_of(mirror_dir)}, not a folder")
     emulator = Emulator(profile, gpus, args.interval_ms, args.noise, args.mux_zero, args.seed,
                         args.lag_ms, args.cpu_gpu, timing=args.timing)
+    # The port first, so that a busy one leaves no mirror folder behind.
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(emulator))
+    except OSError as error:
+        busy = " (another exporter or emulator listens there: stop it, or give another --port)" \
+            if error.errno == errno.EADDRINUSE else ""
+        raise ValueError(f"--port {args.port}: cannot listen on 127.0.0.1:{args.port}: "
+                         f"{error.strerror or error}{busy}") from None
+    server.daemon_threads = True
     made_mirror = not mirror_dir.exists()
     try:
         mirror_dir.mkdir(parents=True, exist_ok=True)
         emulated_copy.mark(mirror_dir, events_dir)
     except OSError as error:
+        server.server_close()
         raise ValueError(f"--mirror{'' if args.mirror else ' (by default EVENTS.emulated)'}: cannot write "
                          f"'{error.filename or mirror_dir}': {error.strerror or error}") from None
     tail = EventTail(events_dir, exclude=mirror_dir)
     mirror = Mirror(events_dir, mirror_dir, gpus)
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(emulator))
-    server.daemon_threads = True
     port = server.server_address[1]
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -148,6 +148,9 @@ class Profile:
         """A profile shipped with the package by name ("dlrm"), or a path to a profile file."""
         path = Path(name)
         if not path.suffix and not path.exists():
+            shipped = sorted(p.name[:-5] for p in PROFILES.iterdir() if p.name.endswith(".json"))
+            if name not in shipped:
+                raise ProfileError(f"no profile {name!r} (shipped: {', '.join(shipped)}; or a path to a profile file)")
             return cls.load(PROFILES / f"{name}.json")
         return cls.load(path)
 
