@@ -22,6 +22,12 @@
 
 namespace pp {
 
+namespace {
+
+constexpr double kLargestBound = 1e150;
+
+}  // namespace
+
 std::map<std::string, Bounds> metric_bounds(sqlite3* db) {
   std::map<std::string, Bounds> out;
   Statement read(db, "SELECT metric, lower, upper FROM main.pp_metric_bounds");
@@ -35,11 +41,14 @@ std::map<std::string, Bounds> metric_bounds(sqlite3* db) {
     const auto bound = [&](int column, double none, const char* wanted) {
       if (read.column_null(column)) return none;
       const std::optional<double> value = stored_double(read, column);
-      if (!value || *value == -none) throw row.refused(column, row.shown(column), wanted);
+      // (Past 1e150 the fit's squares overflow, as pp_deconvolve says of its bounds; and a bound
+      // so far out would make every interval narrow beside it, so every estimate identified.)
+      if (!value || *value == -none || (std::isfinite(*value) && std::fabs(*value) > kLargestBound))
+        throw row.refused(column, row.shown(column), wanted);
       return *value;
     };
-    const double lower = bound(1, -INFINITY, "a number below infinity, or NULL: no lower bound");
-    const double upper = bound(2, INFINITY, "a number above -infinity, or NULL: no upper bound");
+    const double lower = bound(1, -INFINITY, "a number from -1e150 to 1e150, or NULL: no lower bound");
+    const double upper = bound(2, INFINITY, "a number from -1e150 to 1e150, or NULL: no upper bound");
     if (lower > upper)
       throw row.refused(2, number_text(upper), ("at least its lower bound, " + number_text(lower) + ", or NULL: no "
                                                 "upper bound").c_str());

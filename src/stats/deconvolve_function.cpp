@@ -75,6 +75,8 @@ void step(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   guard_function(ctx, kName, [&] {
     // Everything is read and checked before the state is touched.
     const std::string key = sample_key(argv[0]);
+    // (A BLOB's bytes read as text would name another layer than the one stored as text.)
+    if (sqlite3_value_type(argv[1]) == SQLITE_BLOB) throw argument_error("layer_key", "is a BLOB; it needs text");
     const std::string layer = required_text(argv[1], "layer_key");
     const double weight =
         sqlite3_value_type(argv[2]) == SQLITE_NULL ? 0.0 : required_double(argv[2], "weight");

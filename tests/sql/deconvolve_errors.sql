@@ -21,6 +21,9 @@ SELECT pp_deconvolve(1, 'A', 0.5, 9e999);
 SELECT pp_deconvolve(NULL, layer, weight, value) FROM t;
 -- error: pp_deconvolve: argument 'layer_key' is NULL
 SELECT pp_deconvolve(sample, NULL, weight, value) FROM t;
+-- A BLOB's bytes read as text named another layer than the one stored as text.
+-- error: pp_deconvolve: argument 'layer_key' is a BLOB; it needs text
+SELECT pp_deconvolve(1, x'61', 1, 1);
 -- error: pp_deconvolve: argument 'layer_key' '_system' is reserved
 SELECT pp_deconvolve(sample, '_system', weight, value) FROM t;
 -- error: pp_deconvolve: argument 'lower' must be the same on every row of a group

@@ -91,14 +91,19 @@ SELECT count(*) FROM pp_refresh(NULL, 1);
 -- The bounds of pp_metric_bounds, which users edit (a GPU's memory): a bound that is no number
 -- was read as no bound (text) or as 0 (a BLOB: every estimate 0), and bounds in the wrong order
 -- blamed an argument 'upper' that pp_estimates does not have.
--- error: pp_estimates: pp_metric_bounds' upper of metric DCGM_FI_DEV_FB_USED is '32 GiB' (a number above -infinity, or NULL: no upper bound)
+-- error: pp_estimates: pp_metric_bounds' upper of metric DCGM_FI_DEV_FB_USED is '32 GiB' (a number from -1e150 to 1e150, or NULL: no upper bound)
 UPDATE pp_metric_bounds SET upper = '32 GiB' WHERE metric = 'DCGM_FI_DEV_FB_USED';
 SELECT count(*) FROM pp_estimates('layer_type');
--- error: pp_estimates: pp_metric_bounds' upper of metric DCGM_FI_PROF_SM_ACTIVE is a BLOB of 1 byte (a number above -infinity, or NULL: no upper bound)
+-- error: pp_estimates: pp_metric_bounds' upper of metric DCGM_FI_PROF_SM_ACTIVE is a BLOB of 1 byte (a number from -1e150 to 1e150, or NULL: no upper bound)
 UPDATE pp_metric_bounds SET upper = x'00' WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE';
 SELECT count(*) FROM pp_estimates('layer');
--- error: pp_estimates: pp_metric_bounds' lower of metric DCGM_FI_PROF_SM_ACTIVE is Inf (a number below infinity, or NULL: no lower bound)
+-- error: pp_estimates: pp_metric_bounds' lower of metric DCGM_FI_PROF_SM_ACTIVE is Inf (a number from -1e150 to 1e150, or NULL: no lower bound)
 UPDATE pp_metric_bounds SET lower = 1e999 WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE';
+SELECT count(*) FROM pp_estimates('layer');
+-- A bound meant as none (1e200) made every interval narrow beside the range, so every estimate
+-- identified; past 1e150 the fit's squares overflow besides.
+-- error: pp_estimates: pp_metric_bounds' upper of metric DCGM_FI_PROF_SM_ACTIVE is 1e+200 (a number from -1e150 to 1e150, or NULL: no upper bound)
+UPDATE pp_metric_bounds SET upper = 1e200 WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE';
 SELECT count(*) FROM pp_estimates('layer');
 -- error: pp_estimates: pp_metric_bounds' upper of metric DCGM_FI_PROF_SM_ACTIVE is 0.5 (at least its lower bound, 0.9, or NULL: no upper bound)
 UPDATE pp_metric_bounds SET lower = 0.9, upper = 0.5 WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE';
