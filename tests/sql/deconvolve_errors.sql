@@ -21,6 +21,10 @@ SELECT pp_deconvolve(1, 'A', 0.5, 9e999);
 SELECT pp_deconvolve(NULL, layer, weight, value) FROM t;
 -- error: pp_deconvolve: argument 'layer_key' is NULL
 SELECT pp_deconvolve(sample, NULL, weight, value) FROM t;
+-- Values so small beside the bounds that no power of two brings them up without the bounds
+-- leaving the doubles' range: the squares vanished, and the interval with them (identified).
+-- error: pp_deconvolve: argument 'value' is at most 1e-200 in magnitude, too small beside the bounds (-1e+150, 1e+150) for the fit, whose squares of it vanish: scale the values and bounds together, or leave out a bound that is not needed
+SELECT pp_deconvolve(1, 'A', 0.5, 1e-200, -1e150, 1e150);
 -- A BLOB's bytes read as text named another layer than the one stored as text.
 -- error: pp_deconvolve: argument 'layer_key' is a BLOB; it needs text
 SELECT pp_deconvolve(1, x'61', 1, 1);
