@@ -94,7 +94,7 @@ struct EstimatesCursor : RowsCursor {
     const auto args = filter_arguments(idx_num, argc, argv, kEstimateArguments.size());
     keep_arguments(args);
     refuse_other_database(connection->db(), args[1]);
-    const std::string grouping = required_nonblank_text(args[0], "grouping");
+    const std::string grouping = required_text(args[0], "grouping");
     if (grouping != "layer" && grouping != "layer_type")
       throw argument_error("grouping", "must be 'layer' or 'layer_type', got '" + grouping + "'");
     const bool by_type = grouping == "layer_type";

@@ -101,6 +101,11 @@ EstimatorStateRow row_of(const Statement& read, const std::string& uuid) {
   if (!read.column_null(8)) row.failed = read.column_text(8);
   if (!read.column_null(9)) row.state = read.column_blob(9);  // (decode_row says what is wrong with it)
   row.off_grid_windows = count(10);
+  // A row without sums counts no windows but where the system could not be kept (failed says
+  // why): else the windows it counts would be left out of the estimates unsaid.
+  if (!row.state && !row.failed && row.windows > 0)
+    throw refused(9, ("the sums of the " + std::to_string(row.windows) + " windows it counts (a state), or NULL "
+                      "only with no windows or a reason in failed").c_str());
   return row;
 }
 

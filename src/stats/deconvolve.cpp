@@ -259,9 +259,10 @@ DeconvolveResult DeconvolveSolver::run(const DeconvolveData& data, const std::fu
     for (const double b : {data.lower_, data.upper_})
       if (std::isfinite(b) && b != 0) shift = std::min(shift, 500 - std::ilogb(b));
     shift = std::max(shift, 0);
-    // Bounds so far out that the values cannot be brought up beside them: the squares would
-    // vanish still, and with them every interval's width (an estimate identified, and wrong).
-    if (std::ldexp(largest, shift) < 0x1p-256)
+    // Bounds so far out that the values cannot be brought up beside them: below 2^-500 their
+    // squares near the doubles' least (2^-1022), those of the residuals under it: they vanish,
+    // and with them every interval's width (an estimate identified, and wrong).
+    if (std::ldexp(largest, shift) < 0x1p-500)
       throw Error("argument 'value' is at most " + number_text(largest) + " in magnitude, too small beside the " +
                   "bounds (" + number_text(data.lower_) + ", " + number_text(data.upper_) +
                   ") for the fit, whose squares of it vanish: scale the values and bounds together, or leave out " +

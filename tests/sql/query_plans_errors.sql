@@ -78,9 +78,6 @@ SELECT * FROM prom_label_values(NULL);
 SELECT * FROM prom_samples(NULL, 1, 2);
 -- error: pp_estimates: argument 'grouping' must be 'layer' or 'layer_type', got '1'
 SELECT * FROM pp_estimates(1);
--- (A BLOB of the bytes of 'layer' ran as 'layer'.)
--- error: pp_estimates: argument 'grouping' is a BLOB; it needs text
-SELECT * FROM pp_estimates(x'6c61796572');
 -- One argument too many is taken by the hidden column 'database' (the views pass their
 -- database's id there): said as what it is, not as a call from an ATTACHed database's view.
 -- error: pp_overlaps: argument 'database' ('3') is not a database's id (pp_meta's database_id, which the views pass); a direct call takes no such argument (too many arguments?)

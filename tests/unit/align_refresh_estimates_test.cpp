@@ -179,6 +179,11 @@ TEST_F(AlignRefresh, AStateRowsNotesEditedByHandNameTheRow) {
   EXPECT_EQ(error_of("failed = x'41'", estimates),
             "pp_estimates: pp_estimator_state's failed " + row +
                 "a BLOB of 1 byte (why the system could not be kept: text, or NULL)" + advice);
+  EXPECT_EQ(error_of("state = NULL", estimates),
+            "pp_estimates: pp_estimator_state's state " + row + "NULL (the sums of the " +
+                db_.scalar("SELECT windows FROM pp_estimator_state WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE' AND "
+                           "grouping = 'layer_type' AND shift = 0").text +
+                " windows it counts (a state), or NULL only with no windows or a reason in failed)" + advice);
   // The export and the refresh that adds windows to the row read it the same way.
   EXPECT_EQ(error_of("windows = 'zzz'", "SELECT count(*) FROM pp_estimator_states"),
             "pp_estimator_states: pp_estimator_state's windows " + row + "'zzz' (a count of windows, 0 to 2^53)" +
