@@ -398,3 +398,37 @@ def test_an_unusable_prometheus_url_in_the_environment_names_the_option_to_give(
     precisionprobe("analyze", work / "a" / "events", "--db", tmp_path / "env.db", "--prometheus", url, "--no-layers")
 
 
+
+
+def test_a_running_jobs_last_events_are_said_to_wait_for_their_samples(tmp_path):
+    """analyze during a job's first minute: nothing is attributed yet because a refresh leaves
+    a running job's last attribution_margin_seconds for samples still to come, which the error
+    says first, rather than sending the user to check --prometheus and the UUID labels."""
+    import time
+
+    from conftest import extension_path
+    from precisionprobe.analysis.command_error import CommandError
+    from precisionprobe.analysis.run_database import read_reports
+
+    conn = sqlite3.connect(tmp_path / "results.db")
+    conn.enable_load_extension(True)
+    conn.load_extension(extension_path())
+    conn.execute("SELECT pp_install_views()")
+
+    def insert_event(ended_s_ago):
+        end = time.time() - ended_s_ago
+        conn.execute("INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, "
+                     "t_start, t_end, source_file, line) VALUES ('j', 'GPU-x', 'fc', 'Linear', 1, ?, ?, ?, ?, 'f', 1)",
+                     (int((end - 0.001) * 1e9), int(end * 1e9), end - 0.001, end))
+
+    insert_event(ended_s_ago=86400)
+    with pytest.raises(CommandError) as error:
+        read_reports(conn, None, "'run'")
+    assert "their GPUs have no DCGM samples" in str(error.value)
+    conn.execute("DELETE FROM pp_events")
+    insert_event(ended_s_ago=5)
+    with pytest.raises(CommandError) as error:
+        read_reports(conn, None, "'run'")
+    assert re.fullmatch(r"none of the 1 layer events of 'run' is attributed yet: the newest ended [4-9] s ago, and a "
+                        r"refresh leaves a running job's last 60 s \(attribution_margin_seconds\) for samples still "
+                        r"to come: analyze again once the job has ended, with --final", str(error.value)), error.value

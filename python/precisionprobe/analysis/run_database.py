@@ -4,8 +4,10 @@ copy), checked before SQLite opens it, refreshed from the run's events first unl
 export and serve (cli.py); compare reads databases as analyze left them."""
 import hashlib
 import os
+import sqlite3
 import stat
 import sys
+import time
 from pathlib import Path
 
 from .. import _emulated_copy as emulated_copy
@@ -73,6 +75,17 @@ def read_reports(conn, job, source, complete=True, layers=True, job_option="--jo
                                "any (the first one failed, or none ran): `precisionprobe analyze RUN_DIR` refreshes it "
                                "from the run's event files")
         if stored:  # imported, but nothing attributed yet
+            try:
+                newest, margin = conn.execute("SELECT max(t_end), CAST(pp_config('attribution_margin_seconds') AS "
+                                              "REAL) FROM pp_events").fetchone()
+            except sqlite3.Error:  # (no extension loaded: the plain tables only)
+                newest, margin = None, None
+            ago = time.time() - newest if newest is not None else None
+            if ago is not None and margin is not None and -60 < ago < margin:  # (a running job's last events)
+                raise CommandError(f"none of the {stored} layer events of {source} is attributed yet: the newest "
+                                   f"ended {max(ago, 0):.0f} s ago, and a refresh leaves a running job's last "
+                                   f"{margin:g} s (attribution_margin_seconds) for samples still to come: analyze "
+                                   "again once the job has ended, with --final")
             raise CommandError(f"none of the {stored} layer events of {source} is attributed yet: their GPUs have no "
                                "DCGM samples (see the warnings above: check --prometheus and that dcgm-exporter's "
                                "series carry the events' UUID label), or the job is still running (analyze again "
