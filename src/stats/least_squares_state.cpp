@@ -204,6 +204,24 @@ LeastSquaresState LeastSquaresState::decode(std::string_view blob) {
     if (!std::isfinite(c)) throw Error("estimator state: a sum that is not finite");
   }
   if (!in.done()) throw Error("estimator state: bytes after the end of the state");
+  // What sums of rows always satisfy (to rounding): no unknown in more rows than the state
+  // has, each A_k^T A_k at least 0, (A_k^T y)^2 at most A_k^T A_k y^T y (Cauchy-Schwarz), and
+  // y^T y at most the rows times the largest value squared. A forged sum passed them all and
+  // moved an estimate from 0.89 to 0.01 unsaid.
+  constexpr double kRounding = 1e-6;  // (far above the rounding of sums over a billion rows)
+  if (state.value_squares_ > static_cast<double>(state.rows_) * state.max_abs_value_ * state.max_abs_value_ *
+                                 (1 + kRounding))
+    throw Error("estimator state: its values' squares sum to more than its rows of its largest value give");
+  for (size_t k = 0; k < state.unknowns_.size(); ++k) {
+    const std::string& name = state.unknowns_[k].name;
+    if (state.unknowns_[k].rows > state.rows_)
+      throw Error("estimator state: unknown '" + name + "' is in " + std::to_string(state.unknowns_[k].rows) +
+                  " rows of a state of " + std::to_string(state.rows_));
+    const double squares = state.cross(k, k), with_values = state.cross_value_[k];
+    if (squares < 0 || with_values * with_values > squares * state.value_squares_ * (1 + kRounding))
+      throw Error("estimator state: unknown '" + name + "' has sums no rows give (a negative sum of squares, or "
+                  "one beyond what the values' squares allow)");
+  }
   return state;
 }
 

@@ -54,6 +54,18 @@ TEST(DeconvolveState, DecodeRefusesCountsAndSumsThatNoRowsGive) {
             "estimator state: unknown 'a' has a row count of 9223372036854775807 (0 to 2^53)");
   EXPECT_EQ(decode_message(with(62, std::nan(""))), "estimator state: a sum that is not finite");
   EXPECT_EQ(decode_message(with(28, -1.0)), "estimator state: the values' sums are not finite and non-negative");
+  // Sums that each look like numbers but that no rows give together: an unknown in more rows
+  // than its state, a negative A_k^T A_k, an A_k^T y beyond what y^T y allows, a y^T y beyond
+  // the rows times the largest value squared. Each moved the estimates unsaid.
+  EXPECT_EQ(decode_message(with(46, int64_t{2})), "estimator state: unknown 'a' is in 2 rows of a state of 1");
+  const std::string no_rows_give =
+      "estimator state: unknown 'a' has sums no rows give (a negative sum of squares, or one beyond what the values' "
+      "squares allow)";
+  EXPECT_EQ(decode_message(with(62, -0.25)), no_rows_give);
+  EXPECT_EQ(decode_message(with(28, 0.0)), no_rows_give);
+  EXPECT_EQ(decode_message(with(54, 0.6)), no_rows_give);  // 0.6^2 > 0.25 x 1
+  EXPECT_EQ(decode_message(with(20, 0.5)),
+            "estimator state: its values' squares sum to more than its rows of its largest value give");
   // As many unknowns as the count says would take more bytes than the blob has: no room is made.
   EXPECT_EQ(decode_message(with(8, uint32_t{0xFFFFFFFF})), "estimator state: the blob ends early (truncated or not a state)");
 
