@@ -17,6 +17,7 @@
 #include "core/sql_relay.hpp"
 #include "core/statement.hpp"
 #include "core/stored_numbers.hpp"
+#include "core/text.hpp"
 #include "stats/least_squares_state.hpp"
 
 namespace pp {
@@ -49,12 +50,27 @@ UnknownInfo unknown_info(bool joint, const LeastSquaresState::Unknown& u) {
   return info;
 }
 
+// Whether a state's unknown is named as a refresh names one: "(rest)", or "[job<US>]layer|0"
+// or "|1" (the shared untracked time among them), in UTF-8. A damaged or forged file's other
+// names were estimated as layers no job ran (a '|7' direction, text SQLite cannot show).
+void check_unknown_name(const LeastSquaresState::Unknown& u) {
+  const std::string& name = u.name;
+  const bool named = name == DeconvolveData::kRest ||
+                     (name.size() > 2 && name[name.size() - 2] == '|' && (name.back() == '0' || name.back() == '1') &&
+                      name.find(kJobSeparator) != name.size() - 3);
+  if (!named || valid_utf8(name) != name || valid_utf8(u.label) != u.label)
+    throw Error("estimator state: unknown '" + valid_utf8(name, 80) + "' is named as no refresh names one (LAYER|0 or "
+                "LAYER|1, in UTF-8)");
+}
+
 // A stored state, or an error that says which row of pp_estimator_state holds a blob that is
 // not one (a user can delete that row; the estimates then lack its windows).
 LeastSquaresState decode_row(std::string_view blob, const std::string& uuid, const std::string& system,
                              const std::string& metric, const std::string& grouping, int shift) {
   try {
-    return LeastSquaresState::decode(blob);
+    LeastSquaresState state = LeastSquaresState::decode(blob);
+    for (const LeastSquaresState::Unknown& u : state.unknowns()) check_unknown_name(u);
+    return state;
   } catch (const Error& e) {
     throw Error(std::string(e.what()) + ", in pp_estimator_state row (uuid '" + uuid + "', system '" + system +
                 "', metric '" + metric + "', grouping '" + grouping + "', shift " + std::to_string(shift) + ")");

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "stats/least_squares_state.hpp"
 #include "unit/align_refresh_fixture.hpp"
 #include "unit/test_db.hpp"
 
@@ -145,6 +146,23 @@ TEST_F(AlignRefresh, ADamagedStateNamesItsRow) {
   EXPECT_EQ(db_.error("SELECT count(*) FROM layer_type_estimates"),
             std::string("pp_estimates: estimator state: the blob ends early (truncated or not a state), in "
                         "pp_estimator_state row (uuid '") +
+                kUuid + "', system 'job', metric 'DCGM_FI_PROF_SM_ACTIVE', grouping 'layer_type', shift 0)");
+  // A whole state whose unknown no refresh names (a forged file merged in: a direction 7) was
+  // estimated as one more layer of the job.
+  pp::LeastSquaresState forged;
+  forged.unknown("fc|7", "Linear");
+  forged.add_row({{0, 0.5}}, 0.4);
+  std::string hex;
+  for (unsigned char c : forged.encode()) {
+    static const char* digits = "0123456789abcdef";
+    hex += digits[c >> 4];
+    hex += digits[c & 15];
+  }
+  db_.exec("UPDATE pp_estimator_state SET state = x'" + hex + "' WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE' "
+           "AND grouping = 'layer_type' AND shift = 0");
+  EXPECT_EQ(db_.error("SELECT count(*) FROM layer_type_estimates"),
+            std::string("pp_estimates: estimator state: unknown 'fc|7' is named as no refresh names one (LAYER|0 or "
+                        "LAYER|1, in UTF-8), in pp_estimator_state row (uuid '") +
                 kUuid + "', system 'job', metric 'DCGM_FI_PROF_SM_ACTIVE', grouping 'layer_type', shift 0)");
 }
 
