@@ -105,7 +105,8 @@ void warn_about_unattributed(RefreshRun& run) {
     run.warn(std::to_string(devices - named_devices) + " more MIG devices have no row in pp_mig_devices");
   if (run.late_events > 0)
     run.warn(std::to_string(run.late_events) +
-             " events arrived after their sample windows were folded and are not attributed: a refresh folds a "
+             " events arrived after their sample windows were folded and are not attributed (folded without "
+             "windows: their calls count, in no metric's mean): a refresh folds a "
              "GPU's windows up to " + run.connection.settings().get("attribution_margin_seconds") +
              " s (attribution_margin_seconds) past the last event it has of that GPU once that event is older "
              "than that, or all of them with final = 1, so events of that time read later come too late (a "

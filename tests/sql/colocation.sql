@@ -224,3 +224,42 @@ SELECT count(*) = 2 AND min(confidence) = 'not identified: 3 windows in which th
                                           || ' were left out'
   FROM layer_type_estimates WHERE job_id IN ('allM', 'allN') AND layer_type <> '(untracked)'
    AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+
+-- Two jobs taking turns on GPU g, the second's events refreshed only after the first's windows
+-- were folded (its files on another host, read later): its events are late, their overlaps
+-- lost; the refresh that reads them folds them without windows, so that the two are seen
+-- sharing the GPU and solved together, where the second job was estimated alone from windows
+-- holding both (its memory "identified" at both jobs' sum) and no pair was named.
+-- firstA's mlp runs [k, k + 0.5] and lateB's emb [k + 0.5, k + 1] for k = 0..9 from T2 =
+-- 1700000400; GPU_UTIL 50 in each window (80 and 20 by halves).
+WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM k WHERE n < 9)
+INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end,
+                      source_file, line)
+SELECT 'firstA', 'GPU-g0000000-0000-4000-8000-000000000000', 'mlp', 'Linear', 1,
+       (1700000400 + n) * 1000000000, (1700000400 + n) * 1000000000 + 500000000,
+       1700000400 + n, 1700000400 + n + 0.5, 'firstA', n + 1
+  FROM k;
+WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 12)
+INSERT INTO pp_samples(uuid, metric, ts_ms, value)
+SELECT 'GPU-g0000000-0000-4000-8000-000000000000', 'DCGM_FI_DEV_GPU_UTIL', (1700000400 + n) * 1000,
+       CASE WHEN n <= 10 THEN 50 ELSE 0 END FROM i;
+SELECT windows_folded > 0 FROM pp_refresh(NULL, 1);
+WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM k WHERE n < 9)
+INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end,
+                      source_file, line)
+SELECT 'lateB', 'GPU-g0000000-0000-4000-8000-000000000000', 'emb', 'EmbeddingBag', 1,
+       (1700000400 + n) * 1000000000 + 500000000, (1700000401 + n) * 1000000000,
+       1700000400 + n + 0.5, 1700000401 + n, 'lateB', n + 1
+  FROM k;
+SELECT windows_folded = 0 FROM pp_refresh(NULL, 1);
+SELECT pp_last_warnings() LIKE '%10 events arrived after their sample windows were folded and are not attributed%'
+   AND pp_last_warnings() LIKE '%GPU GPU-g0000000-0000-4000-8000-000000000000 was shared by jobs firstA and lateB%';
+SELECT count(*) = 1 FROM colocated_spans WHERE uuid = 'GPU-g0000000-0000-4000-8000-000000000000';
+SELECT count(*) = 0 FROM pp_events WHERE job_id = 'lateB' AND folded = 0;
+-- lateB's calls count; its overlaps are lost (no value); the estimates solve the two together.
+SELECT data_num = 0 AND gpu_util IS NULL FROM layer_metrics WHERE job_id = 'lateB' AND layer = 'emb';
+SELECT count(*) = 1 AND max(shared_with) = 'firstA' AND sum(identified) = 0
+  FROM pp_estimates('layer') WHERE job_id = 'lateB' AND layer = 'emb' AND metric = 'DCGM_FI_DEV_GPU_UTIL';
+-- The next refresh says nothing more of them.
+SELECT events_added = 0 FROM pp_refresh(NULL, 1);
+SELECT coalesce(pp_last_warnings(), '') NOT LIKE '%arrived after%' AND coalesce(pp_last_warnings(), '') NOT LIKE '%shared%';

@@ -362,7 +362,19 @@ SELECT s.uuid, coalesce(f.folded_through_ms, 0),
 INSERT INTO main.pp_refresh_fold_window(uuid, after_ms, through_ms)
 SELECT 'cpu', 0, 4102444800000
  WHERE EXISTS (SELECT 1 FROM main.pp_events_blocks AS b WHERE b.gpu_uuid = 'cpu' AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns));
-DELETE FROM main.pp_refresh_fold_window WHERE through_ms <= after_ms;
+-- A GPU with nothing new to fold keeps an empty window (its fold point, twice) where events
+-- arrived after their windows were folded (late_events: another job's files refreshed after
+-- the first job's, a hook client that flushed late): they are folded without windows, their
+-- calls counted and their spans in pp_gpu_spans, so that a job that shared the GPU is seen as
+-- sharing it (colocated_spans, the estimator's joint system) instead of waiting unfolded for
+-- good, estimated alone from windows that hold both jobs.
+DELETE FROM main.pp_refresh_fold_window
+ WHERE through_ms <= after_ms
+   AND NOT EXISTS (SELECT 1 FROM main.pp_events_blocks AS b
+                    WHERE b.gpu_uuid = pp_refresh_fold_window.uuid
+                      AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns)
+                      AND b.first_start_ns < pp_refresh_fold_window.after_ms * 1000000);
+UPDATE main.pp_refresh_fold_window SET through_ms = after_ms WHERE through_ms < after_ms;
 
 -- name: fold_windows_list
 SELECT uuid, after_ms, through_ms FROM main.pp_refresh_fold_window;
