@@ -160,3 +160,17 @@ def test_ranks_of_one_job_running_at_once_are_estimated_from_their_turns(concurr
     activity = [r for r in rows if r[3] != FB_USED and r[1] == "layer_type_estimates"]
     assert not wrong_rows(activity), wrong_rows(activity)[:5]
     assert sum(r[7] for r in activity) >= 5
+
+
+def test_the_report_of_a_job_on_a_shared_gpu_counts_as_untracked_only_the_time_no_job_ran(time_sliced):
+    """analyze's report took the job's span less its own calls as its untracked time, so the other
+    job's calls read as this one's functional operations and optimizer (57% where 4% of the
+    time had no layer of either job running); it takes the engine's measure on a shared GPU."""
+    from precisionprobe.analysis.report import read_report
+
+    rec, conn, _, _, _ = time_sliced
+    idle = 1 - colocation.busy_share(rec)  # no job's layer ran
+    for job in rec.jobs:
+        report = read_report(conn, job.job_id)
+        assert report.shared_with is not None
+        assert report.untracked_share == pytest.approx(idle, abs=0.02), (job.job_id, report.untracked_share, idle)

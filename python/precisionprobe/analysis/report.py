@@ -108,7 +108,7 @@ def _scales(conn):
             for r in _query(conn, "SELECT metric, lower, upper FROM pp_metric_bounds")}
 
 
-def _rows(metric_rows, estimate_rows, name_column, scales, job_seconds):
+def _rows(metric_rows, estimate_rows, name_column, scales, job_seconds, shared):
     estimates = {(e["name"], e["direction"], e["metric"]): e for e in estimate_rows}
     rows = []
     tracked = 0.0
@@ -121,7 +121,11 @@ def _rows(metric_rows, estimate_rows, name_column, scales, job_seconds):
                         seconds / job_seconds if job_seconds else 0.0))
     untracked = [m for m in metric_rows if m["direction"] == "untracked"]
     for m in untracked:
-        seconds = max(0.0, job_seconds - tracked)
+        # On a GPU it shared, the span less the job's own calls would count the other job's
+        # calls as this one's untracked time: the engine's measure, the time of its windows in
+        # which no job's layer ran, is taken there (where the windows cover the span, the same).
+        measured = m["call_seconds"] if shared else None
+        seconds = measured if measured is not None else max(0.0, job_seconds - tracked)
         rows.append(Row(UNTRACKED, UNTRACKED, "untracked", None, None, seconds,
                         seconds / job_seconds if job_seconds else 0.0))
     for row, m in zip(rows, [m for m in metric_rows if m["direction"] != "untracked"] + untracked):
@@ -179,9 +183,11 @@ def read_report(conn, job_id, layers=True):
         (job_id,)).fetchone()[0]
     estimates = "SELECT * FROM report_estimates WHERE job_id = ? AND grouping = ?"
     type_rows = _rows(_query(conn, "SELECT * FROM report_layer_types WHERE job_id = ?", (job_id,)),
-                      _query(conn, estimates, (job_id, "layer_type")), "layer_type", scales, seconds)
+                      _query(conn, estimates, (job_id, "layer_type")), "layer_type", scales, seconds,
+                      job["shared_with"] is not None)
     layer_rows = _rows(_query(conn, "SELECT * FROM report_layers WHERE job_id = ?", (job_id,)),
-                       _query(conn, estimates, (job_id, "layer")), "layer", scales, seconds) if layers else []
+                       _query(conn, estimates, (job_id, "layer")), "layer", scales, seconds,
+                       job["shared_with"] is not None) if layers else []
     untracked = next((r.share for r in type_rows if r.direction == "untracked"), 0.0)
     estimate_minutes = _estimate_minutes(conn, job_id, window, gpus, seconds / max(gpus, 1) / 60)
     return JobReport(
