@@ -432,3 +432,25 @@ def test_a_running_jobs_last_events_are_said_to_wait_for_their_samples(tmp_path)
     assert re.fullmatch(r"none of the 1 layer events of 'run' is attributed yet: the newest ended [4-9] s ago, and a "
                         r"refresh leaves a running job's last 60 s \(attribution_margin_seconds\) for samples still "
                         r"to come: analyze again once the job has ended, with --final", str(error.value)), error.value
+
+
+def test_the_results_database_analyze_makes_is_in_wal_mode(report_a, runs, tmp_path):
+    """A scheduler reads the results while refreshes write them: in SQLite's default rollback
+    journal a reader's open transaction failed a refresh ('database is locked'), and a writer
+    killed mid-refresh left a journal that read-only readers could not open. analyze makes the
+    file in WAL mode; a file that exists keeps its own mode."""
+    from conftest import extension_path
+
+    work, _, url = runs
+    with sqlite3.connect(work / "a.db") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    existing = tmp_path / "mine.db"
+    conn = sqlite3.connect(existing)
+    conn.enable_load_extension(True)
+    conn.load_extension(extension_path())
+    conn.execute("SELECT pp_install_views()")
+    conn.close()
+    precisionprobe("analyze", work / "a" / "events", "--db", existing, "--prometheus", url, "--final")
+    with sqlite3.connect(existing) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+        assert conn.execute("SELECT count(*) FROM report_jobs").fetchone()[0] == 1

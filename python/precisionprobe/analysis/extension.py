@@ -54,7 +54,13 @@ def connect(database, read_only=False):
             conn = sqlite3.connect(f"{Path(database).resolve().as_uri()}?mode=ro", uri=True, factory=ResultsConnection)
             conn.read_only = True
         else:
+            new = not os.path.exists(database) or os.path.getsize(database) == 0
             conn = sqlite3.connect(database, factory=ResultsConnection)
+            if new:
+                # WAL, so that a scheduler's readers and the refreshes never wait for one another
+                # (in the default rollback journal a reader's open transaction fails a refresh,
+                # and a writer killed mid-refresh leaves a journal read-only readers cannot open).
+                conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA schema_version")  # (sqlite3 opens the file lazily; this reads it)
     except sqlite3.Error as e:
         raise ExtensionError(f"cannot open the results database {database}: {e}" + _why_not_opened(database)) from None
