@@ -182,12 +182,27 @@ void insert_job(Statement& insert, const JobHeader& h, const std::string& file, 
   insert.run();
 }
 
-void insert_mig_device(Statement& insert, const MigDevice& d) {
+// The hook client's record of a MIG device. A row already there (a user's, or an earlier
+// record) is kept; one that names another GPU or GPU instance is said, with both: the device's
+// samples come from the row's instance, which may be another job's.
+void insert_mig_device(sqlite3* db, Statement& insert, const MigDevice& d, const std::string& file,
+                       const std::function<void(const std::string&)>& warn) {
   insert.bind(":mig_uuid", d.mig_uuid);
   insert.bind(":gpu_uuid", d.gpu_uuid);
   insert.bind(":gpu_instance_id", d.gpu_instance_id);
   insert.bind(":profile", d.profile);
   insert.run();
+  if (sqlite3_changes(db) > 0) return;
+  Statement kept(db, "SELECT gpu_uuid, gpu_instance_id FROM main.pp_mig_devices WHERE mig_uuid = :mig_uuid");
+  kept.bind(":mig_uuid", d.mig_uuid);
+  if (!kept.step()) return;
+  const std::string gpu = kept.column_text(0), instance = kept.column_text(1);
+  if (gpu == d.gpu_uuid && instance == std::to_string(d.gpu_instance_id)) return;
+  warn("pp_mig_devices says MIG device " + d.mig_uuid + " is GPU instance " + instance + " of " + gpu + ", and " +
+       file + " records instance " + std::to_string(d.gpu_instance_id) + " of " + d.gpu_uuid +
+       " (NVML, as its process saw it): the row is kept, so its samples are that instance's; delete the row if "
+       "it is wrong (DELETE FROM pp_mig_devices WHERE mig_uuid = '" + d.mig_uuid +
+       "') and refresh the events into a new database");
 }
 
 // What a file read before holds at each line pp_events still has, to tell a file read again
@@ -345,7 +360,7 @@ long long import_event_files(sqlite3* db, const std::string& path, bool final,
           scan.skip(problem, complete);
           break;
         }
-        insert_mig_device(insert_mig, mig_device);
+        insert_mig_device(db, insert_mig, mig_device, scan.source_file(), warn);
         break;
       case LineKind::Malformed:
         // Without its '\n' the last line may still be being written: the next import reads it

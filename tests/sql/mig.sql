@@ -73,3 +73,21 @@ INSERT INTO pp_mig_devices(mig_uuid, gpu_uuid, gpu_instance_id, profile)
 VALUES ('MIG-c3000000-0000-4000-8000-000000000000', 'GPU-153bdcb7-df30-40e2-3f2c-379902ba72fa', 3, '1g.10gb');
 SELECT pp_last_warnings() NOT LIKE '%MIG device%' AND pp_last_warnings() LIKE '%1 GPU(s) of the events have no DCGM samples%'
   FROM pp_refresh('${SOURCE_DIR}/tests/data/mig/*.jsonl', 1);
+
+-- A row of pp_mig_devices that names another GPU instance than the hook client's record of the
+-- device: kept (a row a user inserted wins), and said with both, where the record was dropped
+-- unsaid and the device's events took the other instance's samples.
+DELETE FROM pp_events; DELETE FROM pp_event_files; DELETE FROM pp_event_file_state; DELETE FROM pp_mig_devices;
+INSERT INTO pp_mig_devices(mig_uuid, gpu_uuid, gpu_instance_id)
+VALUES ('MIG-a1000000-0000-4000-8000-000000000000', 'GPU-153bdcb7-df30-40e2-3f2c-379902ba72fa', 2);
+SELECT pp_last_warnings() LIKE '%pp_refresh: pp_mig_devices says MIG device MIG-a1000000-0000-4000-8000-000000000000 is'
+       || ' GPU instance 2 of GPU-153bdcb7-df30-40e2-3f2c-379902ba72fa, and %instance1.jsonl records instance 1 of'
+       || ' GPU-153bdcb7-df30-40e2-3f2c-379902ba72fa (NVML, as its process saw it): the row is kept, so its samples'
+       || ' are that instance''s; delete the row if it is wrong%'
+  FROM pp_refresh('${SOURCE_DIR}/tests/data/mig/instance1.jsonl', 1);
+SELECT gpu_instance_id = 2 FROM pp_mig_devices WHERE mig_uuid = 'MIG-a1000000-0000-4000-8000-000000000000';
+-- The same record again (instance2.jsonl's device, as the row says) is nothing to say.
+INSERT INTO pp_mig_devices(mig_uuid, gpu_uuid, gpu_instance_id)
+VALUES ('MIG-b2000000-0000-4000-8000-000000000000', 'GPU-153bdcb7-df30-40e2-3f2c-379902ba72fa', 2);
+SELECT coalesce(pp_last_warnings(), '') NOT LIKE '%pp_mig_devices says%'
+  FROM pp_refresh('${SOURCE_DIR}/tests/data/mig/instance2.jsonl', 1);
