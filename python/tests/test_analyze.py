@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -442,7 +443,7 @@ def test_the_results_database_analyze_makes_is_in_wal_mode(report_a, runs, tmp_p
     from conftest import extension_path
 
     work, _, url = runs
-    with sqlite3.connect(work / "a.db") as conn:
+    with closing(sqlite3.connect(work / "a.db")) as conn:  # (closed: other tests copy the file alone)
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     existing = tmp_path / "mine.db"
     conn = sqlite3.connect(existing)
@@ -451,6 +452,6 @@ def test_the_results_database_analyze_makes_is_in_wal_mode(report_a, runs, tmp_p
     conn.execute("SELECT pp_install_views()")
     conn.close()
     precisionprobe("analyze", work / "a" / "events", "--db", existing, "--prometheus", url, "--final")
-    with sqlite3.connect(existing) as conn:
+    with closing(sqlite3.connect(existing)) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
         assert conn.execute("SELECT count(*) FROM report_jobs").fetchone()[0] == 1

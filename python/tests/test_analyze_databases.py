@@ -9,6 +9,7 @@ import os
 import shutil
 import sqlite3
 import stat
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -154,7 +155,7 @@ def test_reading_commands_leave_the_database_as_it_is(runs, report_a, tmp_path):
     work, _, _ = runs
     database = tmp_path / "archived.db"
     shutil.copy(work / "a.db", database)
-    with sqlite3.connect(database) as conn:
+    with closing(sqlite3.connect(database)) as conn, conn:  # (closed: WAL checkpointed)
         conn.execute("DELETE FROM report_estimates")
     before = database.read_bytes()
     rows = json.loads(precisionprobe("compare", database, database, "--format", "json").stdout)["rows"]
@@ -175,7 +176,7 @@ def test_a_database_of_an_earlier_version_is_read_through_an_upgraded_copy(runs,
     work, _, _ = runs
     database = tmp_path / "earlier.db"
     shutil.copy(work / "a.db", database)
-    with sqlite3.connect(database) as conn:
+    with closing(sqlite3.connect(database)) as conn, conn:  # (closed: WAL checkpointed)
         (view,) = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'job_overview'").fetchone()
         conn.execute("DROP VIEW job_overview")
         conn.execute(view.replace(" AS SELECT ", " AS SELECT 'earlier' AS version, ", 1))
@@ -199,7 +200,7 @@ def test_a_database_with_tables_this_version_does_not_know_is_not_read(runs, rep
                          ("indexed.db", 'CREATE INDEX "by\njob" ON report_jobs(job_id)')]:
         database = tmp_path / name
         shutil.copy(work / "a.db", database)
-        with sqlite3.connect(database) as conn:
+        with closing(sqlite3.connect(database)) as conn, conn:  # (closed: WAL checkpointed)
             conn.executescript(change)
         before = database.read_bytes()
         for command in (["compare", database, work / "a.db"],
