@@ -206,8 +206,8 @@ LeastSquaresState LeastSquaresState::decode(std::string_view blob) {
   if (!in.done()) throw Error("estimator state: bytes after the end of the state");
   // What sums of rows always satisfy (to rounding): no unknown in more rows than the state
   // has, each A_k^T A_k at least 0, (A_k^T y)^2 at most A_k^T A_k y^T y (Cauchy-Schwarz), and
-  // y^T y at most the rows times the largest value squared. A forged sum passed them all and
-  // moved an estimate from 0.89 to 0.01 unsaid.
+  // y^T y at most the rows times the largest value squared (a forged sum that passed the checks
+  // above moved an estimate from 0.89 to 0.01 unsaid).
   constexpr double kRounding = 1e-6;  // (far above the rounding of sums over a billion rows)
   if (state.value_squares_ > static_cast<double>(state.rows_) * state.max_abs_value_ * state.max_abs_value_ *
                                  (1 + kRounding))
