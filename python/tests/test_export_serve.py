@@ -348,3 +348,21 @@ def test_serve_with_retention_keeps_the_last_minutes(tmp_path):
     assert huge.returncode == 1 and huge.stderr == (
         "python3 -m precisionprobe serve: --retention-minutes: pp_config: setting 'event_retention_minutes' needs "
         "an integer from 0 to 52560000, got '99999999999999999999'\n"), huge.stderr
+
+
+def test_a_refresh_loop_over_a_running_job_leaves_out_that_its_newest_events_wait(monkeypatch):
+    """serve --refresh-seconds over a running job printed, at every refresh, that its newest
+    events are not folded yet (what every refresh of a running job says): some 17,000 lines a day
+    at 5 s. A loop's refreshes (running=True) leave that warning out, and print the others."""
+    import io
+
+    from precisionprobe.analysis import refresh as refresh_module
+
+    waiting = ("pp_refresh: 120 events (the last 7 s) are not folded yet: while a job may still write events, the "
+               "fold waits 60 s (attribution_margin_seconds)")
+    other = "pp_refresh: GPU GPU-1 has no samples of DCGM_FI_PROF_SM_ACTIVE in the time folded"
+    monkeypatch.setattr(refresh_module, "_refresh_once", lambda *_: ({"events_waiting": 120}, [waiting, other]))
+    for running, printed in ((False, [waiting, other]), (True, [other])):
+        stream = io.StringIO()
+        refresh_module.refresh(None, "events", stream=stream, running=running)
+        assert stream.getvalue().splitlines() == [f"precisionprobe: warning: {w}" for w in printed]

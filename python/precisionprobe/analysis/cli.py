@@ -261,7 +261,8 @@ def _refresher(run_dir, database, args):
     def again():
         conn = connect(database)
         try:
-            refresh(conn, run_dir, args.prometheus, args.final, retention_minutes=args.retention_minutes)
+            refresh(conn, run_dir, args.prometheus, args.final, retention_minutes=args.retention_minutes,
+                    running=True)
         finally:
             conn.close()
     return again

@@ -22,6 +22,7 @@ WAIT_EVERY_S = 1.0
 # The warning pp_refresh gives for those events (src/attribution/refresh_warnings.cpp): held back
 # while the wait may still fold them, printed as it is once the wait ends without their samples.
 PAST_LAST_SAMPLE = " lie past the last DCGM sample of their GPU"
+NOT_FOLDED_YET = " are not folded yet: while a job may still write events"
 # Where the extension takes prometheus_url from when pp_config has not set it.
 PROMETHEUS_URL_VARIABLE = "PRECISIONPROBE_PROMETHEUS_URL"
 
@@ -54,10 +55,11 @@ class _Progress:
 
 
 def refresh(conn, events, prometheus_url=None, final=False, stream=sys.stderr, retention_minutes=None,
-            wait_seconds=0.0):
+            wait_seconds=0.0, running=False):
     """Runs pp_refresh(events, final) in conn (committed) and returns its counts as a dict; the
-    warnings it raised are printed to stream. retention_minutes, if given, is the
-    event_retention_minutes setting of the refresh. With final and wait_seconds > 0, while events
+    warnings it raised are printed to stream (running: one of a loop over a running job, which
+    leaves out that its newest events wait, as they do at every such refresh). retention_minutes,
+    if given, is the event_retention_minutes setting of the refresh. With final and wait_seconds > 0, while events
     lie past their GPU's last sample and the last of them ended less than wait_seconds ago (their
     samples may still be on their way: never for a run that ended long ago), refreshes again about
     every second until they fold or that bound is reached; the counts are then the last refresh's."""
@@ -77,7 +79,7 @@ def refresh(conn, events, prometheus_url=None, final=False, stream=sys.stderr, r
             if int(counts["events_waiting"]) == 0 or time.time() >= deadline:
                 break
             _print_warnings([w for w in warnings if PAST_LAST_SAMPLE not in w], said, stream)
-    _print_warnings(warnings, said, stream)
+    _print_warnings([w for w in warnings if not (running and NOT_FOLDED_YET in w)], said, stream)
     return counts
 
 
