@@ -69,19 +69,49 @@ void warn_about_missing_metrics(RefreshRun& run) {
              "come from their other GPUs, or are empty");
 }
 
+namespace {
+
+// A MIG device whose GPU instance is known (pp_mig_devices, or its R470-era UUID) and that has
+// no samples: what was looked for, and how to check it. A gpu_instance_id a user wrote that is no
+// GPU_I_ID ('seven', 2.5, -1) never matches a series: named, with the UPDATE that mends it.
+std::string mig_device_without_samples(const std::string& mig, const std::string& events, const std::string& parent,
+                                       const std::string& instance, bool instance_valid, const std::string& url) {
+  if (!instance_valid)
+    return "MIG device " + mig + " (" + events + ") has gpu_instance_id '" + instance +
+           "' in pp_mig_devices, which is not a GPU_I_ID (a whole number from 0), so no series of its GPU instance "
+           "can match and its events are not attributed; mend the row with UPDATE pp_mig_devices SET "
+           "gpu_instance_id = <GPU_I_ID> WHERE mig_uuid = '" + mig +
+           "' (nvidia-smi mig -lgi lists the GPU instance IDs) and refresh again";
+  return "MIG device " + mig + " (" + events + ") has no DCGM samples at " + url + ": no series there carries UUID (or uuid) " + parent +
+         " with GPU_I_ID " + instance + ", its GPU instance as pp_mig_devices gives it (check that row against nvidia-smi -L and nvidia-smi mig -lgi, "
+         "and that dcgm-exporter runs on that GPU with MIG support, which labels each instance's series with "
+         "GPU_I_ID); its events are not attributed";
+}
+
+}  // namespace
+
 void warn_about_unattributed(RefreshRun& run) {
   constexpr int kNamed = 5;
   std::string named;
   long long gpus = 0;
+  int mig_devices = 0;
+  const std::string url = redact_url(run.connection.settings().get("prometheus_url"));
   Statement never(run.db, named_sql("refresh", "gpus_never_sampled"));
-  while (never.step())
-    if (++gpus <= kNamed)
-      named += std::string(named.empty() ? "" : ", ") + never.column_text(0) + " (" +
-               std::to_string(never.column_int64(1)) + " events of job '" + never.column_text(2) + "'" +
-               (never.column_int64(3) > 1 ? " and " + std::to_string(never.column_int64(3) - 1) + " more jobs" : "") + ")";
+  while (never.step()) {
+    const std::string events = std::to_string(never.column_int64(1)) + " events of job '" + never.column_text(2) + "'" +
+                               (never.column_int64(3) > 1 ? " and " + std::to_string(never.column_int64(3) - 1) + " more jobs" : "");
+    if (!never.column_null(4)) {
+      if (++mig_devices <= kNamed)
+        run.warn(mig_device_without_samples(never.column_text(0), events, never.column_text(4), never.column_text(5),
+                                            never.column_int64(6) != 0, url));
+      continue;
+    }
+    if (++gpus <= kNamed) named += std::string(named.empty() ? "" : ", ") + never.column_text(0) + " (" + events + ")";
+  }
+  if (mig_devices > kNamed)
+    run.warn(std::to_string(mig_devices - kNamed) + " more MIG devices of the events have no DCGM samples at " + url);
   if (gpus > 0)
-    run.warn(std::to_string(gpus) + " GPU(s) of the events have no DCGM samples at " +
-             redact_url(run.connection.settings().get("prometheus_url")) + ": " + named +
+    run.warn(std::to_string(gpus) + " GPU(s) of the events have no DCGM samples at " + url + ": " + named +
              (gpus > kNamed ? " and " + std::to_string(gpus - kNamed) + " more" : "") +
              " (check prometheus_url, and that dcgm-exporter's series carry the events' GPU UUID in a UUID or uuid "
              "label, or their host in Hostname and the GPU's index in gpu); their events are not attributed");

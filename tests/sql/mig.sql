@@ -67,11 +67,27 @@ SELECT pp_last_warnings() LIKE '%pp_refresh: MIG device MIG-c3000000-0000-4000-8
 SELECT pp_last_warnings() NOT LIKE '%have no DCGM samples%';
 SELECT count(*) = 4 FROM pp_events WHERE job_id = 'jobM' AND folded = 0;
 SELECT count(*) = 0 FROM layer_metrics WHERE job_id = 'jobM' AND layer = 'mlp';
--- The user adds it (a CHECK-free table: any row is taken as said); the next refresh looks for
--- GPU instance 3's series, and, as the test Prometheus has none, says the usual thing instead.
+-- The user adds it with an ID that is no GPU_I_ID (a CHECK-free table: any row is taken as
+-- said): no series can match it, and the refresh says so with the UPDATE that mends the row.
 INSERT INTO pp_mig_devices(mig_uuid, gpu_uuid, gpu_instance_id, profile)
-VALUES ('MIG-c3000000-0000-4000-8000-000000000000', 'GPU-153bdcb7-df30-40e2-3f2c-379902ba72fa', 3, '1g.10gb');
-SELECT pp_last_warnings() NOT LIKE '%MIG device%' AND pp_last_warnings() LIKE '%1 GPU(s) of the events have no DCGM samples%'
+VALUES ('MIG-c3000000-0000-4000-8000-000000000000', 'GPU-153bdcb7-df30-40e2-3f2c-379902ba72fa', 'three', '1g.10gb');
+SELECT pp_last_warnings() LIKE '%pp_refresh: MIG device MIG-c3000000-0000-4000-8000-000000000000 (4 events of job ''jobM'')'
+       || ' has gpu_instance_id ''three'' in pp_mig_devices, which is not a GPU_I_ID (a whole number from 0), so no'
+       || ' series of its GPU instance can match and its events are not attributed; mend the row with UPDATE'
+       || ' pp_mig_devices SET gpu_instance_id = <GPU_I_ID> WHERE mig_uuid = ''MIG-c3000000-0000-4000-8000-000000000000'''
+       || ' (nvidia-smi mig -lgi lists the GPU instance IDs) and refresh again%'
+   AND pp_last_warnings() NOT LIKE '%has no row in pp_mig_devices%'
+   AND pp_last_warnings() NOT LIKE '%GPU(s) of the events have no DCGM samples%'
+  FROM pp_refresh('${SOURCE_DIR}/tests/data/mig/*.jsonl', 1);
+-- Mended: the next refresh looks for GPU instance 3's series, and, as the test Prometheus has
+-- none, says what it looked for (the parent's UUID with that GPU_I_ID), not the words for a
+-- whole GPU (UUID label, or Hostname and gpu).
+UPDATE pp_mig_devices SET gpu_instance_id = 3 WHERE mig_uuid = 'MIG-c3000000-0000-4000-8000-000000000000';
+SELECT pp_last_warnings() LIKE '%pp_refresh: MIG device MIG-c3000000-0000-4000-8000-000000000000 (4 events of job ''jobM'')'
+       || ' has no DCGM samples at http://127.0.0.1:%: no series there carries UUID (or uuid)'
+       || ' GPU-153bdcb7-df30-40e2-3f2c-379902ba72fa with GPU_I_ID 3, its GPU instance as pp_mig_devices gives it'
+       || ' (check that row against nvidia-smi -L and nvidia-smi mig -lgi%'
+   AND pp_last_warnings() NOT LIKE '%GPU(s) of the events have no DCGM samples%'
   FROM pp_refresh('${SOURCE_DIR}/tests/data/mig/*.jsonl', 1);
 
 -- A row of pp_mig_devices that names another GPU instance than the hook client's record of the

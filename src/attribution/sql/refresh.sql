@@ -242,9 +242,11 @@ SELECT count(*) FROM main.pp_fold_state AS f CROSS JOIN main.pp_events AS e
 
 -- name: gpus_never_sampled
 -- GPUs of unfolded events with no samples at all, each with its unfolded events (a block's
--- count: an impossible event counts too), the first of their jobs by id and how many jobs. Reads
--- only what can match: the GPUs of the event blocks one index seek each, then the blocks of GPUs
--- without samples.
+-- count: an impossible event counts too), the first of their jobs by id and how many jobs; for
+-- a MIG device whose GPU instance is known, the parent GPU and the GPU_I_ID looked for (as
+-- pp_mig_devices has it, or read off an R470-era MIG UUID) and whether that is a GPU_I_ID at all
+-- (a whole number from 0). Reads only what can match: the GPUs of the event blocks one index seek
+-- each, then the blocks of GPUs without samples.
 WITH RECURSIVE gpus(uuid) AS (
   SELECT min(gpu_uuid) FROM main.pp_events_blocks
   UNION ALL SELECT (SELECT min(gpu_uuid) FROM main.pp_events_blocks WHERE gpu_uuid > g.uuid)
@@ -252,13 +254,16 @@ WITH RECURSIVE gpus(uuid) AS (
 SELECT g.uuid,
        (SELECT sum(events) FROM main.pp_events_blocks AS b WHERE b.gpu_uuid = g.uuid AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns)),
        (SELECT min(job_id) FROM main.pp_events_blocks AS b WHERE b.gpu_uuid = g.uuid AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns)),
-       (SELECT count(DISTINCT job_id) FROM main.pp_events_blocks AS b WHERE b.gpu_uuid = g.uuid AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns))
-  FROM gpus AS g
+       (SELECT count(DISTINCT job_id) FROM main.pp_events_blocks AS b WHERE b.gpu_uuid = g.uuid AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns)),
+       coalesce(m.gpu_uuid, CASE WHEN g.uuid GLOB 'MIG-GPU-*/[0-9]*/[0-9]*' THEN substr(g.uuid, 5, instr(g.uuid, '/') - 5) END),
+       coalesce(m.gpu_instance_id, CASE WHEN g.uuid GLOB 'MIG-GPU-*/[0-9]*/[0-9]*' THEN CAST(substr(g.uuid, instr(g.uuid, '/') + 1) AS INTEGER) END),
+       m.mig_uuid IS NULL OR (typeof(m.gpu_instance_id) = 'integer' AND m.gpu_instance_id >= 0)
+  FROM gpus AS g LEFT JOIN main.pp_mig_devices AS m ON m.mig_uuid = g.uuid
  WHERE g.uuid IS NOT NULL AND g.uuid <> 'cpu'
    AND NOT EXISTS (SELECT 1 FROM main.pp_samples s WHERE s.uuid = g.uuid)
    AND EXISTS (SELECT 1 FROM main.pp_events_blocks AS b WHERE b.gpu_uuid = g.uuid AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns))
    AND NOT (g.uuid GLOB 'MIG-*' AND g.uuid NOT GLOB 'MIG-GPU-*/[0-9]*/[0-9]*'  -- mig_devices_without_mapping
-            AND NOT EXISTS (SELECT 1 FROM main.pp_mig_devices AS m WHERE m.mig_uuid = g.uuid))
+            AND m.mig_uuid IS NULL)
  ORDER BY g.uuid;
 
 -- name: events_before_first_sample
