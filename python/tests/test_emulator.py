@@ -64,8 +64,8 @@ def test_profile_lookup_precedence(profile):
 
 @pytest.mark.parametrize("change, message", [
     (lambda d: d["idle"].pop("DCGM_FI_PROF_SM_ACTIVE"), "missing"),
-    (lambda d: d["idle"].update(DCGM_FI_PROF_SM_ACTIVE=1.5), r"outside \[0, 1.0\]"),
-    (lambda d: d["idle"].update(DCGM_FI_DEV_GPU_UTIL=101), r"outside \[0, 100.0\]"),
+    (lambda d: d["idle"].update(DCGM_FI_PROF_SM_ACTIVE=1.5), r"outside \[0, 1\]"),
+    (lambda d: d["idle"].update(DCGM_FI_DEV_GPU_UTIL=101), r"outside \[0, 100\]"),
     (lambda d: d["layer_types"]["A"].pop("backward"), "missing backward"),
     (lambda d: d["layer_types"]["A"].update(sideways={}), "unknown keys"),
     (lambda d: d["idle"].update(DCGM_FI_DEV_FB_USED="lots"), "not a number"),

@@ -80,6 +80,33 @@ def test_analyze_and_the_emulator_refuse_a_profile_that_is_a_device_or_a_pipe(tm
     assert not (tmp_path / "o").exists()
 
 
+def test_a_profile_of_the_wrong_shape_is_named_by_its_key_before_anything_is_written(tmp_path):
+    """A list where an object of names belongs, a model name that is no string, memory that is
+    infinite or past any GPU's: each was a traceback (or a NaN error, or overflow warnings) after
+    the replay had begun writing its folder; now one line naming the key, and no folder."""
+    write_run(tmp_path / "run", ("fc", T0, T0 + 1000))
+    dlrm = Profile.named("dlrm").data
+    infinite = json.loads(json.dumps(dlrm))
+    infinite["idle"]["DCGM_FI_DEV_FB_USED"] = float("inf")
+    for name, data, message in (
+            ("types", dict(dlrm, layer_types=[1, 2]), '"layer_types": expected an object of names, not list [1, 2]'),
+            ("layers", dict(dlrm, layers=[]), '"layers": expected an object of names, not list []'),
+            ("model", dict(dlrm, model_name=12), '"model_name": expected a string, not int 12'),
+            ("line", dict(dlrm, model_name="V100\nbad"), '"model_name": "V100\\nbad" is not a name of one printable '
+                                                         'line (it is the modelName label of every series)'),
+            ("infinite", infinite, "idle.DCGM_FI_DEV_FB_USED: inf outside [0, 16777216]")):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data))
+        with pytest.raises(ProfileError) as error:
+            Profile.named(str(path))
+        assert str(error.value).endswith(message), str(error.value)
+        result = run_cli("analyze", tmp_path / "run", "--emulate", path, "--emulate-out", tmp_path / name,
+                         check=False, timeout=60)
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+        assert result.stderr.strip().endswith(message), result.stderr
+        assert not (tmp_path / name).exists()
+
+
 def test_a_profile_name_the_package_does_not_ship_is_named_with_those_it_does(tmp_path):
     """A typo (`--profile dlrmm`) said only that the package's dlrmm.json could not be read."""
     assert refused(emulator("offline", "--out", tmp_path / "o", "--profile", "dlrmm"),

@@ -41,7 +41,10 @@ SM_OCCUPANCY = "DCGM_FI_PROF_SM_OCCUPANCY"
 METRICS = (GPU_UTIL, FB_USED, DRAM_ACTIVE, FP32_ACTIVE, SM_ACTIVE, SM_OCCUPANCY)
 INTEGER_METRICS = (GPU_UTIL, FB_USED)  # dcgm-exporter prints these with %d
 PROF_METRICS = (DRAM_ACTIVE, FP32_ACTIVE, SM_ACTIVE, SM_OCCUPANCY)
-UPPER_BOUNDS = {GPU_UTIL: 100.0, DRAM_ACTIVE: 1.0, FP32_ACTIVE: 1.0, SM_ACTIVE: 1.0, SM_OCCUPANCY: 1.0}
+# FB_USED's: 16 TiB in MiB, far above any GPU's memory, and small enough that the emulator's
+# arithmetic on it stays exact.
+UPPER_BOUNDS = {GPU_UTIL: 100.0, FB_USED: float(1 << 24), DRAM_ACTIVE: 1.0, FP32_ACTIVE: 1.0, SM_ACTIVE: 1.0,
+                SM_OCCUPANCY: 1.0}
 DIRECTIONS = ("forward", "backward")
 DEFAULT_MODEL_NAME = "Emulated Tesla V100-SXM2-32GB (precisionprobe emulator)"
 # The profiles shipped with the package (package data, so an installed package has them too).
@@ -85,9 +88,9 @@ def _values(obj, where):
         value = obj[metric]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ProfileError(f"{where}.{metric}: not a number: {value!r}")
-        upper = UPPER_BOUNDS.get(metric, float("inf"))
+        upper = UPPER_BOUNDS[metric]
         if not 0 <= value <= upper:
-            raise ProfileError(f"{where}.{metric}: {value} outside [0, {upper}]")
+            raise ProfileError(f"{where}.{metric}: {value} outside [0, {upper:.10g}]")
         out[k] = float(value)
     return out
 
@@ -107,6 +110,24 @@ def _directions(obj, where, required):
     return out
 
 
+def _named_objects(data, key, source):
+    """data[key] (absent: {}), which must be an object of names."""
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ProfileError(f"{source}: \"{key}\": expected an object of names, not {type(value).__name__} "
+                           f"{json.dumps(value)[:60]}")
+    return value
+
+
+def _text(data, key, default, source):
+    """data[key] (absent: default), which must be a string of one line."""
+    value = data.get(key, default)
+    if not isinstance(value, str):
+        raise ProfileError(f"{source}: \"{key}\": expected a string, not {type(value).__name__} "
+                           f"{json.dumps(value)[:60]}")
+    return value
+
+
 class Profile:
     """Ground-truth values: value(layer, layer_type, forward) -> array in METRICS order."""
 
@@ -114,16 +135,20 @@ class Profile:
         if not isinstance(data, dict):
             raise ProfileError(f"{source}: a profile is a JSON object")
         self.source = str(source)
-        self.description = data.get("description", "")
-        self.model_name = data.get("model_name", DEFAULT_MODEL_NAME)
+        self.name = self.source  # how users name it: a shipped profile's name, else its file
+        self.description = _text(data, "description", "", source)
+        self.model_name = _text(data, "model_name", DEFAULT_MODEL_NAME, source)
+        if not self.model_name.strip() or not self.model_name.isprintable():
+            raise ProfileError(f"{source}: \"model_name\": {json.dumps(self.model_name)} is not a name of one "
+                               "printable line (it is the modelName label of every series)")
         if "idle" not in data or "layer_types" not in data:
             raise ProfileError(f"{source}: needs \"idle\" and \"layer_types\"")
         self.idle = _values(data["idle"], "idle")
         self.types = {name: _directions(v, f"layer_types.{name}", True)
-                      for name, v in data["layer_types"].items()}
+                      for name, v in _named_objects(data, "layer_types", source).items()}
         self.default = _directions(data["default"], "default", True) if "default" in data else None
         self.layers = {name: _directions(v, f"layers.{name}", False)
-                       for name, v in data.get("layers", {}).items()}
+                       for name, v in _named_objects(data, "layers", source).items()}
         self.data = data
 
     @classmethod
@@ -151,7 +176,9 @@ class Profile:
             shipped = sorted(p.name[:-5] for p in PROFILES.iterdir() if p.name.endswith(".json"))
             if name not in shipped:
                 raise ProfileError(f"no profile {name!r} (shipped: {', '.join(shipped)}; or a path to a profile file)")
-            return cls.load(PROFILES / f"{name}.json")
+            profile = cls.load(PROFILES / f"{name}.json")
+            profile.name = name
+            return profile
         return cls.load(path)
 
     def value(self, layer, layer_type, forward):
