@@ -10,14 +10,31 @@ from pathlib import Path
 
 MARK = ".precisionprobe-emulated"
 _RELATIVE = "relative: "
+_PROFILE = "profile: "
 
 
-def mark(folder, source):
-    """Leaves the mark in folder: a copy of the event files of source (its first line names it)."""
+def mark(folder, source, profile):
+    """Leaves the mark in folder: a copy of the event files of source (its first line names it),
+    whose counters are the emulator's, from profile (a shipped profile's name, or a file's path)."""
     source = Path(source).resolve()
     relative = os.path.relpath(source, Path(folder).resolve())
     Path(folder, MARK).write_text(f"{source}\nevent files of that folder, rewritten onto emulated GPUs\n"
-                                  f"{_RELATIVE}{relative}\n")
+                                  f"{_RELATIVE}{relative}\n{_PROFILE}{profile}\n")
+
+
+def profile_of(copy):
+    """The profile an emulated copy's counters come from, as its mark names it ('' where the mark
+    names none: an earlier version's, or one that cannot be read)."""
+    try:
+        lines = Path(copy, MARK).read_text().splitlines()
+    except (OSError, ValueError):
+        return ""
+    return next((line[len(_PROFILE):] for line in lines if line.startswith(_PROFILE)), "")
+
+
+def copy_holding(path):
+    """The emulated copy (a marked folder) that path lies in, or None."""
+    return next((at for at in Path(path).parents if Path(at, MARK).is_file()), None)
 
 
 def _sources(mark_file):
@@ -30,6 +47,19 @@ def _sources(mark_file):
         return [path.resolve() for path in named if path.is_dir()]
     except (OSError, IndexError, ValueError):
         return None  # (an unreadable mark: taken as a copy of anything)
+
+
+def sources_of(copy):
+    """The source folders the mark of copy names that exist ([] where none does, or the mark
+    cannot be read)."""
+    return _sources(Path(copy, MARK)) or []
+
+
+def names_another_source(copy, folder):
+    """Whether copy is an emulated copy whose mark names a source folder that exists and is not
+    folder (a copy whose source is gone, or whose mark cannot be read, names none)."""
+    sources = sources_of(copy) if Path(copy, MARK).is_file() else []
+    return bool(sources) and Path(folder).resolve() not in sources
 
 
 def is_copy(folder):

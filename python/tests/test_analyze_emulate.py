@@ -131,6 +131,11 @@ def test_emulate_replays_a_cpu_run_on_an_emulated_gpu(runs, tmp_path):
     # A folder that holds both the run and its emulated copy would count every call twice.
     both = precisionprobe("analyze", tmp_path, check=False)
     assert both.returncode == 1 and "and an emulator's copy of them" in both.stderr, both.stderr
+    # With --emulate, it is named as a folder of runs and their copies (the copy's own hint,
+    # "analyze it without --emulate", would be refused as above).
+    both = precisionprobe("analyze", tmp_path, "--emulate", "dlrm", check=False)
+    assert both.returncode == 1 and f"--emulate: '{tmp_path}' holds emulated copies of runs (" in both.stderr and \
+        "beside event files: --emulate one run's own folder (its copy is made beside it)" in both.stderr, both.stderr
     # The copy analyzed with --emulate again would be an emulation of the emulation.
     again = precisionprobe("analyze", f"{run}.emulated", "--emulate", "dlrm", check=False)
     assert again.returncode == 1 and "holds an emulator's copy of a run's events" in again.stderr, again.stderr
@@ -206,9 +211,9 @@ def test_a_folder_is_refused_only_with_the_events_an_emulated_copy_copies(tmp_pa
     for folder in (runs / "a", runs / "a.emulated", runs / "b.emulated", tmp_path / "elsewhere" / "b"):
         folder.mkdir(parents=True)
         (folder / "events-node-1.jsonl").write_text("{}\n")
-    _emulated_copy.mark(runs / "b.emulated", tmp_path / "elsewhere" / "b")
+    _emulated_copy.mark(runs / "b.emulated", tmp_path / "elsewhere" / "b", "dlrm")
     assert _emulated_copy.copies_inside(runs) == []
-    _emulated_copy.mark(runs / "a.emulated", runs / "a")
+    _emulated_copy.mark(runs / "a.emulated", runs / "a", "dlrm")
     assert _emulated_copy.copies_inside(runs) == [(runs / "a.emulated").resolve()]
     assert _emulated_copy.copies_inside(runs / "a.emulated") == []  # the copy alone is what to analyze
 
@@ -222,7 +227,7 @@ def test_a_moved_or_copied_run_with_its_emulated_copy_is_still_refused(tmp_path)
     for folder in (first / "events", first / "emulated"):
         folder.mkdir(parents=True)
         (folder / "events-node-1.jsonl").write_text("{}\n")
-    _emulated_copy.mark(first / "emulated", first / "events")
+    _emulated_copy.mark(first / "emulated", first / "events", "dlrm")
     copied = tmp_path / "copied"
     shutil.copytree(first, copied)
     assert _emulated_copy.copies_inside(copied) == [(copied / "emulated").resolve()]
@@ -236,3 +241,94 @@ def test_a_moved_or_copied_run_with_its_emulated_copy_is_still_refused(tmp_path)
     refused = precisionprobe("analyze", moved, check=False)
     assert refused.returncode == 1 and "whose run is not where the copy's mark says (moved, or removed)" in \
         refused.stderr, refused.stderr
+
+
+def _cpu_run(paths, folder, job):
+    """Run A's events as a run recorded on a machine without a GPU, as job `job`, in folder."""
+    folder.mkdir()
+    with open(folder / "events-node-1.jsonl", "w") as f:
+        for line in Path(paths["a"]["events"]).read_text().splitlines():
+            record = dict(json.loads(line), job_id=job)
+            if "layer" in record:
+                record["gpu_uuid"], record["gpu"] = "cpu", None
+            f.write(json.dumps(record) + "\n")
+    return folder
+
+
+def _dram(report, layer_type="EmbeddingBag", direction="backward"):
+    row = next(r for r in report["layer_types"] if r["name"] == layer_type and r["direction"] == direction)
+    return row["metrics"]["dram_active"]["value"]
+
+
+def test_an_emulated_run_says_so_and_is_made_anew_for_another_profile(runs, tmp_path):
+    """The report of an emulated run says that its counters are the profile's (table, JSON, and
+    compare beside a measured run); analyzing it again with another profile makes its database
+    anew, where the old profile's numbers were shown unsaid; and the making anew waits for another
+    connection that writes the database, instead of removing the file from under it."""
+    work, paths, url = runs
+    run = _cpu_run(paths, tmp_path / "run", "cpu-job")
+    table = precisionprobe("analyze", run, "--emulate", "dlrm", "--no-layers")
+    assert table.stdout.splitlines()[0].endswith("100 ms; counters EMULATED from profile dlrm, not measured "
+                                                 "(the layer timings are the run's own)"), table.stdout
+    dlrm = json.loads(precisionprobe("analyze", run, "--emulate", "dlrm", "--format", "json").stdout)["jobs"][0]
+    assert dlrm["emulated"] == "dlrm" and _dram(dlrm) == pytest.approx(0.86, abs=0.03)
+    # Another profile: gpt2 has no EmbeddingBag, whose backward calls then read its default DRAM
+    # 0.55, not dlrm's 0.86. Meanwhile another connection writes the database, until a second
+    # after the replay: the command waits for it, then makes it anew.
+    writer = subprocess.Popen([sys.executable, "-c", "import os, sqlite3, sys, time\n"
+                               "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                               "c.execute('BEGIN IMMEDIATE'); print('writing', flush=True)\n"
+                               "replayed = os.stat(sys.argv[2]).st_mtime_ns\n"
+                               "while os.stat(sys.argv[2]).st_mtime_ns == replayed: time.sleep(0.05)\n"
+                               "time.sleep(1.5); c.execute('COMMIT')",
+                               f"{run}.emulated/precisionprobe.db", f"{run}.emulated/metrics-0.om"],
+                              stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline() == "writing\n"
+    gpt2 = precisionprobe("analyze", run, "--emulate", "gpt2", "--format", "json")
+    assert writer.wait(timeout=60) == 0
+    assert "the emulated samples changed (another profile, or another version of the emulator) since --emulate " \
+           "last replayed the run" in gpt2.stderr and "is made anew" in gpt2.stderr, gpt2.stderr
+    assert "is being written by another connection" in gpt2.stderr, gpt2.stderr
+    (report,) = json.loads(gpt2.stdout)["jobs"]
+    assert report["emulated"] == "gpt2" and _dram(report) == pytest.approx(0.55, abs=0.03)
+    # Beside a measured run, compare says which side is the profile's.
+    precisionprobe("analyze", work / "a" / "events", "--prometheus", url, "--final", "--db", tmp_path / "a.db")
+    compared = precisionprobe("compare", f"{run}.emulated", tmp_path / "a.db")
+    assert "RUN_A (job cpu-job): counters EMULATED from profile gpt2, not measured (the layer timings are the " \
+           "run's own), and the other side's are measured" in compared.stderr, compared.stderr
+
+
+def test_a_run_and_its_emulated_copy_are_refused_in_one_database(runs, tmp_path):
+    """The same run as recorded and replayed on emulated GPUs into one --db (what the finding on a
+    CPU run suggests, with the --db of before) would count every call twice: refused, either way
+    round, and nothing is written; --emulate-out naming another run's emulated copy is refused,
+    where it made that run's results anew."""
+    work, paths, url = runs
+    run = _cpu_run(paths, tmp_path / "run", "cpu-job")
+    database = tmp_path / "results.db"
+    precisionprobe("analyze", run, "--db", database)
+    before = database.read_bytes()
+    mixed = precisionprobe("analyze", run, "--emulate", "dlrm", "--db", database, check=False)
+    assert mixed.returncode == 1 and mixed.stderr.endswith(
+        f"--db: '{database}' holds the events of '{run}' as recorded, and this refresh would add their copy on "
+        f"emulated GPUs ('{run}.emulated/events'): every call would count twice; give this one a results database "
+        "of its own (the default --db, in its folder), or a new file\n"), mixed.stderr
+    assert database.read_bytes() == before and not Path(f"{run}.emulated").exists()
+    # The other way round: the emulated database, and the run as recorded.
+    precisionprobe("analyze", run, "--emulate", "dlrm")
+    copied = tmp_path / "copied.db"
+    shutil.copy(f"{run}.emulated/precisionprobe.db", copied)
+    back = precisionprobe("analyze", run, "--db", copied, check=False)
+    assert back.returncode == 1 and f"holds an emulated copy of the events of '{run}' ('{run}.emulated/events'), " \
+        "and this refresh would add those events as recorded: every call would count twice" in back.stderr, back.stderr
+    # Runs of their own share a database as before; the copy analyzed as it is, too.
+    other = _cpu_run(paths, tmp_path / "other", "other-job")
+    precisionprobe("analyze", other, "--db", database)
+    precisionprobe("analyze", f"{run}.emulated", "--no-layers")
+    # Another run's emulated folder as --emulate-out: refused, that run's results kept.
+    kept = Path(f"{run}.emulated/precisionprobe.db").read_bytes()
+    taken = precisionprobe("analyze", other, "--emulate", "dlrm", "--emulate-out", f"{run}.emulated", check=False)
+    assert taken.returncode == 1 and taken.stderr.endswith(
+        f"--emulate-out: '{run}.emulated' holds the emulated copy of another run ('{run}'), whose results the "
+        "replay would make anew: give a new folder, or none (the default is beside RUN_DIR)\n"), taken.stderr
+    assert Path(f"{run}.emulated/precisionprobe.db").read_bytes() == kept

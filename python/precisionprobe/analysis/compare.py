@@ -11,7 +11,7 @@ import io
 import json
 import math
 
-from .render import cell, markdown_cell, shown
+from .render import cell, emulated_note, markdown_cell, shown
 from .report import METRICS
 
 
@@ -35,6 +35,17 @@ def comparison_warnings(a, b):
             warnings.append(f"{which} (job {report.job_id}) ran on no GPU: it has no share of GPU time and no metric, "
                             "so its rows are missing (`precisionprobe analyze RUN_DIR --emulate dlrm` replays it on an "
                             "emulated GPU)")
+    emulated = [(which, report) for which, report in (("RUN_A", a), ("RUN_B", b)) if report.emulated is not None]
+    if len(emulated) == 1:
+        which, report = emulated[0]
+        warnings.append(f"{which} (job {report.job_id}): {emulated_note(report)}, and the other side's are measured: "
+                        "the metrics' differences are the profile's against the GPU's, not the runs'")
+    elif emulated and a.emulated != b.emulated:
+        warnings.append(f"both sides' counters are EMULATED, from different profiles ({shown(a.emulated or '?')}, "
+                        f"{shown(b.emulated or '?')}): the metrics' differences are the profiles', not the runs'")
+    elif emulated:
+        warnings.append(f"both sides' counters are EMULATED (profile {shown(a.emulated or '?')}): the metrics differ "
+                        "only as the layer timings of the two runs make the same profile's values blend")
     types_a, types_b = ({r.name for r in report.layer_types if r.direction != "untracked"} for report in (a, b))
     if types_a and types_b and not types_a & types_b:
         def listed(types):

@@ -136,7 +136,7 @@ def replay(run_dir, out, profile_name, stream=sys.stderr):
               f"{', '.join(render.shown(m) for m in missing)}: the emulator gives them its default values", file=stream)
     events_dir = out / "events"
     events_dir.mkdir(parents=True, exist_ok=True)
-    emulated_copy.mark(events_dir, run_dir)
+    emulated_copy.mark(events_dir, run_dir, profile.name)
     for path, headers, events in files:
         target = events_dir / path.relative_to(run_dir)
         target.parent.mkdir(parents=True, exist_ok=True)

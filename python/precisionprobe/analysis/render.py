@@ -69,10 +69,19 @@ def row_cells(row):
             + [cell(short, row.metrics[short]) for _, short, _ in METRICS])
 
 
+def emulated_note(job):
+    """What a job's counters are where an emulator made them (report.JobReport.emulated), or ''."""
+    if job.emulated is None:
+        return ""
+    profile = f" from profile {shown(job.emulated)}" if job.emulated else ""
+    return f"counters EMULATED{profile}, not measured (the layer timings are the run's own)"
+
+
 def job_summary(job):
     return (f"{job.gpus} GPU(s), {job.gpu_seconds:.1f} GPU-seconds ({job.minutes:.1f} min)"
             + (f", sample window {job.window_ms:g} ms" if job.window_ms else "")
-            + (f", {job.parameters:,} parameters" if job.parameters else ""))
+            + (f", {job.parameters:,} parameters" if job.parameters else "")
+            + (f"; {emulated_note(job)}" if job.emulated is not None else ""))
 
 
 def _text_table(header, rows):

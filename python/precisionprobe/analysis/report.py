@@ -18,6 +18,8 @@ what pinned it, not the data.
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
+from .. import _emulated_copy as emulated_copy
+
 # The activity metrics of Table I, as the report names them (memory in use is per job only: an
 # instant gauge, which the layers of a window hold at once).
 METRICS = (
@@ -78,6 +80,10 @@ class JobReport:
     # The minutes of windows the estimates were solved from, where the event_retention_minutes
     # setting removed some of the job's events (None: nothing removed, they saw the whole run).
     estimate_minutes: Optional[float] = None
+    # The emulator profile whose values the job's counters are (its events read from an emulated
+    # copy: analyze --emulate, the live emulator's mirror), '' for a copy whose mark names none;
+    # None: measured, or the copy is no longer where its events were read from.
+    emulated: Optional[str] = None
 
     def as_dict(self):
         return asdict(self)
@@ -196,7 +202,20 @@ def read_report(conn, job_id, layers=True):
         busy_share=job["gpu_util_percent"] / 100 if job["gpu_util_percent"] is not None else None,
         untracked_share=untracked, gpu_mem_gib=job["gpu_mem_gib"], gpu_mem_peak_gib=job["gpu_mem_peak_gib"],
         job_metrics={short: job[COLUMN[short]] for _, short, _ in METRICS},
-        layer_types=type_rows, layers=layer_rows, estimate_minutes=estimate_minutes)
+        layer_types=type_rows, layers=layer_rows, estimate_minutes=estimate_minutes,
+        emulated=emulated_profile(conn, job_id))
+
+
+def emulated_profile(conn, job_id):
+    """JobReport.emulated: the profile named by the mark of the emulated copy holding any of the
+    job's event files (pp_jobs' files, as pp_event_files resolved them), or None."""
+    for (path,) in conn.execute("SELECT DISTINCT f.real_path FROM pp_jobs AS j JOIN pp_event_files AS f "
+                                "ON f.source_file = j.source_file WHERE j.job_id = ? AND f.real_path IS NOT NULL",
+                                (job_id,)):
+        copy = emulated_copy.copy_holding(path)
+        if copy is not None:
+            return emulated_copy.profile_of(copy)
+    return None
 
 
 def _estimate_minutes(conn, job_id, window_ms, gpus, minutes):

@@ -19,7 +19,7 @@ from .extension import connect
 from .refresh import check_settings, refresh
 from .report import check_report_types, jobs_in, read_report
 from .saved_estimates import estimates_stale, save_estimates
-from .write_lock import WriteLockTimeout
+from .write_lock import WriteLockTimeout, begin_writing
 
 DATABASE_NAME = "precisionprobe.db"
 
@@ -29,6 +29,18 @@ def database_path(run, db):
         return Path(db)
     run = Path(run)
     return run if run.exists() and not run.is_dir() else run / DATABASE_NAME
+
+
+def refuse_a_path_sqlite_cannot_name(path, option):
+    """A path whose name is not UTF-8 (bytes Python keeps as surrogates) cannot be given to SQLite
+    or pp_refresh, whose text is UTF-8: refused before anything is made."""
+    if path is None:
+        return
+    try:
+        os.fspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise CommandError(f"{option}: {os.fsencode(path)!r} is not a UTF-8 file name, which SQLite (and the "
+                           "events' paths it stores) cannot hold: rename it (convmv, or mv to a UTF-8 name)") from None
 
 
 def refuse_what_is_not_a_file(database, option, fix):
@@ -108,6 +120,8 @@ def source_of(args):
 
 def checked_run_database(args):
     """RUN_DIR and its results database, checked as analyze, export and serve need them."""
+    for option, path in (("RUN_DIR", args.run_dir), ("--db", args.db), ("--emulate-out", args.emulate_out)):
+        refuse_a_path_sqlite_cannot_name(path, option)
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise CommandError(f"run directory '{run_dir}' does not exist" if not run_dir.exists()
@@ -126,10 +140,22 @@ def checked_run_database(args):
         raise CommandError(f"--emulate-out: '{emulated_dir(args)}' holds files that no --emulate wrote (its "
                            f"events/ has no {emulated_copy.MARK} mark), which the replay would overwrite or mix "
                            "with its own: give a new or empty folder, or one an earlier --emulate wrote")
+    if args.emulate and emulated_copy.names_another_source(Path(emulated_dir(args), "events"), run_dir):
+        raise CommandError(f"--emulate-out: '{emulated_dir(args)}' holds the emulated copy of another run "
+                           f"('{emulated_copy.sources_of(Path(emulated_dir(args), 'events'))[0]}'), whose results "
+                           "the replay would make anew: give a new folder, or none (the default is beside RUN_DIR)")
     if args.emulate and emulated_dir(args).resolve().is_relative_to(run_dir.resolve()):
         raise CommandError(f"--emulate-out: '{emulated_dir(args)}' is inside RUN_DIR '{run_dir}', whose events the "
                            "next analyze would read back with the emulated copies; choose a folder outside it")
     if args.emulate and emulated_copy.is_copy(run_dir):
+        marks = sorted(run_dir.rglob(emulated_copy.MARK))
+        if len(marks) > 1 or (marks and not emulated_copy.copy_holding(run_dir / "-")
+                              and any(run_dir.rglob("*.jsonl")) and any(
+                                  marks[0].parent not in event.parents for event in run_dir.rglob("*.jsonl"))):
+            # A folder of runs beside their emulated copies: one run at a time has a copy.
+            raise CommandError(f"--emulate: '{run_dir}' holds emulated copies of runs ('{marks[0].parent}'"
+                               f"{' and more' if len(marks) > 1 else ''}) beside event files: --emulate one "
+                               "run's own folder (its copy is made beside it), or analyze a copy without --emulate")
         raise CommandError(f"--emulate: '{run_dir}' holds an emulator's copy of a run's events, whose calls are on "
                            "emulated GPUs already: analyze it without --emulate, or --emulate the run it copies")
     copies = [] if args.no_refresh else emulated_copy.copies_inside(run_dir)  # (--no-refresh reads no events)
@@ -149,6 +175,9 @@ def checked_run_database(args):
         check_settings(args.prometheus, getattr(args, "retention_minutes", None))
     if args.no_refresh and not database.is_file():
         raise CommandError(f"--no-refresh: no results database at '{database}'")
+    if not args.no_refresh and database.is_file():
+        _refuse_mixed_copies(database, run_dir, Path(emulated_dir(args), "events") if args.emulate else run_dir,
+                             "--db" if args.db else "the default --db")
     return run_dir, database
 
 
@@ -176,11 +205,97 @@ def _emulated_or_new(out):
     return not any(out.iterdir()) or Path(out, "events", emulated_copy.MARK).is_file()
 
 
-def _emulated_events(emulated_dir):
-    """What an emulated copy's event files hold (path -> digest), to tell whether a replay changed them."""
-    events = Path(emulated_dir) / "events"
-    return {str(path.relative_to(events)): hashlib.sha1(path.read_bytes()).hexdigest()
-            for path in event_files_below(events)} if events.is_dir() else {}
+def _digests(paths, base):
+    return {str(path.relative_to(base)): hashlib.sha1(path.read_bytes()).hexdigest() for path in paths}
+
+
+def _emulated_replay(emulated_dir):
+    """What an emulated copy holds, to tell whether a replay changed it: its event files and its
+    samples (the OpenMetrics files), each path -> digest. A replay writes the same bytes for the
+    same run and profile, so the samples change with the profile (or the emulator's version)."""
+    out = Path(emulated_dir)
+    events = out / "events"
+    return (_digests(event_files_below(events), events) if events.is_dir() else {},
+            _digests(sorted(out.glob("metrics-*.om")), out) if out.is_dir() else {})
+
+
+def _what_changed(before, after):
+    """What differs between two _emulated_replay results, in words, or None."""
+    if not before[0] and not before[1]:
+        return None  # (no earlier replay here)
+    if before[0] != after[0]:
+        return "the run's events changed"
+    if before[1] != after[1]:
+        return "the emulated samples changed (another profile, or another version of the emulator)"
+    return None
+
+
+def _remove_database(database):
+    """Removes a results database and its -wal and -shm files, once no other connection writes
+    it (write_lock's wait): what another process committed is not pulled from under it unsaid."""
+    conn = sqlite3.connect(database)
+    try:
+        begin_writing(conn)
+        conn.rollback()
+    finally:
+        conn.close()
+    for leftover in (database, Path(f"{database}-wal"), Path(f"{database}-shm")):
+        leftover.unlink(missing_ok=True)
+
+
+def _origin(path, copies):
+    """(the emulated copy holding path, or None; the folder of the recorded events it comes
+    from): a file of an emulated copy comes from the run its mark names (copies caches each
+    folder's answer)."""
+    folder = Path(path).parent
+    if folder not in copies:
+        copies[folder] = None
+        for at in [folder, *folder.parents]:
+            if Path(at, emulated_copy.MARK).is_file():
+                sources = emulated_copy.sources_of(at)
+                copies[folder] = (at, sources[0] if sources else None)
+                break
+    return copies[folder] if copies[folder] is not None else (None, folder)
+
+
+def _refuse_mixed_copies(database, run_dir, events_dir, option):
+    """Refuses to refresh database from events_dir (RUN_DIR, or --emulate's copy of it) where it
+    holds the same run's events read another way: as recorded beside an emulated copy of them, or
+    two emulated copies: every call would count twice. Reads pp_event_files' paths (nothing where
+    the file is no results database, or not readable: the refresh says what is wrong)."""
+    try:
+        conn = sqlite3.connect(f"{Path(database).resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            paths = [row[0] for row in conn.execute("SELECT DISTINCT real_path FROM pp_event_files "
+                                                    "WHERE real_path IS NOT NULL")]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return
+    run_dir, events_dir, copies = run_dir.resolve(), events_dir.resolve(), {}
+    # What this refresh reads: --emulate's copy of RUN_DIR, or RUN_DIR (a copy, or the folder of
+    # one, where an emulated copy is analyzed as it is; checked_run_database refused one beside
+    # other events).
+    if events_dir != run_dir:
+        copy_now, origin_now = events_dir, run_dir
+    else:
+        below = next(iter(run_dir.rglob(emulated_copy.MARK)), None)
+        copy_now, origin_now = _origin((below.parent if below else run_dir) / "-", copies)
+    if origin_now is None:
+        return
+    for path in paths:
+        copy, origin = _origin(path, copies)
+        if origin is None or copy == copy_now or not (origin == origin_now or origin_now in origin.parents
+                                                       or origin in origin_now.parents):
+            continue
+        if copy is None:
+            held = f"the events of '{origin}' as recorded"
+        else:
+            held = f"an emulated copy of the events of '{origin}' ('{copy}')"
+        adding = f"their copy on emulated GPUs ('{copy_now}')" if copy_now else "those events as recorded"
+        raise CommandError(f"{option}: '{database}' holds {held}, and this refresh would add {adding}: every "
+                           "call would count twice; give this one a results database of its own (the default "
+                           "--db, in its folder), or a new file")
 
 
 def open_refreshed(args):
@@ -188,7 +303,7 @@ def open_refreshed(args):
     --emulate: from the run replayed on emulated GPUs)."""
     run_dir, database = checked_run_database(args)
     if args.emulate:
-        before = _emulated_events(emulated_dir(args))
+        before = _emulated_replay(emulated_dir(args))
         try:
             events_dir, samples = _emulate().replay(run_dir, emulated_dir(args), args.emulate)
         except PermissionError as e:
@@ -196,17 +311,18 @@ def open_refreshed(args):
                                "you can write)") from None
         except (ValueError, OSError) as e:
             raise CommandError(f"--emulate: {e}") from None
-        if before and before != _emulated_events(emulated_dir(args)) and database.is_file():
+        changed = _what_changed(before, _emulated_replay(emulated_dir(args)))
+        if changed and database.is_file():
             # The run grew (a job still writing): the copy's earlier, final refresh folded windows
-            # that its new events fall into. The emulated database is derived: it is made anew.
+            # that its new events fall into; or the samples are another profile's, where the
+            # database holds the old ones. The emulated database is derived: it is made anew.
             if args.db:
-                print(f"{args.prog}: warning: the run's events changed since --emulate last replayed them; "
+                print(f"{args.prog}: warning: {changed} since --emulate last replayed the run; "
                       f"remove {database} to refresh it from the start", file=sys.stderr)
             else:
-                print(f"{args.prog}: the run's events changed since --emulate last replayed them: "
-                      f"{database} is made anew", file=sys.stderr)
-                for leftover in (database, Path(f"{database}-wal"), Path(f"{database}-shm")):
-                    leftover.unlink(missing_ok=True)
+                print(f"{args.prog}: {changed} since --emulate last replayed the run: {database} is made anew",
+                      file=sys.stderr)
+                _remove_database(database)
     # --no-refresh reads the database as it is: opened read-only, the file is never changed.
     conn = connect(database, read_only=bool(args.no_refresh and not args.emulate))
     try:

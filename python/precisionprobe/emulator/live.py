@@ -532,7 +532,7 @@ def run(args, profile):
     made_mirror = not mirror_dir.exists()
     try:
         mirror_dir.mkdir(parents=True, exist_ok=True)
-        emulated_copy.mark(mirror_dir, events_dir)
+        emulated_copy.mark(mirror_dir, events_dir, profile.name)
     except OSError as error:
         server.server_close()
         raise ValueError(f"--mirror{'' if args.mirror else ' (by default EVENTS.emulated)'}: cannot write "
