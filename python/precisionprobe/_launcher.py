@@ -79,6 +79,12 @@ def run(command, out=None, job_id=None):
     if not wrote and problem:
         print(f"precisionprobe: warning: {command[0]} wrote no layer events to {out_dir} (see the first warning)",
               file=sys.stderr)
+    elif not wrote and status != 0:  # (its failure, not the hooks, is what to look at)
+        ended = (f"exited with status {status}" if status > 0 else
+                 f"was killed by {signal.Signals(-status).name}" if -status in signal.valid_signals() else
+                 f"ended with status {status}")
+        print(f"precisionprobe: warning: {command[0]} {ended} and wrote no layer events to {out_dir} (its own "
+              "output above says why it failed)", file=sys.stderr)
     elif not wrote:
         print(f"precisionprobe: warning: {command[0]} wrote no layer events to {out_dir}: the hooks record "
               "the PyTorch modules that Python processes of the command call (is it a Python program, "

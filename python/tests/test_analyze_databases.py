@@ -169,6 +169,52 @@ def test_reading_commands_leave_the_database_as_it_is(runs, report_a, tmp_path):
     assert database.read_bytes() == before
 
 
+def test_an_archived_database_in_a_folder_no_one_may_write_is_read(runs, report_a, tmp_path):
+    """The commands make results databases in WAL mode, which SQLite cannot open read-only where
+    it cannot make the -shm file beside it: compare and analyze --no-refresh of an archived run
+    (a folder made immutable, which root cannot write either) failed. The file alone, without a
+    -wal file, is read as it is; with a -wal file (commits not in the file yet) it is refused with
+    what to do, since reading the file alone would leave those commits out."""
+    import subprocess
+    work, _, _ = runs
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    database = archive / "precisionprobe.db"
+    shutil.copy(work / "a.db", database)
+    with closing(sqlite3.connect(database)) as conn:  # (in WAL mode, as analyze made it)
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    before = database.read_bytes()
+    locked = subprocess.run(["chattr", "+i", archive], capture_output=True, text=True)
+    if locked.returncode != 0:
+        pytest.skip(f"chattr +i cannot make a folder no one may write on this file system: {locked.stderr.strip()}")
+    try:
+        rows = json.loads(precisionprobe("compare", database, work / "a.db", "--format", "json").stdout)["rows"]
+        assert rows == json.loads(precisionprobe("compare", work / "a.db", work / "a.db", "--format",
+                                                 "json").stdout)["rows"]
+        (job,) = json.loads(precisionprobe("analyze", work / "a" / "events", "--db", database, "--no-refresh",
+                                           "--format", "json").stdout)["jobs"]
+        assert any(m["kind"] == "estimate" for r in job["layer_types"] for m in r["metrics"].values())
+        assert sorted(p.name for p in archive.iterdir()) == ["precisionprobe.db"]
+        assert database.read_bytes() == before
+    finally:
+        subprocess.run(["chattr", "-i", archive], check=True)
+    # Archived with a -wal file that holds a commit: refused, not read without it.
+    with closing(sqlite3.connect(database)) as keeping:  # (open: the commit stays in the -wal file)
+        keeping.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        with closing(sqlite3.connect(database)) as conn, conn:
+            conn.execute("UPDATE report_jobs SET gpu_seconds = gpu_seconds + 1")
+        shutil.copytree(archive, tmp_path / "with-wal", ignore=shutil.ignore_patterns("*-shm"))
+    with_wal = tmp_path / "with-wal"
+    assert Path(with_wal / "precisionprobe.db-wal").stat().st_size > 0
+    subprocess.run(["chattr", "+i", with_wal], check=True)
+    try:
+        refused = precisionprobe("compare", with_wal / "precisionprobe.db", work / "a.db", check=False)
+        assert refused.returncode == 1 and "a database in WAL mode needs its -shm file, which SQLite cannot make " \
+            "in this folder or file system" in refused.stderr, refused.stderr
+    finally:
+        subprocess.run(["chattr", "-i", with_wal], check=True)
+
+
 def test_a_database_of_an_earlier_version_is_read_through_an_upgraded_copy(runs, report_a, tmp_path):
     """A read-only command on a database an earlier version wrote (here: views as an earlier
     version stored them) reads an upgraded copy in memory, says so, and answers as this version

@@ -81,3 +81,19 @@ def test_an_extension_path_that_is_no_library_or_no_file_is_said_so(tmp_path):
             raise AssertionError(f"{path} loaded")
     _loadable.load_file(conn, extension_path())  # the real one still loads
     assert conn.execute("SELECT pp_version()").fetchone()[0]
+
+
+def test_a_path_whose_name_is_not_utf8_is_refused_before_anything_is_made(tmp_path):
+    """A run folder named in another encoding (a Latin-1 byte): analyze was a UnicodeEncodeError
+    traceback that left an empty database inside it, and --emulate a cryptic line and a copy."""
+    run = os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9")
+    os.mkdir(run)
+    shutil.copy(ROOT / "tests" / "data" / "events" / "cpu.jsonl", run)
+    message = "RUN_DIR: b'" + str(tmp_path) + "/caf\\xe9' is not a UTF-8 file name, which SQLite (and the events' " \
+              "paths it stores) cannot hold: rename it (convmv, or mv to a UTF-8 name)\n"
+    for command, extra in (("analyze", []), ("analyze", ["--emulate", "dlrm"]), ("export", ["--openmetrics", "-"])):
+        result = precisionprobe(command, run, *extra, check=False)
+        assert (result.returncode, result.stderr) == (1, f"python3 -m precisionprobe {command}: {message}")
+    compared = precisionprobe("compare", run, run, check=False)
+    assert compared.stderr == f"python3 -m precisionprobe compare: {message.replace('RUN_DIR', 'RUN_A')}"
+    assert os.listdir(run) == ["cpu.jsonl"] and sorted(os.listdir(tmp_path)) == [os.path.basename(run)]

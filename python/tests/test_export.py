@@ -347,7 +347,7 @@ def test_errors_are_one_line(run, tmp_path):
                              tmp_path / "nowhere" / "x.prom", check=False)
     assert (missing.returncode, missing.stderr) == (
         1, f"python3 -m precisionprobe export: --openmetrics: cannot write '{tmp_path / 'nowhere' / 'x.prom'}': "
-           "No such file or directory\n")
+           f"its folder '{tmp_path / 'nowhere'}' does not exist\n")
     no_db = precisionprobe("serve", events, "--db", tmp_path / "none.db", "--no-refresh", "--port", "0",
                            check=False)
     assert (no_db.returncode, no_db.stderr) == (
@@ -421,7 +421,10 @@ def test_an_openmetrics_path_that_names_a_folder_or_nothing_is_refused(tmp_path)
     from precisionprobe.analysis.cli import CommandError, write_atomically
     for given, why in [(f"{tmp_path}/new/", f"'{tmp_path}/new/' ends in '/', so it names a folder: give a file, "
                                             f"such as '{tmp_path}/new/precisionprobe.prom'"),
-                       ("", "must not be empty: give a file (or - for stdout)")]:
+                       ("", "must not be empty: give a file (or - for stdout)"),
+                       # (a folder that is there: refused before the refresh, not after it)
+                       (str(tmp_path), f"'{tmp_path}' is a folder: give a file, such as "
+                                       f"'{tmp_path}/precisionprobe.prom'")]:
         with pytest.raises(CommandError) as refused:
             write_atomically(given, "# EOF\n")
         assert str(refused.value) == f"--openmetrics: {why}"

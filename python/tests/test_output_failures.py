@@ -27,7 +27,10 @@ def test_a_job_without_torch_is_only_launched(tmp_path):
     result = run_launched(tmp_path / "out", [sys.executable, "-c", "raise SystemExit(7)"])
     assert result.returncode == 7
     assert "events, dropped" not in result.stderr  # no probe attached, so no summary
-    assert "raise SystemExit(7)" not in result.stderr and "wrote no layer events" in result.stderr
+    assert "raise SystemExit(7)" not in result.stderr
+    # It failed: said, where the warning asked whether it was a Python program that ran a model.
+    assert f"warning: {sys.executable} exited with status 7 and wrote no layer events to {tmp_path / 'out'} (its " \
+           "own output above says why it failed)" in result.stderr, result.stderr
 
 
 def test_unwritable_output_directory_warns_once_and_counts_every_dropped_event(tmp_path):

@@ -23,12 +23,13 @@ from pathlib import Path
 from . import figures, openmetrics, render, serve as endpoint
 from .command_error import CommandError
 from .compare import compare_jobs, comparison_warnings, render_comparison
-from .extension import WAL_SHM_HINT, ExtensionError, connect, wal_without_shm
+from .extension import WAL_SHM_HINT, ExtensionError, connect, open_read_only, wal_without_shm
 from .html_report import write_html
 from .refresh import WAIT_DEFAULT_S, RefreshError, refresh
 from .report import ReportError, check_report_types, jobs_in, read_report
 from .run_database import (DATABASE_NAME, checked_run_database, database_path, open_refreshed, read_reports,
-                           refreshed_reports, refuse_what_is_not_a_file, saved_estimates_current, source_of)
+                           refreshed_reports, refuse_a_path_sqlite_cannot_name, refuse_what_is_not_a_file,
+                           saved_estimates_current, source_of)
 from .write_lock import WriteLockTimeout
 
 
@@ -167,13 +168,20 @@ def analyze(args):
 
 
 def _check_openmetrics_path(path):
-    """--openmetrics refused where it cannot name a file: empty (resolved, it would be the working
-    folder), or ending in / (renamed over, a missing folder's name would become a file)."""
+    """--openmetrics refused where it cannot name a file, before the refresh (which may take
+    minutes): empty (resolved, it would be the working folder), ending in / (renamed over, a
+    missing folder's name would become a file), a folder, or in a folder that does not exist."""
     if not str(path):
         raise CommandError("--openmetrics: must not be empty: give a file (or - for stdout)")
     if str(path).endswith(os.sep):
         raise CommandError(f"--openmetrics: '{path}' ends in '{os.sep}', so it names a folder: give a file, "
                            f"such as '{path}precisionprobe.prom'")
+    if os.path.isdir(path):
+        raise CommandError(f"--openmetrics: '{path}' is a folder: give a file, such as "
+                           f"'{os.path.join(path, 'precisionprobe.prom')}'")
+    if not os.path.isdir(os.path.dirname(os.path.realpath(path))):
+        raise CommandError(f"--openmetrics: cannot write '{path}': its folder "
+                           f"'{os.path.dirname(os.path.realpath(path))}' does not exist")
 
 
 def write_atomically(path, text):
@@ -331,7 +339,7 @@ def _is_results_database(database, which):
     """Whether database holds analyze's results, read without changing the file; a file SQLite
     cannot read is an error saying why (not "no results")."""
     try:
-        probe = sqlite3.connect(f"{Path(database).resolve().as_uri()}?mode=ro", uri=True)
+        probe = open_read_only(database)
         try:
             return probe.execute("SELECT count(*) FROM sqlite_master WHERE name = 'report_jobs'").fetchone()[0] > 0
         finally:
@@ -345,6 +353,8 @@ def _is_results_database(database, which):
 
 
 def _one_report(run, db, job, which):
+    refuse_a_path_sqlite_cannot_name(run, which)
+    refuse_a_path_sqlite_cannot_name(db, f"--db-{which[-1].lower()}")
     if not db and not Path(run).exists():
         raise CommandError(f"{which}: '{run}' does not exist (give a run directory or a results database file)")
     database = database_path(run, db)

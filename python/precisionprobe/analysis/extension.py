@@ -51,8 +51,7 @@ def connect(database, read_only=False):
     the file opened read-only and left exactly as it is (its views as they are)."""
     try:
         if read_only:
-            conn = sqlite3.connect(f"{Path(database).resolve().as_uri()}?mode=ro", uri=True, factory=ResultsConnection)
-            conn.read_only = True
+            conn = open_read_only(database)
         else:
             new = not os.path.exists(database) or os.path.getsize(database) == 0
             conn = sqlite3.connect(database, factory=ResultsConnection)
@@ -89,6 +88,27 @@ def connect(database, read_only=False):
     except BaseException:
         conn.close()
         raise
+    return conn
+
+
+def open_read_only(database):
+    """database opened read-only. A database in WAL mode in a folder no one may write (an archive,
+    a read-only file system) cannot be opened so: SQLite must make its -shm file beside it. With
+    no -wal file either, everything is in the file itself, and no connection can be writing it
+    (a writer makes both files there): it is read as immutable, the state SQLite's own docs name
+    for such a file. With a -wal file, it is refused (wal_without_shm's hint): read as immutable,
+    the commits the -wal file holds would be missing."""
+    uri = Path(database).resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, factory=ResultsConnection)
+    try:
+        conn.execute("PRAGMA schema_version")
+    except sqlite3.Error:
+        conn.close()
+        wal = Path(f"{database}-wal")
+        if not wal_without_shm(database) or (wal.exists() and wal.stat().st_size > 0):
+            raise
+        conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, factory=ResultsConnection)
+    conn.read_only = True
     return conn
 
 
