@@ -19,17 +19,15 @@ from ._event_format import valid_text
 
 class ModuleInfo:
     """What the writer needs about one module: its JSON fragment, ready to paste into a line."""
-    __slots__ = ("name", "type_name", "is_leaf", "container", "provisional", "root", "fragment",
-                 "called_at_top_level")
+    __slots__ = ("name", "type_name", "is_leaf", "provisional", "root", "fragment", "called_at_top_level")
 
     def __init__(self, name, type_name, is_leaf, provisional=False, root=None, called_at_top_level=False):
         self.name = name = valid_text(name)
         self.type_name = type_name = valid_text(type_name)
-        self.is_leaf = is_leaf  # no child modules
-        # Once a call of it has called a module (on its thread): not timed, its calls are. A module
-        # whose children never run as modules (nn.MultiheadAttention uses out_proj's weights
-        # itself; a TorchScript module runs its own) is timed as a layer.
-        self.container = False
+        # No child modules. A module with children is a layer in each call that calls none of
+        # them as modules (nn.MultiheadAttention uses out_proj's weights itself; a TorchScript
+        # module runs its own; a fast path runs fused kernels), and not in a call that does.
+        self.is_leaf = is_leaf
         self.provisional = provisional  # named after its class until a model containing it is seen
         self.root = root  # id() of the module whose tree gave the name
         self.called_at_top_level = called_at_top_level  # a model (the probe's stale-stack check)
@@ -56,26 +54,74 @@ def is_leaf_module(module):
     return not any(child is not None for child in module._modules.values())
 
 
+# A model whose forward makes modules as it runs (`nn.ReLU()(x)`) calls a module not seen yet
+# at every step, and none is in its tree: walking the tree each time made a step of a model of
+# 3,000 modules 200 times slower. After a walk that found nothing, the next comes only after
+# this many more unseen modules, doubling up to _MOST_SKIPPED_WALKS; one that finds something
+# walks at once again. A module named after its class meanwhile (one added to the model, say) is
+# looked for again at the next _RECHECKS calls of its model at top level (recheck_pending):
+# by then a module made by a forward is gone.
+_MOST_SKIPPED_WALKS = 1024
+_RECHECKS = 3
+
+
 class LayerRegistry:
     """id(module) -> ModuleInfo; an entry disappears when its module is garbage collected."""
 
     def __init__(self):
         self._infos = {}
         self._refs = {}
+        self._walks_to_skip = {}  # id(root) -> [unseen modules before the next walk, backoff]
+        self._pending = {}  # id(module) -> [id(root), rechecks left]: named while walks were skipped
         self.get_by_id = self._infos.get  # hot path: registry.get_by_id(id(module))
 
     def describe(self, module, top_level_module=None):
-        """Slow path for a module not seen yet; names the whole tree of the top-level module."""
-        if top_level_module is not None:
-            self._name_tree(top_level_module)
+        """Slow path for a module not seen yet; names the whole tree of the top-level module
+        (not each time: a module its forward makes anew is in no tree, see _MOST_SKIPPED_WALKS)."""
+        walked = top_level_module is None or self._walk_unless_fruitless(top_level_module, module)
         info = self._infos.get(id(module))
         if info is None:
             info = self._add(module, class_name(module), provisional=True)
+            if not walked:
+                self._pending[id(module)] = [id(top_level_module), _RECHECKS]
         return info
 
+    def recheck_pending(self, root):
+        """At a call of root at top level: walks its tree once if a module named while walks
+        were skipped is still there to be named (each is looked for _RECHECKS times at most)."""
+        if not self._pending:
+            return
+        root_id = id(root)
+        waiting = [key for key, (root_of, _) in self._pending.items() if root_of == root_id]
+        if not waiting:
+            return
+        self._name_tree(root)
+        for key in waiting:
+            entry = self._pending.get(key)
+            info = self._infos.get(key)
+            if entry is not None:
+                entry[1] -= 1
+                if info is None or not info.provisional or entry[1] <= 0:
+                    del self._pending[key]
+
+    def _walk_unless_fruitless(self, root, module):
+        """Walks root's tree to name module, unless walks that found nothing back off; whether it walked."""
+        skip = self._walks_to_skip.get(id(root))
+        if skip is not None and skip[0] > 0:
+            skip[0] -= 1
+            return False
+        if self._name_tree(root) or id(module) in self._infos:
+            self._walks_to_skip.pop(id(root), None)
+        else:
+            backoff = min(2 * skip[1], _MOST_SKIPPED_WALKS) if skip is not None else 1
+            self._walks_to_skip[id(root)] = [backoff, backoff]
+        return True
+
     def _name_tree(self, root):
+        """Names the modules of root's tree; returns how many it named or renamed."""
         root_name, root_id = class_name(root), id(root)
         walked = set()  # named_modules() walks a module before the modules below it
+        named = 0
         for name, module in root.named_modules():
             known = self._infos.get(id(module))
             if known is None or (name and (known.provisional or (known.root != root_id and known.root in walked))):
@@ -83,17 +129,21 @@ class LayerRegistry:
                     name = f"{root_name}.{name}"
                 self._add(module, name or class_name(module), provisional=not name, root=root_id,
                           called_at_top_level=known is not None and known.called_at_top_level)
+                named += 1
             walked.add(id(module))
+        return named
 
     def _add(self, module, name, provisional, root=None, called_at_top_level=False):
         info = ModuleInfo(name, class_name(module), is_leaf_module(module), provisional, root,
                           called_at_top_level)
         key = id(module)
-        infos, refs = self._infos, self._refs
+        infos, refs, walks_to_skip, pending = self._infos, self._refs, self._walks_to_skip, self._pending
 
         def forget(_ref):  # runs when the module is freed, before its id can be reused
             infos.pop(key, None)
             refs.pop(key, None)
+            walks_to_skip.pop(key, None)
+            pending.pop(key, None)
 
         infos[key] = info
         if key not in refs:

@@ -176,7 +176,8 @@ class Probe:
         """SIGTERM (Kubernetes, Slurm, torchrun) ends a Python process at once by default: no
         atexit, so the events still queued were lost and no summary printed. Where its action is
         still the default, a handler closes the probe first, then ends the process by the same
-        signal, as it would have ended. A handler the program sets itself replaces this one."""
+        signal, as it would have ended. A handler the program sets itself replaces this one (and
+        if it calls this one as the handler it replaced, that call does nothing)."""
         if threading.current_thread() is not threading.main_thread():
             return  # signal.signal() works on the main thread only
         for signum in FLUSHED_SIGNALS:
@@ -188,6 +189,12 @@ class Probe:
                 pass
 
     def _on_terminating_signal(self, signum, frame):
+        if signal.getsignal(signum) != self._on_terminating_signal:
+            # Called by the program's own handler, as the one it replaced (Lightning and other
+            # launchers chain handlers so): the default it stands for would not have been called
+            # (SIG_DFL is no function), so nothing happens: the program's handler decides, and
+            # an exit it makes writes the events at exit.
+            return
         signal.signal(signum, signal.SIG_DFL)  # a second signal ends the process at once
         try:
             self.close()
@@ -256,15 +263,11 @@ class Probe:
                 del stack[:]  # a model called at top level raised: this call starts anew
             if not stack:
                 info = self._on_top_level_call(module, info)
-            else:
-                caller = stack[-1][0]
-                if not (caller.container or caller.is_leaf):
-                    caller.container = True  # it calls modules: they are the layers
-                if info is None:
-                    info = self._layers.describe(module, local.top_level_module())
-            if info.container:
-                stack.append((info, None, None, None, calls))
-                return
+            elif info is None:
+                info = self._layers.describe(module, local.top_level_module())
+            # Every call is timed, a module with children's too: whether it is a layer is known
+            # at its end (no module call began meanwhile), and a module may call its children in
+            # one call and not in the next (nn.TransformerEncoderLayer's fast path in eval).
             input_nodes = None
             if self._is_grad_enabled():
                 tensor_type = self._tensor_type
@@ -291,10 +294,9 @@ class Probe:
                 if entry is None:
                     return
             info, t_start, input_nodes, device, calls = entry
-            if info.container:  # (since this call began, when a module it called began)
-                return
             if not info.is_leaf and calls != self._calls:
-                return  # a module with children, while modules ran on another thread: its own?
+                return  # a module with children whose call called modules (they are the layers), or
+                # one while modules ran on another thread (its own? not told apart: left out)
             if device is not None:
                 t_end = self._stamp(device)
             batch, epoch = self._batches.batch, self._epochs.epoch
@@ -362,6 +364,8 @@ class Probe:
     def _on_top_level_call(self, module, info):
         if info is None:
             info = self._layers.describe(module, module)
+        else:
+            self._layers.recheck_pending(module)
         info.called_at_top_level = True
         self._local.top_level_module = weakref.ref(module)
         self._local.chain_node = None  # do not keep last step's graph alive

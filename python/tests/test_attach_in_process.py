@@ -365,3 +365,62 @@ def test_a_module_that_calls_none_of_its_children_is_a_layer(tmp_path, fresh_pro
             "norm2", "linear2", "linear1", "norm1", "self_attn"]  # (dropouts of p=0 return their input)
     spans = sorted((e["t_start_ns"], e["t_end_ns"]) for e in events if e["forward"])
     assert all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:]))  # none inside another
+
+
+def test_a_module_that_calls_its_children_only_sometimes_is_a_layer_when_it_does_not(tmp_path, fresh_probe):
+    # A module was marked a container for good once a call of it had called a child: then, after
+    # training, nn.TransformerEncoderLayer's fast path in eval (fused kernels, no child module
+    # called) gave no event at all, and evaluation's time went untracked.
+    torch.manual_seed(0)
+    model = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 2)
+    fresh_probe.attach(out=tmp_path)
+    model(torch.randn(2, 3, 8)).sum().backward()
+    model.eval()
+    with torch.no_grad():
+        model(torch.randn(2, 3, 8))
+    fresh_probe.detach()
+    events = read_records(tmp_path)[1]
+    assert ("layers.0.self_attn", "MultiheadAttention") in {(e["layer"], e["layer_type"]) for e in events
+                                                             if e["batch"] == 0}
+    assert [(e["layer"], e["layer_type"]) for e in events if e["batch"] == 1] == [
+        ("layers.0", "TransformerEncoderLayer"), ("layers.1", "TransformerEncoderLayer")]
+
+
+def test_modules_a_forward_makes_as_it_runs_do_not_walk_the_model_each_time(tmp_path, fresh_probe):
+    # `nn.ReLU()(x)` in a forward is a module not seen yet at every call, and in no model's tree:
+    # the probe walked the whole model for each, a step of a 3,000-module model 200 times slower.
+    # The walks back off while they find nothing; a module added to the model is still named by
+    # its path once the next walk comes.
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.unused = nn.ModuleList(nn.Linear(1, 1) for _ in range(50))
+
+        def forward(self, x):
+            return nn.ReLU()(self.fc(x))
+
+    model = Net()
+    walks = 0
+    named_modules = model.named_modules
+
+    def counted(*args, **kwargs):
+        nonlocal walks
+        walks += 1
+        return named_modules(*args, **kwargs)
+    model.named_modules = counted
+    fresh_probe.attach(out=tmp_path)
+    with torch.no_grad():
+        for _ in range(2000):
+            model(torch.randn(1, 4))
+        assert walks <= 14, walks  # 1 + 1 + 2 + 4 + ... up to 1024 unseen modules apart: not 2,000
+        model.added = nn.Linear(4, 4)
+        model.forward = lambda x: model.added(nn.ReLU()(model.fc(x)))
+        for _ in range(1100):
+            model(torch.randn(1, 4))
+    fresh_probe.detach()
+    events = read_records(tmp_path)[1]
+    # (the first call of the added layer may come while walks are skipped: under its class name
+    # in that step at most, and by its path from the next call of the model on)
+    assert {e["layer"] for e in events if e["batch"] >= 2001} == {"fc", "ReLU", "added"}
+    assert [e["layer"] for e in events if e["batch"] == 3099] == ["fc", "ReLU", "added"]

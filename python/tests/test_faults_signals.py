@@ -171,3 +171,35 @@ def test_the_sigterm_flush_handler_is_only_installed_over_the_default_action(tmp
         assert signal.getsignal(signal.SIGTERM) is programs_own
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_program_handler_that_calls_the_one_it_replaced_keeps_the_process_running(tmp_path):
+    """A graceful-shutdown handler set after the probe attached that calls the handler it
+    replaced (Lightning's and other launchers' way of chaining handlers) got the probe's, which
+    ended the process by the signal: no checkpoint, exit 143. Without the probe that handler is
+    SIG_DFL, which such a handler does not call: the call does nothing, and the program stops as
+    it chooses, its events written at exit."""
+    program = tmp_path / "train.py"
+    program.write_text(
+        "import os, signal, sys, torch\n"
+        "from torch import nn\n"
+        "model, stop, steps = nn.Sequential(nn.Linear(4, 4), nn.ReLU()), False, 0\n"
+        "replaced = signal.getsignal(signal.SIGTERM)\n"
+        "def on_term(signum, frame):\n"
+        "    global stop\n"
+        "    stop = True\n"
+        "    if callable(replaced):\n"
+        "        replaced(signum, frame)\n"
+        "signal.signal(signal.SIGTERM, on_term)\n"
+        "while not stop:\n"
+        "    model(torch.randn(2, 4)).sum().backward()\n"
+        "    steps += 1\n"
+        "    if steps == 50:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "print('checkpoint saved after', steps, 'steps')\n"
+        "sys.exit(0)\n")
+    result = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--out", str(tmp_path / "events"),
+                             "--job-id", "chained", "--", sys.executable, str(program)],
+                            env=fault_environment(), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "checkpoint saved after 50 steps" in result.stdout, result.stderr
+    assert "wrote 200 events, dropped 0" in result.stderr, result.stderr  # 50 steps x 2 layers x 2 directions
