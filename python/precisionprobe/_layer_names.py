@@ -19,7 +19,8 @@ from ._event_format import valid_text
 
 class ModuleInfo:
     """What the writer needs about one module: its JSON fragment, ready to paste into a line."""
-    __slots__ = ("name", "type_name", "is_leaf", "provisional", "root", "fragment", "called_at_top_level")
+    __slots__ = ("name", "type_name", "is_leaf", "provisional", "root", "fragment", "called_at_top_level",
+                 "ignored")
 
     def __init__(self, name, type_name, is_leaf, provisional=False, root=None, called_at_top_level=False):
         self.name = name = valid_text(name)
@@ -32,6 +33,9 @@ class ModuleInfo:
         self.root = root  # id() of the module whose tree gave the name
         self.called_at_top_level = called_at_top_level  # a model (the probe's stale-stack check)
         self.fragment = f'"layer":{json.dumps(name)},"layer_type":{json.dumps(type_name)},'
+        # Part of how another module computes a parameter (is_parametrization): its calls are
+        # that module's, not calls of a layer of their own, and are not seen by the hooks.
+        self.ignored = False
 
 
 # The classes of TorchScript modules (torch.jit.script, torch.jit.trace); each keeps the name of
@@ -40,13 +44,26 @@ _TORCHSCRIPT_CLASSES = {"RecursiveScriptModule", "TopLevelTracedModule", "Traced
 
 
 def class_name(module):
-    """The module's class name; a TorchScript module's is that of the class it was made from."""
-    name = type(module).__name__
+    """The module's class name; a TorchScript module's is that of the class it was made from,
+    and a parametrized module's (spectral_norm's ParametrizedConv2d) that of the class it was
+    before (Conv2d): the same layer type, whether the module was parametrized or not yet."""
+    cls = type(module)
+    name = cls.__name__
+    if name.startswith("Parametrized") and cls.__module__ == "torch.nn.utils.parametrize" and cls.__bases__:
+        return cls.__bases__[0].__name__
     if name in _TORCHSCRIPT_CLASSES:
         original = getattr(module, "original_name", None)
         if isinstance(original, str) and original:
             return original
     return name
+
+
+def is_parametrization(module):
+    """Whether module is a torch.nn.utils.parametrize.ParametrizationList: what a parametrized
+    module (spectral_norm, orthogonal, weight_norm's newer form) calls to compute its weight
+    inside its own forward, as a module (and once at top level, when it is registered)."""
+    cls = type(module)
+    return cls.__name__ == "ParametrizationList" and cls.__module__ == "torch.nn.utils.parametrize"
 
 
 def is_leaf_module(module):
@@ -74,6 +91,13 @@ class LayerRegistry:
         self._walks_to_skip = {}  # id(root) -> [unseen modules before the next walk, backoff]
         self._pending = {}  # id(module) -> [id(root), rechecks left]: named while walks were skipped
         self.get_by_id = self._infos.get  # hot path: registry.get_by_id(id(module))
+
+    def ignore_parametrization(self, module):
+        """Marks a parametrization not seen yet (is_parametrization: one registered, or called
+        before any model holding it) and the modules below it as ignored."""
+        for below in module.modules():
+            info = self._infos.get(id(below)) or self._add(below, class_name(below), provisional=True)
+            info.ignored = True
 
     def describe(self, module, top_level_module=None):
         """Slow path for a module not seen yet; names the whole tree of the top-level module
@@ -122,14 +146,19 @@ class LayerRegistry:
         root_name, root_id = class_name(root), id(root)
         walked = set()  # named_modules() walks a module before the modules below it
         named = 0
+        ignored = set()  # the modules of parametrizations below root
         for name, module in root.named_modules():
-            known = self._infos.get(id(module))
-            if known is None or (name and (known.provisional or (known.root != root_id and known.root in walked))):
+            if is_parametrization(module):
+                ignored.update(id(below) for below in module.modules())
+            info = self._infos.get(id(module))
+            if info is None or (name and (info.provisional or (info.root != root_id and info.root in walked))):
                 if name[:1].isdigit():
                     name = f"{root_name}.{name}"
-                self._add(module, name or class_name(module), provisional=not name, root=root_id,
-                          called_at_top_level=known is not None and known.called_at_top_level)
+                info = self._add(module, name or class_name(module), provisional=not name, root=root_id,
+                                 called_at_top_level=info is not None and info.called_at_top_level)
                 named += 1
+            if id(module) in ignored:
+                info.ignored = True
             walked.add(id(module))
         return named
 

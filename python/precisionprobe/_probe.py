@@ -31,7 +31,7 @@ from ._event_format import EventFormatter, chosen_event_format, job_header
 from ._event_writer import HEADER, EventWriter
 from ._gpu_identity import GpuDirectory
 from ._job_identity import JobIdentity
-from ._layer_names import LayerRegistry, class_name
+from ._layer_names import LayerRegistry, class_name, is_parametrization
 
 # Signals whose default action ends the process without running atexit (so without a flush).
 FLUSHED_SIGNALS = (signal.SIGTERM,)
@@ -257,8 +257,13 @@ class Probe:
             except AttributeError:
                 stack = local.stack = []
                 local.chain_node = None
-            self._calls = calls = self._calls + 1
             info = self._get_info(id(module))
+            if info is None and is_parametrization(module):
+                self._layers.ignore_parametrization(module)
+                return
+            if info is not None and info.ignored:
+                return  # (a parametrization's call: part of the call of the module it computes for)
+            self._calls = calls = self._calls + 1
             if stack and (info is None or info.called_at_top_level) and self._stack_is_stale(module):
                 del stack[:]  # a model called at top level raised: this call starts anew
             if not stack:
@@ -283,13 +288,16 @@ class Probe:
             return
         t_end = self._time_ns()
         local = self._local
+        own = self._get_info(id(module))
+        if own is not None and own.ignored:
+            return
         try:
             stack = local.stack
             entry = stack.pop()
         except (AttributeError, IndexError):
             return  # hooks installed while this module was already running: no start to pair with
         try:
-            if entry[0] is not self._get_info(id(module)):
+            if entry[0] is not own:
                 entry = self._unwind(stack, module, entry)
                 if entry is None:
                     return

@@ -424,3 +424,34 @@ def test_modules_a_forward_makes_as_it_runs_do_not_walk_the_model_each_time(tmp_
     # in that step at most, and by its path from the next call of the model on)
     assert {e["layer"] for e in events if e["batch"] >= 2001} == {"fc", "ReLU", "added"}
     assert [e["layer"] for e in events if e["batch"] == 3099] == ["fc", "ReLU", "added"]
+
+
+def test_a_parametrized_layer_is_one_layer_and_its_parametrization_no_event(tmp_path, fresh_probe):
+    # spectral_norm(nn.Conv2d): the convolution computes its weight by calling its parametrization
+    # as a module, so it counted as a container and gave no event (its time went untracked),
+    # while the parametrization's call did; registering it called it at top level, which became
+    # the job's model in the header (ParametrizationList, 1,728 parameters).
+    import torch.nn.utils.parametrize as parametrize
+    from torch.nn.utils.parametrizations import spectral_norm
+
+    class Symmetric(nn.Module):
+        def forward(self, x):
+            return x.triu() + x.triu(1).transpose(0, 1)
+
+    torch.manual_seed(0)
+    fresh_probe.attach(out=tmp_path)
+    model = nn.Sequential(spectral_norm(nn.Conv2d(1, 2, 3)), nn.Flatten(), nn.Linear(8, 8), nn.ReLU())
+    for step in range(3):
+        if step == 1:  # registered while training: the layer was seen, unparametrized, before
+            parametrize.register_parametrization(model[2], "weight", Symmetric())
+        model(torch.randn(2, 1, 4, 4)).sum().backward()
+    fresh_probe.detach()
+    headers, events = read_records(tmp_path)
+    assert (headers[0]["model"], headers[0]["parameters"]) == ("Sequential", sum(
+        p.numel() for p in model.parameters()))
+    for batch in range(3):
+        assert [(e["layer"], e["layer_type"]) for e in events if e["batch"] == batch and e["forward"]] == [
+            ("Sequential.0", "Conv2d"), ("Sequential.1", "Flatten"), ("Sequential.2", "Linear"),
+            ("Sequential.3", "ReLU")]
+        assert [e["layer"] for e in events if e["batch"] == batch and not e["forward"]] == [
+            "Sequential.3", "Sequential.2", "Sequential.1", "Sequential.0"]
