@@ -90,6 +90,11 @@ class LayerRegistry:
         self._refs = {}
         self._walks_to_skip = {}  # id(root) -> [unseen modules before the next walk, backoff]
         self._pending = {}  # id(module) -> [id(root), rechecks left]: named while walks were skipped
+        # Models of one class called at top level side by side (a GAN's two nn.Sequential, a
+        # teacher and a student) gave their layers the same names, their rows merged: the first
+        # live one of a class names its layers as before, the next ones put "CLASS-N." in front.
+        self._root_numbers = {}  # class name -> {N: weakref to the model}
+        self._root_number_of = {}  # id(model) -> (class name, N)
         self.get_by_id = self._infos.get  # hot path: registry.get_by_id(id(module))
 
     def ignore_parametrization(self, module):
@@ -141,20 +146,44 @@ class LayerRegistry:
             self._walks_to_skip[id(root)] = [backoff, backoff]
         return True
 
+    def _root_label(self, root):
+        """The name root's layers take theirs after: its class name, or "CLASS-N" where N - 1
+        other live models of its class were called at top level first (the lowest N free)."""
+        cls = class_name(root)
+        held = self._root_number_of.get(id(root))
+        if held is None:
+            numbers = self._root_numbers.setdefault(cls, {})
+            n = 1
+            while n in numbers and numbers[n]() is not None:
+                n += 1
+            numbers[n] = weakref.ref(root)
+            self._root_number_of[id(root)] = held = (cls, n)
+        return cls if held[1] == 1 else f"{cls}-{held[1]}"
+
+    def _release_root_number(self, module):
+        """A model found inside another one's tree is no model of its own any more."""
+        held = self._root_number_of.pop(id(module), None)
+        if held is not None and self._root_numbers[held[0]].get(held[1]) is not None:
+            del self._root_numbers[held[0]][held[1]]
+
     def _name_tree(self, root):
         """Names the modules of root's tree; returns how many it named or renamed."""
-        root_name, root_id = class_name(root), id(root)
+        root_id = id(root)
+        root_name = self._root_label(root)
+        numbered = root_name != class_name(root)
         walked = set()  # named_modules() walks a module before the modules below it
         named = 0
         ignored = set()  # the modules of parametrizations below root
         for name, module in root.named_modules():
             if is_parametrization(module):
                 ignored.update(id(below) for below in module.modules())
+            if name and self._root_number_of:
+                self._release_root_number(module)
             info = self._infos.get(id(module))
             if info is None or (name and (info.provisional or (info.root != root_id and info.root in walked))):
-                if name[:1].isdigit():
+                if name[:1].isdigit() or (numbered and name):
                     name = f"{root_name}.{name}"
-                info = self._add(module, name or class_name(module), provisional=not name, root=root_id,
+                info = self._add(module, name or root_name, provisional=not name, root=root_id,
                                  called_at_top_level=info is not None and info.called_at_top_level)
                 named += 1
             if id(module) in ignored:
@@ -167,12 +196,19 @@ class LayerRegistry:
                           called_at_top_level)
         key = id(module)
         infos, refs, walks_to_skip, pending = self._infos, self._refs, self._walks_to_skip, self._pending
+        root_numbers, root_number_of = self._root_numbers, self._root_number_of
+
+        def release_root_number(module_id):
+            held = root_number_of.pop(module_id, None)
+            if held is not None:
+                root_numbers[held[0]].pop(held[1], None)
 
         def forget(_ref):  # runs when the module is freed, before its id can be reused
             infos.pop(key, None)
             refs.pop(key, None)
             walks_to_skip.pop(key, None)
             pending.pop(key, None)
+            release_root_number(module_id=key)
 
         infos[key] = info
         if key not in refs:

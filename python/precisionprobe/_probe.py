@@ -268,8 +268,15 @@ class Probe:
                 del stack[:]  # a model called at top level raised: this call starts anew
             if not stack:
                 info = self._on_top_level_call(module, info)
-            elif info is None:
-                info = self._layers.describe(module, local.top_level_module())
+            else:
+                caller = stack[-1]
+                if caller[0].is_leaf and caller[4] >= 0:
+                    # A module without children that calls one (kept in a dict, not registered):
+                    # the call it makes is the layer, as in a container's call; two events, one
+                    # inside the other, counted its time twice.
+                    stack[-1] = caller[:4] + (-1,)
+                if info is None:
+                    info = self._layers.describe(module, local.top_level_module())
             # Every call is timed, a module with children's too: whether it is a layer is known
             # at its end (no module call began meanwhile), and a module may call its children in
             # one call and not in the next (nn.TransformerEncoderLayer's fast path in eval).
@@ -302,7 +309,7 @@ class Probe:
                 if entry is None:
                     return
             info, t_start, input_nodes, device, calls = entry
-            if not info.is_leaf and calls != self._calls:
+            if calls < 0 or (not info.is_leaf and calls != self._calls):
                 return  # a module with children whose call called modules (they are the layers), or
                 # one while modules ran on another thread (its own? not told apart: left out)
             if device is not None:

@@ -120,8 +120,8 @@ def test_a_block_run_alone_before_its_model_takes_its_path_in_the_model(tmp_path
     model(torch.randn(2, 1, 6, 6)).sum().backward()
     fresh_probe.detach()
     events = read_records(tmp_path)[1]
-    assert [e["layer"] for e in events if e["batch"] == 0] == [
-        "Sequential.0", "Sequential.1", "Sequential.0", "Sequential.1"]  # before the model ran
+    assert [e["layer"] for e in events if e["batch"] == 0] == [  # before the model ran: two models
+        "Sequential.0", "Sequential.1", "Sequential-2.0", "Sequential-2.1"]
     assert [(e["layer"], e["forward"]) for e in events if e["batch"] == 1] == [
         ("features.0", True), ("features.1", True), ("head.0", True), ("head.1", True), ("out", True),
         ("out", False), ("head.1", False), ("head.0", False), ("features.1", False), ("features.0", False)]
@@ -455,3 +455,47 @@ def test_a_parametrized_layer_is_one_layer_and_its_parametrization_no_event(tmp_
             ("Sequential.3", "ReLU")]
         assert [e["layer"] for e in events if e["batch"] == batch and not e["forward"]] == [
             "Sequential.3", "Sequential.2", "Sequential.1", "Sequential.0"]
+
+
+def test_two_models_of_one_class_side_by_side_keep_their_layers_apart(tmp_path, fresh_probe):
+    # A GAN's generator and discriminator, both nn.Sequential: their layers had the same names
+    # (Sequential.0, ...), so the two models' rows were one. The first live model of a class
+    # names its layers as before; the next one puts "CLASS-2." in front. One made anew after
+    # the first is freed (a notebook's second trial) takes its names again.
+    torch.manual_seed(0)
+    fresh_probe.attach(out=tmp_path)
+    generator = nn.Sequential(nn.Linear(2, 4), nn.ReLU())
+    discriminator = nn.Sequential(nn.Linear(4, 1))
+    discriminator(generator(torch.randn(3, 2))).sum().backward()
+    del generator, discriminator
+    again = nn.Sequential(nn.Linear(2, 4), nn.ReLU())
+    again(torch.randn(3, 2)).sum().backward()
+    fresh_probe.detach()
+    events = read_records(tmp_path)[1]
+    assert [(e["layer"], e["layer_type"]) for e in events if e["forward"]] == [
+        ("Sequential.0", "Linear"), ("Sequential.1", "ReLU"), ("Sequential-2.0", "Linear"),
+        ("Sequential.0", "Linear"), ("Sequential.1", "ReLU")]
+
+
+def test_a_module_without_children_that_calls_one_gives_the_called_one_only(tmp_path, fresh_probe):
+    # A head keeping its activation in a plain dict (not registered: no children) gave an event
+    # around the activation's own event, the activation's time counted twice. As in a container's
+    # call, the module it calls is the layer.
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(4, 4))
+            self.__dict__["helpers"] = {"act": nn.GELU()}
+
+        def forward(self, x):
+            return self.helpers["act"](x @ self.weight)
+
+    model = nn.Sequential(nn.Linear(4, 4), Head())
+    fresh_probe.attach(out=tmp_path)
+    model(torch.randn(2, 4)).sum().backward()
+    model(torch.randn(2, 4)).sum().backward()
+    fresh_probe.detach()
+    events = read_records(tmp_path)[1]
+    for batch in (0, 1):
+        assert [(e["layer"], e["forward"]) for e in events if e["batch"] == batch] == [
+            ("Sequential.0", True), ("GELU", True), ("GELU", False), ("Sequential.0", False)]
