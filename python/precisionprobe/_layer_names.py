@@ -66,6 +66,19 @@ def is_parametrization(module):
     return cls.__name__ == "ParametrizationList" and cls.__module__ == "torch.nn.utils.parametrize"
 
 
+def architecture(model):
+    """What tells two models of one class apart: each module's path, class and sizes as its
+    extra_repr() gives them ("in_features=2, out_features=4, bias=True"): a notebook's model made
+    anew has the same; a GAN's two nn.Sequential, or a teacher and its smaller student, do not.
+    (No tensor is read: under torch.jit.trace, reading a parameter would enter the traced graph.)"""
+    def sizes(module):
+        try:
+            return module.extra_repr()
+        except Exception:  # noqa: BLE001 - a module's own extra_repr; the path and class remain
+            return ""
+    return tuple((name, class_name(module), sizes(module)) for name, module in model.named_modules())
+
+
 def is_leaf_module(module):
     """Whether a module has no child modules (`None` placeholders do not count)."""
     return not any(child is not None for child in module._modules.values())
@@ -92,8 +105,10 @@ class LayerRegistry:
         self._pending = {}  # id(module) -> [id(root), rechecks left]: named while walks were skipped
         # Models of one class called at top level side by side (a GAN's two nn.Sequential, a
         # teacher and a student) gave their layers the same names, their rows merged: the first
-        # live one of a class names its layers as before, the next ones put "CLASS-N." in front.
-        self._root_numbers = {}  # class name -> {N: weakref to the model}
+        # live one of a class names its layers as before; a live one of another architecture
+        # puts "CLASS-N." in front. One of the same architecture (a model made anew in a
+        # notebook, the old one kept alive by the cell's output history) shares the names.
+        self._root_numbers = {}  # class name -> {N: (WeakSet of the models named so, their architecture)}
         self._root_number_of = {}  # id(model) -> (class name, N)
         self.get_by_id = self._infos.get  # hot path: registry.get_by_id(id(module))
 
@@ -147,24 +162,28 @@ class LayerRegistry:
         return True
 
     def _root_label(self, root):
-        """The name root's layers take theirs after: its class name, or "CLASS-N" where N - 1
-        other live models of its class were called at top level first (the lowest N free)."""
+        """The name root's layers take theirs after: its class name, or "CLASS-N" where live
+        models of its class but of other architectures were named first (the lowest N free)."""
         cls = class_name(root)
         held = self._root_number_of.get(id(root))
         if held is None:
             numbers = self._root_numbers.setdefault(cls, {})
-            n = 1
-            while n in numbers and numbers[n]() is not None:
-                n += 1
-            numbers[n] = weakref.ref(root)
+            shape = architecture(root)
+            n = next((n for n, (models, other) in sorted(numbers.items()) if models and other == shape), None)
+            if n is None:
+                n = 1
+                while n in numbers and numbers[n][0]:
+                    n += 1
+                numbers[n] = (weakref.WeakSet(), shape)
+            numbers[n][0].add(root)
             self._root_number_of[id(root)] = held = (cls, n)
         return cls if held[1] == 1 else f"{cls}-{held[1]}"
 
     def _release_root_number(self, module):
         """A model found inside another one's tree is no model of its own any more."""
         held = self._root_number_of.pop(id(module), None)
-        if held is not None and self._root_numbers[held[0]].get(held[1]) is not None:
-            del self._root_numbers[held[0]][held[1]]
+        if held is not None:
+            self._root_numbers[held[0]][held[1]][0].discard(module)
 
     def _name_tree(self, root):
         """Names the modules of root's tree; returns how many it named or renamed."""
@@ -196,19 +215,14 @@ class LayerRegistry:
                           called_at_top_level)
         key = id(module)
         infos, refs, walks_to_skip, pending = self._infos, self._refs, self._walks_to_skip, self._pending
-        root_numbers, root_number_of = self._root_numbers, self._root_number_of
-
-        def release_root_number(module_id):
-            held = root_number_of.pop(module_id, None)
-            if held is not None:
-                root_numbers[held[0]].pop(held[1], None)
+        root_number_of = self._root_number_of
 
         def forget(_ref):  # runs when the module is freed, before its id can be reused
             infos.pop(key, None)
             refs.pop(key, None)
             walks_to_skip.pop(key, None)
             pending.pop(key, None)
-            release_root_number(module_id=key)
+            root_number_of.pop(key, None)  # (its number's WeakSet lets it go by itself)
 
         infos[key] = info
         if key not in refs:

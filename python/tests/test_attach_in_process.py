@@ -460,21 +460,25 @@ def test_a_parametrized_layer_is_one_layer_and_its_parametrization_no_event(tmp_
 def test_two_models_of_one_class_side_by_side_keep_their_layers_apart(tmp_path, fresh_probe):
     # A GAN's generator and discriminator, both nn.Sequential: their layers had the same names
     # (Sequential.0, ...), so the two models' rows were one. The first live model of a class
-    # names its layers as before; the next one puts "CLASS-2." in front. One made anew after
-    # the first is freed (a notebook's second trial) takes its names again.
+    # names its layers as before; a live one of another architecture puts "CLASS-2." in front.
+    # One made anew of the same architecture (a notebook's second trial, the first kept alive by
+    # the cell's output history) shares the names, as one made after the first was freed does.
     torch.manual_seed(0)
     fresh_probe.attach(out=tmp_path)
     generator = nn.Sequential(nn.Linear(2, 4), nn.ReLU())
     discriminator = nn.Sequential(nn.Linear(4, 1))
     discriminator(generator(torch.randn(3, 2))).sum().backward()
-    del generator, discriminator
+    output_history = [generator]
     again = nn.Sequential(nn.Linear(2, 4), nn.ReLU())
     again(torch.randn(3, 2)).sum().backward()
+    del generator, discriminator, output_history, again
+    afresh = nn.Sequential(nn.Linear(4, 1))  # (the discriminator's architecture, its model freed)
+    afresh(torch.randn(3, 4)).sum().backward()
     fresh_probe.detach()
     events = read_records(tmp_path)[1]
     assert [(e["layer"], e["layer_type"]) for e in events if e["forward"]] == [
         ("Sequential.0", "Linear"), ("Sequential.1", "ReLU"), ("Sequential-2.0", "Linear"),
-        ("Sequential.0", "Linear"), ("Sequential.1", "ReLU")]
+        ("Sequential.0", "Linear"), ("Sequential.1", "ReLU"), ("Sequential.0", "Linear")]
 
 
 def test_a_module_without_children_that_calls_one_gives_the_called_one_only(tmp_path, fresh_probe):
