@@ -97,3 +97,15 @@ def test_a_path_whose_name_is_not_utf8_is_refused_before_anything_is_made(tmp_pa
     compared = precisionprobe("compare", run, run, check=False)
     assert compared.stderr == f"python3 -m precisionprobe compare: {message.replace('RUN_DIR', 'RUN_A')}"
     assert os.listdir(run) == ["cpu.jsonl"] and sorted(os.listdir(tmp_path)) == [os.path.basename(run)]
+
+
+def test_a_results_database_named_like_an_event_file_inside_the_run_is_refused(tmp_path):
+    """--db RUN_DIR/results.jsonl: the database was read back as events at the next refresh
+    ("skipped 532 malformed lines")."""
+    shutil.copy(ROOT / "tests" / "data" / "events" / "cpu.jsonl", tmp_path)
+    result = precisionprobe("analyze", tmp_path, "--db", tmp_path / "results.jsonl", check=False)
+    assert (result.returncode, result.stderr) == (
+        1, f"python3 -m precisionprobe analyze: --db: '{tmp_path / 'results.jsonl'}' ends in .jsonl inside RUN_DIR "
+           f"'{tmp_path}', where every *.jsonl file is read as layer events: give the results database another "
+           "name (such as precisionprobe.db)\n")
+    assert os.listdir(tmp_path) == ["cpu.jsonl"]

@@ -169,6 +169,10 @@ def checked_run_database(args):
                            "removed), beside other event files, which may be that run's and would then count "
                            "twice: analyze the copy on its own, or a folder without it")
     database = database_path(emulated_dir(args) if args.emulate else run_dir, args.db)
+    if args.db and database.name.endswith(".jsonl") and database.resolve().is_relative_to(run_dir.resolve()):
+        raise CommandError(f"--db: '{database}' ends in .jsonl inside RUN_DIR '{run_dir}', where every *.jsonl file "
+                           "is read as layer events: give the results database another name (such as "
+                           "precisionprobe.db)")
     refuse_what_is_not_a_file(database, "--db" if args.db else "the default --db",
                                "give --db a results database file, or the path of a new one")
     if not args.no_refresh and not args.emulate:  # (before the database is made)
