@@ -291,6 +291,8 @@ def test_an_emulated_run_says_so_and_is_made_anew_for_another_profile(runs, tmp_
     assert "is being written by another connection" in gpt2.stderr, gpt2.stderr
     (report,) = json.loads(gpt2.stdout)["jobs"]
     assert report["emulated"] == "gpt2" and _dram(report) == pytest.approx(0.55, abs=0.03)
+    exported = precisionprobe("export", run, "--emulate", "gpt2", "--openmetrics", "-").stdout
+    assert 'precisionprobe_job_counters_emulated{job_id="cpu-job"} 1\n' in exported
     # Beside a measured run, compare says which side is the profile's.
     precisionprobe("analyze", work / "a" / "events", "--prometheus", url, "--final", "--db", tmp_path / "a.db")
     compared = precisionprobe("compare", f"{run}.emulated", tmp_path / "a.db")

@@ -147,6 +147,7 @@ def test_exported_values_are_the_reports(run):
     assert series[("precisionprobe_job_gpu_seconds", key)] == job["gpu_seconds"]
     assert series[("precisionprobe_job_dram_active_ratio", key)] == job["job_metrics"]["dram_active"]
     assert series[("precisionprobe_job_gpu_shared", key)] == 0
+    assert series[("precisionprobe_job_counters_emulated", key)] == 0  # (the offline emulator's own files: unmarked)
     # The three kinds of number are all there: identified estimates, intervals only, blends.
     kinds = {row["metrics"][s]["kind"] for row in job["layer_types"] for s in SHORTS}
     assert kinds == {"estimate", "interval", "blend"}

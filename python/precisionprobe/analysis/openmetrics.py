@@ -104,6 +104,11 @@ def _job_families():
                "1 when another job shared one of the job's GPUs, so that its numbers include that job's "
                "activity; 0 when it had its GPUs to itself", JOB_LABELS,
                _job(lambda j: 1 if j.shared_with else 0)),
+        Family(f"{PREFIX}_job_counters_emulated", "",
+               "1 when the job's DCGM counters are an emulator's, computed from a profile (analyze --emulate, the "
+               "live emulator's mirror), not measured; 0 when they were read from the GPUs (or the emulated copy "
+               "is no longer where its events were read from)", JOB_LABELS,
+               _job(lambda j: 0 if j.emulated is None else 1)),
     ]
     return families
 
