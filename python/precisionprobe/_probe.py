@@ -22,6 +22,7 @@ import time
 import weakref
 
 from ._version import __version__
+from . import _terminating_signals as terminating_signals
 from ._backward_spans import BackwardSpan, BackwardTimeline
 from ._batch_tracker import BatchTracker
 from ._cuda_clock import CudaClock
@@ -173,29 +174,15 @@ class Probe:
         self.close()
 
     def _handle_terminating_signals(self):
-        """SIGTERM (Kubernetes, Slurm, torchrun) ends a Python process at once by default: no
-        atexit, so the events still queued were lost and no summary printed. Where its action is
-        still the default, a handler closes the probe first, then ends the process by the same
-        signal, as it would have ended. A handler the program sets itself replaces this one (and
-        if it calls this one as the handler it replaced, that call does nothing)."""
+        """Where SIGTERM's action is the default, a handler that closes the probe first, then
+        ends the process by the same signal, as it would have ended; the program does not see
+        it (_terminating_signals)."""
         if threading.current_thread() is not threading.main_thread():
             return  # signal.signal() works on the main thread only
-        for signum in FLUSHED_SIGNALS:
-            try:
-                if signal.getsignal(signum) == signal.SIG_DFL:
-                    signal.signal(signum, self._on_terminating_signal)
-                    self._signal_handlers.append(signum)
-            except (ValueError, OSError):
-                pass
+        self._signal_handlers = terminating_signals.install(self._on_terminating_signal, FLUSHED_SIGNALS)
 
     def _on_terminating_signal(self, signum, frame):
-        if signal.getsignal(signum) != self._on_terminating_signal:
-            # Called by the program's own handler, as the one it replaced (Lightning and other
-            # launchers chain handlers so): the default it stands for would not have been called
-            # (SIG_DFL is no function), so nothing happens: the program's handler decides, and
-            # an exit it makes writes the events at exit.
-            return
-        signal.signal(signum, signal.SIG_DFL)  # a second signal ends the process at once
+        terminating_signals.to_default(signum)  # a second signal ends the process at once
         try:
             self.close()
         except Exception:  # noqa: BLE001 - e.g. stderr busy in the interrupted code: still end
@@ -204,12 +191,7 @@ class Probe:
         os.kill(os.getpid(), signum)
 
     def _restore_signal_handlers(self):
-        for signum in self._signal_handlers:
-            try:
-                if signal.getsignal(signum) == self._on_terminating_signal:
-                    signal.signal(signum, signal.SIG_DFL)
-            except (ValueError, OSError):  # detach() from another thread: leave it, it only closes
-                pass
+        terminating_signals.uninstall(self._on_terminating_signal)
         self._signal_handlers = []
 
     def after_fork_in_child(self):

@@ -25,6 +25,7 @@ import time
 import pytest
 
 from conftest import wait_for
+from precisionprobe import _terminating_signals as terminating_signals
 from test_faults_support import (DLRM_COMMAND, EVENTS_PER_STEP, JOB_ID, PRODUCED, STEPS,
                                  EventFile, assert_read_back_whole, event_key,
                                  fault_environment, megabytes,
@@ -160,9 +161,11 @@ def test_the_sigterm_flush_handler_is_only_installed_over_the_default_action(tmp
     previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         probe = fresh_probe.attach(job_id="handlers", out=tmp_path)
-        assert signal.getsignal(signal.SIGTERM) == probe._on_terminating_signal
+        assert terminating_signals._getsignal(signal.SIGTERM) == probe._on_terminating_signal
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # as the program sees it
         fresh_probe.detach()
-        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # detach gives it back
+        assert terminating_signals._getsignal(signal.SIGTERM) == signal.SIG_DFL  # detach gives it back
+        assert signal.getsignal is terminating_signals._getsignal
 
         signal.signal(signal.SIGTERM, programs_own)
         fresh_probe.attach(job_id="handlers", out=tmp_path)
@@ -173,12 +176,14 @@ def test_the_sigterm_flush_handler_is_only_installed_over_the_default_action(tmp
         signal.signal(signal.SIGTERM, previous)
 
 
-def test_a_program_handler_that_calls_the_one_it_replaced_keeps_the_process_running(tmp_path):
+@pytest.mark.parametrize("otherwise, status", [("pass", 0), ("sys.exit(143)", 143)])
+def test_a_program_handler_that_chains_to_the_one_it_replaced_works_as_without_the_probe(tmp_path, otherwise,
+                                                                                          status):
     """A graceful-shutdown handler set after the probe attached that calls the handler it
-    replaced (Lightning's and other launchers' way of chaining handlers) got the probe's, which
-    ended the process by the signal: no checkpoint, exit 143. Without the probe that handler is
-    SIG_DFL, which such a handler does not call: the call does nothing, and the program stops as
-    it chooses, its events written at exit."""
+    replaced where callable, and otherwise does its own thing (stops at the next step, or exits
+    143), got the probe's handler, which ended the process by the signal at once (no checkpoint).
+    The program sees SIG_DFL there, as without the probe: it stops as it chooses, its events
+    written at exit."""
     program = tmp_path / "train.py"
     program.write_text(
         "import os, signal, sys, torch\n"
@@ -190,6 +195,7 @@ def test_a_program_handler_that_calls_the_one_it_replaced_keeps_the_process_runn
         "    stop = True\n"
         "    if callable(replaced):\n"
         "        replaced(signum, frame)\n"
+        f"    else:\n        {otherwise}\n"
         "signal.signal(signal.SIGTERM, on_term)\n"
         "while not stop:\n"
         "    model(torch.randn(2, 4)).sum().backward()\n"
@@ -201,5 +207,34 @@ def test_a_program_handler_that_calls_the_one_it_replaced_keeps_the_process_runn
     result = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--out", str(tmp_path / "events"),
                              "--job-id", "chained", "--", sys.executable, str(program)],
                             env=fault_environment(), capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0 and "checkpoint saved after 50 steps" in result.stdout, result.stderr
+    assert result.returncode == status, result.stderr
+    if status == 0:
+        assert "checkpoint saved after 50 steps" in result.stdout
     assert "wrote 200 events, dropped 0" in result.stderr, result.stderr  # 50 steps x 2 layers x 2 directions
+
+
+def test_a_framework_installs_its_handler_where_it_would_without_the_probe(tmp_path):
+    """Lightning installs its graceful SIGTERM handler only where the action is the default: the
+    probe's handler there made it install none. A program that sets the default back and
+    re-raises gets the probe's handler for that: its events are written before it ends."""
+    program = tmp_path / "train.py"
+    program.write_text(
+        "import os, signal, torch\n"
+        "from torch import nn\n"
+        "assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, signal.getsignal(signal.SIGTERM)\n"
+        "def graceful(signum, frame):\n"
+        "    print('saving', flush=True)\n"
+        "    signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "assert signal.signal(signal.SIGTERM, graceful) is signal.SIG_DFL\n"
+        "model = nn.Linear(4, 4)\n"
+        "for step in range(30):\n"
+        "    model(torch.randn(2, 4)).sum().backward()\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "while True:\n"
+        "    pass\n")
+    result = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--out", str(tmp_path / "events"),
+                             "--job-id", "framework", "--", sys.executable, str(program)],
+                            env=fault_environment(), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 128 + signal.SIGTERM and "saving" in result.stdout, result.stderr
+    assert "wrote 60 events, dropped 0" in result.stderr, result.stderr
