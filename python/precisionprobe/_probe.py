@@ -250,15 +250,14 @@ class Probe:
                 del stack[:]  # a model called at top level raised: this call starts anew
             if not stack:
                 info = self._on_top_level_call(module, info)
-            else:
-                caller = stack[-1]
-                if caller[0].is_leaf and caller[4] >= 0:
-                    # A module without children that calls one (kept in a dict, not registered):
-                    # the call it makes is the layer, as in a container's call; two events, one
-                    # inside the other, counted its time twice.
-                    stack[-1] = caller[:4] + (-1,)
-                if info is None:
-                    info = self._layers.describe(module, local.top_level_module())
+            elif stack[-1][4] < 0 or (stack[-1][0] is not None and stack[-1][0].is_leaf):
+                # Called by a module without children (one kept in a dict, or made in the
+                # forward): part of that layer's call, as its own code is, with no event of its
+                # own (two events, one inside the other, counted its time twice).
+                stack.append((info, None, None, None, -1))
+                return
+            elif info is None:
+                info = self._layers.describe(module, local.top_level_module())
             # Every call is timed, a module with children's too: whether it is a layer is known
             # at its end (no module call began meanwhile), and a module may call its children in
             # one call and not in the next (nn.TransformerEncoderLayer's fast path in eval).

@@ -481,10 +481,10 @@ def test_two_models_of_one_class_side_by_side_keep_their_layers_apart(tmp_path, 
         ("Sequential.0", "Linear"), ("Sequential.1", "ReLU"), ("Sequential.0", "Linear")]
 
 
-def test_a_module_without_children_that_calls_one_gives_the_called_one_only(tmp_path, fresh_probe):
+def test_a_module_without_children_that_calls_one_is_one_layer(tmp_path, fresh_probe):
     # A head keeping its activation in a plain dict (not registered: no children) gave an event
-    # around the activation's own event, the activation's time counted twice. As in a container's
-    # call, the module it calls is the layer.
+    # around the activation's own event, the activation's time counted twice. The module it calls
+    # is part of its call, as its own code is (dropping the head instead lost its own time).
     class Head(nn.Module):
         def __init__(self):
             super().__init__()
@@ -501,5 +501,6 @@ def test_a_module_without_children_that_calls_one_gives_the_called_one_only(tmp_
     fresh_probe.detach()
     events = read_records(tmp_path)[1]
     for batch in (0, 1):
-        assert [(e["layer"], e["forward"]) for e in events if e["batch"] == batch] == [
-            ("Sequential.0", True), ("GELU", True), ("GELU", False), ("Sequential.0", False)]
+        assert [(e["layer"], e["layer_type"], e["forward"]) for e in events if e["batch"] == batch] == [
+            ("Sequential.0", "Linear", True), ("Sequential.1", "Head", True), ("Sequential.1", "Head", False),
+            ("Sequential.0", "Linear", False)]
