@@ -167,6 +167,9 @@ class LayerRegistry:
         cls = class_name(root)
         held = self._root_number_of.get(id(root))
         if held is None:
+            for below in root.modules():  # (models inside it, called first on their own, are no models now)
+                if below is not root:
+                    self._release_root_number(below)
             numbers = self._root_numbers.setdefault(cls, {})
             shape = architecture(root)
             n = next((n for n, (models, other) in sorted(numbers.items()) if models and other == shape), None)

@@ -472,13 +472,23 @@ def test_two_models_of_one_class_side_by_side_keep_their_layers_apart(tmp_path, 
     again = nn.Sequential(nn.Linear(2, 4), nn.ReLU())
     again(torch.randn(3, 2)).sum().backward()
     del generator, discriminator, output_history, again
+    # A block run on its own to learn a size, then put into the one model: that model is the
+    # only one, and names its layers unnumbered (the block's number went with it into the model).
+    block = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+    size = block(torch.zeros(1, 4)).numel()
+    whole = nn.Sequential(block, nn.Linear(size, 1))
+    whole(torch.randn(2, 4)).sum().backward()
+    del block, whole
     afresh = nn.Sequential(nn.Linear(4, 1))  # (the discriminator's architecture, its model freed)
     afresh(torch.randn(3, 4)).sum().backward()
     fresh_probe.detach()
     events = read_records(tmp_path)[1]
     assert [(e["layer"], e["layer_type"]) for e in events if e["forward"]] == [
         ("Sequential.0", "Linear"), ("Sequential.1", "ReLU"), ("Sequential-2.0", "Linear"),
-        ("Sequential.0", "Linear"), ("Sequential.1", "ReLU"), ("Sequential.0", "Linear")]
+        ("Sequential.0", "Linear"), ("Sequential.1", "ReLU"),
+        ("Sequential.0", "Linear"), ("Sequential.1", "ReLU"),  # (the block on its own)
+        ("Sequential.0.0", "Linear"), ("Sequential.0.1", "ReLU"), ("Sequential.1", "Linear"),
+        ("Sequential.0", "Linear")]
 
 
 def test_a_module_without_children_that_calls_one_is_one_layer(tmp_path, fresh_probe):
