@@ -240,7 +240,7 @@ class Probe:
                 stack = local.stack = []
                 local.chain_node = None
             info = self._get_info(id(module))
-            if info is None and is_parametrization(module):
+            if info is None and (is_parametrization(module) or (not stack and _called_by_parametrize())):
                 self._layers.ignore_parametrization(module)
                 return
             if info is not None and info.ignored:
@@ -419,6 +419,23 @@ class Probe:
         self._broken = True
         print(f"precisionprobe: warning: hooks disabled after an internal error: {error!r}",
               file=self._stderr or sys.stderr, flush=True)
+
+
+_PARAMETRIZE_FILE = os.path.join("torch", "nn", "utils", "parametrize.py")
+
+
+def _called_by_parametrize():
+    """Whether a module not seen yet, called at top level, is called by
+    torch.nn.utils.parametrize (registering a second parametrization on a tensor calls it so):
+    part of a parametrization, no model. Asked once per such module."""
+    frame = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            return False
+        if frame.f_code.co_filename.endswith(_PARAMETRIZE_FILE):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _first_grad_fn(output, tensor_type):

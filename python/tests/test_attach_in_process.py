@@ -438,12 +438,18 @@ def test_a_parametrized_layer_is_one_layer_and_its_parametrization_no_event(tmp_
         def forward(self, x):
             return x.triu() + x.triu(1).transpose(0, 1)
 
+    class Halved(nn.Module):
+        def forward(self, x):
+            return x * 0.5
+
     torch.manual_seed(0)
     fresh_probe.attach(out=tmp_path)
     model = nn.Sequential(spectral_norm(nn.Conv2d(1, 2, 3)), nn.Flatten(), nn.Linear(8, 8), nn.ReLU())
     for step in range(3):
         if step == 1:  # registered while training: the layer was seen, unparametrized, before
             parametrize.register_parametrization(model[2], "weight", Symmetric())
+            # A second one on the same tensor, which registering calls at top level itself.
+            parametrize.register_parametrization(model[2], "weight", Halved())
         model(torch.randn(2, 1, 4, 4)).sum().backward()
     fresh_probe.detach()
     headers, events = read_records(tmp_path)
