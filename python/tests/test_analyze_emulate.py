@@ -334,3 +334,25 @@ def test_a_run_and_its_emulated_copy_are_refused_in_one_database(runs, tmp_path)
         f"--emulate-out: '{run}.emulated' holds the emulated copy of another run ('{run}'), whose results the "
         "replay would make anew: give a new folder, or none (the default is beside RUN_DIR)\n"), taken.stderr
     assert Path(f"{run}.emulated/precisionprobe.db").read_bytes() == kept
+
+
+def test_a_database_refreshed_from_another_profile_is_never_shown_under_this_one(runs, tmp_path):
+    """Another --db rewrote the shared emulated copy with another profile's samples; the next
+    analyze of the default database found the copy unchanged by itself and showed the old
+    profile's values under the new profile's name. Each database's last replay is recorded: the
+    default one is made anew, and a --db of the old profile is refused, not relabelled."""
+    work, paths, _ = runs
+    run = _cpu_run(paths, tmp_path / "run", "cpu-job")
+    precisionprobe("analyze", run, "--emulate", "dlrm", "--no-layers")
+    other = tmp_path / "other.db"
+    precisionprobe("analyze", run, "--emulate", "dlrm", "--db", other, "--no-layers")
+    precisionprobe("analyze", run, "--emulate", "gpt2", "--db", tmp_path / "gpt2.db", "--no-layers")
+    again = precisionprobe("analyze", run, "--emulate", "gpt2", "--format", "json")
+    assert "is made anew" in again.stderr, again.stderr
+    (report,) = json.loads(again.stdout)["jobs"]
+    assert report["emulated"] == "gpt2" and _dram(report) == pytest.approx(0.55, abs=0.03)
+    refused = precisionprobe("analyze", run, "--emulate", "gpt2", "--db", other, check=False)
+    assert refused.returncode == 1 and refused.stderr.endswith(
+        "--db: the emulated samples changed (another profile, or another version of the emulator) since "
+        f"'{other}' was refreshed from this run's replay, and its samples are the old ones: remove it to refresh "
+        "it from the start, or give another --db\n"), refused.stderr

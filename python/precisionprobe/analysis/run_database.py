@@ -3,6 +3,7 @@ copy), checked before SQLite opens it, refreshed from the run's events first unl
 --no-refresh, and its reports read with the estimates saved current. Shared by analyze,
 export and serve (cli.py); compare reads databases as analyze left them."""
 import hashlib
+import json
 import os
 import sqlite3
 import stat
@@ -234,6 +235,32 @@ def _what_changed(before, after):
     return None
 
 
+_REFRESHES = ".precisionprobe-refreshes.json"  # in an emulated copy: each database's last replay
+
+
+def _refreshed_from(out, database):
+    """The _emulated_replay that database was last refreshed from (_record_refresh), or None."""
+    try:
+        record = json.loads(Path(out, _REFRESHES).read_text()).get(str(Path(database).resolve()))
+        return (record["events"], record["samples"]) if record else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # (none yet, or unreadable: the copy as found is compared instead)
+
+
+def _record_refresh(out, database, replay):
+    path = Path(out, _REFRESHES)
+    try:
+        records = json.loads(path.read_text())
+        if not isinstance(records, dict):
+            records = {}
+    except (OSError, ValueError):
+        records = {}
+    records[str(Path(database).resolve())] = {"events": replay[0], "samples": replay[1]}
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(records))
+    os.replace(temporary, path)
+
+
 def _remove_database(database):
     """Removes a results database and its -wal and -shm files, once no other connection writes
     it (write_lock's wait): what another process committed is not pulled from under it unsaid."""
@@ -241,6 +268,10 @@ def _remove_database(database):
     try:
         begin_writing(conn)
         conn.rollback()
+    except sqlite3.DatabaseError as e:
+        if isinstance(e, sqlite3.OperationalError) and "locked" in str(e):
+            raise
+        # (a damaged file: no connection can be writing it; it is made anew all the same)
     finally:
         conn.close()
     for leftover in (database, Path(f"{database}-wal"), Path(f"{database}-shm")):
@@ -315,11 +346,19 @@ def open_refreshed(args):
                                "you can write)") from None
         except (ValueError, OSError) as e:
             raise CommandError(f"--emulate: {e}") from None
-        changed = _what_changed(before, _emulated_replay(emulated_dir(args)))
+        now = _emulated_replay(emulated_dir(args))
+        # What the database was last refreshed from: the record of that refresh (another
+        # --db may have rewritten the copy since), else, for a database without one, the copy
+        # as this command found it.
+        changed = _what_changed(_refreshed_from(emulated_dir(args), database) or before, now)
         if changed and database.is_file():
             # The run grew (a job still writing): the copy's earlier, final refresh folded windows
             # that its new events fall into; or the samples are another profile's, where the
             # database holds the old ones. The emulated database is derived: it is made anew.
+            if args.db and "samples" in changed:  # (its report would name the new profile over the old values)
+                raise CommandError(f"--db: {changed} since '{database}' was refreshed from this run's replay, and "
+                                   "its samples are the old ones: remove it to refresh it from the start, or give "
+                                   "another --db")
             if args.db:
                 print(f"{args.prog}: warning: {changed} since --emulate last replayed the run; "
                       f"remove {database} to refresh it from the start", file=sys.stderr)
@@ -333,6 +372,7 @@ def open_refreshed(args):
         if args.emulate:
             with _emulate().Served(samples) as url:
                 refresh(conn, events_dir, url, final=True)
+            _record_refresh(emulated_dir(args), database, now)
         elif not args.no_refresh:
             refresh(conn, run_dir, args.prometheus, args.final, retention_minutes=getattr(args, "retention_minutes", None),
                     wait_seconds=args.wait_seconds if hasattr(args, "wait_seconds") else 0.0)
