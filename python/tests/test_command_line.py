@@ -4,7 +4,7 @@ import shutil
 import subprocess
 import sys
 
-from conftest import ROOT, extension_path, run_cli as precisionprobe
+from conftest import ROOT, child_environment, extension_path, run_cli as precisionprobe
 from precisionprobe import __version__
 
 
@@ -96,6 +96,14 @@ def test_a_path_whose_name_is_not_utf8_is_refused_before_anything_is_made(tmp_pa
         assert (result.returncode, result.stderr) == (1, f"python3 -m precisionprobe {command}: {message}")
     compared = precisionprobe("compare", run, run, check=False)
     assert compared.stderr == f"python3 -m precisionprobe compare: {message.replace('RUN_DIR', 'RUN_A')}"
+    assert os.listdir(run) == ["cpu.jsonl"] and sorted(os.listdir(tmp_path)) == [os.path.basename(run)]
+    # Named relatively from inside such a folder (or through a link into one): the same.
+    inside = subprocess.run([sys.executable, "-m", "precisionprobe", "analyze", ".", "--emulate", "dlrm"], cwd=run,
+                            capture_output=True, text=True, timeout=120, env=child_environment())
+    assert (inside.returncode, inside.stderr) == (1, "python3 -m precisionprobe analyze: RUN_DIR: '.' (which is b'"
+                                                     + str(tmp_path) + "/caf\\xe9') is not a UTF-8 file name, which "
+                                                     "SQLite (and the events' paths it stores) cannot hold: rename it "
+                                                     "(convmv, or mv to a UTF-8 name)\n")
     assert os.listdir(run) == ["cpu.jsonl"] and sorted(os.listdir(tmp_path)) == [os.path.basename(run)]
 
 

@@ -37,11 +37,14 @@ def refuse_a_path_sqlite_cannot_name(path, option):
     or pp_refresh, whose text is UTF-8: refused before anything is made."""
     if path is None:
         return
-    try:
-        os.fspath(path).encode("utf-8")
-    except UnicodeEncodeError:
-        raise CommandError(f"{option}: {os.fsencode(path)!r} is not a UTF-8 file name, which SQLite (and the "
-                           "events' paths it stores) cannot hold: rename it (convmv, or mv to a UTF-8 name)") from None
+    for name in (os.fspath(path), os.path.realpath(path)):  # (as given; and as it resolves, folders and links)
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = repr(os.fsencode(path)) if name is os.fspath(path) else \
+                f"'{path}' (which is {os.fsencode(name)!r})"
+            raise CommandError(f"{option}: {shown} is not a UTF-8 file name, which SQLite (and the events' "
+                               "paths it stores) cannot hold: rename it (convmv, or mv to a UTF-8 name)") from None
 
 
 def refuse_what_is_not_a_file(database, option, fix):
