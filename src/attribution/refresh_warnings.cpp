@@ -75,7 +75,8 @@ namespace {
 // no samples: what was looked for, and how to check it. A gpu_instance_id a user wrote that is no
 // GPU_I_ID ('seven', 2.5, -1) never matches a series: named, with the UPDATE that mends it.
 std::string mig_device_without_samples(const std::string& mig, const std::string& events, const std::string& parent,
-                                       const std::string& instance, bool instance_valid, const std::string& url) {
+                                       const std::string& instance, bool instance_valid, bool from_row,
+                                       const std::string& url) {
   if (!instance_valid)
     return "MIG device " + mig + " (" + events + ") has gpu_instance_id '" + instance +
            "' in pp_mig_devices, which is not a GPU_I_ID (a whole number from 0), so no series of its GPU instance "
@@ -83,8 +84,10 @@ std::string mig_device_without_samples(const std::string& mig, const std::string
            "gpu_instance_id = <GPU_I_ID> WHERE mig_uuid = '" + mig +
            "' (nvidia-smi mig -lgi lists the GPU instance IDs) and refresh again";
   return "MIG device " + mig + " (" + events + ") has no DCGM samples at " + url + ": no series there carries UUID (or uuid) " + parent +
-         " with GPU_I_ID " + instance + ", its GPU instance as pp_mig_devices gives it (check that row against nvidia-smi -L and nvidia-smi mig -lgi, "
-         "and that dcgm-exporter runs on that GPU with MIG support, which labels each instance's series with "
+         " with GPU_I_ID " + instance + ", its GPU instance as " +
+         (from_row ? "pp_mig_devices gives it (check that row against nvidia-smi -L and nvidia-smi mig -lgi, and "
+                   : "its MIG UUID (a driver before R470's) names it (check ") +
+         "that dcgm-exporter runs on that GPU with MIG support, which labels each instance's series with "
          "GPU_I_ID); its events are not attributed";
 }
 
@@ -103,7 +106,7 @@ void warn_about_unattributed(RefreshRun& run) {
     if (!never.column_null(4)) {
       if (++mig_devices <= kNamed)
         run.warn(mig_device_without_samples(never.column_text(0), events, never.column_text(4), never.column_text(5),
-                                            never.column_int64(6) != 0, url));
+                                            never.column_int64(6) != 0, never.column_int64(7) != 0, url));
       continue;
     }
     if (++gpus <= kNamed) named += std::string(named.empty() ? "" : ", ") + never.column_text(0) + " (" + events + ")";

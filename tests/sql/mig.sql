@@ -107,3 +107,15 @@ INSERT INTO pp_mig_devices(mig_uuid, gpu_uuid, gpu_instance_id)
 VALUES ('MIG-b2000000-0000-4000-8000-000000000000', 'GPU-153bdcb7-df30-40e2-3f2c-379902ba72fa', 2);
 SELECT coalesce(pp_last_warnings(), '') NOT LIKE '%pp_mig_devices says%'
   FROM pp_refresh('${SOURCE_DIR}/tests/data/mig/instance2.jsonl', 1);
+
+-- A MIG UUID as drivers before R470 printed it names its GPU instance itself (no row): without
+-- samples, the warning says what it looked for, and that the UUID (not a row) gave it.
+INSERT INTO pp_events(job_id, gpu_uuid, layer, layer_type, forward, t_start_ns, t_end_ns, t_start, t_end,
+                      source_file, line)
+VALUES ('jobR', 'MIG-GPU-153bdcb7-df30-40e2-3f2c-379902ba72fa/5/0', 'fc', 'Linear', 1,
+        1700000130000000000, 1700000130500000000, 1700000130.0, 1700000130.5, 'by hand', 1);
+SELECT pp_last_warnings() LIKE '%pp_refresh: MIG device MIG-GPU-153bdcb7-df30-40e2-3f2c-379902ba72fa/5/0 (1 events of'
+       || ' job ''jobR'') has no DCGM samples at %: no series there carries UUID (or uuid)'
+       || ' GPU-153bdcb7-df30-40e2-3f2c-379902ba72fa with GPU_I_ID 5, its GPU instance as its MIG UUID (a driver'
+       || ' before R470''s) names it (check that dcgm-exporter runs on that GPU with MIG support%'
+  FROM pp_refresh(NULL);

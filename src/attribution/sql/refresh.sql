@@ -244,9 +244,9 @@ SELECT count(*) FROM main.pp_fold_state AS f CROSS JOIN main.pp_events AS e
 -- GPUs of unfolded events with no samples at all, each with its unfolded events (a block's
 -- count: an impossible event counts too), the first of their jobs by id and how many jobs; for
 -- a MIG device whose GPU instance is known, the parent GPU and the GPU_I_ID looked for (as
--- pp_mig_devices has it, or read off an R470-era MIG UUID) and whether that is a GPU_I_ID at all
--- (a whole number from 0). Reads only what can match: the GPUs of the event blocks one index seek
--- each, then the blocks of GPUs without samples.
+-- pp_mig_devices has it, or read off an R470-era MIG UUID), whether that is a GPU_I_ID at all
+-- (a whole number from 0), and whether a pp_mig_devices row said it. Reads only what can match:
+-- the GPUs of the event blocks one index seek each, then the blocks of GPUs without samples.
 WITH RECURSIVE gpus(uuid) AS (
   SELECT min(gpu_uuid) FROM main.pp_events_blocks
   UNION ALL SELECT (SELECT min(gpu_uuid) FROM main.pp_events_blocks WHERE gpu_uuid > g.uuid)
@@ -257,7 +257,8 @@ SELECT g.uuid,
        (SELECT count(DISTINCT job_id) FROM main.pp_events_blocks AS b WHERE b.gpu_uuid = g.uuid AND (b.folded_through_ns IS NULL OR b.folded_through_ns < b.last_start_ns)),
        coalesce(m.gpu_uuid, CASE WHEN g.uuid GLOB 'MIG-GPU-*/[0-9]*/[0-9]*' THEN substr(g.uuid, 5, instr(g.uuid, '/') - 5) END),
        coalesce(m.gpu_instance_id, CASE WHEN g.uuid GLOB 'MIG-GPU-*/[0-9]*/[0-9]*' THEN CAST(substr(g.uuid, instr(g.uuid, '/') + 1) AS INTEGER) END),
-       m.mig_uuid IS NULL OR (typeof(m.gpu_instance_id) = 'integer' AND m.gpu_instance_id >= 0)
+       m.mig_uuid IS NULL OR (typeof(m.gpu_instance_id) = 'integer' AND m.gpu_instance_id >= 0),
+       m.mig_uuid IS NOT NULL
   FROM gpus AS g LEFT JOIN main.pp_mig_devices AS m ON m.mig_uuid = g.uuid
  WHERE g.uuid IS NOT NULL AND g.uuid <> 'cpu'
    AND NOT EXISTS (SELECT 1 FROM main.pp_samples s WHERE s.uuid = g.uuid)
