@@ -198,6 +198,13 @@ def test_an_archived_database_in_a_folder_no_one_may_write_is_read(runs, report_
         assert database.read_bytes() == before
     finally:
         subprocess.run(["chattr", "-i", archive], check=True)
+    # With a -shm file left beside it (and no -wal file), the same.
+    Path(f"{database}-shm").write_bytes(b"\0" * 32768)
+    subprocess.run(["chattr", "+i", archive], check=True)
+    try:
+        assert json.loads(precisionprobe("compare", database, work / "a.db", "--format", "json").stdout)["rows"] == rows
+    finally:
+        subprocess.run(["chattr", "-i", archive], check=True)
     # Archived with a -wal file that holds a commit: refused, not read without it.
     with closing(sqlite3.connect(database)) as keeping:  # (open: the commit stays in the -wal file)
         keeping.execute("SELECT count(*) FROM sqlite_master").fetchone()
