@@ -297,7 +297,12 @@ def test_an_emulated_run_says_so_and_is_made_anew_for_another_profile(runs, tmp_
     precisionprobe("analyze", work / "a" / "events", "--prometheus", url, "--final", "--db", tmp_path / "a.db")
     compared = precisionprobe("compare", f"{run}.emulated", tmp_path / "a.db")
     assert "RUN_A (job cpu-job): counters EMULATED from profile gpt2, not measured (the layer timings are the " \
-           "run's own), and the other side's are measured" in compared.stderr, compared.stderr
+           "run's own), and the other side's are not known to be" in compared.stderr, compared.stderr
+    # Archived elsewhere, away from the folder its mark names: the database still says so.
+    archived = tmp_path / "archive" / "run.emulated"
+    shutil.move(f"{run}.emulated", archived)
+    kept = precisionprobe("analyze", archived, "--no-refresh", "--no-layers")
+    assert "counters EMULATED from profile gpt2, not measured" in kept.stdout.splitlines()[0], kept.stdout
 
 
 def test_a_run_and_its_emulated_copy_are_refused_in_one_database(runs, tmp_path):

@@ -38,8 +38,8 @@ def comparison_warnings(a, b):
     emulated = [(which, report) for which, report in (("RUN_A", a), ("RUN_B", b)) if report.emulated is not None]
     if len(emulated) == 1:
         which, report = emulated[0]
-        warnings.append(f"{which} (job {report.job_id}): {emulated_note(report)}, and the other side's are measured: "
-                        "the metrics' differences are the profile's against the GPU's, not the runs'")
+        warnings.append(f"{which} (job {report.job_id}): {emulated_note(report)}, and the other side's are not "
+                        "known to be: the metrics' differences may be the profile's against the GPU's, not the runs'")
     elif emulated and a.emulated != b.emulated:
         warnings.append(f"both sides' counters are EMULATED, from different profiles ({shown(a.emulated or '?')}, "
                         f"{shown(b.emulated or '?')}): the metrics' differences are the profiles', not the runs'")

@@ -106,8 +106,7 @@ def _job_families():
                _job(lambda j: 1 if j.shared_with else 0)),
         Family(f"{PREFIX}_job_counters_emulated", "",
                "1 when the job's DCGM counters are an emulator's, computed from a profile (analyze --emulate, the "
-               "live emulator's mirror), not measured; 0 when they were read from the GPUs (or the emulated copy "
-               "is no longer where its events were read from)", JOB_LABELS,
+               "live emulator's mirror), not measured; 0 when they were read from the GPUs", JOB_LABELS,
                _job(lambda j: 0 if j.emulated is None else 1)),
     ]
     return families

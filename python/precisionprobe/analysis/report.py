@@ -82,7 +82,7 @@ class JobReport:
     estimate_minutes: Optional[float] = None
     # The emulator profile whose values the job's counters are (its events read from an emulated
     # copy: analyze --emulate, the live emulator's mirror), '' for a copy whose mark names none;
-    # None: measured, or the copy is no longer where its events were read from.
+    # None: measured (or a copy refreshed by an earlier version, and moved since).
     emulated: Optional[str] = None
 
     def as_dict(self):
@@ -206,9 +206,28 @@ def read_report(conn, job_id, layers=True):
         emulated=emulated_profile(conn, job_id))
 
 
+EMULATED_KEY = "emulated profile of job "  # pp_meta's key, + job_id (remember_emulated)
+
+
 def emulated_profile(conn, job_id):
-    """JobReport.emulated: the profile named by the mark of the emulated copy holding any of the
-    job's event files (pp_jobs' files, as pp_event_files resolved them), or None."""
+    """JobReport.emulated: as the database remembers it (remember_emulated), else the profile
+    named by the mark of the emulated copy holding any of the job's event files (pp_jobs' files,
+    as pp_event_files resolved them), or None."""
+    kept = conn.execute("SELECT value FROM pp_meta WHERE key = ?", (EMULATED_KEY + job_id,)).fetchone()
+    return kept[0] if kept is not None else _profile_of_marks(conn, job_id)
+
+
+def remember_emulated(conn):
+    """After a refresh: each job whose events are an emulated copy's keeps that in the database
+    (pp_meta), so that its reports say so once the copy was moved or archived."""
+    jobs = [job for (job,) in conn.execute("SELECT job_id FROM report_jobs")]
+    found = {job: _profile_of_marks(conn, job) for job in jobs}
+    with conn:
+        conn.executemany("INSERT OR REPLACE INTO pp_meta(key, value) VALUES (?, ?)",
+                         [(EMULATED_KEY + job, profile) for job, profile in found.items() if profile is not None])
+
+
+def _profile_of_marks(conn, job_id):
     for (path,) in conn.execute("SELECT DISTINCT f.real_path FROM pp_jobs AS j JOIN pp_event_files AS f "
                                 "ON f.source_file = j.source_file WHERE j.job_id = ? AND f.real_path IS NOT NULL",
                                 (job_id,)):

@@ -18,7 +18,7 @@ from . import findings, render
 from .command_error import CommandError
 from .extension import connect
 from .refresh import check_settings, refresh
-from .report import check_report_types, jobs_in, read_report
+from .report import check_report_types, jobs_in, read_report, remember_emulated
 from .saved_estimates import estimates_stale, save_estimates
 from .write_lock import WriteLockTimeout, begin_writing
 
@@ -379,6 +379,8 @@ def open_refreshed(args):
         elif not args.no_refresh:
             refresh(conn, run_dir, args.prometheus, args.final, retention_minutes=getattr(args, "retention_minutes", None),
                     wait_seconds=args.wait_seconds if hasattr(args, "wait_seconds") else 0.0)
+        if args.emulate or not args.no_refresh:
+            remember_emulated(conn)
     except BaseException:
         conn.close()
         raise
