@@ -413,7 +413,8 @@ def test_modules_a_forward_makes_as_it_runs_do_not_walk_the_model_each_time(tmp_
     with torch.no_grad():
         for _ in range(2000):
             model(torch.randn(1, 4))
-        assert walks <= 14, walks  # 1 + 1 + 2 + 4 + ... up to 1024 unseen modules apart: not 2,000
+        # 1 + 1 + 2 + 4 + ... up to 1024 unseen modules apart, and the model's architecture once: not 2,000
+        assert walks <= 15, walks
         model.added = nn.Linear(4, 4)
         model.forward = lambda x: model.added(nn.ReLU()(model.fc(x)))
         for _ in range(1100):
