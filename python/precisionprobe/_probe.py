@@ -245,6 +245,8 @@ class Probe:
                 return
             if info is not None and info.ignored:
                 return  # (a parametrization's call: part of the call of the module it computes for)
+            if not stack and any(type(x).__module__ == "torch.fx.proxy" for x in inputs):
+                return  # torch.fx.symbolic_trace calls the model with proxies: no call runs
             self._calls = calls = self._calls + 1
             if stack and (info is None or info.called_at_top_level) and self._stack_is_stale(module):
                 del stack[:]  # a model called at top level raised: this call starts anew

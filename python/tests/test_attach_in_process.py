@@ -521,3 +521,31 @@ def test_a_module_without_children_that_calls_one_is_one_layer(tmp_path, fresh_p
         assert [(e["layer"], e["layer_type"], e["forward"]) for e in events if e["batch"] == batch] == [
             ("Sequential.0", "Linear", True), ("Sequential.1", "Head", True), ("Sequential.1", "Head", False),
             ("Sequential.0", "Linear", False)]
+
+
+def test_a_model_traced_by_torch_fx_gives_no_event_for_the_trace(tmp_path, fresh_probe):
+    # torch.fx.symbolic_trace calls the model with proxies, running nothing: that call was an
+    # event, and the job's model in the header (the traced module's class, 0 parameters).
+    import torch.fx
+
+    class Weird(nn.Module):
+        def forward(self, x):
+            return {"a": x.relu(), "b": (x, x * 2)}
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+            self.weird = Weird()
+
+        def forward(self, x):
+            out = self.weird(self.fc(x))
+            return out["a"] + out["b"][1]
+
+    fresh_probe.attach(out=tmp_path)
+    traced = torch.fx.symbolic_trace(Net())
+    traced(torch.randn(2, 8)).sum().backward()
+    fresh_probe.detach()
+    headers, events = read_records(tmp_path)
+    assert (headers[0]["model"], headers[0]["parameters"]) == ("Net", 72)  # (a GraphModule keeps its class name)
+    assert [(e["layer"], e["forward"]) for e in events] == [("fc", True), ("fc", False)]
