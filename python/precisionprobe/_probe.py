@@ -209,12 +209,20 @@ class Probe:
 
     # -- timestamps ---------------------------------------------------------------------------
 
-    def _input_device(self, inputs):
-        """CUDA device index of the first tensor input, None for CPU (CUDA clock only)."""
+    def _input_device(self, inputs, module, stack):
+        """CUDA device index of the first tensor input, None for CPU (CUDA clock only). torch
+        1.13's global hooks see positional inputs only: a layer called with keyword arguments
+        alone (`self.proj(x=h)`) takes its first parameter's or buffer's device, else its
+        caller's (its calls were timed on the CPU clock and recorded on no GPU)."""
+        tensor_type = self._tensor_type
         for x in inputs:
-            if isinstance(x, self._tensor_type):
+            if isinstance(x, tensor_type):
                 return x.get_device() if x.is_cuda else None
-        return None
+        for tensors in (module._parameters, module._buffers):
+            for x in tensors.values():
+                if isinstance(x, tensor_type):
+                    return x.get_device() if x.is_cuda else None
+        return stack[-1][3] if stack else None
 
     def _stamp(self, device):
         if device is None:
@@ -267,7 +275,7 @@ class Probe:
             if self._is_grad_enabled():
                 tensor_type = self._tensor_type
                 input_nodes = [x.grad_fn for x in inputs if isinstance(x, tensor_type)]
-            device = None if self._cuda_clock is None else self._input_device(inputs)
+            device = None if self._cuda_clock is None else self._input_device(inputs, module, stack)
             stack.append((info, self._time_ns() if device is None else self._stamp(device),
                           input_nodes, device, calls))
         except Exception as error:  # noqa: BLE001 - the probe must never break training

@@ -101,3 +101,30 @@ def test_writer_waits_for_the_gpu_and_keeps_queue_order(tmp_path):
     assert [(e["gpu_uuid"], e["gpu"]) for e in events] == [("GPU-fake-0", 4), ("GPU-fake-0", 4), ("cpu", None)]
     assert (events[2]["t_start_ns"], events[2]["t_end_ns"]) == (10, 20)
     assert clock.anchors == 1
+
+
+class FakeCudaTensor:
+    """What the probe reads of a tensor to find its device: on CUDA device `device`."""
+
+    def __init__(self, device):
+        self.device = device
+        self.is_cuda = True
+
+    def get_device(self):
+        return self.device
+
+
+def test_a_layer_called_with_keyword_arguments_alone_is_timed_on_its_device():
+    # torch 1.13's global hooks see positional inputs only: `self.proj(x=h)` showed no tensor,
+    # so on a GPU its calls were timed on the CPU clock and recorded on no GPU. Its parameters'
+    # device is taken, else its caller's.
+    from types import SimpleNamespace
+    from precisionprobe._probe import Probe
+    probe = SimpleNamespace(_tensor_type=FakeCudaTensor)
+    with_weight = SimpleNamespace(_parameters={"weight": FakeCudaTensor(1)}, _buffers={})
+    without = SimpleNamespace(_parameters={}, _buffers={})
+    caller_entry = (None, 0, None, 3, 0)  # (info, t_start, input nodes, device, calls)
+    assert Probe._input_device(probe, (FakeCudaTensor(2),), with_weight, []) == 2  # its input's, first
+    assert Probe._input_device(probe, (), with_weight, [caller_entry]) == 1
+    assert Probe._input_device(probe, ("not a tensor",), without, [caller_entry]) == 3
+    assert Probe._input_device(probe, (), without, []) is None  # (nothing to tell: the CPU clock)
