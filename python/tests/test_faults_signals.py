@@ -176,6 +176,13 @@ def test_the_sigterm_flush_handler_is_only_installed_over_the_default_action(tmp
         signal.signal(signal.SIGTERM, previous)
 
 
+def run_under_the_launcher(program, out):
+    """`precisionprobe run --out OUT -- python PROGRAM`, its output captured."""
+    return subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--out", str(out), "--job-id", "signals",
+                           "--", sys.executable, str(program)],
+                          env=fault_environment(), capture_output=True, text=True, timeout=120)
+
+
 @pytest.mark.parametrize("otherwise, status", [("pass", 0), ("sys.exit(143)", 143)])
 def test_a_program_handler_that_chains_to_the_one_it_replaced_works_as_without_the_probe(tmp_path, otherwise,
                                                                                           status):
@@ -204,9 +211,7 @@ def test_a_program_handler_that_chains_to_the_one_it_replaced_works_as_without_t
         "        os.kill(os.getpid(), signal.SIGTERM)\n"
         "print('checkpoint saved after', steps, 'steps')\n"
         "sys.exit(0)\n")
-    result = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--out", str(tmp_path / "events"),
-                             "--job-id", "chained", "--", sys.executable, str(program)],
-                            env=fault_environment(), capture_output=True, text=True, timeout=120)
+    result = run_under_the_launcher(program, tmp_path / "events")
     assert result.returncode == status, result.stderr
     if status == 0:
         assert "checkpoint saved after 50 steps" in result.stdout
@@ -233,8 +238,6 @@ def test_a_framework_installs_its_handler_where_it_would_without_the_probe(tmp_p
         "os.kill(os.getpid(), signal.SIGTERM)\n"
         "while True:\n"
         "    pass\n")
-    result = subprocess.run([sys.executable, "-m", "precisionprobe", "run", "--out", str(tmp_path / "events"),
-                             "--job-id", "framework", "--", sys.executable, str(program)],
-                            env=fault_environment(), capture_output=True, text=True, timeout=120)
+    result = run_under_the_launcher(program, tmp_path / "events")
     assert result.returncode == 128 + signal.SIGTERM and "saving" in result.stdout, result.stderr
     assert "wrote 60 events, dropped 0" in result.stderr, result.stderr
