@@ -227,14 +227,19 @@ def _emulated_replay(emulated_dir):
             _digests(sorted(out.glob("metrics-*.om")), out) if out.is_dir() else {})
 
 
+_CHANGES = {"events": "the run's events changed",
+            "samples": "the emulated samples changed (another profile, or another version of the emulator)"}
+
+
 def _what_changed(before, after):
-    """What differs between two _emulated_replay results, in words, or None."""
+    """Which part differs between two _emulated_replay results ('events' first, 'samples'; its
+    words are _CHANGES'), or None."""
     if not before[0] and not before[1]:
         return None  # (no earlier replay here)
     if before[0] != after[0]:
-        return "the run's events changed"
+        return "events"
     if before[1] != after[1]:
-        return "the emulated samples changed (another profile, or another version of the emulator)"
+        return "samples"
     return None
 
 
@@ -269,12 +274,10 @@ def _remove_database(database):
     it (write_lock's wait): what another process committed is not pulled from under it unsaid."""
     conn = sqlite3.connect(database)
     try:
-        begin_writing(conn)
+        begin_writing(conn)  # (raises WriteLockTimeout where the other writer does not end)
         conn.rollback()
-    except sqlite3.DatabaseError as e:
-        if isinstance(e, sqlite3.OperationalError) and "locked" in str(e):
-            raise
-        # (a damaged file: no connection can be writing it; it is made anew all the same)
+    except sqlite3.DatabaseError:
+        pass  # (a damaged file: no connection can be writing it; it is made anew all the same)
     finally:
         conn.close()
     for leftover in (database, Path(f"{database}-wal"), Path(f"{database}-shm")):
@@ -341,7 +344,10 @@ def open_refreshed(args):
     --emulate: from the run replayed on emulated GPUs)."""
     run_dir, database = checked_run_database(args)
     if args.emulate:
-        before = _emulated_replay(emulated_dir(args))
+        # What the database was last refreshed from: the record of that refresh (another --db
+        # may have rewritten the copy since), else, for a database without one, the copy as this
+        # command finds it (hashed only then: a long run's copy is hundreds of MB).
+        refreshed_from = _refreshed_from(emulated_dir(args), database) or _emulated_replay(emulated_dir(args))
         try:
             events_dir, samples = _emulate().replay(run_dir, emulated_dir(args), args.emulate)
         except PermissionError as e:
@@ -350,23 +356,21 @@ def open_refreshed(args):
         except (ValueError, OSError) as e:
             raise CommandError(f"--emulate: {e}") from None
         now = _emulated_replay(emulated_dir(args))
-        # What the database was last refreshed from: the record of that refresh (another
-        # --db may have rewritten the copy since), else, for a database without one, the copy
-        # as this command found it.
-        changed = _what_changed(_refreshed_from(emulated_dir(args), database) or before, now)
+        changed = _what_changed(refreshed_from, now)
         if changed and database.is_file():
             # The run grew (a job still writing): the copy's earlier, final refresh folded windows
             # that its new events fall into; or the samples are another profile's, where the
             # database holds the old ones. The emulated database is derived: it is made anew.
-            if args.db and "samples" in changed:  # (its report would name the new profile over the old values)
-                raise CommandError(f"--db: {changed} since '{database}' was refreshed from this run's replay, and "
-                                   "its samples are the old ones: remove it to refresh it from the start, or give "
+            words = _CHANGES[changed]
+            if args.db and changed == "samples":  # (its report would name the new profile over the old values)
+                raise CommandError(f"--db: {words} since '{database}' was refreshed from this run's replay, and its "
+                                   "samples are the old ones: remove it to refresh it from the start, or give "
                                    "another --db")
             if args.db:
-                print(f"{args.prog}: warning: {changed} since --emulate last replayed the run; "
+                print(f"{args.prog}: warning: {words} since --emulate last replayed the run; "
                       f"remove {database} to refresh it from the start", file=sys.stderr)
             else:
-                print(f"{args.prog}: {changed} since --emulate last replayed the run: {database} is made anew",
+                print(f"{args.prog}: {words} since --emulate last replayed the run: {database} is made anew",
                       file=sys.stderr)
                 _remove_database(database)
     # --no-refresh reads the database as it is: opened read-only, the file is never changed.
